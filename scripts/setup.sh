@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the system packages zerotrain builds and tests with (Debian/Ubuntu).
+# Idempotent: installs only what is missing. Needs root (or sudo).
+set -euo pipefail
+pkgs=(
+  build-essential            # gcc, make
+  libopenblas-openmp-dev     # BLAS sharing the program's OpenMP pool (MACHINE.md: one pool)
+  libopenmpi-dev openmpi-bin # MPI: launcher, bootstrap, CPU collectives
+  libcjson-dev               # JSON config
+  python3 python3-torch python3-numpy # the PyTorch reference in the tests and bench
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all packages present"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

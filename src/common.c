@@ -1,0 +1,36 @@
+// Error reporting: the pending user-facing message and fatal checks.
+#include "common.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+static char g_error[2048];
+static int g_rank;
+
+zt_status zt_errorf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_error, sizeof g_error, fmt, ap);
+    va_end(ap);
+    return ZT_ERR;
+}
+
+const char *zt_error_message(void) { return g_error; }
+
+void zt_error_report(int print) {
+    if (print) fprintf(stderr, "zerotrain: error: %s\n", g_error[0] ? g_error : "unknown error");
+}
+
+void zt_fatal(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "zerotrain: fatal (rank %d) %s:%d: ", g_rank, file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    abort();
+}
+
+void zt_set_log_rank(int rank) { g_rank = rank; }
+int zt_log_rank(void) { return g_rank; }

@@ -1,0 +1,51 @@
+// Shared definitions: status codes, the two tiers of error checks, alignment.
+#ifndef ZT_COMMON_H
+#define ZT_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+// A returned status for what a user can fix (config, data, checkpoints, layout).
+// The message lives in one process-wide buffer set by zt_errorf; the caller that
+// finally gives up prints it once (rank 0 only, see zt_error_report).
+typedef enum { ZT_OK = 0, ZT_ERR = 1 } zt_status;
+
+// Sets the pending error message and returns ZT_ERR, so `return zt_errorf(...)` reads well.
+zt_status zt_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+// The pending message ("" if none).
+const char *zt_error_message(void);
+// Prints "zerotrain: error: <message>" to stderr when `print` is true; used by main
+// so that only rank 0 speaks for a problem every rank found.
+void zt_error_report(int print);
+
+// Propagate a status: ZT_TRY(f(x)); returns from the caller on error.
+#define ZT_TRY(expr)                          \
+    do {                                      \
+        zt_status zt_try_s_ = (expr);         \
+        if (zt_try_s_ != ZT_OK) return zt_try_s_; \
+    } while (0)
+
+// Always-on fatal checks for bugs and broken libraries (never for user input).
+void zt_fatal(const char *file, int line, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 3, 4)));
+#define ZT_ASSERT(cond)                                                        \
+    do {                                                                       \
+        if (!(cond)) zt_fatal(__FILE__, __LINE__, "assertion failed: %s", #cond); \
+    } while (0)
+#define ZT_ASSERTF(cond, ...)                                  \
+    do {                                                       \
+        if (!(cond)) zt_fatal(__FILE__, __LINE__, __VA_ARGS__); \
+    } while (0)
+
+// This process's rank in the world, for messages (set once the grid exists; 0 before).
+void zt_set_log_rank(int rank);
+int zt_log_rank(void);
+
+static inline size_t zt_round_up(size_t x, size_t multiple) {
+    return (x + multiple - 1) / multiple * multiple;
+}
+static inline size_t zt_min_sz(size_t a, size_t b) { return a < b ? a : b; }
+
+#endif

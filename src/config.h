@@ -1,0 +1,60 @@
+// The run configuration: one table of options drives defaults, `--flags`, the JSON
+// config file (same keys as the flags, without "--") and `--help`.
+#ifndef ZT_CONFIG_H
+#define ZT_CONFIG_H
+
+#include <stdint.h>
+
+#include "common.h"
+#include "layout.h"
+
+#define ZT_PATH_MAX 512
+
+typedef struct {
+    // model (a preset fills the shape keys not given explicitly)
+    char model[32];           // tiny | gpt2 | gpt2-medium | gpt2-large | gpt2-xl
+    int n_layer, n_head, n_embd, vocab, n_ctx;
+    // batch
+    int micro_batch;          // sequences per micro-batch (B)
+    int seq;                  // tokens per sequence (T)
+    int grad_accum;           // micro-batches per step per dp rank
+    int steps;
+    // optimizer and schedule
+    char optim[16];           // adamw | adamw8bit
+    float lr, lr_final_frac;
+    char lr_schedule[16];     // constant | cosine
+    int warmup;
+    float weight_decay, beta1, beta2, eps, grad_clip;
+    uint64_t seed;
+    // data
+    char data[ZT_PATH_MAX], val_data[ZT_PATH_MAX];
+    int val_every, val_batches;
+    int shuffle;
+    char init_from[ZT_PATH_MAX]; // llm.c fp32 model checkpoint
+    char log[ZT_PATH_MAX];       // JSON lines
+    // parallel layout
+    int zero;                 // 0 | 1
+    int dp, pp, tp;           // dp 0 = derived from the world size
+    char schedule[16];        // 1f1b | gpipe
+    char partition[256];
+    int loss_chunk;           // tokens per chunk of the loss (0 = automatic)
+    int threads;              // OpenMP threads per rank (0 = runtime default)
+} zt_config;
+
+// Fills `cfg` from defaults, then the file named by --config (if any), then the flags
+// in argv[0..argc) (argv holds flags only, no program or command name). A flag given
+// twice takes the last value. On error returns ZT_ERR with a message naming the key
+// or flag and what to do (unknown key, malformed JSON, wrong type, value out of range).
+// `--help` is not handled here (see zt_config_print_help).
+zt_status zt_config_parse(zt_config *cfg, int argc, char **argv);
+
+// Checks the values against each other (n_embd % n_head, seq <= n_ctx, ...).
+zt_status zt_config_validate(const zt_config *cfg);
+
+// The model shape the config describes, with Vp padded for `tp`.
+zt_model_shape zt_config_shape(const zt_config *cfg);
+
+// Prints every option with its default and help to `f`.
+void zt_config_print_help(FILE *f);
+
+#endif

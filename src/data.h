@@ -1,0 +1,52 @@
+// Token datasets in the llm.c format, addressed by global sample index.
+#ifndef ZT_DATA_H
+#define ZT_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+// File format (llm.c): 256 int32 header, little endian
+//   [0] magic 20240520  [1] version 1  [2] number of tokens N  [3..255] zero
+// then N uint16 tokens. Sample i of sequence length T is tokens [i*T, i*T+T] (T+1
+// tokens: inputs are the first T, targets the last T), so there are (N-1)/T samples.
+#define ZT_DATA_MAGIC 20240520
+#define ZT_DATA_VERSION 1
+#define ZT_DATA_HEADER_INTS 256
+
+typedef struct {
+    char path[512];
+    void *map;               // whole file, mmap'ed read-only
+    size_t map_bytes;
+    const uint16_t *tokens;  // (n_tokens)
+    size_t n_tokens;
+    int T;
+    uint64_t n_samples;
+    int shuffle;
+    uint64_t seed;
+    uint32_t *perm;          // (n_samples) permutation of the current epoch when shuffling
+    uint64_t perm_epoch;
+} zt_dataset;
+
+// Opens and checks a token file for sequences of T tokens: magic, version, token
+// count against the file size, at least one sample, and every token id < vocab
+// (scanned once here, so a bad file fails before training). Errors name the file and
+// the fix. Caller closes with zt_dataset_close (also on a half-opened dataset).
+zt_status zt_dataset_open(zt_dataset *ds, const char *path, int T, int vocab, int shuffle,
+                          uint64_t seed);
+void zt_dataset_close(zt_dataset *ds);
+
+// Global sample g (any value; it wraps around the file by epochs, reshuffled each
+// epoch when shuffling) into inputs (T) and targets (T).
+void zt_dataset_sample(zt_dataset *ds, uint64_t g, int32_t *inputs, int32_t *targets);
+
+// Writes tokens in the format above (temporary name, then rename).
+zt_status zt_dataset_write(const char *path, const uint16_t *tokens, size_t n);
+
+// Byte-level tokenization of a text file: every byte is a token (vocab 256). The last
+// `val_frac` of the bytes go to val_path (skipped when val_path is NULL or empty).
+zt_status zt_prepare_text(const char *text_path, const char *train_path, const char *val_path,
+                          double val_frac);
+
+#endif

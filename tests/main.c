@@ -1,0 +1,49 @@
+// The test runner: `zt_tests --list`, `zt_tests NAME...`, or no argument for all.
+#include <stdio.h>
+#include <string.h>
+
+#include "test.h"
+#include "test_table.h"
+
+int zt_check_close(const char *what, const float *got, const float *ref, size_t n, double atol,
+                   double rtol) {
+    double worst = 0, maxdiff = 0;
+    size_t wi = 0;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - (double)ref[i]);
+        double lim = atol + rtol * fabs((double)ref[i]);
+        if (d > maxdiff) maxdiff = d;
+        if (!(d <= lim)) bad++;
+        double r = d / lim;
+        if (!(r <= worst)) { worst = r; wi = i; }
+    }
+    printf("  %-28s n=%-8zu max|diff|=%.3g worst at [%zu]: %.9g vs %.9g %s\n", what, n, maxdiff,
+           wi, n ? got[wi] : 0.0, n ? ref[wi] : 0.0, bad ? "FAIL" : "ok");
+    return bad != 0;
+}
+
+int main(int argc, char **argv) {
+    int n = (int)(sizeof zt_test_table / sizeof zt_test_table[0]);
+    if (argc > 1 && strcmp(argv[1], "--list") == 0) {
+        for (int i = 0; i < n; i++) printf("%s\n", zt_test_table[i].name);
+        return 0;
+    }
+    int failed = 0, ran = 0;
+    for (int i = 0; i < n; i++) {
+        int want = argc == 1;
+        for (int a = 1; a < argc; a++) want |= strcmp(argv[a], zt_test_table[i].name) == 0;
+        if (!want) continue;
+        ran++;
+        int r = zt_test_table[i].fn();
+        printf("%s %s\n", r == ZT_PASS ? "PASS" : r == ZT_SKIP ? "SKIP" : "FAIL",
+               zt_test_table[i].name);
+        if (r != ZT_PASS && r != ZT_SKIP) failed++;
+        if (argc == 2 && r == ZT_SKIP) return ZT_SKIP;
+    }
+    if (ran == 0) {
+        fprintf(stderr, "no test matches\n");
+        return 2;
+    }
+    return failed ? 1 : 0;
+}
