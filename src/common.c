@@ -6,6 +6,9 @@
 
 static char g_error[2048];
 static int g_rank;
+static void (*g_fatal_hook)(int);
+
+void zt_set_fatal_hook(void (*hook)(int code)) { g_fatal_hook = hook; }
 
 zt_status zt_errorf(const char *fmt, ...) {
     va_list ap;
@@ -29,6 +32,7 @@ void zt_fatal(const char *file, int line, const char *fmt, ...) {
     va_end(ap);
     fputc('\n', stderr);
     fflush(stderr);
+    if (g_fatal_hook) g_fatal_hook(1);
     abort();
 }
 

@@ -39,6 +39,10 @@ void zt_fatal(const char *file, int line, const char *fmt, ...)
         if (!(cond)) zt_fatal(__FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
 
+// Called by zt_fatal before abort(): main installs the MPI abort here, so a failed
+// check on one rank ends every rank instead of leaving them waiting in a collective.
+void zt_set_fatal_hook(void (*hook)(int code));
+
 // This process's rank in the world, for messages (set once the grid exists; 0 before).
 void zt_set_log_rank(int rank);
 int zt_log_rank(void);

@@ -120,3 +120,21 @@ size_t zt_model_param_count(const zt_model_shape *s) {
                        4 * C * C + C;
     return (size_t)s->vocab * C + (size_t)s->n_ctx * C + (size_t)s->n_layer * per_block + 2 * C;
 }
+
+size_t zt_layout_global_index(const zt_layout *lay, const zt_tensor_desc *t, size_t i) {
+    size_t r = i / (size_t)t->local[1], c = i % (size_t)t->local[1];
+    size_t gr = r, gc = c, rank = (size_t)lay->tp_rank;
+    switch (t->split) {
+    case ZT_SPLIT_NONE: break;
+    case ZT_SPLIT_COLUMN:
+    case ZT_SPLIT_VOCAB: gr = rank * (size_t)t->local[0] + r; break;
+    case ZT_SPLIT_QKV: {
+        // local rows are [q | k | v] of this rank's heads; globally each part is C rows
+        size_t part_rows = (size_t)t->local[0] / 3, C = (size_t)t->shape[0] / 3;
+        gr = (r / part_rows) * C + rank * part_rows + r % part_rows;
+        break;
+    }
+    case ZT_SPLIT_ROW: gc = rank * (size_t)t->local[1] + c; break;
+    }
+    return gr * (size_t)t->shape[1] + gc;
+}

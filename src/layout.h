@@ -78,4 +78,10 @@ int zt_layout_find(const zt_layout *lay, const char *name);
 // users know (124M for gpt2).
 size_t zt_model_param_count(const zt_model_shape *s);
 
+
+
+// Global element index (row-major in the global shape) of local element `i` of tensor
+// `t` on its tp rank: how a tp-split tensor maps back to the whole one (init from a
+// seed, checkpoints, merging).
+size_t zt_layout_global_index(const zt_layout *lay, const zt_tensor_desc *t, size_t i);
 #endif

@@ -1,0 +1,281 @@
+// The communication interface: collectives and point-to-point on a communicator, one
+// interface struct with a size-1 `self` backend, an MPI backend (host memory) and, later,
+// an NCCL backend (device memory). DESIGN.md §6.
+//
+// Conventions every backend keeps (the zt_comm_* wrappers below check them once, so a
+// backend may assume them):
+//
+// - Counts are in elements of `dtype`, never bytes.
+// - reduce_scatter and all_gather take `count` = the length of the WHOLE buffer (the send
+//   buffer of reduce_scatter, the receive buffer of all_gather), so a ZeRO step reads
+//       zt_comm_reduce_scatter(c, grads, grads + r*B, N, ...);   // B = N / size
+//       zt_comm_all_gather(c, params + r*B, params, N, ...);
+//   `count` must be divisible by the communicator size (a fatal check: the caller pads,
+//   see DESIGN.md §3); rank r's block is elements [r*B, (r+1)*B), B = count / size.
+// - Buffers must not overlap, except in these in-place forms (NCCL's convention):
+//     all_reduce      recv == send.
+//     reduce_scatter  recv == send + rank*B: the whole input sits in the buffer and the
+//                     rank's reduced block is written over its own block, so a gradient
+//                     shard stays at the offset of its parameter shard. The rest of the
+//                     buffer is undefined afterwards (the MPI backend reduces into the
+//                     front and moves the block).
+//     all_gather      send == recv + rank*B: the rank's block already sits at its place.
+//   Any other overlap is a fatal error.
+// - Reductions: ZT_REDUCE_SUM and ZT_REDUCE_MAX on every dtype (U8 wraps on overflow; it
+//   exists for moving 8-bit optimizer state, not for summing it).
+// - Every operation takes `stream`: NULL for host backends (self, MPI — both check it);
+//   the NCCL backend will take a cudaStream_t there, so callers need not change.
+// - Operations return nothing: a failure is a bug or a broken library, never user input,
+//   and ends the job with a message naming file, line and rank (the MPI backend calls
+//   MPI_Abort so no rank is left waiting in a collective).
+// - Collectives are blocking on host backends and must be issued by every rank of the
+//   communicator in the same order (DESIGN.md §2: "every rank issues the same
+//   collectives").
+// - send/recv: `peer` is a rank of this communicator; a rank may not send to itself.
+//   Messages between one pair of ranks are received in the order they were sent; `tag`
+//   (0..32767) must match on both sides. Do not rely on tags to reorder messages: NCCL
+//   has no tags, its backend will ignore them. send and recv block until the buffer may be
+//   reused; for an exchange in both directions use send_recv, which cannot deadlock.
+#ifndef ZT_COMM_H
+#define ZT_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common.h"
+
+typedef enum { ZT_F32 = 0, ZT_F64, ZT_I32, ZT_I64, ZT_U8, ZT_DTYPE_COUNT } zt_dtype;
+
+typedef enum { ZT_REDUCE_SUM = 0, ZT_REDUCE_MAX, ZT_REDUCE_COUNT } zt_reduce_op;
+
+// split's color for a rank that joins no group: it gets a size-1 communicator of the same
+// backend (every collective is then a copy, so it may keep issuing the same calls as the
+// members do).
+#define ZT_COMM_UNDEFINED (-1)
+
+// Largest tag send/recv accept (the minimum MPI guarantees for MPI_TAG_UB).
+#define ZT_COMM_TAG_MAX 32767
+
+static inline size_t zt_dtype_size(zt_dtype dt) {
+    static const size_t sizes[ZT_DTYPE_COUNT] = {4, 8, 4, 8, 1};
+    ZT_ASSERTF(dt >= 0 && dt < ZT_DTYPE_COUNT, "bad dtype %d", (int)dt);
+    return sizes[dt];
+}
+static inline const char *zt_dtype_name(zt_dtype dt) {
+    static const char *const names[ZT_DTYPE_COUNT] = {"f32", "f64", "i32", "i64", "u8"};
+    return dt >= 0 && dt < ZT_DTYPE_COUNT ? names[dt] : "?";
+}
+
+typedef struct zt_comm zt_comm;
+
+// One backend. The comm argument is the communicator the op runs on; every pointer
+// argument is host memory for self/MPI and device memory for NCCL.
+typedef struct zt_comm_i {
+    const char *name; // "self", "mpi", "nccl"
+    // recv[i] = op over ranks of send[i], i < count.
+    void (*all_reduce)(const zt_comm *c, const void *send, void *recv, size_t count,
+                       zt_dtype dt, zt_reduce_op op, void *stream);
+    // recv[0..B) = op over ranks of send[rank*B .. (rank+1)*B), B = count / size.
+    void (*reduce_scatter)(const zt_comm *c, const void *send, void *recv, size_t count,
+                           zt_dtype dt, zt_reduce_op op, void *stream);
+    // recv[r*B .. (r+1)*B) = rank r's send[0..B), B = count / size.
+    void (*all_gather)(const zt_comm *c, const void *send, void *recv, size_t count,
+                       zt_dtype dt, void *stream);
+    // buf[0..count) = root's buf[0..count).
+    void (*broadcast)(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int root,
+                      void *stream);
+    void (*send)(const zt_comm *c, const void *buf, size_t count, zt_dtype dt, int peer,
+                 int tag, void *stream);
+    // Receives exactly `count` elements (a shorter or longer message is fatal).
+    void (*recv)(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int peer, int tag,
+                 void *stream);
+    // send to `dst` and receive from `src` at once (either may be the same rank as the
+    // other, never this rank); sendbuf and recvbuf must not overlap.
+    void (*send_recv)(const zt_comm *c, const void *sendbuf, size_t send_count, int dst,
+                      void *recvbuf, size_t recv_count, int src, zt_dtype dt, int tag,
+                      void *stream);
+    void (*barrier)(const zt_comm *c, void *stream);
+    // Collective over c: ranks with the same color form one new communicator, ordered by
+    // key (ties by rank in c). color >= 0 or ZT_COMM_UNDEFINED. `out` is the caller's
+    // to zt_comm_free.
+    void (*split)(const zt_comm *c, int color, int key, zt_comm *out);
+    void (*free)(zt_comm *c);
+} zt_comm_i;
+
+// A communicator. A zero-filled zt_comm is "none": zt_comm_free accepts it, every other
+// call on it is fatal.
+struct zt_comm {
+    const zt_comm_i *ops;
+    void *impl; // backend state (MPI: the MPI_Comm handle)
+    int rank, size;
+};
+
+// ---- backends ----
+
+// The size-1 communicator: rank 0 of 1; collectives are copies (or nothing in place),
+// broadcast needs root 0, send/recv are fatal (there is no peer). Allocates nothing.
+void zt_comm_self_init(zt_comm *out);
+
+// Initializes MPI (MPI_Init_thread, FUNNELED: only the main thread calls MPI, OpenMP
+// regions never do) unless it already is, sets MPI_ERRORS_RETURN on MPI_COMM_WORLD so
+// every MPI failure reaches one check that prints file, line, rank and MPI's message and
+// then calls MPI_Abort, sets the log rank (zt_set_log_rank) to the world rank, and makes
+// `out` a duplicate of MPI_COMM_WORLD (free it with zt_comm_free before finalizing).
+// argc/argv may be NULL. Failure is fatal.
+void zt_comm_mpi_init_world(zt_comm *out, int *argc, char ***argv);
+// MPI_Finalize, if zt_comm_mpi_init_world initialized MPI and it is not yet finalized.
+// Every rank must call it (it is collective); free all communicators first.
+void zt_comm_mpi_finalize(void);
+// Ends the whole job: MPI_Abort(MPI_COMM_WORLD, code) when MPI is initialized and not
+// finalized (never returns then); otherwise returns at once, so the caller goes on with
+// its own exit. The program's fatal path (zt_fatal) should call it before abort(), so a
+// failed check on one rank ends every rank instead of leaving them in a collective.
+void zt_comm_mpi_abort(int code);
+// Testing: the largest element count handed to one MPI call (default INT_MAX; larger
+// all_reduce/broadcast/send/recv/send_recv are split into pieces of at most this many).
+// Tests lower it to exercise the splitting. 0 restores the default.
+void zt_comm_mpi_set_max_count(size_t count);
+
+// ---- the operations: check the conventions above once, then call the backend ----
+
+static inline void zt_comm_check_(const zt_comm *c) {
+    ZT_ASSERTF(c && c->ops, "operation on a communicator that was never initialized");
+}
+static inline void zt_comm_check_dtype_(zt_dtype dt) {
+    ZT_ASSERTF(dt >= 0 && dt < ZT_DTYPE_COUNT, "bad dtype %d", (int)dt);
+}
+static inline void zt_comm_check_op_(zt_reduce_op op) {
+    ZT_ASSERTF(op >= 0 && op < ZT_REDUCE_COUNT, "bad reduction op %d", (int)op);
+}
+// Fatal unless [a, a+an) and [b, b+bn) (bytes) are disjoint.
+static inline void zt_comm_check_disjoint_(const char *what, const void *a, size_t an,
+                                           const void *b, size_t bn) {
+    uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
+    ZT_ASSERTF(an == 0 || bn == 0 || a0 + an <= b0 || b0 + bn <= a0,
+               "%s: send and recv buffers overlap in a way the in-place rules (comm.h) do "
+               "not allow",
+               what);
+}
+static inline void zt_comm_check_peer_(const zt_comm *c, const char *what, int peer) {
+    ZT_ASSERTF(peer >= 0 && peer < c->size && peer != c->rank,
+               "%s: peer %d is not another rank of this communicator (rank %d of %d)", what,
+               peer, c->rank, c->size);
+}
+static inline void zt_comm_check_block_(const zt_comm *c, const char *what, size_t count) {
+    ZT_ASSERTF(count % (size_t)c->size == 0,
+               "%s: count %zu is not divisible by the communicator size %d (pad the buffer)",
+               what, count, c->size);
+}
+
+static inline void zt_comm_all_reduce(const zt_comm *c, const void *send, void *recv,
+                                      size_t count, zt_dtype dt, zt_reduce_op op,
+                                      void *stream) {
+    zt_comm_check_(c);
+    zt_comm_check_dtype_(dt);
+    zt_comm_check_op_(op);
+    ZT_ASSERTF(count == 0 || (send && recv), "all_reduce: NULL buffer");
+    size_t bytes = count * zt_dtype_size(dt);
+    if (send != recv) zt_comm_check_disjoint_("all_reduce", send, bytes, recv, bytes);
+    c->ops->all_reduce(c, send, recv, count, dt, op, stream);
+}
+
+static inline void zt_comm_reduce_scatter(const zt_comm *c, const void *send, void *recv,
+                                          size_t count, zt_dtype dt, zt_reduce_op op,
+                                          void *stream) {
+    zt_comm_check_(c);
+    zt_comm_check_dtype_(dt);
+    zt_comm_check_op_(op);
+    zt_comm_check_block_(c, "reduce_scatter", count);
+    ZT_ASSERTF(count == 0 || (send && recv), "reduce_scatter: NULL buffer");
+    size_t es = zt_dtype_size(dt), block = count / (size_t)c->size;
+    if ((const char *)recv != (const char *)send + (size_t)c->rank * block * es)
+        zt_comm_check_disjoint_("reduce_scatter", send, count * es, recv, block * es);
+    c->ops->reduce_scatter(c, send, recv, count, dt, op, stream);
+}
+
+static inline void zt_comm_all_gather(const zt_comm *c, const void *send, void *recv,
+                                      size_t count, zt_dtype dt, void *stream) {
+    zt_comm_check_(c);
+    zt_comm_check_dtype_(dt);
+    zt_comm_check_block_(c, "all_gather", count);
+    ZT_ASSERTF(count == 0 || (send && recv), "all_gather: NULL buffer");
+    size_t es = zt_dtype_size(dt), block = count / (size_t)c->size;
+    if ((const char *)send != (const char *)recv + (size_t)c->rank * block * es)
+        zt_comm_check_disjoint_("all_gather", send, block * es, recv, count * es);
+    c->ops->all_gather(c, send, recv, count, dt, stream);
+}
+
+static inline void zt_comm_broadcast(const zt_comm *c, void *buf, size_t count, zt_dtype dt,
+                                     int root, void *stream) {
+    zt_comm_check_(c);
+    zt_comm_check_dtype_(dt);
+    ZT_ASSERTF(root >= 0 && root < c->size, "broadcast: root %d is not a rank of 0..%d",
+               root, c->size - 1);
+    ZT_ASSERTF(count == 0 || buf, "broadcast: NULL buffer");
+    c->ops->broadcast(c, buf, count, dt, root, stream);
+}
+
+static inline void zt_comm_send(const zt_comm *c, const void *buf, size_t count, zt_dtype dt,
+                                int peer, int tag, void *stream) {
+    zt_comm_check_(c);
+    zt_comm_check_dtype_(dt);
+    zt_comm_check_peer_(c, "send", peer);
+    ZT_ASSERTF(tag >= 0 && tag <= ZT_COMM_TAG_MAX, "send: tag %d outside 0..%d", tag,
+               ZT_COMM_TAG_MAX);
+    ZT_ASSERTF(count == 0 || buf, "send: NULL buffer");
+    c->ops->send(c, buf, count, dt, peer, tag, stream);
+}
+
+static inline void zt_comm_recv(const zt_comm *c, void *buf, size_t count, zt_dtype dt,
+                                int peer, int tag, void *stream) {
+    zt_comm_check_(c);
+    zt_comm_check_dtype_(dt);
+    zt_comm_check_peer_(c, "recv", peer);
+    ZT_ASSERTF(tag >= 0 && tag <= ZT_COMM_TAG_MAX, "recv: tag %d outside 0..%d", tag,
+               ZT_COMM_TAG_MAX);
+    ZT_ASSERTF(count == 0 || buf, "recv: NULL buffer");
+    c->ops->recv(c, buf, count, dt, peer, tag, stream);
+}
+
+static inline void zt_comm_send_recv(const zt_comm *c, const void *sendbuf, size_t send_count,
+                                     int dst, void *recvbuf, size_t recv_count, int src,
+                                     zt_dtype dt, int tag, void *stream) {
+    zt_comm_check_(c);
+    zt_comm_check_dtype_(dt);
+    zt_comm_check_peer_(c, "send_recv (dst)", dst);
+    zt_comm_check_peer_(c, "send_recv (src)", src);
+    ZT_ASSERTF(tag >= 0 && tag <= ZT_COMM_TAG_MAX, "send_recv: tag %d outside 0..%d", tag,
+               ZT_COMM_TAG_MAX);
+    ZT_ASSERTF((send_count == 0 || sendbuf) && (recv_count == 0 || recvbuf),
+               "send_recv: NULL buffer");
+    size_t es = zt_dtype_size(dt);
+    zt_comm_check_disjoint_("send_recv", sendbuf, send_count * es, recvbuf, recv_count * es);
+    c->ops->send_recv(c, sendbuf, send_count, dst, recvbuf, recv_count, src, dt, tag, stream);
+}
+
+static inline void zt_comm_barrier(const zt_comm *c, void *stream) {
+    zt_comm_check_(c);
+    c->ops->barrier(c, stream);
+}
+
+// Collective over c (every rank calls it). On return `out` is a new communicator the
+// caller frees with zt_comm_free; `out` must not be `c`.
+static inline void zt_comm_split(const zt_comm *c, int color, int key, zt_comm *out) {
+    zt_comm_check_(c);
+    ZT_ASSERTF(color >= 0 || color == ZT_COMM_UNDEFINED,
+               "split: color %d (must be >= 0 or ZT_COMM_UNDEFINED)", color);
+    ZT_ASSERTF(out && out != c, "split: bad output communicator");
+    memset(out, 0, sizeof *out);
+    c->ops->split(c, color, key, out);
+}
+
+// Releases the communicator and zero-fills it. Accepts a zero-filled (never initialized)
+// one. For MPI it is collective over c (MPI_Comm_free).
+static inline void zt_comm_free(zt_comm *c) {
+    if (!c || !c->ops) return;
+    c->ops->free(c);
+    memset(c, 0, sizeof *c);
+}
+
+#endif

@@ -1,0 +1,45 @@
+// Token + position embedding lookup and its backward (vocab-parallel aware).
+#include <string.h>
+
+#include "kernels.h"
+
+void zt_encoder_forward(float *out, const int32_t *tokens, const float *wte, const float *wpe,
+                        int vocab_lo, int vocab_rows, int N, int T, int C) {
+#pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        float *o = out + (size_t)n * C;
+        const float *p = wpe + (size_t)(n % T) * C;
+        int row = tokens[n] - vocab_lo;
+        if (row >= 0 && row < vocab_rows) {
+            const float *e = wte + (size_t)row * C;
+            for (int c = 0; c < C; c++) o[c] = e[c] + p[c];
+        } else if (wpe) {
+            for (int c = 0; c < C; c++) o[c] = p[c];
+        }
+    }
+}
+
+void zt_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens,
+                         int vocab_lo, int vocab_rows, int N, int T, int C) {
+    // Threads own channel ranges, so a token repeated in the batch never races and the
+    // sum order is fixed (deterministic across thread counts).
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int c0 = 0; c0 < C; c0 += 16) {
+            int c1 = c0 + 16 < C ? c0 + 16 : C;
+            for (int n = 0; n < N; n++) {
+                const float *d = dout + (size_t)n * C;
+                int row = tokens[n] - vocab_lo;
+                if (row >= 0 && row < vocab_rows) {
+                    float *e = dwte + (size_t)row * C;
+                    for (int c = c0; c < c1; c++) e[c] += d[c];
+                }
+                if (dwpe) {
+                    float *p = dwpe + (size_t)(n % T) * C;
+                    for (int c = c0; c < c1; c++) p[c] += d[c];
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,68 @@
+// The CPU kernels of the GPT-2 forward and backward: OpenMP loops around the shared
+// math in kernels/*_math.h, matrix products through BLAS. Outputs first, inputs const,
+// sizes last. Shapes use N = tokens (B*T), C = channels, OC = output channels.
+// Backward kernels ADD into parameter gradients (accumulation over micro-batches);
+// what they do to activation gradients is said per function.
+#ifndef ZT_KERNELS_H
+#define ZT_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+// Row-major C = alpha * op(A) @ op(B) + beta * C, op(X) = X or X^T. (M, N) result, K inner.
+void zt_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+             const float *B, int ldb, float beta, float *C, int ldc);
+
+// out (N, C) = wte[tokens] + wpe[position]; token n sits at position n % T.
+// wte holds rows [vocab_lo, vocab_lo + vocab_rows) of the padded vocabulary; tokens
+// outside that slice (another tp rank's) contribute zeros.
+void zt_encoder_forward(float *out, const int32_t *tokens, const float *wte, const float *wpe,
+                        int vocab_lo, int vocab_rows, int N, int T, int C);
+// dwte (vocab_rows, C) +=, dwpe (T', C) += (NULL to skip); dout (N, C).
+void zt_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens,
+                         int vocab_lo, int vocab_rows, int N, int T, int C);
+
+// out, mean, rstd (N, C), (N), (N).
+void zt_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                          const float *b, int N, int C);
+// dinp (N, C) +=; dw, db (C) +=.
+void zt_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                           const float *w, const float *mean, const float *rstd, int N, int C);
+
+// out (N, OC) = inp (N, C) @ w^T (w: (OC, C)) + bias (OC, NULL for none).
+void zt_matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N,
+                       int C, int OC);
+// dinp (N, C) = dout @ w, added when accumulate_dinp; dw (OC, C) += dout^T @ inp;
+// dbias (OC) += column sums of dout (NULL to skip).
+void zt_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+                        const float *w, int N, int C, int OC, int accumulate_dinp);
+// dbias (OC) += column sums of dout (N, OC).
+void zt_bias_backward(float *dbias, const float *dout, int N, int OC);
+
+void zt_gelu_forward(float *out, const float *inp, size_t n);
+// dinp = gelu'(inp) * dout (written, not added).
+void zt_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+
+// out = a + b.
+void zt_add(float *out, const float *a, const float *b, size_t n);
+// y += x.
+void zt_accumulate(float *y, const float *x, size_t n);
+
+// Causal self-attention of NH heads of size hs = C/NH over qkv (B, T, 3C) laid out as
+// [q heads | k heads | v heads] per token. out (B, T, C); lse (B, NH, T) is each score
+// row's log-sum-exp, kept for the backward, which recomputes the probabilities
+// instead of storing (B, NH, T, T) of them. work: zt_attention_workspace floats.
+size_t zt_attention_workspace(int T);
+void zt_attention_forward(float *out, float *lse, const float *qkv, float *work, int B, int T,
+                          int C, int NH);
+// dqkv (B, T, 3C) written (not added).
+void zt_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *lse,
+                           float *work, int B, int T, int C, int NH);
+
+// Cross entropy of n rows of logits (n, ld) over the first V columns. losses (n) =
+// lse - logit[target]; lse (n) kept. dlogits (n, ld) = scale * (softmax - onehot) over
+// the first V columns, zero in the padding columns [V, ld). dlogits may alias logits.
+void zt_crossentropy_forward_backward(float *dlogits, float *losses, const float *logits,
+                                      const int32_t *targets, float scale, int n, int V, int ld);
+
+#endif

@@ -1,0 +1,44 @@
+// AdamW over a range of the flat buffer, tensor by tensor (weight decay differs).
+#include "adamw.h"
+
+#include <math.h>
+
+#include "adamw_math.h"
+#include "memory.h"
+
+void zt_adamw_init(zt_adamw *o, size_t lo, size_t hi) {
+    ZT_ASSERT(lo <= hi);
+    o->lo = lo;
+    o->hi = hi;
+    o->m = zt_mem_alloc(ZT_MEM_OPTIMIZER, (hi - lo) * sizeof(float));
+    o->v = zt_mem_alloc(ZT_MEM_OPTIMIZER, (hi - lo) * sizeof(float));
+    o->t = 0;
+}
+
+void zt_adamw_free(zt_adamw *o) {
+    zt_mem_free(o->m);
+    zt_mem_free(o->v);
+    o->m = o->v = NULL;
+}
+
+void zt_adamw_step(zt_adamw *o, float *params, const float *grads, const zt_layout *lay,
+                   const zt_adamw_config *c, float lr, float grad_scale) {
+    o->t++;
+    zt_adamw_hparams h = {lr,
+                          c->beta1,
+                          c->beta2,
+                          c->eps,
+                          1.0f - powf(c->beta1, (float)o->t),
+                          1.0f - powf(c->beta2, (float)o->t),
+                          grad_scale};
+    for (int i = 0; i < lay->n; i++) {
+        const zt_tensor_desc *t = &lay->t[i];
+        size_t a = t->offset > o->lo ? t->offset : o->lo;
+        size_t b = zt_min_sz(t->offset + t->numel, o->hi);
+        if (a >= b) continue;
+        float wd = t->decay ? c->weight_decay : 0.0f;
+        float *m = o->m - o->lo, *v = o->v - o->lo; // index by flat position
+#pragma omp parallel for simd
+        for (size_t k = a; k < b; k++) zt_adamw_update(&params[k], &m[k], &v[k], grads[k], wd, &h);
+    }
+}

@@ -1,0 +1,30 @@
+// AdamW with fp32 state over one contiguous range of the flat parameter buffer: the
+// whole buffer (--zero 0) or this rank's ZeRO shard (--zero 1).
+#ifndef ZT_ADAMW_H
+#define ZT_ADAMW_H
+
+#include <stddef.h>
+
+#include "layout.h"
+
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+} zt_adamw_config;
+
+typedef struct {
+    size_t lo, hi;   // element range [lo, hi) of the flat buffer this optimizer updates
+    float *m, *v;    // (hi - lo) first and second moments
+    int t;           // steps taken (for bias correction)
+} zt_adamw;
+
+// Allocates zeroed moments for [lo, hi) (category optimizer). Free with zt_adamw_free.
+void zt_adamw_init(zt_adamw *o, size_t lo, size_t hi);
+void zt_adamw_free(zt_adamw *o);
+
+// One step on params[lo, hi) from grads[lo, hi) (both indexed like the flat buffer),
+// the gradient first multiplied by grad_scale (clipping). Weight decay applies to the
+// tensors the layout marks `decay`; alignment padding between tensors is left alone.
+void zt_adamw_step(zt_adamw *o, float *params, const float *grads, const zt_layout *lay,
+                   const zt_adamw_config *c, float lr, float grad_scale);
+
+#endif

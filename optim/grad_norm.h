@@ -1,0 +1,20 @@
+// The pieces of the global gradient norm that one rank contributes (DESIGN.md §2.6).
+#ifndef ZT_GRAD_NORM_H
+#define ZT_GRAD_NORM_H
+
+#include <stddef.h>
+
+#include "layout.h"
+
+// Sum of squares and count of non-finite values of grads[lo, hi) (flat indexing), over
+// the tensors this rank must count: a tensor replicated across tp only when
+// count_replicated (tp_rank 0), the tied embedding only when count_tied (the first
+// stage). out[0] = sum of squares, out[1] = non-finite count.
+void zt_grad_sumsq(double out[2], const float *grads, const zt_layout *lay, size_t lo, size_t hi,
+                   int count_replicated, int count_tied);
+
+// min(1, max_norm / (norm + 1e-6)) as torch.nn.utils.clip_grad_norm_; 1 when max_norm
+// is 0 (clipping off).
+float zt_clip_scale(double norm, float max_norm);
+
+#endif

@@ -1,0 +1,397 @@
+// Token datasets: opening and checking llm.c token files, sampling by global index, writing them.
+//
+// File format (llm.c's GPT-2 token file; every integer little endian):
+//
+//   byte offset   size           field
+//   ------------  -------------  ------------------------------------------------------------
+//   0             int32          magic    20240520 (ZT_DATA_MAGIC)
+//   4             int32          version  1 (ZT_DATA_VERSION): tokens are uint16
+//   8             int32          N        number of tokens that follow the header
+//   12            int32 x 253    reserved, written as zero, not checked on read
+//   1024          uint16 x N     token ids, each < vocab
+//   1024 + 2N     (end of file: nothing may follow the tokens)
+//
+//   +----------+---+---+---------+--------+--------+-----+----------+
+//   | 20240520 | 1 | N | 0 ... 0 | tok[0] | tok[1] | ... | tok[N-1] |
+//   +----------+---+---+---------+--------+--------+-----+----------+
+//   |< 256 x int32 = 1024 bytes >|<---------- N x uint16 ---------->|
+//
+// Sample i of sequence length T is the T+1 tokens tok[i*T .. i*T+T]: inputs are the first T,
+// targets the last T (the same tokens shifted by one), so consecutive samples share one token
+// and a file of N tokens holds (N-1)/T samples; a tail of fewer than T+1 tokens is never read.
+//
+// Other llm.c files that users pass here by mistake, recognised by their magic so the error
+// can say what the file is: 20240326 model checkpoint, 20240328 tokenizer, 20240522 eval
+// (HellaSwag) file, 20240801 LLaMA-3 token file (uint32 tokens, version 7).
+#include "data.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "common.h"
+
+// The tokens are used in place from the mapping and written straight from memory, so the host
+// must share the file's byte order. Every machine we target is little endian; say so loudly if
+// that ever stops being true rather than reading garbage.
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "zerotrain's data files are little endian; data.c needs byte swapping on this host"
+#endif
+
+#define ZT_DATA_HEADER_BYTES ((size_t)ZT_DATA_HEADER_INTS * sizeof(int32_t))
+
+// llm.c magics of files that are not GPT-2 token files (see the top of this file).
+#define ZT_LLMC_MODEL_MAGIC 20240326
+#define ZT_LLMC_TOKENIZER_MAGIC 20240328
+#define ZT_LLMC_EVAL_MAGIC 20240522
+#define ZT_LLMC_LLAMA3_DATA_MAGIC 20240801
+
+static int32_t read_le_i32(const unsigned char *p) {
+    uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    int32_t v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shuffling: a per-epoch permutation that is a pure function of (seed, epoch), so every rank of
+// a parallel run (and a resumed run) draws the same global order without talking to the others.
+
+// splitmix64's output function: a bijective mixer of 64-bit values.
+static uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+#define ZT_GOLDEN_GAMMA 0x9e3779b97f4a7c15ULL
+
+// splitmix64: state advances by a fixed odd constant, output is the mixed state.
+static uint64_t splitmix64_next(uint64_t *state) {
+    *state += ZT_GOLDEN_GAMMA;
+    return mix64(*state);
+}
+
+// Uniform in [0, range), range >= 1, without modulo bias: reject the few draws below
+// 2^64 mod range so that the remaining 2^64 - (2^64 mod range) values split evenly.
+static uint64_t uniform_below(uint64_t *state, uint64_t range) {
+    uint64_t threshold = (0 - range) % range;  // == 2^64 mod range
+    for (;;) {
+        uint64_t x = splitmix64_next(state);
+        if (x >= threshold) return x % range;
+    }
+}
+
+// perm (n) = the permutation of [0, n) for (seed, epoch): Fisher–Yates from the identity.
+static void make_permutation(uint32_t *perm, uint64_t n, uint64_t seed, uint64_t epoch) {
+    // Mix seed and epoch through the bijection twice so that nearby seeds and nearby epochs
+    // start from unrelated states.
+    uint64_t state = mix64(seed ^ mix64(epoch + ZT_GOLDEN_GAMMA));
+    for (uint64_t i = 0; i < n; i++) perm[i] = (uint32_t)i;
+    for (uint64_t i = n - 1; i > 0 && n > 1; i--) {
+        uint64_t j = uniform_below(&state, i + 1);
+        uint32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Opening and checking.
+
+static const char *known_magic_name(int32_t magic) {
+    switch (magic) {
+    case ZT_LLMC_MODEL_MAGIC: return "an llm.c model checkpoint";
+    case ZT_LLMC_TOKENIZER_MAGIC: return "an llm.c tokenizer file";
+    case ZT_LLMC_EVAL_MAGIC: return "an llm.c evaluation (HellaSwag) file";
+    case ZT_LLMC_LLAMA3_DATA_MAGIC: return "an llm.c LLaMA-3 token file (uint32 tokens)";
+    default: return NULL;
+    }
+}
+
+// The largest token id in tokens (n): one pass, split across threads.
+static uint16_t max_token(const uint16_t *tokens, size_t n) {
+    unsigned mx = 0;
+    long long nn = (long long)n;
+#pragma omp parallel for reduction(max : mx) schedule(static)
+    for (long long i = 0; i < nn; i++) {
+        unsigned t = tokens[i];
+        if (t > mx) mx = t;
+    }
+    return (uint16_t)mx;
+}
+
+// The checks, in the order a user would want them reported. On error ds is half-opened.
+static zt_status dataset_open_checked(zt_dataset *ds, const char *path, int T, int vocab,
+                                      int shuffle, uint64_t seed) {
+    if (T <= 0) return zt_errorf("data file %s: sequence length %d must be positive (--seq)", path, T);
+    if (vocab <= 0) return zt_errorf("data file %s: vocab size %d must be positive (--vocab)", path, vocab);
+
+    snprintf(ds->path, sizeof ds->path, "%s", path);
+    ds->T = T;
+    ds->shuffle = shuffle != 0;
+    ds->seed = seed;
+    ds->perm_epoch = UINT64_MAX;
+
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return zt_errorf("cannot open data file %s: %s; check the path (--data, --val_data) or "
+                         "prepare a token file from text",
+                         path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return zt_errorf("cannot stat data file %s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return zt_errorf("data file %s is not a regular file; pass a token file made by "
+                         "llm.c's dev/data scripts or zerotrain's text preparation",
+                         path);
+    }
+    size_t bytes = (size_t)st.st_size;
+    if (bytes < ZT_DATA_HEADER_BYTES) {
+        close(fd);
+        return zt_errorf("data file %s is truncated: %zu bytes, shorter than the %zu-byte header "
+                         "of a token file; regenerate it",
+                         path, bytes, ZT_DATA_HEADER_BYTES);
+    }
+    void *map = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    int map_errno = errno;
+    close(fd);  // the mapping keeps the file alive
+    if (map == MAP_FAILED)
+        return zt_errorf("cannot map data file %s (%zu bytes): %s", path, bytes, strerror(map_errno));
+    ds->map = map;
+    ds->map_bytes = bytes;
+
+    const unsigned char *h = map;
+    int32_t magic = read_le_i32(h + 0);
+    int32_t version = read_le_i32(h + 4);
+    int32_t count = read_le_i32(h + 8);
+    if (magic != ZT_DATA_MAGIC) {
+        const char *what = known_magic_name(magic);
+        if (what)
+            return zt_errorf("data file %s is %s (magic %d), not a GPT-2 token file (magic %d); "
+                             "pass a token file made by llm.c's dev/data scripts or zerotrain's "
+                             "text preparation",
+                             path, what, (int)magic, ZT_DATA_MAGIC);
+        return zt_errorf("data file %s has bad magic %d (expected %d): not an llm.c token file; "
+                         "pass a token file made by llm.c's dev/data scripts or zerotrain's text preparation",
+                         path, (int)magic, ZT_DATA_MAGIC);
+    }
+    if (version != ZT_DATA_VERSION)
+        return zt_errorf("data file %s has unsupported version %d (expected %d, uint16 GPT-2 "
+                         "tokens); regenerate it with llm.c's dev/data scripts for gpt-2 or "
+                         "zerotrain's text preparation",
+                         path, (int)version, ZT_DATA_VERSION);
+    if (count < 0)
+        return zt_errorf("data file %s is corrupt: negative token count %d in its header; "
+                         "regenerate it",
+                         path, (int)count);
+    size_t n = (size_t)count;
+    size_t expect = ZT_DATA_HEADER_BYTES + n * sizeof(uint16_t);
+    if (bytes != expect)
+        return zt_errorf("data file %s is %s: its header says %zu tokens, i.e. %zu bytes, but the "
+                         "file has %zu bytes (%zu %s); regenerate it",
+                         path, bytes < expect ? "truncated" : "corrupt (trailing bytes)", n, expect,
+                         bytes, bytes < expect ? expect - bytes : bytes - expect,
+                         bytes < expect ? "missing" : "too many");
+    if (n < (size_t)T + 1)
+        return zt_errorf("data file %s has %zu tokens, fewer than the %d needed for a single "
+                         "sample of sequence length %d; lower --seq or use a larger file",
+                         path, n, T + 1, T);
+
+    ds->tokens = (const uint16_t *)(h + ZT_DATA_HEADER_BYTES);
+    ds->n_tokens = n;
+    ds->n_samples = (uint64_t)(n - 1) / (uint64_t)T;
+
+    uint16_t mx = max_token(ds->tokens, n);
+    if ((int)mx >= vocab) {
+        size_t first = 0;
+        while (ds->tokens[first] < vocab) first++;  // mx >= vocab guarantees a hit
+        return zt_errorf("data file %s has token id %u at position %zu, not below the vocab size "
+                         "%d (largest id in the file: %u); pass --vocab %u or more, or use a file "
+                         "tokenized for this model",
+                         path, (unsigned)ds->tokens[first], first, vocab, (unsigned)mx,
+                         (unsigned)mx + 1);
+    }
+
+    if (ds->shuffle) {
+        // n_samples <= (2^31 - 2) / 1 since N is an int32, so uint32 indices suffice.
+        ds->perm = malloc((size_t)ds->n_samples * sizeof(uint32_t));
+        if (!ds->perm)
+            return zt_errorf("out of memory for the shuffle order of data file %s (%llu samples)",
+                             path, (unsigned long long)ds->n_samples);
+    }
+    return ZT_OK;
+}
+
+zt_status zt_dataset_open(zt_dataset *ds, const char *path, int T, int vocab, int shuffle,
+                          uint64_t seed) {
+    ZT_ASSERT(ds != NULL && path != NULL);
+    memset(ds, 0, sizeof *ds);
+    zt_status s = dataset_open_checked(ds, path, T, vocab, shuffle, seed);
+    if (s != ZT_OK) zt_dataset_close(ds);  // leaves ds zeroed: a later close is a no-op
+    return s;
+}
+
+void zt_dataset_close(zt_dataset *ds) {
+    if (!ds) return;
+    if (ds->map) munmap(ds->map, ds->map_bytes);
+    free(ds->perm);
+    memset(ds, 0, sizeof *ds);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sampling.
+
+void zt_dataset_sample(zt_dataset *ds, uint64_t g, int32_t *inputs, int32_t *targets) {
+    ZT_ASSERT(ds != NULL && ds->tokens != NULL && ds->n_samples > 0);
+    ZT_ASSERT(inputs != NULL && targets != NULL);
+    uint64_t epoch = g / ds->n_samples;
+    uint64_t i = g % ds->n_samples;
+    if (ds->shuffle) {
+        ZT_ASSERT(ds->perm != NULL);
+        if (ds->perm_epoch != epoch) {
+            make_permutation(ds->perm, ds->n_samples, ds->seed, epoch);
+            ds->perm_epoch = epoch;
+        }
+        i = ds->perm[i];
+    }
+    const uint16_t *p = ds->tokens + (size_t)i * (size_t)ds->T;
+    for (int t = 0; t < ds->T; t++) {
+        inputs[t] = p[t];
+        targets[t] = p[t + 1];
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing.
+
+zt_status zt_dataset_write(const char *path, const uint16_t *tokens, size_t n) {
+    ZT_ASSERT(path != NULL && (tokens != NULL || n == 0));
+    if (n > (size_t)INT32_MAX)
+        return zt_errorf("cannot write data file %s: %zu tokens is more than the format's "
+                         "limit of %d; split the text into several files",
+                         path, n, INT32_MAX);
+    char tmp[4096];
+    int len = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (len < 0 || (size_t)len >= sizeof tmp)
+        return zt_errorf("cannot write data file %s: path too long", path);
+
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return zt_errorf("cannot create %s (for data file %s): %s; check that the directory "
+                         "exists and is writable",
+                         tmp, path, strerror(errno));
+    int32_t header[ZT_DATA_HEADER_INTS] = {0};
+    header[0] = ZT_DATA_MAGIC;
+    header[1] = ZT_DATA_VERSION;
+    header[2] = (int32_t)n;
+    int ok = fwrite(header, sizeof header, 1, f) == 1;
+    if (ok && n > 0) ok = fwrite(tokens, sizeof(uint16_t), n, f) == n;
+    if (ok) ok = fflush(f) == 0;
+    if (ok) ok = fsync(fileno(f)) == 0;  // durable before the rename makes it visible
+    int e = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        return zt_errorf("cannot write data file %s: %s (disk full?)", path, strerror(e));
+    }
+    if (rename(tmp, path) != 0) {
+        e = errno;
+        unlink(tmp);
+        return zt_errorf("cannot rename %s onto data file %s: %s", tmp, path, strerror(e));
+    }
+    return ZT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Byte-level preparation of a text file.
+
+// Reads the whole file into *out (*n bytes, caller frees). On error *out is NULL.
+static zt_status read_whole_file(const char *path, unsigned char **out, size_t *n) {
+    *out = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return zt_errorf("cannot open text file %s: %s; check the path", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return zt_errorf("text file %s is not a regular file; pass a plain text file", path);
+    }
+    size_t size = (size_t)st.st_size;
+    if (size == 0) {
+        fclose(f);
+        return zt_errorf("text file %s is empty; pass a file with some text in it", path);
+    }
+    unsigned char *buf = malloc(size);
+    if (!buf) {
+        fclose(f);
+        return zt_errorf("out of memory reading text file %s (%zu bytes)", path, size);
+    }
+    size_t got = fread(buf, 1, size, f);
+    int err = ferror(f);
+    fclose(f);
+    if (got != size || err) {
+        free(buf);
+        return zt_errorf("cannot read text file %s: read %zu of %zu bytes", path, got, size);
+    }
+    *out = buf;
+    *n = size;
+    return ZT_OK;
+}
+
+static zt_status write_bytes_as_tokens(const char *path, const unsigned char *bytes, size_t n) {
+    uint16_t *tok = malloc(n * sizeof(uint16_t));
+    if (!tok) return zt_errorf("out of memory preparing data file %s (%zu tokens)", path, n);
+    for (size_t i = 0; i < n; i++) tok[i] = bytes[i];
+    zt_status s = zt_dataset_write(path, tok, n);
+    free(tok);
+    return s;
+}
+
+zt_status zt_prepare_text(const char *text_path, const char *train_path, const char *val_path,
+                          double val_frac) {
+    ZT_ASSERT(text_path != NULL && train_path != NULL);
+    int want_val = val_path != NULL && val_path[0] != '\0';
+    if (want_val && !(val_frac > 0.0 && val_frac < 1.0))
+        return zt_errorf("validation fraction %g must be strictly between 0 and 1 when writing "
+                         "a validation file (%s)",
+                         val_frac, val_path);
+
+    unsigned char *text;
+    size_t n;
+    ZT_TRY(read_whole_file(text_path, &text, &n));
+
+    // The validation split is the last round(n * val_frac) bytes.
+    size_t n_val = want_val ? (size_t)((double)n * val_frac + 0.5) : 0;
+    if (n_val > n) n_val = n;
+    size_t n_train = n - n_val;
+    zt_status s = ZT_OK;
+    if (n_train < 2)
+        s = zt_errorf("text file %s (%zu bytes) leaves %zu bytes for training file %s, fewer "
+                      "than the 2 tokens of one sample; use more text or a smaller validation "
+                      "fraction",
+                      text_path, n, n_train, train_path);
+    else if (want_val && n_val < 2)
+        s = zt_errorf("text file %s (%zu bytes) leaves %zu bytes for validation file %s, fewer "
+                      "than the 2 tokens of one sample; use more text or a larger validation "
+                      "fraction",
+                      text_path, n, n_val, val_path);
+    if (s == ZT_OK) s = write_bytes_as_tokens(train_path, text, n_train);
+    if (s == ZT_OK && want_val) s = write_bytes_as_tokens(val_path, text + n_train, n_val);
+    free(text);
+    return s;
+}

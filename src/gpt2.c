@@ -1,0 +1,299 @@
+// GPT-2 forward and backward on one stage: embedding, transformer blocks, and a head
+// that computes the loss (and its gradient) in chunks of tokens, so the logits of a
+// whole micro-batch never exist at once (DESIGN.md §5).
+#include "gpt2.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "memory.h"
+#include "rng.h"
+
+static int has_embed(const zt_gpt2 *m) { return m->layout.unit_first == ZT_UNIT_EMBED; }
+static int has_head(const zt_gpt2 *m) { return m->layout.unit_last == zt_unit_count(&m->shape); }
+static int first_layer(const zt_gpt2 *m) { return has_embed(m) ? 0 : m->layout.unit_first - 1; }
+static int n_local_layers(const zt_gpt2 *m) {
+    int last = has_head(m) ? m->shape.n_layer : m->layout.unit_last - 1;
+    return last - first_layer(m);
+}
+
+static float *view(const zt_layout *lay, float *base, const char *name) {
+    int i = zt_layout_find(lay, name);
+    return i < 0 ? NULL : base + lay->t[i].offset;
+}
+
+static void bind(zt_gpt2_tensors *v, const zt_layout *lay, float *base, int L) {
+    v->wte = view(lay, base, "wte.weight");
+    v->wpe = view(lay, base, "wpe.weight");
+    v->lnfw = view(lay, base, "ln_f.weight");
+    v->lnfb = view(lay, base, "ln_f.bias");
+    char name[64];
+    for (int l = 0; l < L; l++) {
+        zt_block_tensors *b = &v->h[l];
+#define V(field, suffix)                                   \
+    do {                                                   \
+        snprintf(name, sizeof name, "h.%d.%s", l, suffix); \
+        b->field = view(lay, base, name);                  \
+    } while (0)
+        V(ln1w, "ln_1.weight");
+        V(ln1b, "ln_1.bias");
+        V(qkvw, "attn.c_attn.weight");
+        V(qkvb, "attn.c_attn.bias");
+        V(attprojw, "attn.c_proj.weight");
+        V(attprojb, "attn.c_proj.bias");
+        V(ln2w, "ln_2.weight");
+        V(ln2b, "ln_2.bias");
+        V(fcw, "mlp.c_fc.weight");
+        V(fcb, "mlp.c_fc.bias");
+        V(fcprojw, "mlp.c_proj.weight");
+        V(fcprojb, "mlp.c_proj.bias");
+#undef V
+    }
+}
+
+int zt_gpt2_auto_loss_chunk(int padded_vocab, int N) {
+    // At most 64 MiB of fp32 logits per chunk, but at least 128 tokens so the lm-head
+    // GEMM stays efficient.
+    size_t c = ((size_t)64 << 20) / ((size_t)padded_vocab * sizeof(float));
+    if (c < 128) c = 128;
+    return (int)zt_min_sz(c, (size_t)N);
+}
+
+// Hands out consecutive 64-byte aligned pieces of one block.
+typedef struct {
+    float *base;
+    size_t used;
+} carver;
+static float *carve(carver *c, size_t n) {
+    float *p = c->base ? c->base + c->used : NULL;
+    c->used += zt_round_up(n, 16);
+    return p;
+}
+
+// Carves the activations from `act` and the workspace from `ws` (NULL bases just
+// count); returns the total floats of each via the carvers.
+static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, const zt_gpt2 *m) {
+    size_t N = (size_t)m->B * m->T, C = (size_t)m->shape.n_embd, tp = (size_t)m->layout.tp;
+    size_t nl = (size_t)n_local_layers(m), NH = (size_t)m->shape.n_head / tp;
+    size_t Cl = C / tp; // this rank's heads' channels
+    size_t Vl = (size_t)m->shape.padded_vocab / tp;
+    a->encoded = carve(act, N * C);
+    a->ln1 = carve(act, nl * N * C);
+    a->ln1_mean = carve(act, nl * N);
+    a->ln1_rstd = carve(act, nl * N);
+    a->qkv = carve(act, nl * N * 3 * Cl);
+    a->atty = carve(act, nl * N * Cl);
+    a->lse = carve(act, nl * N * NH);
+    a->res2 = carve(act, nl * N * C);
+    a->ln2 = carve(act, nl * N * C);
+    a->ln2_mean = carve(act, nl * N);
+    a->ln2_rstd = carve(act, nl * N);
+    a->fch = carve(act, nl * N * 4 * Cl);
+    a->fch_gelu = carve(act, nl * N * 4 * Cl);
+    a->res3 = carve(act, nl * N * C);
+    int head = has_head(m);
+    a->lnf = carve(act, head ? N * C : 0);
+    a->lnf_mean = carve(act, head ? N : 0);
+    a->lnf_rstd = carve(act, head ? N : 0);
+    a->losses = carve(act, head ? N : 0);
+    a->dres = carve(ws, N * C);
+    a->dln = carve(ws, N * C);
+    a->datty = carve(ws, N * Cl);
+    a->dqkv = carve(ws, N * 3 * Cl);
+    a->dfch = carve(ws, N * 4 * Cl);
+    a->scratch = carve(ws, N * C);
+    a->logits = carve(ws, head ? (size_t)m->loss_chunk * Vl : 0);
+    a->attn_work = carve(ws, nl ? zt_attention_workspace(m->T) : 0);
+}
+
+zt_status zt_gpt2_init(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
+                       int tp_rank, size_t align, size_t pad_multiple, int B, int T,
+                       int loss_chunk) {
+    memset(m, 0, sizeof *m);
+    m->shape = *s;
+    ZT_TRY(zt_layout_init(&m->layout, s, unit_first, unit_last, tp, tp_rank, align));
+    m->layout.numel = zt_round_up(m->layout.numel, pad_multiple);
+    m->B = B;
+    m->T = T;
+    m->loss_chunk = loss_chunk > 0 ? (int)zt_min_sz((size_t)loss_chunk, (size_t)B * T)
+                                   : zt_gpt2_auto_loss_chunk(s->padded_vocab / tp, B * T);
+    size_t n = m->layout.numel;
+    m->params = zt_mem_alloc(ZT_MEM_PARAMS, n * sizeof(float));
+    m->grads = zt_mem_alloc(ZT_MEM_GRADS, n * sizeof(float));
+    m->p.h = calloc((size_t)s->n_layer, sizeof(zt_block_tensors));
+    m->g.h = calloc((size_t)s->n_layer, sizeof(zt_block_tensors));
+    ZT_ASSERT(m->p.h && m->g.h);
+    bind(&m->p, &m->layout, m->params, s->n_layer);
+    bind(&m->g, &m->layout, m->grads, s->n_layer);
+    carver act = {0}, ws = {0};
+    carve_acts(&m->a, &act, &ws, m);
+    act.base = zt_mem_alloc(ZT_MEM_ACTIVATIONS, act.used * sizeof(float));
+    ws.base = zt_mem_alloc(ZT_MEM_WORKSPACE, ws.used * sizeof(float));
+    act.used = ws.used = 0;
+    carve_acts(&m->a, &act, &ws, m);
+    m->act_block = act.base;
+    m->ws_block = ws.base;
+    return ZT_OK;
+}
+
+void zt_gpt2_free(zt_gpt2 *m) {
+    zt_mem_free(m->params);
+    zt_mem_free(m->grads);
+    zt_mem_free(m->act_block);
+    zt_mem_free(m->ws_block);
+    free(m->p.h);
+    free(m->g.h);
+    zt_layout_free(&m->layout);
+    memset(m, 0, sizeof *m);
+}
+
+void zt_gpt2_init_random(zt_gpt2 *m, uint64_t seed) {
+    const zt_layout *lay = &m->layout;
+    float proj_std = 0.02f / sqrtf(2.0f * m->shape.n_layer);
+    for (int i = 0; i < lay->n; i++) {
+        const zt_tensor_desc *t = &lay->t[i];
+        float *p = m->params + t->offset;
+        const char *name = t->name;
+        size_t len = strlen(name);
+        int is_bias = len > 5 && strcmp(name + len - 5, ".bias") == 0;
+        int is_ln = strstr(name, "ln_") != NULL;
+        if (is_bias) {
+            memset(p, 0, t->numel * sizeof(float));
+            continue;
+        }
+        if (is_ln) {
+            for (size_t k = 0; k < t->numel; k++) p[k] = 1.0f;
+            continue;
+        }
+        float std = strstr(name, "c_proj.weight") ? proj_std : 0.02f;
+        uint64_t key = zt_splitmix64(seed) ^ zt_hash_str(name);
+        size_t real_rows_end = (size_t)m->shape.vocab * (size_t)t->shape[1];
+#pragma omp parallel for
+        for (size_t k = 0; k < t->numel; k++) {
+            size_t g = zt_layout_global_index(lay, t, k);
+            p[k] = (t->split == ZT_SPLIT_VOCAB && g >= real_rows_end) ? 0.0f : std * zt_normal(key, g);
+        }
+    }
+}
+
+static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const float *x) {
+    zt_gpt2_acts *a = &m->a;
+    int B = m->B, T = m->T, N = B * T, C = m->shape.n_embd, NH = m->shape.n_head;
+    size_t NC = (size_t)N * C;
+    float *ln1 = a->ln1 + li * NC, *qkv = a->qkv + li * 3 * NC, *atty = a->atty + li * NC;
+    float *lse = a->lse + (size_t)li * N * NH, *res2 = a->res2 + li * NC;
+    float *ln2 = a->ln2 + li * NC, *fch = a->fch + li * 4 * NC;
+    float *fch_gelu = a->fch_gelu + li * 4 * NC, *res3 = a->res3 + li * NC;
+    zt_layernorm_forward(ln1, a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, x,
+                         w->ln1w, w->ln1b, N, C);
+    zt_matmul_forward(qkv, ln1, w->qkvw, w->qkvb, N, C, 3 * C);
+    zt_attention_forward(atty, lse, qkv, a->attn_work, B, T, C, NH);
+    zt_matmul_forward(a->scratch, atty, w->attprojw, w->attprojb, N, C, C);
+    zt_add(res2, x, a->scratch, NC);
+    zt_layernorm_forward(ln2, a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, res2,
+                         w->ln2w, w->ln2b, N, C);
+    zt_matmul_forward(fch, ln2, w->fcw, w->fcb, N, C, 4 * C);
+    zt_gelu_forward(fch_gelu, fch, 4 * NC);
+    zt_matmul_forward(a->scratch, fch_gelu, w->fcprojw, w->fcprojb, N, 4 * C, C);
+    zt_add(res3, res2, a->scratch, NC);
+}
+
+// dres holds the gradient of the block's output and becomes that of its input x.
+static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_block_tensors *g,
+                           const float *x) {
+    zt_gpt2_acts *a = &m->a;
+    int B = m->B, T = m->T, N = B * T, C = m->shape.n_embd, NH = m->shape.n_head;
+    size_t NC = (size_t)N * C;
+    const float *ln1 = a->ln1 + li * NC, *qkv = a->qkv + li * 3 * NC, *atty = a->atty + li * NC;
+    const float *lse = a->lse + (size_t)li * N * NH, *res2 = a->res2 + li * NC;
+    const float *ln2 = a->ln2 + li * NC, *fch = a->fch + li * 4 * NC;
+    const float *fch_gelu = a->fch_gelu + li * 4 * NC;
+    // MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2))))
+    zt_matmul_backward(a->dfch, g->fcprojw, g->fcprojb, a->dres, fch_gelu, w->fcprojw, N, 4 * C,
+                       C, 0);
+    zt_gelu_backward(a->dfch, fch, a->dfch, 4 * NC);
+    zt_matmul_backward(a->dln, g->fcw, g->fcb, a->dfch, ln2, w->fcw, N, C, 4 * C, 0);
+    zt_layernorm_backward(a->dres, g->ln2w, g->ln2b, a->dln, res2, w->ln2w,
+                          a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, N, C);
+    // attention: res2 = x + c_proj(attn(c_attn(ln_1(x))))
+    zt_matmul_backward(a->datty, g->attprojw, g->attprojb, a->dres, atty, w->attprojw, N, C, C, 0);
+    zt_attention_backward(a->dqkv, a->datty, qkv, lse, a->attn_work, B, T, C, NH);
+    zt_matmul_backward(a->dln, g->qkvw, g->qkvb, a->dqkv, ln1, w->qkvw, N, C, 3 * C, 0);
+    zt_layernorm_backward(a->dres, g->ln1w, g->ln1b, a->dln, x, w->ln1w,
+                          a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, N, C);
+}
+
+// Block li's input: the previous block's output, or the stage input (the embedding
+// output, or a copy of what the previous stage sent) kept in `encoded`.
+static const float *block_input(const zt_gpt2 *m, int li) {
+    if (li > 0) return m->a.res3 + (size_t)(li - 1) * m->B * m->T * m->shape.n_embd;
+    return m->a.encoded;
+}
+
+const float *zt_gpt2_output(const zt_gpt2 *m) {
+    int nl = n_local_layers(m);
+    return block_input(m, nl);
+}
+
+// The head over chunks of tokens: logits, loss and (with backward) the gradients of
+// the lm-head weight and of ln_f's output, chunk by chunk.
+static double head_forward(zt_gpt2 *m, const float *x, const int32_t *targets, int backward,
+                           float loss_scale) {
+    zt_gpt2_acts *a = &m->a;
+    int N = m->B * m->T, C = m->shape.n_embd, V = m->shape.vocab, Vp = m->shape.padded_vocab;
+    zt_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.lnfw, m->p.lnfb, N, C);
+    for (int n0 = 0; n0 < N; n0 += m->loss_chunk) {
+        int nc = (int)zt_min_sz((size_t)m->loss_chunk, (size_t)(N - n0));
+        const float *lnf = a->lnf + (size_t)n0 * C;
+        zt_gemm(0, 1, nc, Vp, C, 1.0f, lnf, C, m->p.wte, C, 0.0f, a->logits, Vp);
+        zt_crossentropy_forward_backward(a->logits, a->losses + n0, a->logits, targets + n0,
+                                         loss_scale, nc, V, Vp);
+        if (!backward) continue;
+        zt_gemm(0, 0, nc, C, Vp, 1.0f, a->logits, Vp, m->p.wte, C, 0.0f, a->dln + (size_t)n0 * C,
+                C);
+        zt_gemm(1, 0, Vp, C, nc, 1.0f, a->logits, Vp, lnf, C, 1.0f, m->g.wte, C);
+    }
+    double sum = 0.0;
+    for (int n = 0; n < N; n++) sum += a->losses[n];
+    if (backward) {
+        memset(a->dres, 0, (size_t)N * C * sizeof(float));
+        zt_layernorm_backward(a->dres, m->g.lnfw, m->g.lnfb, a->dln, x, m->p.lnfw, a->lnf_mean,
+                              a->lnf_rstd, N, C);
+    }
+    return sum;
+}
+
+double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
+                       const int32_t *targets, int backward, float loss_scale) {
+    ZT_ASSERTF(m->layout.tp == 1, "tensor parallel forward is not built yet");
+    int N = m->B * m->T, C = m->shape.n_embd, L0 = first_layer(m);
+    if (has_embed(m))
+        zt_encoder_forward(m->a.encoded, tokens, m->p.wte, m->p.wpe, 0, m->shape.padded_vocab, N,
+                           m->T, C);
+    else
+        memcpy(m->a.encoded, input, (size_t)N * C * sizeof(float));
+    int nl = n_local_layers(m);
+    for (int li = 0; li < nl; li++)
+        block_forward(m, li, &m->p.h[L0 + li], block_input(m, li));
+    if (!has_head(m)) return 0.0;
+    return head_forward(m, block_input(m, nl), targets, backward, loss_scale);
+}
+
+void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, float *dinput) {
+    int N = m->B * m->T, C = m->shape.n_embd, L0 = first_layer(m);
+    size_t NC = (size_t)N * C;
+    if (!has_head(m)) memcpy(m->a.dres, dout, NC * sizeof(float));
+    for (int li = n_local_layers(m) - 1; li >= 0; li--)
+        block_backward(m, li, &m->p.h[L0 + li], &m->g.h[L0 + li], block_input(m, li));
+    if (has_embed(m))
+        zt_encoder_backward(m->g.wte, m->g.wpe, m->a.dres, tokens, 0, m->shape.padded_vocab, N,
+                            m->T, C);
+    else if (dinput)
+        memcpy(dinput, m->a.dres, NC * sizeof(float));
+}
+
+void zt_gpt2_logits(const zt_gpt2 *m, float *out) {
+    int N = m->B * m->T, C = m->shape.n_embd, Vp = m->shape.padded_vocab;
+    zt_gemm(0, 1, N, Vp, C, 1.0f, m->a.lnf, C, m->p.wte, C, 0.0f, out, Vp);
+}

@@ -1,0 +1,105 @@
+// GPT-2 on one stage of the pipeline and one tp rank: parameter and gradient views
+// into the flat buffers, activations, forward and backward.
+#ifndef ZT_GPT2_H
+#define ZT_GPT2_H
+
+#include <stdint.h>
+
+#include "layout.h"
+
+// Views of one transformer block's tensors (into params or grads). Shapes are this
+// tp rank's: C channels, C3 = 3C/tp, C4 = 4C/tp, Cp = C/tp.
+typedef struct {
+    float *ln1w, *ln1b;       // (C), (C)
+    float *qkvw, *qkvb;       // (C3, C), (C3)
+    float *attprojw;          // (C, Cp)
+    float *attprojb;          // (C)
+    float *ln2w, *ln2b;       // (C), (C)
+    float *fcw, *fcb;         // (C4, C), (C4)
+    float *fcprojw;           // (C, C4)
+    float *fcprojb;           // (C)
+} zt_block_tensors;
+
+typedef struct {
+    float *wte;               // (Vp/tp, C) tied: embedding and lm-head
+    float *wpe;               // (maxT, C)
+    zt_block_tensors *h;      // (L) entries, NULL pointers for blocks on other stages
+    float *lnfw, *lnfb;       // (C), (C)
+} zt_gpt2_tensors;
+
+// Activations of one micro-batch of B sequences of T tokens (N = B*T) on this stage.
+typedef struct {
+    float *encoded;                 // (N, C) embedding output (first stage)
+    float *ln1, *ln1_mean, *ln1_rstd; // (L, N, C), (L, N), (L, N)
+    float *qkv;                     // (L, N, 3C)
+    float *atty;                    // (L, N, C)
+    float *lse;                     // (L, B, NH, T) attention log-sum-exp
+    float *res2;                    // (L, N, C) residual after attention
+    float *ln2, *ln2_mean, *ln2_rstd; // (L, N, C), (L, N), (L, N)
+    float *fch, *fch_gelu;          // (L, N, 4C)
+    float *res3;                    // (L, N, C) block outputs
+    float *lnf, *lnf_mean, *lnf_rstd; // (N, C), (N), (N)
+    float *losses;                  // (N) per-token loss (last stage)
+    // gradients and scratch, reused across layers
+    float *dres;                    // (N, C) running residual-stream gradient
+    float *dln;                     // (N, C)
+    float *datty;                   // (N, C)
+    float *dqkv;                    // (N, 3C)
+    float *dfch;                    // (N, 4C)
+    float *scratch;                 // (N, C) projection outputs before the residual add
+    float *logits;                  // (loss_chunk, Vp) one chunk of logits, then its grads
+    float *attn_work;               // zt_attention_workspace(T)
+} zt_gpt2_acts;
+
+typedef struct {
+    zt_model_shape shape;
+    zt_layout layout;
+    int B, T, loss_chunk;
+    float *params;            // (layout.numel) flat
+    float *grads;             // (layout.numel) flat, same layout
+    zt_gpt2_tensors p, g;     // views into params and grads
+    zt_gpt2_acts a;
+    void *act_block;          // one allocation holding every activation
+    void *ws_block;           // one allocation holding the backward scratch
+} zt_gpt2;
+
+// Builds the layout for units [unit_first, unit_last) on this tp rank and allocates
+// parameters, gradients (zeroed) and activations for micro-batches of B x T.
+// The flat buffers are padded to a multiple of `pad_multiple` elements (dp * block,
+// so ZeRO shards are equal and block-aligned). loss_chunk: tokens per chunk of the loss
+// (0 = automatic). Weights are zero until zt_gpt2_init_random or a checkpoint fills
+// them. Free with zt_gpt2_free.
+zt_status zt_gpt2_init(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
+                       int tp_rank, size_t align, size_t pad_multiple, int B, int T,
+                       int loss_chunk);
+void zt_gpt2_free(zt_gpt2 *m);
+
+// The automatic loss chunk for a vocabulary and a micro-batch of N tokens.
+int zt_gpt2_auto_loss_chunk(int padded_vocab, int N);
+
+// GPT-2 initialization from a seed: normal(0, 0.02) for matrices and embeddings,
+// 0.02/sqrt(2L) for residual projections, zero biases, unit LayerNorm weights, zero
+// padded vocabulary rows. Each value depends only on (seed, name, global index).
+void zt_gpt2_init_random(zt_gpt2 *m, uint64_t seed);
+
+// Forward of this stage's units over tokens (B, T) (used when the stage has the
+// embedding; else `input` (N, C) is the previous stage's output) and, on the last
+// stage, the loss against targets. With `backward`, the head also computes its
+// gradient (scaled by `loss_scale`, e.g. 1/tokens in the global batch) as it goes.
+// Returns the sum of the per-token losses of the micro-batch on the last stage, else 0.
+double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
+                       const int32_t *targets, int backward, float loss_scale);
+
+// Backward of the blocks and the embedding, after zt_gpt2_forward(..., backward=1).
+// On a stage without the head, `dout` (N, C) is the gradient of its output. Gradients
+// are added into m->grads. If `dinput` is non-NULL (a stage without the embedding), the
+// gradient of the stage's input is written there.
+void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, float *dinput);
+
+// The output of this stage's last unit (N, C) (for the next stage).
+const float *zt_gpt2_output(const zt_gpt2 *m);
+
+// Logits (N, Vp/tp) of the last forward (last stage), for tests and evaluation.
+void zt_gpt2_logits(const zt_gpt2 *m, float *out);
+
+#endif

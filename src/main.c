@@ -1,0 +1,92 @@
+// zerotrain's command line: `train` (the default command), `prepare`, `help`.
+#include <stdio.h>
+#include <string.h>
+
+#include "comm.h"
+#include "config.h"
+#include "data.h"
+#include "train.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "zerotrain: trains GPT-2 across ranks (data, pipeline and tensor parallel, ZeRO-1)\n"
+            "\n"
+            "usage:\n"
+            "  [mpirun -np N] zerotrain [train] [--flag value ...]   train (the default command)\n"
+            "  zerotrain prepare --text FILE --out TRAIN.bin [--val-out VAL.bin] [--val-frac F]\n"
+            "                                 byte-level tokens of a text file (vocab 256)\n"
+            "  zerotrain help                 this text\n"
+            "\n"
+            "train options (also keys of the --config JSON file; flags override the file):\n");
+    zt_config_print_help(f);
+}
+
+static int prepare(int argc, char **argv) {
+    const char *text = NULL, *out = NULL, *val_out = NULL;
+    double val_frac = 0.1;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) {
+            fprintf(stderr, "zerotrain prepare: %s needs a value\n", a);
+            return 1;
+        }
+        if (strcmp(a, "--text") == 0) text = v;
+        else if (strcmp(a, "--out") == 0) out = v;
+        else if (strcmp(a, "--val-out") == 0) val_out = v;
+        else if (strcmp(a, "--val-frac") == 0) {
+            char *end;
+            val_frac = strtod(v, &end);
+            if (*end || end == v) {
+                fprintf(stderr, "zerotrain prepare: --val-frac %s is not a number\n", v);
+                return 1;
+            }
+        } else {
+            fprintf(stderr, "zerotrain prepare: unknown option %s (see zerotrain help)\n", a);
+            return 1;
+        }
+        i++;
+    }
+    if (!text || !out) {
+        fprintf(stderr, "zerotrain prepare: --text FILE and --out FILE are required\n");
+        return 1;
+    }
+    if (zt_prepare_text(text, out, val_out, val_frac) != ZT_OK) {
+        zt_error_report(1);
+        return 1;
+    }
+    printf("wrote %s%s%s\n", out, val_out ? " and " : "", val_out ? val_out : "");
+    return 0;
+}
+
+static int train(int argc, char **argv, const char *argv0) {
+    zt_comm world;
+    zt_comm_mpi_init_world(&world, NULL, NULL);
+    zt_set_fatal_hook(zt_comm_mpi_abort);
+    zt_config cfg;
+    zt_status s = zt_config_parse(&cfg, argc, argv);
+    // Config and layout errors are found identically on every rank: rank 0 speaks.
+    if (s == ZT_OK) s = zt_train(&cfg, &world, argv0);
+    zt_error_report(s != ZT_OK && world.rank == 0);
+    zt_comm_free(&world);
+    zt_comm_mpi_finalize();
+    return s == ZT_OK ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    const char *cmd = "train";
+    int first = 1;
+    if (argc > 1 && argv[1][0] != '-') {
+        cmd = argv[1];
+        first = 2;
+    }
+    for (int i = first; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) cmd = "help";
+    if (strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "prepare") == 0) return prepare(argc - first, argv + first);
+    if (strcmp(cmd, "train") == 0) return train(argc - first, argv + first, argv[0]);
+    fprintf(stderr, "zerotrain: unknown command '%s' (commands: train, prepare, help)\n", cmd);
+    return 1;
+}

@@ -1,0 +1,32 @@
+// Counter-based random numbers: a value is a pure function of (key, index), so every
+// rank and every parallel layout draws the same number for the same global element.
+#ifndef ZT_RNG_H
+#define ZT_RNG_H
+#include <math.h>
+#include <stdint.h>
+
+static inline uint64_t zt_splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+// FNV-1a of a string, to key a stream by tensor name.
+static inline uint64_t zt_hash_str(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    while (*s) h = (h ^ (uint8_t)*s++) * 1099511628211ULL;
+    return h;
+}
+
+// Uniform in (0, 1).
+static inline double zt_uniform(uint64_t key, uint64_t i) {
+    return ((zt_splitmix64(key ^ zt_splitmix64(i)) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+// Standard normal (Box-Muller on two uniforms of the same counter).
+static inline float zt_normal(uint64_t key, uint64_t i) {
+    double u1 = zt_uniform(key, 2 * i), u2 = zt_uniform(key, 2 * i + 1);
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+#endif

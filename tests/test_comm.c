@@ -1,0 +1,448 @@
+// Tests of the MPI communicator, run under mpirun by tests/sh/comm_mpi.sh: every operation
+// on every dtype against a serial computation, exactly (tolerance 0: the inputs are small
+// integers times powers of two, so every sum is exact in any order), on the world, on the
+// grid's groups and on an arbitrary split. Outside mpirun the tests say SKIP.
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "grid.h"
+#include "test.h"
+
+#define GUARD 64 // bytes of 0xA5 around every output buffer, to catch writes past its end
+
+typedef struct {
+    const char *label; // which communicator
+    int fails;
+    long checks;
+} ctx_t;
+
+static void failf(ctx_t *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void failf(ctx_t *x, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "  [rank %d] %s: ", zt_log_rank(), x->label);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    x->fails++;
+}
+
+// ---- buffers and values ----
+
+typedef struct {
+    unsigned char *base;
+    void *p;
+    size_t bytes;
+} gbuf;
+
+static gbuf gb_new(size_t n, zt_dtype dt) {
+    gbuf b;
+    b.bytes = n * zt_dtype_size(dt);
+    b.base = malloc(b.bytes + 2 * GUARD);
+    ZT_ASSERT(b.base);
+    memset(b.base, 0xA5, b.bytes + 2 * GUARD); // the payload starts as garbage too
+    b.p = b.base + GUARD;
+    return b;
+}
+static void gb_free(gbuf *b) { free(b->base); }
+static void gb_check_guards(ctx_t *x, const gbuf *b, const char *what) {
+    x->checks++;
+    for (size_t i = 0; i < GUARD; i++)
+        if (b->base[i] != 0xA5 || b->base[GUARD + b->bytes + i] != 0xA5) {
+            failf(x, "%s: wrote outside its buffer", what);
+            return;
+        }
+}
+static void *at(void *p, size_t i, zt_dtype dt) { return (char *)p + i * zt_dtype_size(dt); }
+
+// Rank r's input element i: a small integer in [-30, 30] depending on r, i and salt,
+// scaled by a power of two for floats (sums stay exact), shifted past 32 bits for I64.
+static void fill(void *buf, zt_dtype dt, size_t n, int r, int salt) {
+    for (size_t i = 0; i < n; i++) {
+        int64_t v = (int64_t)((i * 7u + (size_t)r * 13u + (size_t)salt * 5u) % 61u) - 30;
+        switch (dt) {
+        case ZT_F32: ((float *)buf)[i] = (float)v * 0.5f; break;
+        case ZT_F64: ((double *)buf)[i] = (double)v * 0.25; break;
+        case ZT_I32: ((int32_t *)buf)[i] = (int32_t)v * 1000 + r; break;
+        case ZT_I64: ((int64_t *)buf)[i] = v * ((int64_t)1 << 33) + r; break;
+        case ZT_U8: ((uint8_t *)buf)[i] = (uint8_t)(v + 30 + r); break; // sums wrap mod 256
+        default: ZT_ASSERT(0);
+        }
+    }
+}
+
+#define REDUCE_INTO(T)                                               \
+    do {                                                             \
+        T *a = acc;                                                  \
+        const T *b = x;                                              \
+        for (size_t i = 0; i < n; i++)                               \
+            a[i] = op == ZT_REDUCE_SUM ? (T)(a[i] + b[i]) : (a[i] > b[i] ? a[i] : b[i]); \
+    } while (0)
+
+// acc = acc op x, serially, in the dtype's own arithmetic.
+static void reduce_into(void *acc, const void *x, size_t n, zt_dtype dt, zt_reduce_op op) {
+    switch (dt) {
+    case ZT_F32: REDUCE_INTO(float); break;
+    case ZT_F64: REDUCE_INTO(double); break;
+    case ZT_I32: REDUCE_INTO(int32_t); break;
+    case ZT_I64: REDUCE_INTO(int64_t); break;
+    case ZT_U8: REDUCE_INTO(uint8_t); break;
+    default: ZT_ASSERT(0);
+    }
+}
+
+// The reduction over ranks 0..size-1 of fill(., r, salt), computed serially.
+static void expect_reduced(void *out, size_t n, zt_dtype dt, zt_reduce_op op, int size,
+                           int salt) {
+    fill(out, dt, n, 0, salt);
+    gbuf tmp = gb_new(n, dt);
+    for (int r = 1; r < size; r++) {
+        fill(tmp.p, dt, n, r, salt);
+        reduce_into(out, tmp.p, n, dt, op);
+    }
+    gb_free(&tmp);
+}
+
+static double as_double(const void *p, size_t i, zt_dtype dt) {
+    switch (dt) {
+    case ZT_F32: return ((const float *)p)[i];
+    case ZT_F64: return ((const double *)p)[i];
+    case ZT_I32: return ((const int32_t *)p)[i];
+    case ZT_I64: return (double)((const int64_t *)p)[i];
+    case ZT_U8: return ((const uint8_t *)p)[i];
+    default: return 0;
+    }
+}
+
+// Bit-exact comparison (tolerance 0); on a mismatch reports how many elements differ,
+// the first one and the largest difference.
+static void expect_equal(ctx_t *x, const char *what, const void *got, const void *want,
+                         size_t n, zt_dtype dt) {
+    x->checks++;
+    size_t es = zt_dtype_size(dt);
+    if (n == 0 || memcmp(got, want, n * es) == 0) return;
+    size_t bad = 0, first = 0;
+    double maxdiff = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (memcmp((const char *)got + i * es, (const char *)want + i * es, es) == 0) continue;
+        if (bad++ == 0) first = i;
+        double d = as_double(got, i, dt) - as_double(want, i, dt);
+        if (d < 0) d = -d;
+        if (d > maxdiff) maxdiff = d;
+    }
+    failf(x, "%s (%s, n=%zu): %zu elements differ, first [%zu] got %.17g want %.17g, "
+          "max|diff| %.3g",
+          what, zt_dtype_name(dt), n, bad, first, as_double(got, first, dt),
+          as_double(want, first, dt), maxdiff);
+}
+
+// ---- one check per operation; every rank issues the same collectives whatever fails ----
+
+static const char *op_name(zt_reduce_op op) { return op == ZT_REDUCE_SUM ? "sum" : "max"; }
+
+static void check_all_reduce(ctx_t *x, const zt_comm *c, zt_dtype dt, zt_reduce_op op,
+                             size_t n, int salt) {
+    char what[64];
+    gbuf want = gb_new(n, dt), send = gb_new(n, dt), recv = gb_new(n, dt), in = gb_new(n, dt);
+    expect_reduced(want.p, n, dt, op, c->size, salt);
+
+    fill(send.p, dt, n, c->rank, salt);
+    zt_comm_all_reduce(c, send.p, recv.p, n, dt, op, NULL);
+    snprintf(what, sizeof what, "all_reduce %s", op_name(op));
+    expect_equal(x, what, recv.p, want.p, n, dt);
+    gb_check_guards(x, &recv, what);
+    fill(in.p, dt, n, c->rank, salt);
+    expect_equal(x, "all_reduce leaves send alone", send.p, in.p, n, dt);
+
+    fill(in.p, dt, n, c->rank, salt);
+    zt_comm_all_reduce(c, in.p, in.p, n, dt, op, NULL);
+    snprintf(what, sizeof what, "all_reduce %s in place", op_name(op));
+    expect_equal(x, what, in.p, want.p, n, dt);
+    gb_check_guards(x, &in, what);
+    gb_free(&want), gb_free(&send), gb_free(&recv), gb_free(&in);
+}
+
+// count = block * size.
+static void check_reduce_scatter(ctx_t *x, const zt_comm *c, zt_dtype dt, zt_reduce_op op,
+                                 size_t block, int salt) {
+    char what[64];
+    size_t count = block * (size_t)c->size;
+    gbuf want = gb_new(count, dt), send = gb_new(count, dt), recv = gb_new(block, dt);
+    gbuf in = gb_new(count, dt);
+    expect_reduced(want.p, count, dt, op, c->size, salt);
+    void *mine = at(want.p, (size_t)c->rank * block, dt);
+
+    fill(send.p, dt, count, c->rank, salt);
+    zt_comm_reduce_scatter(c, send.p, recv.p, count, dt, op, NULL);
+    snprintf(what, sizeof what, "reduce_scatter %s", op_name(op));
+    expect_equal(x, what, recv.p, mine, block, dt);
+    gb_check_guards(x, &recv, what);
+    fill(in.p, dt, count, c->rank, salt);
+    expect_equal(x, "reduce_scatter leaves send alone", send.p, in.p, count, dt);
+
+    // In place: the result lands on the rank's own block (comm.h).
+    fill(in.p, dt, count, c->rank, salt);
+    void *own = at(in.p, (size_t)c->rank * block, dt);
+    zt_comm_reduce_scatter(c, in.p, own, count, dt, op, NULL);
+    snprintf(what, sizeof what, "reduce_scatter %s in place", op_name(op));
+    expect_equal(x, what, own, mine, block, dt);
+    gb_check_guards(x, &in, what);
+    gb_free(&want), gb_free(&send), gb_free(&recv), gb_free(&in);
+}
+
+static void check_all_gather(ctx_t *x, const zt_comm *c, zt_dtype dt, size_t block, int salt) {
+    size_t count = block * (size_t)c->size;
+    gbuf want = gb_new(count, dt), send = gb_new(block, dt), recv = gb_new(count, dt);
+    gbuf in = gb_new(count, dt);
+    for (int r = 0; r < c->size; r++) fill(at(want.p, (size_t)r * block, dt), dt, block, r, salt);
+
+    fill(send.p, dt, block, c->rank, salt);
+    zt_comm_all_gather(c, send.p, recv.p, count, dt, NULL);
+    expect_equal(x, "all_gather", recv.p, want.p, count, dt);
+    gb_check_guards(x, &recv, "all_gather");
+
+    // In place: only the rank's own block is set beforehand; the rest is garbage (0xA5).
+    void *own = at(in.p, (size_t)c->rank * block, dt);
+    fill(own, dt, block, c->rank, salt);
+    zt_comm_all_gather(c, own, in.p, count, dt, NULL);
+    expect_equal(x, "all_gather in place", in.p, want.p, count, dt);
+    gb_check_guards(x, &in, "all_gather in place");
+    gb_free(&want), gb_free(&send), gb_free(&recv), gb_free(&in);
+}
+
+static void check_broadcast(ctx_t *x, const zt_comm *c, zt_dtype dt, size_t n, int root,
+                            int salt) {
+    char what[64];
+    gbuf want = gb_new(n, dt), buf = gb_new(n, dt);
+    fill(want.p, dt, n, root, salt);
+    fill(buf.p, dt, n, c->rank, salt); // non-roots start with their own (wrong) values
+    zt_comm_broadcast(c, buf.p, n, dt, root, NULL);
+    snprintf(what, sizeof what, "broadcast from root %d", root);
+    expect_equal(x, what, buf.p, want.p, n, dt);
+    gb_check_guards(x, &buf, what);
+    gb_free(&want), gb_free(&buf);
+}
+
+// A ring with blocking send/recv (rank 0 sends first, the others receive first, so the
+// chain cannot deadlock), then send_recv both ways round. Rank r sends n + r elements, so
+// neighbours exchange different lengths.
+static void check_point_to_point(ctx_t *x, const zt_comm *c, zt_dtype dt, size_t n, int salt) {
+    if (c->size < 2) return; // no peer: send/recv to self is fatal by design
+    int me = c->rank, next = (me + 1) % c->size, prev = (me + c->size - 1) % c->size;
+    size_t n_me = n + (size_t)me, n_prev = n + (size_t)prev, n_next = n + (size_t)next;
+    gbuf mine = gb_new(n_me, dt), want = gb_new(n_prev, dt), got = gb_new(n_prev, dt);
+    fill(mine.p, dt, n_me, me, salt);
+    fill(want.p, dt, n_prev, prev, salt);
+    if (me == 0) {
+        zt_comm_send(c, mine.p, n_me, dt, next, 7, NULL);
+        zt_comm_recv(c, got.p, n_prev, dt, prev, 7, NULL);
+    } else {
+        zt_comm_recv(c, got.p, n_prev, dt, prev, 7, NULL);
+        zt_comm_send(c, mine.p, n_me, dt, next, 7, NULL);
+    }
+    expect_equal(x, "ring send/recv", got.p, want.p, n_prev, dt);
+    gb_check_guards(x, &got, "ring send/recv");
+
+    memset(got.p, 0xA5, got.bytes);
+    zt_comm_send_recv(c, mine.p, n_me, next, got.p, n_prev, prev, dt, 11, NULL);
+    expect_equal(x, "send_recv forward", got.p, want.p, n_prev, dt);
+    gb_check_guards(x, &got, "send_recv forward");
+
+    gbuf want2 = gb_new(n_next, dt), got2 = gb_new(n_next, dt);
+    fill(want2.p, dt, n_next, next, salt);
+    zt_comm_send_recv(c, mine.p, n_me, prev, got2.p, n_next, next, dt, 12, NULL);
+    expect_equal(x, "send_recv backward", got2.p, want2.p, n_next, dt);
+    gb_check_guards(x, &got2, "send_recv backward");
+    gb_free(&mine), gb_free(&want), gb_free(&got), gb_free(&want2), gb_free(&got2);
+}
+
+static const zt_dtype k_dtypes[] = {ZT_F32, ZT_F64, ZT_I32, ZT_I64, ZT_U8};
+#define N_DTYPES (int)(sizeof k_dtypes / sizeof k_dtypes[0])
+
+// Every operation on c for every dtype and count (a count is the per-rank block of
+// reduce_scatter and all_gather).
+static void check_comm(ctx_t *x, const zt_comm *c, const size_t *counts, int n_counts) {
+    int salt = 0;
+    for (int k = 0; k < n_counts; k++)
+        for (int d = 0; d < N_DTYPES; d++) {
+            zt_dtype dt = k_dtypes[d];
+            size_t n = counts[k];
+            for (int op = 0; op < ZT_REDUCE_COUNT; op++) {
+                check_all_reduce(x, c, dt, (zt_reduce_op)op, n, ++salt);
+                check_reduce_scatter(x, c, dt, (zt_reduce_op)op, n, ++salt);
+            }
+            check_all_gather(x, c, dt, n, ++salt);
+            check_broadcast(x, c, dt, n, c->size - 1, ++salt);
+            check_broadcast(x, c, dt, n, c->size / 2, ++salt);
+            check_point_to_point(x, c, dt, n, ++salt);
+        }
+    zt_comm_barrier(c, NULL);
+}
+
+// The communicator's members, in order, are exactly `want` (world ranks).
+static void check_members(ctx_t *x, const zt_comm *c, const char *name, int world_rank,
+                          const int *want, int n) {
+    x->checks++;
+    if (c->size != n) failf(x, "%s: size %d, expected %d", name, c->size, n);
+    int32_t *got = calloc((size_t)c->size, sizeof *got), me = world_rank;
+    zt_comm_all_gather(c, &me, got, (size_t)c->size, ZT_I32, NULL);
+    for (int i = 0; i < c->size && i < n; i++)
+        if (got[i] != want[i]) {
+            failf(x, "%s: member %d is world rank %d, expected %d", name, i, got[i], want[i]);
+            break;
+        }
+    free(got);
+}
+
+// Builds the grid for (pp, tp) on this world and checks each group's members, the ranks in
+// them, and every operation on them.
+static void check_grid(ctx_t *x, const zt_comm *world, int pp, int tp) {
+    char label[64];
+    snprintf(label, sizeof label, "grid pp %d tp %d", pp, tp);
+    ctx_t gx = {label, 0, 0};
+    zt_grid g;
+    if (zt_grid_init(&g, world, 0, pp, tp) != ZT_OK) {
+        failf(&gx, "zt_grid_init: %s", zt_error_message());
+        x->fails += gx.fails;
+        return;
+    }
+    int d = g.dp_rank, p = g.pp_rank, t = g.tp_rank, dp = g.dp;
+    int want[64], n;
+    for (n = 0; n < tp; n++) want[n] = zt_grid_rank(d, p, n, dp, pp, tp);
+    check_members(&gx, &g.tp_comm, "tp", g.rank, want, tp);
+    for (n = 0; n < dp; n++) want[n] = zt_grid_rank(n, p, t, dp, pp, tp);
+    check_members(&gx, &g.dp_comm, "dp", g.rank, want, dp);
+    for (n = 0; n < pp; n++) want[n] = zt_grid_rank(d, n, t, dp, pp, tp);
+    check_members(&gx, &g.pp_comm, "pp", g.rank, want, pp);
+    for (n = 0; n < g.world; n++) want[n] = n;
+    check_members(&gx, &g.world_comm, "world", g.rank, want, g.world);
+    n = 0;
+    if (g.in_embed_group && pp > 1) {
+        want[n++] = zt_grid_rank(d, 0, t, dp, pp, tp);
+        want[n++] = zt_grid_rank(d, pp - 1, t, dp, pp, tp);
+    } else {
+        want[n++] = g.rank;
+    }
+    check_members(&gx, &g.embed_comm, "embed", g.rank, want, n);
+    if (g.in_embed_group != (p == 0 || p == pp - 1)) failf(&gx, "in_embed_group wrong");
+
+    // Every operation on every group, small uneven counts.
+    const size_t counts[] = {1, 7, 1003};
+    const zt_comm *groups[] = {&g.tp_comm, &g.dp_comm, &g.pp_comm, &g.embed_comm};
+    const char *names[] = {"tp", "dp", "pp", "embed"};
+    for (int i = 0; i < 4; i++) {
+        char sub[96];
+        snprintf(sub, sizeof sub, "%s %s", label, names[i]);
+        ctx_t cx = {sub, 0, 0};
+        check_comm(&cx, groups[i], counts, 3);
+        gx.fails += cx.fails;
+        gx.checks += cx.checks;
+    }
+    zt_grid_free(&g);
+    x->fails += gx.fails;
+    x->checks += gx.checks;
+}
+
+ZT_TEST(comm_mpi_collectives) {
+    if (!getenv("OMPI_COMM_WORLD_SIZE")) {
+        printf("  not launched by mpirun: skipped (tests/sh/comm_mpi.sh runs it)\n");
+        return ZT_SKIP;
+    }
+    zt_comm world;
+    zt_comm_mpi_init_world(&world, NULL, NULL);
+    CHECK(strcmp(world.ops->name, "mpi") == 0);
+    ctx_t x = {"world", 0, 0};
+    if (world.size != atoi(getenv("OMPI_COMM_WORLD_SIZE")))
+        failf(&x, "size %d, mpirun says %s", world.size, getenv("OMPI_COMM_WORLD_SIZE"));
+
+    // 1. The world: uneven counts, one far beyond a cache and not a round number.
+    const size_t counts[] = {0, 1, 7, 1000003};
+    check_comm(&x, &world, counts, 4);
+
+    // 2. The same with every MPI call limited to 1000 elements, so all_reduce, broadcast
+    //    and point-to-point run in pieces (1000 + rank crosses a piece boundary).
+    zt_comm_mpi_set_max_count(1000);
+    x.label = "world, 1000-element pieces";
+    const size_t piece_counts[] = {0, 7, 1000, 20011};
+    check_comm(&x, &world, piece_counts, 4);
+    zt_comm_mpi_set_max_count(0);
+
+    // 3. An arbitrary split: two colors by parity, keys reversing the order.
+    x.label = "split parity reversed";
+    zt_comm s = {0};
+    zt_comm_split(&world, world.rank % 2, -world.rank, &s);
+    {
+        int want[64], n = 0;
+        for (int r = world.size - 1; r >= 0; r--)
+            if (r % 2 == world.rank % 2) want[n++] = r;
+        check_members(&x, &s, "parity", world.rank, want, n);
+        const size_t small[] = {1, 7, 1003};
+        check_comm(&x, &s, small, 3);
+    }
+    zt_comm_free(&s);
+
+    // 4. A split where some ranks join no group: they get a size-1 communicator.
+    x.label = "split undefined";
+    zt_comm_split(&world, world.rank == 0 ? ZT_COMM_UNDEFINED : 0, world.rank, &s);
+    if (world.rank == 0 && (s.size != 1 || s.rank != 0)) failf(&x, "non-member size %d", s.size);
+    if (world.rank != 0 && s.size != world.size - 1) failf(&x, "member size %d", s.size);
+    {
+        const size_t small[] = {7};
+        check_comm(&x, &s, small, 1);
+    }
+    zt_comm_free(&s);
+
+    // 5. The grid's groups for every layout of this world size (dp derived).
+    for (int pp = 1; pp <= world.size; pp++)
+        for (int tp = 1; pp * tp <= world.size; tp++)
+            if (world.size % (pp * tp) == 0) check_grid(&x, &world, pp, tp);
+
+    // 6. A bad layout fails the same way on every rank, before any collective.
+    {
+        zt_grid g;
+        if (zt_grid_init(&g, &world, 0, world.size + 1, 1) != ZT_ERR) failf(&x, "bad layout ok");
+        zt_grid_free(&g);
+    }
+
+    // Every rank must agree, so the exit code is right on each one.
+    int32_t fails = x.fails, any = 0;
+    zt_comm_all_reduce(&world, &fails, &any, 1, ZT_I32, ZT_REDUCE_SUM, NULL);
+    if (world.rank == 0)
+        printf("  %d ranks: %ld checks on rank 0, %d failures over all ranks\n", world.size,
+               x.checks, any);
+    zt_comm_free(&world);
+    zt_comm_mpi_finalize();
+    return any ? ZT_FAIL : ZT_PASS;
+}
+
+// Fault injection for tests/sh/comm_mpi.sh (ZT_COMM_FAULT=mpi|assert|exit, at least 2 ranks):
+// rank 1 fails while every other rank waits in a barrier; the job must end with a
+// non-zero status and rank 1's message instead of hanging.
+ZT_TEST(comm_mpi_fault) {
+    const char *mode = getenv("ZT_COMM_FAULT");
+    if (!getenv("OMPI_COMM_WORLD_SIZE") || !mode) {
+        printf("  fault injection, run only by tests/sh/comm_mpi.sh: skipped\n");
+        return ZT_SKIP;
+    }
+    zt_comm world;
+    zt_comm_mpi_init_world(&world, NULL, NULL);
+    CHECK(world.size >= 2);
+    int32_t buf[10] = {0};
+    if (world.rank == 0 && strcmp(mode, "mpi") == 0)
+        zt_comm_send(&world, buf, 10, ZT_I32, 1, 0, NULL); // small: completes eagerly
+    if (world.rank == 1) {
+        if (strcmp(mode, "mpi") == 0) // a message longer than the receive: MPI_ERR_TRUNCATE
+            zt_comm_recv(&world, buf, 5, ZT_I32, 0, 0, NULL);
+        else if (strcmp(mode, "assert") == 0) // a fatal check of ours (send to self)
+            zt_comm_send(&world, buf, 1, ZT_I32, 1, 0, NULL);
+        else
+            exit(3); // a rank that just dies
+    }
+    zt_comm_barrier(&world, NULL); // everyone else waits here forever unless the job ends
+    zt_comm_free(&world);
+    zt_comm_mpi_finalize();
+    return ZT_FAIL; // reaching this means the fault went unnoticed
+}

@@ -1,0 +1,528 @@
+// Tests of the run configuration: defaults, presets, file and flag precedence, every
+// user error's message, and the range checks of zt_config_validate.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "test.h"
+
+// Parses a NULL-terminated list of flags: PARSE(&cfg, "--steps", "10").
+#define PARSE(cfg, ...) parse_list((cfg), (char *[]){__VA_ARGS__, NULL})
+#define PARSE_NONE(cfg) parse_list((cfg), (char *[]){NULL})
+
+static zt_status parse_list(zt_config *cfg, char **argv) {
+    int argc = 0;
+    while (argv[argc]) argc++;
+    return zt_config_parse(cfg, argc, argv);
+}
+
+// Writes `text` to a fresh file under /tmp; its name goes to `path` (>= 32 bytes).
+// The caller unlinks it.
+static int write_tmp(char *path, const char *text) {
+    strcpy(path, "/tmp/zt_cfg_XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0) return -1;
+    size_t n = strlen(text);
+    int ok = write(fd, text, n) == (ssize_t)n;
+    close(fd);
+    return ok ? 0 : -1;
+}
+
+static int msg_has(const char *needle) {
+    if (strstr(zt_error_message(), needle)) return 1;
+    fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", zt_error_message(), needle);
+    return 0;
+}
+
+// The parse fails and its message names `key`.
+#define CHECK_PARSE_ERR(key, ...)                                     \
+    do {                                                              \
+        zt_config c_;                                                 \
+        CHECK_EQ_INT(PARSE(&c_, __VA_ARGS__), ZT_ERR);                \
+        CHECK(msg_has(key));                                          \
+    } while (0)
+
+// Parsing a config file holding `json` fails and the message names `key`.
+#define CHECK_FILE_ERR(json, key)                                     \
+    do {                                                              \
+        char p_[32];                                                  \
+        CHECK(write_tmp(p_, json) == 0);                              \
+        zt_config c_;                                                 \
+        zt_status s_ = PARSE(&c_, "--config", p_);                    \
+        unlink(p_);                                                   \
+        CHECK_EQ_INT(s_, ZT_ERR);                                     \
+        CHECK(msg_has(key));                                          \
+    } while (0)
+
+ZT_TEST(config_defaults) {
+    zt_config c;
+    CHECK_EQ_INT(PARSE_NONE(&c), ZT_OK);
+    CHECK(strcmp(c.model, "tiny") == 0);
+    CHECK_EQ_INT(c.n_layer, 4);
+    CHECK_EQ_INT(c.n_head, 4);
+    CHECK_EQ_INT(c.n_embd, 128);
+    CHECK_EQ_INT(c.vocab, 256);
+    CHECK_EQ_INT(c.n_ctx, 256);
+    CHECK_EQ_INT(c.micro_batch, 8);
+    CHECK_EQ_INT(c.seq, 128);
+    CHECK_EQ_INT(c.grad_accum, 1);
+    CHECK_EQ_INT(c.steps, 200);
+    CHECK(strcmp(c.optim, "adamw") == 0);
+    // Floats compare to the float nearest the decimal default: exact.
+    CHECK(c.lr == 6e-4f);
+    CHECK(c.lr_final_frac == 0.1f);
+    CHECK(strcmp(c.lr_schedule, "cosine") == 0);
+    CHECK_EQ_INT(c.warmup, 20);
+    CHECK(c.weight_decay == 0.1f);
+    CHECK(c.beta1 == 0.9f);
+    CHECK(c.beta2 == 0.95f);
+    CHECK(c.eps == 1e-8f);
+    CHECK(c.grad_clip == 1.0f);
+    CHECK(c.seed == 1337);
+    CHECK(strcmp(c.data, "") == 0);
+    CHECK(strcmp(c.val_data, "") == 0);
+    CHECK_EQ_INT(c.val_every, 50);
+    CHECK_EQ_INT(c.val_batches, 8);
+    CHECK_EQ_INT(c.shuffle, 0);
+    CHECK(strcmp(c.init_from, "") == 0);
+    CHECK(strcmp(c.log, "") == 0);
+    CHECK_EQ_INT(c.zero, 0);
+    CHECK_EQ_INT(c.dp, 0);
+    CHECK_EQ_INT(c.pp, 1);
+    CHECK_EQ_INT(c.tp, 1);
+    CHECK(strcmp(c.schedule, "1f1b") == 0);
+    CHECK(strcmp(c.partition, "uniform") == 0);
+    CHECK_EQ_INT(c.loss_chunk, 0);
+    CHECK_EQ_INT(c.threads, 0);
+    CHECK_EQ_INT(zt_config_validate(&c), ZT_OK);
+    return ZT_PASS;
+}
+
+ZT_TEST(config_presets) {
+    static const struct {
+        const char *name;
+        int L, NH, C, V, T;
+    } want[] = {
+        {"tiny", 4, 4, 128, 256, 256},        {"gpt2", 12, 12, 768, 50257, 1024},
+        {"gpt2-medium", 24, 16, 1024, 50257, 1024}, {"gpt2-large", 36, 20, 1280, 50257, 1024},
+        {"gpt2-xl", 48, 25, 1600, 50257, 1024},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        zt_config c;
+        CHECK_EQ_INT(PARSE(&c, "--model", (char *)want[i].name), ZT_OK);
+        CHECK_EQ_INT(c.n_layer, want[i].L);
+        CHECK_EQ_INT(c.n_head, want[i].NH);
+        CHECK_EQ_INT(c.n_embd, want[i].C);
+        CHECK_EQ_INT(c.vocab, want[i].V);
+        CHECK_EQ_INT(c.n_ctx, want[i].T);
+        CHECK_EQ_INT(zt_config_validate(&c), ZT_OK);
+    }
+    return ZT_PASS;
+}
+
+ZT_TEST(config_shape) {
+    zt_config c;
+    CHECK_EQ_INT(PARSE(&c, "--model", "gpt2"), ZT_OK);
+    zt_model_shape s = zt_config_shape(&c);
+    CHECK_EQ_INT(s.vocab, 50257);
+    CHECK_EQ_INT(s.padded_vocab, 50304); // 393 * 128
+    CHECK_EQ_INT(s.n_ctx, 1024);
+    CHECK_EQ_INT(s.n_layer, 12);
+    CHECK_EQ_INT(s.n_head, 12);
+    CHECK_EQ_INT(s.n_embd, 768);
+    CHECK_EQ_INT(PARSE(&c, "--model", "gpt2", "--tp", "2"), ZT_OK);
+    s = zt_config_shape(&c);
+    CHECK_EQ_INT(s.padded_vocab, 50432); // 197 * 256
+    CHECK_EQ_INT(s.padded_vocab, zt_padded_vocab(50257, 2));
+    return ZT_PASS;
+}
+
+ZT_TEST(config_shape_key_overrides_preset_either_order) {
+    zt_config a, b;
+    CHECK_EQ_INT(PARSE(&a, "--n-layer", "2", "--model", "gpt2"), ZT_OK);
+    CHECK_EQ_INT(PARSE(&b, "--model", "gpt2", "--n-layer", "2"), ZT_OK);
+    CHECK_EQ_INT(a.n_layer, 2);
+    CHECK_EQ_INT(b.n_layer, 2);
+    CHECK_EQ_INT(a.n_head, 12);
+    CHECK_EQ_INT(b.n_head, 12);
+    CHECK_EQ_INT(a.n_embd, 768);
+    CHECK_EQ_INT(a.vocab, 50257);
+
+    // A shape key in the file survives a --model flag, and a model in the file yields
+    // to a shape flag.
+    char p[32];
+    CHECK(write_tmp(p, "{\"n-embd\": 256, \"vocab\": 1000}") == 0);
+    zt_status st = PARSE(&a, "--model", "gpt2", "--config", p);
+    unlink(p);
+    CHECK_EQ_INT(st, ZT_OK);
+    CHECK_EQ_INT(a.n_embd, 256);
+    CHECK_EQ_INT(a.vocab, 1000);
+    CHECK_EQ_INT(a.n_layer, 12);
+    CHECK(write_tmp(p, "{\"n-head\": 16, \"model\": \"gpt2-medium\"}") == 0);
+    st = PARSE(&b, "--config", p, "--n-ctx", "512");
+    unlink(p);
+    CHECK_EQ_INT(st, ZT_OK);
+    CHECK_EQ_INT(b.n_head, 16);
+    CHECK_EQ_INT(b.n_ctx, 512);
+    CHECK_EQ_INT(b.n_layer, 24);
+    CHECK_EQ_INT(b.n_embd, 1024);
+    return ZT_PASS;
+}
+
+ZT_TEST(config_flag_overrides_file) {
+    char p[32];
+    CHECK(write_tmp(p, "{\n  \"steps\": 10,\n  \"lr\": 0.001,\n  \"data\": \"a.bin\",\n"
+                       "  \"shuffle\": true,\n  \"seed\": 42\n}\n") == 0);
+    zt_config c;
+    // The flag comes before --config and still wins.
+    zt_status st = PARSE(&c, "--steps", "20", "--config", p, "--seed", "7");
+    CHECK_EQ_INT(st, ZT_OK);
+    CHECK_EQ_INT(c.steps, 20);
+    CHECK(c.seed == 7);
+    CHECK(c.lr == 0.001f);
+    CHECK(strcmp(c.data, "a.bin") == 0);
+    CHECK_EQ_INT(c.shuffle, 1);
+    st = PARSE(&c, "--config", p, "--shuffle=false");
+    unlink(p);
+    CHECK_EQ_INT(st, ZT_OK);
+    CHECK_EQ_INT(c.shuffle, 0);
+    CHECK_EQ_INT(c.steps, 10);
+    return ZT_PASS;
+}
+
+ZT_TEST(config_file_every_type) {
+    char p[32];
+    CHECK(write_tmp(p, "{\"model\": \"gpt2\", \"micro-batch\": 4, \"lr\": 3e-4, "
+                       "\"seed\": 9007199254740992, \"shuffle\": false, "
+                       "\"partition\": \"0:7,7:14\", \"optim\": \"adamw8bit\", "
+                       "\"weight-decay\": 0, \"steps\": 5, \"steps\": 6}") == 0);
+    zt_config c;
+    zt_status st = PARSE(&c, "--config", p);
+    unlink(p);
+    CHECK_EQ_INT(st, ZT_OK);
+    CHECK_EQ_INT(c.micro_batch, 4);
+    CHECK(c.lr == 3e-4f);
+    CHECK(c.seed == 9007199254740992ull);
+    CHECK_EQ_INT(c.shuffle, 0);
+    CHECK(strcmp(c.partition, "0:7,7:14") == 0);
+    CHECK(strcmp(c.optim, "adamw8bit") == 0);
+    CHECK(c.weight_decay == 0.0f);
+    CHECK_EQ_INT(c.steps, 6); // a repeated key: the last wins, as with flags
+    CHECK_EQ_INT(c.n_layer, 12);
+    CHECK_EQ_INT(zt_config_validate(&c), ZT_OK);
+    return ZT_PASS;
+}
+
+ZT_TEST(config_equals_form_and_last_wins) {
+    zt_config c;
+    CHECK_EQ_INT(PARSE(&c, "--steps=30", "--lr=1e-3", "--partition=type:embed:2|transformer:1",
+                       "--data=a=b.bin", "--seed=18446744073709551615"),
+                 ZT_OK);
+    CHECK_EQ_INT(c.steps, 30);
+    CHECK(c.lr == 1e-3f);
+    CHECK(strcmp(c.partition, "type:embed:2|transformer:1") == 0);
+    CHECK(strcmp(c.data, "a=b.bin") == 0); // split at the first '=' only
+    CHECK(c.seed == 18446744073709551615ull);
+    CHECK_EQ_INT(PARSE(&c, "--steps", "1", "--steps=2", "--steps", "3"), ZT_OK);
+    CHECK_EQ_INT(c.steps, 3);
+    CHECK_EQ_INT(PARSE(&c, "--log=", "--lr", "-1"), ZT_OK); // negative value, not a flag
+    CHECK(strcmp(c.log, "") == 0);
+    CHECK(c.lr == -1.0f);
+    return ZT_PASS;
+}
+
+ZT_TEST(config_bool_forms) {
+    zt_config c;
+    CHECK_EQ_INT(PARSE(&c, "--shuffle"), ZT_OK);
+    CHECK_EQ_INT(c.shuffle, 1);
+    // A bare bool flag does not swallow the next flag.
+    CHECK_EQ_INT(PARSE(&c, "--shuffle", "--steps", "3"), ZT_OK);
+    CHECK_EQ_INT(c.shuffle, 1);
+    CHECK_EQ_INT(c.steps, 3);
+    CHECK_EQ_INT(PARSE(&c, "--shuffle", "--shuffle=false"), ZT_OK);
+    CHECK_EQ_INT(c.shuffle, 0);
+    CHECK_EQ_INT(PARSE(&c, "--shuffle=1"), ZT_OK);
+    CHECK_EQ_INT(c.shuffle, 1);
+    CHECK_EQ_INT(PARSE(&c, "--shuffle=0"), ZT_OK);
+    CHECK_EQ_INT(c.shuffle, 0);
+    CHECK_EQ_INT(PARSE(&c, "--shuffle=true"), ZT_OK);
+    CHECK_EQ_INT(c.shuffle, 1);
+    CHECK_PARSE_ERR("shuffle", "--shuffle=yes");
+    // `--shuffle false` is a likely slip: the message says to write --shuffle=false.
+    CHECK_PARSE_ERR("--shuffle=false", "--shuffle", "false");
+    return ZT_PASS;
+}
+
+ZT_TEST(config_err_unknown_flag) {
+    CHECK_PARSE_ERR("unknown option --micro-bach; did you mean --micro-batch?", "--micro-bach",
+                    "4");
+    CHECK_PARSE_ERR("did you mean --micro-batch?", "--micro-bach=4");
+    CHECK_PARSE_ERR("did you mean --config?", "--confg", "x.json");
+    CHECK_PARSE_ERR("zzzzzzzzzz", "--zzzzzzzzzz");
+    CHECK(!strstr(zt_error_message(), "did you mean"));
+    // Too short to guess at: "--q" is not "corrected" to "--dp".
+    CHECK_PARSE_ERR("--q", "--q", "1");
+    CHECK(!strstr(zt_error_message(), "did you mean"));
+    // An unknown flag anywhere fails even when its neighbours are fine.
+    CHECK_PARSE_ERR("--stepz", "--steps", "3", "--stepz", "4");
+    return ZT_PASS;
+}
+
+ZT_TEST(config_err_missing_value) {
+    CHECK_PARSE_ERR("--lr", "--lr");
+    CHECK_PARSE_ERR("missing its value", "--steps", "3", "--lr");
+    CHECK_PARSE_ERR("--data", "--data", "--steps", "3");
+    CHECK_PARSE_ERR("--config", "--config");
+    CHECK_PARSE_ERR("--config", "--config=");
+    return ZT_PASS;
+}
+
+ZT_TEST(config_err_malformed_number) {
+    CHECK_PARSE_ERR("--lr", "--lr", "abc");
+    CHECK_PARSE_ERR("--lr", "--lr", "1e-3x");
+    CHECK_PARSE_ERR("--steps", "--steps", "10x");
+    CHECK(msg_has("'x'"));
+    CHECK_PARSE_ERR("--steps", "--steps", "1.5");
+    CHECK_PARSE_ERR("--steps", "--steps", "");
+    CHECK_PARSE_ERR("--steps", "--steps=");
+    CHECK_PARSE_ERR("--steps", "--steps", " 10");
+    CHECK_PARSE_ERR("--steps", "--steps", "99999999999");
+    CHECK_PARSE_ERR("--seed", "--seed", "-1");
+    CHECK_PARSE_ERR("--seed", "--seed", "18446744073709551616");
+    CHECK_PARSE_ERR("--lr", "--lr", "inf");
+    CHECK_PARSE_ERR("--lr", "--lr", "nan");
+    CHECK_PARSE_ERR("--lr", "--lr", "1e39"); // beyond FLT_MAX
+    return ZT_PASS;
+}
+
+ZT_TEST(config_err_string_too_long) {
+    char big[ZT_PATH_MAX + 10];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    CHECK_PARSE_ERR("data", "--data", big);
+    CHECK_PARSE_ERR("optim", "--optim", "adamw-with-a-very-long-name");
+    // Exactly the capacity (511 characters + NUL) fits.
+    big[ZT_PATH_MAX - 1] = '\0';
+    zt_config c;
+    CHECK_EQ_INT(PARSE(&c, "--data", big), ZT_OK);
+    CHECK_EQ_INT((int)strlen(c.data), ZT_PATH_MAX - 1);
+    CHECK_FILE_ERR("{\"model\": \"a-model-name-that-is-far-too-long-for-it\"}", "model");
+    return ZT_PASS;
+}
+
+ZT_TEST(config_err_positional) {
+    CHECK_PARSE_ERR("'train.bin'", "train.bin");
+    CHECK_PARSE_ERR("'-s'", "-s", "3");
+    CHECK_PARSE_ERR("'--'", "--");
+    CHECK_PARSE_ERR("'7'", "--steps", "3", "7");
+    CHECK_PARSE_ERR("--help", "--steps", "3", "--help");
+    CHECK(!strstr(zt_error_message(), "did you mean"));
+    CHECK_PARSE_ERR("-h", "-h");
+    return ZT_PASS;
+}
+
+ZT_TEST(config_err_unknown_preset) {
+    CHECK_PARSE_ERR("gpt3", "--model", "gpt3");
+    CHECK(msg_has("--model"));
+    CHECK(msg_has("gpt2-xl")); // lists the valid names
+    CHECK(msg_has("tiny"));
+    return ZT_PASS;
+}
+
+ZT_TEST(config_err_file_missing_or_unreadable) {
+    CHECK_PARSE_ERR("/tmp/zt_no_such_config.json", "--config", "/tmp/zt_no_such_config.json");
+    CHECK(msg_has("No such file"));
+    CHECK_PARSE_ERR("/tmp", "--config", "/tmp"); // a directory opens but cannot be read
+    CHECK(msg_has("cannot read"));
+    return ZT_PASS;
+}
+
+ZT_TEST(config_err_file_bad_json) {
+    char p[32];
+    CHECK(write_tmp(p, "{\n  \"steps\": 10,\n  \"lr\": ,\n  \"seq\": 64\n}\n") == 0);
+    zt_config c;
+    zt_status st = PARSE(&c, "--config", p);
+    unlink(p);
+    CHECK_EQ_INT(st, ZT_ERR);
+    CHECK(msg_has(p));
+    CHECK(msg_has("not valid JSON"));
+    CHECK(msg_has("line 3"));
+    CHECK_FILE_ERR("", "is empty");
+    CHECK_FILE_ERR(" \n\t\n", "is empty");
+    CHECK_FILE_ERR("{\"steps\": 10} trailing", "not valid JSON");
+    CHECK_FILE_ERR("{\"steps\": 10,}", "not valid JSON");
+    return ZT_PASS;
+}
+
+ZT_TEST(config_err_file_not_object) {
+    CHECK_FILE_ERR("[1, 2]", "object");
+    CHECK_FILE_ERR("42", "object");
+    CHECK_FILE_ERR("\"steps\"", "object");
+    return ZT_PASS;
+}
+
+ZT_TEST(config_err_file_unknown_key) {
+    CHECK_FILE_ERR("{\"micro_batch\": 4}", "\"micro_batch\"");
+    CHECK(msg_has("did you mean \"micro-batch\"?"));
+    CHECK_FILE_ERR("{\"totally-unrelated\": 4}", "\"totally-unrelated\"");
+    CHECK(!strstr(zt_error_message(), "did you mean"));
+    CHECK_FILE_ERR("{\"config\": \"other.json\"}", "\"config\"");
+    return ZT_PASS;
+}
+
+ZT_TEST(config_err_file_wrong_type) {
+    CHECK_FILE_ERR("{\"micro-batch\": \"8\"}", "\"micro-batch\"");
+    CHECK(msg_has("integer"));
+    CHECK_FILE_ERR("{\"steps\": 1.5}", "\"steps\"");
+    CHECK_FILE_ERR("{\"steps\": 1e12}", "\"steps\"");
+    CHECK_FILE_ERR("{\"lr\": \"6e-4\"}", "\"lr\"");
+    CHECK_FILE_ERR("{\"lr\": null}", "\"lr\"");
+    CHECK_FILE_ERR("{\"lr\": 1e39}", "\"lr\"");
+    CHECK_FILE_ERR("{\"shuffle\": 1}", "\"shuffle\"");
+    CHECK_FILE_ERR("{\"shuffle\": \"true\"}", "\"shuffle\"");
+    CHECK_FILE_ERR("{\"data\": 5}", "\"data\"");
+    CHECK_FILE_ERR("{\"data\": [\"a.bin\"]}", "\"data\"");
+    CHECK_FILE_ERR("{\"seed\": -1}", "\"seed\"");
+    CHECK_FILE_ERR("{\"seed\": 1e300}", "\"seed\"");
+    CHECK_FILE_ERR("{\"tp\": {\"n\": 2}}", "\"tp\"");
+    return ZT_PASS;
+}
+
+// zt_config_validate fails on `stmt` applied to a valid config, naming `key`.
+#define CHECK_INVALID(stmt, key)                                   \
+    do {                                                           \
+        zt_config c_ = base;                                       \
+        zt_config *c = &c_;                                        \
+        stmt;                                                      \
+        CHECK_EQ_INT(zt_config_validate(c), ZT_ERR);               \
+        CHECK(msg_has(key));                                       \
+    } while (0)
+
+#define CHECK_VALID(stmt)                                          \
+    do {                                                           \
+        zt_config c_ = base;                                       \
+        zt_config *c = &c_;                                        \
+        stmt;                                                      \
+        if (zt_config_validate(c) != ZT_OK) {                      \
+            fprintf(stderr, "  %s: %s\n", #stmt, zt_error_message()); \
+            return ZT_FAIL;                                        \
+        }                                                          \
+    } while (0)
+
+ZT_TEST(config_validate_ranges) {
+    zt_config base;
+    CHECK_EQ_INT(PARSE_NONE(&base), ZT_OK);
+    CHECK_INVALID(c->n_layer = 0, "n-layer");
+    CHECK_INVALID(c->n_head = 0, "n-head");
+    CHECK_INVALID(c->n_embd = -1, "n-embd");
+    CHECK_INVALID(c->vocab = 0, "vocab");
+    CHECK_INVALID(c->n_ctx = 0, "n-ctx");
+    CHECK_INVALID((c->n_embd = 100, c->n_head = 3), "n_embd 100 is not divisible by n_head 3");
+    CHECK_INVALID(c->vocab = 65537, "vocab");
+    CHECK_VALID(c->vocab = 65536);
+    CHECK_INVALID(c->micro_batch = 0, "micro-batch");
+    CHECK_INVALID(c->seq = 0, "seq");
+    CHECK_INVALID(c->seq = 512, "--seq 512 exceeds the model's n_ctx 256");
+    CHECK(msg_has("--n-ctx"));
+    CHECK_VALID(c->seq = 256);
+    CHECK_INVALID(c->grad_accum = 0, "grad-accum");
+    CHECK_INVALID(c->steps = 0, "steps");
+    CHECK_INVALID(c->lr = 0, "lr");
+    CHECK_INVALID(c->lr = -1e-3f, "lr");
+    CHECK_INVALID(c->lr = INFINITY, "lr");
+    CHECK_INVALID(c->lr = NAN, "lr");
+    CHECK_INVALID(c->lr_final_frac = -0.1f, "lr-final-frac");
+    CHECK_INVALID(c->lr_final_frac = 1.5f, "lr-final-frac");
+    CHECK_VALID((c->lr_final_frac = 0, c->lr_final_frac = 1));
+    CHECK_INVALID(strcpy(c->lr_schedule, "linear"), "lr-schedule");
+    CHECK(msg_has("cosine"));
+    CHECK_VALID(strcpy(c->lr_schedule, "constant"));
+    CHECK_INVALID(c->warmup = -1, "warmup");
+    CHECK_INVALID(c->weight_decay = -0.1f, "weight-decay");
+    CHECK_INVALID(c->weight_decay = NAN, "weight-decay");
+    CHECK_VALID(c->weight_decay = 0);
+    CHECK_INVALID(c->beta1 = 1, "beta1");
+    CHECK_INVALID(c->beta1 = -0.5f, "beta1");
+    CHECK_INVALID(c->beta2 = 1, "beta2");
+    CHECK_INVALID(c->beta2 = NAN, "beta2");
+    CHECK_VALID((c->beta1 = 0, c->beta2 = 0));
+    CHECK_INVALID(c->eps = 0, "eps");
+    CHECK_INVALID(c->eps = INFINITY, "eps");
+    CHECK_INVALID(c->grad_clip = -1, "grad-clip");
+    CHECK_VALID(c->grad_clip = 0);
+    CHECK_INVALID(strcpy(c->optim, "sgd"), "optim");
+    CHECK(msg_has("adamw8bit"));
+    CHECK_VALID(strcpy(c->optim, "adamw8bit"));
+    CHECK_INVALID(c->zero = 2, "zero");
+    CHECK_INVALID(c->zero = -1, "zero");
+    CHECK_VALID(c->zero = 1);
+    CHECK_INVALID(c->pp = 0, "pp");
+    CHECK_INVALID(c->tp = 0, "tp");
+    CHECK_INVALID(c->dp = -1, "dp");
+    CHECK_VALID(c->dp = 4);
+    CHECK_INVALID(strcpy(c->schedule, "zb"), "schedule");
+    CHECK_VALID(strcpy(c->schedule, "gpipe"));
+    CHECK_INVALID(c->loss_chunk = -1, "loss-chunk");
+    CHECK_INVALID(c->threads = -1, "threads");
+    CHECK_INVALID(c->val_every = -1, "val-every");
+    CHECK_VALID(c->val_every = 0);
+    CHECK_INVALID(c->val_batches = 0, "val-batches");
+    return ZT_PASS;
+}
+
+// Values that parse fine but do not fit together fail in validate, not in parse.
+ZT_TEST(config_validate_after_parse) {
+    zt_config c;
+    CHECK_EQ_INT(PARSE(&c, "--seq", "512"), ZT_OK);
+    CHECK_EQ_INT(zt_config_validate(&c), ZT_ERR);
+    CHECK(msg_has("--seq 512 exceeds the model's n_ctx 256: lower --seq or raise --n-ctx"));
+    CHECK_EQ_INT(PARSE(&c, "--seq", "512", "--n-ctx", "512"), ZT_OK);
+    CHECK_EQ_INT(zt_config_validate(&c), ZT_OK);
+    CHECK_EQ_INT(PARSE(&c, "--optim", "sgd"), ZT_OK);
+    CHECK_EQ_INT(zt_config_validate(&c), ZT_ERR);
+    CHECK(msg_has("--optim"));
+    return ZT_PASS;
+}
+
+ZT_TEST(config_help) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CHECK(f != NULL);
+    zt_config_print_help(f);
+    fclose(f);
+    static const char *const want[] = {
+        "  --micro-batch N        sequences per micro-batch (B) (default 8)\n",
+        "--config FILE", "--model NAME", "--n-layer N", "(default from --model)",
+        "--lr X", "(default 6e-4)", "--shuffle ", "(default false)", "--data PATH",
+        "(default none)", "--optim NAME", "adamw | adamw8bit", "--threads N", "gpt2-xl",
+        "\nparallel:\n", "--partition SPEC",
+    };
+    int ok = 1;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (!strstr(text, want[i])) {
+            fprintf(stderr, "  help lacks \"%s\"\n", want[i]);
+            ok = 0;
+        }
+    }
+    // Every option of the struct appears: spot-check the ones most easily forgotten.
+    const char *names[] = {"n-head", "n-embd", "vocab", "n-ctx", "seq", "grad-accum",
+                           "steps", "lr-final-frac", "lr-schedule", "warmup", "weight-decay",
+                           "beta1", "beta2", "eps", "grad-clip", "seed", "val-data",
+                           "val-every", "val-batches", "init-from", "log", "zero", "dp",
+                           "pp", "tp", "schedule", "loss-chunk"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char flag[32];
+        snprintf(flag, sizeof flag, "  --%s ", names[i]);
+        if (!strstr(text, flag)) {
+            fprintf(stderr, "  help lacks \"%s\"\n", flag);
+            ok = 0;
+        }
+    }
+    if (!ok) fputs(text, stderr);
+    free(text);
+    CHECK(ok);
+    return ZT_PASS;
+}
