@@ -84,6 +84,9 @@ static const opt_desc k_opts[] = {
     {"init-from", OPT_STR, FIELD(init_from), "", "PATH", NULL, 0, "data",
      "start from an llm.c fp32 model checkpoint"},
     {"log", OPT_STR, FIELD(log), "", "PATH", NULL, 0, "data", "write metrics as JSON lines"},
+    {"save", OPT_STR, FIELD(save), "", "DIR", NULL, 0, "data",
+     "at the end, write the weights as a Hugging Face GPT-2 directory (model.safetensors + "
+     "config.json)"},
 
     {"zero", OPT_INT, FIELD(zero), "0", "N", NULL, 0, "parallel",
      "1 = shard optimizer state over dp (ZeRO-1)"},

@@ -17,6 +17,7 @@
 #include "gpt2.h"
 #include "grad_norm.h"
 #include "grid.h"
+#include "hf_export.h"
 #include "llmc_checkpoint.h"
 #include "memory.h"
 
@@ -164,7 +165,7 @@ static void print_start(trainer *t) {
                c->seq, omp_get_max_threads());
         printf("memory (rank 0): %s\n", mem);
         printf("optimizer bytes per rank:");
-        for (int r = 0; r < g->world; r++) printf(" %.1fM", all[r] / 1048576.0);
+        for (int r = 0; r < g->world; r++) printf(" %.0f", all[r]);
         printf("\n");
         fflush(stdout);
     }
@@ -229,7 +230,7 @@ static zt_status run(trainer *t) {
             fflush(stdout);
             if (t->log) {
                 fprintf(t->log,
-                        "{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"grad_norm\":%.6f,\"ms\":%.3f,"
+                        "{\"step\":%d,\"loss\":%.9g,\"lr\":%.6e,\"grad_norm\":%.6f,\"ms\":%.3f,"
                         "\"tokens_per_s\":%.1f,\"mem\":{",
                         step + 1, loss, lr, norm, ms, tps);
                 for (int cat = 0; cat < ZT_MEM_NCAT; cat++)
@@ -251,7 +252,13 @@ static zt_status run(trainer *t) {
     }
     if (g->rank == 0)
         printf("done: %d steps in %.1f s\n", c->steps, now_s() - t_start);
-    return ZT_OK;
+    // every dp rank holds the same whole parameters; rank 0 writes them
+    zt_status s = ZT_OK;
+    if (c->save[0] && g->rank == 0) {
+        s = zt_hf_export(m, c->save);
+        if (s == ZT_OK) printf("saved %s/model.safetensors\n", c->save);
+    }
+    return agree(g, s);
 }
 
 zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *argv0) {

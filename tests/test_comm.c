@@ -21,12 +21,13 @@ typedef struct {
 
 static void failf(ctx_t *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void failf(ctx_t *x, const char *fmt, ...) {
+    char msg[512];
     va_list ap;
-    fprintf(stderr, "  [rank %d] %s: ", zt_log_rank(), x->label);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    // One write per line, so the ranks' lines do not interleave mid-line.
+    fprintf(stderr, "  [rank %d] %s: %s\n", zt_log_rank(), x->label, msg);
     x->fails++;
 }
 

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Compares two zerotrain runs: their Hugging Face safetensors exports and, optionally,
+their JSON-lines logs (step losses). Used by the layout-equivalence tests.
+
+    compare_models.py A_DIR B_DIR --steps K --lr LR [--log-a A.jsonl --log-b B.jsonl]
+
+Bounds (why they are what they are):
+- loss: the same global batch in another layout sums the same fp32 terms in another
+  order; the per-step mean loss agrees to a few ulps of fp32 relative, so rtol 1e-5.
+- parameters: after K AdamW steps a parameter has moved by at most ~K*lr. The layouts
+  reassociate gradient sums (relative error ~1e-6), which Adam's normalized update
+  m/sqrt(v) passes on in proportion; PARAM_FRAC * K * lr (1% of the largest possible
+  movement) is far above that and far below a real error (a wrong or missing gradient
+  moves a parameter by ~lr per step).
+- the key part of attn.c_attn.bias has an exactly-zero true gradient (softmax ignores a
+  constant added to a whole score row): both runs update it from rounding noise, which
+  Adam normalizes to +-lr, so its only honest bound is 2*K*lr.
+"""
+import argparse
+import json
+import struct
+import sys
+
+import numpy as np
+
+PARAM_FRAC = 0.01
+
+
+def load(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        hdr = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, info in hdr.items():
+        if name == "__metadata__":
+            continue
+        a, b = info["data_offsets"]
+        out[name] = np.frombuffer(data[a:b], dtype="<f4").reshape(info["shape"])
+    return out
+
+
+def losses(path):
+    return [json.loads(l)["loss"] for l in open(path) if '"loss"' in l and "val_loss" not in l]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("a")
+    ap.add_argument("b")
+    ap.add_argument("--steps", type=int, required=True)
+    ap.add_argument("--lr", type=float, required=True)
+    ap.add_argument("--log-a")
+    ap.add_argument("--log-b")
+    args = ap.parse_args()
+    A, B = load(args.a + "/model.safetensors"), load(args.b + "/model.safetensors")
+    bad = []
+    if set(A) != set(B):
+        bad.append("tensor names differ: %s" % sorted(set(A) ^ set(B)))
+    bound = PARAM_FRAC * args.steps * args.lr
+    worst = (0.0, "")
+    for name in sorted(set(A) & set(B)):
+        a, b = A[name].astype(np.float64), B[name].astype(np.float64)
+        if a.shape != b.shape:
+            bad.append("%s: shape %s vs %s" % (name, a.shape, b.shape))
+            continue
+        d = np.abs(a - b)
+        if name.endswith("attn.c_attn.bias"):  # HF layout (3C,): [q | k | v]
+            C = a.shape[0] // 3
+            kd, d = d[C:2 * C], np.concatenate([d[:C], d[2 * C:]])
+            if kd.max() > 2 * args.steps * args.lr:
+                bad.append("%s (key part): max diff %.3g > %.3g" % (name, kd.max(), 2 * args.steps * args.lr))
+        m = float(d.max()) if d.size else 0.0
+        if m / bound > worst[0]:
+            worst = (m / bound, name)
+        if m > bound:
+            bad.append("%s: max diff %.3g > bound %.3g" % (name, m, bound))
+    print("parameters: worst max|diff| / bound = %.4f (%s), bound %.3g" % (worst[0], worst[1], bound))
+    if args.log_a:
+        la, lb = losses(args.log_a), losses(args.log_b)
+        if len(la) != len(lb) or len(la) != args.steps:
+            bad.append("step counts differ: %d vs %d (expected %d)" % (len(la), len(lb), args.steps))
+        for i, (x, y) in enumerate(zip(la, lb)):
+            if abs(x - y) > 1e-5 * abs(y):
+                bad.append("step %d loss %.7f vs %.7f" % (i + 1, x, y))
+        print("losses: max rel diff %.3g over %d steps" % (max(abs(x - y) / abs(y) for x, y in zip(la, lb)), len(la)))
+    for b in bad:
+        print("MISMATCH", b)
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
