@@ -14,6 +14,7 @@
 //   see DESIGN.md §3); rank r's block is elements [r*B, (r+1)*B), B = count / size.
 // - Buffers must not overlap, except in these in-place forms (NCCL's convention):
 //     all_reduce      recv == send.
+//   (pointer arithmetic in elements of dtype: `send + rank*B` is (T *)send + rank*B)
 //     reduce_scatter  recv == send + rank*B: the whole input sits in the buffer and the
 //                     rank's reduced block is written over its own block, so a gradient
 //                     shard stays at the offset of its parameter shard. The rest of the
@@ -131,6 +132,9 @@ void zt_comm_mpi_finalize(void);
 // finalized (never returns then); otherwise returns at once, so the caller goes on with
 // its own exit. The program's fatal path (zt_fatal) should call it before abort(), so a
 // failed check on one rank ends every rank instead of leaving them in a collective.
+// (Without it a rank still dies by SIGABRT and mpirun ends the job, with a less clear
+// report.) Under FUNNELED, strictly only the main thread may call MPI; a fatal check inside
+// an OpenMP region calling it is tolerated by Open MPI and is the lesser evil to a hang.
 void zt_comm_mpi_abort(int code);
 // Testing: the largest element count handed to one MPI call (default INT_MAX; larger
 // all_reduce/broadcast/send/recv/send_recv are split into pieces of at most this many).

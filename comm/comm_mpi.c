@@ -44,7 +44,8 @@ static void mpi_fail(const char *file, int line, const char *call, int rc) {
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
     if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "error %d", rc);
-    mpi_fatalf(file, line, "%s failed: %s", call, msg);
+    int name_len = (int)strcspn(call, "("); // "MPI_Recv", not its whole argument list
+    mpi_fatalf(file, line, "%.*s failed: %s", name_len, call, msg);
 }
 
 // A broken MPI call is a bug-tier failure (STYLE.md guideline 5).
@@ -302,9 +303,10 @@ void zt_comm_mpi_init_world(zt_comm *out, int *argc, char ***argv) {
     if (fin) zt_fatal(__FILE__, __LINE__, "zt_comm_mpi_init_world after MPI_Finalize");
     if (!init) {
         int provided = MPI_THREAD_SINGLE;
-        // Before init MPI's default handler is fatal: a failure here ends the process
-        // inside MPI with its own message.
-        MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+        // Before init MPI's default handler is fatal, so a failure mostly ends the process
+        // inside MPI with its own message; an error code that does come back is ours to say.
+        int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+        if (rc != MPI_SUCCESS) zt_fatal(__FILE__, __LINE__, "MPI_Init_thread failed: error %d", rc);
         g_init_here = 1;
         ZT_MPI_ASSERTF(provided >= MPI_THREAD_FUNNELED,
                        "MPI provides thread level %d, zerotrain needs MPI_THREAD_FUNNELED",

@@ -72,13 +72,14 @@ static const opt_desc k_opts[] = {
      "random seed (initialization, shuffling)"},
 
     {"data", OPT_STR, FIELD(data), "", "PATH", NULL, 0, "data",
-     "training tokens (llm.c .bin format)"},
+     "training tokens (llm.c .bin format; none = the embedded default text, with its "
+     "validation split)"},
     {"val-data", OPT_STR, FIELD(val_data), "", "PATH", NULL, 0, "data",
      "validation tokens (none = no validation)"},
     {"val-every", OPT_INT, FIELD(val_every), "50", "N", NULL, 0, "data",
      "validate every N steps (0 = never)"},
     {"val-batches", OPT_INT, FIELD(val_batches), "8", "N", NULL, 0, "data",
-     "micro-batches per validation"},
+     "global batches per validation (the same samples whatever the layout)"},
     {"shuffle", OPT_BOOL, FIELD(shuffle), "false", "", NULL, 0, "data",
      "shuffle the training sequences (--shuffle=false: off)"},
     {"init-from", OPT_STR, FIELD(init_from), "", "PATH", NULL, 0, "data",

@@ -9,7 +9,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "zerotrain: trains GPT-2 across ranks (data, pipeline and tensor parallel, ZeRO-1)\n"
+            "zerotrain: trains GPT-2 on CPUs across MPI ranks, data parallel with ZeRO-1 sharding\n"
             "\n"
             "usage:\n"
             "  [mpirun -np N] zerotrain [train] [--flag value ...]   train (the default command)\n"
@@ -17,7 +17,7 @@ static void usage(FILE *f) {
             "                                 byte-level tokens of a text file (vocab 256)\n"
             "  zerotrain help                 this text\n"
             "\n"
-            "train options (also keys of the --config JSON file; flags override the file):\n");
+            "train ");
     zt_config_print_help(f);
 }
 

@@ -269,9 +269,12 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     int dp = 0;
     zt_status s = zt_grid_layout(world->size, cfg->dp, cfg->pp, cfg->tp, &dp);
     if (s == ZT_OK) s = zt_config_validate(cfg);
+    // TODO(issues 4-6): pipeline stages, tensor parallel layers, the 8-bit optimizer.
     if (s == ZT_OK && (cfg->pp > 1 || cfg->tp > 1))
         s = zt_errorf("--pp %d --tp %d: pipeline and tensor parallel layouts are not built yet; "
                       "use --pp 1 --tp 1 (data parallel over all ranks)", cfg->pp, cfg->tp);
+    if (s == ZT_OK && strcmp(cfg->optim, "adamw") != 0)
+        s = zt_errorf("--optim %s is not built yet; use --optim adamw", cfg->optim);
     if (s != ZT_OK) return s; // the same on every rank: no agreement needed
     if (cfg->threads > 0) omp_set_num_threads(cfg->threads);
     ZT_TRY(zt_grid_init(&t.grid, world, dp, cfg->pp, cfg->tp));
