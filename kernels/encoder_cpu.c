@@ -8,14 +8,10 @@ void zt_encoder_forward(float *out, const int32_t *tokens, const float *wte, con
 #pragma omp parallel for
     for (int n = 0; n < N; n++) {
         float *o = out + (size_t)n * C;
-        const float *p = wpe + (size_t)(n % T) * C;
+        const float *p = wpe ? wpe + (size_t)(n % T) * C : NULL;
         int row = tokens[n] - vocab_lo;
-        if (row >= 0 && row < vocab_rows) {
-            const float *e = wte + (size_t)row * C;
-            for (int c = 0; c < C; c++) o[c] = e[c] + p[c];
-        } else if (wpe) {
-            for (int c = 0; c < C; c++) o[c] = p[c];
-        }
+        const float *e = row >= 0 && row < vocab_rows ? wte + (size_t)row * C : NULL;
+        for (int c = 0; c < C; c++) o[c] = (e ? e[c] : 0.0f) + (p ? p[c] : 0.0f);
     }
 }
 

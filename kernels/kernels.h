@@ -15,7 +15,8 @@ void zt_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const f
 
 // out (N, C) = wte[tokens] + wpe[position]; token n sits at position n % T.
 // wte holds rows [vocab_lo, vocab_lo + vocab_rows) of the padded vocabulary; tokens
-// outside that slice (another tp rank's) contribute zeros.
+// outside that slice (another tp rank's) contribute zeros. wpe NULL adds no positions
+// (under tp only one rank adds them before the all-reduce).
 void zt_encoder_forward(float *out, const int32_t *tokens, const float *wte, const float *wpe,
                         int vocab_lo, int vocab_rows, int N, int T, int C);
 // dwte (vocab_rows, C) +=, dwpe (T', C) += (NULL to skip); dout (N, C).

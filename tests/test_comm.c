@@ -9,6 +9,7 @@
 
 #include "comm.h"
 #include "grid.h"
+#include "memory.h"
 #include "test.h"
 
 #define GUARD 64 // bytes of 0xA5 around every output buffer, to catch writes past its end
@@ -355,6 +356,7 @@ ZT_TEST(comm_mpi_collectives) {
     zt_comm world;
     zt_comm_mpi_init_world(&world, NULL, NULL);
     CHECK(strcmp(world.ops->name, "mpi") == 0);
+    size_t comm_bytes = zt_mem_current(ZT_MEM_COMM); // the world handle's
     ctx_t x = {"world", 0, 0};
     if (world.size != atoi(getenv("OMPI_COMM_WORLD_SIZE")))
         failf(&x, "size %d, mpirun says %s", world.size, getenv("OMPI_COMM_WORLD_SIZE"));
@@ -407,6 +409,11 @@ ZT_TEST(comm_mpi_collectives) {
         if (zt_grid_init(&g, &world, 0, world.size + 1, 1) != ZT_ERR) failf(&x, "bad layout ok");
         zt_grid_free(&g);
     }
+
+    // Every communicator made above was freed, with its memory.
+    if (zt_mem_current(ZT_MEM_COMM) != comm_bytes)
+        failf(&x, "ZT_MEM_COMM holds %zu bytes, expected %zu", zt_mem_current(ZT_MEM_COMM),
+              comm_bytes);
 
     // Every rank must agree, so the exit code is right on each one.
     int32_t fails = x.fails, any = 0;
