@@ -12,16 +12,22 @@
 //       zt_comm_all_gather(c, params + r*B, params, N, ...);
 //   `count` must be divisible by the communicator size (a fatal check: the caller pads,
 //   see DESIGN.md §3); rank r's block is elements [r*B, (r+1)*B), B = count / size.
-// - Buffers must not overlap, except in these in-place forms (NCCL's convention):
+// - Buffers must not overlap, except in these in-place forms (NCCL's convention; pointer
+//   arithmetic in elements, `send + rank*B` meaning (T *)send + rank*B):
 //     all_reduce      recv == send.
-//   (pointer arithmetic in elements of dtype: `send + rank*B` is (T *)send + rank*B)
 //     reduce_scatter  recv == send + rank*B: the whole input sits in the buffer and the
 //                     rank's reduced block is written over its own block, so a gradient
 //                     shard stays at the offset of its parameter shard. The rest of the
 //                     buffer is undefined afterwards (the MPI backend reduces into the
-//                     front and moves the block).
-//     all_gather      send == recv + rank*B: the rank's block already sits at its place.
+//                     front, as MPI_IN_PLACE does, and moves the block). On rank 0 this is
+//                     recv == send. (Not MPI's "result at the front" rule: that would put
+//                     rank r's gradient shard at offset 0 and its parameter shard at r*B.)
+//     all_gather      send == recv + rank*B: the rank's block already sits at its place
+//                     (MPI_IN_PLACE's rule too).
 //   Any other overlap is a fatal error.
+// - The MPI backend splits all_reduce, broadcast and point-to-point calls larger than
+//   INT_MAX elements into pieces; a reduce_scatter/all_gather block (count / size) must
+//   still fit in INT_MAX elements (fatal otherwise; TODO).
 // - Reductions: ZT_REDUCE_SUM and ZT_REDUCE_MAX on every dtype (U8 wraps on overflow; it
 //   exists for moving 8-bit optimizer state, not for summing it).
 // - Every operation takes `stream`: NULL for host backends (self, MPI — both check it);

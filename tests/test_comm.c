@@ -404,6 +404,7 @@ ZT_TEST(comm_mpi_collectives) {
             if (world.size % (pp * tp) == 0) check_grid(&x, &world, pp, tp);
 
     // 6. A bad layout fails the same way on every rank, before any collective.
+    x.label = "world";
     {
         zt_grid g;
         if (zt_grid_init(&g, &world, 0, world.size + 1, 1) != ZT_ERR) failf(&x, "bad layout ok");

@@ -54,6 +54,7 @@ expect_error() {
   if [ $rc -eq 0 ]; then why+=("exited 0")
   elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then why+=("hung: killed after ${TIMEOUT}s (exit $rc)")
   elif [ $rc -ge 128 ]; then why+=("crashed: signal $((rc - 128)) (exit $rc)")
+  elif [ $rc -eq 126 ] || [ $rc -eq 127 ]; then why+=("could not run the command (exit $rc)")
   fi
   n=$(grep -ci $mode -- "$pat" "$err")
   if [ "$n" -eq 0 ]; then why+=("stderr lacks '$want'")
@@ -67,9 +68,11 @@ expect_error() {
   if [ ${#why[@]} -eq 0 ]; then
     echo "ok   $name (exit $rc): $(grep -i $mode -m1 -- "$pat" "$err")"
   else
+    local cmd
+    cmd=$(printf '%q ' "$@")
     local IFS=';'
     echo "FAIL $name: ${why[*]}"
-    echo "     command: $*"
+    echo "     command: $cmd"
     echo "     exit $rc, stderr:"; show "$err"
     [ -s "$out" ] && { echo "     stdout:"; show "$out"; }
     failed+=("$name")
@@ -87,7 +90,7 @@ expect_ok() {
     echo "ok   $name (exit 0): $(grep -E -m1 -- "$want" "$out")"
   else
     echo "FAIL $name: exit $rc, expected exit 0 and a stdout line matching /$want/"
-    echo "     command: $*"
+    echo "     command: $(printf '%q ' "$@")"
     echo "     stderr:"; show "$err"; echo "     stdout:"; show "$out"
     failed+=("$name")
   fi
@@ -141,7 +144,7 @@ b = bytearray(open(sys.argv[1], "rb").read())
 struct.pack_into("<i", b, 4, 5)   # llm.c's bf16 checkpoint version
 open(sys.argv[2], "wb").write(b)
 EOF
-mkdir -p "$tmp/a_directory"
+mkdir -p "$tmp/folder"
 printf '{"steps": 1, "n_layer": 1\n' >"$tmp/malformed.json"
 printf '{"steps": 1, "n_layres": 1}\n' >"$tmp/unknown_key.json"
 printf '{"steps": "ten"}\n' >"$tmp/wrong_type.json"
@@ -184,7 +187,7 @@ expect_error seq_zero "--seq must be at least 1" -- "$ZT" "${TINY[@]}" --seq 0
 expect_error n_head_zero "--n-head must be at least 1" -- "$ZT" "${TINY[@]}" --n-head 0
 # A batch no machine can hold (tens of TB of activations; capped address space so
 # that it fails the same everywhere): a user error naming the memory, not a crash.
-expect_error micro_batch_too_big_for_memory "memory" -- bash -c 'ulimit -v 8000000; exec "$@"' _ \
+expect_error micro_batch_too_big_for_memory "memory" -- bash -c 'ulimit -v 32000000; exec "$@"' _ \
   "$ZT" "${TINY[@]}" --seq 256 --micro-batch 100000000 --data "$tmp/good.bin"
 
 # ---- data --------------------------------------------------------------------------
@@ -195,7 +198,7 @@ expect_error data_negative_count "negative token count" -- "$ZT" "${TINY[@]}" --
 expect_error data_bad_version "unsupported version 2" -- "$ZT" "${TINY[@]}" --data "$tmp/version2.bin"
 expect_error data_random_bytes "not an llm.c token file" -- "$ZT" "${TINY[@]}" --data "$tmp/random.bin"
 expect_error data_is_checkpoint "not a GPT-2 token file" -- "$ZT" "${REF[@]}" --data "$tmp/ref/model.bin"
-expect_error data_is_directory "not a regular file" -- "$ZT" "${TINY[@]}" --data "$tmp/a_directory"
+expect_error data_is_directory "not a regular file" -- "$ZT" "${TINY[@]}" --data "$tmp/folder"
 expect_error data_token_above_vocab "pass --vocab 300" -- "$ZT" "${TINY[@]}" --vocab 256 --data "$tmp/ref/train.bin"
 expect_error data_shorter_than_sequence "fewer than the 17 needed" -- "$ZT" "${TINY[@]}" --data "$tmp/short.bin"
 expect_error data_missing "cannot open data file" -- "$ZT" "${TINY[@]}" --data "$tmp/nope.bin"
@@ -210,7 +213,7 @@ expect_error init_from_shape_mismatch "pass --n-ctx 32 --vocab 300 --n-layer 3" 
 expect_error init_from_token_file "not an llm.c model checkpoint" -- "$ZT" "${REF[@]}" --data "$tmp/ref/train.bin" --init-from "$tmp/ref/train.bin"
 expect_error init_from_bf16 "bf16 checkpoint" -- "$ZT" "${REF[@]}" --data "$tmp/ref/train.bin" --init-from "$tmp/model_bf16.bin"
 # a directory is not a "truncated" checkpoint: say what it is (as --data does)
-expect_error init_from_directory "re:directory|not a regular file" -- "$ZT" "${REF[@]}" --data "$tmp/ref/train.bin" --init-from "$tmp/a_directory"
+expect_error init_from_directory "re:is a directory|not a regular file" -- "$ZT" "${REF[@]}" --data "$tmp/ref/train.bin" --init-from "$tmp/folder"
 
 # ---- layout ------------------------------------------------------------------------
 expect_error layout_pp2_world1 "world size 1 is not divisible" -- "$ZT" "${TINY[@]}" --pp 2

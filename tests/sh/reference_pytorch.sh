@@ -7,3 +7,14 @@ dir=build/ref
 rm -rf "$dir" && mkdir -p "$dir"
 "${PYTHON:-/usr/bin/python3}" tests/reference/gpt2_ref.py --out "$dir" > "$dir/ref.log"
 ZT_REF_DIR=$dir build/zt_tests reference_pytorch
+# The real binary from the same checkpoint and data, with the reference's hyperparameters.
+c=$dir/config.json
+get() { "${PYTHON:-/usr/bin/python3}" -c "import json;print(json.load(open('$c'))['$1'])"; }
+OMP_NUM_THREADS=2 build/zerotrain --init-from $dir/model.bin --data $dir/train.bin \
+    --vocab $(get vocab) --n-ctx $(get n_ctx) --n-layer $(get n_layer) --n-head $(get n_head) \
+    --n-embd $(get n_embd) --micro-batch $(get micro_batch) --seq $(get seq) \
+    --grad-accum $(get grad_accum) --steps $(get steps) --lr $(get lr) --lr-schedule constant \
+    --warmup 0 --weight-decay $(get weight_decay) --beta1 $(get beta1) --beta2 $(get beta2) \
+    --eps $(get eps) --grad-clip $(get grad_clip) --val-every 0 --log $dir/run.jsonl \
+    --save $dir/run > $dir/run.out
+"${PYTHON:-/usr/bin/python3}" tests/reference/check_run.py $dir $dir/run.jsonl $dir/run

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# End-to-end bad-input tests of zerotrain under mpirun: a bad input must end the whole
+# job non-zero within the timeout (no rank left hanging, no crash, no fatal/abort),
+# with its message printed exactly once (not once per rank). Helpers: cli_errors.sh.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/cli_errors.sh" || exit 1   # cds to the repo root; defines the helpers
+export OMP_NUM_THREADS=1
+command -v mpirun >/dev/null || { echo "cli_errors_mpi: no mpirun"; exit 77; }
+MPI=(mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS)
+
+mk_tokens "$tmp/good.bin" 4096 256
+mk_tokens "$tmp/truncated.bin" 1000 256 4096     # header says 4096 tokens, holds 1000
+printf '{"steps": 1, "n_layres": 1}\n' >"$tmp/unknown_key.json"
+
+# ---- success control ---------------------------------------------------------------
+expect_ok mpi2_good_zero1_run '^step +1/1 \| loss' -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --zero 1 --data "$tmp/good.bin"
+
+# ---- the same error on every rank: rank 0 reports it once -------------------------
+expect_error mpi2_config_unknown_key 'unknown key "n_layres"' -- \
+  "${MPI[@]}" -np 2 "$ZT" --config "$tmp/unknown_key.json" "${TINY[@]}"
+expect_error mpi2_flag_unknown "unknown option --n-layers" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --n-layers 2
+expect_error mpi3_layout_tp2 "world size 3 is not divisible" -- \
+  "${MPI[@]}" -np 3 "$ZT" "${TINY[@]}" --tp 2
+expect_error mpi3_layout_dp2 "does not match the world size 3" -- \
+  "${MPI[@]}" -np 3 "$ZT" "${TINY[@]}" --dp 2
+expect_error mpi2_data_truncated "is truncated" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --data "$tmp/truncated.bin"
+expect_error mpi2_data_missing "cannot open data file" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --data "$tmp/nope.bin"
+expect_error mpi2_log_dir_missing "cannot write the log file" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --zero 1 --data "$tmp/good.bin" --log "$tmp/no/such/dir/log.jsonl"
+
+# ---- an error on one rank only (e.g. a file missing on one node; here MPMD with
+# different arguments): the failing rank's message once, and the job still ends ------
+expect_error mpi2_data_truncated_on_rank1 "is truncated" -- \
+  "${MPI[@]}" -np 1 "$ZT" "${TINY[@]}" --data "$tmp/good.bin" : -np 1 "$ZT" "${TINY[@]}" --data "$tmp/truncated.bin"
+expect_error mpi2_config_missing_on_rank1 "cannot open config file" -- \
+  "${MPI[@]}" -np 1 "$ZT" "${TINY[@]}" --data "$tmp/good.bin" : -np 1 "$ZT" --config "$tmp/nope.json" "${TINY[@]}" --data "$tmp/good.bin"
+
+report_and_exit cli_errors_mpi
