@@ -68,6 +68,11 @@ test: all
 demo: all
 	$(BUILD)/zerotrain train --steps 300 --log $(BUILD)/demo.jsonl
 
+# Benchmarks (bench/RESULTS.md): `make bench` builds them; the bench/*.sh scripts run them.
+bench: $(BUILD)/comm_bw
+$(BUILD)/comm_bw: bench/comm_bw.c $(BUILD)/libzt.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 clean:
 	rm -rf $(BUILD) zerotrain
 

@@ -5,8 +5,14 @@
 // from it) returns errors instead of aborting inside the library, and the check turns a
 // failure into one line "zerotrain: fatal (rank R) file:line: MPI_X(...) failed: <MPI's
 // message>" followed by MPI_Abort, so the other ranks do not wait forever in a collective.
+//
+// Large reduce_scatter, all_gather and all_reduce on a communicator whose ranks share one
+// node go through a small shared-memory staging window instead of MPI's own collectives
+// (see "node-local collectives" below; bench/RESULTS.md has the measurements). Set
+// ZT_COMM_MPI_ALGO=mpi to use MPI's collectives everywhere (the default is "stage").
 #include <limits.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <mpi.h>
@@ -14,12 +20,30 @@
 #include "comm.h"
 #include "memory.h"
 
+// Bytes of one staging slot (see "node-local collectives"). 256 KiB: the chunks stay in
+// the caches and each costs one barrier; bench/RESULTS.md has the sweep.
+#ifndef ZT_STAGE_SLOT_BYTES
+#define ZT_STAGE_SLOT_BYTES ((size_t)256 << 10)
+#endif
+// Collectives of fewer bytes (the whole buffer) use MPI's own: one message beats a chunked
+// exchange there (bench/RESULTS.md).
+#ifndef ZT_STAGE_MIN_BYTES
+#define ZT_STAGE_MIN_BYTES ((size_t)64 << 10)
+#endif
+
 typedef struct {
     MPI_Comm comm;
+    // The node-local staging window, or MPI_WIN_NULL (size 1, ranks on several nodes, or
+    // ZT_COMM_MPI_ALGO=mpi). Each rank's part: 2 halves x size slots x slot_bytes.
+    MPI_Win win;
+    char **part;          // (size) every rank's part of the window, mapped in this process
+    size_t slot_bytes;
+    unsigned long chunks; // chunks staged so far; its parity picks the half (same on all ranks)
 } zt_mpi_comm;
 
 static int g_init_here;                 // MPI was initialized by zt_comm_mpi_init_world
 static size_t g_max_count = INT_MAX;    // elements per MPI call (zt_comm_mpi_set_max_count)
+static int g_stage = 1;                 // 0: ZT_COMM_MPI_ALGO=mpi, MPI's collectives only
 
 // ---- the failure path ----
 
@@ -117,12 +141,180 @@ static int piece_len(size_t count, size_t i) {
 
 static void mpi_wrap(MPI_Comm comm, zt_comm *out);
 
+// ---- node-local collectives through a shared-memory staging window ----
+//
+// Why: on one node Open MPI 4.1 moves a large message by CMA (process_vm_readv), which pins
+// the user's pages 4 KiB at a time, and its reduce-scatter and all-reduce allocate
+// full-size temporaries on every call (fresh pages: a fault per 4 KiB). On the 2-core dev
+// machine a 64 MiB MPI_Reduce_scatter_block took several times as long as this path
+// (bench/RESULTS.md, "Collective bandwidth"). Here every rank of a node-local communicator
+// maps, from its creation, a small window (MPI_Win_allocate_shared) that every other rank
+// can read with plain loads: no message, no pinning, no allocation in the step.
+//
+// The buffer is cut into chunks; chunk k uses half k%2 of every rank's part, then
+//   reduce_scatter: rank r copies its contribution to each other rank q's block into its
+//                   slot q; barrier; r adds slot r of every other rank into its own block.
+//   all_gather:     rank r copies its block into its half (all `size` slots, one region);
+//                   barrier; r copies every other rank's half into place.
+// One barrier per chunk is enough with two halves: a rank passes barrier k+1 only after
+// every rank has finished reading chunk k (each reads chunk k before writing chunk k+1),
+// so half k%2 is free again for chunk k+2. The count of chunks persists across calls, so a
+// call may follow another at once. Every rank computes the same chunks from the same
+// count, so every rank makes the same barriers.
+//
+// Blocks may be uneven (all_reduce of any count): block q is [lo(q), lo(q) + len(q)) with
+// the first count % size blocks one element longer. Sums run in the order own, r+1, r+2,
+// ... (mod size): fixed, so repeated runs agree bit for bit.
+
+static size_t blk_lo(size_t count, int n, int q) {
+    size_t b = count / (size_t)n, rem = count % (size_t)n;
+    return b * (size_t)q + ((size_t)q < rem ? (size_t)q : rem);
+}
+static size_t blk_len(size_t count, int n, int q) {
+    return count / (size_t)n + ((size_t)q < count % (size_t)n);
+}
+// Elements of block q's chunk at offset `off` (chunks of C elements; 0 past its end).
+static size_t chunk_len(size_t count, int n, int q, size_t off, size_t C) {
+    size_t len = blk_len(count, n, q);
+    return off >= len ? 0 : len - off < C ? len - off : C;
+}
+
+static char *stage_slot(const zt_mpi_comm *m, int n, int owner, int half, int slot) {
+    return m->part[owner] + ((size_t)half * (size_t)n + (size_t)slot) * m->slot_bytes;
+}
+
+// Everything this rank wrote to its part is visible to every rank, and everything the
+// others wrote before their barrier is visible here (the unified model's sync pattern).
+static void stage_sync(const zt_mpi_comm *m) {
+    ZT_CHECK_MPI(MPI_Win_sync(m->win));
+    ZT_CHECK_MPI(MPI_Barrier(m->comm));
+    ZT_CHECK_MPI(MPI_Win_sync(m->win));
+}
+
+static int use_stage(const zt_comm *c, size_t bytes) {
+    const zt_mpi_comm *m = c->impl;
+    return m->win != MPI_WIN_NULL && bytes >= ZT_STAGE_MIN_BYTES;
+}
+
+// Block rank of op over ranks of send's block rank, written to `out` (which is either
+// send + lo(rank), in place, or disjoint from send).
+static void stage_reduce_scatter(const zt_comm *c, const void *send, void *out, size_t count,
+                                 zt_dtype dt, zt_reduce_op op) {
+    zt_mpi_comm *m = c->impl;
+    int n = c->size, r = c->rank;
+    size_t es = zt_dtype_size(dt), C = m->slot_bytes / es;
+    size_t max_len = blk_len(count, n, 0), lo_r = blk_lo(count, n, r);
+    const char *s = send;
+    char *o = out;
+    int in_place = o == s + lo_r * es;
+    MPI_Datatype t = mpi_type(dt);
+    MPI_Op mop = mpi_op(op);
+    for (size_t off = 0; off < max_len; off += C) {
+        int half = (int)(m->chunks++ & 1);
+        for (int k = 1; k < n; k++) {
+            int q = (r + k) % n;
+            size_t len = chunk_len(count, n, q, off, C);
+            if (len)
+                memcpy(stage_slot(m, n, r, half, q), s + (blk_lo(count, n, q) + off) * es,
+                       len * es);
+        }
+        stage_sync(m);
+        size_t len = chunk_len(count, n, r, off, C);
+        if (!len) continue;
+        char *dst = o + off * es;
+        if (!in_place) memcpy(dst, s + (lo_r + off) * es, len * es);
+        for (int k = 1; k < n; k++)
+            ZT_CHECK_MPI(MPI_Reduce_local(stage_slot(m, n, (r + k) % n, half, r), dst, (int)len,
+                                          t, mop));
+    }
+}
+
+// recv[lo(q) ..] = rank q's block for every q; this rank's block is read from `own`
+// (either recv + lo(rank), in place, or disjoint from recv).
+static void stage_all_gather(const zt_comm *c, const void *own, void *recv, size_t count,
+                             zt_dtype dt) {
+    zt_mpi_comm *m = c->impl;
+    int n = c->size, r = c->rank;
+    size_t es = zt_dtype_size(dt), C = (size_t)n * m->slot_bytes / es;
+    size_t max_len = blk_len(count, n, 0), lo_r = blk_lo(count, n, r);
+    const char *src = own;
+    char *o = recv;
+    int in_place = src == o + lo_r * es;
+    for (size_t off = 0; off < max_len; off += C) {
+        int half = (int)(m->chunks++ & 1);
+        size_t len = chunk_len(count, n, r, off, C);
+        if (len) {
+            memcpy(stage_slot(m, n, r, half, 0), src + off * es, len * es);
+            if (!in_place) memcpy(o + (lo_r + off) * es, src + off * es, len * es);
+        }
+        stage_sync(m);
+        for (int k = 1; k < n; k++) {
+            int q = (r + k) % n;
+            size_t lq = chunk_len(count, n, q, off, C);
+            if (lq) memcpy(o + (blk_lo(count, n, q) + off) * es, stage_slot(m, n, q, half, 0),
+                           lq * es);
+        }
+    }
+}
+
+// Collective over m->comm (from mpi_wrap): the staging window when every rank of the
+// communicator is on this node, else none.
+static void stage_init(zt_mpi_comm *m, int size) {
+    m->win = MPI_WIN_NULL;
+    if (!g_stage || size < 2) return;
+    MPI_Comm node = MPI_COMM_NULL;
+    ZT_CHECK_MPI(MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    int node_size = 0;
+    ZT_CHECK_MPI(MPI_Comm_size(node, &node_size));
+    ZT_CHECK_MPI(MPI_Comm_free(&node));
+    // If the communicator spans nodes, every rank sees a smaller node group: all agree.
+    if (node_size != size) return;
+    m->slot_bytes = ZT_STAGE_SLOT_BYTES;
+    size_t bytes = 2 * (size_t)size * m->slot_bytes;
+    MPI_Info info;
+    ZT_CHECK_MPI(MPI_Info_create(&info));
+    // each rank's part may sit on its own NUMA node
+    ZT_CHECK_MPI(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
+    char *base = NULL;
+    ZT_CHECK_MPI(MPI_Win_allocate_shared((MPI_Aint)bytes, 1, info, m->comm, &base, &m->win));
+    ZT_CHECK_MPI(MPI_Info_free(&info));
+    ZT_CHECK_MPI(MPI_Win_set_errhandler(m->win, MPI_ERRORS_RETURN));
+    // TODO: the window's bytes are MPI's allocation, outside the ZT_MEM_COMM count
+    // (2 * size * 256 KiB per rank and communicator); only this pointer table is counted.
+    m->part = zt_mem_alloc(ZT_MEM_COMM, (size_t)size * sizeof(char *));
+    for (int q = 0; q < size; q++) {
+        MPI_Aint qbytes = 0;
+        int disp = 0;
+        ZT_CHECK_MPI(MPI_Win_shared_query(m->win, q, &qbytes, &disp, &m->part[q]));
+        ZT_MPI_ASSERTF((size_t)qbytes == bytes, "staging window of rank %d: %ld bytes, not %zu",
+                       q, (long)qbytes, bytes);
+    }
+    memset(base, 0, bytes); // touch the pages now, not in the first step
+    // One passive epoch for the window's whole life; stage_sync orders the accesses.
+    ZT_CHECK_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, m->win));
+}
+
+static void stage_free(zt_mpi_comm *m) {
+    if (m->win == MPI_WIN_NULL) return;
+    ZT_CHECK_MPI(MPI_Win_unlock_all(m->win));
+    ZT_CHECK_MPI(MPI_Win_free(&m->win));
+    zt_mem_free(m->part);
+    m->part = NULL;
+}
+
 // ---- the operations ----
 
 static void mpi_all_reduce(const zt_comm *c, const void *send, void *recv, size_t count,
                            zt_dtype dt, zt_reduce_op op, void *stream) {
     mpi_check_stream(stream);
     size_t es = zt_dtype_size(dt);
+    if (use_stage(c, count * es)) {
+        // reduce-scatter into this rank's block of recv, then all-gather it in place
+        char *mine = (char *)recv + blk_lo(count, c->size, c->rank) * es;
+        stage_reduce_scatter(c, send, mine, count, dt, op);
+        stage_all_gather(c, mine, recv, count, dt);
+        return;
+    }
     int in_place = send == recv;
     for (size_t i = 0; i < n_pieces(count); i++) {
         size_t off = i * g_max_count * es;
@@ -145,6 +337,10 @@ static void mpi_reduce_scatter(const zt_comm *c, const void *send, void *recv, s
                                zt_dtype dt, zt_reduce_op op, void *stream) {
     mpi_check_stream(stream);
     size_t es = zt_dtype_size(dt), block = count / (size_t)c->size;
+    if (use_stage(c, count * es)) {
+        stage_reduce_scatter(c, send, recv, count, dt, op);
+        return;
+    }
     int n = block_count("reduce_scatter", block);
     char *own = (char *)send + (size_t)c->rank * block * es;
     if ((char *)recv == own) {
@@ -164,6 +360,10 @@ static void mpi_all_gather(const zt_comm *c, const void *send, void *recv, size_
                            zt_dtype dt, void *stream) {
     mpi_check_stream(stream);
     size_t es = zt_dtype_size(dt), block = count / (size_t)c->size;
+    if (use_stage(c, count * es)) {
+        stage_all_gather(c, send, recv, count, dt);
+        return;
+    }
     int n = block_count("all_gather", block);
     if ((const char *)send == (const char *)recv + (size_t)c->rank * block * es) {
         // MPI_IN_PLACE takes this rank's block from recv at rank*block: our rule exactly.
@@ -261,6 +461,7 @@ static void mpi_free(zt_comm *c) {
     int fin = 0;
     MPI_Finalized(&fin);
     ZT_MPI_ASSERTF(!fin, "zt_comm_free of an MPI communicator after MPI_Finalize");
+    stage_free(m); // collective, like the communicator's creation
     if (m->comm != MPI_COMM_NULL) ZT_CHECK_MPI(MPI_Comm_free(&m->comm));
     zt_mem_free(m);
     c->impl = NULL;
@@ -291,6 +492,7 @@ static void mpi_wrap(MPI_Comm comm, zt_comm *out) {
     out->impl = m;
     ZT_CHECK_MPI(MPI_Comm_rank(comm, &out->rank));
     ZT_CHECK_MPI(MPI_Comm_size(comm, &out->size));
+    stage_init(m, out->size);
 }
 
 // ---- lifetime ----
@@ -313,6 +515,10 @@ void zt_comm_mpi_init_world(zt_comm *out, int *argc, char ***argv) {
                        provided);
     }
     ZT_CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    const char *algo = getenv("ZT_COMM_MPI_ALGO");
+    ZT_MPI_ASSERTF(!algo || !strcmp(algo, "stage") || !strcmp(algo, "mpi"),
+                   "ZT_COMM_MPI_ALGO=%s: use stage (the default) or mpi", algo);
+    g_stage = !algo || strcmp(algo, "mpi") != 0;
     int rank = 0;
     ZT_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     zt_set_log_rank(rank);

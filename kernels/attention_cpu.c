@@ -1,11 +1,11 @@
 // Causal self-attention on BLAS: per (batch, head) S = QK^T/sqrt(hs), a masked row
 // softmax, O = PV. The backward recomputes P from the saved log-sum-exp, so memory
-// stays O(B*NH*T) instead of O(B*NH*T*T).
+// stays O(B*NH*T) instead of O(B*NH*T*T). The row softmax is softmax_math.h's, with the
+// vector expf of softmax_cpu.c.
 #include <math.h>
 #include <omp.h>
 
 #include "kernels.h"
-#include "softmax_math.h"
 
 // Two T*T scratch matrices per thread.
 size_t zt_attention_workspace(int T) { return (size_t)omp_get_max_threads() * 2 * T * T; }
@@ -14,7 +14,7 @@ size_t zt_attention_workspace(int T) { return (size_t)omp_get_max_threads() * 2 
 static void causal_probs(float *P, const float *lse, int T) {
     for (int i = 0; i < T; i++) {
         float *row = P + (size_t)i * T;
-        for (int j = 0; j <= i; j++) row[j] = expf(row[j] - lse[i]);
+        zt_cpu_row_exp(row, row, lse[i], i + 1);
         for (int j = i + 1; j < T; j++) row[j] = 0.0f;
     }
 }
@@ -36,8 +36,8 @@ void zt_attention_forward(float *out, float *lse, const float *qkv, float *work,
         zt_gemm(0, 1, T, T, hs, scale, q, 3 * C, k, 3 * C, 0.0f, S, T);
         for (int i = 0; i < T; i++) {
             const float *row = S + (size_t)i * T;
-            float m = zt_row_max(row, i + 1);
-            l[i] = m + logf(zt_row_sumexp(row, i + 1, 1.0f, m));
+            float m = zt_cpu_row_max(row, i + 1);
+            l[i] = m + logf(zt_cpu_row_sumexp(row, i + 1, m));
         }
         causal_probs(S, l, T);
         zt_gemm(0, 0, T, hs, T, 1.0f, S, T, v, 3 * C, 0.0f, out + (size_t)b * T * C + h * hs, C);

@@ -1,15 +1,62 @@
 // Elementwise kernels: GELU, residual add, accumulate.
-#include "gelu_math.h"
+#include <math.h>
+#include <string.h>
+
 #include "kernels.h"
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
+// Lets `omp simd` loops call glibc's libmvec tanhf (_ZGV*_tanhf, glibc >= 2.35): ~1.5 ns
+// instead of ~28 ns per element for scalar tanhf, which made GELU forward + backward
+// ~15% of a B=4 x T=64 step. Within 2 ulp of scalar tanhf (measured; 6.6e-8 relative
+// from tanh in double). <math.h> declares it only under -ffast-math, which we never use.
+#if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)
+__attribute__((__simd__("notinbranch"))) float tanhf(float);
+#endif
+#endif
+#include "gelu_math.h"
+
+// GELU in blocks of ZT_GELU_BLOCK elements, the tail through a padded block: every
+// element takes the same (vector) tanhf whatever n or the thread count, so results are
+// bit-identical across thread counts.
+#define ZT_GELU_BLOCK 16
+
+static inline void gelu_block(float *out, const float *inp) {
+#pragma omp simd
+    for (int k = 0; k < ZT_GELU_BLOCK; k++) out[k] = zt_gelu(inp[k]);
+}
+
+// dinp may equal dout.
+static inline void gelu_grad_block(float *dinp, const float *inp, const float *dout) {
+#pragma omp simd
+    for (int k = 0; k < ZT_GELU_BLOCK; k++) dinp[k] = zt_gelu_grad(inp[k]) * dout[k];
+}
+
 void zt_gelu_forward(float *out, const float *inp, size_t n) {
-#pragma omp parallel for simd
-    for (size_t i = 0; i < n; i++) out[i] = zt_gelu(inp[i]);
+    size_t nb = n / ZT_GELU_BLOCK, i = nb * ZT_GELU_BLOCK;
+#pragma omp parallel for schedule(static)
+    for (size_t b = 0; b < nb; b++)
+        gelu_block(out + b * ZT_GELU_BLOCK, inp + b * ZT_GELU_BLOCK);
+    if (i < n) {
+        float x[ZT_GELU_BLOCK] = {0}, o[ZT_GELU_BLOCK];
+        memcpy(x, inp + i, (n - i) * sizeof(float));
+        gelu_block(o, x);
+        memcpy(out + i, o, (n - i) * sizeof(float));
+    }
 }
 
 void zt_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
-#pragma omp parallel for simd
-    for (size_t i = 0; i < n; i++) dinp[i] = zt_gelu_grad(inp[i]) * dout[i];
+    size_t nb = n / ZT_GELU_BLOCK, i = nb * ZT_GELU_BLOCK;
+#pragma omp parallel for schedule(static)
+    for (size_t b = 0; b < nb; b++)
+        gelu_grad_block(dinp + b * ZT_GELU_BLOCK, inp + b * ZT_GELU_BLOCK,
+                        dout + b * ZT_GELU_BLOCK);
+    if (i < n) {
+        float x[ZT_GELU_BLOCK] = {0}, d[ZT_GELU_BLOCK] = {0}, o[ZT_GELU_BLOCK];
+        memcpy(x, inp + i, (n - i) * sizeof(float));
+        memcpy(d, dout + i, (n - i) * sizeof(float));
+        gelu_grad_block(o, x, d);
+        memcpy(dinp + i, o, (n - i) * sizeof(float));
+    }
 }
 
 void zt_add(float *out, const float *a, const float *b, size_t n) {

@@ -66,4 +66,13 @@ void zt_attention_backward(float *dqkv, const float *dout, const float *qkv, con
 void zt_crossentropy_forward_backward(float *dlogits, float *losses, const float *logits,
                                       const int32_t *targets, float scale, int n, int V, int ld);
 
+// Row pieces of the softmax for the CPU kernels (softmax_cpu.c): softmax_math.h's
+// max, sum of exp and exp, with a vectorized expf (a few ulp, as scalar expf), the same
+// for every element whatever n or the thread count. n >= 0; out may equal x.
+float zt_cpu_row_max(const float *x, int n);
+// sum over i < n of expf(x[i] - m)
+float zt_cpu_row_sumexp(const float *x, int n, float m);
+// out[i] = expf(x[i] - sub) for i < n
+void zt_cpu_row_exp(float *out, const float *x, float sub, int n);
+
 #endif

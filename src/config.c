@@ -626,6 +626,15 @@ zt_status zt_config_validate(const zt_config *c) {
             return zt_errorf("--%s '%s' is not known: use one of %s", o->name, v, list);
         }
     }
+    // --partition: a method name, per-type weights, or unit ranges. Only the syntax is
+    // checked here; the ranges are checked against the model when stages are built.
+    const char *p = c->partition;
+    int named = !strcmp(p, "uniform") || !strcmp(p, "parameters") || !strcmp(p, "memory") ||
+                !strncmp(p, "type:", 5);
+    int ranges = p[0] != 0 && strspn(p, "0123456789:,") == strlen(p) && strchr(p, ':');
+    NEED(named || ranges,
+         "--partition '%s' is not known: use uniform, parameters, memory, "
+         "type:embed:2|transformer:1 style weights, or unit ranges like 0:7,7:14", p);
     return ZT_OK;
 }
 

@@ -142,7 +142,7 @@ static zt_status dataset_open_checked(zt_dataset *ds, const char *path, int T, i
 
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return zt_errorf("cannot open data file %s: %s; check the path (--data, --val_data) or "
+        return zt_errorf("cannot open data file %s: %s; check the path given to --data or --val-data, or "
                          "prepare a token file from text",
                          path, strerror(errno));
     struct stat st;

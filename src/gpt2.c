@@ -107,9 +107,10 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, const zt_gpt2 *
     a->attn_work = carve(ws, nl ? zt_attention_workspace(m->T) : 0);
 }
 
-zt_status zt_gpt2_init(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
-                       int tp_rank, size_t align, size_t pad_multiple, int B, int T,
-                       int loss_chunk) {
+// Fills everything but the allocations: shape, layout, sizes, loss chunk.
+static zt_status plan(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
+                      int tp_rank, size_t align, size_t pad_multiple, int B, int T,
+                      int loss_chunk) {
     memset(m, 0, sizeof *m);
     m->shape = *s;
     ZT_TRY(zt_layout_init(&m->layout, s, unit_first, unit_last, tp, tp_rank, align));
@@ -118,6 +119,28 @@ zt_status zt_gpt2_init(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int 
     m->T = T;
     m->loss_chunk = loss_chunk > 0 ? (int)zt_min_sz((size_t)loss_chunk, (size_t)B * T)
                                    : zt_gpt2_auto_loss_chunk(s->padded_vocab / tp, B * T);
+    return ZT_OK;
+}
+
+zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int unit_first,
+                            int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
+                            int B, int T, int loss_chunk) {
+    zt_gpt2 m;
+    ZT_TRY(plan(&m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk));
+    carver act = {0}, ws = {0};
+    carve_acts(&m.a, &act, &ws, &m);
+    memset(bytes, 0, ZT_MEM_NCAT * sizeof(size_t));
+    bytes[ZT_MEM_PARAMS] = bytes[ZT_MEM_GRADS] = m.layout.numel * sizeof(float);
+    bytes[ZT_MEM_ACTIVATIONS] = act.used * sizeof(float);
+    bytes[ZT_MEM_WORKSPACE] = ws.used * sizeof(float);
+    zt_layout_free(&m.layout);
+    return ZT_OK;
+}
+
+zt_status zt_gpt2_init(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
+                       int tp_rank, size_t align, size_t pad_multiple, int B, int T,
+                       int loss_chunk) {
+    ZT_TRY(plan(m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk));
     size_t n = m->layout.numel;
     m->params = zt_mem_alloc(ZT_MEM_PARAMS, n * sizeof(float));
     m->grads = zt_mem_alloc(ZT_MEM_GRADS, n * sizeof(float));

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "layout.h"
+#include "memory.h"
 
 // Views of one transformer block's tensors (into params or grads). Shapes are this
 // tp rank's: C channels, C3 = 3C/tp, C4 = 4C/tp, Cp = C/tp.
@@ -73,6 +74,12 @@ zt_status zt_gpt2_init(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int 
                        int tp_rank, size_t align, size_t pad_multiple, int B, int T,
                        int loss_chunk);
 void zt_gpt2_free(zt_gpt2 *m);
+
+// The bytes zt_gpt2_init with the same arguments would allocate, per memory category,
+// computed without allocating (so a run that cannot fit is refused before it starts).
+zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int unit_first,
+                            int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
+                            int B, int T, int loss_chunk);
 
 // The automatic loss chunk for a vocabulary and a micro-batch of N tokens.
 int zt_gpt2_auto_loss_chunk(int padded_vocab, int N);

@@ -31,6 +31,10 @@ static const struct {
 #define N_LAYER_TENSORS ((int)(sizeof k_layer_tensors / sizeof k_layer_tensors[0]))
 
 static zt_status read_header(const char *path, int32_t h[256]) {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return zt_errorf("checkpoint %s is not a regular file (a directory?): --init-from takes "
+                         "an llm.c model file such as gpt2_124M.bin", path);
     FILE *f = fopen(path, "rb");
     if (!f) return zt_errorf("cannot open checkpoint %s: %s", path, strerror(errno));
     size_t got = fread(h, sizeof(int32_t), 256, f);
@@ -99,8 +103,9 @@ zt_status zt_llmc_load(zt_gpt2 *m, const char *path) {
     if (fstat(fd, &st) != 0 || (size_t)st.st_size != want) {
         close(fd);
         return zt_errorf("checkpoint %s is %lld bytes but its header describes %zu: the file is "
-                         "truncated or not an fp32 llm.c checkpoint",
-                         path, (long long)st.st_size, want);
+                         "%s", path, (long long)st.st_size, want,
+                         (size_t)st.st_size < want ? "truncated" : "longer than an fp32 llm.c "
+                                                                   "checkpoint of its shape");
     }
     void *map = mmap(NULL, want, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);

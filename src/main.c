@@ -24,8 +24,16 @@ static void usage(FILE *f) {
 static int prepare(int argc, char **argv) {
     const char *text = NULL, *out = NULL, *val_out = NULL;
     double val_frac = 0.1;
+    static const char *const known[] = {"--text", "--out", "--val-out", "--val-frac"};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = 0;
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) ok |= strcmp(a, known[k]) == 0;
+        if (!ok) {
+            fprintf(stderr, "zerotrain prepare: unknown option %s (options: --text, --out, "
+                            "--val-out, --val-frac)\n", a);
+            return 1;
+        }
         if (!v) {
             fprintf(stderr, "zerotrain prepare: %s needs a value\n", a);
             return 1;
@@ -36,13 +44,11 @@ static int prepare(int argc, char **argv) {
         else if (strcmp(a, "--val-frac") == 0) {
             char *end;
             val_frac = strtod(v, &end);
-            if (*end || end == v) {
-                fprintf(stderr, "zerotrain prepare: --val-frac %s is not a number\n", v);
+            if (*end || end == v || !(val_frac > 0.0 && val_frac < 1.0)) {
+                fprintf(stderr, "zerotrain prepare: --val-frac %s must be a number between 0 "
+                                "and 1 (exclusive)\n", v);
                 return 1;
             }
-        } else {
-            fprintf(stderr, "zerotrain prepare: unknown option %s (see zerotrain help)\n", a);
-            return 1;
         }
         i++;
     }
@@ -63,8 +69,8 @@ static int train(int argc, char **argv, const char *argv0) {
     zt_comm_mpi_init_world(&world, NULL, NULL);
     zt_set_fatal_hook(zt_comm_mpi_abort);
     zt_config cfg;
-    zt_status s = zt_config_parse(&cfg, argc, argv);
-    // Config and layout errors are found identically on every rank: rank 0 speaks.
+    // A config file may be missing on some nodes only: agree before going on.
+    zt_status s = zt_comm_agree(&world, zt_config_parse(&cfg, argc, argv));
     if (s == ZT_OK) s = zt_train(&cfg, &world, argv0);
     zt_error_report(s != ZT_OK && world.rank == 0);
     zt_comm_free(&world);

@@ -50,20 +50,6 @@ static void default_data_path(char *out, size_t size, const char *argv0, const c
     snprintf(out, size, "%s/data/%s", dirname(exe), file);
 }
 
-// Agrees across the world on whether setup succeeded, so no rank waits in a
-// collective for one that gave up: if any rank failed, every rank returns ZT_ERR. The
-// lowest failing rank's message is the one printed (by that rank when it is not rank
-// 0, which prints for everyone in main).
-static zt_status agree(const zt_grid *g, zt_status s) {
-    int32_t mine = s == ZT_OK ? 0 : g->world - g->rank, worst;
-    zt_comm_all_reduce(&g->world_comm, &mine, &worst, 1, ZT_I32, ZT_REDUCE_MAX, NULL);
-    if (worst == 0) return ZT_OK;
-    int failed = g->world - worst;
-    if (g->rank == failed && failed != 0) zt_error_report(1);
-    if (g->rank != failed) zt_errorf("rank %d failed during setup (its message is above)", failed);
-    return ZT_ERR;
-}
-
 typedef struct {
     const zt_config *cfg;
     zt_grid grid;
@@ -103,6 +89,42 @@ static double evaluate(trainer *t) {
     return total / ((double)c->val_batches * c->grad_accum * c->micro_batch * c->seq * t->grid.dp);
 }
 
+// Bytes of memory the kernel says are available (MemAvailable), or 0 if unknown.
+static double available_bytes(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    double kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+    fclose(f);
+    return kb * 1024.0;
+}
+
+// Refuses, before allocating anything, a run whose model state and activations cannot
+// fit in this machine's available memory (all ranks on one node share it).
+// TODO(issue 7): the memory planner replaces this estimate with a per-rank prediction.
+static zt_status check_fits(trainer *t, size_t pad) {
+    const zt_config *c = t->cfg;
+    size_t b[ZT_MEM_NCAT];
+    ZT_TRY(zt_gpt2_footprint(b, &t->shape, 0, zt_unit_count(&t->shape), 1, 0, ZT_ALIGN_ELEMS, pad,
+                             c->micro_batch, c->seq, c->loss_chunk));
+    double opt = 2.0 * b[ZT_MEM_PARAMS] / (c->zero == 1 ? t->grid.dp : 1);
+    double need = opt;
+    for (int k = 0; k < ZT_MEM_NCAT; k++) need += (double)b[k];
+    double avail = available_bytes();
+    if (avail > 0 && need > avail)
+        return zt_errorf("this run needs %.2f GiB per rank (parameters %.2f, gradients %.2f, "
+                         "optimizer %.2f, activations %.2f, workspace %.2f GiB) but the machine has "
+                         "%.2f GiB of memory available: lower --micro-batch or --seq, use a smaller "
+                         "model, or shard the optimizer over more ranks with --zero 1",
+                         need / 1073741824.0, b[ZT_MEM_PARAMS] / 1073741824.0,
+                         b[ZT_MEM_GRADS] / 1073741824.0, opt / 1073741824.0,
+                         b[ZT_MEM_ACTIVATIONS] / 1073741824.0, b[ZT_MEM_WORKSPACE] / 1073741824.0,
+                         avail / 1073741824.0);
+    return ZT_OK;
+}
+
 static zt_status setup(trainer *t, const char *argv0) {
     const zt_config *c = t->cfg;
     t->shape = zt_config_shape(c);
@@ -120,9 +142,11 @@ static zt_status setup(trainer *t, const char *argv0) {
         ZT_TRY(zt_dataset_open(&t->val, val_path, c->seq, t->shape.vocab, 0, c->seed));
         t->has_val = c->val_every > 0;
     }
-    ZT_TRY(zt_gpt2_init(&t->model, &t->shape, 0, zt_unit_count(&t->shape), 1, 0, ZT_ALIGN_ELEMS,
-                        (size_t)t->grid.dp * ZT_ALIGN_ELEMS, c->micro_batch, c->seq,
-                        c->loss_chunk));
+    int units = zt_unit_count(&t->shape);
+    size_t pad = (size_t)t->grid.dp * ZT_ALIGN_ELEMS;
+    ZT_TRY(check_fits(t, pad));
+    ZT_TRY(zt_gpt2_init(&t->model, &t->shape, 0, units, 1, 0, ZT_ALIGN_ELEMS, pad, c->micro_batch,
+                        c->seq, c->loss_chunk));
     if (c->init_from[0]) ZT_TRY(zt_llmc_load(&t->model, c->init_from));
     else zt_gpt2_init_random(&t->model, c->seed);
     return ZT_OK;
@@ -258,7 +282,7 @@ static zt_status run(trainer *t) {
         s = zt_hf_export(m, c->save);
         if (s == ZT_OK) printf("saved %s/model.safetensors\n", c->save);
     }
-    return agree(g, s);
+    return zt_comm_agree(&g->world_comm, s);
 }
 
 zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *argv0) {
@@ -278,7 +302,7 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     if (s != ZT_OK) return s; // the same on every rank: no agreement needed
     if (cfg->threads > 0) omp_set_num_threads(cfg->threads);
     ZT_TRY(zt_grid_init(&t.grid, world, dp, cfg->pp, cfg->tp));
-    s = agree(&t.grid, setup(&t, argv0));
+    s = zt_comm_agree(&t.grid.world_comm, setup(&t, argv0));
     if (s == ZT_OK) {
         t.inputs = calloc((size_t)cfg->micro_batch * cfg->seq, sizeof(int32_t));
         t.targets = calloc((size_t)cfg->micro_batch * cfg->seq, sizeof(int32_t));
@@ -289,7 +313,7 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
             t.log = fopen(cfg->log, "w");
             if (!t.log) s = zt_errorf("cannot write the log file %s", cfg->log);
         }
-        s = agree(&t.grid, s);
+        s = zt_comm_agree(&t.grid.world_comm, s);
     }
     if (s == ZT_OK) {
         print_start(&t);

@@ -14,7 +14,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/zt_cli_errors.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-failed=()
+failed=()   # "name: why" of each failing case
 
 # Tiny model: fast whatever the data.
 TINY=(--n-layer 1 --n-head 2 --n-embd 32 --steps 1 --micro-batch 2 --seq 16)
@@ -75,7 +75,7 @@ expect_error() {
     echo "     command: $cmd"
     echo "     exit $rc, stderr:"; show "$err"
     [ -s "$out" ] && { echo "     stdout:"; show "$out"; }
-    failed+=("$name")
+    failed+=("$name: ${why[*]}")
   fi
   return 0
 }
@@ -92,7 +92,7 @@ expect_ok() {
     echo "FAIL $name: exit $rc, expected exit 0 and a stdout line matching /$want/"
     echo "     command: $(printf '%q ' "$@")"
     echo "     stderr:"; show "$err"; echo "     stdout:"; show "$out"
-    failed+=("$name")
+    failed+=("$name: exit $rc, not a successful run")
   fi
   return 0
 }
@@ -114,7 +114,8 @@ EOF
 # report_and_exit SCRIPT_NAME: the summary line and the exit status.
 report_and_exit() {
   if [ ${#failed[@]} -gt 0 ]; then
-    echo "$1: ${#failed[@]} case(s) failed: ${failed[*]}"
+    echo "$1: ${#failed[@]} case(s) failed:"
+    printf '  %s\n' "${failed[@]}"
     exit 1
   fi
   echo "$1: all cases passed"
