@@ -222,6 +222,13 @@ expect_error layout_tp2_world1 "world size 1 is not divisible" -- "$ZT" "${TINY[
 expect_error layout_dp3_world1 "does not match the world size 1" -- "$ZT" "${TINY[@]}" --dp 3
 expect_error layout_zero2 "--zero must be 0 or 1" -- "$ZT" "${TINY[@]}" --zero 2
 
+# ---- divergence ----------------------------------------------------------------------
+# An absurd learning rate makes the loss NaN: training stops before the update with one
+# message naming the step and the fix, and nothing is saved over (--save is not written).
+expect_error loss_becomes_nan "the loss became NaN" -- "$ZT" "${TINY[@]}" --steps 20 --lr 1e30 \
+  --warmup 0 --grad-clip 0 --lr-schedule constant --data "$tmp/good.bin" --save "$tmp/nan_model"
+if [ -e "$tmp/nan_model" ]; then echo "FAIL loss_becomes_nan: --save was written"; failed+=("loss_becomes_nan: --save was written"); fi
+
 # ---- log ---------------------------------------------------------------------------
 expect_error log_dir_missing "cannot write the log file" -- "$ZT" "${TINY[@]}" --data "$tmp/good.bin" --log "$tmp/no/such/dir/log.jsonl"
 
