@@ -37,7 +37,7 @@ $(BUILD)/%.o: %.c | $(DEPS_OK)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libzt.a: $(LIB_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/zerotrain: $(BUILD)/src/main.o $(BUILD)/libzt.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)

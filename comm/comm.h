@@ -158,6 +158,19 @@ void zt_comm_mpi_set_max_count(size_t count);
 
 // ---- the operations: check the conventions above once, then call the backend ----
 
+// Every collective issued through these wrappers is counted and its kind folded into a
+// hash (point-to-point is not: its pattern differs by pipeline stage by design), so a
+// run can check that every rank issued the same collectives in the same order
+// (DESIGN.md §2: the rule that keeps a job from hanging).
+typedef struct {
+    uint64_t count, hash;
+} zt_comm_trace;
+extern zt_comm_trace zt_comm_trace_state;
+static inline void zt_comm_trace_(int kind) {
+    zt_comm_trace_state.count++;
+    zt_comm_trace_state.hash = zt_comm_trace_state.hash * 1000003u + (uint64_t)kind;
+}
+
 static inline void zt_comm_check_(const zt_comm *c) {
     ZT_ASSERTF(c && c->ops, "operation on a communicator that was never initialized");
 }
@@ -196,6 +209,7 @@ static inline void zt_comm_all_reduce(const zt_comm *c, const void *send, void *
     ZT_ASSERTF(count == 0 || (send && recv), "all_reduce: NULL buffer");
     size_t bytes = count * zt_dtype_size(dt);
     if (send != recv) zt_comm_check_disjoint_("all_reduce", send, bytes, recv, bytes);
+    zt_comm_trace_(1);
     c->ops->all_reduce(c, send, recv, count, dt, op, stream);
 }
 
@@ -210,6 +224,7 @@ static inline void zt_comm_reduce_scatter(const zt_comm *c, const void *send, vo
     size_t es = zt_dtype_size(dt), block = count / (size_t)c->size;
     if ((const char *)recv != (const char *)send + (size_t)c->rank * block * es)
         zt_comm_check_disjoint_("reduce_scatter", send, count * es, recv, block * es);
+    zt_comm_trace_(2);
     c->ops->reduce_scatter(c, send, recv, count, dt, op, stream);
 }
 
@@ -222,6 +237,7 @@ static inline void zt_comm_all_gather(const zt_comm *c, const void *send, void *
     size_t es = zt_dtype_size(dt), block = count / (size_t)c->size;
     if ((const char *)send != (const char *)recv + (size_t)c->rank * block * es)
         zt_comm_check_disjoint_("all_gather", send, block * es, recv, count * es);
+    zt_comm_trace_(3);
     c->ops->all_gather(c, send, recv, count, dt, stream);
 }
 
@@ -232,6 +248,7 @@ static inline void zt_comm_broadcast(const zt_comm *c, void *buf, size_t count, 
     ZT_ASSERTF(root >= 0 && root < c->size, "broadcast: root %d is not a rank of 0..%d",
                root, c->size - 1);
     ZT_ASSERTF(count == 0 || buf, "broadcast: NULL buffer");
+    zt_comm_trace_(4);
     c->ops->broadcast(c, buf, count, dt, root, stream);
 }
 
@@ -275,6 +292,7 @@ static inline void zt_comm_send_recv(const zt_comm *c, const void *sendbuf, size
 
 static inline void zt_comm_barrier(const zt_comm *c, void *stream) {
     zt_comm_check_(c);
+    zt_comm_trace_(5);
     c->ops->barrier(c, stream);
 }
 

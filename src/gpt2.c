@@ -54,10 +54,15 @@ static void bind(zt_gpt2_tensors *v, const zt_layout *lay, float *base, int L) {
 
 int zt_gpt2_auto_loss_chunk(int padded_vocab, int N) {
     // At most 64 MiB of fp32 logits per chunk, but at least 128 tokens so the lm-head
-    // GEMM stays efficient.
-    size_t c = ((size_t)64 << 20) / ((size_t)padded_vocab * sizeof(float));
-    if (c < 128) c = 128;
-    return (int)zt_min_sz(c, (size_t)N);
+    // GEMM stays efficient. Chunks of equal size: no short last chunk, whose lm-head
+    // GEMMs run slowly and whose wte-gradient GEMM streams all of wte's gradient for a
+    // few tokens (N = 1024: 4 x 256 instead of 3 x 333 + 25, ~5% of the head's time).
+    size_t cap = ((size_t)64 << 20) / ((size_t)padded_vocab * sizeof(float));
+    if (cap < 128) cap = 128;
+    if (cap >= (size_t)N) return N;
+    size_t chunks = ((size_t)N + cap - 1) / cap;
+    size_t c = ((size_t)N + chunks - 1) / chunks; // <= cap
+    return (int)(c < 128 ? 128 : c);
 }
 
 // Hands out consecutive 64-byte aligned pieces of one block.
@@ -71,8 +76,8 @@ static float *carve(carver *c, size_t n) {
     return p;
 }
 
-// Carves the activations from `act` and the workspace from `ws` (NULL bases just
-// count); returns the total floats of each via the carvers.
+// Carves one micro-batch's activations from `act` and the workspace from `ws` (NULL
+// bases just count; ws NULL skips the workspace); the carvers end up holding the totals.
 static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, const zt_gpt2 *m) {
     size_t N = (size_t)m->B * m->T, C = (size_t)m->shape.n_embd, tp = (size_t)m->layout.tp;
     size_t nl = (size_t)n_local_layers(m), NH = (size_t)m->shape.n_head / tp;
@@ -97,6 +102,8 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, const zt_gpt2 *
     a->lnf_mean = carve(act, head ? N : 0);
     a->lnf_rstd = carve(act, head ? N : 0);
     a->losses = carve(act, head ? N : 0);
+    a->dhead = carve(act, head ? N * C : 0);
+    if (!ws) return; // re-carving one slot's activations only
     a->dres = carve(ws, N * C);
     a->dln = carve(ws, N * C);
     a->datty = carve(ws, N * Cl);
@@ -110,9 +117,11 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, const zt_gpt2 *
 // Fills everything but the allocations: shape, layout, sizes, loss chunk.
 static zt_status plan(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
                       int tp_rank, size_t align, size_t pad_multiple, int B, int T,
-                      int loss_chunk) {
+                      int loss_chunk, int n_slots) {
     memset(m, 0, sizeof *m);
     m->shape = *s;
+    ZT_ASSERT(n_slots >= 1);
+    m->n_slots = n_slots;
     ZT_TRY(zt_layout_init(&m->layout, s, unit_first, unit_last, tp, tp_rank, align));
     m->layout.numel = zt_round_up(m->layout.numel, pad_multiple);
     m->B = B;
@@ -124,14 +133,15 @@ static zt_status plan(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int u
 
 zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int unit_first,
                             int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
-                            int B, int T, int loss_chunk) {
+                            int B, int T, int loss_chunk, int n_slots) {
     zt_gpt2 m;
-    ZT_TRY(plan(&m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk));
+    ZT_TRY(plan(&m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk,
+                n_slots));
     carver act = {0}, ws = {0};
     carve_acts(&m.a, &act, &ws, &m);
     memset(bytes, 0, ZT_MEM_NCAT * sizeof(size_t));
     bytes[ZT_MEM_PARAMS] = bytes[ZT_MEM_GRADS] = m.layout.numel * sizeof(float);
-    bytes[ZT_MEM_ACTIVATIONS] = act.used * sizeof(float);
+    bytes[ZT_MEM_ACTIVATIONS] = act.used * sizeof(float) * (size_t)n_slots;
     bytes[ZT_MEM_WORKSPACE] = ws.used * sizeof(float);
     zt_layout_free(&m.layout);
     return ZT_OK;
@@ -139,8 +149,9 @@ zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, 
 
 zt_status zt_gpt2_init(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
                        int tp_rank, size_t align, size_t pad_multiple, int B, int T,
-                       int loss_chunk) {
-    ZT_TRY(plan(m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk));
+                       int loss_chunk, int n_slots) {
+    ZT_TRY(plan(m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk,
+                n_slots));
     size_t n = m->layout.numel;
     m->params = zt_mem_alloc(ZT_MEM_PARAMS, n * sizeof(float));
     m->grads = zt_mem_alloc(ZT_MEM_GRADS, n * sizeof(float));
@@ -151,13 +162,20 @@ zt_status zt_gpt2_init(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int 
     bind(&m->g, &m->layout, m->grads, s->n_layer);
     carver act = {0}, ws = {0};
     carve_acts(&m->a, &act, &ws, m);
-    act.base = zt_mem_alloc(ZT_MEM_ACTIVATIONS, act.used * sizeof(float));
+    m->slot_floats = act.used;
+    act.base = zt_mem_alloc(ZT_MEM_ACTIVATIONS, act.used * sizeof(float) * (size_t)n_slots);
     ws.base = zt_mem_alloc(ZT_MEM_WORKSPACE, ws.used * sizeof(float));
     act.used = ws.used = 0;
     carve_acts(&m->a, &act, &ws, m);
     m->act_block = act.base;
     m->ws_block = ws.base;
     return ZT_OK;
+}
+
+void zt_gpt2_use_slot(zt_gpt2 *m, int slot) {
+    ZT_ASSERT(slot >= 0 && slot < m->n_slots);
+    carver act = {(float *)m->act_block + (size_t)slot * m->slot_floats, 0};
+    carve_acts(&m->a, &act, NULL, m);
 }
 
 void zt_gpt2_free(zt_gpt2 *m) {
@@ -279,9 +297,9 @@ static double head_forward(zt_gpt2 *m, const float *x, const int32_t *targets, i
     }
     double sum = 0.0;
     for (int n = 0; n < N; n++) sum += a->losses[n];
-    if (backward) {
-        memset(a->dres, 0, (size_t)N * C * sizeof(float));
-        zt_layernorm_backward(a->dres, m->g.lnfw, m->g.lnfb, a->dln, x, m->p.lnfw, a->lnf_mean,
+    if (backward) { // kept per micro-batch: GPipe runs the backward later
+        memset(a->dhead, 0, (size_t)N * C * sizeof(float));
+        zt_layernorm_backward(a->dhead, m->g.lnfw, m->g.lnfb, a->dln, x, m->p.lnfw, a->lnf_mean,
                               a->lnf_rstd, N, C);
     }
     return sum;
@@ -306,7 +324,7 @@ double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
 void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, float *dinput) {
     int N = m->B * m->T, C = m->shape.n_embd, L0 = first_layer(m);
     size_t NC = (size_t)N * C;
-    if (!has_head(m)) memcpy(m->a.dres, dout, NC * sizeof(float));
+    memcpy(m->a.dres, has_head(m) ? m->a.dhead : dout, NC * sizeof(float));
     for (int li = n_local_layers(m) - 1; li >= 0; li--)
         block_backward(m, li, &m->p.h[L0 + li], &m->g.h[L0 + li], block_input(m, li));
     if (has_embed(m))

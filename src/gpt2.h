@@ -41,6 +41,7 @@ typedef struct {
     float *res3;                    // (L, N, C) block outputs
     float *lnf, *lnf_mean, *lnf_rstd; // (N, C), (N), (N)
     float *losses;                  // (N) per-token loss (last stage)
+    float *dhead;                   // (N, C) gradient of the head's input (last stage)
     // gradients and scratch, reused across layers
     float *dres;                    // (N, C) running residual-stream gradient
     float *dln;                     // (N, C)
@@ -60,7 +61,9 @@ typedef struct {
     float *grads;             // (layout.numel) flat, same layout
     zt_gpt2_tensors p, g;     // views into params and grads
     zt_gpt2_acts a;
-    void *act_block;          // one allocation holding every activation
+    int n_slots;              // micro-batches whose activations can be held at once
+    size_t slot_floats;       // floats of one slot's activations
+    void *act_block;          // one allocation holding every slot's activations
     void *ws_block;           // one allocation holding the backward scratch
 } zt_gpt2;
 
@@ -68,18 +71,24 @@ typedef struct {
 // parameters, gradients (zeroed) and activations for micro-batches of B x T.
 // The flat buffers are padded to a multiple of `pad_multiple` elements (dp * block,
 // so ZeRO shards are equal and block-aligned). loss_chunk: tokens per chunk of the loss
-// (0 = automatic). Weights are zero until zt_gpt2_init_random or a checkpoint fills
-// them. Free with zt_gpt2_free.
+// (0 = automatic). n_slots activation sets are allocated, one per micro-batch the
+// pipeline schedule keeps in flight (1 without a pipeline); slot 0 is in use until
+// zt_gpt2_use_slot picks another. Weights are zero until zt_gpt2_init_random or a
+// checkpoint fills them. Free with zt_gpt2_free.
 zt_status zt_gpt2_init(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
                        int tp_rank, size_t align, size_t pad_multiple, int B, int T,
-                       int loss_chunk);
+                       int loss_chunk, int n_slots);
+
+// Points the activations (m->a, not the shared backward scratch) at slot `slot`: the
+// forward and backward of one micro-batch must use the same slot.
+void zt_gpt2_use_slot(zt_gpt2 *m, int slot);
 void zt_gpt2_free(zt_gpt2 *m);
 
 // The bytes zt_gpt2_init with the same arguments would allocate, per memory category,
 // computed without allocating (so a run that cannot fit is refused before it starts).
 zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int unit_first,
                             int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
-                            int B, int T, int loss_chunk);
+                            int B, int T, int loss_chunk, int n_slots);
 
 // The automatic loss chunk for a vocabulary and a micro-batch of N tokens.
 int zt_gpt2_auto_loss_chunk(int padded_vocab, int N);

@@ -7,46 +7,55 @@
 
 #include "safetensors.h"
 
-zt_status zt_hf_export(const zt_gpt2 *m, const char *dir) {
-    const zt_layout *lay = &m->layout;
-    ZT_ASSERTF(lay->tp == 1 && lay->unit_first == 0 && lay->unit_last == zt_unit_count(&m->shape),
-               "zt_hf_export needs the whole model on one rank");
+zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
+                       const float *const *params, int n_stages, const char *dir) {
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
         return zt_errorf("cannot create directory %s: %s", dir, strerror(errno));
-    zt_st_tensor *t = calloc((size_t)lay->n, sizeof *t);
-    float **owned = calloc((size_t)lay->n, sizeof *owned);
-    ZT_ASSERT(t && owned);
-    for (int i = 0; i < lay->n; i++) {
-        const zt_tensor_desc *d = &lay->t[i];
-        const float *p = m->params + d->offset;
-        t[i].name = d->name;
-        t[i].ndim = d->ndim;
-        t[i].shape[0] = d->shape[0];
-        t[i].shape[1] = d->shape[1];
-        t[i].data = p;
-        if (d->split == ZT_SPLIT_VOCAB) t[i].shape[0] = m->shape.vocab; // drop padding rows
-        if (d->hf_transposed) {
-            size_t R = (size_t)d->shape[0], C = (size_t)d->shape[1];
-            float *tr = owned[i] = malloc(R * C * sizeof(float));
-            ZT_ASSERT(tr);
-            for (size_t r = 0; r < R; r++)
-                for (size_t c = 0; c < C; c++) tr[c * R + r] = p[r * C + c];
-            t[i].shape[0] = (int64_t)C;
-            t[i].shape[1] = (int64_t)R;
-            t[i].data = tr;
-        }
+    int cap = 0;
+    for (int k = 0; k < n_stages; k++) {
+        ZT_ASSERTF(lays[k].tp == 1, "zt_hf_export needs whole tensors (tp = 1)");
+        cap += lays[k].n;
     }
+    zt_st_tensor *t = calloc((size_t)cap, sizeof *t);
+    float **owned = calloc((size_t)cap, sizeof *owned);
+    ZT_ASSERT(t && owned);
+    int n = 0;
+    for (int k = 0; k < n_stages; k++)
+        for (int i = 0; i < lays[k].n; i++) {
+            const zt_tensor_desc *d = &lays[k].t[i];
+            int seen = 0;
+            for (int j = 0; j < n; j++) seen |= strcmp(t[j].name, d->name) == 0;
+            if (seen) continue;
+            const float *p = params[k] + d->offset;
+            zt_st_tensor *o = &t[n];
+            o->name = d->name;
+            o->ndim = d->ndim;
+            o->shape[0] = d->split == ZT_SPLIT_VOCAB ? shape->vocab : d->shape[0]; // no padding
+            o->shape[1] = d->shape[1];
+            o->data = p;
+            if (d->hf_transposed) {
+                size_t R = (size_t)d->shape[0], C = (size_t)d->shape[1];
+                float *tr = owned[n] = malloc(R * C * sizeof(float));
+                ZT_ASSERT(tr);
+                for (size_t r = 0; r < R; r++)
+                    for (size_t c = 0; c < C; c++) tr[c * R + r] = p[r * C + c];
+                o->shape[0] = (int64_t)C;
+                o->shape[1] = (int64_t)R;
+                o->data = tr;
+            }
+            n++;
+        }
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    zt_status s = zt_safetensors_write(path, t, lay->n);
-    for (int i = 0; i < lay->n; i++) free(owned[i]);
+    zt_status s = zt_safetensors_write(path, t, n);
+    for (int i = 0; i < n; i++) free(owned[i]);
     free(owned);
     free(t);
     ZT_TRY(s);
     snprintf(path, sizeof path, "%s/config.json", dir);
     FILE *f = fopen(path, "w");
     if (!f) return zt_errorf("cannot write %s: %s", path, strerror(errno));
-    const zt_model_shape *sh = &m->shape;
+    const zt_model_shape *sh = shape;
     fprintf(f,
             "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
             "  \"vocab_size\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n  \"n_embd\": %d,\n"

@@ -2,11 +2,14 @@
 #ifndef ZT_HF_EXPORT_H
 #define ZT_HF_EXPORT_H
 
-#include "gpt2.h"
+#include "layout.h"
 
 // Writes dir/model.safetensors (Hugging Face GPT-2 names and layouts: Conv1D weights
-// transposed to (in, out), wte without the vocabulary padding) and dir/config.json.
-// The model must hold every tensor whole (one stage, tp = 1). Creates dir if needed.
-zt_status zt_hf_export(const zt_gpt2 *m, const char *dir);
+// transposed to (in, out), wte without the vocabulary padding) and dir/config.json from
+// the flat parameters of every pipeline stage (params[i] laid out by lays[i], tp = 1);
+// a tensor held by two stages (the tied wte) is written once, from the first. Creates
+// dir if needed.
+zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
+                       const float *const *params, int n_stages, const char *dir);
 
 #endif

@@ -1,5 +1,7 @@
-// The training loop (DESIGN.md §2): each dp rank reads its part of the global batch,
-// runs forward/backward over its micro-batches, the gradients are reduced over dp
+// The training loop (DESIGN.md §2): each dp rank reads its part of the global batch;
+// the pipeline schedule runs forward/backward over its micro-batches on this rank's
+// stage, moving activations and their gradients between neighbour stages; the tied
+// embedding's two gradient copies are summed; gradients are reduced over dp
 // (all-reduce for --zero 0, reduce-scatter for --zero 1), clipped by the global norm,
 // AdamW updates this rank's range, and --zero 1 all-gathers the parameters.
 #include "train.h"
@@ -20,6 +22,8 @@
 #include "hf_export.h"
 #include "llmc_checkpoint.h"
 #include "memory.h"
+#include "partition.h"
+#include "schedule.h"
 
 // Every tensor and shard boundary sits on a multiple of this many elements: the
 // 8-bit optimizer's block (DESIGN.md §3, §7).
@@ -54,35 +58,112 @@ typedef struct {
     const zt_config *cfg;
     zt_grid grid;
     zt_model_shape shape;
+    zt_partition part;
+    int unit_first, unit_last; // this rank's stage
+    zt_schedule sched;
     zt_gpt2 model;
     zt_adamw opt;
     zt_dataset train, val;
     int has_val;
     size_t shard_lo, shard_hi; // this rank's optimizer range of the flat buffer
-    int32_t *inputs, *targets; // (B*T)
+    int n_slots;               // micro-batches this stage holds at once
+    int32_t *inputs, *targets; // (n_slots, B*T) tokens of each held micro-batch
+    float *recv_in;            // (n_slots, N*C) activations received from the stage before
+    float *recv_dout;          // (n_slots, N*C) their gradients received from the stage after
+    float *dinput;             // (N*C) gradient of this stage's input, to send back
     FILE *log;
 } trainer;
 
-// Reads micro-batch `k` of step `step` for this dp rank: sample indices are global
-// (step * G + (dp_rank * grad_accum + k) * B + b), so every layout sees the same batch.
-static void read_batch(trainer *t, zt_dataset *ds, uint64_t step, int k, int accum) {
+static int is_first_stage(const trainer *t) { return t->grid.pp_rank == 0; }
+static int is_last_stage(const trainer *t) { return t->grid.pp_rank == t->grid.pp - 1; }
+static size_t act_count(const trainer *t) {
+    return (size_t)t->cfg->micro_batch * t->cfg->seq * t->shape.n_embd;
+}
+
+// Reads micro-batch `k` of step `step` for this dp rank into slot `slot`: sample indices
+// are global (step * G + (dp_rank * grad_accum + k) * B + b), so every layout sees the
+// same batch. Every stage reads (it is cheap); the first uses the inputs, the last the
+// targets.
+static void read_batch(trainer *t, zt_dataset *ds, uint64_t step, int k, int accum, int slot) {
     const zt_config *c = t->cfg;
+    size_t BT = (size_t)c->micro_batch * c->seq;
     uint64_t G = (uint64_t)c->micro_batch * accum * t->grid.dp;
     uint64_t first = step * G + ((uint64_t)t->grid.dp_rank * accum + k) * c->micro_batch;
     for (int b = 0; b < c->micro_batch; b++)
-        zt_dataset_sample(ds, first + b, t->inputs + (size_t)b * c->seq,
-                          t->targets + (size_t)b * c->seq);
+        zt_dataset_sample(ds, first + b, t->inputs + slot * BT + (size_t)b * c->seq,
+                          t->targets + slot * BT + (size_t)b * c->seq);
+}
+
+// Runs this stage's schedule for one step (forward and backward of every micro-batch,
+// gradients added into the flat grad buffer). Returns this stage's loss sum (non-zero
+// on the last stage only).
+static double run_schedule(trainer *t, uint64_t step, float loss_scale) {
+    const zt_config *c = t->cfg;
+    const zt_comm *pp = &t->grid.pp_comm;
+    zt_gpt2 *m = &t->model;
+    int prev = t->grid.pp_rank - 1, next = t->grid.pp_rank + 1;
+    size_t NC = act_count(t), BT = (size_t)c->micro_batch * c->seq;
+    double loss = 0.0;
+    for (int i = 0; i < t->sched.n_actions; i++) {
+        const zt_sched_action *a = &t->sched.actions[i];
+        int slot = a->micro % t->n_slots, rslot = a->recv_micro % t->n_slots;
+        if (a->recv_micro < 0) rslot = 0;
+        switch (a->op) {
+        case ZT_SCHED_OP_RECV_FWD:
+            zt_comm_recv(pp, t->recv_in + slot * NC, NC, ZT_F32, prev, 0, NULL);
+            break;
+        case ZT_SCHED_OP_FWD:
+            zt_gpt2_use_slot(m, slot);
+            read_batch(t, &t->train, step, a->micro, c->grad_accum, slot);
+            loss += zt_gpt2_forward(m, t->inputs + slot * BT, t->recv_in + slot * NC,
+                                    t->targets + slot * BT, 1, loss_scale);
+            break;
+        case ZT_SCHED_OP_SEND_FWD:
+            zt_gpt2_use_slot(m, slot);
+            zt_comm_send(pp, zt_gpt2_output(m), NC, ZT_F32, next, 0, NULL);
+            break;
+        case ZT_SCHED_OP_RECV_BWD:
+            zt_comm_recv(pp, t->recv_dout + slot * NC, NC, ZT_F32, next, 0, NULL);
+            break;
+        case ZT_SCHED_OP_BWD:
+            zt_gpt2_use_slot(m, slot);
+            zt_gpt2_backward(m, t->inputs + slot * BT, t->recv_dout + slot * NC, t->dinput);
+            break;
+        case ZT_SCHED_OP_SEND_BWD:
+            zt_comm_send(pp, t->dinput, NC, ZT_F32, prev, 0, NULL);
+            break;
+        case ZT_SCHED_OP_SEND_FWD_RECV_BWD:
+            zt_gpt2_use_slot(m, slot);
+            zt_comm_send_recv(pp, zt_gpt2_output(m), NC, next, t->recv_dout + rslot * NC, NC, next,
+                              ZT_F32, 0, NULL);
+            break;
+        case ZT_SCHED_OP_SEND_BWD_RECV_FWD:
+            zt_comm_send_recv(pp, t->dinput, NC, prev, t->recv_in + rslot * NC, NC, prev, ZT_F32,
+                              0, NULL);
+            break;
+        default: ZT_ASSERTF(0, "unknown schedule op %d", (int)a->op);
+        }
+    }
+    return loss;
 }
 
 // Mean validation loss over the first val_batches global batches of the validation
-// file: the same samples whatever the layout.
+// file (the same samples whatever the layout), through the pipeline stage by stage.
 static double evaluate(trainer *t) {
     const zt_config *c = t->cfg;
+    const zt_comm *pp = &t->grid.pp_comm;
+    zt_gpt2 *m = &t->model;
+    size_t NC = act_count(t);
     double sum = 0.0;
+    zt_gpt2_use_slot(m, 0);
     for (int vb = 0; vb < c->val_batches; vb++)
         for (int k = 0; k < c->grad_accum; k++) {
-            read_batch(t, &t->val, (uint64_t)vb, k, c->grad_accum);
-            sum += zt_gpt2_forward(&t->model, t->inputs, NULL, t->targets, 0, 0.0f);
+            read_batch(t, &t->val, (uint64_t)vb, k, c->grad_accum, 0);
+            if (!is_first_stage(t))
+                zt_comm_recv(pp, t->recv_in, NC, ZT_F32, t->grid.pp_rank - 1, 0, NULL);
+            sum += zt_gpt2_forward(m, t->inputs, t->recv_in, t->targets, 0, 0.0f);
+            if (!is_last_stage(t))
+                zt_comm_send(pp, zt_gpt2_output(m), NC, ZT_F32, t->grid.pp_rank + 1, 0, NULL);
         }
     double total;
     zt_comm_all_reduce(&t->grid.world_comm, &sum, &total, 1, ZT_F64, ZT_REDUCE_SUM, NULL);
@@ -101,32 +182,43 @@ static double available_bytes(void) {
     return kb * 1024.0;
 }
 
-// Refuses, before allocating anything, a run whose model state and activations cannot
-// fit in this machine's available memory (all ranks on one node share it).
-// TODO(issue 7): the memory planner replaces this estimate with a per-rank prediction.
-static zt_status check_fits(trainer *t, size_t pad) {
+// Predicted bytes of this rank (model, activations for n_slots micro-batches,
+// optimizer shard, pipeline buffers), by category, without allocating.
+static zt_status predict(trainer *t, size_t pad, double b[ZT_MEM_NCAT]) {
     const zt_config *c = t->cfg;
-    size_t b[ZT_MEM_NCAT];
-    ZT_TRY(zt_gpt2_footprint(b, &t->shape, 0, zt_unit_count(&t->shape), 1, 0, ZT_ALIGN_ELEMS, pad,
-                             c->micro_batch, c->seq, c->loss_chunk));
-    double opt = 2.0 * b[ZT_MEM_PARAMS] / (c->zero == 1 ? t->grid.dp : 1);
-    double need = opt;
-    for (int k = 0; k < ZT_MEM_NCAT; k++) need += (double)b[k];
-    double avail = available_bytes();
+    size_t m[ZT_MEM_NCAT];
+    ZT_TRY(zt_gpt2_footprint(m, &t->shape, t->unit_first, t->unit_last, 1, 0, ZT_ALIGN_ELEMS, pad,
+                             c->micro_batch, c->seq, c->loss_chunk, t->n_slots));
+    for (int k = 0; k < ZT_MEM_NCAT; k++) b[k] = (double)m[k];
+    b[ZT_MEM_OPTIMIZER] = 2.0 * m[ZT_MEM_PARAMS] / (c->zero == 1 ? t->grid.dp : 1);
+    b[ZT_MEM_COMM] = (2.0 * t->n_slots + 1) * act_count(t) * sizeof(float);
+    return ZT_OK;
+}
+
+// Refuses, before allocating anything, a run whose model state and activations cannot
+// fit in this machine's available memory.
+// TODO(issue 7): the memory planner replaces this with a per-rank prediction that also
+// counts the ranks sharing a node.
+static zt_status check_fits(trainer *t, size_t pad) {
+    double b[ZT_MEM_NCAT], need = 0;
+    ZT_TRY(predict(t, pad, b));
+    for (int k = 0; k < ZT_MEM_NCAT; k++) need += b[k];
+    double avail = available_bytes(), G = 1073741824.0;
     if (avail > 0 && need > avail)
         return zt_errorf("this run needs %.2f GiB per rank (parameters %.2f, gradients %.2f, "
                          "optimizer %.2f, activations %.2f, workspace %.2f GiB) but the machine has "
                          "%.2f GiB of memory available: lower --micro-batch or --seq, use a smaller "
-                         "model, or shard the optimizer over more ranks with --zero 1",
-                         need / 1073741824.0, b[ZT_MEM_PARAMS] / 1073741824.0,
-                         b[ZT_MEM_GRADS] / 1073741824.0, opt / 1073741824.0,
-                         b[ZT_MEM_ACTIVATIONS] / 1073741824.0, b[ZT_MEM_WORKSPACE] / 1073741824.0,
-                         avail / 1073741824.0);
+                         "model, add pipeline stages (--pp), or shard the optimizer over more ranks "
+                         "with --zero 1",
+                         need / G, b[ZT_MEM_PARAMS] / G, b[ZT_MEM_GRADS] / G,
+                         b[ZT_MEM_OPTIMIZER] / G, b[ZT_MEM_ACTIVATIONS] / G,
+                         b[ZT_MEM_WORKSPACE] / G, avail / G);
     return ZT_OK;
 }
 
 static zt_status setup(trainer *t, const char *argv0) {
     const zt_config *c = t->cfg;
+    const zt_grid *g = &t->grid;
     t->shape = zt_config_shape(c);
     char path[ZT_PATH_MAX];
     const char *train_path = c->data, *val_path = c->val_data;
@@ -142,13 +234,25 @@ static zt_status setup(trainer *t, const char *argv0) {
         ZT_TRY(zt_dataset_open(&t->val, val_path, c->seq, t->shape.vocab, 0, c->seed));
         t->has_val = c->val_every > 0;
     }
-    int units = zt_unit_count(&t->shape);
-    size_t pad = (size_t)t->grid.dp * ZT_ALIGN_ELEMS;
+    ZT_TRY(zt_partition_build(&t->part, c->partition, &t->shape, g->pp, NULL));
+    t->unit_first = t->part.first[g->pp_rank];
+    t->unit_last = t->part.first[g->pp_rank + 1];
+    zt_schedule_kind kind;
+    ZT_TRY(zt_schedule_parse(c->schedule, &kind));
+    ZT_TRY(zt_schedule_build(&t->sched, kind, g->pp, g->pp_rank, c->grad_accum));
+    t->n_slots = zt_schedule_peak_in_flight(&t->sched);
+    size_t pad = (size_t)g->dp * ZT_ALIGN_ELEMS;
     ZT_TRY(check_fits(t, pad));
-    ZT_TRY(zt_gpt2_init(&t->model, &t->shape, 0, units, 1, 0, ZT_ALIGN_ELEMS, pad, c->micro_batch,
-                        c->seq, c->loss_chunk));
+    ZT_TRY(zt_gpt2_init(&t->model, &t->shape, t->unit_first, t->unit_last, 1, 0, ZT_ALIGN_ELEMS,
+                        pad, c->micro_batch, c->seq, c->loss_chunk, t->n_slots));
     if (c->init_from[0]) ZT_TRY(zt_llmc_load(&t->model, c->init_from));
     else zt_gpt2_init_random(&t->model, c->seed);
+    size_t BT = (size_t)c->micro_batch * c->seq, NC = act_count(t);
+    t->inputs = zt_mem_alloc(ZT_MEM_WORKSPACE, (size_t)t->n_slots * BT * sizeof(int32_t));
+    t->targets = zt_mem_alloc(ZT_MEM_WORKSPACE, (size_t)t->n_slots * BT * sizeof(int32_t));
+    t->recv_in = zt_mem_alloc(ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
+    t->recv_dout = zt_mem_alloc(ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
+    t->dinput = zt_mem_alloc(ZT_MEM_COMM, NC * sizeof(float));
     return ZT_OK;
 }
 
@@ -171,14 +275,15 @@ static void plan_shard(trainer *t) {
 static void print_start(trainer *t) {
     const zt_config *c = t->cfg;
     const zt_grid *g = &t->grid;
-    // optimizer bytes of every rank, for the memory report
-    double mine = (double)zt_mem_current(ZT_MEM_OPTIMIZER);
-    double *all = calloc((size_t)g->world, sizeof(double));
+    // every rank's memory (total and optimizer), for the report
+    double mine[2] = {(double)zt_mem_total(), (double)zt_mem_current(ZT_MEM_OPTIMIZER)};
+    double *all = calloc((size_t)g->world * 2, sizeof(double));
     ZT_ASSERT(all);
-    zt_comm_all_gather(&g->world_comm, &mine, all, (size_t)g->world, ZT_F64, NULL);
+    zt_comm_all_gather(&g->world_comm, mine, all, (size_t)g->world * 2, ZT_F64, NULL);
     if (g->rank == 0) {
-        char mem[256];
+        char mem[256], part[1024];
         zt_mem_format(mem, sizeof mem);
+        zt_partition_format(&t->part, &t->shape, part, sizeof part);
         printf("zerotrain: GPT-2 %d layers, %d heads, %d channels, vocab %d (padded %d), "
                "n_ctx %d: %.2fM parameters\n",
                t->shape.n_layer, t->shape.n_head, t->shape.n_embd, t->shape.vocab,
@@ -187,13 +292,100 @@ static void print_start(trainer *t) {
                "sequences of %d tokens; %d OpenMP threads per rank\n",
                g->world, g->dp, g->pp, g->tp, c->zero, c->micro_batch, c->grad_accum, g->dp,
                c->seq, omp_get_max_threads());
+        if (g->pp > 1) {
+            printf("pipeline: %s schedule, partition %s: %s\n", c->schedule, c->partition, part);
+            for (int s = 0; s < g->pp; s++) // stage s's dp 0, tp 0 rank
+                printf("  stage %d: %.1f MiB allocated on each rank\n", s,
+                       all[2 * ((size_t)s * g->dp * g->tp)] / 1048576.0);
+        }
         printf("memory (rank 0): %s\n", mem);
         printf("optimizer bytes per rank:");
-        for (int r = 0; r < g->world; r++) printf(" %.0f", all[r]);
+        for (int r = 0; r < g->world; r++) printf(" %.0f", all[2 * r + 1]);
         printf("\n");
         fflush(stdout);
     }
     free(all);
+}
+
+// Writes the final weights from every stage: each stage's dp 0 / tp 0 rank sends its
+// flat parameters to rank 0, which exports them as one Hugging Face directory.
+static zt_status save_model(trainer *t) {
+    const zt_grid *g = &t->grid;
+    const zt_config *c = t->cfg;
+    if (g->dp_rank != 0 || g->tp_rank != 0) return ZT_OK;
+    zt_gpt2 *m = &t->model;
+    if (g->pp_rank > 0) {
+        zt_comm_send(&g->pp_comm, m->params, m->layout.numel, ZT_F32, 0, 0, NULL);
+        return ZT_OK;
+    }
+    zt_layout *lays = calloc((size_t)g->pp, sizeof *lays);
+    const float **params = calloc((size_t)g->pp, sizeof *params);
+    float **owned = calloc((size_t)g->pp, sizeof *owned);
+    ZT_ASSERT(lays && params && owned);
+    zt_status s = ZT_OK;
+    for (int k = 0; k < g->pp; k++) {
+        ZT_ASSERT(zt_layout_init(&lays[k], &t->shape, t->part.first[k], t->part.first[k + 1], 1, 0,
+                                 ZT_ALIGN_ELEMS) == ZT_OK);
+        lays[k].numel = zt_round_up(lays[k].numel, (size_t)g->dp * ZT_ALIGN_ELEMS);
+        if (k == 0) {
+            params[k] = m->params;
+            continue;
+        }
+        owned[k] = malloc(lays[k].numel * sizeof(float));
+        ZT_ASSERT(owned[k]);
+        zt_comm_recv(&g->pp_comm, owned[k], lays[k].numel, ZT_F32, k, 0, NULL);
+        params[k] = owned[k];
+    }
+    s = zt_hf_export(&t->shape, lays, params, g->pp, c->save);
+    if (s == ZT_OK) printf("saved %s/model.safetensors\n", c->save);
+    for (int k = 0; k < g->pp; k++) {
+        zt_layout_free(&lays[k]);
+        free(owned[k]);
+    }
+    free(lays);
+    free(params);
+    free(owned);
+    return s;
+}
+
+// The first and last stage each hold the tied embedding; they take identical updates
+// from identical gradients, so the copies must stay bit-identical (DESIGN.md §2.4).
+static zt_status check_tied_copies(trainer *t) {
+    const zt_grid *g = &t->grid;
+    zt_gpt2 *m = &t->model;
+    if (g->pp == 1 || !g->in_embed_group) return ZT_OK;
+    size_t n = m->layout.tied_numel;
+    if (is_last_stage(t)) {
+        zt_comm_send(&g->embed_comm, m->params, n, ZT_F32, 0, 0, NULL);
+        return ZT_OK;
+    }
+    float *other = malloc(n * sizeof(float));
+    ZT_ASSERT(other);
+    zt_comm_recv(&g->embed_comm, other, n, ZT_F32, 1, 0, NULL);
+    int same = memcmp(other, m->params, n * sizeof(float)) == 0;
+    free(other);
+    if (!same)
+        return zt_errorf("the tied embedding copies of the first and last stage differ (dp rank "
+                         "%d): a bug; please report it", g->dp_rank);
+    if (g->rank == 0) printf("tied embedding: the first and last stage copies are bit-identical\n");
+    return ZT_OK;
+}
+
+// Every rank must have issued the same collectives in the same order (DESIGN.md §2).
+static zt_status check_collective_trace(trainer *t) {
+    const zt_grid *g = &t->grid;
+    uint64_t mine[2] = {zt_comm_trace_state.count, zt_comm_trace_state.hash};
+    uint64_t *all = calloc((size_t)g->world * 2, sizeof(uint64_t));
+    ZT_ASSERT(all);
+    zt_comm_all_gather(&g->world_comm, mine, all, (size_t)g->world * 2, ZT_I64, NULL);
+    int same = 1;
+    for (int r = 1; r < g->world; r++)
+        same &= all[2 * r] == all[0] && all[2 * r + 1] == all[1];
+    if (g->rank == 0 && same)
+        printf("collectives: %llu per rank, the same sequence on every rank\n",
+               (unsigned long long)all[0]);
+    free(all);
+    return same ? ZT_OK : zt_errorf("ranks issued different collective sequences: a bug");
 }
 
 static zt_status run(trainer *t) {
@@ -210,17 +402,18 @@ static zt_status run(trainer *t) {
     for (int step = 0; step < c->steps; step++) {
         double t0 = now_s();
         memset(m->grads, 0, total * sizeof(float));
-        double loss_sum = 0.0;
-        for (int k = 0; k < c->grad_accum; k++) {
-            read_batch(t, &t->train, (uint64_t)step, k, c->grad_accum);
-            loss_sum += zt_gpt2_forward(m, t->inputs, NULL, t->targets, 1, loss_scale);
-            zt_gpt2_backward(m, t->inputs, NULL, NULL);
-        }
+        double loss_sum = run_schedule(t, (uint64_t)step, loss_scale);
+        // the tied embedding: sum the first and last stage's gradient copies over the
+        // whole tensor, before the dp reduction, so both stages then shard and update
+        // identical values (stages in the middle issue the same call with nothing in it)
+        zt_comm_all_reduce(&g->embed_comm, m->grads, m->grads,
+                           g->in_embed_group ? m->layout.tied_numel : 0, ZT_F32, ZT_REDUCE_SUM,
+                           NULL);
         // sum gradients over dp: the loss scale already divides by the global tokens
         if (is_zero)
             zt_comm_reduce_scatter(&g->dp_comm, m->grads, m->grads + t->shard_lo, total, ZT_F32,
                                    ZT_REDUCE_SUM, NULL);
-        else if (g->dp > 1)
+        else
             zt_comm_all_reduce(&g->dp_comm, m->grads, m->grads, total, ZT_F32, ZT_REDUCE_SUM,
                                NULL);
         // one world all-reduce: [sum of squares, non-finite count, loss sum]; with
@@ -276,13 +469,10 @@ static zt_status run(trainer *t) {
     }
     if (g->rank == 0)
         printf("done: %d steps in %.1f s\n", c->steps, now_s() - t_start);
-    // every dp rank holds the same whole parameters; rank 0 writes them
-    zt_status s = ZT_OK;
-    if (c->save[0] && g->rank == 0) {
-        s = zt_hf_export(m, c->save);
-        if (s == ZT_OK) printf("saved %s/model.safetensors\n", c->save);
-    }
-    return zt_comm_agree(&g->world_comm, s);
+    zt_status s = zt_comm_agree(&g->world_comm, check_tied_copies(t));
+    if (s == ZT_OK) s = check_collective_trace(t);
+    if (s == ZT_OK && c->save[0]) s = zt_comm_agree(&g->world_comm, save_model(t));
+    return s;
 }
 
 zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *argv0) {
@@ -293,10 +483,10 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     int dp = 0;
     zt_status s = zt_grid_layout(world->size, cfg->dp, cfg->pp, cfg->tp, &dp);
     if (s == ZT_OK) s = zt_config_validate(cfg);
-    // TODO(issues 4-6): pipeline stages, tensor parallel layers, the 8-bit optimizer.
-    if (s == ZT_OK && (cfg->pp > 1 || cfg->tp > 1))
-        s = zt_errorf("--pp %d --tp %d: pipeline and tensor parallel layouts are not built yet; "
-                      "use --pp 1 --tp 1 (data parallel over all ranks)", cfg->pp, cfg->tp);
+    // TODO(issues 5-6): tensor parallel layers, the 8-bit optimizer.
+    if (s == ZT_OK && cfg->tp > 1)
+        s = zt_errorf("--tp %d: tensor parallel layers are not built yet; use --tp 1 (pipeline "
+                      "and data parallel over the ranks)", cfg->tp);
     if (s == ZT_OK && strcmp(cfg->optim, "adamw") != 0)
         s = zt_errorf("--optim %s is not built yet; use --optim adamw", cfg->optim);
     if (s != ZT_OK) return s; // the same on every rank: no agreement needed
@@ -304,9 +494,6 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     ZT_TRY(zt_grid_init(&t.grid, world, dp, cfg->pp, cfg->tp));
     s = zt_comm_agree(&t.grid.world_comm, setup(&t, argv0));
     if (s == ZT_OK) {
-        t.inputs = calloc((size_t)cfg->micro_batch * cfg->seq, sizeof(int32_t));
-        t.targets = calloc((size_t)cfg->micro_batch * cfg->seq, sizeof(int32_t));
-        ZT_ASSERT(t.inputs && t.targets);
         plan_shard(&t);
         zt_adamw_init(&t.opt, t.shard_lo, t.shard_hi);
         if (t.grid.rank == 0 && cfg->log[0]) {
@@ -320,8 +507,13 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
         s = run(&t);
     }
     if (t.log) fclose(t.log);
-    free(t.inputs);
-    free(t.targets);
+    zt_mem_free(t.inputs);
+    zt_mem_free(t.targets);
+    zt_mem_free(t.recv_in);
+    zt_mem_free(t.recv_dout);
+    zt_mem_free(t.dinput);
+    zt_schedule_free(&t.sched);
+    zt_partition_free(&t.part);
     zt_adamw_free(&t.opt);
     zt_gpt2_free(&t.model);
     zt_dataset_close(&t.train);

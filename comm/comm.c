@@ -1,4 +1,4 @@
-// Agreement on a status across a communicator (see zt_comm_agree in comm.h).
+// What every backend shares: agreement on a status, and the collective trace.
 #include "comm.h"
 
 zt_status zt_comm_agree(const zt_comm *c, zt_status s) {
@@ -11,3 +11,5 @@ zt_status zt_comm_agree(const zt_comm *c, zt_status s) {
     if (c->rank != failed) zt_errorf("rank %d failed during setup (its message is above)", failed);
     return ZT_ERR;
 }
+
+zt_comm_trace zt_comm_trace_state;
