@@ -425,3 +425,36 @@ void zt_partition_format(const zt_partition *p, const zt_model_shape *s, char *b
         sb_units(&sb, s, p->first[i], p->first[i + 1]);
     }
 }
+
+zt_status zt_partition_build_staged(zt_partition *p, int n_units, int n_stages,
+                                    zt_stage_cost_fn cost, void *ctx) {
+    memset(p, 0, sizeof *p);
+    if (n_stages < 1 || n_stages > n_units)
+        return zt_errorf("--pp %d needs between 1 and %d stages (one unit each at least)",
+                         n_stages, n_units);
+    size_t W = (size_t)n_units + 1;
+    // best[s*W + j]: the smallest possible largest cost of stages 0..s covering units
+    // [0, j); from[s*W + j]: where stage s starts in that optimum.
+    double *best = malloc((size_t)n_stages * W * sizeof *best);
+    int *from = malloc((size_t)n_stages * W * sizeof *from);
+    ZT_ASSERT(best && from);
+    for (int j = 1; j <= n_units; j++) best[j] = cost(ctx, 0, 0, j), from[j] = 0;
+    for (int s = 1; s < n_stages; s++)
+        for (int j = s + 1; j <= n_units - (n_stages - 1 - s); j++) {
+            double b = INFINITY;
+            int arg = s;
+            for (int i = s; i < j; i++) {
+                double prev = best[(size_t)(s - 1) * W + i], c = cost(ctx, s, i, j);
+                double v = prev > c ? prev : c;
+                if (v < b) b = v, arg = i;
+            }
+            best[(size_t)s * W + j] = b;
+            from[(size_t)s * W + j] = arg;
+        }
+    partition_alloc(p, n_stages);
+    p->first[n_stages] = n_units;
+    for (int s = n_stages - 1; s >= 0; s--) p->first[s] = from[(size_t)s * W + p->first[s + 1]];
+    free(best);
+    free(from);
+    return ZT_OK;
+}

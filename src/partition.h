@@ -45,6 +45,19 @@ typedef struct {
 zt_status zt_partition_build(zt_partition *p, const char *spec, const zt_model_shape *s,
                              int n_stages, const double *unit_cost);
 
+// The cost of stage `stage` holding units [first, last), which may depend on the stage's
+// position (under 1F1B an early stage keeps more micro-batches of activations in flight
+// than a late one, so the same units cost it more memory).
+typedef double (*zt_stage_cost_fn)(void *ctx, int stage, int first, int last);
+
+// The exact min-max partition for a position-dependent cost: minimizes the largest
+// stage cost over all partitions of n_units units into n_stages non-empty contiguous
+// stages (dynamic programming, n_stages * n_units^2 / 2 calls of `cost`; ties go to the
+// earliest boundaries). Fails only when n_stages > n_units (the message names --pp).
+// The memory method: `cost` returns a stage's predicted peak bytes.
+zt_status zt_partition_build_staged(zt_partition *p, int n_units, int n_stages,
+                                    zt_stage_cost_fn cost, void *ctx);
+
 // Frees what build allocated; accepts a zeroed or already freed partition.
 void zt_partition_free(zt_partition *p);
 

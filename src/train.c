@@ -182,26 +182,44 @@ static double available_bytes(void) {
     return kb * 1024.0;
 }
 
-// Predicted bytes of this rank (model, activations for n_slots micro-batches,
-// optimizer shard, pipeline buffers), by category, without allocating.
-static zt_status predict(trainer *t, size_t pad, double b[ZT_MEM_NCAT]) {
+// Predicted bytes of a rank holding units [first, last) with activations for n_slots
+// micro-batches (model, activations, optimizer shard, pipeline buffers), by category,
+// without allocating: the same arithmetic the allocations use.
+static zt_status predict(const trainer *t, int first, int last, int n_slots,
+                         double b[ZT_MEM_NCAT]) {
     const zt_config *c = t->cfg;
-    size_t m[ZT_MEM_NCAT];
-    ZT_TRY(zt_gpt2_footprint(m, &t->shape, t->unit_first, t->unit_last, 1, 0, ZT_ALIGN_ELEMS, pad,
-                             c->micro_batch, c->seq, c->loss_chunk, t->n_slots));
+    size_t m[ZT_MEM_NCAT], pad = (size_t)t->grid.dp * ZT_ALIGN_ELEMS;
+    ZT_TRY(zt_gpt2_footprint(m, &t->shape, first, last, 1, 0, ZT_ALIGN_ELEMS, pad,
+                             c->micro_batch, c->seq, c->loss_chunk, n_slots));
     for (int k = 0; k < ZT_MEM_NCAT; k++) b[k] = (double)m[k];
     b[ZT_MEM_OPTIMIZER] = 2.0 * m[ZT_MEM_PARAMS] / (c->zero == 1 ? t->grid.dp : 1);
-    b[ZT_MEM_COMM] = (2.0 * t->n_slots + 1) * act_count(t) * sizeof(float);
+    b[ZT_MEM_WORKSPACE] += 2.0 * n_slots * c->micro_batch * c->seq * sizeof(int32_t);
+    b[ZT_MEM_COMM] = (2.0 * n_slots + 1) * act_count(t) * sizeof(float);
     return ZT_OK;
+}
+
+// Micro-batches whose activations stage `stage` holds at once under the schedule.
+static int stage_slots(const trainer *t, int stage) {
+    int m = t->cfg->grad_accum, left = t->grid.pp - stage;
+    return strcmp(t->cfg->schedule, "gpipe") == 0 ? m : (left < m ? left : m);
+}
+
+// The `memory` partition's cost: a stage's predicted peak bytes.
+static double stage_bytes(void *ctx, int stage, int first, int last) {
+    const trainer *t = ctx;
+    double b[ZT_MEM_NCAT], sum = 0;
+    ZT_ASSERT(predict(t, first, last, stage_slots(t, stage), b) == ZT_OK);
+    for (int k = 0; k < ZT_MEM_NCAT; k++) sum += b[k];
+    return sum;
 }
 
 // Refuses, before allocating anything, a run whose model state and activations cannot
 // fit in this machine's available memory.
 // TODO(issue 7): the memory planner replaces this with a per-rank prediction that also
 // counts the ranks sharing a node.
-static zt_status check_fits(trainer *t, size_t pad) {
+static zt_status check_fits(trainer *t) {
     double b[ZT_MEM_NCAT], need = 0;
-    ZT_TRY(predict(t, pad, b));
+    ZT_TRY(predict(t, t->unit_first, t->unit_last, t->n_slots, b));
     for (int k = 0; k < ZT_MEM_NCAT; k++) need += b[k];
     double avail = available_bytes(), G = 1073741824.0;
     if (avail > 0 && need > avail)
@@ -234,15 +252,22 @@ static zt_status setup(trainer *t, const char *argv0) {
         ZT_TRY(zt_dataset_open(&t->val, val_path, c->seq, t->shape.vocab, 0, c->seed));
         t->has_val = c->val_every > 0;
     }
-    ZT_TRY(zt_partition_build(&t->part, c->partition, &t->shape, g->pp, NULL));
-    t->unit_first = t->part.first[g->pp_rank];
-    t->unit_last = t->part.first[g->pp_rank + 1];
     zt_schedule_kind kind;
     ZT_TRY(zt_schedule_parse(c->schedule, &kind));
+    ZT_TRY(zt_layout_init(&t->model.layout, &t->shape, 0, 1, 1, 0, 1)); // checks tp early
+    zt_layout_free(&t->model.layout);
+    if (strcmp(c->partition, "memory") == 0)
+        ZT_TRY(zt_partition_build_staged(&t->part, zt_unit_count(&t->shape), g->pp, stage_bytes,
+                                         t));
+    else
+        ZT_TRY(zt_partition_build(&t->part, c->partition, &t->shape, g->pp, NULL));
+    t->unit_first = t->part.first[g->pp_rank];
+    t->unit_last = t->part.first[g->pp_rank + 1];
     ZT_TRY(zt_schedule_build(&t->sched, kind, g->pp, g->pp_rank, c->grad_accum));
     t->n_slots = zt_schedule_peak_in_flight(&t->sched);
+    ZT_ASSERT(t->n_slots == stage_slots(t, g->pp_rank));
     size_t pad = (size_t)g->dp * ZT_ALIGN_ELEMS;
-    ZT_TRY(check_fits(t, pad));
+    ZT_TRY(check_fits(t));
     ZT_TRY(zt_gpt2_init(&t->model, &t->shape, t->unit_first, t->unit_last, 1, 0, ZT_ALIGN_ELEMS,
                         pad, c->micro_batch, c->seq, c->loss_chunk, t->n_slots));
     if (c->init_from[0]) ZT_TRY(zt_llmc_load(&t->model, c->init_from));
@@ -294,8 +319,9 @@ static void print_start(trainer *t) {
                c->seq, omp_get_max_threads());
         if (g->pp > 1) {
             printf("pipeline: %s schedule, partition %s: %s\n", c->schedule, c->partition, part);
-            for (int s = 0; s < g->pp; s++) // stage s's dp 0, tp 0 rank
-                printf("  stage %d: %.1f MiB allocated on each rank\n", s,
+            for (int s = 0; s < g->pp; s++) // measured on stage s's dp 0, tp 0 rank
+                printf("  stage %d: predicted %.1f MiB, allocated %.1f MiB on each rank\n", s,
+                       stage_bytes(t, s, t->part.first[s], t->part.first[s + 1]) / 1048576.0,
                        all[2 * ((size_t)s * g->dp * g->tp)] / 1048576.0);
         }
         printf("memory (rank 0): %s\n", mem);

@@ -26,6 +26,15 @@ expect_error mpi3_layout_tp2 "world size 3 is not divisible" -- \
   "${MPI[@]}" -np 3 "$ZT" "${TINY[@]}" --tp 2
 expect_error mpi3_layout_dp2 "does not match the world size 3" -- \
   "${MPI[@]}" -np 3 "$ZT" "${TINY[@]}" --dp 2
+# pipeline layouts that cannot work (TINY has 1 layer: 3 units)
+expect_error mpi4_more_stages_than_units "needs at least 4 units but a 1-layer model has 3" -- \
+  "${MPI[@]}" -np 4 "$ZT" "${TINY[@]}" --pp 4 --data "$tmp/good.bin"
+expect_error mpi2_partition_gap "is not in any stage" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --pp 2 --partition 0:1,2:3 --data "$tmp/good.bin"
+expect_error mpi2_partition_overlap "is in both stage" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --pp 2 --partition 0:2,1:3 --data "$tmp/good.bin"
+expect_error mpi2_schedule_unknown "--schedule 'zigzag' is not known" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --pp 2 --schedule zigzag --data "$tmp/good.bin"
 expect_error mpi2_data_truncated "is truncated" -- \
   "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --data "$tmp/truncated.bin"
 expect_error mpi2_data_missing "cannot open data file" -- \

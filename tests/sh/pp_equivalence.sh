@@ -38,6 +38,8 @@ run pp2_params 2 4 2 4 --pp 2 --partition parameters
 check pp2_params base4
 run pp2_type 2 4 2 4 --pp 2 --partition "type:embed:3|transformer:1|head:3"
 check pp2_type base4
+run pp4_memory 4 4 2 4 --pp 4 --partition memory
+check pp4_memory base4
 run pp2_dp2_zero1 4 4 2 2 --pp 2 --zero 1
 check pp2_dp2_zero1 base4
 # embed alone on stage 0, head alone on stage 3, dp 2, ZeRO-1 (8 ranks)
