@@ -9,7 +9,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "zerotrain: trains GPT-2 on CPUs across MPI ranks, data parallel with ZeRO-1 sharding\n"
+            "zerotrain: trains GPT-2 across MPI ranks: data parallel with ZeRO-1, pipeline stages\n"
             "\n"
             "usage:\n"
             "  [mpirun -np N] zerotrain [train] [--flag value ...]   train (the default command)\n"

@@ -71,6 +71,7 @@ typedef struct {
     float *recv_in;            // (n_slots, N*C) activations received from the stage before
     float *recv_dout;          // (n_slots, N*C) their gradients received from the stage after
     float *dinput;             // (N*C) gradient of this stage's input, to send back
+    double compute_s, sched_s; // time in forward/backward, and in the whole schedule, last step
     FILE *log;
 } trainer;
 
@@ -103,8 +104,10 @@ static double run_schedule(trainer *t, uint64_t step, float loss_scale) {
     zt_gpt2 *m = &t->model;
     int prev = t->grid.pp_rank - 1, next = t->grid.pp_rank + 1;
     size_t NC = act_count(t), BT = (size_t)c->micro_batch * c->seq;
-    double loss = 0.0;
+    double loss = 0.0, start = now_s();
+    t->compute_s = 0.0;
     for (int i = 0; i < t->sched.n_actions; i++) {
+        double t0 = now_s();
         const zt_sched_action *a = &t->sched.actions[i];
         int slot = a->micro % t->n_slots, rslot = a->recv_micro % t->n_slots;
         if (a->recv_micro < 0) rslot = 0;
@@ -143,7 +146,9 @@ static double run_schedule(trainer *t, uint64_t step, float loss_scale) {
             break;
         default: ZT_ASSERTF(0, "unknown schedule op %d", (int)a->op);
         }
+        if (a->op == ZT_SCHED_OP_FWD || a->op == ZT_SCHED_OP_BWD) t->compute_s += now_s() - t0;
     }
+    t->sched_s = now_s() - start;
     return loss;
 }
 
@@ -465,6 +470,14 @@ static zt_status run(trainer *t) {
                                NULL);
         double ms = (now_s() - t0) * 1000.0;
         double tps = global_tokens / (ms / 1000.0);
+        // the pipeline bubble: the share of the schedule's time each stage spent
+        // waiting rather than in its forwards and backwards, averaged over the ranks
+        // (every rank joins the call)
+        double idle = 1.0 - t->compute_s / t->sched_s, bubble = 0.0;
+        if (g->pp > 1) {
+            zt_comm_all_reduce(&g->world_comm, &idle, &bubble, 1, ZT_F64, ZT_REDUCE_SUM, NULL);
+            bubble /= g->world;
+        }
         if (g->rank == 0) {
             char mem[256];
             zt_mem_format(mem, sizeof mem);
@@ -474,8 +487,8 @@ static zt_status run(trainer *t) {
             if (t->log) {
                 fprintf(t->log,
                         "{\"step\":%d,\"loss\":%.9g,\"lr\":%.6e,\"grad_norm\":%.6f,\"ms\":%.3f,"
-                        "\"tokens_per_s\":%.1f,\"mem\":{",
-                        step + 1, loss, lr, norm, ms, tps);
+                        "\"tokens_per_s\":%.1f,\"bubble\":%.4f,\"mem\":{",
+                        step + 1, loss, lr, norm, ms, tps, bubble);
                 for (int cat = 0; cat < ZT_MEM_NCAT; cat++)
                     fprintf(t->log, "%s\"%s\":%zu", cat ? "," : "",
                             zt_mem_category_name((zt_mem_category)cat),
