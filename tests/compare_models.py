@@ -40,8 +40,8 @@ def load(path):
     return out
 
 
-def losses(path):
-    return [json.loads(l)["loss"] for l in open(path) if '"loss"' in l and "val_loss" not in l]
+def losses(path, key="loss"):
+    return [json.loads(l)[key] for l in open(path) if '"%s"' % key in l]
 
 
 def main():
@@ -84,6 +84,9 @@ def main():
             if abs(x - y) > 1e-5 * abs(y):
                 bad.append("step %d loss %.7f vs %.7f" % (i + 1, x, y))
         print("losses: max rel diff %.3g over %d steps" % (max(abs(x - y) / abs(y) for x, y in zip(la, lb)), len(la)))
+        va, vb = losses(args.log_a, "val_loss"), losses(args.log_b, "val_loss")
+        if len(va) != len(vb) or any(abs(x - y) > 1e-5 * abs(y) for x, y in zip(va, vb)):
+            bad.append("validation losses differ: %s vs %s" % (va, vb))
     for b in bad:
         print("MISMATCH", b)
     sys.exit(1 if bad else 0)
