@@ -52,6 +52,12 @@ static const opt_desc k_opts[] = {
     {"steps", OPT_INT, FIELD(steps), "200", "N", NULL, 0, "batch", "optimizer steps"},
 
     {"optim", OPT_STR, FIELD(optim), "adamw", "NAME", k_optims, 0, "optimizer", "optimizer"},
+    {"optim-block", OPT_INT, FIELD(optim_block), "256", "N", NULL, 0, "optimizer",
+     "adamw8bit: values per quantization block (bitsandbytes: 256; a power of two, 64-256)"},
+    {"optim-min-8bit", OPT_INT, FIELD(optim_min_8bit), "4096", "N", NULL, 0, "optimizer",
+     "adamw8bit: tensors with fewer values keep fp32 state (bitsandbytes: 4096)"},
+    {"optim-fp32-embedding", OPT_BOOL, FIELD(optim_fp32_embedding), "false", "", NULL, 0,
+     "optimizer", "adamw8bit: keep the token embedding's state in fp32"},
     {"lr", OPT_FLOAT, FIELD(lr), "6e-4", "X", NULL, 0, "optimizer", "peak learning rate"},
     {"lr-final-frac", OPT_FLOAT, FIELD(lr_final_frac), "0.1", "X", NULL, 0, "optimizer",
      "final learning rate as a fraction of --lr"},

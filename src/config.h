@@ -21,6 +21,9 @@ typedef struct {
     int steps;
     // optimizer and schedule
     char optim[16];           // adamw | adamw8bit
+    int optim_block;          // adamw8bit: values per absmax block
+    int optim_min_8bit;       // adamw8bit: tensors smaller than this keep fp32 state
+    int optim_fp32_embedding; // adamw8bit: keep wte's state in fp32
     float lr, lr_final_frac;
     char lr_schedule[16];     // constant | cosine
     int warmup;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "adamw.h"
+#include "adamw8bit.h"
 #include "comm.h"
 #include "data.h"
 #include "gpt2.h"
@@ -62,7 +63,10 @@ typedef struct {
     int unit_first, unit_last; // this rank's stage
     zt_schedule sched;
     zt_gpt2 model;
-    zt_adamw opt;
+    int is_8bit;               // --optim adamw8bit
+    zt_adamw8bit_options opt8_options;
+    zt_adamw opt;              // fp32 state (--optim adamw)
+    zt_adamw8bit opt8;         // 8-bit state (--optim adamw8bit)
     zt_dataset train, val;
     int has_val;
     size_t shard_lo, shard_hi; // this rank's optimizer range of the flat buffer
@@ -197,7 +201,16 @@ static zt_status predict(const trainer *t, int first, int last, int n_slots,
     ZT_TRY(zt_gpt2_footprint(m, &t->shape, first, last, 1, 0, ZT_ALIGN_ELEMS, pad,
                              c->micro_batch, c->seq, c->loss_chunk, n_slots));
     for (int k = 0; k < ZT_MEM_NCAT; k++) b[k] = (double)m[k];
-    b[ZT_MEM_OPTIMIZER] = 2.0 * m[ZT_MEM_PARAMS] / (c->zero == 1 ? t->grid.dp : 1);
+    size_t numel = m[ZT_MEM_PARAMS] / sizeof(float), hi = c->zero == 1 ? numel / t->grid.dp : numel;
+    if (t->is_8bit) { // dp rank 0's shard: the others differ by a few blocks at most
+        zt_layout lay;
+        ZT_TRY(zt_layout_init(&lay, &t->shape, first, last, 1, 0, ZT_ALIGN_ELEMS));
+        lay.numel = numel;
+        b[ZT_MEM_OPTIMIZER] = (double)zt_adamw8bit_state_bytes(&lay, 0, hi, &t->opt8_options);
+        zt_layout_free(&lay);
+    } else {
+        b[ZT_MEM_OPTIMIZER] = 2.0 * hi * sizeof(float);
+    }
     b[ZT_MEM_WORKSPACE] += 2.0 * n_slots * c->micro_batch * c->seq * sizeof(int32_t);
     b[ZT_MEM_COMM] = (2.0 * n_slots + 1) * act_count(t) * sizeof(float);
     return ZT_OK;
@@ -463,8 +476,9 @@ static zt_status run(trainer *t) {
                              isfinite(loss) ? "finite but gradients did not" : "NaN/Inf", step + 1,
                              r[1], c->lr);
         float lr = zt_lr_at(c, step);
-        zt_adamw_step(&t->opt, m->params, m->grads, &m->layout, &oc, lr,
-                      zt_clip_scale(norm, c->grad_clip));
+        float clip = zt_clip_scale(norm, c->grad_clip);
+        if (t->is_8bit) zt_adamw8bit_step(&t->opt8, m->params, m->grads, &m->layout, &oc, lr, clip);
+        else zt_adamw_step(&t->opt, m->params, m->grads, &m->layout, &oc, lr, clip);
         if (is_zero)
             zt_comm_all_gather(&g->dp_comm, m->params + t->shard_lo, m->params, total, ZT_F32,
                                NULL);
@@ -526,15 +540,23 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     if (s == ZT_OK && cfg->tp > 1)
         s = zt_errorf("--tp %d: tensor parallel layers are not built yet; use --tp 1 (pipeline "
                       "and data parallel over the ranks)", cfg->tp);
-    if (s == ZT_OK && strcmp(cfg->optim, "adamw") != 0)
-        s = zt_errorf("--optim %s is not built yet; use --optim adamw", cfg->optim);
+    t.is_8bit = strcmp(cfg->optim, "adamw8bit") == 0;
+    t.opt8_options = zt_adamw8bit_default_options();
+    t.opt8_options.block_size = cfg->optim_block;
+    t.opt8_options.min_8bit_size = cfg->optim_min_8bit;
+    t.opt8_options.fp32_embedding = cfg->optim_fp32_embedding;
+    if (s == ZT_OK && t.is_8bit) s = zt_adamw8bit_check_options(&t.opt8_options, ZT_ALIGN_ELEMS);
     if (s != ZT_OK) return s; // the same on every rank: no agreement needed
     if (cfg->threads > 0) omp_set_num_threads(cfg->threads);
     ZT_TRY(zt_grid_init(&t.grid, world, dp, cfg->pp, cfg->tp));
     s = zt_comm_agree(&t.grid.world_comm, setup(&t, argv0));
     if (s == ZT_OK) {
         plan_shard(&t);
-        zt_adamw_init(&t.opt, t.shard_lo, t.shard_hi);
+        if (t.is_8bit)
+            s = zt_adamw8bit_init(&t.opt8, &t.model.layout, t.shard_lo, t.shard_hi,
+                                  &t.opt8_options);
+        else
+            zt_adamw_init(&t.opt, t.shard_lo, t.shard_hi);
         if (t.grid.rank == 0 && cfg->log[0]) {
             t.log = fopen(cfg->log, "w");
             if (!t.log) s = zt_errorf("cannot write the log file %s", cfg->log);
@@ -554,6 +576,7 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     zt_schedule_free(&t.sched);
     zt_partition_free(&t.part);
     zt_adamw_free(&t.opt);
+    zt_adamw8bit_free(&t.opt8);
     zt_gpt2_free(&t.model);
     zt_dataset_close(&t.train);
     zt_dataset_close(&t.val);

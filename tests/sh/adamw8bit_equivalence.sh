@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# adamw8bit across layouts against its single-rank run: quantization blocks follow
+# tensor and shard boundaries, so dp, ZeRO-1 and pipeline stages change nothing but float
+# reassociation (bounds in tests/compare_models.py). --optim-min-8bit 256 puts every
+# matrix of this small model in 8-bit state. The parameter bound is compare_models.py's
+# 8-bit one (--param-frac 0.05; see its docstring for why it differs from fp32's).
+set -euo pipefail
+out=build/test_8bit; rm -rf $out; mkdir -p $out
+export OMP_NUM_THREADS=1
+MPI="mpirun --oversubscribe --allow-run-as-root"
+common="--n-layer 4 --n-head 3 --n-embd 48 --vocab 256 --n-ctx 64 --seq 32 --steps 6 --lr 1e-3
+        --warmup 2 --val-every 3 --val-batches 1 --seed 5 --optim adamw8bit --optim-min-8bit 256"
+run() { # name np micro-batch grad-accum extra...
+  local name=$1 np=$2 B=$3 A=$4; shift 4
+  $MPI -np $np build/zerotrain $common --micro-batch $B --grad-accum $A "$@" \
+      --log $out/$name.jsonl --save $out/$name > $out/$name.out 2>&1 || { cat $out/$name.out; exit 1; }
+}
+run base 1 2 4
+fail=0
+for cfg in "dp2z1 2 2 2 --zero 1" "dp4z1 4 1 2 --zero 1" "pp2dp2z1 4 2 2 --pp 2 --zero 1" \
+           "pp4 4 2 4 --pp 4 --partition memory"; do
+  set -- $cfg
+  run "$@"
+  echo "== $1 vs single rank"
+  "${PYTHON:-/usr/bin/python3}" tests/compare_models.py $out/base $out/$1 --steps 6 --lr 1e-3 \
+      --param-frac 0.05 --log-a $out/base.jsonl --log-b $out/$1.jsonl || fail=1
+done
+# the 8-bit state is what ZeRO shards: each dp rank holds about half of dp 1's bytes
+b1=$(grep "optimizer bytes per rank" $out/base.out | awk '{print $NF}')
+b2=$(grep "optimizer bytes per rank" $out/dp2z1.out | awk '{print $NF}')
+echo "adamw8bit optimizer bytes per rank: dp 1 $b1, dp 2 with --zero 1 $b2"
+[ $(( b2 * 2 )) -le $(( b1 + 4096 )) ] || { echo "MISMATCH: ZeRO-1 did not shard the 8-bit state"; fail=1; }
+exit $fail
