@@ -8,6 +8,7 @@ pkgs=(
   libopenmpi-dev openmpi-bin # MPI: launcher, bootstrap, CPU collectives
   libcjson-dev               # JSON config
   python3 python3-torch python3-numpy # the PyTorch reference in the tests and bench
+  python3-matplotlib         # the bench's plots
 )
 missing=()
 for p in "${pkgs[@]}"; do
