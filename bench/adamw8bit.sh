@@ -47,7 +47,7 @@ echo
 echo "### Optimizer bytes per parameter, per rank (P = padded flat parameter count)"
 echo
 echo "Model: gpt2-like 6 x 384, vocab 50257 (29.97M parameters). Formulas: fp32 8 bytes/param,"
-echo "8-bit 2 bytes/param + 4 bytes per 256-value block (two absmax) for tensors of >= 4096"
+echo "8-bit 2 bytes/param + 8 bytes per 256-value block (an fp32 absmax for m and one for v) for tensors of >= 4096"
 echo "values, fp32 for the rest; divided by dp with --zero 1."
 echo
 echo "| dp | zero | adamw bytes/param | adamw8bit bytes/param | ratio |"

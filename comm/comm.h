@@ -18,8 +18,9 @@
 //     reduce_scatter  recv == send + rank*B: the whole input sits in the buffer and the
 //                     rank's reduced block is written over its own block, so a gradient
 //                     shard stays at the offset of its parameter shard. The rest of the
-//                     buffer is undefined afterwards (the MPI backend reduces into the
-//                     front, as MPI_IN_PLACE does, and moves the block). On rank 0 this is
+//                     buffer is undefined afterwards (the staged MPI path leaves it as it
+//                     was; the plain-MPI path reduces into the front, as MPI_IN_PLACE
+//                     does, and moves the block). On rank 0 this is
 //                     recv == send. (Not MPI's "result at the front" rule: that would put
 //                     rank r's gradient shard at offset 0 and its parameter shard at r*B.)
 //     all_gather      send == recv + rank*B: the rank's block already sits at its place

@@ -6,10 +6,16 @@
 // failure into one line "zerotrain: fatal (rank R) file:line: MPI_X(...) failed: <MPI's
 // message>" followed by MPI_Abort, so the other ranks do not wait forever in a collective.
 //
-// Large reduce_scatter, all_gather and all_reduce on a communicator whose ranks share one
-// node go through a small shared-memory staging window instead of MPI's own collectives
-// (see "node-local collectives" below; bench/RESULTS.md has the measurements). Set
-// ZT_COMM_MPI_ALGO=mpi to use MPI's collectives everywhere (the default is "stage").
+// A large reduce_scatter (and the reduce-scatter half of a large all_reduce) on a
+// communicator whose ranks share one node goes through a small shared-memory staging
+// window instead of MPI's own collective (see "node-local collectives" below;
+// bench/RESULTS.md has the measurements). Read from the environment when a communicator is
+// made (every rank must see the same values):
+//   ZT_COMM_MPI_ALGO=stage        the default: staged reduce-scatter; all-gather by MPI
+//                    stage-all    all-gather staged too (faster only on a quiet machine
+//                                 whose buffers sit on 4 KiB pages)
+//                    mpi          MPI's collectives everywhere, no window
+//   ZT_COMM_MPI_STAGE_KIB=N       bytes of one staging slot, in KiB (default 256)
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -20,16 +26,13 @@
 #include "comm.h"
 #include "memory.h"
 
-// Bytes of one staging slot (see "node-local collectives"). 256 KiB: the chunks stay in
-// the caches and each costs one barrier; bench/RESULTS.md has the sweep.
-#ifndef ZT_STAGE_SLOT_BYTES
-#define ZT_STAGE_SLOT_BYTES ((size_t)256 << 10)
-#endif
-// Collectives of fewer bytes (the whole buffer) use MPI's own: one message beats a chunked
-// exchange there (bench/RESULTS.md).
-#ifndef ZT_STAGE_MIN_BYTES
+// KiB of one staging slot (see "node-local collectives"), unless ZT_COMM_MPI_STAGE_KIB
+// says otherwise: the chunks stay in the caches and each costs one barrier;
+// bench/RESULTS.md has the sweep.
+#define ZT_STAGE_SLOT_KIB 256
+// Collectives of fewer bytes (the whole buffer) use MPI's own: at 16-32 KiB the two take
+// the same time, from 64 KiB the staging path is faster (bench/RESULTS.md).
 #define ZT_STAGE_MIN_BYTES ((size_t)64 << 10)
-#endif
 
 typedef struct {
     MPI_Comm comm;
@@ -37,13 +40,14 @@ typedef struct {
     // ZT_COMM_MPI_ALGO=mpi). Each rank's part: 2 halves x size slots x slot_bytes.
     MPI_Win win;
     char **part;          // (size) every rank's part of the window, mapped in this process
+    int *ag_counts;       // (2 * size) all_reduce's MPI_Allgatherv counts, then displacements
+    int stage_ag;         // all_gather staged too (ZT_COMM_MPI_ALGO=stage-all)
     size_t slot_bytes;
     unsigned long chunks; // chunks staged so far; its parity picks the half (same on all ranks)
 } zt_mpi_comm;
 
 static int g_init_here;                 // MPI was initialized by zt_comm_mpi_init_world
 static size_t g_max_count = INT_MAX;    // elements per MPI call (zt_comm_mpi_set_max_count)
-static int g_stage = 1;                 // 0: ZT_COMM_MPI_ALGO=mpi, MPI's collectives only
 
 // ---- the failure path ----
 
@@ -143,19 +147,24 @@ static void mpi_wrap(MPI_Comm comm, zt_comm *out);
 
 // ---- node-local collectives through a shared-memory staging window ----
 //
-// Why: on one node Open MPI 4.1 moves a large message by CMA (process_vm_readv), which pins
-// the user's pages 4 KiB at a time, and its reduce-scatter and all-reduce allocate
-// full-size temporaries on every call (fresh pages: a fault per 4 KiB). On the 2-core dev
-// machine a 64 MiB MPI_Reduce_scatter_block took several times as long as this path
-// (bench/RESULTS.md, "Collective bandwidth"). Here every rank of a node-local communicator
-// maps, from its creation, a small window (MPI_Win_allocate_shared) that every other rank
-// can read with plain loads: no message, no pinning, no allocation in the step.
+// Why: on one node Open MPI 4.1's reduce-scatter allocates full-size temporaries on every
+// call (fresh pages: a fault per 4 KiB) and reduces through them, and its single-copy
+// transport (CMA, process_vm_readv) pins the user's pages 4 KiB at a time. On the 2-core
+// dev machine a 64 MiB MPI_Reduce_scatter_block took 5-10x as long as the staged one below,
+// whatever coll_tuned algorithm was forced, and more than MPI_Allreduce of the same buffer
+// (bench/RESULTS.md, "Collective bandwidth" and "ZeRO-1 vs ZeRO-0 step time"). So every
+// rank of a node-local communicator maps, from the communicator's creation, a small window
+// (MPI_Win_allocate_shared) that the other ranks read with plain loads: no message, no
+// pinning, no allocation in the step.
 //
 // The buffer is cut into chunks; chunk k uses half k%2 of every rank's part, then
 //   reduce_scatter: rank r copies its contribution to each other rank q's block into its
 //                   slot q; barrier; r adds slot r of every other rank into its own block.
 //   all_gather:     rank r copies its block into its half (all `size` slots, one region);
 //                   barrier; r copies every other rank's half into place.
+// The all-gather is staged only with ZT_COMM_MPI_ALGO=stage-all: it costs two copies and a
+// barrier per chunk against MPI's one copy per peer, and won only on a quiet machine with
+// 4 KiB pages (about 20%); with huge pages or a loaded machine MPI_Allgather was faster.
 // One barrier per chunk is enough with two halves: a rank passes barrier k+1 only after
 // every rank has finished reading chunk k (each reads chunk k before writing chunk k+1),
 // so half k%2 is free again for chunk k+2. The count of chunks persists across calls, so a
@@ -257,11 +266,37 @@ static void stage_all_gather(const zt_comm *c, const void *own, void *recv, size
     }
 }
 
+// The staging slot in KiB from the environment, read when a communicator is made (0 for
+// ZT_COMM_MPI_ALGO=mpi), and whether all_gather is staged too. A bad value is fatal.
+static int stage_kib_from_env(int *stage_ag) {
+    const char *algo = getenv("ZT_COMM_MPI_ALGO"), *kib = getenv("ZT_COMM_MPI_STAGE_KIB");
+    if (algo && !*algo) algo = NULL; // set but empty: the default
+    if (kib && !*kib) kib = NULL;
+    ZT_MPI_ASSERTF(!algo || !strcmp(algo, "stage") || !strcmp(algo, "stage-all") ||
+                       !strcmp(algo, "mpi"),
+                   "ZT_COMM_MPI_ALGO=%s: use stage (the default), stage-all or mpi", algo);
+    *stage_ag = algo && !strcmp(algo, "stage-all");
+    if (algo && !strcmp(algo, "mpi")) return 0;
+    if (!kib) return ZT_STAGE_SLOT_KIB;
+    char *end = NULL;
+    long v = strtol(kib, &end, 10);
+    ZT_MPI_ASSERTF(*kib && !*end && v >= 4 && v <= 65536,
+                   "ZT_COMM_MPI_STAGE_KIB=%s: give a whole number of KiB in 4..65536", kib);
+    return (int)v;
+}
+
 // Collective over m->comm (from mpi_wrap): the staging window when every rank of the
 // communicator is on this node, else none.
 static void stage_init(zt_mpi_comm *m, int size) {
     m->win = MPI_WIN_NULL;
-    if (!g_stage || size < 2) return;
+    if (size < 2) return;
+    // The ranks must agree, or some would wait in a window creation the others skip.
+    int stage_ag = 0, kib = stage_kib_from_env(&stage_ag), v = kib * 2 + stage_ag;
+    int mine[2] = {v, -v}, all[2];
+    ZT_CHECK_MPI(MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, m->comm));
+    ZT_MPI_ASSERTF(all[0] == -all[1], "ZT_COMM_MPI_ALGO / ZT_COMM_MPI_STAGE_KIB differ between "
+                   "the ranks (pass them to every rank: mpirun -x)");
+    if (kib == 0) return;
     MPI_Comm node = MPI_COMM_NULL;
     ZT_CHECK_MPI(MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     int node_size = 0;
@@ -269,19 +304,29 @@ static void stage_init(zt_mpi_comm *m, int size) {
     ZT_CHECK_MPI(MPI_Comm_free(&node));
     // If the communicator spans nodes, every rank sees a smaller node group: all agree.
     if (node_size != size) return;
-    m->slot_bytes = ZT_STAGE_SLOT_BYTES;
+    m->slot_bytes = (size_t)kib << 10;
+    m->stage_ag = stage_ag;
     size_t bytes = 2 * (size_t)size * m->slot_bytes;
     MPI_Info info;
     ZT_CHECK_MPI(MPI_Info_create(&info));
     // each rank's part may sit on its own NUMA node
     ZT_CHECK_MPI(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
     char *base = NULL;
-    ZT_CHECK_MPI(MPI_Win_allocate_shared((MPI_Aint)bytes, 1, info, m->comm, &base, &m->win));
+    int rc = MPI_Win_allocate_shared((MPI_Aint)bytes, 1, info, m->comm, &base, &m->win);
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "error %d", rc);
+        mpi_fatalf(__FILE__, __LINE__,
+                   "MPI_Win_allocate_shared of the %zu-byte staging window failed: %s "
+                   "(ZT_COMM_MPI_ALGO=mpi runs without it)", bytes, msg);
+    }
     ZT_CHECK_MPI(MPI_Info_free(&info));
     ZT_CHECK_MPI(MPI_Win_set_errhandler(m->win, MPI_ERRORS_RETURN));
     // TODO: the window's bytes are MPI's allocation, outside the ZT_MEM_COMM count
     // (2 * size * 256 KiB per rank and communicator); only this pointer table is counted.
     m->part = zt_mem_alloc(ZT_MEM_COMM, (size_t)size * sizeof(char *));
+    m->ag_counts = zt_mem_alloc(ZT_MEM_COMM, 2 * (size_t)size * sizeof(int));
     for (int q = 0; q < size; q++) {
         MPI_Aint qbytes = 0;
         int disp = 0;
@@ -299,7 +344,9 @@ static void stage_free(zt_mpi_comm *m) {
     ZT_CHECK_MPI(MPI_Win_unlock_all(m->win));
     ZT_CHECK_MPI(MPI_Win_free(&m->win));
     zt_mem_free(m->part);
+    zt_mem_free(m->ag_counts);
     m->part = NULL;
+    m->ag_counts = NULL;
 }
 
 // ---- the operations ----
@@ -310,9 +357,21 @@ static void mpi_all_reduce(const zt_comm *c, const void *send, void *recv, size_
     size_t es = zt_dtype_size(dt);
     if (use_stage(c, count * es)) {
         // reduce-scatter into this rank's block of recv, then all-gather it in place
-        char *mine = (char *)recv + blk_lo(count, c->size, c->rank) * es;
+        zt_mpi_comm *m = c->impl;
+        int n = c->size;
+        char *mine = (char *)recv + blk_lo(count, n, c->rank) * es;
         stage_reduce_scatter(c, send, mine, count, dt, op);
-        stage_all_gather(c, mine, recv, count, dt);
+        if (m->stage_ag || count > INT_MAX) { // Allgatherv's displacements are ints
+            stage_all_gather(c, mine, recv, count, dt);
+            return;
+        }
+        int *counts = m->ag_counts, *displs = m->ag_counts + n;
+        for (int q = 0; q < n; q++) {
+            counts[q] = (int)blk_len(count, n, q);
+            displs[q] = (int)blk_lo(count, n, q);
+        }
+        ZT_CHECK_MPI(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, counts, displs,
+                                    mpi_type(dt), mpi_comm(c)));
         return;
     }
     int in_place = send == recv;
@@ -360,7 +419,7 @@ static void mpi_all_gather(const zt_comm *c, const void *send, void *recv, size_
                            zt_dtype dt, void *stream) {
     mpi_check_stream(stream);
     size_t es = zt_dtype_size(dt), block = count / (size_t)c->size;
-    if (use_stage(c, count * es)) {
+    if (use_stage(c, count * es) && ((const zt_mpi_comm *)c->impl)->stage_ag) {
         stage_all_gather(c, send, recv, count, dt);
         return;
     }
@@ -515,10 +574,6 @@ void zt_comm_mpi_init_world(zt_comm *out, int *argc, char ***argv) {
                        provided);
     }
     ZT_CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    const char *algo = getenv("ZT_COMM_MPI_ALGO");
-    ZT_MPI_ASSERTF(!algo || !strcmp(algo, "stage") || !strcmp(algo, "mpi"),
-                   "ZT_COMM_MPI_ALGO=%s: use stage (the default) or mpi", algo);
-    g_stage = !algo || strcmp(algo, "mpi") != 0;
     int rank = 0;
     ZT_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     zt_set_log_rank(rank);

@@ -12,11 +12,15 @@ if ! command -v mpirun >/dev/null; then echo "mpirun not found"; exit 77; fi
 [ -x "$BIN" ] || { echo "$BIN not built"; exit 1; }
 
 fail=0
-for n in 2 3 4; do
-  echo "== comm_mpi_collectives on $n ranks"
-  timeout "$LIMIT" "${MPIRUN[@]}" -np "$n" "$BIN" comm_mpi_collectives
-  rc=$?
-  if [ $rc -ne 0 ]; then echo "FAIL: $n ranks (exit $rc$([ $rc -eq 124 ] && echo ', timed out'))"; fail=1; fi
+# every collective path: the staged default, staging for all-gather too, and plain MPI
+for algo in stage stage-all mpi; do
+  for n in 2 3 4; do
+    echo "== comm_mpi_collectives on $n ranks, ZT_COMM_MPI_ALGO=$algo"
+    ZT_COMM_MPI_ALGO=$algo timeout "$LIMIT" "${MPIRUN[@]}" -np "$n" -x ZT_COMM_MPI_ALGO "$BIN" \
+        comm_mpi_collectives
+    rc=$?
+    if [ $rc -ne 0 ]; then echo "FAIL: $n ranks, $algo (exit $rc$([ $rc -eq 124 ] && echo ', timed out'))"; fail=1; fi
+  done
 done
 
 # mode, a string rank 1's message must contain
