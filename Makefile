@@ -66,7 +66,7 @@ test: all
 	PYTHON=$(PYTHON) bash tests/run.sh
 
 demo: all
-	$(BUILD)/zerotrain train --steps 300 --log $(BUILD)/demo.jsonl
+	$(BUILD)/zerotrain train --steps 300 --lr 1e-3 --log $(BUILD)/demo.jsonl
 
 # Benchmarks (bench/RESULTS.md): `make bench` builds them; the bench/*.sh scripts run them.
 bench: $(BUILD)/comm_bw
