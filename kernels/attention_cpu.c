@@ -10,12 +10,19 @@
 // Two T*T scratch matrices per thread.
 size_t zt_attention_workspace(int T) { return (size_t)omp_get_max_threads() * 2 * T * T; }
 
-// P[i, j] = exp(S[i, j] - lse[i]) for j <= i, 0 above the diagonal.
-static void causal_probs(float *P, const float *lse, int T) {
-    for (int i = 0; i < T; i++) {
+// Causal blocks: rows go in blocks of ZT_ATT_BLOCK, and row block r only needs the
+// columns [0, end of block r); the strictly upper blocks of S, P, dP are never computed
+// nor read. At T = 256 that is 10 of 16 blocks (37.5% fewer attention flops), at
+// T = 1024 136 of 256; at T <= 64 it is one block, as before.
+#define ZT_ATT_BLOCK 64
+
+// Row block [i0, i0 + ni) of P (ld T) from its scores in place: P[i, j] =
+// exp(S[i, j] - lse[i]) for j <= i, 0 for i < j < i0 + ni.
+static void causal_probs(float *P, const float *lse, int T, int i0, int ni) {
+    for (int i = i0; i < i0 + ni; i++) {
         float *row = P + (size_t)i * T;
         zt_cpu_row_exp(row, row, lse[i], i + 1);
-        for (int j = i + 1; j < T; j++) row[j] = 0.0f;
+        for (int j = i + 1; j < i0 + ni; j++) row[j] = 0.0f;
     }
 }
 
@@ -32,15 +39,21 @@ void zt_attention_forward(float *out, float *lse, const float *qkv, float *work,
         float *S = work + (size_t)omp_get_thread_num() * 2 * T * T;
         const float *q = qkv + (size_t)b * T * 3 * C + h * hs;
         const float *k = q + C, *v = q + 2 * C;
+        float *o = out + (size_t)b * T * C + h * hs;
         float *l = lse + (size_t)bh * T;
-        zt_gemm(0, 1, T, T, hs, scale, q, 3 * C, k, 3 * C, 0.0f, S, T);
-        for (int i = 0; i < T; i++) {
-            const float *row = S + (size_t)i * T;
-            float m = zt_cpu_row_max(row, i + 1);
-            l[i] = m + logf(zt_cpu_row_sumexp(row, i + 1, m));
+        for (int i0 = 0; i0 < T; i0 += ZT_ATT_BLOCK) {
+            int ni = T - i0 < ZT_ATT_BLOCK ? T - i0 : ZT_ATT_BLOCK, jn = i0 + ni;
+            float *Sb = S + (size_t)i0 * T; // rows [i0, jn), columns [0, jn)
+            zt_gemm(0, 1, ni, jn, hs, scale, q + (size_t)i0 * 3 * C, 3 * C, k, 3 * C, 0.0f, Sb,
+                    T);
+            for (int i = i0; i < jn; i++) {
+                const float *row = S + (size_t)i * T;
+                float m = zt_cpu_row_max(row, i + 1);
+                l[i] = m + logf(zt_cpu_row_sumexp(row, i + 1, m));
+            }
+            causal_probs(S, l, T, i0, ni);
+            zt_gemm(0, 0, ni, hs, jn, 1.0f, Sb, T, v, 3 * C, 0.0f, o + (size_t)i0 * C, C);
         }
-        causal_probs(S, l, T);
-        zt_gemm(0, 0, T, hs, T, 1.0f, S, T, v, 3 * C, 0.0f, out + (size_t)b * T * C + h * hs, C);
     }
 }
 
@@ -57,20 +70,35 @@ void zt_attention_backward(float *dqkv, const float *dout, const float *qkv, con
         const float *q = qkv + base, *k = q + C, *v = q + 2 * C;
         float *dq = dqkv + base, *dk = dq + C, *dv = dq + 2 * C;
         const float *dO = dout + (size_t)b * T * C + h * hs;
-        zt_gemm(0, 1, T, T, hs, scale, q, 3 * C, k, 3 * C, 0.0f, P, T);
-        causal_probs(P, lse + (size_t)bh * T, T);
-        zt_gemm(0, 1, T, T, hs, 1.0f, dO, C, v, 3 * C, 0.0f, dP, T);
-        // softmax backward: dS = P * (dP - sum_j P dP), in place in dP
-        for (int i = 0; i < T; i++) {
-            const float *p = P + (size_t)i * T;
-            float *d = dP + (size_t)i * T;
-            float dot = 0.0f;
-            for (int j = 0; j <= i; j++) dot += p[j] * d[j];
-            for (int j = 0; j <= i; j++) d[j] = p[j] * (d[j] - dot);
-            for (int j = i + 1; j < T; j++) d[j] = 0.0f;
+        const float *l = lse + (size_t)bh * T;
+        for (int i0 = 0; i0 < T; i0 += ZT_ATT_BLOCK) {
+            int ni = T - i0 < ZT_ATT_BLOCK ? T - i0 : ZT_ATT_BLOCK, jn = i0 + ni;
+            float *Pb = P + (size_t)i0 * T, *dPb = dP + (size_t)i0 * T;
+            zt_gemm(0, 1, ni, jn, hs, scale, q + (size_t)i0 * 3 * C, 3 * C, k, 3 * C, 0.0f, Pb,
+                    T);
+            causal_probs(P, l, T, i0, ni);
+            zt_gemm(0, 1, ni, jn, hs, 1.0f, dO + (size_t)i0 * C, C, v, 3 * C, 0.0f, dPb, T);
+            // softmax backward: dS = P * (dP - sum_j P dP), in place in dP
+            for (int i = i0; i < jn; i++) {
+                const float *p = P + (size_t)i * T;
+                float *d = dP + (size_t)i * T;
+                float dot = 0.0f;
+                for (int j = 0; j <= i; j++) dot += p[j] * d[j];
+                for (int j = 0; j <= i; j++) d[j] = p[j] * (d[j] - dot);
+                for (int j = i + 1; j < jn; j++) d[j] = 0.0f;
+            }
+            // dq rows [i0, jn) = scale * dS[i0:jn, 0:jn] @ k[0:jn]
+            zt_gemm(0, 0, ni, hs, jn, scale, dPb, T, k, 3 * C, 0.0f, dq + (size_t)i0 * 3 * C,
+                    3 * C);
         }
-        zt_gemm(0, 0, T, hs, T, scale, dP, T, k, 3 * C, 0.0f, dq, 3 * C);
-        zt_gemm(1, 0, T, hs, T, scale, dP, T, q, 3 * C, 0.0f, dk, 3 * C);
-        zt_gemm(1, 0, T, hs, T, 1.0f, P, T, dO, C, 0.0f, dv, 3 * C);
+        // dk, dv rows [j0, j0 + nj) take rows i >= j0 of dS and P (the lower blocks).
+        for (int j0 = 0; j0 < T; j0 += ZT_ATT_BLOCK) {
+            int nj = T - j0 < ZT_ATT_BLOCK ? T - j0 : ZT_ATT_BLOCK, ni = T - j0;
+            size_t at = (size_t)j0 * T + j0;
+            zt_gemm(1, 0, nj, hs, ni, scale, dP + at, T, q + (size_t)j0 * 3 * C, 3 * C, 0.0f,
+                    dk + (size_t)j0 * 3 * C, 3 * C);
+            zt_gemm(1, 0, nj, hs, ni, 1.0f, P + at, T, dO + (size_t)j0 * C, C, 0.0f,
+                    dv + (size_t)j0 * 3 * C, 3 * C);
+        }
     }
 }

@@ -10,6 +10,9 @@
 #include <stdint.h>
 
 // Row-major C = alpha * op(A) @ op(B) + beta * C, op(X) = X or X^T. (M, N) result, K inner.
+// Large products run on all OpenMP threads as tiles of C (gemm_cpu.c); called inside a
+// parallel region it runs on the calling thread. The tiling follows the thread count, so
+// (as with BLAS's own threading) the last bits of C may differ between thread counts.
 void zt_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
              const float *B, int ldb, float beta, float *C, int ldc);
 
