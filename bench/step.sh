@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Training-step benchmark: zerotrain vs PyTorch CPU on GPT-2 124M, same machine, same run.
 #
-#   bash bench/step.sh                      # B=4 x T=64 and B=4 x T=256, 8 steps each
-#   STEPS=12 CONFIGS="4x64 4x512" bash bench/step.sh
+#   bash bench/step.sh                      # B=4 x T=64 and B=4 x T=256
+#   STEPS=12 ROUNDS=1 CONFIGS="4x64 4x512" bash bench/step.sh
 #   NO_RESULTS=1 bash bench/step.sh         # print the table, leave bench/RESULTS.md alone
 #
 # For each config (micro-batch x seq) it runs
@@ -10,28 +10,31 @@
 #       --lr-schedule constant --val-every 0 --data build/bench/tokens.bin --log FILE
 # and reads each step's "ms" from the JSON log, then
 #   /usr/bin/python3 bench/torch_step.py --micro-batch B --seq T ...
-# (plain AdamW, grad clip 1.0, as zerotrain's defaults). The first WARMUP (2) steps of
-# each are skipped; the figure is the median of the rest.
+# (plain AdamW, grad clip 1.0, as zerotrain's defaults), alternating the two ROUNDS (2)
+# times so that a busy spell of a shared machine hits both. The first WARMUP (2) steps
+# of each run are skipped; the figures are the median and the best of the rest, pooled
+# over the rounds (the best step is the one least disturbed by other work).
 #
 # Threads: both get OMP_NUM_THREADS=2 (this machine has 2 cores) and OMP_WAIT_POLICY=PASSIVE
-# (Debian's torch needs it to stop its pool spinning against BLAS; zerotrain has one pool
-# but shares the machine with whatever else runs, and passive waiting measured no slower).
+# (Debian's torch needs it to stop its pool spinning against BLAS; for zerotrain, which
+# has one pool, passive, active and the default measured the same).
 #
 # Flops per step (model flops, what the step must do, not what we execute):
 #   6 * N_params * tokens            matmuls forward + backward (N_params = 124.44M, tied
 #                                    wte counted once: it is the lm-head matmul)
 #   + 12 * L * T * T * C * B         attention scores and P@V, forward + backward (full
 #                                    T x T, as PaLM's MFU formula)
-# GFLOP/s = flops / step time; "% peak" is against PEAK_GFLOPS, the 2-core fp32 FMA peak,
-# measured by a small FMA loop in this run (MACHINE.md's ~420 GFLOP/s is for a 2-core
-# Sapphire Rapids with AVX-512; an AVX2 host has about half of that).
+# GFLOP/s = flops / step time, given as a fraction of 420 GFLOP/s (MACHINE.md's 2-core
+# fp32 peak, an AVX-512 host) and of the fp32 FMA peak of the machine at hand, measured
+# in this run by a small FMA loop (PEAK_GFLOPS=... overrides it).
 #
 # The data: 2^20 random token ids < 50257 in an llm.c token file (256 int32 header
 # [20240520, 1, N, 0...], then N uint16), written once to build/bench/tokens.bin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-STEPS=${STEPS:-8}
+STEPS=${STEPS:-6}
+ROUNDS=${ROUNDS:-2}
 WARMUP=2
 CONFIGS=${CONFIGS:-"4x64 4x256"}
 PY=${PY:-/usr/bin/python3}
@@ -58,15 +61,15 @@ with open(sys.argv[1], "wb") as f:
 EOF
 fi
 
-# fp32 FMA peak of this machine on OMP_NUM_THREADS threads: 12 independent chains of
-# 8-wide FMAs per thread (AVX2 width; enough chains to cover the FMA latency).
-if [ -z "${PEAK_GFLOPS:-}" ]; then
-    cat > "$OUT/peak.c" <<'EOF'
+# fp32 FMA peak on OMP_NUM_THREADS threads: 12 independent chains of 8-wide FMAs per
+# thread (AVX2 width; enough chains to cover the FMA latency). Probed before each config
+# and the best kept: on a shared machine one probe can land in a busy moment.
+cat > "$OUT/peak.c" <<'EOF'
 #include <omp.h>
 #include <stdio.h>
 typedef float v8 __attribute__((vector_size(32)));
 int main(void) {
-    const long iters = 50000000;
+    const long iters = 20000000;
     double best = 0;
     for (int rep = 0; rep < 3; rep++) {
         float sink = 0;
@@ -93,87 +96,122 @@ int main(void) {
     return 0;
 }
 EOF
-    gcc -O2 -march=native -fopenmp "$OUT/peak.c" -o "$OUT/peak"
-    PEAK_GFLOPS=$("$OUT/peak")
-fi
+gcc -O2 -march=native -fopenmp "$OUT/peak.c" -o "$OUT/peak"
+PEAK_MEASURED=0
+probe_peak() {
+    local p
+    p=$("$OUT/peak")
+    PEAK_MEASURED=$("$PY" -c "print(max($PEAK_MEASURED, $p))")
+}
 
-median_ms() { # JSON log -> median ms of the steps after the warmup
+zt_steps() { # JSON log -> the ms of the steps after the warmup
     "$PY" - "$1" "$WARMUP" <<'EOF'
-import json, statistics, sys
+import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"ms"' in l]
-ms = [r["ms"] for r in rows[int(sys.argv[2]):]]
-print(f"{statistics.median(ms):.1f}")
+print(" ".join(f"{r['ms']:.1f}" for r in rows[int(sys.argv[2]):]))
 EOF
 }
 
 DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 HOST="$(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -1)"
 rows=()
+LOADS=""
 for cfg in $CONFIGS; do
     B=${cfg%x*}; T=${cfg#*x}
-    log="$OUT/step_${B}x${T}.jsonl"
-    echo "== B=$B T=$T: zerotrain ($STEPS steps)" >&2
-    "$ZT" --model gpt2 --micro-batch "$B" --seq "$T" --steps "$STEPS" --warmup 0 \
-        --lr-schedule constant --val-every 0 --data "$OUT/tokens.bin" --log "$log" \
-        > "$OUT/step_${B}x${T}.out"
-    zt_ms=$(median_ms "$log")
-    echo "== B=$B T=$T: PyTorch ($STEPS steps)" >&2
-    "$PY" bench/torch_step.py --micro-batch "$B" --seq "$T" --steps $((STEPS - WARMUP)) \
-        --warmup-steps "$WARMUP" > "$OUT/torch_${B}x${T}.out"
-    th_ms=$(sed -n 's/^RESULT ms_per_step=\([0-9.]*\).*/\1/p' "$OUT/torch_${B}x${T}.out")
-    rows+=("$("$PY" - "$B" "$T" "$zt_ms" "$th_ms" "$PEAK_GFLOPS" <<'EOF'
-import sys
+    probe_peak
+    LOADS+="$(cut -d' ' -f1 /proc/loadavg) "
+    zt_ms=""; th_ms=""
+    for r in $(seq "$ROUNDS"); do
+        log="$OUT/step_${B}x${T}_r$r.jsonl"
+        echo "== B=$B T=$T round $r/$ROUNDS: zerotrain ($STEPS steps)" >&2
+        "$ZT" --model gpt2 --micro-batch "$B" --seq "$T" --steps "$STEPS" --warmup 0 \
+            --lr-schedule constant --val-every 0 --data "$OUT/tokens.bin" --log "$log" \
+            > "$OUT/step_${B}x${T}_r$r.out"
+        zt_ms+="$(zt_steps "$log") "
+        echo "== B=$B T=$T round $r/$ROUNDS: PyTorch ($STEPS steps)" >&2
+        tout="$OUT/torch_${B}x${T}_r$r.out"
+        "$PY" bench/torch_step.py --micro-batch "$B" --seq "$T" --steps $((STEPS - WARMUP)) \
+            --warmup-steps "$WARMUP" > "$tout"
+        th_ms+="$(sed -n 's/^step [0-9]*: .* \([0-9.]*\) ms$/\1/p' "$tout" | tr '\n' ' ')"
+    done
+    rows+=("$B $T ${zt_ms// /,} ${th_ms// /,}")
+done
+probe_peak
+LOADS+="$(cut -d' ' -f1 /proc/loadavg)"
+PEAK_GFLOPS=${PEAK_GFLOPS:-$PEAK_MEASURED}
+
+table="| B x T | zerotrain ms/step (best) | tokens/s | GFLOP/step | GFLOP/s | % of 420 | % of measured peak | PyTorch ms/step (best) | PyTorch tokens/s | torch / zerotrain (best) |
+|---|---|---|---|---|---|---|---|---|---|"
+for r in "${rows[@]}"; do
+    # shellcheck disable=SC2086 # r is "B T zt_ms torch_ms"
+    line=$("$PY" - $r "$PEAK_GFLOPS" <<'EOF'
+import statistics, sys
 B, T = int(sys.argv[1]), int(sys.argv[2])
-zt, th, peak = float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+zs = [float(x) for x in sys.argv[3].split(",") if x]
+ts = [float(x) for x in sys.argv[4].split(",") if x]
+peak = float(sys.argv[5])
+zt, th, zb, tb = statistics.median(zs), statistics.median(ts), min(zs), min(ts)
 N, L, C = 124_439_808, 12, 768
 flops = 6 * N * B * T + 12 * L * T * T * C * B
 gf = flops / (zt / 1e3) / 1e9
-print(f"| {B} x {T} | {zt:.0f} | {B * T / (zt / 1e3):.0f} | {flops / 1e9:.0f} | {gf:.0f} | "
-      f"{100 * gf / peak:.0f}% | {th:.0f} | {B * T / (th / 1e3):.0f} | {th / zt:.2f}x |")
+print(f"| {B} x {T} | {zt:.0f} ({zb:.0f}) | {B * T / (zt / 1e3):.0f} | {flops / 1e9:.0f} | "
+      f"{gf:.0f} | {100 * gf / 420:.0f}% | {100 * gf / peak:.0f}% | {th:.0f} ({tb:.0f}) | "
+      f"{B * T / (th / 1e3):.0f} | {th / zt:.2f}x ({tb / zb:.2f}x) |")
 EOF
-)")
+)
+    table+=$'\n'"$line"
 done
-
-table="| B x T | zerotrain ms/step | tokens/s | GFLOP/step | GFLOP/s | % peak | PyTorch ms/step | PyTorch tokens/s | torch / zerotrain |
-|---|---|---|---|---|---|---|---|---|"
-for r in "${rows[@]}"; do table+=$'\n'"$r"; done
 TORCH_VER=$("$PY" -c 'import torch; print(torch.__version__)')
+MARKER="<!-- bench/step.sh writes the section down to here; the notes below it are kept -->"
 section="## Training step vs PyTorch
 
 GPT-2 124M (12 layers, 768 channels, vocab 50257), fp32, one process, $OMP_NUM_THREADS OpenMP
-threads, OMP_WAIT_POLICY=$OMP_WAIT_POLICY for both. Median of $((STEPS - WARMUP)) steps after $WARMUP
-warmup steps; random tokens. Measured $DATE on $HOST; fp32 FMA peak measured in the
-same run: $PEAK_GFLOPS GFLOP/s on $OMP_NUM_THREADS threads. PyTorch $TORCH_VER (Debian), plain AdamW
-(foreach=False), grad clip 1.0, as \`bench/torch_step.py\`.
+threads, OMP_WAIT_POLICY=$OMP_WAIT_POLICY for both; random tokens. $ROUNDS rounds, each a
+zerotrain run then a PyTorch run of $STEPS steps; the first $WARMUP steps of each run skipped; median
+(and best) of the remaining $((ROUNDS * (STEPS - WARMUP))) steps per side. Measured $DATE on $HOST; fp32 FMA peak probed in the same
+run: $PEAK_GFLOPS GFLOP/s on $OMP_NUM_THREADS threads; 1-minute load average before each config
+and at the end: $LOADS. PyTorch $TORCH_VER (Debian), plain AdamW (foreach=False), grad
+clip 1.0, as \`bench/torch_step.py\`.
 
 $table
 
 GFLOP/step = 6 · N_params · B · T + 12 · L · T² · C · B (model flops: matmuls forward and
 backward with N_params = 124.44M, plus attention scores and P·V over the full T×T). tokens/s =
-B · T / step time. The machine may be shared: compare the two columns of one row (measured
-minutes apart in the same run), not rows of different runs.
+B · T / median step time; GFLOP/s from the median. \"% of 420\" is against MACHINE.md's 2-core fp32 peak (an AVX-512 host);
+\"% of measured peak\" against the FMA loop's figure for the machine the run was on. The
+machine may be shared (a load average above 2 means other work shared the 2 cores): compare
+the two sides of one row, measured alternately in the same run, not rows of different
+runs; the best steps approximate an idle machine.
 
-Command: \`bash bench/step.sh\` (STEPS=$STEPS CONFIGS=\"$CONFIGS\"), which runs for each row
+Command: \`bash bench/step.sh\` (STEPS=$STEPS ROUNDS=$ROUNDS CONFIGS=\"$CONFIGS\"), which runs for each row, $ROUNDS times
 
     build/zerotrain --model gpt2 --micro-batch B --seq T --steps $STEPS --warmup 0 \\
         --lr-schedule constant --val-every 0 --data build/bench/tokens.bin --log FILE
     /usr/bin/python3 bench/torch_step.py --micro-batch B --seq T --steps $((STEPS - WARMUP)) --warmup-steps $WARMUP
+
+$MARKER
 "
 echo
 echo "$table"
-echo "peak $PEAK_GFLOPS GFLOP/s ($OMP_NUM_THREADS threads), $DATE"
+echo "peak $PEAK_GFLOPS GFLOP/s ($OMP_NUM_THREADS threads), load $LOADS, $DATE"
 
 if [ -z "${NO_RESULTS:-}" ]; then
-    # Replace only our section (up to the next "## " heading); other sections stay.
-    SECTION="$section" "$PY" - bench/RESULTS.md <<'EOF'
+    # Replace only the generated part of our section: from its heading down to the
+    # marker (the notes after the marker stay), or the whole section up to the next
+    # "## " heading when it has no marker. Other sections stay as they are.
+    SECTION="$section" MARKER="$MARKER" "$PY" - bench/RESULTS.md <<'EOF'
 import os, re, sys
 path, new = sys.argv[1], os.environ["SECTION"].rstrip("\n") + "\n"
+marker = os.environ["MARKER"]
 old = open(path).read() if os.path.exists(path) else "# zerotrain benchmark results\n"
-pat = re.compile(r"^## Training step vs PyTorch\n.*?(?=^## |\Z)", re.S | re.M)
-if pat.search(old):
-    out = pat.sub(lambda m: new + "\n", old, count=1)
-else:
+sec = re.compile(r"^## Training step vs PyTorch\n.*?(?=^## |\Z)", re.S | re.M).search(old)
+if sec is None:
     out = old.rstrip("\n") + "\n\n" + new
+else:
+    m = old.find(marker, sec.start(), sec.end())
+    end = m + len(marker) + 1 if m >= 0 else sec.end()
+    rest = old[end:]
+    out = old[:sec.start()] + new + ("" if m >= 0 else "\n") + rest
 open(path, "w").write(out.rstrip("\n") + "\n")
 EOF
     echo "wrote bench/RESULTS.md" >&2
