@@ -9,9 +9,11 @@
 // other operand again, which costs ~34/width of the product's time on this machine
 // (8 tiles of 384 columns: 6-9% slower on an idle machine), so tiles are at least
 // ZT_GEMM_TILE_MIN wide and shorter products stay with BLAS's threading.
-// Measured on 2 shared cores (load ~3.5, 8 tiles per product): a B=4 x T=256 step ~10%
-// faster, B=4 x T=64 the same within noise. Results may differ from one BLAS call in
-// the last bits (another split of the same sums).
+// Measured on 2 shared cores: 8 tiles for every product made a B=4 x T=256 step ~10%
+// faster under load (~3.5) but the B*T = 1024 layer products 6-9% slower when idle;
+// with this minimum width the layer products get 2 tiles or BLAS's threading (idle
+// speed kept, steps the same within noise) and the lm-head 8 tiles. Results may differ
+// from one BLAS call in the last bits (another split of the same sums).
 #include <cblas.h>
 #include <omp.h>
 
