@@ -12,8 +12,10 @@ MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null)
 
 # No fast-math anywhere: the tests compare this arithmetic against references.
+# -fno-math-errno only drops errno writes from sqrtf & co. (results bit-identical), which
+# lets gcc vectorise the AdamW loop (measured 439 -> 83 ms per step on gpt2 124M).
 CFLAGS   ?= -O2 -g -march=native
-CFLAGS   += -std=c11 -Wall -Wextra -Wno-unused-parameter -fopenmp -D_GNU_SOURCE \
+CFLAGS   += -fno-math-errno -std=c11 -Wall -Wextra -Wno-unused-parameter -fopenmp -D_GNU_SOURCE \
             -MMD -MP -Isrc -Ikernels -Ioptim -Icomm $(MPI_CFLAGS)
 LDLIBS   += $(MPI_LIBS) -lopenblas -lcjson -lm -fopenmp
 

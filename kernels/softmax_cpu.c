@@ -1,6 +1,6 @@
 // Row softmax pieces for the CPU kernels (attention, cross entropy): the math of
 // softmax_math.h with expf vectorized through glibc's libmvec. Scalar glibc expf costs
-// ~5 ns; the vector one ~1 ns per element (MACHINE.md host, AVX2), and the loss alone
+// ~5 ns; the vector one ~1 ns per element (2-core AMD EPYC, AVX2), and the loss alone
 // takes 2 * B*T*V of them per step.
 //
 // Rows go in blocks of ZT_VBLOCK floats and a short tail through a padded block, so
