@@ -21,16 +21,21 @@ void zt_adamw_free(zt_adamw *o) {
     o->m = o->v = NULL;
 }
 
-void zt_adamw_step(zt_adamw *o, float *params, const float *grads, const zt_layout *lay,
-                   const zt_adamw_config *c, float lr, float grad_scale) {
-    o->t++;
+zt_adamw_hparams zt_adamw_hparams_at(const zt_adamw_config *c, int t, float lr, float grad_scale) {
     zt_adamw_hparams h = {lr,
                           c->beta1,
                           c->beta2,
                           c->eps,
-                          1.0f - powf(c->beta1, (float)o->t),
-                          1.0f - powf(c->beta2, (float)o->t),
+                          1.0f - powf(c->beta1, (float)t),
+                          1.0f - powf(c->beta2, (float)t),
                           grad_scale};
+    return h;
+}
+
+void zt_adamw_step(zt_adamw *o, float *params, const float *grads, const zt_layout *lay,
+                   const zt_adamw_config *c, float lr, float grad_scale) {
+    o->t++;
+    zt_adamw_hparams h = zt_adamw_hparams_at(c, o->t, lr, grad_scale);
     for (int i = 0; i < lay->n; i++) {
         const zt_tensor_desc *t = &lay->t[i];
         size_t a = t->offset > o->lo ? t->offset : o->lo;

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "adamw_math.h"
 #include "layout.h"
 
 typedef struct {
@@ -16,6 +17,11 @@ typedef struct {
     float *m, *v;    // (hi - lo) first and second moments
     int t;           // steps taken (for bias correction)
 } zt_adamw;
+
+// The per-step constants of AdamW's element update (kernels/adamw_math.h) for step t
+// (1-based). Every optimizer that runs the fp32 update builds them here, so their fp32
+// paths agree bit for bit.
+zt_adamw_hparams zt_adamw_hparams_at(const zt_adamw_config *c, int t, float lr, float grad_scale);
 
 // Allocates zeroed moments for [lo, hi) (category optimizer). Free with zt_adamw_free.
 void zt_adamw_init(zt_adamw *o, size_t lo, size_t hi);

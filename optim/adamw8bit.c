@@ -173,14 +173,8 @@ static void update_block(zt_adamw8bit *o, const zt_adamw8bit_piece *p, size_t j,
 void zt_adamw8bit_step(zt_adamw8bit *o, float *params, const float *grads, const zt_layout *lay,
                        const zt_adamw_config *c, float lr, float grad_scale) {
     o->t++;
-    // built exactly as zt_adamw_step builds it, so fp32 pieces match zt_adamw bit for bit
-    zt_adamw_hparams h = {lr,
-                          c->beta1,
-                          c->beta2,
-                          c->eps,
-                          1.0f - powf(c->beta1, (float)o->t),
-                          1.0f - powf(c->beta2, (float)o->t),
-                          grad_scale};
+    // the same constants zt_adamw_step uses, so fp32 pieces match zt_adamw bit for bit
+    zt_adamw_hparams h = zt_adamw_hparams_at(c, o->t, lr, grad_scale);
     size_t B = (size_t)o->opt.block_size;
     for (int k = 0; k < o->n_pieces; k++) {
         const zt_adamw8bit_piece *p = &o->pieces[k];

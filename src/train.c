@@ -272,8 +272,6 @@ static zt_status setup(trainer *t, const char *argv0) {
     }
     zt_schedule_kind kind;
     ZT_TRY(zt_schedule_parse(c->schedule, &kind));
-    ZT_TRY(zt_layout_init(&t->model.layout, &t->shape, 0, 1, 1, 0, 1)); // checks tp early
-    zt_layout_free(&t->model.layout);
     if (strcmp(c->partition, "memory") == 0)
         ZT_TRY(zt_partition_build_staged(&t->part, zt_unit_count(&t->shape), g->pp, stage_bytes,
                                          t));
