@@ -1,24 +1,46 @@
-// Softmax cross entropy over rows of logits, forward and backward in one pass.
+// Softmax cross entropy over rows of logits whose columns may be one slice of a
+// vocabulary split over tp ranks (DESIGN.md §5), in three passes so that the ranks can
+// combine each row's max, sum of exponentials and target logit between them
+// (src/vocab_loss.c). Forward and backward together: the gradient overwrites the logits.
 #include <math.h>
 
 #include "kernels.h"
 #include "softmax_math.h"
 
-void zt_crossentropy_forward_backward(float *dlogits, float *losses, const float *logits,
-                                      const int32_t *targets, float scale, int n, int V, int ld) {
+void zt_ce_slice_stats(float *row_max, float *target_logit, const float *logits,
+                       const int32_t *targets, int n, int n_valid, int vocab_lo, int ld) {
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < n; r++) {
         const float *x = logits + (size_t)r * ld;
-        float m = zt_cpu_row_max(x, V);
-        float lse = m + logf(zt_cpu_row_sumexp(x, V, m));
-        int t = targets[r];
-        losses[r] = zt_ce_loss(lse, x[t]);
+        row_max[r] = zt_cpu_row_max(x, n_valid); // -inf for a slice of padding only
+        int t = targets[r] - vocab_lo;
+        target_logit[r] = t >= 0 && t < n_valid ? x[t] : 0.0f;
+    }
+}
+
+void zt_ce_slice_sumexp(float *sumexp, const float *logits, const float *row_max, int n,
+                        int n_valid, int ld) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < n; r++)
+        sumexp[r] = zt_cpu_row_sumexp(logits + (size_t)r * ld, n_valid, row_max[r]);
+}
+
+void zt_ce_slice_finish(float *dlogits, float *losses, const float *logits,
+                        const int32_t *targets, const float *row_max, const float *sumexp,
+                        const float *target_logit, float scale, int n, int n_valid, int vocab_lo,
+                        int ld) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < n; r++) {
+        const float *x = logits + (size_t)r * ld;
+        float lse = row_max[r] + logf(sumexp[r]);
+        losses[r] = zt_ce_loss(lse, target_logit[r]);
         // zt_ce_row_backward's scale * (expf(x - lse) - onehot), with the vector expf:
         // the target's e - 1 is formed before scaling, as there. x may be dx.
         float *dx = dlogits + (size_t)r * ld;
-        zt_cpu_row_exp(dx, x, lse, V);
-        if (t >= 0 && t < V) dx[t] -= 1.0f;
-        for (int i = 0; i < V; i++) dx[i] *= scale;
-        for (int i = V; i < ld; i++) dx[i] = 0.0f;
+        zt_cpu_row_exp(dx, x, lse, n_valid);
+        int t = targets[r] - vocab_lo;
+        if (t >= 0 && t < n_valid) dx[t] -= 1.0f;
+        for (int i = 0; i < n_valid; i++) dx[i] *= scale;
+        for (int i = n_valid; i < ld; i++) dx[i] = 0.0f; // padded rows never learn
     }
 }

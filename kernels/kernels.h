@@ -63,11 +63,25 @@ void zt_attention_forward(float *out, float *lse, const float *qkv, float *work,
 void zt_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *lse,
                            float *work, int B, int T, int C, int NH);
 
-// Cross entropy of n rows of logits (n, ld) over the first V columns. losses (n) =
-// lse - logit[target]; lse (n) kept. dlogits (n, ld) = scale * (softmax - onehot) over
-// the first V columns, zero in the padding columns [V, ld). dlogits may alias logits.
-void zt_crossentropy_forward_backward(float *dlogits, float *losses, const float *logits,
-                                      const int32_t *targets, float scale, int n, int V, int ld);
+// Cross entropy over rows of logits (n, ld) holding columns [vocab_lo, vocab_lo + ld) of
+// the padded vocabulary, of which the first n_valid are real tokens (the rest padding,
+// never given probability). Three passes; between them the tp ranks of a split
+// vocabulary take the max of row_max and the sums of sumexp and target_logit
+// (src/vocab_loss.c), so each pass sees the whole row's numbers:
+// row_max (n): max of the row's real columns (-inf when there are none);
+// target_logit (n): the target's logit when this slice holds it, else 0.
+void zt_ce_slice_stats(float *row_max, float *target_logit, const float *logits,
+                       const int32_t *targets, int n, int n_valid, int vocab_lo, int ld);
+// sumexp (n) = sum over the real columns of expf(x - row_max).
+void zt_ce_slice_sumexp(float *sumexp, const float *logits, const float *row_max, int n,
+                        int n_valid, int ld);
+// losses (n) = lse - target_logit, lse = row_max + log(sumexp); dlogits (n, ld) =
+// scale * (softmax - onehot) on the real columns, 0 on the padding. dlogits may alias
+// logits.
+void zt_ce_slice_finish(float *dlogits, float *losses, const float *logits,
+                        const int32_t *targets, const float *row_max, const float *sumexp,
+                        const float *target_logit, float scale, int n, int n_valid, int vocab_lo,
+                        int ld);
 
 // Row pieces of the softmax for the CPU kernels (softmax_cpu.c): softmax_math.h's
 // max, sum of exp and exp, with a vectorized expf (a few ulp, as scalar expf), the same

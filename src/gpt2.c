@@ -1,6 +1,13 @@
-// GPT-2 forward and backward on one stage: embedding, transformer blocks, and a head
-// that computes the loss (and its gradient) in chunks of tokens, so the logits of a
-// whole micro-batch never exist at once (DESIGN.md §5).
+// GPT-2 forward and backward on one stage and one tp rank: embedding, transformer
+// blocks, and a head that computes the loss (and its gradient) in chunks of tokens, so
+// the logits of a whole micro-batch never exist at once (DESIGN.md §5).
+//
+// Tensor parallel as in Megatron-LM: c_attn and c_fc are column-parallel (this rank's
+// heads, this rank's share of the MLP width), c_proj row-parallel; the residual
+// stream, the LayerNorms and the row-parallel biases are whole on every rank. One
+// all-reduce after each row-parallel forward, one on the input gradient of each
+// column-parallel backward; the embedding and the lm-head are split over the padded
+// vocabulary.
 #include "gpt2.h"
 
 #include <math.h>
@@ -9,6 +16,7 @@
 #include "kernels.h"
 #include "memory.h"
 #include "rng.h"
+#include "vocab_loss.h"
 
 static int has_embed(const zt_gpt2 *m) { return m->layout.unit_first == ZT_UNIT_EMBED; }
 static int has_head(const zt_gpt2 *m) { return m->layout.unit_last == zt_unit_count(&m->shape); }
@@ -16,6 +24,12 @@ static int first_layer(const zt_gpt2 *m) { return has_embed(m) ? 0 : m->layout.u
 static int n_local_layers(const zt_gpt2 *m) {
     int last = has_head(m) ? m->shape.n_layer : m->layout.unit_last - 1;
     return last - first_layer(m);
+}
+
+// Sums a replicated (N, C) buffer's partial values over the tp group, in place.
+static void tp_sum(const zt_gpt2 *m, float *x, size_t n) {
+    if (m->tp_comm && m->tp_comm->size > 1)
+        zt_comm_all_reduce(m->tp_comm, x, x, n, ZT_F32, ZT_REDUCE_SUM, NULL);
 }
 
 static float *view(const zt_layout *lay, float *base, const char *name) {
@@ -76,9 +90,10 @@ static float *carve(carver *c, size_t n) {
     return p;
 }
 
-// Carves one micro-batch's activations from `act` and the workspace from `ws` (NULL
-// bases just count; ws NULL skips the workspace); the carvers end up holding the totals.
-static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, const zt_gpt2 *m) {
+// Carves one micro-batch's activations from `act`, the workspace from `ws` and the
+// loss's logits from `lg` (NULL bases just count; ws NULL skips the workspace and the
+// logits); the carvers end up holding the totals.
+static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, const zt_gpt2 *m) {
     size_t N = (size_t)m->B * m->T, C = (size_t)m->shape.n_embd, tp = (size_t)m->layout.tp;
     size_t nl = (size_t)n_local_layers(m), NH = (size_t)m->shape.n_head / tp;
     size_t Cl = C / tp; // this rank's heads' channels
@@ -110,8 +125,9 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, const zt_gpt2 *
     a->dqkv = carve(ws, N * 3 * Cl);
     a->dfch = carve(ws, N * 4 * Cl);
     a->scratch = carve(ws, N * C);
-    a->logits = carve(ws, head ? (size_t)m->loss_chunk * Vl : 0);
     a->attn_work = carve(ws, nl ? zt_attention_workspace(m->T) : 0);
+    a->logits = carve(lg, head ? (size_t)m->loss_chunk * Vl : 0);
+    a->ce_work = carve(lg, head ? 3 * (size_t)m->loss_chunk : 0);
 }
 
 // Fills everything but the allocations: shape, layout, sizes, loss chunk.
@@ -137,21 +153,24 @@ zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, 
     zt_gpt2 m;
     ZT_TRY(plan(&m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk,
                 n_slots));
-    carver act = {0}, ws = {0};
-    carve_acts(&m.a, &act, &ws, &m);
+    carver act = {0}, ws = {0}, lg = {0};
+    carve_acts(&m.a, &act, &ws, &lg, &m);
     memset(bytes, 0, ZT_MEM_NCAT * sizeof(size_t));
     bytes[ZT_MEM_PARAMS] = bytes[ZT_MEM_GRADS] = m.layout.numel * sizeof(float);
     bytes[ZT_MEM_ACTIVATIONS] = act.used * sizeof(float) * (size_t)n_slots;
     bytes[ZT_MEM_WORKSPACE] = ws.used * sizeof(float);
+    bytes[ZT_MEM_LOGITS] = lg.used * sizeof(float);
     zt_layout_free(&m.layout);
     return ZT_OK;
 }
 
 zt_status zt_gpt2_init(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
                        int tp_rank, size_t align, size_t pad_multiple, int B, int T,
-                       int loss_chunk, int n_slots) {
+                       int loss_chunk, int n_slots, const zt_comm *tp_comm) {
     ZT_TRY(plan(m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk,
                 n_slots));
+    ZT_ASSERT(tp == 1 || (tp_comm && tp_comm->size == tp && tp_comm->rank == tp_rank));
+    m->tp_comm = tp > 1 ? tp_comm : NULL;
     size_t n = m->layout.numel;
     m->params = zt_mem_alloc(ZT_MEM_PARAMS, n * sizeof(float));
     m->grads = zt_mem_alloc(ZT_MEM_GRADS, n * sizeof(float));
@@ -160,22 +179,24 @@ zt_status zt_gpt2_init(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int 
     ZT_ASSERT(m->p.h && m->g.h);
     bind(&m->p, &m->layout, m->params, s->n_layer);
     bind(&m->g, &m->layout, m->grads, s->n_layer);
-    carver act = {0}, ws = {0};
-    carve_acts(&m->a, &act, &ws, m);
+    carver act = {0}, ws = {0}, lg = {0};
+    carve_acts(&m->a, &act, &ws, &lg, m);
     m->slot_floats = act.used;
     act.base = zt_mem_alloc(ZT_MEM_ACTIVATIONS, act.used * sizeof(float) * (size_t)n_slots);
     ws.base = zt_mem_alloc(ZT_MEM_WORKSPACE, ws.used * sizeof(float));
-    act.used = ws.used = 0;
-    carve_acts(&m->a, &act, &ws, m);
+    lg.base = zt_mem_alloc(ZT_MEM_LOGITS, lg.used * sizeof(float));
+    act.used = ws.used = lg.used = 0;
+    carve_acts(&m->a, &act, &ws, &lg, m);
     m->act_block = act.base;
     m->ws_block = ws.base;
+    m->logits_block = lg.base;
     return ZT_OK;
 }
 
 void zt_gpt2_use_slot(zt_gpt2 *m, int slot) {
     ZT_ASSERT(slot >= 0 && slot < m->n_slots);
     carver act = {(float *)m->act_block + (size_t)slot * m->slot_floats, 0};
-    carve_acts(&m->a, &act, NULL, m);
+    carve_acts(&m->a, &act, NULL, NULL, m);
 }
 
 void zt_gpt2_free(zt_gpt2 *m) {
@@ -183,6 +204,7 @@ void zt_gpt2_free(zt_gpt2 *m) {
     zt_mem_free(m->grads);
     zt_mem_free(m->act_block);
     zt_mem_free(m->ws_block);
+    zt_mem_free(m->logits_block);
     free(m->p.h);
     free(m->g.h);
     zt_layout_free(&m->layout);
@@ -218,49 +240,81 @@ void zt_gpt2_init_random(zt_gpt2 *m, uint64_t seed) {
     }
 }
 
+// This tp rank's per-layer sizes: Cl = C/tp channels of its heads, NHl = NH/tp heads.
+typedef struct {
+    int B, T, N, C, Cl, NHl;
+    size_t NC, NCl;
+} dims;
+static dims dims_of(const zt_gpt2 *m) {
+    dims d;
+    int tp = m->layout.tp;
+    d.B = m->B;
+    d.T = m->T;
+    d.N = d.B * d.T;
+    d.C = m->shape.n_embd;
+    d.Cl = d.C / tp;
+    d.NHl = m->shape.n_head / tp;
+    d.NC = (size_t)d.N * d.C;
+    d.NCl = (size_t)d.N * d.Cl;
+    return d;
+}
+
+// A row-parallel layer's bias is whole on every rank: only rank 0 adds it before the sum.
+static const float *row_bias(const zt_gpt2 *m, const float *b) {
+    return m->layout.tp_rank == 0 ? b : NULL;
+}
+
 static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const float *x) {
     zt_gpt2_acts *a = &m->a;
-    int B = m->B, T = m->T, N = B * T, C = m->shape.n_embd, NH = m->shape.n_head;
-    size_t NC = (size_t)N * C;
-    float *ln1 = a->ln1 + li * NC, *qkv = a->qkv + li * 3 * NC, *atty = a->atty + li * NC;
-    float *lse = a->lse + (size_t)li * N * NH, *res2 = a->res2 + li * NC;
-    float *ln2 = a->ln2 + li * NC, *fch = a->fch + li * 4 * NC;
-    float *fch_gelu = a->fch_gelu + li * 4 * NC, *res3 = a->res3 + li * NC;
+    dims d = dims_of(m);
+    int N = d.N, C = d.C, Cl = d.Cl;
+    float *ln1 = a->ln1 + li * d.NC, *qkv = a->qkv + li * 3 * d.NCl, *atty = a->atty + li * d.NCl;
+    float *lse = a->lse + (size_t)li * N * d.NHl, *res2 = a->res2 + li * d.NC;
+    float *ln2 = a->ln2 + li * d.NC, *fch = a->fch + li * 4 * d.NCl;
+    float *fch_gelu = a->fch_gelu + li * 4 * d.NCl, *res3 = a->res3 + li * d.NC;
     zt_layernorm_forward(ln1, a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, x,
                          w->ln1w, w->ln1b, N, C);
-    zt_matmul_forward(qkv, ln1, w->qkvw, w->qkvb, N, C, 3 * C);
-    zt_attention_forward(atty, lse, qkv, a->attn_work, B, T, C, NH);
-    zt_matmul_forward(a->scratch, atty, w->attprojw, w->attprojb, N, C, C);
-    zt_add(res2, x, a->scratch, NC);
+    zt_matmul_forward(qkv, ln1, w->qkvw, w->qkvb, N, C, 3 * Cl);
+    zt_attention_forward(atty, lse, qkv, a->attn_work, d.B, d.T, Cl, d.NHl);
+    zt_matmul_forward(a->scratch, atty, w->attprojw, row_bias(m, w->attprojb), N, Cl, C);
+    tp_sum(m, a->scratch, d.NC);
+    zt_add(res2, x, a->scratch, d.NC);
     zt_layernorm_forward(ln2, a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, res2,
                          w->ln2w, w->ln2b, N, C);
-    zt_matmul_forward(fch, ln2, w->fcw, w->fcb, N, C, 4 * C);
-    zt_gelu_forward(fch_gelu, fch, 4 * NC);
-    zt_matmul_forward(a->scratch, fch_gelu, w->fcprojw, w->fcprojb, N, 4 * C, C);
-    zt_add(res3, res2, a->scratch, NC);
+    zt_matmul_forward(fch, ln2, w->fcw, w->fcb, N, C, 4 * Cl);
+    zt_gelu_forward(fch_gelu, fch, 4 * d.NCl);
+    zt_matmul_forward(a->scratch, fch_gelu, w->fcprojw, row_bias(m, w->fcprojb), N, 4 * Cl, C);
+    tp_sum(m, a->scratch, d.NC);
+    zt_add(res3, res2, a->scratch, d.NC);
 }
 
 // dres holds the gradient of the block's output and becomes that of its input x.
+// Row-parallel biases and LayerNorms see the whole (identical) dres on every tp rank,
+// so their gradients agree across the group without a reduction.
 static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_block_tensors *g,
                            const float *x) {
     zt_gpt2_acts *a = &m->a;
-    int B = m->B, T = m->T, N = B * T, C = m->shape.n_embd, NH = m->shape.n_head;
-    size_t NC = (size_t)N * C;
-    const float *ln1 = a->ln1 + li * NC, *qkv = a->qkv + li * 3 * NC, *atty = a->atty + li * NC;
-    const float *lse = a->lse + (size_t)li * N * NH, *res2 = a->res2 + li * NC;
-    const float *ln2 = a->ln2 + li * NC, *fch = a->fch + li * 4 * NC;
-    const float *fch_gelu = a->fch_gelu + li * 4 * NC;
+    dims d = dims_of(m);
+    int N = d.N, C = d.C, Cl = d.Cl;
+    const float *ln1 = a->ln1 + li * d.NC, *qkv = a->qkv + li * 3 * d.NCl;
+    const float *atty = a->atty + li * d.NCl;
+    const float *lse = a->lse + (size_t)li * N * d.NHl, *res2 = a->res2 + li * d.NC;
+    const float *ln2 = a->ln2 + li * d.NC, *fch = a->fch + li * 4 * d.NCl;
+    const float *fch_gelu = a->fch_gelu + li * 4 * d.NCl;
     // MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2))))
-    zt_matmul_backward(a->dfch, g->fcprojw, g->fcprojb, a->dres, fch_gelu, w->fcprojw, N, 4 * C,
+    zt_matmul_backward(a->dfch, g->fcprojw, g->fcprojb, a->dres, fch_gelu, w->fcprojw, N, 4 * Cl,
                        C, 0);
-    zt_gelu_backward(a->dfch, fch, a->dfch, 4 * NC);
-    zt_matmul_backward(a->dln, g->fcw, g->fcb, a->dfch, ln2, w->fcw, N, C, 4 * C, 0);
+    zt_gelu_backward(a->dfch, fch, a->dfch, 4 * d.NCl);
+    zt_matmul_backward(a->dln, g->fcw, g->fcb, a->dfch, ln2, w->fcw, N, C, 4 * Cl, 0);
+    tp_sum(m, a->dln, d.NC); // column-parallel: each rank holds part of d(ln_2 out)
     zt_layernorm_backward(a->dres, g->ln2w, g->ln2b, a->dln, res2, w->ln2w,
                           a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, N, C);
     // attention: res2 = x + c_proj(attn(c_attn(ln_1(x))))
-    zt_matmul_backward(a->datty, g->attprojw, g->attprojb, a->dres, atty, w->attprojw, N, C, C, 0);
-    zt_attention_backward(a->dqkv, a->datty, qkv, lse, a->attn_work, B, T, C, NH);
-    zt_matmul_backward(a->dln, g->qkvw, g->qkvb, a->dqkv, ln1, w->qkvw, N, C, 3 * C, 0);
+    zt_matmul_backward(a->datty, g->attprojw, g->attprojb, a->dres, atty, w->attprojw, N, Cl, C,
+                       0);
+    zt_attention_backward(a->dqkv, a->datty, qkv, lse, a->attn_work, d.B, d.T, Cl, d.NHl);
+    zt_matmul_backward(a->dln, g->qkvw, g->qkvb, a->dqkv, ln1, w->qkvw, N, C, 3 * Cl, 0);
+    tp_sum(m, a->dln, d.NC);
     zt_layernorm_backward(a->dres, g->ln1w, g->ln1b, a->dln, x, w->ln1w,
                           a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, N, C);
 }
@@ -277,27 +331,33 @@ const float *zt_gpt2_output(const zt_gpt2 *m) {
     return block_input(m, nl);
 }
 
-// The head over chunks of tokens: logits, loss and (with backward) the gradients of
-// the lm-head weight and of ln_f's output, chunk by chunk.
+// This rank's slice of the padded vocabulary: rows [lo, lo + rows) of wte.
+static int vocab_rows(const zt_gpt2 *m) { return m->shape.padded_vocab / m->layout.tp; }
+static int vocab_lo(const zt_gpt2 *m) { return m->layout.tp_rank * vocab_rows(m); }
+
+// The head over chunks of tokens: logits of this rank's vocabulary slice, the
+// vocab-parallel loss and (with backward) the gradients of the lm-head slice and of
+// ln_f's output, chunk by chunk.
 static double head_forward(zt_gpt2 *m, const float *x, const int32_t *targets, int backward,
                            float loss_scale) {
     zt_gpt2_acts *a = &m->a;
-    int N = m->B * m->T, C = m->shape.n_embd, V = m->shape.vocab, Vp = m->shape.padded_vocab;
+    int N = m->B * m->T, C = m->shape.n_embd, Vl = vocab_rows(m);
     zt_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.lnfw, m->p.lnfb, N, C);
     for (int n0 = 0; n0 < N; n0 += m->loss_chunk) {
         int nc = (int)zt_min_sz((size_t)m->loss_chunk, (size_t)(N - n0));
         const float *lnf = a->lnf + (size_t)n0 * C;
-        zt_gemm(0, 1, nc, Vp, C, 1.0f, lnf, C, m->p.wte, C, 0.0f, a->logits, Vp);
-        zt_crossentropy_forward_backward(a->logits, a->losses + n0, a->logits, targets + n0,
-                                         loss_scale, nc, V, Vp);
+        zt_gemm(0, 1, nc, Vl, C, 1.0f, lnf, C, m->p.wte, C, 0.0f, a->logits, Vl);
+        zt_vocab_parallel_ce(m->tp_comm, a->logits, a->losses + n0, a->logits, targets + n0,
+                             loss_scale, nc, m->shape.vocab, m->shape.padded_vocab, a->ce_work);
         if (!backward) continue;
-        zt_gemm(0, 0, nc, C, Vp, 1.0f, a->logits, Vp, m->p.wte, C, 0.0f, a->dln + (size_t)n0 * C,
+        zt_gemm(0, 0, nc, C, Vl, 1.0f, a->logits, Vl, m->p.wte, C, 0.0f, a->dln + (size_t)n0 * C,
                 C);
-        zt_gemm(1, 0, Vp, C, nc, 1.0f, a->logits, Vp, lnf, C, 1.0f, m->g.wte, C);
+        zt_gemm(1, 0, Vl, C, nc, 1.0f, a->logits, Vl, lnf, C, 1.0f, m->g.wte, C);
     }
     double sum = 0.0;
     for (int n = 0; n < N; n++) sum += a->losses[n];
     if (backward) { // kept per micro-batch: GPipe runs the backward later
+        tp_sum(m, a->dln, (size_t)N * C); // each vocabulary slice adds its part
         memset(a->dhead, 0, (size_t)N * C * sizeof(float));
         zt_layernorm_backward(a->dhead, m->g.lnfw, m->g.lnfb, a->dln, x, m->p.lnfw, a->lnf_mean,
                               a->lnf_rstd, N, C);
@@ -307,13 +367,17 @@ static double head_forward(zt_gpt2 *m, const float *x, const int32_t *targets, i
 
 double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
                        const int32_t *targets, int backward, float loss_scale) {
-    ZT_ASSERTF(m->layout.tp == 1, "tensor parallel forward is not built yet");
     int N = m->B * m->T, C = m->shape.n_embd, L0 = first_layer(m);
-    if (has_embed(m))
-        zt_encoder_forward(m->a.encoded, tokens, m->p.wte, m->p.wpe, 0, m->shape.padded_vocab, N,
-                           m->T, C);
-    else
+    if (has_embed(m)) {
+        // a token's row lives on one tp rank (the others add zeros), positions on rank 0:
+        // the sum is exact, as at tp = 1
+        zt_encoder_forward(m->a.encoded, tokens, m->p.wte,
+                           m->layout.tp_rank == 0 ? m->p.wpe : NULL, vocab_lo(m), vocab_rows(m),
+                           N, m->T, C);
+        tp_sum(m, m->a.encoded, (size_t)N * C);
+    } else {
         memcpy(m->a.encoded, input, (size_t)N * C * sizeof(float));
+    }
     int nl = n_local_layers(m);
     for (int li = 0; li < nl; li++)
         block_forward(m, li, &m->p.h[L0 + li], block_input(m, li));
@@ -328,13 +392,13 @@ void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, floa
     for (int li = n_local_layers(m) - 1; li >= 0; li--)
         block_backward(m, li, &m->p.h[L0 + li], &m->g.h[L0 + li], block_input(m, li));
     if (has_embed(m))
-        zt_encoder_backward(m->g.wte, m->g.wpe, m->a.dres, tokens, 0, m->shape.padded_vocab, N,
+        zt_encoder_backward(m->g.wte, m->g.wpe, m->a.dres, tokens, vocab_lo(m), vocab_rows(m), N,
                             m->T, C);
     else if (dinput)
         memcpy(dinput, m->a.dres, NC * sizeof(float));
 }
 
 void zt_gpt2_logits(const zt_gpt2 *m, float *out) {
-    int N = m->B * m->T, C = m->shape.n_embd, Vp = m->shape.padded_vocab;
-    zt_gemm(0, 1, N, Vp, C, 1.0f, m->a.lnf, C, m->p.wte, C, 0.0f, out, Vp);
+    int N = m->B * m->T, C = m->shape.n_embd, Vl = vocab_rows(m);
+    zt_gemm(0, 1, N, Vl, C, 1.0f, m->a.lnf, C, m->p.wte, C, 0.0f, out, Vl);
 }

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "comm.h"
 #include "layout.h"
 #include "memory.h"
 
@@ -49,7 +50,8 @@ typedef struct {
     float *dqkv;                    // (N, 3C)
     float *dfch;                    // (N, 4C)
     float *scratch;                 // (N, C) projection outputs before the residual add
-    float *logits;                  // (loss_chunk, Vp) one chunk of logits, then its grads
+    float *logits;                  // (loss_chunk, Vp/tp) one chunk of logits, then its grads
+    float *ce_work;                 // (3 * loss_chunk) the loss's per-row max, sums, targets
     float *attn_work;               // zt_attention_workspace(T)
 } zt_gpt2_acts;
 
@@ -57,6 +59,7 @@ typedef struct {
     zt_model_shape shape;
     zt_layout layout;
     int B, T, loss_chunk;
+    const zt_comm *tp_comm;   // this stage's tp group (NULL when tp = 1)
     float *params;            // (layout.numel) flat
     float *grads;             // (layout.numel) flat, same layout
     zt_gpt2_tensors p, g;     // views into params and grads
@@ -65,6 +68,7 @@ typedef struct {
     size_t slot_floats;       // floats of one slot's activations
     void *act_block;          // one allocation holding every slot's activations
     void *ws_block;           // one allocation holding the backward scratch
+    void *logits_block;       // the loss's chunk of logits (last stage), ZT_MEM_LOGITS
 } zt_gpt2;
 
 // Builds the layout for units [unit_first, unit_last) on this tp rank and allocates
@@ -74,10 +78,11 @@ typedef struct {
 // (0 = automatic). n_slots activation sets are allocated, one per micro-batch the
 // pipeline schedule keeps in flight (1 without a pipeline); slot 0 is in use until
 // zt_gpt2_use_slot picks another. Weights are zero until zt_gpt2_init_random or a
-// checkpoint fills them. Free with zt_gpt2_free.
+// checkpoint fills them. With tp > 1, tp_comm is the stage's tp group (rank tp_rank
+// of size tp): forward and backward issue its all-reduces. Free with zt_gpt2_free.
 zt_status zt_gpt2_init(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
                        int tp_rank, size_t align, size_t pad_multiple, int B, int T,
-                       int loss_chunk, int n_slots);
+                       int loss_chunk, int n_slots, const zt_comm *tp_comm);
 
 // Points the activations (m->a, not the shared backward scratch) at slot `slot`: the
 // forward and backward of one micro-batch must use the same slot.
@@ -115,7 +120,7 @@ void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, floa
 // The output of this stage's last unit (N, C) (for the next stage).
 const float *zt_gpt2_output(const zt_gpt2 *m);
 
-// Logits (N, Vp/tp) of the last forward (last stage), for tests and evaluation.
+// Logits (N, Vp/tp) of the last forward (last stage): this tp rank's vocabulary slice.
 void zt_gpt2_logits(const zt_gpt2 *m, float *out);
 
 #endif

@@ -8,37 +8,59 @@
 #include "safetensors.h"
 
 zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
-                       const float *const *params, int n_stages, const char *dir) {
+                       const float *const *params, int n_parts, const char *dir) {
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
         return zt_errorf("cannot create directory %s: %s", dir, strerror(errno));
     int cap = 0;
-    for (int k = 0; k < n_stages; k++) {
-        ZT_ASSERTF(lays[k].tp == 1, "zt_hf_export needs whole tensors (tp = 1)");
-        cap += lays[k].n;
-    }
+    for (int k = 0; k < n_parts; k++) cap += lays[k].n;
     zt_st_tensor *t = calloc((size_t)cap, sizeof *t);
     float **owned = calloc((size_t)cap, sizeof *owned);
     ZT_ASSERT(t && owned);
     int n = 0;
-    for (int k = 0; k < n_stages; k++)
+    for (int k = 0; k < n_parts; k++)
         for (int i = 0; i < lays[k].n; i++) {
             const zt_tensor_desc *d = &lays[k].t[i];
             int seen = 0;
             for (int j = 0; j < n; j++) seen |= strcmp(t[j].name, d->name) == 0;
             if (seen) continue;
-            const float *p = params[k] + d->offset;
             zt_st_tensor *o = &t[n];
             o->name = d->name;
             o->ndim = d->ndim;
-            o->shape[0] = d->split == ZT_SPLIT_VOCAB ? shape->vocab : d->shape[0]; // no padding
-            o->shape[1] = d->shape[1];
-            o->data = p;
+            // the whole tensor, without the vocabulary padding
+            size_t R = d->split == ZT_SPLIT_VOCAB ? (size_t)shape->vocab : (size_t)d->shape[0];
+            size_t C = (size_t)d->shape[1];
+            o->shape[0] = (int64_t)R;
+            o->shape[1] = (int64_t)C;
+            o->data = params[k] + d->offset;
+            if (lays[k].tp > 1) {
+                // assemble it from the tp slices: the first part of each tp rank holding it
+                float *whole = owned[n] = malloc(R * C * sizeof(float));
+                int *have = calloc((size_t)lays[k].tp, sizeof *have);
+                ZT_ASSERT(whole && have);
+                for (int q = k; q < n_parts; q++) {
+                    int e = zt_layout_find(&lays[q], d->name);
+                    if (e < 0 || have[lays[q].tp_rank]) continue;
+                    have[lays[q].tp_rank] = 1;
+                    const zt_tensor_desc *dq = &lays[q].t[e];
+                    const float *src = params[q] + dq->offset;
+                    for (size_t x = 0; x < dq->numel; x++) {
+                        size_t g = zt_layout_global_index(&lays[q], dq, x);
+                        if (g < R * C) whole[g] = src[x];
+                    }
+                }
+                for (int r = 0; r < lays[k].tp; r++)
+                    ZT_ASSERTF(have[r], "%s: no part holds tp rank %d's slice", d->name, r);
+                free(have);
+                o->data = whole;
+            }
             if (d->hf_transposed) {
-                size_t R = (size_t)d->shape[0], C = (size_t)d->shape[1];
-                float *tr = owned[n] = malloc(R * C * sizeof(float));
+                const float *p = o->data;
+                float *tr = malloc(R * C * sizeof(float));
                 ZT_ASSERT(tr);
                 for (size_t r = 0; r < R; r++)
                     for (size_t c = 0; c < C; c++) tr[c * R + r] = p[r * C + c];
+                free(owned[n]);
+                owned[n] = tr;
                 o->shape[0] = (int64_t)C;
                 o->shape[1] = (int64_t)R;
                 o->data = tr;

@@ -19,9 +19,11 @@ typedef struct {
 
 static size_t g_current[ZT_MEM_NCAT];
 static size_t g_peak[ZT_MEM_NCAT];
+static size_t g_total, g_peak_total; // all categories together
 
 static const char *const g_names[ZT_MEM_NCAT] = {"params",      "grads",     "optimizer",
-                                                 "activations", "workspace", "comm"};
+                                                 "activations", "workspace", "comm",
+                                                 "logits"};
 
 const char *zt_mem_category_name(zt_mem_category cat) {
     ZT_ASSERT(cat >= 0 && cat < ZT_MEM_NCAT);
@@ -42,6 +44,8 @@ void *zt_mem_alloc(zt_mem_category cat, size_t bytes) {
     h->magic = ZT_MEM_MAGIC;
     g_current[cat] += bytes;
     if (g_current[cat] > g_peak[cat]) g_peak[cat] = g_current[cat];
+    g_total += bytes;
+    if (g_total > g_peak_total) g_peak_total = g_total;
     return h + 1;
 }
 
@@ -50,6 +54,7 @@ void zt_mem_free(void *ptr) {
     zt_mem_header *h = (zt_mem_header *)ptr - 1;
     ZT_ASSERTF(h->magic == ZT_MEM_MAGIC, "zt_mem_free of a pointer zt_mem_alloc did not return");
     g_current[h->cat] -= h->bytes;
+    g_total -= h->bytes;
     h->magic = 0;
     free(h);
 }
@@ -57,10 +62,18 @@ void zt_mem_free(void *ptr) {
 size_t zt_mem_current(zt_mem_category cat) { return g_current[cat]; }
 size_t zt_mem_peak(zt_mem_category cat) { return g_peak[cat]; }
 
-size_t zt_mem_total(void) {
-    size_t t = 0;
-    for (int c = 0; c < ZT_MEM_NCAT; c++) t += g_current[c];
-    return t;
+size_t zt_mem_total(void) { return g_total; }
+size_t zt_mem_peak_total(void) { return g_peak_total; }
+
+size_t zt_mem_rss_peak(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %zu kB", &kb) == 1) break;
+    fclose(f);
+    return kb * 1024;
 }
 
 void zt_mem_format(char *buf, size_t size) {

@@ -12,6 +12,7 @@ typedef enum {
     ZT_MEM_ACTIVATIONS,
     ZT_MEM_WORKSPACE,
     ZT_MEM_COMM,
+    ZT_MEM_LOGITS, // the loss's chunk of logits (and their gradient) on the last stage
     ZT_MEM_NCAT
 } zt_mem_category;
 
@@ -28,6 +29,11 @@ void zt_mem_free(void *ptr);
 size_t zt_mem_current(zt_mem_category cat);
 size_t zt_mem_peak(zt_mem_category cat);
 size_t zt_mem_total(void);
+// The peak of all categories together (not the sum of their peaks).
+size_t zt_mem_peak_total(void);
+// The process's peak resident set (VmHWM) in bytes, 0 where unknown: what the runtime's
+// own accounting leaves out (code, MPI and BLAS buffers, stacks) shows up here.
+size_t zt_mem_rss_peak(void);
 // "params 475.0M grads 475.0M ..." into buf.
 void zt_mem_format(char *buf, size_t size);
 

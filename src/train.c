@@ -170,7 +170,8 @@ static double evaluate(trainer *t) {
             read_batch(t, &t->val, (uint64_t)vb, k, c->grad_accum, 0);
             if (!is_first_stage(t))
                 zt_comm_recv(pp, t->recv_in, NC, ZT_F32, t->grid.pp_rank - 1, 0, NULL);
-            sum += zt_gpt2_forward(m, t->inputs, t->recv_in, t->targets, 0, 0.0f);
+            double part = zt_gpt2_forward(m, t->inputs, t->recv_in, t->targets, 0, 0.0f);
+            if (t->grid.tp_rank == 0) sum += part; // every tp rank has the same losses
             if (!is_last_stage(t))
                 zt_comm_send(pp, zt_gpt2_output(m), NC, ZT_F32, t->grid.pp_rank + 1, 0, NULL);
         }
@@ -198,13 +199,13 @@ static zt_status predict(const trainer *t, int first, int last, int n_slots,
                          double b[ZT_MEM_NCAT]) {
     const zt_config *c = t->cfg;
     size_t m[ZT_MEM_NCAT], pad = (size_t)t->grid.dp * ZT_ALIGN_ELEMS;
-    ZT_TRY(zt_gpt2_footprint(m, &t->shape, first, last, 1, 0, ZT_ALIGN_ELEMS, pad,
+    ZT_TRY(zt_gpt2_footprint(m, &t->shape, first, last, t->grid.tp, 0, ZT_ALIGN_ELEMS, pad,
                              c->micro_batch, c->seq, c->loss_chunk, n_slots));
     for (int k = 0; k < ZT_MEM_NCAT; k++) b[k] = (double)m[k];
     size_t numel = m[ZT_MEM_PARAMS] / sizeof(float), hi = c->zero == 1 ? numel / t->grid.dp : numel;
     if (t->is_8bit) { // dp rank 0's shard: the others differ by a few blocks at most
         zt_layout lay;
-        ZT_TRY(zt_layout_init(&lay, &t->shape, first, last, 1, 0, ZT_ALIGN_ELEMS));
+        ZT_TRY(zt_layout_init(&lay, &t->shape, first, last, t->grid.tp, 0, ZT_ALIGN_ELEMS));
         lay.numel = numel;
         b[ZT_MEM_OPTIMIZER] = (double)zt_adamw8bit_state_bytes(&lay, 0, hi, &t->opt8_options);
         zt_layout_free(&lay);
@@ -284,8 +285,9 @@ static zt_status setup(trainer *t, const char *argv0) {
     ZT_ASSERT(t->n_slots == stage_slots(t, g->pp_rank));
     size_t pad = (size_t)g->dp * ZT_ALIGN_ELEMS;
     ZT_TRY(check_fits(t));
-    ZT_TRY(zt_gpt2_init(&t->model, &t->shape, t->unit_first, t->unit_last, 1, 0, ZT_ALIGN_ELEMS,
-                        pad, c->micro_batch, c->seq, c->loss_chunk, t->n_slots));
+    ZT_TRY(zt_gpt2_init(&t->model, &t->shape, t->unit_first, t->unit_last, g->tp, g->tp_rank,
+                        ZT_ALIGN_ELEMS, pad, c->micro_batch, c->seq, c->loss_chunk, t->n_slots,
+                        &g->tp_comm));
     if (c->init_from[0]) ZT_TRY(zt_llmc_load(&t->model, c->init_from));
     else zt_gpt2_init_random(&t->model, c->seed);
     size_t BT = (size_t)c->micro_batch * c->seq, NC = act_count(t);
@@ -333,6 +335,10 @@ static void print_start(trainer *t) {
                "sequences of %d tokens; %d OpenMP threads per rank\n",
                g->world, g->dp, g->pp, g->tp, c->zero, c->micro_batch, c->grad_accum, g->dp,
                c->seq, omp_get_max_threads());
+        printf("loss: chunks of %d tokens, %.1f MiB of logits per chunk on each of the %d tp "
+               "ranks' vocabulary slices\n", t->model.loss_chunk,
+               (double)t->model.loss_chunk * t->shape.padded_vocab / g->tp * sizeof(float) /
+                   1048576.0, g->tp);
         if (g->pp > 1) {
             printf("pipeline: %s schedule, partition %s: %s\n", c->schedule, c->partition, part);
             for (int s = 0; s < g->pp; s++) // measured on stage s's dp 0, tp 0 rank
@@ -349,25 +355,26 @@ static void print_start(trainer *t) {
     free(all);
 }
 
-// Writes the final weights from every stage: each stage's dp 0 / tp 0 rank sends its
-// flat parameters to rank 0, which exports them as one Hugging Face directory.
+// Writes the final weights: the dp 0 rank of every (stage, tp rank) sends its flat
+// parameters to rank 0, which assembles and exports them as one Hugging Face directory.
 static zt_status save_model(trainer *t) {
     const zt_grid *g = &t->grid;
     const zt_config *c = t->cfg;
-    if (g->dp_rank != 0 || g->tp_rank != 0) return ZT_OK;
+    if (g->dp_rank != 0) return ZT_OK;
     zt_gpt2 *m = &t->model;
-    if (g->pp_rank > 0) {
-        zt_comm_send(&g->pp_comm, m->params, m->layout.numel, ZT_F32, 0, 0, NULL);
+    if (g->rank != 0) {
+        zt_comm_send(&g->world_comm, m->params, m->layout.numel, ZT_F32, 0, 0, NULL);
         return ZT_OK;
     }
-    zt_layout *lays = calloc((size_t)g->pp, sizeof *lays);
-    const float **params = calloc((size_t)g->pp, sizeof *params);
-    float **owned = calloc((size_t)g->pp, sizeof *owned);
+    int n = g->pp * g->tp; // part k = stage k / tp, tp rank k % tp
+    zt_layout *lays = calloc((size_t)n, sizeof *lays);
+    const float **params = calloc((size_t)n, sizeof *params);
+    float **owned = calloc((size_t)n, sizeof *owned);
     ZT_ASSERT(lays && params && owned);
-    zt_status s = ZT_OK;
-    for (int k = 0; k < g->pp; k++) {
-        ZT_ASSERT(zt_layout_init(&lays[k], &t->shape, t->part.first[k], t->part.first[k + 1], 1, 0,
-                                 ZT_ALIGN_ELEMS) == ZT_OK);
+    for (int k = 0; k < n; k++) {
+        int stage = k / g->tp, tp_rank = k % g->tp;
+        ZT_ASSERT(zt_layout_init(&lays[k], &t->shape, t->part.first[stage],
+                                 t->part.first[stage + 1], g->tp, tp_rank, ZT_ALIGN_ELEMS) == ZT_OK);
         lays[k].numel = zt_round_up(lays[k].numel, (size_t)g->dp * ZT_ALIGN_ELEMS);
         if (k == 0) {
             params[k] = m->params;
@@ -375,12 +382,13 @@ static zt_status save_model(trainer *t) {
         }
         owned[k] = malloc(lays[k].numel * sizeof(float));
         ZT_ASSERT(owned[k]);
-        zt_comm_recv(&g->pp_comm, owned[k], lays[k].numel, ZT_F32, k, 0, NULL);
+        zt_comm_recv(&g->world_comm, owned[k], lays[k].numel, ZT_F32,
+                     zt_grid_rank(0, stage, tp_rank, g->dp, g->pp, g->tp), 0, NULL);
         params[k] = owned[k];
     }
-    s = zt_hf_export(&t->shape, lays, params, g->pp, c->save);
+    zt_status s = zt_hf_export(&t->shape, lays, params, n, c->save);
     if (s == ZT_OK) printf("saved %s/model.safetensors\n", c->save);
-    for (int k = 0; k < g->pp; k++) {
+    for (int k = 0; k < n; k++) {
         zt_layout_free(&lays[k]);
         free(owned[k]);
     }
@@ -413,7 +421,37 @@ static zt_status check_tied_copies(trainer *t) {
     return ZT_OK;
 }
 
+// Tensors replicated across tp (LayerNorms, row-parallel biases, wpe) take identical
+// gradients on every tp rank without a reduction (gpt2.c), so they must stay
+// bit-identical: compared by a hash of their bytes.
+static zt_status check_tp_replicas(trainer *t) {
+    const zt_grid *g = &t->grid;
+    const zt_layout *lay = &t->model.layout;
+    if (g->tp == 1) return ZT_OK;
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i < lay->n; i++) {
+        if (!lay->t[i].replicated) continue;
+        const unsigned char *b = (const unsigned char *)(t->model.params + lay->t[i].offset);
+        for (size_t k = 0; k < lay->t[i].numel * sizeof(float); k++) h = (h ^ b[k]) * 1099511628211ULL;
+    }
+    uint64_t *all = calloc((size_t)g->tp, sizeof *all);
+    ZT_ASSERT(all);
+    zt_comm_all_gather(&g->tp_comm, &h, all, (size_t)g->tp, ZT_I64, NULL);
+    int same = 1;
+    for (int r = 1; r < g->tp; r++) same &= all[r] == all[0];
+    free(all);
+    if (!same)
+        return zt_errorf("the tensors replicated across tp (LayerNorms, biases) differ between "
+                         "the tp ranks of stage %d, dp rank %d: a bug; please report it",
+                         g->pp_rank, g->dp_rank);
+    if (g->rank == 0) printf("tp replicas: LayerNorms and biases are bit-identical across tp\n");
+    return ZT_OK;
+}
+
 // Every rank must have issued the same collectives in the same order (DESIGN.md §2).
+// The ranks of one stage share every communicator's work; stages differ by design (the
+// last one's loss issues tp all-reduces the others do not), so ranks are compared with
+// the first rank of their stage.
 static zt_status check_collective_trace(trainer *t) {
     const zt_grid *g = &t->grid;
     uint64_t mine[2] = {zt_comm_trace_state.count, zt_comm_trace_state.hash};
@@ -421,13 +459,44 @@ static zt_status check_collective_trace(trainer *t) {
     ZT_ASSERT(all);
     zt_comm_all_gather(&g->world_comm, mine, all, (size_t)g->world * 2, ZT_I64, NULL);
     int same = 1;
-    for (int r = 1; r < g->world; r++)
-        same &= all[2 * r] == all[0] && all[2 * r + 1] == all[1];
+    for (int r = 0; r < g->world; r++) {
+        int dp_rank, pp_rank, tp_rank;
+        zt_grid_coords(r, g->dp, g->pp, g->tp, &dp_rank, &pp_rank, &tp_rank);
+        int first = zt_grid_rank(0, pp_rank, 0, g->dp, g->pp, g->tp);
+        same &= all[2 * r] == all[2 * first] && all[2 * r + 1] == all[2 * first + 1];
+    }
     if (g->rank == 0 && same)
-        printf("collectives: %llu per rank, the same sequence on every rank\n",
-               (unsigned long long)all[0]);
+        printf("collectives: %llu per rank on stage 0, the same sequence on every rank of a "
+               "stage\n", (unsigned long long)all[0]);
     free(all);
     return same ? ZT_OK : zt_errorf("ranks issued different collective sequences: a bug");
+}
+
+// Every rank's memory peaks, per category and in total, and its peak resident set, as
+// one JSON line per rank in the log (for bench/memory.sh: predicted against measured).
+static void log_rank_memory(trainer *t) {
+    const zt_grid *g = &t->grid;
+    enum { K = ZT_MEM_NCAT + 2 };
+    double mine[K], *all = calloc((size_t)g->world * K, sizeof(double));
+    ZT_ASSERT(all);
+    for (int c = 0; c < ZT_MEM_NCAT; c++) mine[c] = (double)zt_mem_peak((zt_mem_category)c);
+    mine[ZT_MEM_NCAT] = (double)zt_mem_peak_total();
+    mine[ZT_MEM_NCAT + 1] = (double)zt_mem_rss_peak();
+    zt_comm_all_gather(&g->world_comm, mine, all, (size_t)g->world * K, ZT_F64, NULL);
+    for (int r = 0; t->log && r < g->world; r++) {
+        const double *v = all + (size_t)r * K;
+        int dp_rank, pp_rank, tp_rank;
+        zt_grid_coords(r, g->dp, g->pp, g->tp, &dp_rank, &pp_rank, &tp_rank);
+        fprintf(t->log, "{\"rank\":%d,\"dp_rank\":%d,\"pp_rank\":%d,\"tp_rank\":%d,\"mem_peak\":{",
+                r, dp_rank, pp_rank, tp_rank);
+        for (int c = 0; c < ZT_MEM_NCAT; c++)
+            fprintf(t->log, "%s\"%s\":%.0f", c ? "," : "", zt_mem_category_name((zt_mem_category)c),
+                    v[c]);
+        fprintf(t->log, "},\"mem_peak_total\":%.0f,\"rss_peak\":%.0f}\n", v[ZT_MEM_NCAT],
+                v[ZT_MEM_NCAT + 1]);
+    }
+    if (t->log) fflush(t->log);
+    free(all);
 }
 
 static zt_status run(trainer *t) {
@@ -460,11 +529,11 @@ static zt_status run(trainer *t) {
                                NULL);
         // one world all-reduce: [sum of squares, non-finite count, loss sum]; with
         // --zero 0 every dp rank holds the whole gradient, so only dp rank 0 counts it
-        double v[3] = {0, 0, loss_sum}, r[3];
+        double v[3] = {0, 0, 0}, r[3];
         if (is_zero || g->dp_rank == 0)
             zt_grad_sumsq(v, m->grads, &m->layout, t->shard_lo, t->shard_hi, g->tp_rank == 0,
                           g->pp_rank == 0);
-        v[2] = loss_sum;
+        v[2] = g->tp_rank == 0 ? loss_sum : 0.0; // every tp rank has the same losses
         zt_comm_all_reduce(&g->world_comm, v, r, 3, ZT_F64, ZT_REDUCE_SUM, NULL);
         double loss = r[2] / global_tokens, norm = sqrt(r[0]);
         if (!isfinite(loss) || r[1] > 0)
@@ -520,7 +589,9 @@ static zt_status run(trainer *t) {
     }
     if (g->rank == 0)
         printf("done: %d steps in %.1f s\n", c->steps, now_s() - t_start);
+    log_rank_memory(t);
     zt_status s = zt_comm_agree(&g->world_comm, check_tied_copies(t));
+    if (s == ZT_OK) s = zt_comm_agree(&g->world_comm, check_tp_replicas(t));
     if (s == ZT_OK) s = check_collective_trace(t);
     if (s == ZT_OK && c->save[0]) s = zt_comm_agree(&g->world_comm, save_model(t));
     return s;
@@ -534,10 +605,6 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     int dp = 0;
     zt_status s = zt_grid_layout(world->size, cfg->dp, cfg->pp, cfg->tp, &dp);
     if (s == ZT_OK) s = zt_config_validate(cfg);
-    // TODO(issues 5-6): tensor parallel layers, the 8-bit optimizer.
-    if (s == ZT_OK && cfg->tp > 1)
-        s = zt_errorf("--tp %d: tensor parallel layers are not built yet; use --tp 1 (pipeline "
-                      "and data parallel over the ranks)", cfg->tp);
     t.is_8bit = strcmp(cfg->optim, "adamw8bit") == 0;
     t.opt8_options = zt_adamw8bit_default_options();
     t.opt8_options.block_size = cfg->optim_block;
