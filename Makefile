@@ -67,8 +67,12 @@ $(BUILD)/data/default_train.bin: $(BUILD)/zerotrain
 test: all
 	PYTHON=$(PYTHON) bash tests/run.sh
 
+# The design card's layout on one machine: 8 ranks = 4 pipeline stages x 2 tensor-parallel
+# ranks, ZeRO-1 (dp = 1 here: add ranks for more dp). One OpenMP thread per rank.
+MPIRUN ?= mpirun --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 demo: all
-	$(BUILD)/zerotrain train --steps 300 --lr 1e-3 --log $(BUILD)/demo.jsonl
+	OMP_NUM_THREADS=1 $(MPIRUN) -x OMP_NUM_THREADS -np 8 $(BUILD)/zerotrain train --zero 1 --pp 4 --tp 2 \
+	    --micro-batch 2 --grad-accum 4 --steps 300 --lr 1e-3 --log $(BUILD)/demo.jsonl
 
 # Benchmarks (bench/RESULTS.md): `make bench` builds them; the bench/*.sh scripts run them.
 bench: $(BUILD)/comm_bw

@@ -40,6 +40,13 @@ void zt_matmul_forward(float *out, const float *inp, const float *w, const float
 // dbias (OC) += column sums of dout (NULL to skip).
 void zt_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                         const float *w, int N, int C, int OC, int accumulate_dinp);
+// The same for a weight stored (in, out) (row-parallel layers, see layout.h): out (N, OC) =
+// inp (N, C) @ w (C, OC) + bias; dinp = dout @ w^T; dw (C, OC) += inp^T @ dout.
+void zt_matmul_in_out_forward(float *out, const float *inp, const float *w, const float *bias,
+                              int N, int C, int OC);
+void zt_matmul_in_out_backward(float *dinp, float *dw, float *dbias, const float *dout,
+                               const float *inp, const float *w, int N, int C, int OC,
+                               int accumulate_dinp);
 // dbias (OC) += column sums of dout (N, OC).
 void zt_bias_backward(float *dbias, const float *dout, int N, int OC);
 

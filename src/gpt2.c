@@ -276,14 +276,15 @@ static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const f
                          w->ln1w, w->ln1b, N, C);
     zt_matmul_forward(qkv, ln1, w->qkvw, w->qkvb, N, C, 3 * Cl);
     zt_attention_forward(atty, lse, qkv, a->attn_work, d.B, d.T, Cl, d.NHl);
-    zt_matmul_forward(a->scratch, atty, w->attprojw, row_bias(m, w->attprojb), N, Cl, C);
+    zt_matmul_in_out_forward(a->scratch, atty, w->attprojw, row_bias(m, w->attprojb), N, Cl, C);
     tp_sum(m, a->scratch, d.NC);
     zt_add(res2, x, a->scratch, d.NC);
     zt_layernorm_forward(ln2, a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, res2,
                          w->ln2w, w->ln2b, N, C);
     zt_matmul_forward(fch, ln2, w->fcw, w->fcb, N, C, 4 * Cl);
     zt_gelu_forward(fch_gelu, fch, 4 * d.NCl);
-    zt_matmul_forward(a->scratch, fch_gelu, w->fcprojw, row_bias(m, w->fcprojb), N, 4 * Cl, C);
+    zt_matmul_in_out_forward(a->scratch, fch_gelu, w->fcprojw, row_bias(m, w->fcprojb), N, 4 * Cl,
+                             C);
     tp_sum(m, a->scratch, d.NC);
     zt_add(res3, res2, a->scratch, d.NC);
 }
@@ -302,16 +303,16 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
     const float *ln2 = a->ln2 + li * d.NC, *fch = a->fch + li * 4 * d.NCl;
     const float *fch_gelu = a->fch_gelu + li * 4 * d.NCl;
     // MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2))))
-    zt_matmul_backward(a->dfch, g->fcprojw, g->fcprojb, a->dres, fch_gelu, w->fcprojw, N, 4 * Cl,
-                       C, 0);
+    zt_matmul_in_out_backward(a->dfch, g->fcprojw, g->fcprojb, a->dres, fch_gelu, w->fcprojw, N,
+                              4 * Cl, C, 0);
     zt_gelu_backward(a->dfch, fch, a->dfch, 4 * d.NCl);
     zt_matmul_backward(a->dln, g->fcw, g->fcb, a->dfch, ln2, w->fcw, N, C, 4 * Cl, 0);
     tp_sum(m, a->dln, d.NC); // column-parallel: each rank holds part of d(ln_2 out)
     zt_layernorm_backward(a->dres, g->ln2w, g->ln2b, a->dln, res2, w->ln2w,
                           a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, N, C);
     // attention: res2 = x + c_proj(attn(c_attn(ln_1(x))))
-    zt_matmul_backward(a->datty, g->attprojw, g->attprojb, a->dres, atty, w->attprojw, N, Cl, C,
-                       0);
+    zt_matmul_in_out_backward(a->datty, g->attprojw, g->attprojb, a->dres, atty, w->attprojw, N, Cl,
+                              C, 0);
     zt_attention_backward(a->dqkv, a->datty, qkv, lse, a->attn_work, d.B, d.T, Cl, d.NHl);
     zt_matmul_backward(a->dln, g->qkvw, g->qkvb, a->dqkv, ln1, w->qkvw, N, C, 3 * Cl, 0);
     tp_sum(m, a->dln, d.NC);

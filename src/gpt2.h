@@ -14,11 +14,11 @@
 typedef struct {
     float *ln1w, *ln1b;       // (C), (C)
     float *qkvw, *qkvb;       // (C3, C), (C3)
-    float *attprojw;          // (C, Cp)
+    float *attprojw;          // (Cp, C) stored (in, out): row-parallel
     float *attprojb;          // (C)
     float *ln2w, *ln2b;       // (C), (C)
     float *fcw, *fcb;         // (C4, C), (C4)
-    float *fcprojw;           // (C, C4)
+    float *fcprojw;           // (C4, C) stored (in, out): row-parallel
     float *fcprojb;           // (C)
 } zt_block_tensors;
 

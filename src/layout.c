@@ -30,8 +30,8 @@ static void add(builder *b, const char *name, int unit, int ndim, int64_t d0, in
     switch (split) {
     case ZT_SPLIT_COLUMN:
     case ZT_SPLIT_QKV:
+    case ZT_SPLIT_ROW:
     case ZT_SPLIT_VOCAB: t->local[0] /= tp; break;
-    case ZT_SPLIT_ROW: t->local[1] /= tp; break;
     case ZT_SPLIT_NONE: break;
     }
     t->split = split;
@@ -39,6 +39,7 @@ static void add(builder *b, const char *name, int unit, int ndim, int64_t d0, in
     t->tied = strcmp(name, "wte.weight") == 0;
     t->decay = ndim == 2;
     t->hf_transposed = hf_transposed;
+    t->in_out = split == ZT_SPLIT_ROW;
     t->unit = unit;
     t->numel = (size_t)(t->local[0] * t->local[1]);
     t->offset = lay->numel;
@@ -49,10 +50,18 @@ zt_status zt_layout_init(zt_layout *lay, const zt_model_shape *s, int unit_first
                          int unit_last, int tp, int tp_rank, size_t align) {
     memset(lay, 0, sizeof *lay);
     int C = s->n_embd, L = s->n_layer;
-    if (s->n_head % tp || (3 * C) % tp || (4 * C) % tp || s->padded_vocab % tp)
-        return zt_errorf("tensor parallel degree %d does not divide n_head=%d, n_embd=%d "
-                         "or the MLP width %d; pick a tp that divides n_head",
-                         tp, s->n_head, C, 4 * C);
+    if (s->n_head % tp || (4 * C) % tp || s->padded_vocab % tp) {
+        // n_head % tp == 0 implies the rest (C = n_head * head size): name the choices
+        char ok[256] = "";
+        size_t len = 0;
+        for (int d = 1; d <= s->n_head && len < sizeof ok - 16; d++)
+            if (s->n_head % d == 0) len += (size_t)snprintf(ok + len, sizeof ok - len, "%s%d",
+                                                            len ? ", " : "", d);
+        return zt_errorf("--tp %d does not divide the %d attention heads (each tp rank takes "
+                         "n_head/tp whole heads and 4*n_embd/tp = %d/tp MLP columns): use --tp "
+                         "one of %s, or a model whose n_head is a multiple of %d",
+                         tp, s->n_head, 4 * C, ok, tp);
+    }
     ZT_ASSERT(unit_first >= 0 && unit_first < unit_last && unit_last <= zt_unit_count(s));
     ZT_ASSERT(align > 0);
     builder b = {lay, 4 + 12 * (unit_last - unit_first) + 4};
@@ -86,13 +95,13 @@ zt_status zt_layout_init(zt_layout *lay, const zt_model_shape *s, int unit_first
         ADD("ln_1.bias", 1, C, 1, ZT_SPLIT_NONE, 0);
         ADD("attn.c_attn.weight", 2, 3 * C, C, ZT_SPLIT_QKV, 1);
         ADD("attn.c_attn.bias", 1, 3 * C, 1, ZT_SPLIT_QKV, 0);
-        ADD("attn.c_proj.weight", 2, C, C, ZT_SPLIT_ROW, 1);
+        ADD("attn.c_proj.weight", 2, C, C, ZT_SPLIT_ROW, 0); // (in, out), as HF
         ADD("attn.c_proj.bias", 1, C, 1, ZT_SPLIT_NONE, 0);
         ADD("ln_2.weight", 1, C, 1, ZT_SPLIT_NONE, 0);
         ADD("ln_2.bias", 1, C, 1, ZT_SPLIT_NONE, 0);
         ADD("mlp.c_fc.weight", 2, 4 * C, C, ZT_SPLIT_COLUMN, 1);
         ADD("mlp.c_fc.bias", 1, 4 * C, 1, ZT_SPLIT_COLUMN, 0);
-        ADD("mlp.c_proj.weight", 2, C, 4 * C, ZT_SPLIT_ROW, 1);
+        ADD("mlp.c_proj.weight", 2, 4 * C, C, ZT_SPLIT_ROW, 0); // (in, out), as HF
         ADD("mlp.c_proj.bias", 1, C, 1, ZT_SPLIT_NONE, 0);
 #undef ADD
     }
@@ -123,10 +132,11 @@ size_t zt_model_param_count(const zt_model_shape *s) {
 
 size_t zt_layout_global_index(const zt_layout *lay, const zt_tensor_desc *t, size_t i) {
     size_t r = i / (size_t)t->local[1], c = i % (size_t)t->local[1];
-    size_t gr = r, gc = c, rank = (size_t)lay->tp_rank;
+    size_t gr = r, rank = (size_t)lay->tp_rank;
     switch (t->split) {
     case ZT_SPLIT_NONE: break;
     case ZT_SPLIT_COLUMN:
+    case ZT_SPLIT_ROW:
     case ZT_SPLIT_VOCAB: gr = rank * (size_t)t->local[0] + r; break;
     case ZT_SPLIT_QKV: {
         // local rows are [q | k | v] of this rank's heads; globally each part is C rows
@@ -134,7 +144,6 @@ size_t zt_layout_global_index(const zt_layout *lay, const zt_tensor_desc *t, siz
         gr = (r / part_rows) * C + rank * part_rows + r % part_rows;
         break;
     }
-    case ZT_SPLIT_ROW: gc = rank * (size_t)t->local[1] + c; break;
     }
-    return gr * (size_t)t->shape[1] + gc;
+    return gr * (size_t)t->shape[1] + c;
 }

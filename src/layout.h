@@ -26,7 +26,9 @@ typedef enum {
     ZT_SPLIT_NONE = 0, // whole tensor on every tp rank (replicated)
     ZT_SPLIT_COLUMN,   // output rows split: rank r owns rows [r*O/tp, (r+1)*O/tp)
     ZT_SPLIT_QKV,      // column-parallel c_attn: rank r owns its heads of q, k and v each
-    ZT_SPLIT_ROW,      // input columns split: rank r owns columns [r*I/tp, (r+1)*I/tp)
+    ZT_SPLIT_ROW,      // row-parallel layer, input features split; its weight is stored
+                       // (in, out), so rank r owns rows [r*I/tp, (r+1)*I/tp): a contiguous
+                       // range of the whole tensor, like every other split
     ZT_SPLIT_VOCAB,    // embedding rows split over the padded vocabulary
 } zt_tp_split;
 
@@ -38,13 +40,15 @@ static inline int zt_unit_count(const zt_model_shape *s) { return s->n_layer + 2
 typedef struct {
     char name[64];        // Hugging Face GPT-2 name, e.g. "h.3.attn.c_attn.weight"
     int ndim;             // 1 or 2
-    int64_t shape[2];     // global shape, our layout: matrices are (out, in) as in llm.c
+    int64_t shape[2];     // global shape, our layout: matrices are (out, in) as in llm.c,
+                          // except row-parallel weights, stored (in, out) (in_out = 1)
     int64_t local[2];     // this tp rank's shape
     zt_tp_split split;    // how tp splits it
     int replicated;       // identical on every tp rank (counted once in the grad norm)
     int tied;             // the word embedding shared by first and last stage
     int decay;            // AdamW weight decay applies (2-D tensors only)
     int hf_transposed;    // Hugging Face stores it (in, out) (Conv1D): transpose on export
+    int in_out;           // stored (in, out): the transpose of llm.c's (out, in)
     int unit;             // pipeline unit it belongs to
     size_t offset;        // in elements into the flat buffer; a multiple of `align`
     size_t numel;         // local elements

@@ -7,8 +7,9 @@
 //     attprojw (L, C, C)  attprojb (L, C)  ln2w (L, C)  ln2b (L, C)  fcw (L, 4C, C)
 //     fcb (L, 4C)  fcprojw (L, C, 4C)  fcprojb (L, C)  lnfw (C)  lnfb (C)
 //
-// Matrices are (out, in), our layout too, so only the stacking and the vocabulary
-// padding differ.
+// Matrices are (out, in), our layout too except the row-parallel c_proj weights, which we
+// store (in, out) (layout.h); so the stacking, the vocabulary padding and those
+// transposes differ.
 #include "llmc_checkpoint.h"
 
 #include <errno.h>
@@ -130,9 +131,11 @@ zt_status zt_llmc_load(zt_gpt2 *m, const char *path) {
         ZT_ASSERTF(src, "no llm.c tensor for %s", t->name);
         float *dst = m->params + t->offset;
         size_t real = (size_t)s->vocab * C; // wte: rows past V are padding in both files
+        size_t I = (size_t)t->shape[0], O = (size_t)t->shape[1];
 #pragma omp parallel for
         for (size_t k = 0; k < t->numel; k++) {
             size_t g = zt_layout_global_index(lay, t, k);
+            if (t->in_out) g = (g % O) * I + g / O; // ours (in, out), the file's (out, in)
             dst[k] = (t->split == ZT_SPLIT_VOCAB && g >= real) ? 0.0f : src[g];
         }
     }

@@ -16,8 +16,14 @@ Bounds (why they are what they are):
   can move a moment across a quantization midpoint, so that element's stored m or v
   differs by one code (a map gap, up to 1.4% of its block's absmax) and its update by a
   correspondingly larger fraction of lr. This bound is empirical, not derived: the worst
-  measured over the layouts of tests/sh/adamw8bit_equivalence.sh is 1.65% of K*lr; 5% leaves
-  3x margin and is still 20x below a wrong or missing gradient (~K*lr).
+  measured over the layouts of tests/sh/adamw8bit_equivalence.sh (dp, ZeRO-1, pp, tp) is
+  2.2% of K*lr, one element; 5% leaves 2x margin and is still 20x below a wrong or missing
+  gradient (~K*lr).
+- tp also reassociates the forward (the row-parallel layers' partial sums), so every
+  gradient differs at the float level, not only the sums over ranks; with fp32 AdamW the
+  worst measured in tests/sh/tp_equivalence.sh is 3% of the bound (26% with another
+  initialization: one element of 16384 whose gradient was near zero, which Adam normalizes;
+  the median was 4e-5 of the bound).
 - the key part of attn.c_attn.bias has an exactly-zero true gradient (softmax ignores a
   constant added to a whole score row): both runs update it from rounding noise, which
   Adam normalizes to +-lr, so its only honest bound is 2*K*lr.

@@ -278,6 +278,32 @@ ZT_TEST(kernel_matmul) {
     zt_matmul_backward(dinp, dw, NULL, R, x, w, N, C, OC, 0);
     CHECK(guards_ok("mm dinp (no dbias)", dinp, NC) && guards_ok("mm dw (no dbias)", dw, WN));
     CHECK_CLOSE("mm dw (dbias NULL)", dw, expect_plus(dw0, gw, WN), WN, 5e-6, 1e-6);
+
+    // The (in, out) variants of the row-parallel layers: the same layer with the weight
+    // stored transposed, against the same finite-difference gradients (transposed).
+    float *wt = fvec(WN), *dwt0 = fvec(WN);
+    double *gwt = dvec(WN);
+    for (int o = 0; o < OC; o++)
+        for (int c = 0; c < C; c++) {
+            wt[(size_t)c * OC + o] = w[(size_t)o * C + c];
+            dwt0[(size_t)c * OC + o] = dw0[(size_t)o * C + c];
+            gwt[(size_t)c * OC + o] = gw[(size_t)o * C + c];
+        }
+    float *out_t = fvec(NO);
+    zt_matmul_in_out_forward(out_t, x, wt, bias, N, C, OC);
+    CHECK(guards_ok("mm in_out out", out_t, NO));
+    ref_matmul(ctx.out, ctx.x, ctx.w, ctx.bias, N, C, OC);
+    CHECK_CLOSE("mm in_out forward", out_t, expect_plus(NULL, ctx.out, NO), NO, 5e-6, 1e-6);
+    for (int acc = 0; acc <= 1; acc++) {
+        float *dinp_t = acc ? copy_f(dinp0, NC) : fvec(NC);
+        float *dw_t = copy_f(dwt0, WN), *db_t = copy_f(db0, OC);
+        zt_matmul_in_out_backward(dinp_t, dw_t, db_t, R, x, wt, N, C, OC, acc);
+        CHECK(guards_ok("mm in_out dinp", dinp_t, NC) && guards_ok("mm in_out dw", dw_t, WN));
+        CHECK_CLOSE("mm in_out dinp", dinp_t, expect_plus(acc ? dinp0 : NULL, gx, NC), NC, 5e-6,
+                    1e-6);
+        CHECK_CLOSE("mm in_out dw (+=)", dw_t, expect_plus(dwt0, gwt, WN), WN, 5e-6, 1e-6);
+        CHECK_CLOSE("mm in_out dbias (+=)", db_t, expect_plus(db0, gb, OC), OC, 5e-6, 1e-6);
+    }
     tmem_release();
     return ZT_PASS;
 }

@@ -72,6 +72,13 @@ static float json_num(const cJSON *j, const char *k) {
     return (float)cJSON_GetObjectItem(j, k)->valuedouble;
 }
 
+// The reference (llm.c layout) element of our element k: row-parallel weights are ours
+// (in, out) and the reference's (out, in).
+static size_t ref_index(const zt_tensor_desc *t, size_t k) {
+    size_t I = (size_t)t->shape[0], O = (size_t)t->shape[1];
+    return t->in_out ? (k % O) * I + k / O : k;
+}
+
 // Compares a flat-buffer tensor set (params or grads) with records "<prefix><name>"
 // within |got - ref| <= atol_elem[i] (or, when atol_elem is NULL, tol * max|ref| of the
 // tensor: reassociated fp32 sums err in proportion to the tensor's magnitude). The key
@@ -96,12 +103,12 @@ static int compare_tensors(const zt_gpt2 *m, const float *flat, const records *r
             if (key_atol > 0 && strstr(t->name, "c_attn.bias") && k >= (size_t)m->shape.n_embd &&
                 k < 2 * (size_t)m->shape.n_embd)
                 lim = key_atol;
-            double d = fabs((double)got[k] - r->data[k]);
+            double d = fabs((double)got[k] - r->data[ref_index(t, k)]);
             if (!(d <= lim)) bad = 1;
             if (!(d / (lim + 1e-30) <= worst)) worst = d / (lim + 1e-30), wi = k;
         }
         printf("  %s%-26s worst |diff|/bound %.3f at [%zu]: %.9g vs %.9g\n", prefix, t->name,
-               worst, wi, got[wi], r->data[wi]);
+               worst, wi, got[wi], r->data[ref_index(t, wi)]);
         for (size_t k = n; k < t->numel; k++)
             if (got[k] != 0.0f) {
                 fprintf(stderr, "%s: padded element %zu is %g, must stay 0\n", t->name, k, got[k]);

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # adamw8bit across layouts against its single-rank run: quantization blocks follow
 # tensor and shard boundaries, so dp, ZeRO-1 and pipeline stages change nothing but float
-# reassociation (bounds in tests/compare_models.py). --optim-min-8bit 256 puts every
-# matrix of this small model in 8-bit state. The parameter bound is compare_models.py's
-# 8-bit one (--param-frac 0.05; see its docstring for why it differs from fp32's).
+# reassociation (bounds in tests/compare_models.py). So does tp: every tp slice is a
+# contiguous range of its tensor (row-parallel weights are stored (in, out)), and with
+# n_embd 64 every 8-bit slice is a whole number of 256-value blocks (n_embd^2/tp; the
+# biases, under the default 4096-value threshold, keep fp32 state). The parameter bound is
+# compare_models.py's 8-bit one (--param-frac 0.05; see its docstring for why it differs
+# from fp32's).
 set -euo pipefail
 out=build/test_8bit; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
 MPI="mpirun --oversubscribe --allow-run-as-root"
-common="--n-layer 4 --n-head 3 --n-embd 48 --vocab 256 --n-ctx 64 --seq 32 --steps 6 --lr 1e-3
-        --warmup 2 --val-every 3 --val-batches 1 --seed 5 --optim adamw8bit --optim-min-8bit 256"
+common="--n-layer 4 --n-head 4 --n-embd 64 --vocab 256 --n-ctx 64 --seq 32 --steps 6 --lr 1e-3
+        --warmup 2 --val-every 3 --val-batches 1 --seed 5 --optim adamw8bit"
 run() { # name np micro-batch grad-accum extra...
   local name=$1 np=$2 B=$3 A=$4; shift 4
   $MPI -np $np build/zerotrain $common --micro-batch $B --grad-accum $A "$@" \
@@ -18,7 +21,8 @@ run() { # name np micro-batch grad-accum extra...
 run base 1 2 4
 fail=0
 for cfg in "dp2z1 2 2 2 --zero 1" "dp4z1 4 1 2 --zero 1" "pp2dp2z1 4 2 2 --pp 2 --zero 1" \
-           "pp4 4 2 4 --pp 4 --partition memory"; do
+           "pp4 4 2 4 --pp 4 --partition memory" "tp2 2 2 4 --tp 2" \
+           "pp2tp2z1 4 2 4 --pp 2 --tp 2 --zero 1" "dp2pp2tp2z1 8 2 2 --pp 2 --tp 2 --zero 1"; do
   set -- $cfg
   run "$@"
   echo "== $1 vs single rank"

@@ -17,6 +17,9 @@ printf '{"steps": 1, "n_layres": 1}\n' >"$tmp/unknown_key.json"
 expect_ok mpi2_good_zero1_run '^step +1/1 \| loss' -- \
   "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --zero 1 --data "$tmp/good.bin"
 
+expect_ok mpi2_good_tp2_run '^step +1/1 \| loss' -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --tp 2 --data "$tmp/good.bin"
+
 # ---- the same error on every rank: rank 0 reports it once -------------------------
 expect_error mpi2_config_unknown_key 'unknown key "n_layres"' -- \
   "${MPI[@]}" -np 2 "$ZT" --config "$tmp/unknown_key.json" "${TINY[@]}"
@@ -26,6 +29,11 @@ expect_error mpi3_layout_tp2 "world size 3 is not divisible" -- \
   "${MPI[@]}" -np 3 "$ZT" "${TINY[@]}" --tp 2
 expect_error mpi3_layout_dp2 "does not match the world size 3" -- \
   "${MPI[@]}" -np 3 "$ZT" "${TINY[@]}" --dp 2
+# tensor parallel layouts that cannot work (TINY has 2 heads)
+expect_error mpi3_tp_heads "--tp 3 does not divide the 2 attention heads" -- \
+  "${MPI[@]}" -np 3 "$ZT" "${TINY[@]}" --tp 3 --data "$tmp/good.bin"
+expect_error mpi2_tp_above_world "world size 2 is not divisible by pp*tp = 1*4" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --tp 4
 # pipeline layouts that cannot work (TINY has 1 layer: 3 units)
 expect_error mpi4_more_stages_than_units "needs at least 4 units but a 1-layer model has 3" -- \
   "${MPI[@]}" -np 4 "$ZT" "${TINY[@]}" --pp 4 --data "$tmp/good.bin"
