@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # 8-bit AdamW bench: (1) convergence against fp32 AdamW on the embedded default data (the
-# tiny byte-level GPT-2, 300 steps), single rank and in a --zero 1 --pp 2 layout (4 ranks:
-# dp 2 x pp 2; tp is not built yet), validation loss compared and both curves plotted in
+# tiny byte-level GPT-2, 300 steps), single rank and in the --zero 1 --pp 2 --tp 2 layout
+# (8 ranks: dp 2 x pp 2 x tp 2, the same global batch of 8 sequences), validation loss
+# compared and both curves plotted in
 # bench/adamw8bit_loss.png; (2) optimizer bytes per parameter per rank, fp32 vs 8-bit,
 # --zero 0/1, dp 1/2/4/8, against the formulas.
 #
@@ -14,8 +15,8 @@ STEPS=${STEPS:-300}
 COMMON="--steps $STEPS --micro-batch 8 --seq 128 --lr 1e-3 --warmup 20 --val-every 50 --val-batches 4"
 for o in adamw adamw8bit; do
   OMP_NUM_THREADS=2 build/zerotrain $COMMON --optim $o --log $OUT/conv_${o}_1.jsonl > /dev/null
-  $MPI -np 4 build/zerotrain $COMMON --optim $o --grad-accum 2 --micro-batch 4 --zero 1 --pp 2 \
-      --log $OUT/conv_${o}_pp2.jsonl > /dev/null
+  $MPI -np 8 build/zerotrain $COMMON --optim $o --grad-accum 2 --micro-batch 2 --zero 1 --pp 2 \
+      --tp 2 --log $OUT/conv_${o}_pp2.jsonl > /dev/null
 done
 echo "### Convergence: validation loss after $STEPS steps (tiny GPT-2, embedded default data)"
 echo
@@ -24,7 +25,7 @@ echo "|---|---|---|---|"
 for l in 1 pp2; do
   a=$(grep val_loss $OUT/conv_adamw_$l.jsonl | tail -1 | sed 's/.*val_loss"://; s/}//')
   b=$(grep val_loss $OUT/conv_adamw8bit_$l.jsonl | tail -1 | sed 's/.*val_loss"://; s/}//')
-  name=$([ $l = 1 ] && echo "single rank" || echo "dp 2 x pp 2, --zero 1")
+  name=$([ $l = 1 ] && echo "single rank" || echo "dp 2 x pp 2 x tp 2, --zero 1")
   echo "| $name | $a | $b | $(awk "BEGIN{printf \"%.4f\", $b/$a}") |"
 done
 /usr/bin/python3 - <<'PY' || echo "(no plot: matplotlib missing)"
@@ -37,7 +38,7 @@ for opt, color in (("adamw", "tab:blue"), ("adamw8bit", "tab:orange")):
         rows = [json.loads(l) for l in open("build/bench/conv_%s_%s.jsonl" % (opt, lay))]
         tr = [(r["step"], r["loss"]) for r in rows if "loss" in r]
         va = [(r["step"], r["val_loss"]) for r in rows if "val_loss" in r]
-        lab = "%s, %s" % (opt, "single rank" if lay == "1" else "dp2 x pp2 zero1")
+        lab = "%s, %s" % (opt, "single rank" if lay == "1" else "dp2 x pp2 x tp2, zero1")
         ax.plot(*zip(*tr), style, color=color, alpha=0.6, lw=1, label=lab + " (train)")
         ax.plot(*zip(*va), style, color=color, marker="o", lw=2, label=lab + " (val)")
 ax.set_xlabel("step"); ax.set_ylabel("loss (nats/token)"); ax.set_title("fp32 AdamW vs 8-bit AdamW")
