@@ -31,6 +31,7 @@ typedef struct {
 static const char *const k_optims[] = {"adamw", "adamw8bit", NULL};
 static const char *const k_lr_schedules[] = {"constant", "cosine", NULL};
 static const char *const k_schedules[] = {"1f1b", "gpipe", NULL};
+static const char *const k_param_dtypes[] = {"fp32", "bf16", NULL};
 
 // Every option, once. The shape keys default to 0, which the preset always replaces.
 static const opt_desc k_opts[] = {
@@ -40,7 +41,7 @@ static const opt_desc k_opts[] = {
     {"n-head", OPT_INT, FIELD(n_head), "0", "N", NULL, 1, "model", "attention heads (NH)"},
     {"n-embd", OPT_INT, FIELD(n_embd), "0", "N", NULL, 1, "model", "channels (C)"},
     {"vocab", OPT_INT, FIELD(vocab), "0", "N", NULL, 1, "model",
-     "vocabulary size (V), at most 65536"},
+     "vocabulary size (V)"},
     {"n-ctx", OPT_INT, FIELD(n_ctx), "0", "N", NULL, 1, "model",
      "learned positions (longest --seq)"},
 
@@ -109,6 +110,16 @@ static const opt_desc k_opts[] = {
      "tokens per chunk of the loss (0 = automatic)"},
     {"threads", OPT_INT, FIELD(threads), "0", "N", NULL, 0, "parallel",
      "OpenMP threads per rank (0 = runtime default)"},
+
+    {"param-dtype", OPT_STR, FIELD(param_dtype), "fp32", "NAME", k_param_dtypes, 0, "memory",
+     "parameters, gradients and activations; bf16 keeps fp32 master weights in the optimizer "
+     "(bf16: `zerotrain memory` only until the GPU backend)"},
+    {"mem-limit", OPT_STR, FIELD(mem_limit), "", "BYTES", NULL, 0, "memory",
+     "memory one rank may use, e.g. 16G or 512M (binary units); a run predicted to need more "
+     "stops before allocating (none: train checks the machine's available memory)"},
+    {"ranks-per-node", OPT_INT, FIELD(ranks_per_node), "0", "N", NULL, 0, "memory",
+     "`zerotrain memory`: consecutive ranks sharing one machine (0 = all; sizes the MPI "
+     "staging windows)"},
 };
 #define N_OPTS ((int)(sizeof k_opts / sizeof k_opts[0]))
 
@@ -576,9 +587,9 @@ zt_status zt_config_validate(const zt_config *c) {
     NEED(c->n_embd % c->n_head == 0,
          "n_embd %d is not divisible by n_head %d: choose --n-embd a multiple of --n-head",
          c->n_embd, c->n_head);
-    NEED(c->vocab <= 65536,
-         "--vocab %d exceeds 65536: tokens are uint16 in the data format; use a smaller "
-         "vocabulary",
+    // llm.c token files hold uint16 tokens, which any larger vocabulary also accepts (a
+    // 250k multilingual head trains on them); the bound only keeps Vp * C in range
+    NEED(c->vocab <= (1 << 24), "--vocab %d exceeds 16777216 (2^24); use a smaller vocabulary",
          c->vocab);
 
     NEED(c->micro_batch >= 1, "--micro-batch must be at least 1 (got %d)", c->micro_batch);
@@ -615,6 +626,12 @@ zt_status zt_config_validate(const zt_config *c) {
          c->loss_chunk);
     NEED(c->threads >= 0, "--threads must be at least 0 (got %d; 0 = runtime default)",
          c->threads);
+    NEED(c->ranks_per_node >= 0, "--ranks-per-node must be at least 0 (got %d; 0 = all ranks "
+         "on one machine)", c->ranks_per_node);
+    if (c->mem_limit[0]) {
+        double bytes;
+        ZT_TRY(zt_config_parse_bytes(c->mem_limit, "--mem-limit", &bytes));
+    }
 
     // String options with a fixed set of values, from the table.
     for (int i = 0; i < N_OPTS; i++) {
@@ -645,6 +662,52 @@ zt_status zt_config_validate(const zt_config *c) {
 }
 
 #undef NEED
+
+zt_status zt_config_check_trainable(const zt_config *c) {
+    if (strcmp(c->param_dtype, "fp32") != 0)
+        return zt_errorf("--param-dtype %s: training runs fp32 parameters on the CPU; 16-bit "
+                         "parameters with fp32 master weights wait for the GPU backend (plan "
+                         "them with `zerotrain memory --param-dtype %s`); use --param-dtype fp32",
+                         c->param_dtype, c->param_dtype);
+    return ZT_OK;
+}
+
+zt_status zt_config_parse_bytes(const char *text, const char *what, double *bytes) {
+    const char *s = text;
+    char *end = NULL;
+    // strtod would accept "inf", "nan" and hex: only plain decimals here
+    int ok = (isdigit((unsigned char)*s) || *s == '.') && !strpbrk(s, "xX");
+    double v = ok ? strtod(s, &end) : 0.0;
+    if (!ok || end == s)
+        return zt_errorf("%s '%s' is not a byte count: write e.g. %s 16G (K, M, G, T: binary "
+                         "units) or a number of bytes",
+                         what, text, what);
+    double unit = 1.0;
+    const char *u = end;
+    switch (toupper((unsigned char)*u)) {
+    case 'K': unit = 1024.0; u++; break;
+    case 'M': unit = 1048576.0; u++; break;
+    case 'G': unit = 1073741824.0; u++; break;
+    case 'T': unit = 1099511627776.0; u++; break;
+    default: break;
+    }
+    if (unit > 1.0 && (u[0] == 'i' || u[0] == 'I') && (u[1] == 'B' || u[1] == 'b')) u += 2;
+    else if (u[0] == 'B' || u[0] == 'b') u++;
+    if (*u)
+        return zt_errorf("%s '%s' has '%s' after the number: write e.g. %s 16G or %s 512M",
+                         what, text, u, what, what);
+    if (!(v > 0) || !isfinite(v * unit))
+        return zt_errorf("%s '%s' must be a positive byte count, e.g. %s 16G", what, text, what);
+    *bytes = v * unit;
+    return ZT_OK;
+}
+
+double zt_config_mem_limit(const zt_config *c) {
+    double bytes = 0.0;
+    if (c->mem_limit[0] && zt_config_parse_bytes(c->mem_limit, "--mem-limit", &bytes) != ZT_OK)
+        return 0.0; // zt_config_validate refused it already
+    return bytes;
+}
 
 zt_model_shape zt_config_shape(const zt_config *cfg) {
     zt_model_shape s = {

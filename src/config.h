@@ -43,6 +43,10 @@ typedef struct {
     char partition[256];
     int loss_chunk;           // tokens per chunk of the loss (0 = automatic)
     int threads;              // OpenMP threads per rank (0 = runtime default)
+    // memory planning (src/planner.h)
+    char param_dtype[8];      // fp32 | bf16 (bf16: planning only until the GPU backend)
+    char mem_limit[32];       // bytes one rank may use, "16G", "512M", ... ("" = none)
+    int ranks_per_node;       // ranks sharing one machine, for `memory` (0 = all)
 } zt_config;
 
 // Fills `cfg` from defaults, then the file named by --config (if any), then the flags
@@ -54,6 +58,20 @@ zt_status zt_config_parse(zt_config *cfg, int argc, char **argv);
 
 // Checks the values against each other (n_embd % n_head, seq <= n_ctx, ...).
 zt_status zt_config_validate(const zt_config *cfg);
+
+// What training itself cannot run yet, on top of zt_config_validate: --param-dtype bf16
+// (16-bit parameters with fp32 master weights are planned by `zerotrain memory` for the
+// GPU backend; the CPU trainer is fp32). ZT_ERR with a message naming the flag.
+zt_status zt_config_check_trainable(const zt_config *cfg);
+
+// --mem-limit in bytes (0 when not given). The syntax was checked by zt_config_validate:
+// a number (fractions allowed) with an optional binary suffix K, M, G or T (16G = 16 GiB),
+// optionally followed by "iB" or "B".
+double zt_config_mem_limit(const zt_config *cfg);
+
+// Parses a byte count written as --mem-limit takes it into *bytes; ZT_ERR (naming `what`)
+// on anything else.
+zt_status zt_config_parse_bytes(const char *text, const char *what, double *bytes);
 
 // The model shape the config describes, with Vp padded for `tp`.
 zt_model_shape zt_config_shape(const zt_config *cfg);

@@ -1,11 +1,16 @@
-// zerotrain's command line: `train` (the default command), `prepare`, `help`.
+// zerotrain's command line: `train` (the default command), `memory`, `prepare`, `help`.
 #include <stdio.h>
 #include <string.h>
 
 #include "comm.h"
 #include "config.h"
 #include "data.h"
+#include "grid.h"
+#include "planner.h"
 #include "train.h"
+
+// Plans with a million ranks take a few seconds and 200 MB; beyond that, refuse.
+#define ZT_MEMORY_MAX_WORLD (1 << 20)
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -13,6 +18,11 @@ static void usage(FILE *f) {
             "\n"
             "usage:\n"
             "  [mpirun -np N] zerotrain [train] [--flag value ...]   train (the default command)\n"
+            "  zerotrain memory --dp N [--pp N] [--tp N] [--json] [--flag value ...]\n"
+            "                                 the bytes every rank of that layout would need,\n"
+            "                                 by category, without allocating (one process, no\n"
+            "                                 mpirun); takes the train flags; --mem-limit checks\n"
+            "                                 a budget per rank and advises\n"
             "  zerotrain prepare --text FILE --out TRAIN.bin [--val-out VAL.bin] [--val-frac F]\n"
             "                                 byte-level tokens of a text file (vocab 256)\n"
             "  zerotrain help                 this text\n"
@@ -64,6 +74,43 @@ static int prepare(int argc, char **argv) {
     return 0;
 }
 
+// `zerotrain memory`: plans the layout the flags describe, in this one process.
+static zt_status memory_plan(int argc, char **argv) {
+    int json = 0, n = 0;
+    // --json is this command's own flag; the rest are train's options
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    ZT_ASSERT(rest);
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) json = 1;
+        else rest[n++] = argv[i];
+    }
+    zt_config cfg;
+    zt_status s = zt_config_parse(&cfg, n, rest);
+    free(rest);
+    ZT_TRY(s);
+    ZT_TRY(zt_config_validate(&cfg));
+    if (cfg.dp < 1)
+        return zt_errorf("zerotrain memory plans a whole layout in one process: give the data-"
+                         "parallel degree with --dp (and --pp, --tp when not 1), e.g. --dp 8 "
+                         "--pp 2");
+    if ((double)cfg.dp * cfg.pp * cfg.tp > ZT_MEMORY_MAX_WORLD)
+        return zt_errorf("dp*pp*tp = %d*%d*%d is more than %d ranks: plan a smaller layout",
+                         cfg.dp, cfg.pp, cfg.tp, ZT_MEMORY_MAX_WORLD);
+    int dp = 0;
+    ZT_TRY(zt_grid_layout(cfg.dp * cfg.pp * cfg.tp, cfg.dp, cfg.pp, cfg.tp, &dp));
+    zt_plan_spec spec;
+    ZT_TRY(zt_plan_spec_from_config(&spec, &cfg, dp));
+    char what[64];
+    snprintf(what, sizeof what, "--mem-limit %s", cfg.mem_limit);
+    return zt_plan_report(stdout, &spec, json, zt_config_mem_limit(&cfg), what);
+}
+
+static int memory(int argc, char **argv) {
+    if (memory_plan(argc, argv) == ZT_OK) return 0;
+    zt_error_report(1);
+    return 1;
+}
+
 static int train(int argc, char **argv, const char *argv0) {
     zt_comm world;
     zt_comm_mpi_init_world(&world, NULL, NULL);
@@ -71,6 +118,8 @@ static int train(int argc, char **argv, const char *argv0) {
     zt_config cfg;
     // A config file may be missing on some nodes only: agree before going on.
     zt_status s = zt_comm_agree(&world, zt_config_parse(&cfg, argc, argv));
+    // --param-dtype bf16 is for `zerotrain memory` until the GPU backend exists
+    if (s == ZT_OK) s = zt_config_check_trainable(&cfg);
     if (s == ZT_OK) s = zt_train(&cfg, &world, argv0);
     zt_error_report(s != ZT_OK && world.rank == 0);
     zt_comm_free(&world);
@@ -92,7 +141,9 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(cmd, "prepare") == 0) return prepare(argc - first, argv + first);
+    if (strcmp(cmd, "memory") == 0) return memory(argc - first, argv + first);
     if (strcmp(cmd, "train") == 0) return train(argc - first, argv + first, argv[0]);
-    fprintf(stderr, "zerotrain: unknown command '%s' (commands: train, prepare, help)\n", cmd);
+    fprintf(stderr, "zerotrain: unknown command '%s' (commands: train, memory, prepare, help)\n",
+            cmd);
     return 1;
 }

@@ -24,11 +24,8 @@
 #include "llmc_checkpoint.h"
 #include "memory.h"
 #include "partition.h"
+#include "planner.h"
 #include "schedule.h"
-
-// Every tensor and shard boundary sits on a multiple of this many elements: the
-// 8-bit optimizer's block (DESIGN.md §3, §7).
-#define ZT_ALIGN_ELEMS 256
 
 float zt_lr_at(const zt_config *cfg, int step) {
     if (step < cfg->warmup) return cfg->lr * (float)(step + 1) / (float)cfg->warmup;
@@ -65,6 +62,7 @@ typedef struct {
     zt_gpt2 model;
     int is_8bit;               // --optim adamw8bit
     zt_adamw8bit_options opt8_options;
+    zt_plan_spec plan;         // the memory planner's view of this run (src/planner.h)
     zt_adamw opt;              // fp32 state (--optim adamw)
     zt_adamw8bit opt8;         // 8-bit state (--optim adamw8bit)
     zt_dataset train, val;
@@ -180,77 +178,18 @@ static double evaluate(trainer *t) {
     return total / ((double)c->val_batches * c->grad_accum * c->micro_batch * c->seq * t->grid.dp);
 }
 
-// Bytes of memory the kernel says are available (MemAvailable), or 0 if unknown.
-static double available_bytes(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    double kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-    fclose(f);
-    return kb * 1024.0;
-}
-
-// Predicted bytes of a rank holding units [first, last) with activations for n_slots
-// micro-batches (model, activations, optimizer shard, pipeline buffers), by category,
-// without allocating: the same arithmetic the allocations use.
-static zt_status predict(const trainer *t, int first, int last, int n_slots,
-                         double b[ZT_MEM_NCAT]) {
+// Refuses, before any rank allocates, a run predicted not to fit: per rank against
+// --mem-limit, else the ranks of this machine together against its available memory.
+static zt_status check_memory(const trainer *t) {
     const zt_config *c = t->cfg;
-    size_t m[ZT_MEM_NCAT], pad = (size_t)t->grid.dp * ZT_ALIGN_ELEMS;
-    ZT_TRY(zt_gpt2_footprint(m, &t->shape, first, last, t->grid.tp, 0, ZT_ALIGN_ELEMS, pad,
-                             c->micro_batch, c->seq, c->loss_chunk, n_slots));
-    for (int k = 0; k < ZT_MEM_NCAT; k++) b[k] = (double)m[k];
-    size_t numel = m[ZT_MEM_PARAMS] / sizeof(float), hi = c->zero == 1 ? numel / t->grid.dp : numel;
-    if (t->is_8bit) { // dp rank 0's shard: the others differ by a few blocks at most
-        zt_layout lay;
-        ZT_TRY(zt_layout_init(&lay, &t->shape, first, last, t->grid.tp, 0, ZT_ALIGN_ELEMS));
-        lay.numel = numel;
-        b[ZT_MEM_OPTIMIZER] = (double)zt_adamw8bit_state_bytes(&lay, 0, hi, &t->opt8_options);
-        zt_layout_free(&lay);
-    } else {
-        b[ZT_MEM_OPTIMIZER] = 2.0 * hi * sizeof(float);
+    double limit = zt_config_mem_limit(c);
+    if (limit > 0) {
+        char what[64];
+        snprintf(what, sizeof what, "--mem-limit %s", c->mem_limit);
+        return zt_plan_check_fits(&t->plan, limit, 1, what);
     }
-    b[ZT_MEM_WORKSPACE] += 2.0 * n_slots * c->micro_batch * c->seq * sizeof(int32_t);
-    b[ZT_MEM_COMM] = (2.0 * n_slots + 1) * act_count(t) * sizeof(float);
-    return ZT_OK;
-}
-
-// Micro-batches whose activations stage `stage` holds at once under the schedule.
-static int stage_slots(const trainer *t, int stage) {
-    int m = t->cfg->grad_accum, left = t->grid.pp - stage;
-    return strcmp(t->cfg->schedule, "gpipe") == 0 ? m : (left < m ? left : m);
-}
-
-// The `memory` partition's cost: a stage's predicted peak bytes.
-static double stage_bytes(void *ctx, int stage, int first, int last) {
-    const trainer *t = ctx;
-    double b[ZT_MEM_NCAT], sum = 0;
-    ZT_ASSERT(predict(t, first, last, stage_slots(t, stage), b) == ZT_OK);
-    for (int k = 0; k < ZT_MEM_NCAT; k++) sum += b[k];
-    return sum;
-}
-
-// Refuses, before allocating anything, a run whose model state and activations cannot
-// fit in this machine's available memory.
-// TODO(issue 7): the memory planner replaces this with a per-rank prediction that also
-// counts the ranks sharing a node.
-static zt_status check_fits(trainer *t) {
-    double b[ZT_MEM_NCAT], need = 0;
-    ZT_TRY(predict(t, t->unit_first, t->unit_last, t->n_slots, b));
-    for (int k = 0; k < ZT_MEM_NCAT; k++) need += b[k];
-    double avail = available_bytes(), G = 1073741824.0;
-    if (avail > 0 && need > avail)
-        return zt_errorf("this run needs %.2f GiB per rank (parameters %.2f, gradients %.2f, "
-                         "optimizer %.2f, activations %.2f, workspace %.2f GiB) but the machine has "
-                         "%.2f GiB of memory available: lower --micro-batch or --seq, use a smaller "
-                         "model, add pipeline stages (--pp), or shard the optimizer over more ranks "
-                         "with --zero 1",
-                         need / G, b[ZT_MEM_PARAMS] / G, b[ZT_MEM_GRADS] / G,
-                         b[ZT_MEM_OPTIMIZER] / G, b[ZT_MEM_ACTIVATIONS] / G,
-                         b[ZT_MEM_WORKSPACE] / G, avail / G);
-    return ZT_OK;
+    return zt_plan_check_fits(&t->plan, zt_plan_available_bytes(), t->plan.ranks_per_node,
+                              "this machine's available memory");
 }
 
 static zt_status setup(trainer *t, const char *argv0) {
@@ -273,18 +212,13 @@ static zt_status setup(trainer *t, const char *argv0) {
     }
     zt_schedule_kind kind;
     ZT_TRY(zt_schedule_parse(c->schedule, &kind));
-    if (strcmp(c->partition, "memory") == 0)
-        ZT_TRY(zt_partition_build_staged(&t->part, zt_unit_count(&t->shape), g->pp, stage_bytes,
-                                         t));
-    else
-        ZT_TRY(zt_partition_build(&t->part, c->partition, &t->shape, g->pp, NULL));
+    ZT_TRY(zt_plan_partition(&t->plan, &t->part));
     t->unit_first = t->part.first[g->pp_rank];
     t->unit_last = t->part.first[g->pp_rank + 1];
     ZT_TRY(zt_schedule_build(&t->sched, kind, g->pp, g->pp_rank, c->grad_accum));
     t->n_slots = zt_schedule_peak_in_flight(&t->sched);
-    ZT_ASSERT(t->n_slots == stage_slots(t, g->pp_rank));
+    ZT_ASSERT(t->n_slots == zt_plan_stage_slots(&t->plan, g->pp_rank));
     size_t pad = (size_t)g->dp * ZT_ALIGN_ELEMS;
-    ZT_TRY(check_fits(t));
     ZT_TRY(zt_gpt2_init(&t->model, &t->shape, t->unit_first, t->unit_last, g->tp, g->tp_rank,
                         ZT_ALIGN_ELEMS, pad, c->micro_batch, c->seq, c->loss_chunk, t->n_slots,
                         &g->tp_comm));
@@ -299,20 +233,10 @@ static zt_status setup(trainer *t, const char *argv0) {
     return ZT_OK;
 }
 
-// The flat buffer is padded to a multiple of dp * block so that ZeRO shards are equal
-// and block-aligned (DESIGN.md §3); this rank's shard is [lo, hi).
+// This rank's optimizer range [lo, hi) of the flat buffer (ZeRO shard arithmetic:
+// src/planner.h).
 static void plan_shard(trainer *t) {
-    zt_layout *lay = &t->model.layout;
-    size_t dp = (size_t)t->grid.dp;
-    ZT_ASSERT(lay->numel % (dp * ZT_ALIGN_ELEMS) == 0);
-    if (t->cfg->zero == 1) {
-        size_t S = lay->numel / dp;
-        t->shard_lo = (size_t)t->grid.dp_rank * S;
-        t->shard_hi = t->shard_lo + S;
-    } else {
-        t->shard_lo = 0;
-        t->shard_hi = lay->numel;
-    }
+    zt_plan_shard(&t->plan, t->model.layout.numel, t->grid.dp_rank, &t->shard_lo, &t->shard_hi);
 }
 
 static void print_start(trainer *t) {
@@ -341,10 +265,12 @@ static void print_start(trainer *t) {
                    1048576.0, g->tp);
         if (g->pp > 1) {
             printf("pipeline: %s schedule, partition %s: %s\n", c->schedule, c->partition, part);
-            for (int s = 0; s < g->pp; s++) // measured on stage s's dp 0, tp 0 rank
+            for (int s = 0; s < g->pp; s++) { // measured on stage s's dp 0, tp 0 rank
+                zt_plan_bytes b;
+                ZT_ASSERT(zt_plan_rank(&t->plan, &t->part, 0, s, 0, &b) == ZT_OK);
                 printf("  stage %d: predicted %.1f MiB, allocated %.1f MiB on each rank\n", s,
-                       stage_bytes(t, s, t->part.first[s], t->part.first[s + 1]) / 1048576.0,
-                       all[2 * ((size_t)s * g->dp * g->tp)] / 1048576.0);
+                       b.tracked / 1048576.0, all[2 * ((size_t)s * g->dp * g->tp)] / 1048576.0);
+            }
         }
         printf("memory (rank 0): %s\n", mem);
         printf("optimizer bytes per rank:");
@@ -611,10 +537,15 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     t.opt8_options.min_8bit_size = cfg->optim_min_8bit;
     t.opt8_options.fp32_embedding = cfg->optim_fp32_embedding;
     if (s == ZT_OK && t.is_8bit) s = zt_adamw8bit_check_options(&t.opt8_options, ZT_ALIGN_ELEMS);
-    if (s != ZT_OK) return s; // the same on every rank: no agreement needed
     if (cfg->threads > 0) omp_set_num_threads(cfg->threads);
+    if (s == ZT_OK) s = zt_plan_spec_from_config(&t.plan, cfg, dp);
+    if (s != ZT_OK) return s; // the same on every rank: no agreement needed
     ZT_TRY(zt_grid_init(&t.grid, world, dp, cfg->pp, cfg->tp));
-    s = zt_comm_agree(&t.grid.world_comm, setup(&t, argv0));
+    t.plan.ranks_per_node = zt_plan_local_ranks(t.grid.world);
+    // the memory check first, as a step of its own, so no rank has allocated yet when
+    // another reads the machine's available memory
+    s = zt_comm_agree(&t.grid.world_comm, check_memory(&t));
+    if (s == ZT_OK) s = zt_comm_agree(&t.grid.world_comm, setup(&t, argv0));
     if (s == ZT_OK) {
         plan_shard(&t);
         if (t.is_8bit)

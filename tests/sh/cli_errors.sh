@@ -183,7 +183,10 @@ expect_error n_embd_not_divisible "not divisible by n_head" -- "$ZT" "${TINY[@]}
 expect_error seq_above_n_ctx "--seq 64 exceeds" -- "$ZT" "${TINY[@]}" --seq 64 --n-ctx 32
 expect_error micro_batch_zero "--micro-batch must be at least 1" -- "$ZT" "${TINY[@]}" --micro-batch 0
 expect_error micro_batch_negative "--micro-batch must be at least 1" -- "$ZT" "${TINY[@]}" --micro-batch -2
-expect_error vocab_above_65536 "--vocab 70000 exceeds 65536" -- "$ZT" "${TINY[@]}" --vocab 70000
+# predicted not to fit: refused before allocating, with the changes that would fit
+expect_error mem_limit_refused "but --mem-limit 1G allows 1.00 GiB per rank. Changes that fit (each planned): --pp" -- \
+  "$ZT" --model gpt2 --mem-limit 1G --steps 1
+expect_error vocab_too_large "--vocab 20000000 exceeds 16777216" -- "$ZT" "${TINY[@]}" --vocab 20000000
 expect_error seq_zero "--seq must be at least 1" -- "$ZT" "${TINY[@]}" --seq 0
 expect_error n_head_zero "--n-head must be at least 1" -- "$ZT" "${TINY[@]}" --n-head 0
 # A batch no machine can hold (tens of TB of activations; capped address space so

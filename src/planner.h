@@ -1,0 +1,174 @@
+// The memory planner: the bytes every rank of a layout allocates, by category, computed
+// without allocating anything (so a run that cannot fit is refused before it starts,
+// and `zerotrain memory` plans layouts far beyond this machine). It is the one home of
+// that arithmetic: the trainer sizes its optimizer shard, its `memory` partition and
+// its fits-check with these functions, and tests compare them with what the runtime
+// actually allocates (tests/test_planner.c: exact equality per category).
+//
+// Where the bytes come from, per rank (stage s, dp rank d, tp rank t):
+//   params, grads, activations, workspace, logits
+//             zt_gpt2_footprint of the stage's units on tp rank t, with activations for
+//             the micro-batches the schedule keeps in flight on stage s (1F1B:
+//             min(pp - s, grad_accum); GPipe: grad_accum); the flat buffer padded to a
+//             multiple of dp * ZT_ALIGN_ELEMS. Plus the trainer's token buffers
+//             (2 * slots * B * T int32, workspace).
+//   optimizer zero 1: this dp rank's shard [d * numel/dp, (d+1) * numel/dp); zero 0: the
+//             whole flat buffer. fp32 AdamW: m and v, 4 bytes each per element;
+//             adamw8bit: zt_adamw8bit_state_bytes of the shard (codes, absmax, fp32
+//             state of small tensors, the piece table).
+//   comm      the trainer's pipeline buffers, (2 * slots + 1) * B * T * C floats
+//             (allocated even at pp = 1), plus the MPI backend's tables per communicator.
+//             The MPI backend's shared-memory staging windows (2 * size * slot bytes per
+//             node-local communicator of 2 or more ranks) are MPI's allocation, outside
+//             the allocator's count: reported as comm_window, counted in the peak.
+// 16-bit parameters (param_bytes 2, the GPU backend's layout; training refuses it for
+// now): params, grads, activations, logits and the pipeline buffers take 2 bytes per
+// value instead of 4, and the optimizer adds an fp32 master copy of the shard (4 bytes
+// per element). Workspace (token ids, backward scratch) stays as the CPU runtime has it.
+#ifndef ZT_PLANNER_H
+#define ZT_PLANNER_H
+
+#include <stddef.h>
+
+#include "adamw8bit.h"
+#include "common.h"
+#include "config.h"
+#include "layout.h"
+#include "memory.h"
+#include "partition.h"
+#include "schedule.h"
+
+// Every tensor and shard boundary sits on a multiple of this many elements: the 8-bit
+// optimizer's block (DESIGN.md §3, §7). (train.c has the same definition; identical
+// redefinitions are legal C, so both may stand until train.c includes only this one.)
+#define ZT_ALIGN_ELEMS 256
+
+// One layout to plan: the model, the grid and everything that sizes a buffer.
+typedef struct {
+    zt_model_shape shape;         // Vp padded for tp (zt_config_shape)
+    int dp, pp, tp;               // world = dp * pp * tp
+    int zero;                     // 0: every dp rank keeps the whole optimizer; 1: a 1/dp shard
+    int micro_batch, seq, grad_accum;
+    int loss_chunk;               // tokens per loss chunk, 0 = automatic
+    zt_schedule_kind schedule;
+    char partition[256];          // the --partition spec
+    int is_8bit;                  // --optim adamw8bit
+    zt_adamw8bit_options opt8;
+    int param_bytes;              // 4: fp32; 2: 16-bit params/grads/activations + fp32 master
+    int ranks_per_node;           // consecutive world ranks per machine; 0 = all on one
+    int stage_kib;                // the MPI backend's staging slot (KiB); 0 = no windows
+    int save;                     // --save given: rank 0 gathers every part at the end
+    int threads;                  // OpenMP threads per rank: the attention workspace has
+                                  // 2 T^2 floats per thread
+} zt_plan_spec;
+
+// One rank's plan. bytes[] is what the allocator (zt_mem_current) will hold per
+// category once the trainer has set up; the rest is memory outside that count.
+typedef struct {
+    int rank, dp_rank, pp_rank, tp_rank;
+    int unit_first, unit_last;    // the stage's units [first, last)
+    int n_slots;                  // micro-batches of activations held at once
+    size_t numel;                 // the flat buffer's padded length (elements)
+    size_t shard_lo, shard_hi;    // the optimizer's range of it
+    double bytes[ZT_MEM_NCAT];
+    // bytes[ZT_MEM_OPTIMIZER], split: fp32 master copy (16-bit params only), first and
+    // second moment (fp32 values or 8-bit codes, plus the fp32 state of the tensors
+    // adamw8bit keeps in fp32), the 8-bit blocks' absmax (both moments), the piece table.
+    double opt_master, opt_m, opt_v, opt_absmax, opt_table;
+    double comm_backend;          // the MPI backend's part of bytes[ZT_MEM_COMM] (its
+                                  // per-communicator state and tables)
+    double comm_window;           // MPI staging windows: MPI's memory, not in bytes[]
+    double end_transient;         // malloc'd at the end of the run (export, checks)
+    double tracked;               // sum of bytes[]
+    double peak;                  // tracked + comm_window + end_transient
+} zt_plan_bytes;
+
+// The spec of a run: `c` must have passed zt_config_validate; dp is the data-parallel
+// degree (the trainer derives it from the world size; `zerotrain memory` takes --dp).
+// Fails (zt_errorf) on a tp that does not divide the model (zt_layout_init's message),
+// bad adamw8bit options, an unknown --param-dtype. stage_kib is ZT_COMM_MPI_* from the environment
+// (zt_plan_stage_kib_from_env); ranks_per_node is --ranks-per-node; threads is --threads,
+// or when 0 this process's omp_get_max_threads() (OMP_NUM_THREADS), as a rank will have.
+zt_status zt_plan_spec_from_config(zt_plan_spec *s, const zt_config *c, int dp);
+
+// The MPI backend's staging slot in KiB as comm/comm_mpi.c reads it: 256 by default,
+// ZT_COMM_MPI_STAGE_KIB when set, 0 under ZT_COMM_MPI_ALGO=mpi. (An invalid value gives
+// 256 here; the backend refuses it when it starts.)
+int zt_plan_stage_kib_from_env(void);
+
+// Micro-batches whose activations stage `stage` holds at once under the schedule.
+int zt_plan_stage_slots(const zt_plan_spec *s, int stage);
+
+// The pipeline partition of the spec (--partition; `memory` balances the stages'
+// predicted bytes from this planner). The caller frees it with zt_partition_free. Fails
+// as zt_partition_build does (a malformed spec, more stages than units, ...).
+zt_status zt_plan_partition(const zt_plan_spec *s, zt_partition *out);
+
+// This dp rank's optimizer range [lo, hi) of a flat buffer of `numel` elements (a
+// multiple of dp * ZT_ALIGN_ELEMS, asserted): the 1/dp shard under zero 1, everything
+// under zero 0.
+void zt_plan_shard(const zt_plan_spec *s, size_t numel, int dp_rank, size_t *lo, size_t *hi);
+
+// The plan of the rank at (dp_rank, pp_rank, tp_rank) under partition `p`. Fails only on
+// a shape the tp degree cannot split.
+zt_status zt_plan_rank(const zt_plan_spec *s, const zt_partition *p, int dp_rank, int pp_rank,
+                       int tp_rank, zt_plan_bytes *out);
+
+// The plan of every rank, indexed by world rank (out holds dp * pp * tp entries).
+zt_status zt_plan_all(const zt_plan_spec *s, const zt_partition *p, zt_plan_bytes *out);
+
+// The largest need among groups of `sharing` consecutive world ranks (1: a single rank;
+// the ranks of one machine otherwise), and the first rank of that group.
+double zt_plan_max_need(const zt_plan_spec *s, const zt_plan_bytes *all, int sharing,
+                        int *first_rank);
+
+// One change to a run that makes it fit, as planned.
+typedef struct {
+    char change[160]; // the flags, e.g. "--zero 1 --dp 4"
+    double need;      // the changed run's largest need (per rank, or per machine)
+    int world;        // the changed run's ranks
+} zt_plan_advice;
+
+// The smallest changes of each kind that make `s` fit `limit` (sharing as below), each
+// verified by planning the changed run; at most `max` into adv; returns how many. When no
+// single change fits: the 8-bit optimizer (and 1F1B) combined with one more.
+int zt_plan_advise(const zt_plan_spec *s, double limit, int sharing, zt_plan_advice *adv,
+                   int max);
+
+// Refuses, before anything is allocated, a run predicted not to fit: every group of
+// `sharing` consecutive world ranks (1 when `limit` is one rank's memory, e.g.
+// --mem-limit; the ranks on one machine when it is the machine's available memory)
+// must need at most `limit` bytes. On failure the message (zt_errorf) gives the need of
+// the largest rank by category and the smallest changes that fit, each checked by
+// planning the changed run: --zero 1 with more dp, --optim adamw8bit, more --pp, a
+// smaller --micro-batch (the same global batch), --schedule 1f1b, a smaller
+// --loss-chunk. `limit_what` names the limit in the message ("--mem-limit 16G", "this
+// machine's available memory"). limit <= 0 checks nothing.
+zt_status zt_plan_check_fits(const zt_plan_spec *s, double limit, int sharing,
+                             const char *limit_what);
+
+// The machine's available memory (MemAvailable), or 0 if unknown.
+double zt_plan_available_bytes(void);
+
+// The world ranks on this machine as the launcher says (Open MPI, MPICH/Hydra, Slurm),
+// else `world` (all of them: the conservative guess for the fits-check).
+int zt_plan_local_ranks(int world);
+
+// "1.50 GiB", "12.0 MiB", "512 B" into buf.
+const char *zt_plan_format_bytes(double bytes, char *buf, size_t size);
+
+// The report of `zerotrain memory`: every rank's plan (ranks alike share a row in text),
+// the optimizer split, the largest rank, the ZeRO paper's formula for this run and for
+// a published configuration, and with limit > 0 whether each rank fits it (with advice).
+// json: one JSON object instead of text. Fails as zt_plan_partition / zt_plan_all do.
+zt_status zt_plan_report(FILE *f, const zt_plan_spec *s, int json, double limit,
+                         const char *limit_what);
+
+// The ZeRO paper's per-rank model-state bytes (Rajbhandari et al. 2019, §5 / Figure 1):
+// psi parameters, p and g bytes per parameter and gradient (2 and 2 in the paper),
+// k optimizer bytes per parameter (12 for mixed-precision Adam: fp32 master, m, v),
+// nd data-parallel ranks. stage 0: baseline (p+g+k)psi; 1: Pos (p+g)psi + k psi/nd;
+// 2: Pos+g p psi + (g+k)psi/nd; 3: Pos+g+p (p+g+k)psi/nd.
+double zt_plan_zero_formula(int stage, double psi, double p, double g, double k, double nd);
+
+#endif

@@ -1,0 +1,525 @@
+// Tests of the memory planner (src/planner.c): its bytes equal what the runtime
+// allocates, category by category and to the byte, for layouts across dp/pp/tp, both
+// ZeRO modes, both optimizers and both schedules (the objects the trainer builds are
+// built here and measured with zt_mem_current); the `memory` partition's cached cost
+// equals the exact one; a run that does not fit is refused with advice that fits when
+// planned again (and is the smallest of its kind); a GPT-3 175B shape on 1024 ranks plans
+// without overflow and matches the ZeRO paper's formula within padding; 16-bit
+// parameters; the MPI staging windows per machine; --mem-limit's syntax.
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adamw.h"
+#include "adamw8bit.h"
+#include "comm.h"
+#include "config.h"
+#include "gpt2.h"
+#include "memory.h"
+#include "planner.h"
+#include "test.h"
+
+int zt_plan_cache_mismatches_(const zt_plan_spec *s); // planner.c's test hook
+
+typedef struct {
+    int dp, pp, tp, zero, is_8bit;
+    zt_schedule_kind sched;
+    const char *partition;
+    int loss_chunk;
+    int threads; // OpenMP threads of the rank (0: the planner leaves the count as it is)
+} layout_case;
+
+// The model of the reference tests: 3 blocks, 4 heads, 64 channels, vocabulary 300.
+// Its biases and LayerNorms (< 4096 values) keep fp32 state under adamw8bit and its
+// matrices 8-bit state, so both kinds of piece are planned.
+static zt_plan_spec tiny_spec(const layout_case *c) {
+    zt_plan_spec s;
+    memset(&s, 0, sizeof s);
+    s.shape = (zt_model_shape){.vocab = 300, .padded_vocab = zt_padded_vocab(300, c->tp),
+                               .n_ctx = 32, .n_layer = 3, .n_head = 4, .n_embd = 64};
+    s.dp = c->dp;
+    s.pp = c->pp;
+    s.tp = c->tp;
+    s.zero = c->zero;
+    s.micro_batch = 2;
+    s.seq = 16;
+    s.grad_accum = 3;
+    s.loss_chunk = c->loss_chunk;
+    s.schedule = c->sched;
+    snprintf(s.partition, sizeof s.partition, "%s", c->partition);
+    s.is_8bit = c->is_8bit;
+    s.opt8 = zt_adamw8bit_default_options();
+    s.param_bytes = 4;
+    s.stage_kib = 256;
+    s.threads = c->threads;
+    return s;
+}
+
+static const layout_case k_layouts[] = {
+    {1, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0},
+    {2, 1, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0},
+    {2, 1, 1, 1, 1, ZT_SCHED_1F1B, "uniform", 8, 0},
+    {1, 2, 1, 0, 1, ZT_SCHED_GPIPE, "uniform", 0, 0},
+    {2, 2, 1, 1, 0, ZT_SCHED_1F1B, "memory", 0, 0},
+    {2, 3, 1, 1, 1, ZT_SCHED_1F1B, "parameters", 0, 0},
+    {1, 1, 2, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0},
+    {2, 2, 2, 1, 1, ZT_SCHED_GPIPE, "uniform", 0, 0},
+    {2, 2, 2, 0, 0, ZT_SCHED_1F1B, "memory", 8, 0},
+    {1, 3, 2, 1, 1, ZT_SCHED_1F1B, "0:2,2:3,3:5", 0, 0},
+    {1, 2, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 3}, // the attention workspace per thread
+};
+#define N_LAYOUTS ((int)(sizeof k_layouts / sizeof k_layouts[0]))
+
+// Builds what the trainer builds for one rank (its stage's model on its tp rank, the
+// optimizer on its shard, train.c's token and pipeline buffers), measures each category
+// with zt_mem_current, and compares with the plan, to the byte. The MPI backend's part
+// of comm is not built here (no communicators in this process) and is left out.
+static int check_rank(const zt_plan_spec *s, const zt_plan_bytes *want) {
+    size_t before[ZT_MEM_NCAT];
+    for (int k = 0; k < ZT_MEM_NCAT; k++) before[k] = zt_mem_current((zt_mem_category)k);
+    // a stand-in tp group: zt_gpt2_init only records it; nothing collective runs here
+    zt_comm tpc;
+    memset(&tpc, 0, sizeof tpc);
+    tpc.size = s->tp;
+    tpc.rank = want->tp_rank;
+    zt_gpt2 m;
+    int threads = omp_get_max_threads(); // the rank runs with the planned thread count
+    if (s->threads > 0) omp_set_num_threads(s->threads);
+    zt_status st = zt_gpt2_init(&m, &s->shape, want->unit_first, want->unit_last, s->tp,
+                                want->tp_rank, ZT_ALIGN_ELEMS, (size_t)s->dp * ZT_ALIGN_ELEMS,
+                                s->micro_batch, s->seq, s->loss_chunk, want->n_slots, &tpc);
+    omp_set_num_threads(threads);
+    CHECK(st == ZT_OK);
+    CHECK_EQ_INT(m.layout.numel, want->numel);
+    size_t lo, hi;
+    zt_plan_shard(s, m.layout.numel, want->dp_rank, &lo, &hi);
+    CHECK_EQ_INT(lo, want->shard_lo);
+    CHECK_EQ_INT(hi, want->shard_hi);
+    zt_adamw o32;
+    zt_adamw8bit o8;
+    memset(&o32, 0, sizeof o32);
+    memset(&o8, 0, sizeof o8);
+    if (s->is_8bit) CHECK(zt_adamw8bit_init(&o8, &m.layout, lo, hi, &s->opt8) == ZT_OK);
+    else zt_adamw_init(&o32, lo, hi);
+    // train.c's setup: token ids of every slot (inputs, targets), the pipeline buffers
+    size_t BT = (size_t)s->micro_batch * s->seq, NC = BT * (size_t)s->shape.n_embd;
+    size_t slots = (size_t)want->n_slots;
+    void *bufs[5] = {
+        zt_mem_alloc(ZT_MEM_WORKSPACE, slots * BT * sizeof(int32_t)),
+        zt_mem_alloc(ZT_MEM_WORKSPACE, slots * BT * sizeof(int32_t)),
+        zt_mem_alloc(ZT_MEM_COMM, slots * NC * sizeof(float)),
+        zt_mem_alloc(ZT_MEM_COMM, slots * NC * sizeof(float)),
+        zt_mem_alloc(ZT_MEM_COMM, NC * sizeof(float)),
+    };
+    for (int k = 0; k < ZT_MEM_NCAT; k++) {
+        double got = (double)(zt_mem_current((zt_mem_category)k) - before[k]);
+        double planned = want->bytes[k] - (k == ZT_MEM_COMM ? want->comm_backend : 0.0);
+        if (got != planned) {
+            fprintf(stderr, "rank %d (stage %d, dp %d, tp %d) %s: allocated %.0f, planned %.0f\n",
+                    want->rank, want->pp_rank, want->dp_rank, want->tp_rank,
+                    zt_mem_category_name((zt_mem_category)k), got, planned);
+            return ZT_FAIL;
+        }
+    }
+    CHECK(want->opt_master + want->opt_m + want->opt_v + want->opt_absmax + want->opt_table ==
+          want->bytes[ZT_MEM_OPTIMIZER]);
+    for (int i = 0; i < 5; i++) zt_mem_free(bufs[i]);
+    zt_adamw_free(&o32);
+    zt_adamw8bit_free(&o8);
+    zt_gpt2_free(&m);
+    for (int k = 0; k < ZT_MEM_NCAT; k++)
+        CHECK_EQ_INT(zt_mem_current((zt_mem_category)k), before[k]);
+    return ZT_PASS;
+}
+
+static int same_plan(const zt_plan_bytes *a, const zt_plan_bytes *b) {
+    for (int k = 0; k < ZT_MEM_NCAT; k++)
+        if (a->bytes[k] != b->bytes[k]) return 0;
+    return a->rank == b->rank && a->numel == b->numel && a->shard_lo == b->shard_lo &&
+           a->shard_hi == b->shard_hi && a->comm_window == b->comm_window &&
+           a->end_transient == b->end_transient && a->peak == b->peak && a->n_slots == b->n_slots;
+}
+
+ZT_TEST(planner_equals_allocation) {
+    for (int c = 0; c < N_LAYOUTS; c++) {
+        zt_plan_spec s = tiny_spec(&k_layouts[c]);
+        zt_partition p;
+        CHECK(zt_plan_partition(&s, &p) == ZT_OK);
+        int W = s.dp * s.pp * s.tp;
+        zt_plan_bytes *all = calloc((size_t)W, sizeof *all);
+        CHECK(all && zt_plan_all(&s, &p, all) == ZT_OK);
+        for (int r = 0; r < W; r++) {
+            int d = all[r].dp_rank, pr = all[r].pp_rank, t = all[r].tp_rank;
+            CHECK_EQ_INT(all[r].rank, r);
+            CHECK_EQ_INT((pr * s.dp + d) * s.tp + t, r);
+            // one rank alone plans the same as the whole layout
+            zt_plan_bytes one;
+            CHECK(zt_plan_rank(&s, &p, d, pr, t, &one) == ZT_OK);
+            CHECK(same_plan(&one, &all[r]));
+            CHECK_EQ_INT(all[r].n_slots, zt_plan_stage_slots(&s, pr));
+            if (check_rank(&s, &all[r]) != ZT_PASS) {
+                fprintf(stderr, "layout %d: dp %d pp %d tp %d zero %d %s %s %s\n", c, s.dp, s.pp,
+                        s.tp, s.zero, s.is_8bit ? "adamw8bit" : "adamw",
+                        zt_schedule_kind_name(s.schedule), s.partition);
+                return ZT_FAIL;
+            }
+        }
+        printf("  layout %d (dp %d pp %d tp %d zero %d %s %s %s): %d ranks equal their "
+               "allocations\n",
+               c, s.dp, s.pp, s.tp, s.zero, s.is_8bit ? "adamw8bit" : "adamw",
+               zt_schedule_kind_name(s.schedule), s.partition, W);
+        free(all);
+        zt_partition_free(&p);
+    }
+    return ZT_PASS;
+}
+
+// The `memory` partition's cost comes from a cache keyed by (embed, head, blocks): it
+// must equal the exact plan of every unit range on every stage.
+ZT_TEST(planner_stage_cost_cache_is_exact) {
+    for (int c = 0; c < N_LAYOUTS; c++) {
+        zt_plan_spec s = tiny_spec(&k_layouts[c]);
+        CHECK_EQ_INT(zt_plan_cache_mismatches_(&s), 0);
+    }
+    // a deeper model with 1F1B slots that differ per stage
+    layout_case lc = {2, 4, 1, 1, 1, ZT_SCHED_1F1B, "memory", 0, 0};
+    zt_plan_spec s = tiny_spec(&lc);
+    s.shape.n_layer = 9;
+    CHECK_EQ_INT(zt_plan_cache_mismatches_(&s), 0);
+    // and the memory partition of it is the exact min-max of those costs: no stage of
+    // the uniform partition's plan beats its largest stage
+    zt_partition pm, pu;
+    CHECK(zt_plan_partition(&s, &pm) == ZT_OK);
+    snprintf(s.partition, sizeof s.partition, "uniform");
+    CHECK(zt_plan_partition(&s, &pu) == ZT_OK);
+    double worst_m = 0, worst_u = 0;
+    for (int st = 0; st < s.pp; st++) {
+        zt_plan_bytes bm, bu;
+        CHECK(zt_plan_rank(&s, &pm, 0, st, 0, &bm) == ZT_OK);
+        CHECK(zt_plan_rank(&s, &pu, 0, st, 0, &bu) == ZT_OK);
+        worst_m = fmax(worst_m, bm.tracked - bm.comm_backend);
+        worst_u = fmax(worst_u, bu.tracked - bu.comm_backend);
+    }
+    printf("  largest stage: memory partition %.0f bytes, uniform %.0f\n", worst_m, worst_u);
+    CHECK(worst_m <= worst_u);
+    zt_partition_free(&pm);
+    zt_partition_free(&pu);
+    return ZT_PASS;
+}
+
+// ---------------------------------------------------------------- fits and advice
+
+// A mid-size model where model state and activations both matter: 6 blocks of 256
+// channels, vocabulary 4096, 8 x 64 tokens per micro-batch, 2 dp ranks, ZeRO off.
+static zt_plan_spec mid_spec(void) {
+    layout_case lc = {2, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0};
+    zt_plan_spec s = tiny_spec(&lc);
+    s.shape = (zt_model_shape){.vocab = 4096, .padded_vocab = 4096, .n_ctx = 64, .n_layer = 6,
+                               .n_head = 4, .n_embd = 256};
+    s.micro_batch = 8;
+    s.seq = 64;
+    s.grad_accum = 2;
+    return s;
+}
+
+static double max_peak(const zt_plan_spec *s) {
+    zt_partition p;
+    if (zt_plan_partition(s, &p) != ZT_OK) return INFINITY;
+    int W = s->dp * s->pp * s->tp;
+    zt_plan_bytes *all = calloc((size_t)W, sizeof *all);
+    ZT_ASSERT(all);
+    double top = INFINITY;
+    if (zt_plan_all(s, &p, all) == ZT_OK) {
+        top = 0;
+        for (int r = 0; r < W; r++) top = fmax(top, all[r].peak);
+    }
+    free(all);
+    zt_partition_free(&p);
+    return top;
+}
+
+// Applies an advice text ("--zero 1 --dp 4", "--pp 3 --partition memory", ...) to s.
+static int apply_change(zt_plan_spec *s, const char *change) {
+    char *buf = strdup(change), *save = NULL;
+    ZT_ASSERT(buf);
+    int ok = 1;
+    for (char *flag = strtok_r(buf, " ", &save); flag && ok; flag = strtok_r(NULL, " ", &save)) {
+        char *v = strtok_r(NULL, " ", &save);
+        if (!v) ok = 0;
+        else if (!strcmp(flag, "--zero")) s->zero = atoi(v);
+        else if (!strcmp(flag, "--dp")) s->dp = atoi(v);
+        else if (!strcmp(flag, "--pp")) s->pp = atoi(v);
+        else if (!strcmp(flag, "--partition")) snprintf(s->partition, sizeof s->partition, "%s", v);
+        else if (!strcmp(flag, "--optim")) s->is_8bit = !strcmp(v, "adamw8bit");
+        else if (!strcmp(flag, "--micro-batch")) s->micro_batch = atoi(v);
+        else if (!strcmp(flag, "--grad-accum")) s->grad_accum = atoi(v);
+        else if (!strcmp(flag, "--schedule"))
+            s->schedule = strcmp(v, "gpipe") ? ZT_SCHED_1F1B : ZT_SCHED_GPIPE;
+        else if (!strcmp(flag, "--loss-chunk")) s->loss_chunk = atoi(v);
+        else ok = 0;
+    }
+    free(buf);
+    return ok;
+}
+
+// Every advice fits when planned, is named in the message, and is the smallest step of
+// its kind (the step before it does not fit).
+static int check_advice(const zt_plan_spec *s, double limit, int min_count) {
+    zt_plan_advice adv[8];
+    int n = zt_plan_advise(s, limit, 1, adv, 8);
+    CHECK(n >= min_count);
+    CHECK(zt_plan_check_fits(s, limit, 1, "--mem-limit X") == ZT_ERR);
+    const char *msg = zt_error_message();
+    printf("  message: %s\n", msg);
+    CHECK(strstr(msg, "Changes that fit"));
+    CHECK(strstr(msg, "optimizer") && strstr(msg, "activations"));
+    for (int i = 0; i < n; i++) {
+        zt_plan_spec t = *s;
+        CHECK(apply_change(&t, adv[i].change));
+        double need = max_peak(&t);
+        printf("  advice %-40s planned again: %.0f bytes (limit %.0f)\n", adv[i].change, need,
+               limit);
+        CHECK(need <= limit);
+        CHECK(need == adv[i].need);
+        CHECK(strstr(msg, adv[i].change));
+        if (t.dp != s->dp && t.dp / 2 >= s->dp) { // half as many dp ranks does not fit
+            zt_plan_spec h = t;
+            h.dp = t.dp / 2;
+            CHECK(max_peak(&h) > limit);
+        }
+        if (t.pp - 1 > s->pp) {
+            zt_plan_spec h = t;
+            h.pp = t.pp - 1;
+            CHECK(max_peak(&h) > limit);
+            snprintf(h.partition, sizeof h.partition, "memory");
+            CHECK(max_peak(&h) > limit);
+        }
+        if (t.micro_batch != s->micro_batch) // every larger divisor does not fit
+            for (int b = t.micro_batch + 1; b < s->micro_batch; b++) {
+                if (s->micro_batch % b) continue;
+                zt_plan_spec h = *s;
+                h.micro_batch = b;
+                h.grad_accum = s->grad_accum * (s->micro_batch / b);
+                CHECK(max_peak(&h) > limit);
+            }
+    }
+    return ZT_PASS;
+}
+
+ZT_TEST(planner_refuses_with_advice_that_fits) {
+    zt_plan_spec s = mid_spec();
+    double need = max_peak(&s);
+    CHECK(need > 0 && isfinite(need));
+    // fits: no error; no limit: no check
+    CHECK(zt_plan_check_fits(&s, need, 1, "--mem-limit X") == ZT_OK);
+    CHECK(zt_plan_check_fits(&s, 0, 1, "--mem-limit X") == ZT_OK);
+    // a little short: model-state changes fit (ZeRO-1 with more dp, 8-bit, more stages)
+    printf("need %.0f bytes per rank\n", need);
+    if (check_advice(&s, need * 0.9, 3) != ZT_PASS) return ZT_FAIL;
+    {
+        zt_plan_advice adv[8];
+        int n = zt_plan_advise(&s, need * 0.9, 1, adv, 8), has_zero = 0, has_8bit = 0;
+        for (int i = 0; i < n; i++) {
+            has_zero |= strncmp(adv[i].change, "--zero 1", 8) == 0;
+            has_8bit |= strcmp(adv[i].change, "--optim adamw8bit") == 0;
+        }
+        CHECK(has_zero && has_8bit);
+    }
+    // already ZeRO-1: more dp ranks (the smallest count that fits)
+    {
+        zt_plan_spec z = mid_spec();
+        z.zero = 1;
+        double zneed = max_peak(&z);
+        if (check_advice(&z, zneed * 0.97, 1) != ZT_PASS) return ZT_FAIL;
+        zt_plan_advice adv[8];
+        int n = zt_plan_advise(&z, zneed * 0.97, 1, adv, 8), has_dp = 0;
+        for (int i = 0; i < n; i++) has_dp |= strncmp(adv[i].change, "--zero 1 --dp ", 14) == 0;
+        CHECK(has_dp);
+    }
+    // GPipe keeping every micro-batch, with much less room: a smaller micro-batch or 1F1B
+    s.schedule = ZT_SCHED_GPIPE;
+    s.grad_accum = 8;
+    need = max_peak(&s);
+    if (check_advice(&s, need * 0.6, 1) != ZT_PASS) return ZT_FAIL;
+    // nothing fits 1 KiB
+    CHECK(zt_plan_check_fits(&s, 1024, 1, "--mem-limit 1K") == ZT_ERR);
+    CHECK(strstr(zt_error_message(), "No change the planner tries fits"));
+    // the ranks of one machine share its memory: 2 ranks need twice one rank
+    zt_plan_spec m = mid_spec();
+    double one = max_peak(&m);
+    CHECK(zt_plan_check_fits(&m, 1.5 * one, 2, "this machine's available memory") == ZT_ERR);
+    printf("  machine: %s\n", zt_error_message());
+    CHECK(strstr(zt_error_message(), "the 2 ranks on one machine"));
+    CHECK(zt_plan_check_fits(&m, 2.0 * one, 2, "this machine's available memory") == ZT_OK);
+    return ZT_PASS;
+}
+
+// ---------------------------------------------------------------- scale and formulas
+
+// GPT-3 175B (96 layers, 96 heads, 12288 channels, n_ctx 2048, vocabulary 50257) on 1024
+// ranks. Its model state against the ZeRO paper: Pos = (2+2)psi + 12 psi/Nd for 16-bit
+// parameters with fp32 master, m and v; the planner's psi is the padded flat buffer, a
+// little more than the real parameter count.
+ZT_TEST(planner_gpt3_175b_on_1024_ranks) {
+    layout_case lc = {1024, 1, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0};
+    zt_plan_spec s = tiny_spec(&lc);
+    s.shape = (zt_model_shape){.vocab = 50257, .padded_vocab = zt_padded_vocab(50257, 1),
+                               .n_ctx = 2048, .n_layer = 96, .n_head = 96, .n_embd = 12288};
+    s.micro_batch = 1;
+    s.seq = 2048;
+    s.grad_accum = 8;
+    s.param_bytes = 2;
+    s.ranks_per_node = 8;
+    double psi = (double)zt_model_param_count(&s.shape);
+    printf("psi = %.6g parameters\n", psi);
+    CHECK(psi > 174e9 && psi < 176e9);
+    for (int zero = 0; zero <= 1; zero++) {
+        s.zero = zero;
+        zt_partition p;
+        CHECK(zt_plan_partition(&s, &p) == ZT_OK);
+        zt_plan_bytes *all = calloc(1024, sizeof *all);
+        CHECK(all && zt_plan_all(&s, &p, all) == ZT_OK);
+        double numel = (double)all[0].numel;
+        CHECK(numel >= psi && (numel - psi) / psi < 1e-3); // alignment padding only
+        for (int r = 0; r < 1024; r++) {
+            CHECK(all[r].bytes[ZT_MEM_PARAMS] == 2.0 * numel);
+            CHECK(all[r].bytes[ZT_MEM_GRADS] == 2.0 * numel);
+            CHECK(all[r].bytes[ZT_MEM_OPTIMIZER] == 12.0 * numel / (zero ? 1024 : 1));
+            CHECK(all[r].bytes[ZT_MEM_ACTIVATIONS] > 5e10 && isfinite(all[r].peak));
+        }
+        double state = all[0].bytes[ZT_MEM_PARAMS] + all[0].bytes[ZT_MEM_GRADS] +
+                       all[0].bytes[ZT_MEM_OPTIMIZER];
+        double formula = zt_plan_zero_formula(zero, psi, 2, 2, 12, 1024);
+        printf("  zero %d: model state %.4g bytes per rank, the paper's %s %.4g (ratio %.6f)\n",
+               zero, state, zero ? "Pos" : "baseline", formula, state / formula);
+        CHECK(fabs(state / formula - 1.0) < 1e-3);
+        free(all);
+        zt_partition_free(&p);
+    }
+    // a 3-D layout of the same 1024 ranks, 8-bit optimizer, the memory partition: every
+    // rank plans, and one replica's parameters add up to the model within padding, plus
+    // the last stage's copy of the tied embedding and the tensors every tp rank holds
+    // whole (wpe, the LayerNorms, the row-parallel biases) tp - 1 more times
+    s.dp = 16;
+    s.pp = 8;
+    s.tp = 8;
+    s.zero = 1;
+    s.is_8bit = 1;
+    s.shape.padded_vocab = zt_padded_vocab(50257, 8);
+    snprintf(s.partition, sizeof s.partition, "memory");
+    zt_partition p;
+    CHECK(zt_plan_partition(&s, &p) == ZT_OK);
+    zt_plan_bytes *all = calloc(1024, sizeof *all);
+    CHECK(all && zt_plan_all(&s, &p, all) == ZT_OK);
+    double replica = 0.0, top = 0.0;
+    for (int r = 0; r < 1024; r++) {
+        CHECK(isfinite(all[r].peak) && all[r].peak > 0);
+        top = fmax(top, all[r].peak);
+        if (all[r].dp_rank == 0) replica += all[r].bytes[ZT_MEM_PARAMS] / 2.0;
+    }
+    double C = s.shape.n_embd, tied = (double)s.shape.padded_vocab * C;
+    double whole = (s.shape.n_ctx * C + s.shape.n_layer * 6 * C + 2 * C) * (s.tp - 1);
+    double want = psi + tied + whole;
+    printf("  dp 16 x pp 8 x tp 8: one replica holds %.6g parameters (model + tied copy + "
+           "tp-replicated %.6g); largest rank %.3g bytes\n",
+           replica, want, top);
+    CHECK(replica >= want && (replica - want) / psi < 1e-3);
+    free(all);
+    zt_partition_free(&p);
+    return ZT_PASS;
+}
+
+// The paper's Figure 1: 7.5B parameters on 64 ranks, K = 12: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB.
+ZT_TEST(planner_zero_formula_matches_paper) {
+    const double gb[4] = {120.0, 31.4, 16.6, 1.9};
+    for (int z = 0; z < 4; z++) {
+        double v = zt_plan_zero_formula(z, 7.5e9, 2, 2, 12, 64) / 1e9;
+        printf("  stage %d: %.3f GB (paper %.1f)\n", z, v, gb[z]);
+        CHECK(fabs(v - gb[z]) < 0.05);
+    }
+    return ZT_PASS;
+}
+
+// 16-bit parameters: params, grads, activations, logits and the pipeline buffers halve;
+// the optimizer adds the fp32 master copy of the shard.
+ZT_TEST(planner_bf16_parameters) {
+    layout_case lc = {2, 2, 1, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0};
+    zt_plan_spec s = tiny_spec(&lc), h = s;
+    h.param_bytes = 2;
+    zt_partition p;
+    CHECK(zt_plan_partition(&s, &p) == ZT_OK);
+    for (int st = 0; st < 2; st++)
+        for (int d = 0; d < 2; d++) {
+            zt_plan_bytes a, b;
+            CHECK(zt_plan_rank(&s, &p, d, st, 0, &a) == ZT_OK);
+            CHECK(zt_plan_rank(&h, &p, d, st, 0, &b) == ZT_OK);
+            CHECK(b.bytes[ZT_MEM_PARAMS] * 2 == a.bytes[ZT_MEM_PARAMS]);
+            CHECK(b.bytes[ZT_MEM_GRADS] * 2 == a.bytes[ZT_MEM_GRADS]);
+            CHECK(b.bytes[ZT_MEM_ACTIVATIONS] * 2 == a.bytes[ZT_MEM_ACTIVATIONS]);
+            CHECK(b.bytes[ZT_MEM_LOGITS] * 2 == a.bytes[ZT_MEM_LOGITS]);
+            CHECK(b.bytes[ZT_MEM_WORKSPACE] == a.bytes[ZT_MEM_WORKSPACE]);
+            double pipe_a = a.bytes[ZT_MEM_COMM] - a.comm_backend;
+            double pipe_b = b.bytes[ZT_MEM_COMM] - b.comm_backend;
+            CHECK(pipe_b * 2 == pipe_a);
+            CHECK(b.opt_master == 4.0 * (double)(a.shard_hi - a.shard_lo));
+            CHECK(b.bytes[ZT_MEM_OPTIMIZER] == a.bytes[ZT_MEM_OPTIMIZER] + b.opt_master);
+        }
+    zt_partition_free(&p);
+    return ZT_PASS;
+}
+
+// The MPI backend maps a staging window for each communicator of >= 2 ranks that all sit
+// on one machine: 2 x size x 256 KiB per rank. Rank 1 of dp 4 x pp 2 (stage 0, dp 1)
+// belongs to the worlds (8 ranks), the dp group 0-3, the pp and embed groups {1, 5}.
+ZT_TEST(planner_staging_windows_per_machine) {
+    layout_case lc = {4, 2, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0};
+    zt_plan_spec s = tiny_spec(&lc);
+    zt_partition p;
+    CHECK(zt_plan_partition(&s, &p) == ZT_OK);
+    zt_plan_bytes b;
+    const double slot = 256.0 * 1024;
+    s.ranks_per_node = 0; // all 8 on one machine: worlds (8, twice), dp (4), pp (2), embed (2)
+    CHECK(zt_plan_rank(&s, &p, 1, 0, 0, &b) == ZT_OK);
+    CHECK(b.comm_window == 2 * slot * (8 + 8 + 4 + 2 + 2));
+    s.ranks_per_node = 4; // the dp group is one machine's; worlds, pp and embed span two
+    CHECK(zt_plan_rank(&s, &p, 1, 0, 0, &b) == ZT_OK);
+    CHECK(b.comm_window == 2 * slot * 4);
+    s.ranks_per_node = 2; // nothing of 2+ ranks stays on one machine
+    CHECK(zt_plan_rank(&s, &p, 1, 0, 0, &b) == ZT_OK);
+    CHECK(b.comm_window == 0);
+    s.ranks_per_node = 0;
+    s.stage_kib = 0; // ZT_COMM_MPI_ALGO=mpi
+    CHECK(zt_plan_rank(&s, &p, 1, 0, 0, &b) == ZT_OK);
+    CHECK(b.comm_window == 0);
+    zt_partition_free(&p);
+    return ZT_PASS;
+}
+
+ZT_TEST(planner_mem_limit_syntax) {
+    double b = 0;
+    CHECK(zt_config_parse_bytes("16G", "--mem-limit", &b) == ZT_OK && b == 16.0 * (1 << 30));
+    CHECK(zt_config_parse_bytes("512M", "--mem-limit", &b) == ZT_OK && b == 512.0 * (1 << 20));
+    CHECK(zt_config_parse_bytes("1.5GiB", "--mem-limit", &b) == ZT_OK && b == 1.5 * (1 << 30));
+    CHECK(zt_config_parse_bytes("2t", "--mem-limit", &b) == ZT_OK && b == 2.0 * 1099511627776.0);
+    CHECK(zt_config_parse_bytes("4096", "--mem-limit", &b) == ZT_OK && b == 4096);
+    CHECK(zt_config_parse_bytes("100B", "--mem-limit", &b) == ZT_OK && b == 100);
+    const char *bad[] = {"", "G", "16Q", "-1G", "0", "0x10", "inf", "nan", "16 G", "16GB2"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(zt_config_parse_bytes(bad[i], "--mem-limit", &b) == ZT_ERR);
+        CHECK(strstr(zt_error_message(), "--mem-limit"));
+    }
+    // the config: validate refuses a bad value; training refuses bf16 parameters
+    zt_config c;
+    char *argv[] = {"--mem-limit", "12X", "--param-dtype", "bf16"};
+    CHECK(zt_config_parse(&c, 4, argv) == ZT_OK);
+    CHECK(zt_config_validate(&c) == ZT_ERR && strstr(zt_error_message(), "12X"));
+    snprintf(c.mem_limit, sizeof c.mem_limit, "3G");
+    CHECK(zt_config_validate(&c) == ZT_OK);
+    CHECK(zt_config_mem_limit(&c) == 3.0 * (1 << 30));
+    CHECK(zt_config_check_trainable(&c) == ZT_ERR);
+    CHECK(strstr(zt_error_message(), "--param-dtype bf16"));
+    snprintf(c.param_dtype, sizeof c.param_dtype, "fp32");
+    CHECK(zt_config_check_trainable(&c) == ZT_OK);
+    return ZT_PASS;
+}
