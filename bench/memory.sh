@@ -105,7 +105,7 @@ fi
 {
     echo "## Memory planner: predicted vs measured"
     echo
-    echo "\`bash bench/memory.sh\` on $(nproc) cores ($(date -u +%Y-%m-%d)); model: GPT-2, 6 layers,"
+    echo "\`bash bench/memory.sh\` on $(nproc --all) cores ($(date -u +%Y-%m-%d)); model: GPT-2, 6 layers,"
     echo "6 heads, 384 channels, vocabulary 50257, n_ctx 64, 64 tokens per sequence; one step per"
     echo "cell, \`OMP_NUM_THREADS=1\`, up to 8 ranks on this machine. \`bench/memory.png\`: predicted"
     echo "against measured per rank, and the partition methods' stages by category."

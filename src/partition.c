@@ -433,28 +433,50 @@ zt_status zt_partition_build_staged(zt_partition *p, int n_units, int n_stages,
         return zt_errorf("--pp %d needs between 1 and %d stages (one unit each at least)",
                          n_stages, n_units);
     size_t W = (size_t)n_units + 1;
-    // best[s*W + j]: the smallest possible largest cost of stages 0..s covering units
-    // [0, j); from[s*W + j]: where stage s starts in that optimum.
+    // Pass 1, best[s*W + j]: the smallest possible largest cost of stages 0..s covering
+    // units [0, j). Pass 2, among the partitions whose every stage costs at most the
+    // optimum best[last] (relative 1e-12), the most even: the smallest sum of squared
+    // stage costs, sq[s*W + j]; from[s*W + j] is where stage s starts in it (ties: the
+    // earliest start). Without pass 2 the stages off the bottleneck can be far from even.
     double *best = malloc((size_t)n_stages * W * sizeof *best);
+    double *sq = malloc((size_t)n_stages * W * sizeof *sq);
     int *from = malloc((size_t)n_stages * W * sizeof *from);
-    ZT_ASSERT(best && from);
-    for (int j = 1; j <= n_units; j++) best[j] = cost(ctx, 0, 0, j), from[j] = 0;
+    ZT_ASSERT(best && sq && from);
+    for (int j = 1; j <= n_units; j++) best[j] = cost(ctx, 0, 0, j);
+    for (int s = 1; s < n_stages; s++)
+        for (int j = s + 1; j <= n_units - (n_stages - 1 - s); j++) {
+            double b = INFINITY;
+            for (int i = s; i < j; i++) {
+                double prev = best[(size_t)(s - 1) * W + i], c = cost(ctx, s, i, j);
+                double v = prev > c ? prev : c;
+                if (v < b) b = v;
+            }
+            best[(size_t)s * W + j] = b;
+        }
+    double cap = best[(size_t)(n_stages - 1) * W + n_units];
+    cap += fabs(cap) * 1e-12;
+    for (int j = 1; j <= n_units; j++) {
+        double c = cost(ctx, 0, 0, j);
+        sq[j] = c <= cap ? c * c : INFINITY;
+        from[j] = 0;
+    }
     for (int s = 1; s < n_stages; s++)
         for (int j = s + 1; j <= n_units - (n_stages - 1 - s); j++) {
             double b = INFINITY;
             int arg = s;
             for (int i = s; i < j; i++) {
-                double prev = best[(size_t)(s - 1) * W + i], c = cost(ctx, s, i, j);
-                double v = prev > c ? prev : c;
-                if (v < b) b = v, arg = i;
+                double prev = sq[(size_t)(s - 1) * W + i], c = cost(ctx, s, i, j);
+                if (prev == INFINITY || c > cap) continue;
+                if (prev + c * c < b) b = prev + c * c, arg = i;
             }
-            best[(size_t)s * W + j] = b;
+            sq[(size_t)s * W + j] = b;
             from[(size_t)s * W + j] = arg;
         }
     partition_alloc(p, n_stages);
     p->first[n_stages] = n_units;
     for (int s = n_stages - 1; s >= 0; s--) p->first[s] = from[(size_t)s * W + p->first[s + 1]];
     free(best);
+    free(sq);
     free(from);
     return ZT_OK;
 }

@@ -52,8 +52,10 @@ typedef double (*zt_stage_cost_fn)(void *ctx, int stage, int first, int last);
 
 // The exact min-max partition for a position-dependent cost: minimizes the largest
 // stage cost over all partitions of n_units units into n_stages non-empty contiguous
-// stages (dynamic programming, n_stages * n_units^2 / 2 calls of `cost`; ties go to the
-// earliest boundaries). Fails only when n_stages > n_units (the message names --pp).
+// stages, and among those optimal partitions picks the most even one (the smallest sum
+// of squared stage costs; remaining ties go to the earliest boundaries). Two dynamic
+// programs, n_stages * n_units^2 calls of `cost` in all. Fails only when
+// n_stages > n_units (the message names --pp).
 // The memory method: `cost` returns a stage's predicted peak bytes.
 zt_status zt_partition_build_staged(zt_partition *p, int n_units, int n_stages,
                                     zt_stage_cost_fn cost, void *ctx);

@@ -31,6 +31,24 @@ static double brute(const costs *c, int n, int k, int stage, int first) {
     return best;
 }
 
+// Smallest sum of squared stage costs over the partitions of [first, n) into stages
+// [stage, k) whose every stage costs at most cap (INFINITY if none): the evenness
+// tie-break among the min-max optima.
+static double brute_sq(const costs *c, int n, int k, int stage, int first, double cap) {
+    if (stage == k - 1) {
+        double v = cost_fn((void *)c, stage, first, n);
+        return v <= cap ? v * v : INFINITY;
+    }
+    double best = INFINITY;
+    for (int end = first + 1; end <= n - (k - 1 - stage); end++) {
+        double here = cost_fn((void *)c, stage, first, end);
+        if (here > cap) continue;
+        double rest = brute_sq(c, n, k, stage + 1, end, cap);
+        if (here * here + rest < best) best = here * here + rest;
+    }
+    return best;
+}
+
 ZT_TEST(partition_staged_optimal) {
     srand(7);
     for (int trial = 0; trial < 300; trial++) {
@@ -43,13 +61,16 @@ ZT_TEST(partition_staged_optimal) {
         CHECK_EQ_INT(p.n_stages, k);
         CHECK_EQ_INT(p.first[0], 0);
         CHECK_EQ_INT(p.first[k], n);
-        double worst = 0;
+        double worst = 0, sumsq = 0;
         for (int s = 0; s < k; s++) {
             CHECK(p.first[s] < p.first[s + 1]);
             double v = cost_fn(&c, s, p.first[s], p.first[s + 1]);
             worst = v > worst ? v : worst;
+            sumsq += v * v;
         }
-        CHECK_NEAR(worst, brute(&c, n, k, 0, 0), 0, 0); // integer sums: exact
+        double opt = brute(&c, n, k, 0, 0);
+        CHECK_NEAR(worst, opt, 0, 0); // sums of multiples of 1/4: exact
+        CHECK_NEAR(sumsq, brute_sq(&c, n, k, 0, 0, opt), 0, 0); // the most even optimum
         zt_partition_free(&p);
     }
     zt_partition p;
