@@ -157,6 +157,10 @@ void zt_comm_mpi_abort(int code);
 // Tests lower it to exercise the splitting. 0 restores the default.
 void zt_comm_mpi_set_max_count(size_t count);
 
+// Bytes the MPI backend allocates through zt_mem_alloc (category comm) for each
+// communicator's own state, for the memory planner.
+size_t zt_comm_mpi_state_bytes(void);
+
 // ---- the operations: check the conventions above once, then call the backend ----
 
 // Every collective issued through these wrappers is counted and its kind folded into a

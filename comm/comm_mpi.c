@@ -100,6 +100,8 @@ void zt_comm_mpi_abort(int code) {
     abort(); // MPI_Abort does not return; should it, still end this rank
 }
 
+size_t zt_comm_mpi_state_bytes(void) { return sizeof(zt_mpi_comm); }
+
 void zt_comm_mpi_set_max_count(size_t count) {
     g_max_count = count == 0 || count > INT_MAX ? (size_t)INT_MAX : count;
 }

@@ -594,6 +594,11 @@ zt_status zt_config_validate(const zt_config *c) {
 
     NEED(c->micro_batch >= 1, "--micro-batch must be at least 1 (got %d)", c->micro_batch);
     NEED(c->seq >= 1, "--seq must be at least 1 (got %d)", c->seq);
+    // the kernels index a micro-batch's tokens with int
+    NEED((long long)c->micro_batch * c->seq <= 0x7fffffff,
+         "--micro-batch %d x --seq %d = %lld tokens per micro-batch exceeds 2^31 - 1: lower "
+         "--micro-batch and raise --grad-accum", c->micro_batch, c->seq,
+         (long long)c->micro_batch * c->seq);
     NEED(c->seq <= c->n_ctx, "--seq %d exceeds the model's n_ctx %d: lower --seq or raise --n-ctx",
          c->seq, c->n_ctx);
     NEED(c->grad_accum >= 1, "--grad-accum must be at least 1 (got %d)", c->grad_accum);

@@ -13,10 +13,6 @@
 #include "gpt2.h"
 #include "grid.h"
 
-// What comm/comm_mpi.c's mpi_wrap allocates through zt_mem_alloc for every communicator:
-// sizeof(zt_mpi_comm) (LP64 with Open MPI, whose handles are pointers: 56 bytes).
-// TODO(comm): export this from comm_mpi.c so the two cannot drift apart.
-#define MPI_COMM_STATE_BYTES 56.0
 // Communicators of one rank: main's world, then the grid's world, tp, dp, pp and embed.
 #define N_COMMS 6
 // The advice does not plan layouts beyond this many ranks.
@@ -199,7 +195,8 @@ static void add_comm(const zt_plan_spec *s, zt_plan_bytes *o, int size, int lo, 
 static void plan_comm_backend(const zt_plan_spec *s, zt_plan_bytes *o) {
     int dp = s->dp, pp = s->pp, tp = s->tp, W = dp * pp * tp;
     int d = o->dp_rank, p = o->pp_rank;
-    o->comm_backend = N_COMMS * MPI_COMM_STATE_BYTES;
+    // what comm/comm_mpi.c allocates through zt_mem_alloc for every communicator
+    o->comm_backend = N_COMMS * (double)zt_comm_mpi_state_bytes();
     o->comm_window = 0.0;
     add_comm(s, o, W, 0, W - 1); // main's world
     add_comm(s, o, W, 0, W - 1); // the grid's world

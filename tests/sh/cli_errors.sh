@@ -192,6 +192,8 @@ expect_error n_head_zero "--n-head must be at least 1" -- "$ZT" "${TINY[@]}" --n
 # A batch no machine can hold (tens of TB of activations; capped address space so
 # that it fails the same everywhere): a user error naming the memory, not a crash.
 expect_error micro_batch_too_big_for_memory "memory" -- bash -c 'ulimit -v 32000000; exec "$@"' _ \
+  "$ZT" "${TINY[@]}" --seq 256 --micro-batch 8000000 --data "$tmp/good.bin"
+expect_error micro_batch_tokens_overflow "tokens per micro-batch exceeds 2^31 - 1" -- \
   "$ZT" "${TINY[@]}" --seq 256 --micro-batch 100000000 --data "$tmp/good.bin"
 
 # ---- data --------------------------------------------------------------------------
