@@ -65,16 +65,20 @@ size_t zt_mem_peak(zt_mem_category cat) { return g_peak[cat]; }
 size_t zt_mem_total(void) { return g_total; }
 size_t zt_mem_peak_total(void) { return g_peak_total; }
 
-size_t zt_mem_rss_peak(void) {
-    FILE *f = fopen("/proc/self/status", "r");
+double zt_mem_proc_bytes(const char *path, const char *key) {
+    FILE *f = fopen(path, "r");
     if (!f) return 0;
     char line[256];
-    size_t kb = 0;
+    size_t n = strlen(key);
+    double kb = 0;
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %zu kB", &kb) == 1) break;
+        if (strncmp(line, key, n) == 0 && line[n] == ':' && sscanf(line + n + 1, "%lf", &kb) == 1)
+            break;
     fclose(f);
-    return kb * 1024;
+    return kb * 1024.0;
 }
+
+size_t zt_mem_rss_peak(void) { return (size_t)zt_mem_proc_bytes("/proc/self/status", "VmHWM"); }
 
 void zt_mem_format(char *buf, size_t size) {
     size_t off = 0;

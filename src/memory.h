@@ -34,6 +34,9 @@ size_t zt_mem_peak_total(void);
 // The process's peak resident set (VmHWM) in bytes, 0 where unknown: what the runtime's
 // own accounting leaves out (code, MPI and BLAS buffers, stacks) shows up here.
 size_t zt_mem_rss_peak(void);
+// The "key: N kB" line of a /proc file (/proc/meminfo, /proc/self/status) in bytes, 0
+// where the file or the key is missing.
+double zt_mem_proc_bytes(const char *path, const char *key);
 // "params 475.0M grads 475.0M ..." into buf.
 void zt_mem_format(char *buf, size_t size);
 

@@ -443,16 +443,7 @@ int zt_plan_cache_mismatches_(const zt_plan_spec *s) {
 
 // ---------------------------------------------------------------- fits and advice
 
-double zt_plan_available_bytes(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    double kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-    fclose(f);
-    return kb * 1024.0;
-}
+double zt_plan_available_bytes(void) { return zt_mem_proc_bytes("/proc/meminfo", "MemAvailable"); }
 
 int zt_plan_local_ranks(int world) {
     static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
