@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the PyTorch reference (never trusts a stale file) and compares the C model
 # against it (tests/test_reference.c): logits, loss, gradients, AdamW steps. Then runs
-# the real binary from the same checkpoint and data and compares its logged step losses.
+# the real binary from the same checkpoint and data (one rank, then tp 2 and tp 4) and
+# compares its logged step losses and saved weights.
 set -euo pipefail
 dir=build/ref
 rm -rf "$dir" && mkdir -p "$dir"
@@ -10,11 +11,21 @@ ZT_REF_DIR=$dir build/zt_tests reference_pytorch
 # The real binary from the same checkpoint and data, with the reference's hyperparameters.
 c=$dir/config.json
 get() { "${PYTHON:-/usr/bin/python3}" -c "import json;print(json.load(open('$c'))['$1'])"; }
-OMP_NUM_THREADS=2 build/zerotrain --init-from $dir/model.bin --data $dir/train.bin \
-    --vocab $(get vocab) --n-ctx $(get n_ctx) --n-layer $(get n_layer) --n-head $(get n_head) \
-    --n-embd $(get n_embd) --micro-batch $(get micro_batch) --seq $(get seq) \
-    --grad-accum $(get grad_accum) --steps $(get steps) --lr $(get lr) --lr-schedule constant \
-    --warmup 0 --weight-decay $(get weight_decay) --beta1 $(get beta1) --beta2 $(get beta2) \
-    --eps $(get eps) --grad-clip $(get grad_clip) --val-every 0 --log $dir/run.jsonl \
-    --save $dir/run > $dir/run.out
+args=(--init-from $dir/model.bin --data $dir/train.bin
+    --vocab $(get vocab) --n-ctx $(get n_ctx) --n-layer $(get n_layer) --n-head $(get n_head)
+    --n-embd $(get n_embd) --micro-batch $(get micro_batch) --seq $(get seq)
+    --grad-accum $(get grad_accum) --steps $(get steps) --lr $(get lr) --lr-schedule constant
+    --warmup 0 --weight-decay $(get weight_decay) --beta1 $(get beta1) --beta2 $(get beta2)
+    --eps $(get eps) --grad-clip $(get grad_clip) --val-every 0)
+OMP_NUM_THREADS=2 build/zerotrain "${args[@]}" --log $dir/run.jsonl --save $dir/run > $dir/run.out
 "${PYTHON:-/usr/bin/python3}" tests/reference/check_run.py $dir $dir/run.jsonl $dir/run
+# The same checkpoint (vocabulary 300 padded to 384 in the file) under tp 2 and 4, where
+# the run pads it to 512: the padding is remade, and the tp run must match PyTorch too.
+for tp in 2 4; do
+  echo "== tp $tp from the same checkpoint"
+  OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS -np $tp \
+      build/zerotrain "${args[@]}" --tp $tp --log $dir/run_tp$tp.jsonl --save $dir/run_tp$tp \
+      > $dir/run_tp$tp.out
+  grep -q "padded 512" $dir/run_tp$tp.out || { echo "tp $tp: vocabulary not padded to 512"; exit 1; }
+  "${PYTHON:-/usr/bin/python3}" tests/reference/check_run.py $dir $dir/run_tp$tp.jsonl $dir/run_tp$tp
+done
