@@ -53,6 +53,7 @@ echo "values, fp32 for the rest; divided by dp with --zero 1."
 echo
 echo "| dp | zero | adamw bytes/param | adamw8bit bytes/param | ratio |"
 echo "|---|---|---|---|---|"
+[ -f $OUT/pipe_tokens.bin ] || /usr/bin/python3 bench/make_tokens.py $OUT/pipe_tokens.bin $((1 << 18))
 M="--n-layer 6 --n-head 6 --n-embd 384 --vocab 50257 --n-ctx 64 --seq 64 --micro-batch 1 --steps 1 --val-every 0"
 for dp in 1 2 4 8; do
   for z in 0 1; do

@@ -17,16 +17,7 @@ cd "$(dirname "$0")/.."
 OUT=build/bench; mkdir -p $OUT
 MPI="mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS"
 B=4; T=256; L=2
-if [ ! -f $OUT/loss_tokens.bin ]; then # uniform tokens < 50257 (llm.c files hold uint16)
-  /usr/bin/python3 - <<'PY'
-import numpy as np
-n = 1 << 18
-hdr = np.zeros(256, dtype="<i4"); hdr[:3] = [20240520, 1, n]
-tok = np.random.default_rng(0).integers(0, 50257, n, dtype=np.uint16)
-with open("build/bench/loss_tokens.bin", "wb") as f:
-    f.write(hdr.tobytes()); f.write(tok.astype("<u2").tobytes())
-PY
-fi
+[ -f $OUT/loss_tokens.bin ] || /usr/bin/python3 bench/make_tokens.py $OUT/loss_tokens.bin $((1 << 18))
 table=$OUT/loss_chunk.md
 {
 echo "## Chunked loss against materialized logits (last stage)"

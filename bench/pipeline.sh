@@ -14,16 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=build/bench; mkdir -p $OUT
 MPI="mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS=1"
-if [ ! -f $OUT/pipe_tokens.bin ]; then
-  /usr/bin/python3 - <<'PY'
-import numpy as np
-n = 1 << 18
-hdr = np.zeros(256, dtype="<i4"); hdr[:3] = [20240520, 1, n]
-tok = np.random.default_rng(0).integers(0, 50257, n, dtype=np.uint16)
-with open("build/bench/pipe_tokens.bin", "wb") as f:
-    f.write(hdr.tobytes()); f.write(tok.astype("<u2").tobytes())
-PY
-fi
+[ -f $OUT/pipe_tokens.bin ] || /usr/bin/python3 bench/make_tokens.py $OUT/pipe_tokens.bin $((1 << 18))
 MODEL="--n-layer 12 --n-head 6 --n-embd 384 --vocab 50257 --n-ctx 256 --seq 256 --micro-batch 4"
 echo "### Per-stage memory, pp = 4 (1F1B, fp32 AdamW, --zero 0)"
 echo

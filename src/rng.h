@@ -3,7 +3,9 @@
 #ifndef ZT_RNG_H
 #define ZT_RNG_H
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 static inline uint64_t zt_splitmix64(uint64_t x) {
     x += 0x9e3779b97f4a7c15ULL;
@@ -12,11 +14,18 @@ static inline uint64_t zt_splitmix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
+#define ZT_FNV1A_BASIS 1469598103934665603ULL
+
+// FNV-1a over n bytes, continuing from h (ZT_FNV1A_BASIS to start).
+static inline uint64_t zt_hash_bytes(uint64_t h, const void *p, size_t n) {
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+
 // FNV-1a of a string, to key a stream by tensor name.
 static inline uint64_t zt_hash_str(const char *s) {
-    uint64_t h = 1469598103934665603ULL;
-    while (*s) h = (h ^ (uint8_t)*s++) * 1099511628211ULL;
-    return h;
+    return zt_hash_bytes(ZT_FNV1A_BASIS, s, strlen(s));
 }
 
 // Uniform in (0, 1).

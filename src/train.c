@@ -25,6 +25,7 @@
 #include "memory.h"
 #include "partition.h"
 #include "planner.h"
+#include "rng.h"
 #include "schedule.h"
 
 float zt_lr_at(const zt_config *cfg, int step) {
@@ -60,9 +61,7 @@ typedef struct {
     int unit_first, unit_last; // this rank's stage
     zt_schedule sched;
     zt_gpt2 model;
-    int is_8bit;               // --optim adamw8bit
-    zt_adamw8bit_options opt8_options;
-    zt_plan_spec plan;         // the memory planner's view of this run (src/planner.h)
+    zt_plan_spec plan;         // the run as the planner sees it: layout, schedule, optimizer
     zt_adamw opt;              // fp32 state (--optim adamw)
     zt_adamw8bit opt8;         // 8-bit state (--optim adamw8bit)
     zt_dataset train, val;
@@ -210,12 +209,10 @@ static zt_status setup(trainer *t, const char *argv0) {
         ZT_TRY(zt_dataset_open(&t->val, val_path, c->seq, t->shape.vocab, 0, c->seed));
         t->has_val = c->val_every > 0;
     }
-    zt_schedule_kind kind;
-    ZT_TRY(zt_schedule_parse(c->schedule, &kind));
     ZT_TRY(zt_plan_partition(&t->plan, &t->part));
     t->unit_first = t->part.first[g->pp_rank];
     t->unit_last = t->part.first[g->pp_rank + 1];
-    ZT_TRY(zt_schedule_build(&t->sched, kind, g->pp, g->pp_rank, c->grad_accum));
+    ZT_TRY(zt_schedule_build(&t->sched, t->plan.schedule, g->pp, g->pp_rank, c->grad_accum));
     t->n_slots = zt_schedule_peak_in_flight(&t->sched);
     ZT_ASSERT(t->n_slots == zt_plan_stage_slots(&t->plan, g->pp_rank));
     size_t pad = (size_t)g->dp * ZT_ALIGN_ELEMS;
@@ -259,10 +256,10 @@ static void print_start(trainer *t) {
                "sequences of %d tokens; %d OpenMP threads per rank\n",
                g->world, g->dp, g->pp, g->tp, c->zero, c->micro_batch, c->grad_accum, g->dp,
                c->seq, omp_get_max_threads());
-        printf("loss: chunks of %d tokens, %.1f MiB of logits per chunk on each of the %d tp "
-               "ranks' vocabulary slices\n", t->model.loss_chunk,
+        printf("loss: chunks of %d tokens, %.1f MiB of logits per chunk per rank (%d of the "
+               "%d padded vocabulary columns)\n", t->model.loss_chunk,
                (double)t->model.loss_chunk * t->shape.padded_vocab / g->tp * sizeof(float) /
-                   1048576.0, g->tp);
+                   1048576.0, t->shape.padded_vocab / g->tp, t->shape.padded_vocab);
         if (g->pp > 1) {
             printf("pipeline: %s schedule, partition %s: %s\n", c->schedule, c->partition, part);
             for (int s = 0; s < g->pp; s++) { // measured on stage s's dp 0, tp 0 rank
@@ -354,12 +351,11 @@ static zt_status check_tp_replicas(trainer *t) {
     const zt_grid *g = &t->grid;
     const zt_layout *lay = &t->model.layout;
     if (g->tp == 1) return ZT_OK;
-    uint64_t h = 1469598103934665603ULL;
-    for (int i = 0; i < lay->n; i++) {
-        if (!lay->t[i].replicated) continue;
-        const unsigned char *b = (const unsigned char *)(t->model.params + lay->t[i].offset);
-        for (size_t k = 0; k < lay->t[i].numel * sizeof(float); k++) h = (h ^ b[k]) * 1099511628211ULL;
-    }
+    uint64_t h = ZT_FNV1A_BASIS;
+    for (int i = 0; i < lay->n; i++)
+        if (lay->t[i].replicated)
+            h = zt_hash_bytes(h, t->model.params + lay->t[i].offset,
+                              lay->t[i].numel * sizeof(float));
     uint64_t *all = calloc((size_t)g->tp, sizeof *all);
     ZT_ASSERT(all);
     zt_comm_all_gather(&g->tp_comm, &h, all, (size_t)g->tp, ZT_I64, NULL);
@@ -402,6 +398,7 @@ static zt_status check_collective_trace(trainer *t) {
 // one JSON line per rank in the log (for bench/memory.sh: predicted against measured).
 static void log_rank_memory(trainer *t) {
     const zt_grid *g = &t->grid;
+    if (!t->cfg->log[0]) return; // every rank knows: no one joins the gather
     enum { K = ZT_MEM_NCAT + 2 };
     double mine[K], *all = calloc((size_t)g->world * K, sizeof(double));
     ZT_ASSERT(all);
@@ -470,7 +467,7 @@ static zt_status run(trainer *t) {
                              r[1], c->lr);
         float lr = zt_lr_at(c, step);
         float clip = zt_clip_scale(norm, c->grad_clip);
-        if (t->is_8bit) zt_adamw8bit_step(&t->opt8, m->params, m->grads, &m->layout, &oc, lr, clip);
+        if (t->plan.is_8bit) zt_adamw8bit_step(&t->opt8, m->params, m->grads, &m->layout, &oc, lr, clip);
         else zt_adamw_step(&t->opt, m->params, m->grads, &m->layout, &oc, lr, clip);
         if (is_zero)
             zt_comm_all_gather(&g->dp_comm, m->params + t->shard_lo, m->params, total, ZT_F32,
@@ -531,12 +528,6 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     int dp = 0;
     zt_status s = zt_grid_layout(world->size, cfg->dp, cfg->pp, cfg->tp, &dp);
     if (s == ZT_OK) s = zt_config_validate(cfg);
-    t.is_8bit = strcmp(cfg->optim, "adamw8bit") == 0;
-    t.opt8_options = zt_adamw8bit_default_options();
-    t.opt8_options.block_size = cfg->optim_block;
-    t.opt8_options.min_8bit_size = cfg->optim_min_8bit;
-    t.opt8_options.fp32_embedding = cfg->optim_fp32_embedding;
-    if (s == ZT_OK && t.is_8bit) s = zt_adamw8bit_check_options(&t.opt8_options, ZT_ALIGN_ELEMS);
     if (cfg->threads > 0) omp_set_num_threads(cfg->threads);
     if (s == ZT_OK) s = zt_plan_spec_from_config(&t.plan, cfg, dp);
     if (s != ZT_OK) return s; // the same on every rank: no agreement needed
@@ -548,9 +539,9 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     if (s == ZT_OK) s = zt_comm_agree(&t.grid.world_comm, setup(&t, argv0));
     if (s == ZT_OK) {
         plan_shard(&t);
-        if (t.is_8bit)
+        if (t.plan.is_8bit)
             s = zt_adamw8bit_init(&t.opt8, &t.model.layout, t.shard_lo, t.shard_hi,
-                                  &t.opt8_options);
+                                  &t.plan.opt8);
         else
             zt_adamw_init(&t.opt, t.shard_lo, t.shard_hi);
         if (t.grid.rank == 0 && cfg->log[0]) {
