@@ -584,6 +584,15 @@ zt_status zt_config_validate(const zt_config *c) {
     NEED(c->n_embd >= 1, "--n-embd must be at least 1 (got %d)", c->n_embd);
     NEED(c->vocab >= 1, "--vocab must be at least 1 (got %d)", c->vocab);
     NEED(c->n_ctx >= 1, "--n-ctx must be at least 1 (got %d)", c->n_ctx);
+    // Upper bounds far above any trained GPT (GPT-3 175B: 96 layers, 12288 channels,
+    // 2048 positions) keep every size in exact 64-bit and double arithmetic and bound the
+    // planner's and the schedule's work (a partition is O(pp * layers^2)).
+    NEED(c->n_layer <= ZT_MAX_LAYERS, "--n-layer %d exceeds %d: zerotrain supports at most "
+         "%d transformer blocks", c->n_layer, ZT_MAX_LAYERS, ZT_MAX_LAYERS);
+    NEED(c->n_embd <= ZT_MAX_EMBD, "--n-embd %d exceeds %d: zerotrain supports at most %d "
+         "channels", c->n_embd, ZT_MAX_EMBD, ZT_MAX_EMBD);
+    NEED(c->n_ctx <= ZT_MAX_CTX, "--n-ctx %d exceeds %d: zerotrain supports at most %d "
+         "positions", c->n_ctx, ZT_MAX_CTX, ZT_MAX_CTX);
     NEED(c->n_embd % c->n_head == 0,
          "n_embd %d is not divisible by n_head %d: choose --n-embd a multiple of --n-head",
          c->n_embd, c->n_head);
@@ -602,6 +611,8 @@ zt_status zt_config_validate(const zt_config *c) {
     NEED(c->seq <= c->n_ctx, "--seq %d exceeds the model's n_ctx %d: lower --seq or raise --n-ctx",
          c->seq, c->n_ctx);
     NEED(c->grad_accum >= 1, "--grad-accum must be at least 1 (got %d)", c->grad_accum);
+    NEED(c->grad_accum <= ZT_MAX_GRAD_ACCUM, "--grad-accum %d exceeds %d: raise --micro-batch "
+         "instead", c->grad_accum, ZT_MAX_GRAD_ACCUM);
     NEED(c->steps >= 1, "--steps must be at least 1 (got %d)", c->steps);
 
     NEED(c->lr > 0 && isfinite(c->lr), "--lr must be positive and finite (got %g)", c->lr);
@@ -631,6 +642,8 @@ zt_status zt_config_validate(const zt_config *c) {
          c->loss_chunk);
     NEED(c->threads >= 0, "--threads must be at least 0 (got %d; 0 = runtime default)",
          c->threads);
+    NEED(c->threads <= ZT_MAX_THREADS, "--threads %d exceeds %d OpenMP threads per rank: use "
+         "at most one thread per core", c->threads, ZT_MAX_THREADS);
     NEED(c->ranks_per_node >= 0, "--ranks-per-node must be at least 0 (got %d; 0 = all ranks "
          "on one machine)", c->ranks_per_node);
     if (c->mem_limit[0]) {

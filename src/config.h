@@ -10,6 +10,13 @@
 
 #define ZT_PATH_MAX 512
 
+// Upper bounds zt_config_validate enforces (see there for why).
+#define ZT_MAX_LAYERS 256
+#define ZT_MAX_EMBD (1 << 16)
+#define ZT_MAX_CTX (1 << 20)
+#define ZT_MAX_GRAD_ACCUM (1 << 16)
+#define ZT_MAX_THREADS 1024
+
 typedef struct {
     // model (a preset fills the shape keys not given explicitly)
     char model[32];           // tiny | gpt2 | gpt2-medium | gpt2-large | gpt2-xl

@@ -1,4 +1,5 @@
 // zerotrain's command line: `train` (the default command), `memory`, `prepare`, `help`.
+#include <omp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -120,6 +121,11 @@ static int train(int argc, char **argv, const char *argv0) {
     zt_status s = zt_comm_agree(&world, zt_config_parse(&cfg, argc, argv));
     // --param-dtype bf16 is for `zerotrain memory` until the GPU backend exists
     if (s == ZT_OK) s = zt_config_check_trainable(&cfg);
+    // OMP_NUM_THREADS beyond what a rank can start crashed or ended in libgomp's words
+    if (s == ZT_OK && cfg.threads == 0 && omp_get_max_threads() > ZT_MAX_THREADS)
+        s = zt_errorf("OMP_NUM_THREADS asks for %d OpenMP threads per rank, more than %d: set "
+                      "it (or --threads) to at most one thread per core", omp_get_max_threads(),
+                      ZT_MAX_THREADS);
     if (s == ZT_OK) s = zt_train(&cfg, &world, argv0);
     zt_error_report(s != ZT_OK && world.rank == 0);
     zt_comm_free(&world);

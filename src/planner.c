@@ -496,8 +496,15 @@ static zt_status plan_variant(const zt_plan_spec *s, stage_cache *cache, int sha
     return st;
 }
 
+// The advice's search stops trying changes at this deadline (omp_get_wtime seconds; 0 =
+// none): planning a deep model for every stage count and dp took minutes (issue 16), and a
+// refusal must come at once. What was found by then is advised.
+#define ADVICE_BUDGET_S 0.5
+static double advice_deadline;
+
 static int fits(const zt_plan_spec *s, stage_cache *cache, double limit, int sharing,
                 variant *v) {
+    if (advice_deadline > 0 && omp_get_wtime() > advice_deadline) return 0;
     if ((double)s->dp * s->pp * s->tp > MAX_ADVICE_WORLD) return 0;
     return plan_variant(s, cache, sharing, v) == ZT_OK && v->need <= limit;
 }
@@ -535,7 +542,10 @@ static void try_pp(const zt_plan_spec *s, double limit, int sharing, const char 
     stage_cache cache;
     cache_init(&cache, s);
     int named = strspn(s->partition, "0123456789:,") != strlen(s->partition);
-    for (int p = s->pp + 1; p <= zt_unit_count(&s->shape); p++) {
+    // every stage count up to 8, then steps of 1/4: each try plans a partition, so
+    // trying every count of a deep model took minutes (issue 16); the advice stays within
+    // 25% of the fewest stages that fit
+    for (int p = s->pp + 1; p <= zt_unit_count(&s->shape); p += p < 8 ? 1 : p / 4) {
         if ((double)s->dp * p * s->tp > MAX_ADVICE_WORLD) break;
         zt_plan_spec t = *s;
         t.pp = p;
@@ -608,8 +618,19 @@ static void try_singles(const zt_plan_spec *s, double limit, int sharing, zt_pla
     }
 }
 
+static int advise(const zt_plan_spec *s, double limit, int sharing, zt_plan_advice *adv,
+                  int max);
+
 int zt_plan_advise(const zt_plan_spec *s, double limit, int sharing, zt_plan_advice *adv,
                    int max) {
+    advice_deadline = omp_get_wtime() + ADVICE_BUDGET_S;
+    int n = advise(s, limit, sharing, adv, max);
+    advice_deadline = 0;
+    return n;
+}
+
+static int advise(const zt_plan_spec *s, double limit, int sharing, zt_plan_advice *adv,
+                  int max) {
     int n = 0;
     try_singles(s, limit, sharing, adv, &n, max);
     if (n > 0) return n;
