@@ -555,7 +555,10 @@ zt_status zt_config_parse(zt_config *cfg, int argc, char **argv) {
         ZT_TRY(next_flag(argc, argv, &i, &f));
         if (!f.opt) config_path = f.value;
     }
-    if (config_path) ZT_TRY(apply_config_file(cfg, config_path, set));
+    if (config_path) {
+        ZT_TRY(apply_config_file(cfg, config_path, set));
+        snprintf(cfg->config, sizeof cfg->config, "%s", config_path);
+    }
 
     // Pass 2 applies the flags in order, so a repeated flag takes its last value.
     for (int i = 0; i < argc;) {

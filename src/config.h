@@ -43,6 +43,7 @@ typedef struct {
     char init_from[ZT_PATH_MAX]; // llm.c fp32 model checkpoint
     char log[ZT_PATH_MAX];       // JSON lines
     char save[ZT_PATH_MAX];      // final weights as a Hugging Face directory
+    char config[ZT_PATH_MAX];    // the --config file read ("" = none; not an option key)
     // parallel layout
     int zero;                 // 0 | 1
     int dp, pp, tp;           // dp 0 = derived from the world size

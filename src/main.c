@@ -7,6 +7,7 @@
 #include "config.h"
 #include "data.h"
 #include "grid.h"
+#include "outputs.h"
 #include "planner.h"
 #include "train.h"
 
@@ -126,6 +127,9 @@ static int train(int argc, char **argv, const char *argv0) {
         s = zt_errorf("OMP_NUM_THREADS asks for %d OpenMP threads per rank, more than %d: set "
                       "it (or --threads) to at most one thread per core", omp_get_max_threads(),
                       ZT_MAX_THREADS);
+    // outputs before any work; rank 0 writes them, every rank hears its answer
+    if (s == ZT_OK)
+        s = zt_comm_agree(&world, world.rank == 0 ? zt_outputs_check(&cfg) : ZT_OK);
     if (s == ZT_OK) s = zt_train(&cfg, &world, argv0);
     zt_error_report(s != ZT_OK && world.rank == 0);
     zt_comm_free(&world);

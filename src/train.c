@@ -6,6 +6,7 @@
 // AdamW updates this rank's range, and --zero 1 all-gathers the parameters.
 #include "train.h"
 
+#include <errno.h>
 #include <libgen.h>
 #include <math.h>
 #include <omp.h>
@@ -74,7 +75,15 @@ typedef struct {
     float *dinput;             // (N*C) gradient of this stage's input, to send back
     double compute_s, sched_s; // time in forward/backward, and in the whole schedule, last step
     FILE *log;
+    int log_errno;             // rank 0: the errno of a failed log write (0 = none)
 } trainer;
+
+// rank 0: notes a failed write of the log (disk full, /dev/full); the next step's world
+// all-reduce tells every rank, so the run stops instead of exiting 0 with a truncated log
+static void check_log_write(trainer *t) {
+    if (t->log && !t->log_errno && (fflush(t->log) != 0 || ferror(t->log)))
+        t->log_errno = errno ? errno : EIO;
+}
 
 static int is_first_stage(const trainer *t) { return t->grid.pp_rank == 0; }
 static int is_last_stage(const trainer *t) { return t->grid.pp_rank == t->grid.pp - 1; }
@@ -452,12 +461,15 @@ static zt_status run(trainer *t) {
                                NULL);
         // one world all-reduce: [sum of squares, non-finite count, loss sum]; with
         // --zero 0 every dp rank holds the whole gradient, so only dp rank 0 counts it
-        double v[3] = {0, 0, 0}, r[3];
+        double v[4] = {0, 0, 0, t->log_errno != 0}, r[4];
         if (is_zero || g->dp_rank == 0)
             zt_grad_sumsq(v, m->grads, &m->layout, t->shard_lo, t->shard_hi, g->tp_rank == 0,
                           g->pp_rank == 0);
         v[2] = g->tp_rank == 0 ? loss_sum : 0.0; // every tp rank has the same losses
-        zt_comm_all_reduce(&g->world_comm, v, r, 3, ZT_F64, ZT_REDUCE_SUM, NULL);
+        zt_comm_all_reduce(&g->world_comm, v, r, 4, ZT_F64, ZT_REDUCE_SUM, NULL);
+        if (r[3] > 0)
+            return zt_errorf("cannot write the log file %s: %s; the run stopped at step %d",
+                             c->log, strerror(t->log_errno ? t->log_errno : EIO), step + 1);
         double loss = r[2] / global_tokens, norm = sqrt(r[0]);
         if (!isfinite(loss) || r[1] > 0)
             return zt_errorf("the loss became %s at step %d (%.0f non-finite gradient values): "
@@ -498,7 +510,7 @@ static zt_status run(trainer *t) {
                             zt_mem_category_name((zt_mem_category)cat),
                             zt_mem_current((zt_mem_category)cat));
                 fprintf(t->log, "}}\n");
-                fflush(t->log);
+                check_log_write(t);
             }
         }
         int last = step + 1 == c->steps;
@@ -554,7 +566,12 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
         print_start(&t);
         s = run(&t);
     }
-    if (t.log) fclose(t.log);
+    if (t.log) {
+        check_log_write(&t);
+        if (fclose(t.log) != 0 && !t.log_errno) t.log_errno = errno;
+        if (t.log_errno && s == ZT_OK)
+            s = zt_errorf("cannot write the log file %s: %s", cfg->log, strerror(t.log_errno));
+    }
     zt_mem_free(t.inputs);
     zt_mem_free(t.targets);
     zt_mem_free(t.recv_in);
