@@ -120,6 +120,7 @@ static int train(int argc, char **argv, const char *argv0) {
     zt_config cfg;
     // A config file may be missing on some nodes only: agree before going on.
     zt_status s = zt_comm_agree(&world, zt_config_parse(&cfg, argc, argv));
+    if (s == ZT_OK) s = zt_comm_mpi_check_env(); // the same environment on every rank
     // --param-dtype bf16 is for `zerotrain memory` until the GPU backend exists
     if (s == ZT_OK) s = zt_config_check_trainable(&cfg);
     // OMP_NUM_THREADS beyond what a rank can start crashed or ended in libgomp's words
