@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The bad inputs and faults of issue 16, each ending in exit 1 with one clear
+# "zerotrain: error:" line (printed once, also under mpirun with 2 ranks), never an
+# assertion, crash or hang; outputs that would destroy an input are refused and the
+# input is left intact. Helpers: cli_errors.sh (expect_error, expect_ok, mk_tokens).
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TIMEOUT=${ZT_TEST_TIMEOUT:-20}
+ZT_TEST_TIMEOUT=$TIMEOUT
+source "$here/cli_errors.sh" || exit 1   # cds to the repo root; defines the helpers
+export OMP_NUM_THREADS=1
+MPI=()
+command -v mpirun >/dev/null && MPI=(mpirun --oversubscribe -x OMP_NUM_THREADS -np 2)
+[ ${#MPI[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && MPI=("${MPI[0]}" --allow-run-as-root "${MPI[@]:1}")
+
+mk_tokens "$tmp/good.bin" 4096 256
+printf '{"steps": 1}\n' >"$tmp/cfg.json"
+mkfifo "$tmp/fifo"
+
+# both ways: one process, and under mpirun with 2 ranks (the message once, not per rank)
+both() { # name want -- zerotrain args...
+  local name=$1 want=$2; shift 3
+  expect_error "$name" "$want" -- "$ZT" "$@"
+  [ ${#MPI[@]} -gt 0 ] && expect_error "mpi2_$name" "$want" -- "${MPI[@]}" "$ZT" "$@"
+  return 0
+}
+
+one() { # name want -- zerotrain args...: one process only (mpirun costs ~1 s a case)
+  local name=$1 want=$2; shift 3
+  expect_error "$name" "$want" -- "$ZT" "$@"
+}
+
+# ---- huge shapes: refused by the config check, never an assertion or a long plan ----
+both n_layer_int_max "--n-layer 2147483647 exceeds" -- "${TINY[@]}" --n-layer 2147483647
+one n_layer_2p30 "--n-layer 1073741823 exceeds" -- "${TINY[@]}" --n-layer 1073741823
+one n_layer_20000 "--n-layer 20000 exceeds" -- "${TINY[@]}" --n-layer 20000
+one n_embd_2p29 "--n-embd 536870912 exceeds" -- "${TINY[@]}" --n-embd 536870912
+one n_embd_1e8 "--n-embd 100000000 exceeds" -- "${TINY[@]}" --n-embd 100000000
+one grad_accum_huge "--grad-accum 357913942 exceeds" -- "${TINY[@]}" --grad-accum 357913942
+expect_error memory_partition_weight_1e155 "exceeds 1e6" -- "$ZT" memory --dp 1 --pp 2 --partition type:embed:1e155
+# the deepest model allowed, with a budget nothing meets: the advice search is bounded
+t0=$(date +%s%N)
+expect_ok memory_deepest_advice_bounded 'do not fit' -- "$ZT" memory --dp 1 --n-layer 256 --mem-limit 1K
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ $ms -lt 5000 ] || { echo "FAIL memory_deepest_advice_bounded: ${ms} ms"; failed+=("advice took ${ms} ms"); }
+
+# ---- threads ----
+both threads_100000 "--threads 100000 exceeds" -- "${TINY[@]}" --threads 100000
+one threads_50000 "--threads 50000 exceeds" -- "${TINY[@]}" --threads 50000
+expect_error omp_num_threads_100000 "OMP_NUM_THREADS asks for 100000" -- env OMP_NUM_THREADS=100000 "$ZT" "${TINY[@]}"
+
+# ---- environment of the MPI backend ----
+expect_error env_comm_algo "ZT_COMM_MPI_ALGO=bogus" -- env ZT_COMM_MPI_ALGO=bogus "$ZT" "${TINY[@]}"
+if [ ${#MPI[@]} -gt 0 ]; then
+  expect_error mpi2_env_comm_algo "ZT_COMM_MPI_ALGO=bogus" -- env ZT_COMM_MPI_ALGO=bogus "${MPI[@]}" -x ZT_COMM_MPI_ALGO "$ZT" "${TINY[@]}"
+  expect_error mpi2_env_stage_kib "ZT_COMM_MPI_STAGE_KIB=2" -- env ZT_COMM_MPI_STAGE_KIB=2 "${MPI[@]}" -x ZT_COMM_MPI_STAGE_KIB "$ZT" "${TINY[@]}"
+fi
+
+# ---- files that are not regular files ----
+both data_fifo "not a regular file" -- "${TINY[@]}" --data "$tmp/fifo"
+expect_error prepare_text_fifo "not a regular file" -- "$ZT" prepare --text "$tmp/fifo" --out "$tmp/p.bin"
+
+# ---- outputs: checked before step 1, never an input ----
+cp "$tmp/good.bin" "$tmp/keep.bin"
+both log_is_data "--log $tmp/good.bin is the same file as --data" -- "${TINY[@]}" --data "$tmp/good.bin" --log "$tmp/good.bin"
+ln "$tmp/good.bin" "$tmp/hardlink.bin"
+one log_is_data_by_inode "is the same file as --data" -- "${TINY[@]}" --data "$tmp/good.bin" --log "$tmp/hardlink.bin"
+one log_is_config "is the same file as --config" -- --config "$tmp/cfg.json" "${TINY[@]}" --data "$tmp/good.bin" --log "$tmp/cfg.json"
+cmp -s "$tmp/good.bin" "$tmp/keep.bin" || { echo "FAIL log_is_data: the data file changed"; failed+=("data file changed"); }
+one save_is_file "exists and is not a directory" -- "${TINY[@]}" --data "$tmp/good.bin" --save "$tmp/good.bin"
+one save_parent_missing "its parent $tmp/no does not exist" -- "${TINY[@]}" --data "$tmp/good.bin" --save "$tmp/no/model"
+one log_is_directory "it is a directory" -- "${TINY[@]}" --data "$tmp/good.bin" --log "$tmp"
+# a log that cannot be written stops the run: exit 1 and the errno text
+both log_disk_full "No space left on device" -- "${TINY[@]}" --steps 3 --data "$tmp/good.bin" --log /dev/full
+
+# control: a good run with a fresh log and a save directory still works
+expect_ok good_run_with_outputs '^step +1/1 \| loss' -- "$ZT" "${TINY[@]}" --data "$tmp/good.bin" --log "$tmp/l.jsonl" --save "$tmp/model"
+
+report_and_exit red_team
