@@ -618,6 +618,11 @@ zt_status zt_config_validate(const zt_config *c) {
          "instead", c->grad_accum, ZT_MAX_GRAD_ACCUM);
     NEED(c->steps >= 1, "--steps must be at least 1 (got %d)", c->steps);
 
+    // the block must divide the tensor alignment (a block never straddles two tensors or
+    // two ZeRO shards): the same words as --help
+    NEED(c->optim_block >= 64 && c->optim_block <= 256 &&
+             (c->optim_block & (c->optim_block - 1)) == 0,
+         "--optim-block %d: use a power of two, 64-256 (64, 128 or 256)", c->optim_block);
     NEED(c->lr > 0 && isfinite(c->lr), "--lr must be positive and finite (got %g)", c->lr);
     NEED(c->lr_final_frac >= 0 && c->lr_final_frac <= 1,
          "--lr-final-frac must be in [0, 1] (got %g): it is the final learning rate as a "

@@ -73,6 +73,18 @@ one log_is_directory "it is a directory" -- "${TINY[@]}" --data "$tmp/good.bin" 
 # a log that cannot be written stops the run: exit 1 and the errno text
 both log_disk_full "No space left on device" -- "${TINY[@]}" --steps 3 --data "$tmp/good.bin" --log /dev/full
 
+# ---- small ones ----
+one optim_block_help_words "use a power of two, 64-256" -- "${TINY[@]}" --optim adamw8bit --optim-block 512
+"$ZT" --help | grep -q -- "--optim-block.*a power of two, 64-256" ||
+  { echo "FAIL optim_block_help_words: --help says otherwise"; failed+=("optim-block help"); }
+expect_ok prepare_help '^usage: zerotrain prepare' -- "$ZT" prepare --help
+expect_ok memory_help '^usage: zerotrain memory' -- "$ZT" memory --help
+expect_ok memory_default_dp1 'dp 1 x pp 2' -- "$ZT" memory --pp 2
+SLURM_NTASKS=2 "$ZT" "${TINY[@]}" --data "$tmp/good.bin" >/dev/null 2>"$tmp/slurm.err"
+grep -q "warning: SLURM_NTASKS=2 but this job's MPI world has 1 rank" "$tmp/slurm.err" &&
+  echo "ok   slurm_world1_warning" ||
+  { echo "FAIL slurm_world1_warning: no warning"; failed+=("slurm warning"); }
+
 # control: a good run with a fresh log and a save directory still works
 expect_ok good_run_with_outputs '^step +1/1 \| loss' -- "$ZT" "${TINY[@]}" --data "$tmp/good.bin" --log "$tmp/l.jsonl" --save "$tmp/model"
 
