@@ -10,6 +10,7 @@
 #include "grid.h"
 #include "outputs.h"
 #include "planner.h"
+#include "signals.h"
 #include "train.h"
 
 // Plans with a million ranks take a few seconds and 200 MB; beyond that, refuse.
@@ -142,6 +143,7 @@ static int train(int argc, char **argv, const char *argv0) {
     // outputs before any work; rank 0 writes them, every rank hears its answer
     if (s == ZT_OK)
         s = zt_comm_agree(&world, world.rank == 0 ? zt_outputs_check(&cfg) : ZT_OK);
+    if (s == ZT_OK) zt_signals_install(&cfg);
     if (s == ZT_OK) s = zt_train(&cfg, &world, argv0);
     zt_error_report(s != ZT_OK && world.rank == 0);
     zt_comm_free(&world);

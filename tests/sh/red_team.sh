@@ -73,6 +73,28 @@ one log_is_directory "it is a directory" -- "${TINY[@]}" --data "$tmp/good.bin" 
 # a log that cannot be written stops the run: exit 1 and the errno text
 both log_disk_full "No space left on device" -- "${TINY[@]}" --steps 3 --data "$tmp/good.bin" --log /dev/full
 
+# ---- faults during a run: a data file truncated under it, SIGTERM ----
+# run_then NAME ACTION WANT_RC WANT: a long run; once its log has a line, ACTION (with $pid,
+# $data), then the exit status and a stderr line are checked
+run_then() {
+  local name=$1 action=$2 want_rc=$3 want=$4 data="$tmp/$1.bin" pid rc
+  cp "$tmp/good.bin" "$data"
+  timeout -k 5 "$TIMEOUT" "$ZT" "${TINY[@]}" --steps 1000000 --val-every 0 --data "$data" \
+    --log "$tmp/$name.jsonl" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+  pid=$!
+  for _ in $(seq 100); do [ -s "$tmp/$name.jsonl" ] && break; sleep 0.1; done
+  eval "$action"
+  wait $pid; rc=$?
+  if [ $rc -eq "$want_rc" ] && [ "$(grep -c -F -- "$want" "$tmp/$name.err")" -eq 1 ]; then
+    echo "ok   $name (exit $rc): $(grep -F -m1 -- "$want" "$tmp/$name.err")"
+  else
+    echo "FAIL $name: exit $rc (want $want_rc), stderr:"; show "$tmp/$name.err"
+    failed+=("$name: exit $rc")
+  fi
+}
+run_then data_truncated_during_run 'truncate -s 1024 "$data"' 1 "became shorter during the run (SIGBUS): --data"
+run_then sigterm 'kill -TERM $pid' 143 "zerotrain: stopped by SIGTERM (rank 0)"
+
 # ---- small ones ----
 one optim_block_help_words "use a power of two, 64-256" -- "${TINY[@]}" --optim adamw8bit --optim-block 512
 "$ZT" --help | grep -q -- "--optim-block.*a power of two, 64-256" ||
