@@ -196,8 +196,13 @@ static zt_status check_memory(const trainer *t) {
         snprintf(what, sizeof what, "--mem-limit %s", c->mem_limit);
         return zt_plan_check_fits(&t->plan, limit, 1, what);
     }
+    // ulimit -v bounds each rank (its address space holds more than the plan: a lower
+    // bound, so this refuses only what cannot fit)
+    ZT_TRY(zt_plan_check_fits(&t->plan, zt_plan_rank_limit_bytes(), 1,
+                              "ulimit -v (the memory limit of each rank's address space)"));
     return zt_plan_check_fits(&t->plan, zt_plan_available_bytes(), t->plan.ranks_per_node,
-                              "this machine's available memory");
+                              "this machine's available memory (MemAvailable and the memory "
+                              "cgroup's limit)");
 }
 
 static zt_status setup(trainer *t, const char *argv0) {

@@ -95,6 +95,11 @@ run_then() {
 run_then data_truncated_during_run 'truncate -s 1024 "$data"' 1 "became shorter during the run (SIGBUS): --data"
 run_then sigterm 'kill -TERM $pid' 143 "zerotrain: stopped by SIGTERM (rank 0)"
 
+# ---- the memory check reads the process limits, not only MemAvailable ----
+expect_error ulimit_v_checked "but ulimit -v" -- bash -c 'ulimit -v 1500000; exec "$@"' _ "$ZT" --model gpt2 --steps 1
+mkdir -p "$tmp/cgroup"; echo 100000000 >"$tmp/cgroup/memory.max"; echo 20000000 >"$tmp/cgroup/memory.current"
+expect_error cgroup_memory_max_checked "memory cgroup" -- env ZT_CGROUP_DIR="$tmp/cgroup" "$ZT" --model gpt2 --steps 1
+
 # ---- small ones ----
 one optim_block_help_words "use a power of two, 64-256" -- "${TINY[@]}" --optim adamw8bit --optim-block 512
 "$ZT" --help | grep -q -- "--optim-block.*a power of two, 64-256" ||
