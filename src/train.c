@@ -222,6 +222,16 @@ static zt_status setup(trainer *t, const char *argv0) {
     if (val_path[0]) {
         ZT_TRY(zt_dataset_open(&t->val, val_path, c->seq, t->shape.vocab, 0, c->seed));
         t->has_val = c->val_every > 0;
+        // evaluate() reads val_batches global batches; beyond the file it wraps around
+        uint64_t want = (uint64_t)c->val_batches * c->grad_accum * c->micro_batch * g->dp;
+        uint64_t fit = t->val.n_samples / ((uint64_t)c->grad_accum * c->micro_batch * g->dp);
+        char fix[96] = "a smaller --micro-batch or --grad-accum";
+        if (fit > 0) snprintf(fix, sizeof fix, "--val-batches %llu or less", (unsigned long long)fit);
+        if (t->has_val && want > t->val.n_samples && g->rank == 0)
+            fprintf(stderr, "zerotrain: warning: validation reads %llu sequences of %d tokens "
+                    "but %s holds %llu, so some are counted more than once; use %s\n",
+                    (unsigned long long)want, c->seq, val_path,
+                    (unsigned long long)t->val.n_samples, fix);
     }
     ZT_TRY(zt_plan_partition(&t->plan, &t->part));
     t->unit_first = t->part.first[g->pp_rank];

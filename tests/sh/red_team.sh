@@ -118,6 +118,12 @@ grep -q "warning: SLURM_NTASKS=2 but this job's MPI world has 1 rank" "$tmp/slur
   echo "ok   slurm_world1_warning" ||
   { echo "FAIL slurm_world1_warning: no warning"; failed+=("slurm warning"); }
 
+mk_tokens "$tmp/val_small.bin" 200 256   # 12 sequences of 16: fewer than the 8 batches of 2 read
+"$ZT" "${TINY[@]}" --data "$tmp/good.bin" --val-data "$tmp/val_small.bin" >/dev/null 2>"$tmp/val.err"
+grep -q "warning: validation reads 16 sequences.*holds 12, so some are counted more than once; use --val-batches 6 or less" "$tmp/val.err" &&
+  echo "ok   validation_counts_twice_warned" ||
+  { echo "FAIL validation_counts_twice_warned:"; show "$tmp/val.err"; failed+=("validation warning"); }
+
 # control: a good run with a fresh log and a save directory still works
 expect_ok good_run_with_outputs '^step +1/1 \| loss' -- "$ZT" "${TINY[@]}" --data "$tmp/good.bin" --log "$tmp/l.jsonl" --save "$tmp/model"
 
