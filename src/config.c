@@ -110,6 +110,9 @@ static const opt_desc k_opts[] = {
      "tokens per chunk of the loss (0 = automatic)"},
     {"threads", OPT_INT, FIELD(threads), "0", "N", NULL, 0, "parallel",
      "OpenMP threads per rank (0 = runtime default)"},
+    {"peak-tflops", OPT_FLOAT, FIELD(peak_tflops), "0", "X", NULL, 0, "parallel",
+     "one rank's peak TFLOP/s: the progress line then shows the model FLOPs utilization "
+     "(0 = only the achieved TFLOP/s)"},
 
     {"param-dtype", OPT_STR, FIELD(param_dtype), "fp32", "NAME", k_param_dtypes, 0, "memory",
      "parameters, gradients and activations; bf16 keeps fp32 master weights in the optimizer "
@@ -652,6 +655,8 @@ zt_status zt_config_validate(const zt_config *c) {
          c->threads);
     NEED(c->threads <= ZT_MAX_THREADS, "--threads %d exceeds %d OpenMP threads per rank: use "
          "at most one thread per core", c->threads, ZT_MAX_THREADS);
+    NEED(c->peak_tflops >= 0 && isfinite(c->peak_tflops),
+         "--peak-tflops must be at least 0 and finite (got %g; 0 = no MFU)", c->peak_tflops);
     NEED(c->ranks_per_node >= 0, "--ranks-per-node must be at least 0 (got %d; 0 = all ranks "
          "on one machine)", c->ranks_per_node);
     if (c->mem_limit[0]) {

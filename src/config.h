@@ -51,6 +51,7 @@ typedef struct {
     char partition[256];
     int loss_chunk;           // tokens per chunk of the loss (0 = automatic)
     int threads;              // OpenMP threads per rank (0 = runtime default)
+    float peak_tflops;        // one rank's peak fp32 TFLOP/s, for the MFU (0 = not shown)
     // memory planning (src/planner.h)
     char param_dtype[8];      // fp32 | bf16 (bf16: planning only until the GPU backend)
     char mem_limit[32];       // bytes one rank may use, "16G", "512M", ... ("" = none)

@@ -76,6 +76,7 @@ typedef struct {
     double compute_s, sched_s; // time in forward/backward, and in the whole schedule, last step
     FILE *log;
     int log_errno;             // rank 0: the errno of a failed log write (0 = none)
+    char last_mem[256];        // rank 0: the memory figures last printed
 } trainer;
 
 // rank 0: notes a failed write of the log (disk full, /dev/full); the next step's world
@@ -510,10 +511,22 @@ static zt_status run(trainer *t) {
             bubble /= g->world;
         }
         if (g->rank == 0) {
-            char mem[256];
+            // model FLOPs per token: 6 per parameter (forward and backward) plus attention's
+            // 12 * L * C * T (the PaLM paper's appendix B); MFU against --peak-tflops
+            char mem[256], perf[64] = "";
             zt_mem_format(mem, sizeof mem);
-            printf("step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s | %s\n",
-                   step + 1, c->steps, loss, lr, norm, ms, tps, mem);
+            double tflops = (6.0 * zt_model_param_count(&t->shape) +
+                             12.0 * t->shape.n_layer * t->shape.n_embd * T) * tps / 1e12;
+            if (c->peak_tflops > 0)
+                snprintf(perf, sizeof perf, " | MFU %4.1f%%",
+                         100.0 * tflops / ((double)c->peak_tflops * g->world));
+            else snprintf(perf, sizeof perf, " | %6.3f TFLOP/s", tflops);
+            // the memory figures only when they change (first step, then rarely)
+            int mem_new = strcmp(mem, t->last_mem) != 0;
+            if (mem_new) snprintf(t->last_mem, sizeof t->last_mem, "%s", mem);
+            printf("step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s%s%s%s\n",
+                   step + 1, c->steps, loss, lr, norm, ms, tps, perf, mem_new ? " | " : "",
+                   mem_new ? mem : "");
             fflush(stdout);
             if (t->log) {
                 fprintf(t->log,

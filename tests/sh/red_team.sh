@@ -124,6 +124,15 @@ grep -q "warning: validation reads 16 sequences.*holds 12, so some are counted m
   echo "ok   validation_counts_twice_warned" ||
   { echo "FAIL validation_counts_twice_warned:"; show "$tmp/val.err"; failed+=("validation warning"); }
 
+# the progress line: MFU against --peak-tflops, memory figures only when they change
+"$ZT" "${TINY[@]}" --steps 3 --data "$tmp/good.bin" --peak-tflops 1 >"$tmp/progress.out" 2>&1
+if [ "$(grep -c '^step .*| MFU ' "$tmp/progress.out")" -eq 3 ] &&
+   [ "$(grep -c '^step .*| params ' "$tmp/progress.out")" -eq 1 ]; then
+  echo "ok   progress_line_mfu_and_memory_once"
+else
+  echo "FAIL progress_line_mfu_and_memory_once:"; show "$tmp/progress.out"; failed+=("progress line")
+fi
+
 # control: a good run with a fresh log and a save directory still works
 expect_ok good_run_with_outputs '^step +1/1 \| loss' -- "$ZT" "${TINY[@]}" --data "$tmp/good.bin" --log "$tmp/l.jsonl" --save "$tmp/model"
 
