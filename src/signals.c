@@ -9,7 +9,11 @@
 static char g_bus_msg[4 * ZT_PATH_MAX + 512];
 static char g_term_msg[128], g_int_msg[128];
 
+static int g_once; // the first handler speaks; a second signal (another thread) waits
+
 static void on_signal(int sig) {
+    if (__atomic_exchange_n(&g_once, 1, __ATOMIC_SEQ_CST))
+        for (;;) pause(); // the first handler's _exit ends the process
     const char *m = sig == SIGBUS ? g_bus_msg : sig == SIGTERM ? g_term_msg : g_int_msg;
     ssize_t r = write(STDERR_FILENO, m, strlen(m));
     (void)r;
