@@ -7,9 +7,14 @@ MPICC    ?= mpicc
 BUILD    ?= build
 PYTHON   ?= /usr/bin/python3
 
+SETUP    ?= bash scripts/setup.sh
+
 # MPI: take the compile and link flags from the wrapper so plain gcc builds everything.
-MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
-MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null)
+# They are read when a recipe runs, never when this file is parsed: on a fresh machine the
+# wrapper exists only once the setup stamp below has installed MPI (tests/sh/fresh_make.sh).
+# The rules for the two files ask the wrapper once; recursive `=` reads them late.
+MPI_CFLAGS = $(file <$(BUILD)/mpi.cflags)
+MPI_LIBS   = $(file <$(BUILD)/mpi.libs)
 
 # No fast-math anywhere: the tests compare this arithmetic against references.
 # -fno-math-errno only drops errno writes from sqrtf & co. (results bit-identical), which
@@ -30,18 +35,25 @@ all: $(BUILD)/zerotrain $(BUILD)/zt_tests data
 
 setup: $(DEPS_OK)
 $(DEPS_OK): scripts/setup.sh
-	bash scripts/setup.sh
+	$(SETUP)
 	@mkdir -p $(BUILD) && touch $@
 
-# Everything that compiles waits for the system packages.
-$(BUILD)/%.o: %.c | $(DEPS_OK)
+$(BUILD)/mpi.cflags: $(DEPS_OK)
+	$(MPICC) --showme:compile > $@.tmp || { echo "make: '$(MPICC) --showme:compile' failed: is Open MPI installed (make setup)?"; exit 1; }
+	mv $@.tmp $@
+$(BUILD)/mpi.libs: $(DEPS_OK)
+	$(MPICC) --showme:link > $@.tmp || { echo "make: '$(MPICC) --showme:link' failed: is Open MPI installed (make setup)?"; exit 1; }
+	mv $@.tmp $@
+
+# Everything that compiles waits for the system packages and the MPI flags.
+$(BUILD)/%.o: %.c | $(DEPS_OK) $(BUILD)/mpi.cflags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libzt.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/zerotrain: $(BUILD)/src/main.o $(BUILD)/libzt.a
+$(BUILD)/zerotrain: $(BUILD)/src/main.o $(BUILD)/libzt.a | $(BUILD)/mpi.libs
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 	ln -sf $(BUILD)/zerotrain zerotrain
 
@@ -53,7 +65,7 @@ $(BUILD)/test_table.h: $(TEST_SRC) tests/gen_table.sh
 $(BUILD)/tests/main.o: $(BUILD)/test_table.h
 $(BUILD)/tests/%.o: CFLAGS += -I$(BUILD)
 
-$(BUILD)/zt_tests: $(TEST_OBJ) $(BUILD)/libzt.a
+$(BUILD)/zt_tests: $(TEST_OBJ) $(BUILD)/libzt.a | $(BUILD)/mpi.libs
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # The embedded default data: byte-level tokens of the GPL-3 text every Debian ships.
@@ -76,7 +88,7 @@ demo: all
 
 # Benchmarks (bench/RESULTS.md): `make bench` builds them; the bench/*.sh scripts run them.
 bench: $(BUILD)/comm_bw
-$(BUILD)/comm_bw: bench/comm_bw.c $(BUILD)/libzt.a
+$(BUILD)/comm_bw: bench/comm_bw.c $(BUILD)/libzt.a | $(BUILD)/mpi.cflags $(BUILD)/mpi.libs
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 clean:

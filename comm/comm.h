@@ -141,6 +141,9 @@ void zt_comm_self_init(zt_comm *out);
 // `out` a duplicate of MPI_COMM_WORLD (free it with zt_comm_free before finalizing).
 // argc/argv may be NULL. Failure is fatal.
 void zt_comm_mpi_init_world(zt_comm *out, int *argc, char ***argv);
+// Checks ZT_COMM_MPI_ALGO and ZT_COMM_MPI_STAGE_KIB: ZT_ERR naming the variable and its
+// allowed values on a bad one (main calls it before any communicator is split).
+zt_status zt_comm_mpi_check_env(void);
 // MPI_Finalize, if zt_comm_mpi_init_world initialized MPI and it is not yet finalized.
 // Every rank must call it (it is collective); free all communicators first.
 void zt_comm_mpi_finalize(void);

@@ -268,23 +268,43 @@ static void stage_all_gather(const zt_comm *c, const void *own, void *recv, size
     }
 }
 
-// The staging slot in KiB from the environment, read when a communicator is made (0 for
-// ZT_COMM_MPI_ALGO=mpi), and whether all_gather is staged too. A bad value is fatal.
-static int stage_kib_from_env(int *stage_ag) {
+// The staging slot in KiB from the environment (0 for ZT_COMM_MPI_ALGO=mpi), and whether
+// all_gather is staged too; ZT_ERR naming the variable on a bad value.
+static zt_status parse_env(int *kib_out, int *stage_ag) {
     const char *algo = getenv("ZT_COMM_MPI_ALGO"), *kib = getenv("ZT_COMM_MPI_STAGE_KIB");
     if (algo && !*algo) algo = NULL; // set but empty: the default
     if (kib && !*kib) kib = NULL;
-    ZT_MPI_ASSERTF(!algo || !strcmp(algo, "stage") || !strcmp(algo, "stage-all") ||
-                       !strcmp(algo, "mpi"),
-                   "ZT_COMM_MPI_ALGO=%s: use stage (the default), stage-all or mpi", algo);
+    if (algo && strcmp(algo, "stage") && strcmp(algo, "stage-all") && strcmp(algo, "mpi"))
+        return zt_errorf("ZT_COMM_MPI_ALGO=%s: use stage (the default), stage-all or mpi", algo);
     *stage_ag = algo && !strcmp(algo, "stage-all");
-    if (algo && !strcmp(algo, "mpi")) return 0;
-    if (!kib) return ZT_STAGE_SLOT_KIB;
-    char *end = NULL;
-    long v = strtol(kib, &end, 10);
-    ZT_MPI_ASSERTF(*kib && !*end && v >= 4 && v <= 65536,
-                   "ZT_COMM_MPI_STAGE_KIB=%s: give a whole number of KiB in 4..65536", kib);
-    return (int)v;
+    *kib_out = ZT_STAGE_SLOT_KIB;
+    if (algo && !strcmp(algo, "mpi")) *kib_out = 0;
+    else if (kib) {
+        char *end = NULL;
+        long v = strtol(kib, &end, 10);
+        if (!(*kib && !*end && v >= 4 && v <= 65536))
+            return zt_errorf("ZT_COMM_MPI_STAGE_KIB=%s: give a whole number of KiB in 4..65536",
+                             kib);
+        *kib_out = (int)v;
+    }
+    return ZT_OK;
+}
+
+zt_status zt_comm_mpi_check_env(void) {
+    int kib, ag;
+    return parse_env(&kib, &ag);
+}
+
+// Read when a communicator is made. A bad value takes the defaults here (the world's
+// duplicate is made before main can report anything) and main refuses it right after
+// (zt_comm_mpi_check_env), once, as a user error rather than a fatal check on every rank.
+static int stage_kib_from_env(int *stage_ag) {
+    int kib = 0;
+    if (parse_env(&kib, stage_ag) != ZT_OK) {
+        *stage_ag = 0;
+        kib = ZT_STAGE_SLOT_KIB;
+    }
+    return kib;
 }
 
 // Collective over m->comm (from mpi_wrap): the staging window when every rank of the

@@ -9,6 +9,9 @@ pkgs=(
   libcjson-dev               # JSON config
   python3 python3-torch python3-numpy # the PyTorch reference in the tests and bench
   python3-matplotlib         # the bench's plots
+  procps                     # pgrep (tests/sh/rank_dies.sh); not in a minimal Debian
+  # Everything else the tests and benches call (timeout, awk, diff, lscpu, ...) is in
+  # Debian's essential/required set, present on every install (debootstrap minbase too).
 )
 missing=()
 for p in "${pkgs[@]}"; do

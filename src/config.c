@@ -110,6 +110,9 @@ static const opt_desc k_opts[] = {
      "tokens per chunk of the loss (0 = automatic)"},
     {"threads", OPT_INT, FIELD(threads), "0", "N", NULL, 0, "parallel",
      "OpenMP threads per rank (0 = runtime default)"},
+    {"peak-tflops", OPT_FLOAT, FIELD(peak_tflops), "0", "X", NULL, 0, "parallel",
+     "one rank's peak TFLOP/s: the progress line then shows the model FLOPs utilization "
+     "(0 = only the achieved TFLOP/s)"},
 
     {"param-dtype", OPT_STR, FIELD(param_dtype), "fp32", "NAME", k_param_dtypes, 0, "memory",
      "parameters, gradients and activations; bf16 keeps fp32 master weights in the optimizer "
@@ -555,7 +558,10 @@ zt_status zt_config_parse(zt_config *cfg, int argc, char **argv) {
         ZT_TRY(next_flag(argc, argv, &i, &f));
         if (!f.opt) config_path = f.value;
     }
-    if (config_path) ZT_TRY(apply_config_file(cfg, config_path, set));
+    if (config_path) {
+        ZT_TRY(apply_config_file(cfg, config_path, set));
+        snprintf(cfg->config, sizeof cfg->config, "%s", config_path);
+    }
 
     // Pass 2 applies the flags in order, so a repeated flag takes its last value.
     for (int i = 0; i < argc;) {
@@ -584,6 +590,15 @@ zt_status zt_config_validate(const zt_config *c) {
     NEED(c->n_embd >= 1, "--n-embd must be at least 1 (got %d)", c->n_embd);
     NEED(c->vocab >= 1, "--vocab must be at least 1 (got %d)", c->vocab);
     NEED(c->n_ctx >= 1, "--n-ctx must be at least 1 (got %d)", c->n_ctx);
+    // Upper bounds far above any trained GPT (GPT-3 175B: 96 layers, 12288 channels,
+    // 2048 positions) keep every size in exact 64-bit and double arithmetic and bound the
+    // planner's and the schedule's work (a partition is O(pp * layers^2)).
+    NEED(c->n_layer <= ZT_MAX_LAYERS, "--n-layer %d exceeds %d: zerotrain supports at most "
+         "%d transformer blocks", c->n_layer, ZT_MAX_LAYERS, ZT_MAX_LAYERS);
+    NEED(c->n_embd <= ZT_MAX_EMBD, "--n-embd %d exceeds %d: zerotrain supports at most %d "
+         "channels", c->n_embd, ZT_MAX_EMBD, ZT_MAX_EMBD);
+    NEED(c->n_ctx <= ZT_MAX_CTX, "--n-ctx %d exceeds %d: zerotrain supports at most %d "
+         "positions", c->n_ctx, ZT_MAX_CTX, ZT_MAX_CTX);
     NEED(c->n_embd % c->n_head == 0,
          "n_embd %d is not divisible by n_head %d: choose --n-embd a multiple of --n-head",
          c->n_embd, c->n_head);
@@ -602,8 +617,15 @@ zt_status zt_config_validate(const zt_config *c) {
     NEED(c->seq <= c->n_ctx, "--seq %d exceeds the model's n_ctx %d: lower --seq or raise --n-ctx",
          c->seq, c->n_ctx);
     NEED(c->grad_accum >= 1, "--grad-accum must be at least 1 (got %d)", c->grad_accum);
+    NEED(c->grad_accum <= ZT_MAX_GRAD_ACCUM, "--grad-accum %d exceeds %d: raise --micro-batch "
+         "instead", c->grad_accum, ZT_MAX_GRAD_ACCUM);
     NEED(c->steps >= 1, "--steps must be at least 1 (got %d)", c->steps);
 
+    // the block must divide the tensor alignment (a block never straddles two tensors or
+    // two ZeRO shards): the same words as --help
+    NEED(c->optim_block >= 64 && c->optim_block <= 256 &&
+             (c->optim_block & (c->optim_block - 1)) == 0,
+         "--optim-block %d: use a power of two, 64-256 (64, 128 or 256)", c->optim_block);
     NEED(c->lr > 0 && isfinite(c->lr), "--lr must be positive and finite (got %g)", c->lr);
     NEED(c->lr_final_frac >= 0 && c->lr_final_frac <= 1,
          "--lr-final-frac must be in [0, 1] (got %g): it is the final learning rate as a "
@@ -631,6 +653,10 @@ zt_status zt_config_validate(const zt_config *c) {
          c->loss_chunk);
     NEED(c->threads >= 0, "--threads must be at least 0 (got %d; 0 = runtime default)",
          c->threads);
+    NEED(c->threads <= ZT_MAX_THREADS, "--threads %d exceeds %d OpenMP threads per rank: use "
+         "at most one thread per core", c->threads, ZT_MAX_THREADS);
+    NEED(c->peak_tflops >= 0 && isfinite(c->peak_tflops),
+         "--peak-tflops must be at least 0 and finite (got %g; 0 = no MFU)", c->peak_tflops);
     NEED(c->ranks_per_node >= 0, "--ranks-per-node must be at least 0 (got %d; 0 = all ranks "
          "on one machine)", c->ranks_per_node);
     if (c->mem_limit[0]) {

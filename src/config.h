@@ -10,6 +10,13 @@
 
 #define ZT_PATH_MAX 512
 
+// Upper bounds zt_config_validate enforces (see there for why).
+#define ZT_MAX_LAYERS 256
+#define ZT_MAX_EMBD (1 << 16)
+#define ZT_MAX_CTX (1 << 20)
+#define ZT_MAX_GRAD_ACCUM (1 << 16)
+#define ZT_MAX_THREADS 1024
+
 typedef struct {
     // model (a preset fills the shape keys not given explicitly)
     char model[32];           // tiny | gpt2 | gpt2-medium | gpt2-large | gpt2-xl
@@ -36,6 +43,7 @@ typedef struct {
     char init_from[ZT_PATH_MAX]; // llm.c fp32 model checkpoint
     char log[ZT_PATH_MAX];       // JSON lines
     char save[ZT_PATH_MAX];      // final weights as a Hugging Face directory
+    char config[ZT_PATH_MAX];    // the --config file read ("" = none; not an option key)
     // parallel layout
     int zero;                 // 0 | 1
     int dp, pp, tp;           // dp 0 = derived from the world size
@@ -43,6 +51,7 @@ typedef struct {
     char partition[256];
     int loss_chunk;           // tokens per chunk of the loss (0 = automatic)
     int threads;              // OpenMP threads per rank (0 = runtime default)
+    float peak_tflops;        // one rank's peak fp32 TFLOP/s, for the MFU (0 = not shown)
     // memory planning (src/planner.h)
     char param_dtype[8];      // fp32 | bf16 (bf16: planning only until the GPU backend)
     char mem_limit[32];       // bytes one rank may use, "16G", "512M", ... ("" = none)

@@ -140,7 +140,9 @@ static zt_status dataset_open_checked(zt_dataset *ds, const char *path, int T, i
     ds->seed = seed;
     ds->perm_epoch = UINT64_MAX;
 
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting forever
+    // for a writer; it changes nothing for a regular file
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return zt_errorf("cannot open data file %s: %s; check the path given to --data or --val-data, or "
                          "prepare a token file from text",
@@ -324,8 +326,14 @@ zt_status zt_dataset_write(const char *path, const uint16_t *tokens, size_t n) {
 static zt_status read_whole_file(const char *path, unsigned char **out, size_t *n) {
     *out = NULL;
     *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return zt_errorf("cannot open text file %s: %s; check the path", path, strerror(errno));
+    // O_NONBLOCK: a FIFO is refused below instead of blocking the open
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return zt_errorf("cannot open text file %s: %s; check the path", path, strerror(e));
+    }
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         fclose(f);

@@ -4,13 +4,52 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "safetensors.h"
 
+static zt_status export_files(const zt_model_shape *shape, const zt_layout *lays,
+                              const float *const *params, int n_parts, const char *dir);
+static zt_status write_config(const zt_model_shape *sh, const char *path);
+
 zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
                        const float *const *params, int n_parts, const char *dir) {
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    int made = mkdir(dir, 0755) == 0;
+    if (!made && errno != EEXIST)
         return zt_errorf("cannot create directory %s: %s", dir, strerror(errno));
+    zt_status s = export_files(shape, lays, params, n_parts, dir);
+    if (s != ZT_OK && made) rmdir(dir); // no half directory (the writers removed their temps)
+    return s;
+}
+
+// config.json as model.safetensors is written: a temp file, fsynced, renamed over.
+static zt_status write_config(const zt_model_shape *sh, const char *path) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return zt_errorf("cannot write %s: %s", tmp, strerror(errno));
+    int ok = fprintf(f,
+            "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
+            "  \"vocab_size\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n  \"n_embd\": %d,\n"
+            "  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"activation_function\": \"gelu_new\",\n"
+            "  \"layer_norm_epsilon\": 1e-05,\n  \"tie_word_embeddings\": true,\n"
+            "  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0,\n"
+            "  \"torch_dtype\": \"float32\"\n}\n",
+            sh->vocab, sh->n_ctx, sh->n_ctx, sh->n_embd, sh->n_layer, sh->n_head) > 0;
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int err = ok ? 0 : errno;
+    ok = (fclose(f) == 0) && ok;
+    if (!err && !ok) err = errno;
+    if (!ok || rename(tmp, path) != 0) {
+        if (!err) err = errno;
+        unlink(tmp);
+        return zt_errorf("writing %s failed: %s", path, strerror(err));
+    }
+    return ZT_OK;
+}
+
+static zt_status export_files(const zt_model_shape *shape, const zt_layout *lays,
+                              const float *const *params, int n_parts, const char *dir) {
     int cap = 0;
     for (int k = 0; k < n_parts; k++) cap += lays[k].n;
     zt_st_tensor *t = calloc((size_t)cap, sizeof *t);
@@ -75,17 +114,5 @@ zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
     free(t);
     ZT_TRY(s);
     snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) return zt_errorf("cannot write %s: %s", path, strerror(errno));
-    const zt_model_shape *sh = shape;
-    fprintf(f,
-            "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
-            "  \"vocab_size\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n  \"n_embd\": %d,\n"
-            "  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"activation_function\": \"gelu_new\",\n"
-            "  \"layer_norm_epsilon\": 1e-05,\n  \"tie_word_embeddings\": true,\n"
-            "  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0,\n"
-            "  \"torch_dtype\": \"float32\"\n}\n",
-            sh->vocab, sh->n_ctx, sh->n_ctx, sh->n_embd, sh->n_layer, sh->n_head);
-    if (fclose(f) != 0) return zt_errorf("writing %s failed", path);
-    return ZT_OK;
+    return write_config(shape, path);
 }

@@ -1,12 +1,16 @@
 // zerotrain's command line: `train` (the default command), `memory`, `prepare`, `help`.
+#include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
 #include "config.h"
 #include "data.h"
 #include "grid.h"
+#include "outputs.h"
 #include "planner.h"
+#include "signals.h"
 #include "train.h"
 
 // Plans with a million ranks take a few seconds and 200 MB; beyond that, refuse.
@@ -18,7 +22,7 @@ static void usage(FILE *f) {
             "\n"
             "usage:\n"
             "  [mpirun -np N] zerotrain [train] [--flag value ...]   train (the default command)\n"
-            "  zerotrain memory --dp N [--pp N] [--tp N] [--json] [--flag value ...]\n"
+            "  zerotrain memory [--dp N] [--pp N] [--tp N] [--json] [--flag value ...]\n"
             "                                 the bytes every rank of that layout would need,\n"
             "                                 by category, without allocating (one process, no\n"
             "                                 mpirun); takes the train flags; --mem-limit checks\n"
@@ -89,10 +93,7 @@ static zt_status memory_plan(int argc, char **argv) {
     free(rest);
     ZT_TRY(s);
     ZT_TRY(zt_config_validate(&cfg));
-    if (cfg.dp < 1)
-        return zt_errorf("zerotrain memory plans a whole layout in one process: give the data-"
-                         "parallel degree with --dp (and --pp, --tp when not 1), e.g. --dp 8 "
-                         "--pp 2");
+    if (cfg.dp < 1) cfg.dp = 1; // as --pp and --tp default to 1
     if ((double)cfg.dp * cfg.pp * cfg.tp > ZT_MEMORY_MAX_WORLD)
         return zt_errorf("dp*pp*tp = %d*%d*%d is more than %d ranks: plan a smaller layout",
                          cfg.dp, cfg.pp, cfg.tp, ZT_MEMORY_MAX_WORLD);
@@ -115,11 +116,34 @@ static int train(int argc, char **argv, const char *argv0) {
     zt_comm world;
     zt_comm_mpi_init_world(&world, NULL, NULL);
     zt_set_fatal_hook(zt_comm_mpi_abort);
+    // a launcher asked for several tasks but this process sees a world of one: each task
+    // would train alone (srun without --mpi, or an MPI library the launcher cannot reach)
+    static const char *const k_task_vars[] = {"SLURM_NTASKS", "SLURM_NPROCS", "PMI_SIZE",
+                                              "OMPI_COMM_WORLD_SIZE"};
+    for (size_t i = 0; world.size == 1 && i < sizeof k_task_vars / sizeof *k_task_vars; i++) {
+        const char *v = getenv(k_task_vars[i]);
+        if (v && atoi(v) > 1) {
+            fprintf(stderr, "zerotrain: warning: %s=%s but this job's MPI world has 1 rank: "
+                            "it was not launched through MPI (use mpirun, or srun --mpi=pmix), "
+                            "so every task trains alone\n", k_task_vars[i], v);
+            break;
+        }
+    }
     zt_config cfg;
     // A config file may be missing on some nodes only: agree before going on.
     zt_status s = zt_comm_agree(&world, zt_config_parse(&cfg, argc, argv));
+    if (s == ZT_OK) s = zt_comm_mpi_check_env(); // the same environment on every rank
     // --param-dtype bf16 is for `zerotrain memory` until the GPU backend exists
     if (s == ZT_OK) s = zt_config_check_trainable(&cfg);
+    // OMP_NUM_THREADS beyond what a rank can start crashed or ended in libgomp's words
+    if (s == ZT_OK && cfg.threads == 0 && omp_get_max_threads() > ZT_MAX_THREADS)
+        s = zt_errorf("OMP_NUM_THREADS asks for %d OpenMP threads per rank, more than %d: set "
+                      "it (or --threads) to at most one thread per core", omp_get_max_threads(),
+                      ZT_MAX_THREADS);
+    // outputs before any work; rank 0 writes them, every rank hears its answer
+    if (s == ZT_OK)
+        s = zt_comm_agree(&world, world.rank == 0 ? zt_outputs_check(&cfg) : ZT_OK);
+    if (s == ZT_OK) zt_signals_install(&cfg);
     if (s == ZT_OK) s = zt_train(&cfg, &world, argv0);
     zt_error_report(s != ZT_OK && world.rank == 0);
     zt_comm_free(&world);
@@ -134,9 +158,28 @@ int main(int argc, char **argv) {
         cmd = argv[1];
         first = 2;
     }
+    int help = strcmp(cmd, "help") == 0;
     for (int i = first; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) cmd = "help";
-    if (strcmp(cmd, "help") == 0) {
+        help |= strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+    // `prepare --help` and `memory --help`: their own usage first
+    if (help && strcmp(cmd, "prepare") == 0) {
+        printf("usage: zerotrain prepare --text FILE --out TRAIN.bin [--val-out VAL.bin] "
+               "[--val-frac F]\n"
+               "  byte-level tokens (vocab 256) of a text file, in the llm.c token format;\n"
+               "  --val-out takes the last --val-frac of the text (default 0.1) as validation\n");
+        return 0;
+    }
+    if (help && strcmp(cmd, "memory") == 0) {
+        printf("usage: zerotrain memory [--dp N] [--pp N] [--tp N] [--json] [--mem-limit BYTES] "
+               "[train flags ...]\n"
+               "  the bytes every rank of that layout would need, by category, without\n"
+               "  allocating (one process, no mpirun; --dp, --pp, --tp default to 1);\n"
+               "  --mem-limit checks a budget per rank and advises changes that fit;\n"
+               "  --json prints the plan as JSON. The train flags:\n\n");
+        zt_config_print_help(stdout);
+        return 0;
+    }
+    if (help) {
         usage(stdout);
         return 0;
     }

@@ -236,6 +236,11 @@ static zt_status build_type(zt_partition *p, const char *spec, const zt_model_sh
                 return zt_errorf("--partition '%s': the weight '%s' of type %s is not a "
                                  "non-negative number: %s",
                                  spec, num, item, hint);
+            // weights are relative: a bound keeps stage sums (and their squares, in the
+            // balancing) finite and exact enough
+            if (v > 1e6)
+                return zt_errorf("--partition '%s': the weight '%s' of type %s exceeds 1e6 "
+                                 "(weights are relative: %s)", spec, num, item, hint);
             w[t] = v;
         }
         if (q[len] == 0) break;

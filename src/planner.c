@@ -9,6 +9,7 @@
 #include <math.h>
 #include <omp.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "gpt2.h"
 #include "grid.h"
@@ -443,7 +444,46 @@ int zt_plan_cache_mismatches_(const zt_plan_spec *s) {
 
 // ---------------------------------------------------------------- fits and advice
 
-double zt_plan_available_bytes(void) { return zt_mem_proc_bytes("/proc/meminfo", "MemAvailable"); }
+// One number from a cgroup file ("max" = no limit: 0); 0 when the file is missing.
+static double cgroup_value(const char *dir, const char *file) {
+    char path[600], text[64] = "";
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int ok = fgets(text, sizeof text, f) != NULL;
+    fclose(f);
+    if (!ok || !isdigit((unsigned char)text[0])) return 0;
+    return strtod(text, NULL);
+}
+
+// What the memory cgroup of this process still allows (0 = no limit): cgroup v2
+// memory.max - memory.current, or v1 memory.limit_in_bytes - memory.usage_in_bytes (v1
+// writes a huge number for "no limit"). Read at the mount point, which a container's
+// cgroup namespace makes its own cgroup; ZT_CGROUP_DIR points elsewhere (tests).
+static double cgroup_room(void) {
+    const char *dir = getenv("ZT_CGROUP_DIR");
+    const char *v2 = dir ? dir : "/sys/fs/cgroup", *v1 = dir ? dir : "/sys/fs/cgroup/memory";
+    double max = cgroup_value(v2, "memory.max"), used = cgroup_value(v2, "memory.current");
+    if (max <= 0) {
+        max = cgroup_value(v1, "memory.limit_in_bytes");
+        used = cgroup_value(v1, "memory.usage_in_bytes");
+        if (max >= 4.0e18) max = 0; // v1 writes about 2^63 for "no limit"
+    }
+    if (max <= 0) return 0;
+    return max > used ? max - used : 1; // at the limit: nothing left, but not "no limit"
+}
+
+double zt_plan_available_bytes(void) {
+    double avail = zt_mem_proc_bytes("/proc/meminfo", "MemAvailable"), room = cgroup_room();
+    if (room > 0 && (avail <= 0 || room < avail)) avail = room;
+    return avail;
+}
+
+double zt_plan_rank_limit_bytes(void) {
+    struct rlimit r;
+    if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 0;
+    return (double)r.rlim_cur;
+}
 
 int zt_plan_local_ranks(int world) {
     static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
@@ -496,8 +536,15 @@ static zt_status plan_variant(const zt_plan_spec *s, stage_cache *cache, int sha
     return st;
 }
 
+// The advice's search stops trying changes at this deadline (omp_get_wtime seconds; 0 =
+// none): planning a deep model for every stage count and dp took minutes (issue 16), and a
+// refusal must come at once. What was found by then is advised.
+#define ADVICE_BUDGET_S 0.5
+static double advice_deadline;
+
 static int fits(const zt_plan_spec *s, stage_cache *cache, double limit, int sharing,
                 variant *v) {
+    if (advice_deadline > 0 && omp_get_wtime() > advice_deadline) return 0;
     if ((double)s->dp * s->pp * s->tp > MAX_ADVICE_WORLD) return 0;
     return plan_variant(s, cache, sharing, v) == ZT_OK && v->need <= limit;
 }
@@ -535,7 +582,10 @@ static void try_pp(const zt_plan_spec *s, double limit, int sharing, const char 
     stage_cache cache;
     cache_init(&cache, s);
     int named = strspn(s->partition, "0123456789:,") != strlen(s->partition);
-    for (int p = s->pp + 1; p <= zt_unit_count(&s->shape); p++) {
+    // every stage count up to 8, then steps of 1/4: each try plans a partition, so
+    // trying every count of a deep model took minutes (issue 16); the advice stays within
+    // 25% of the fewest stages that fit
+    for (int p = s->pp + 1; p <= zt_unit_count(&s->shape); p += p < 8 ? 1 : p / 4) {
         if ((double)s->dp * p * s->tp > MAX_ADVICE_WORLD) break;
         zt_plan_spec t = *s;
         t.pp = p;
@@ -608,8 +658,19 @@ static void try_singles(const zt_plan_spec *s, double limit, int sharing, zt_pla
     }
 }
 
+static int advise(const zt_plan_spec *s, double limit, int sharing, zt_plan_advice *adv,
+                  int max);
+
 int zt_plan_advise(const zt_plan_spec *s, double limit, int sharing, zt_plan_advice *adv,
                    int max) {
+    advice_deadline = omp_get_wtime() + ADVICE_BUDGET_S;
+    int n = advise(s, limit, sharing, adv, max);
+    advice_deadline = 0;
+    return n;
+}
+
+static int advise(const zt_plan_spec *s, double limit, int sharing, zt_plan_advice *adv,
+                  int max) {
     int n = 0;
     try_singles(s, limit, sharing, adv, &n, max);
     if (n > 0) return n;

@@ -147,8 +147,12 @@ int zt_plan_advise(const zt_plan_spec *s, double limit, int sharing, zt_plan_adv
 zt_status zt_plan_check_fits(const zt_plan_spec *s, double limit, int sharing,
                              const char *limit_what);
 
-// The machine's available memory (MemAvailable), or 0 if unknown.
+// The memory this machine's ranks may still use together: MemAvailable, lowered to what
+// the memory cgroup allows (v2 memory.max, v1 memory.limit_in_bytes, less its usage); 0 if
+// unknown.
 double zt_plan_available_bytes(void);
+// The address-space limit of one process (ulimit -v, RLIMIT_AS) in bytes; 0 when none.
+double zt_plan_rank_limit_bytes(void);
 
 // The world ranks on this machine as the launcher says (Open MPI, MPICH/Hydra, Slurm),
 // else `world` (all of them: the conservative guess for the fits-check).

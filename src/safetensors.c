@@ -51,12 +51,16 @@ zt_status zt_safetensors_write(const char *path, const zt_st_tensor *t, int n) {
         size_t cnt = (size_t)t[i].shape[0] * (size_t)(t[i].ndim == 2 ? t[i].shape[1] : 1);
         ok = fwrite(t[i].data, 4, cnt, f) == cnt;
     }
-    ok = (fflush(f) == 0) && ok;
+    // on disk before the rename, so a crash leaves the old file or the whole new one
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int err = ok ? 0 : errno;
     ok = (fclose(f) == 0) && ok;
+    if (!err && !ok) err = errno;
     free(hdr);
     if (!ok || rename(tmp, path) != 0) {
+        if (!err) err = errno;
         unlink(tmp);
-        return zt_errorf("writing %s failed: %s (disk full?)", path, strerror(errno));
+        return zt_errorf("writing %s failed: %s", path, strerror(err));
     }
     return ZT_OK;
 }

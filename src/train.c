@@ -6,6 +6,7 @@
 // AdamW updates this rank's range, and --zero 1 all-gathers the parameters.
 #include "train.h"
 
+#include <errno.h>
 #include <libgen.h>
 #include <math.h>
 #include <omp.h>
@@ -76,7 +77,16 @@ typedef struct {
     float *dinput;             // (N*C) gradient of this stage's input, to send back
     double compute_s, sched_s; // time in forward/backward, and in the whole schedule, last step
     FILE *log;
+    int log_errno;             // rank 0: the errno of a failed log write (0 = none)
+    char last_mem[256];        // rank 0: the memory figures last printed
 } trainer;
+
+// rank 0: notes a failed write of the log (disk full, /dev/full); the next step's world
+// all-reduce tells every rank, so the run stops instead of exiting 0 with a truncated log
+static void check_log_write(trainer *t) {
+    if (t->log && !t->log_errno && (fflush(t->log) != 0 || ferror(t->log)))
+        t->log_errno = errno ? errno : EIO;
+}
 
 static int is_first_stage(const trainer *t) { return t->grid.pp_rank == 0; }
 static int is_last_stage(const trainer *t) { return t->grid.pp_rank == t->grid.pp - 1; }
@@ -192,8 +202,13 @@ static zt_status check_memory(const trainer *t) {
         snprintf(what, sizeof what, "--mem-limit %s", c->mem_limit);
         return zt_plan_check_fits(&t->plan, limit, 1, what);
     }
+    // ulimit -v bounds each rank (its address space holds more than the plan: a lower
+    // bound, so this refuses only what cannot fit)
+    ZT_TRY(zt_plan_check_fits(&t->plan, zt_plan_rank_limit_bytes(), 1,
+                              "ulimit -v (the memory limit of each rank's address space)"));
     return zt_plan_check_fits(&t->plan, zt_plan_available_bytes(), t->plan.ranks_per_node,
-                              "this machine's available memory");
+                              "this machine's available memory (MemAvailable and the memory "
+                              "cgroup's limit)");
 }
 
 static zt_status setup(trainer *t, const char *argv0) {
@@ -213,6 +228,16 @@ static zt_status setup(trainer *t, const char *argv0) {
     if (val_path[0]) {
         ZT_TRY(zt_dataset_open(&t->val, val_path, c->seq, t->shape.vocab, 0, c->seed));
         t->has_val = c->val_every > 0;
+        // evaluate() reads val_batches global batches; beyond the file it wraps around
+        uint64_t want = (uint64_t)c->val_batches * c->grad_accum * c->micro_batch * g->dp;
+        uint64_t fit = t->val.n_samples / ((uint64_t)c->grad_accum * c->micro_batch * g->dp);
+        char fix[96] = "a smaller --micro-batch or --grad-accum";
+        if (fit > 0) snprintf(fix, sizeof fix, "--val-batches %llu or less", (unsigned long long)fit);
+        if (t->has_val && want > t->val.n_samples && g->rank == 0)
+            fprintf(stderr, "zerotrain: warning: validation reads %llu sequences of %d tokens "
+                    "but %s holds %llu, so some are counted more than once; use %s\n",
+                    (unsigned long long)want, c->seq, val_path,
+                    (unsigned long long)t->val.n_samples, fix);
     }
     ZT_TRY(zt_plan_partition(&t->plan, &t->part));
     t->unit_first = t->part.first[g->pp_rank];
@@ -467,12 +492,15 @@ static zt_status run(trainer *t) {
                                NULL);
         // one world all-reduce: [sum of squares, non-finite count, loss sum]; with
         // --zero 0 every dp rank holds the whole gradient, so only dp rank 0 counts it
-        double v[3] = {0, 0, 0}, r[3];
+        double v[4] = {0, 0, 0, t->log_errno != 0}, r[4];
         if (is_zero || g->dp_rank == 0)
-            zt_grad_sumsq(t->be, v, m->grads, &m->layout, t->shard_lo, t->shard_hi, g->tp_rank == 0,
-                          g->pp_rank == 0);
+            zt_grad_sumsq(t->be, v, m->grads, &m->layout, t->shard_lo, t->shard_hi,
+                          g->tp_rank == 0, g->pp_rank == 0);
         v[2] = g->tp_rank == 0 ? loss_sum : 0.0; // every tp rank has the same losses
-        zt_comm_all_reduce(&g->world_comm, v, r, 3, ZT_F64, ZT_REDUCE_SUM, NULL);
+        zt_comm_all_reduce(&g->world_comm, v, r, 4, ZT_F64, ZT_REDUCE_SUM, NULL);
+        if (r[3] > 0)
+            return zt_errorf("cannot write the log file %s: %s; the run stopped at step %d",
+                             c->log, strerror(t->log_errno ? t->log_errno : EIO), step + 1);
         double loss = r[2] / global_tokens, norm = sqrt(r[0]);
         if (!isfinite(loss) || r[1] > 0)
             return zt_errorf("the loss became %s at step %d (%.0f non-finite gradient values): "
@@ -499,10 +527,22 @@ static zt_status run(trainer *t) {
             bubble /= g->world;
         }
         if (g->rank == 0) {
-            char mem[256];
+            // model FLOPs per token: 6 per parameter (forward and backward) plus attention's
+            // 12 * L * C * T (the PaLM paper's appendix B); MFU against --peak-tflops
+            char mem[256], perf[64] = "";
             zt_mem_format(mem, sizeof mem);
-            printf("step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s | %s\n",
-                   step + 1, c->steps, loss, lr, norm, ms, tps, mem);
+            double tflops = (6.0 * zt_model_param_count(&t->shape) +
+                             12.0 * t->shape.n_layer * t->shape.n_embd * T) * tps / 1e12;
+            if (c->peak_tflops > 0)
+                snprintf(perf, sizeof perf, " | MFU %4.1f%%",
+                         100.0 * tflops / ((double)c->peak_tflops * g->world));
+            else snprintf(perf, sizeof perf, " | %6.3f TFLOP/s", tflops);
+            // the memory figures only when they change (first step, then rarely)
+            int mem_new = strcmp(mem, t->last_mem) != 0;
+            if (mem_new) snprintf(t->last_mem, sizeof t->last_mem, "%s", mem);
+            printf("step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s%s%s%s\n",
+                   step + 1, c->steps, loss, lr, norm, ms, tps, perf, mem_new ? " | " : "",
+                   mem_new ? mem : "");
             fflush(stdout);
             if (t->log) {
                 fprintf(t->log,
@@ -514,7 +554,7 @@ static zt_status run(trainer *t) {
                             zt_mem_category_name((zt_mem_category)cat),
                             zt_mem_current((zt_mem_category)cat));
                 fprintf(t->log, "}}\n");
-                fflush(t->log);
+                check_log_write(t);
             }
         }
         int last = step + 1 == c->steps;
@@ -571,7 +611,12 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
         print_start(&t);
         s = run(&t);
     }
-    if (t.log) fclose(t.log);
+    if (t.log) {
+        check_log_write(&t);
+        if (fclose(t.log) != 0 && !t.log_errno) t.log_errno = errno;
+        if (t.log_errno && s == ZT_OK)
+            s = zt_errorf("cannot write the log file %s: %s", cfg->log, strerror(t.log_errno));
+    }
     zt_be_free(t.be, t.inputs);
     zt_be_free(t.be, t.targets);
     zt_be_free(t.be, t.recv_in);

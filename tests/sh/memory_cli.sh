@@ -189,7 +189,8 @@ else echo "FAIL bench_report_selftest"; show "$tmp/selftest.out"; failed+=("benc
 expect_error train_refuses_bf16 "--param-dtype bf16: training runs fp32" -- "$ZT" "${TINY[@]}" --param-dtype bf16
 
 # ---- bad inputs ---------------------------------------------------------------------------
-expect_error memory_without_dp "give the data-parallel degree with --dp" -- "$ZT" memory --pp 2
+# --dp defaults to 1, as --pp and --tp do
+expect_ok memory_without_dp 'world 2|dp 1' -- "$ZT" memory --pp 2
 expect_error memory_tp_not_dividing_heads "--tp 3 does not divide the 4 attention heads" -- "$ZT" memory --dp 1 --tp 3
 expect_error memory_tp_not_dividing_gpt2_heads "--tp 5 does not divide the 12 attention heads" -- "$ZT" memory --model gpt2 --dp 2 --tp 5
 expect_error memory_param_dtype_unknown "--param-dtype 'fp16' is not known" -- "$ZT" memory --dp 1 --param-dtype fp16
