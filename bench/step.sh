@@ -4,6 +4,11 @@
 #   bash bench/step.sh                      # B=4 x T=64 and B=4 x T=256
 #   STEPS=12 ROUNDS=1 CONFIGS="4x64 4x512" bash bench/step.sh
 #   NO_RESULTS=1 bash bench/step.sh         # print the table, leave bench/RESULTS.md alone
+#   ZT_BASE=/work/baseline/zerotrain bash bench/step.sh   # also another build, each round
+#   EMULATE_FALLBACK=1 bash bench/step.sh   # zerotrain runs start as on a CPU OpenBLAS does
+#       not know (OPENBLAS_CORETYPE=Prescott ZT_BLAS_EMULATE_FALLBACK=1: src/blas_core.h):
+#       a build with the fix re-executes on the right kernels, one without runs Prescott's
+#   TORCH_CORETYPE=Cooperlake bash bench/step.sh   # OPENBLAS_CORETYPE for PyTorch's runs
 #
 # For each config (micro-batch x seq) it runs
 #   build/zerotrain --model gpt2 --micro-batch B --seq T --steps STEPS --warmup 0
@@ -13,7 +18,8 @@
 # (plain AdamW, grad clip 1.0, as zerotrain's defaults), alternating the two ROUNDS (2)
 # times so that a busy spell of a shared machine hits both. The first WARMUP (2) steps
 # of each run are skipped; the figures are the median and the best of the rest, pooled
-# over the rounds (the best step is the one least disturbed by other work).
+# over the rounds (the best step is the one least disturbed by other work). Each side's BLAS
+# kernels (OpenBLAS's core, as the run had it) are printed and written with the table.
 #
 # Threads: both get OMP_NUM_THREADS=2 (this machine has 2 cores) and OMP_WAIT_POLICY=PASSIVE
 # (Debian's torch needs it to stop its pool spinning against BLAS; for zerotrain, which
@@ -38,7 +44,10 @@ ROUNDS=${ROUNDS:-2}
 WARMUP=2
 CONFIGS=${CONFIGS:-"4x64 4x256"}
 PY=${PY:-/usr/bin/python3}
-ZT=build/zerotrain
+ZT=${ZT:-build/zerotrain}
+ZT_BASE=${ZT_BASE:-}
+EMULATE_FALLBACK=${EMULATE_FALLBACK:-}
+TORCH_CORETYPE=${TORCH_CORETYPE:-}
 OUT=build/bench
 mkdir -p "$OUT"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
@@ -104,6 +113,31 @@ probe_peak() {
     PEAK_MEASURED=$("$PY" -c "print(max($PEAK_MEASURED, $p))")
 }
 
+# The environment of the zerotrain runs and of the PyTorch runs.
+ZT_ENV=(env)
+[ -n "$EMULATE_FALLBACK" ] && ZT_ENV=(env OPENBLAS_CORETYPE=Prescott ZT_BLAS_EMULATE_FALLBACK=1)
+TH_ENV=(env)
+[ -n "$TORCH_CORETYPE" ] && TH_ENV=(env OPENBLAS_CORETYPE="$TORCH_CORETYPE")
+
+# OpenBLAS's core as a binary runs it: `zerotrain blas` where the binary has it (after its
+# own fix), else what the library picks in a fresh process with the same environment (a
+# binary without the fix runs exactly that).
+printf '#include <stdio.h>\nchar *openblas_get_corename(void);\nint main(void) { puts(openblas_get_corename()); return 0; }\n' > "$OUT/corename.c"
+gcc "$OUT/corename.c" -o "$OUT/corename" -lopenblas
+blas_core() { # binary -> core name
+    local line
+    line=$("${ZT_ENV[@]}" "$1" blas 2>/dev/null | sed -n 's/^blas: .* core \([^ ]*\) (\(.*\))$/\1 (\2)/p' || true)
+    if [ -n "$line" ]; then echo "$line"
+    else echo "$("${ZT_ENV[@]}" "$OUT/corename") (no fix in this build)"; fi
+}
+ZT_CORE=$(blas_core "$ZT")
+BASE_CORE=""
+[ -n "$ZT_BASE" ] && BASE_CORE=$(blas_core "$ZT_BASE")
+TH_CORE=$("${TH_ENV[@]}" "$PY" -c 'import ctypes, torch
+f = ctypes.CDLL("libblas.so.3").openblas_get_corename; f.restype = ctypes.c_char_p
+print(f().decode())' 2>/dev/null || echo unknown)
+echo "BLAS kernels: zerotrain $ZT_CORE${ZT_BASE:+; $ZT_BASE $BASE_CORE}; PyTorch $TH_CORE" >&2
+
 zt_steps() { # JSON log -> the ms of the steps after the warmup
     "$PY" - "$1" "$WARMUP" <<'EOF'
 import json, sys
@@ -120,43 +154,61 @@ for cfg in $CONFIGS; do
     B=${cfg%x*}; T=${cfg#*x}
     probe_peak
     LOADS+="$(cut -d' ' -f1 /proc/loadavg) "
-    zt_ms=""; th_ms=""
+    zt_ms=""; th_ms=""; base_ms=""
     for r in $(seq "$ROUNDS"); do
         log="$OUT/step_${B}x${T}_r$r.jsonl"
         echo "== B=$B T=$T round $r/$ROUNDS: zerotrain ($STEPS steps)" >&2
-        "$ZT" --model gpt2 --micro-batch "$B" --seq "$T" --steps "$STEPS" --warmup 0 \
+        "${ZT_ENV[@]}" "$ZT" --model gpt2 --micro-batch "$B" --seq "$T" --steps "$STEPS" --warmup 0 \
             --lr-schedule constant --val-every 0 --data "$OUT/tokens.bin" --log "$log" \
             > "$OUT/step_${B}x${T}_r$r.out"
         zt_ms+="$(zt_steps "$log") "
+        if [ -n "$ZT_BASE" ]; then
+            echo "== B=$B T=$T round $r/$ROUNDS: $ZT_BASE ($STEPS steps)" >&2
+            blog="$OUT/base_${B}x${T}_r$r.jsonl"
+            "${ZT_ENV[@]}" "$ZT_BASE" --model gpt2 --micro-batch "$B" --seq "$T" --steps "$STEPS" \
+                --warmup 0 --lr-schedule constant --val-every 0 --data "$OUT/tokens.bin" \
+                --log "$blog" > "$OUT/base_${B}x${T}_r$r.out"
+            base_ms+="$(zt_steps "$blog") "
+        fi
         echo "== B=$B T=$T round $r/$ROUNDS: PyTorch ($STEPS steps)" >&2
         tout="$OUT/torch_${B}x${T}_r$r.out"
-        "$PY" bench/torch_step.py --micro-batch "$B" --seq "$T" --steps $((STEPS - WARMUP)) \
+        "${TH_ENV[@]}" "$PY" bench/torch_step.py --micro-batch "$B" --seq "$T" --steps $((STEPS - WARMUP)) \
             --warmup-steps "$WARMUP" > "$tout"
         th_ms+="$(sed -n 's/^step [0-9]*: .* \([0-9.]*\) ms$/\1/p' "$tout" | tr '\n' ' ')"
     done
-    rows+=("$B $T ${zt_ms// /,} ${th_ms// /,}")
+    base_ms=${base_ms:-0}
+    rows+=("$B $T ${zt_ms// /,} ${th_ms// /,} ${base_ms// /,}")
 done
 probe_peak
 LOADS+="$(cut -d' ' -f1 /proc/loadavg)"
 PEAK_GFLOPS=${PEAK_GFLOPS:-$PEAK_MEASURED}
 
-table="| B x T | zerotrain ms/step (best) | tokens/s | GFLOP/step | GFLOP/s | % of 420 | % of measured peak | PyTorch ms/step (best) | PyTorch tokens/s | torch / zerotrain (best) |
-|---|---|---|---|---|---|---|---|---|---|"
+base_hdr=""; base_sep=""
+[ -n "$ZT_BASE" ] && base_hdr=" other build ms/step (best) | its % of peak | other / zerotrain (best) |" base_sep="---|---|---|"
+table="| B x T | zerotrain ms/step (best) | tokens/s | GFLOP/step | GFLOP/s | % of 420 | % of measured peak | PyTorch ms/step (best) | PyTorch tokens/s | PyTorch % of peak | torch / zerotrain (best) |$base_hdr
+|---|---|---|---|---|---|---|---|---|---|---|$base_sep"
 for r in "${rows[@]}"; do
-    # shellcheck disable=SC2086 # r is "B T zt_ms torch_ms"
+    # shellcheck disable=SC2086 # r is "B T zt_ms torch_ms base_ms"
     line=$("$PY" - $r "$PEAK_GFLOPS" <<'EOF'
 import statistics, sys
 B, T = int(sys.argv[1]), int(sys.argv[2])
 zs = [float(x) for x in sys.argv[3].split(",") if x]
 ts = [float(x) for x in sys.argv[4].split(",") if x]
-peak = float(sys.argv[5])
+bs = [float(x) for x in sys.argv[5].split(",") if x and float(x) > 0]
+peak = float(sys.argv[6])
 zt, th, zb, tb = statistics.median(zs), statistics.median(ts), min(zs), min(ts)
 N, L, C = 124_439_808, 12, 768
 flops = 6 * N * B * T + 12 * L * T * T * C * B
 gf = flops / (zt / 1e3) / 1e9
+base = ""
+if bs:
+    bm, bb = statistics.median(bs), min(bs)
+    base = (f" {bm:.0f} ({bb:.0f}) | {100 * flops / (bm / 1e3) / 1e9 / peak:.0f}% | "
+            f"{bm / zt:.2f}x ({bb / zb:.2f}x) |")
 print(f"| {B} x {T} | {zt:.0f} ({zb:.0f}) | {B * T / (zt / 1e3):.0f} | {flops / 1e9:.0f} | "
       f"{gf:.0f} | {100 * gf / 420:.0f}% | {100 * gf / peak:.0f}% | {th:.0f} ({tb:.0f}) | "
-      f"{B * T / (th / 1e3):.0f} | {th / zt:.2f}x ({tb / zb:.2f}x) |")
+      f"{B * T / (th / 1e3):.0f} | {100 * flops / (th / 1e3) / 1e9 / peak:.0f}% | "
+      f"{th / zt:.2f}x ({tb / zb:.2f}x) |{base}")
 EOF
 )
     table+=$'\n'"$line"
@@ -172,6 +224,9 @@ zerotrain run then a PyTorch run of $STEPS steps; the first $WARMUP steps of eac
 run: $PEAK_GFLOPS GFLOP/s on $OMP_NUM_THREADS threads; 1-minute load average before each config
 and at the end: $LOADS. PyTorch $TORCH_VER (Debian), plain AdamW (foreach=False), grad
 clip 1.0, as \`bench/torch_step.py\`.
+BLAS kernels (OpenBLAS core): zerotrain $ZT_CORE${ZT_BASE:+; other build ($ZT_BASE) $BASE_CORE}; PyTorch $TH_CORE.${EMULATE_FALLBACK:+
+EMULATE_FALLBACK=1: the zerotrain runs started with OPENBLAS_CORETYPE=Prescott ZT_BLAS_EMULATE_FALLBACK=1, as on a CPU that OpenBLAS 0.3.21 does not know (a build with the fix re-executes on the right kernels).}${TORCH_CORETYPE:+
+PyTorch ran with OPENBLAS_CORETYPE=$TORCH_CORETYPE.}
 
 $table
 
@@ -183,7 +238,7 @@ machine may be shared (a load average above 2 means other work shared the 2 core
 the two sides of one row, measured alternately in the same run, not rows of different
 runs; the best steps approximate an idle machine.
 
-Command: \`bash bench/step.sh\` (STEPS=$STEPS ROUNDS=$ROUNDS CONFIGS=\"$CONFIGS\"), which runs for each row, $ROUNDS times
+Command: \`${ZT_BASE:+ZT_BASE=$ZT_BASE }${EMULATE_FALLBACK:+EMULATE_FALLBACK=1 }${TORCH_CORETYPE:+TORCH_CORETYPE=$TORCH_CORETYPE }bash bench/step.sh\` (STEPS=$STEPS ROUNDS=$ROUNDS CONFIGS=\"$CONFIGS\"), which runs for each row, $ROUNDS times
 
     build/zerotrain --model gpt2 --micro-batch B --seq T --steps $STEPS --warmup 0 \\
         --lr-schedule constant --val-every 0 --data build/bench/tokens.bin --log FILE
@@ -193,6 +248,7 @@ $MARKER
 "
 echo
 echo "$table"
+echo "BLAS kernels: zerotrain $ZT_CORE${ZT_BASE:+; $ZT_BASE $BASE_CORE}; PyTorch $TH_CORE"
 echo "peak $PEAK_GFLOPS GFLOP/s ($OMP_NUM_THREADS threads), load $LOADS, $DATE"
 
 if [ -z "${NO_RESULTS:-}" ]; then

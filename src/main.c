@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas_core.h"
 #include "comm.h"
 #include "config.h"
 #include "data.h"
@@ -29,6 +30,8 @@ static void usage(FILE *f) {
             "                                 a budget per rank and advises\n"
             "  zerotrain prepare --text FILE --out TRAIN.bin [--val-out VAL.bin] [--val-frac F]\n"
             "                                 byte-level tokens of a text file (vocab 256)\n"
+            "  zerotrain blas                 the BLAS kernels this machine runs (exit 1 if they\n"
+            "                                 are below what the CPU offers)\n"
             "  zerotrain help                 this text\n"
             "\n"
             "train ");
@@ -151,7 +154,20 @@ static int train(int argc, char **argv, const char *argv0) {
     return s == ZT_OK ? 0 : 1;
 }
 
+// `zerotrain blas`: the kernels the products run on, after zt_blas_init's fix.
+static int blas(void) {
+    char line[512];
+    zt_blas_describe(line, sizeof line);
+    printf("blas: %s\n", line);
+    zt_blas_write_json(stdout);
+    printf("\n");
+    return zt_blas_info_get()->generic ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
+    // Before anything else (MPI_Init, the first product): may re-execute this binary with
+    // OPENBLAS_CORETYPE set, where OpenBLAS fell back to generic kernels.
+    zt_blas_init(argv);
     const char *cmd = "train";
     int first = 1;
     if (argc > 1 && argv[1][0] != '-') {
@@ -183,10 +199,11 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    if (strcmp(cmd, "blas") == 0) return blas();
     if (strcmp(cmd, "prepare") == 0) return prepare(argc - first, argv + first);
     if (strcmp(cmd, "memory") == 0) return memory(argc - first, argv + first);
     if (strcmp(cmd, "train") == 0) return train(argc - first, argv + first, argv[0]);
-    fprintf(stderr, "zerotrain: unknown command '%s' (commands: train, memory, prepare, help)\n",
+    fprintf(stderr, "zerotrain: unknown command '%s' (commands: train, memory, prepare, blas, help)\n",
             cmd);
     return 1;
 }

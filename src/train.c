@@ -16,6 +16,7 @@
 
 #include "adamw.h"
 #include "adamw8bit.h"
+#include "blas_core.h"
 #include "comm.h"
 #include "data.h"
 #include "gpt2.h"
@@ -299,6 +300,9 @@ static void print_start(trainer *t) {
                        b.tracked / 1048576.0, all[2 * ((size_t)s * g->dp * g->tp)] / 1048576.0);
             }
         }
+        char blas[512];
+        zt_blas_describe(blas, sizeof blas);
+        printf("blas (rank 0): %s\n", blas);
         printf("memory (rank 0): %s\n", mem);
         printf("optimizer bytes per rank:");
         for (int r = 0; r < g->world; r++) printf(" %.0f", all[2 * r + 1]);
@@ -604,6 +608,10 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
         if (t.grid.rank == 0 && cfg->log[0]) {
             t.log = fopen(cfg->log, "w");
             if (!t.log) s = zt_errorf("cannot write the log file %s", cfg->log);
+            else { // a header line: the BLAS kernels this run's products use
+                zt_blas_write_json(t.log);
+                fputc('\n', t.log);
+            }
         }
         s = zt_comm_agree(&t.grid.world_comm, s);
     }
