@@ -7,6 +7,7 @@ pkgs=(
   libopenblas-openmp-dev     # BLAS sharing the program's OpenMP pool (MACHINE.md: one pool)
   libopenmpi-dev openmpi-bin # MPI: launcher, bootstrap, CPU collectives
   libcjson-dev               # JSON config
+  libpcre2-dev               # GPT-2 BPE pre-tokenizer (Unicode regex)
   python3 python3-torch python3-numpy # the PyTorch reference in the tests and bench
   python3-matplotlib         # the bench's plots
 )
