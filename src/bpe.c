@@ -625,7 +625,9 @@ typedef struct {
 static void matcher_init(matcher *m, const zt_bpe *b) {
     m->md = pcre2_match_data_create_from_pattern(b->re, NULL);
     m->mctx = pcre2_match_context_create(NULL);
-    m->stack = b->jit ? pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, NULL) : NULL;
+    // The pattern needs little JIT stack (no nested groups; runs like \s+ loop in place), so
+    // PCRE2's default 32 KiB on the machine stack would do; a small own stack costs nothing.
+    m->stack = b->jit ? pcre2_jit_stack_create(32 * 1024, 1024 * 1024, NULL) : NULL;
     ZT_ASSERTF(m->md && m->mctx && (!b->jit || m->stack), "out of memory for the regex matcher");
     if (m->stack) pcre2_jit_stack_assign(m->mctx, NULL, m->stack);
 }
@@ -745,18 +747,38 @@ static inline int ascii_kind(unsigned char c) {
     return 3;
 }
 
+// Whether the character that ends at p[k-1] (p[0..k) holds it) cannot be white space: an ASCII
+// printable, a non-ASCII character outside (a superset of) what PCRE2's UCP \s and tiktoken's
+// \s match, or invalid bytes (a piece of their own, or U+FFFD when replaced).
+static int ends_non_space(const unsigned char *p, size_t k) {
+    unsigned char c = p[k - 1];
+    if (c < 0x80) return ascii_graph(c);
+    size_t s = k - 1;
+    while (s > 0 && k - s < 4 && (p[s] & 0xc0) == 0x80) s--;
+    if (zt_bpe_utf8_len(p + s, k - s) != k - s) return 1;  // invalid bytes
+    uint32_t u = p[s] < 0xe0 ? (p[s] & 0x1fu) : p[s] < 0xf0 ? (p[s] & 0x0fu) : (p[s] & 0x07u);
+    for (size_t i = s + 1; i < k; i++) u = u << 6 | (p[i] & 0x3fu);
+    static const uint32_t space[] = {0x85,   0xa0,   0x1680, 0x180e, 0x2028, 0x2029,
+                                     0x202f, 0x205f, 0x3000, 0xfeff};
+    if (u >= 0x2000 && u <= 0x200b) return 0;
+    for (size_t i = 0; i < sizeof space / sizeof space[0]; i++)
+        if (u == space[i]) return 0;
+    return 1;
+}
+
 // Why these cuts are safe: no pattern alternative has a lookbehind, and the only lookahead
-// (?!\S) follows white space. Before a '\n' that follows a printable character X, X's piece
-// (letters, digits or other symbols) cannot take the '\n', and the '\n' starts a fresh match
-// either way. Between printable X and Y of different kinds, X's run (\p{L}+, \p{N}+ or
-// [^\s\p{L}\p{N}]+) ends at X either way and Y starts a fresh match; X = '\'' is excluded
-// because "'s" and friends join it to letters. Only ASCII is considered: cheap and enough.
+// (?!\S) follows white space. Before a '\n' that follows a character X that is not white
+// space, X's piece (letters, digits or other symbols: never white space) cannot take the
+// '\n', and the '\n' starts a fresh match either way; UTF-8 validity is decided the same on
+// both sides since '\n' is a whole character. Between printable ASCII X and Y of different
+// kinds, X's run (\p{L}+, \p{N}+ or [^\s\p{L}\p{N}]+) ends at X either way and Y starts a
+// fresh match; X = '\'' is excluded because "'s" and friends join it to letters.
 size_t zt_bpe_safe_cut(const void *text, size_t n, size_t window) {
     const unsigned char *p = text;
     size_t lo = n > window ? n - window : 0;
     if (lo < 1) lo = 1;
     for (size_t k = n; k-- > lo;)
-        if (p[k] == '\n' && ascii_graph(p[k - 1])) return k;
+        if (p[k] == '\n' && ends_non_space(p, k)) return k;
     for (size_t k = n; k-- > lo;)
         if (ascii_graph(p[k - 1]) && ascii_graph(p[k]) && p[k - 1] != '\'' &&
             ascii_kind(p[k - 1]) != ascii_kind(p[k]))

@@ -79,10 +79,10 @@ const unsigned char *zt_bpe_token_bytes(const zt_bpe *bpe, int32_t id, size_t *l
 zt_status zt_bpe_decode(const zt_bpe *bpe, const int32_t *ids, size_t n, char **text,
                         size_t *len);
 
-// The largest k <= n such that encoding text[0..k) and text[k..n) separately gives the same ids
-// as encoding text[0..n) whole (0 when none was found): a cut before a '\n' that follows a
-// printable ASCII character, or, failing that, between two printable ASCII characters of
-// different kinds (letter, digit, other) where the left one is not '\''. Lets a stream be
+// The largest 0 < k < n such that encoding text[0..k) and text[k..n) separately gives the same
+// ids as encoding text[0..n) whole (0 when none was found): a cut before a '\n' that follows a
+// character that is not white space, or, failing that, between two printable ASCII characters
+// of different kinds (letter, digit, other) where the left one is not '\''. Lets a stream be
 // encoded in chunks. Looks back at most `window` bytes from n.
 size_t zt_bpe_safe_cut(const void *text, size_t n, size_t window);
 

@@ -100,7 +100,7 @@ static zt_status encode_file(prep *p, const char *path) {
     ZT_ASSERTF(buf && cut, "out of memory for %zu bytes of text buffer", cap);
     int eof = 0;
     while (s == ZT_OK && !eof) {
-        size_t want = len < target ? target - len : p->chunk;
+        size_t want = len < target ? target - len : len;  // no cut yet: double
         if (len + want > cap) {  // a long stretch without a safe cut: grow
             cap = 2 * (len + want);
             buf = realloc(buf, cap);
