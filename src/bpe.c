@@ -364,7 +364,7 @@ static zt_status load_checked(zt_bpe *b, const char *path) {
     free(text);
     if (s == ZT_OK && n < 256)
         s = zt_errorf("vocabulary file %s has %zu tokens, fewer than the 256 single bytes of a "
-                      "byte-level BPE; pass gpt2.tiktoken (" ZT_BPE_FETCH_HINT ")",
+                      "byte-level BPE such as gpt2.tiktoken; " ZT_BPE_FETCH_HINT,
                       path, n);
     // Ranks must be exactly 0 .. n-1: then the id space is dense and the EOT id is n.
     int32_t *line_of_rank = NULL;

@@ -34,7 +34,8 @@ run() { # name, mode, chunk-kb, files...
   "$PY" tests/bpe_tiktoken.py check "$VOCAB" "$tmp/$name.bin" "$mode" "$@" || fail=1
 }
 for c in $cases; do
-  for mode in keep replace; do run "$c-$mode" "$mode" 1024 "$tmp/c/$c.txt"; done
+  modes="keep replace"; [ "$c" = unicode_sweep ] && modes=keep  # valid UTF-8: the modes agree
+  for mode in $modes; do run "$c-$mode" "$mode" 1024 "$tmp/c/$c.txt"; done
 done
 all=(); for c in $cases; do all+=("$tmp/c/$c.txt"); done
 run all-keep-1k keep 1 "${all[@]}"
