@@ -77,8 +77,12 @@ static zt_status write_ids(prep *p, const int32_t *ids, size_t n) {
 static zt_status encode_chunks(prep *p, const unsigned char *buf, const size_t *cut, int n) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads)
     for (int i = 0; i < n; i++) {
-        p->ids[i].n = 0;
-        zt_bpe_encode(p->bpe, buf + cut[i], cut[i + 1] - cut[i], p->invalid, &p->ids[i]);
+        // Encode into a local list: the slots sit side by side, and a count updated per token
+        // in a shared cache line would bounce between the cores.
+        zt_bpe_ids local = p->ids[i];
+        local.n = 0;
+        zt_bpe_encode(p->bpe, buf + cut[i], cut[i + 1] - cut[i], p->invalid, &local);
+        p->ids[i] = local;
     }
     for (int i = 0; i < n; i++) ZT_TRY(write_ids(p, p->ids[i].ids, p->ids[i].n));
     p->done += cut[n] - cut[0];
