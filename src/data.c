@@ -403,3 +403,123 @@ zt_status zt_prepare_text(const char *text_path, const char *train_path, const c
     free(text);
     return s;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Streaming writer (same format; the header's count is written last).
+
+static zt_status writer_tmp_name(char *tmp, size_t cap, const char *path) {
+    int len = snprintf(tmp, cap, "%s.tmp.%ld", path, (long)getpid());
+    if (len < 0 || (size_t)len >= cap) return zt_errorf("cannot write data file %s: path too long", path);
+    return ZT_OK;
+}
+
+// Writes the header for n tokens at the start of f, flushes and syncs it.
+static int finish_token_file(FILE *f, size_t n) {
+    int32_t header[ZT_DATA_HEADER_INTS] = {0};
+    header[0] = ZT_DATA_MAGIC;
+    header[1] = ZT_DATA_VERSION;
+    header[2] = (int32_t)n;
+    return fseek(f, 0, SEEK_SET) == 0 && fwrite(header, sizeof header, 1, f) == 1 &&
+           fflush(f) == 0 && fsync(fileno(f)) == 0;
+}
+
+zt_status zt_token_writer_open(zt_token_writer *w, const char *path) {
+    ZT_ASSERT(w && path);
+    memset(w, 0, sizeof *w);
+    if (strlen(path) >= sizeof w->path) return zt_errorf("cannot write data file %s: path too long", path);
+    snprintf(w->path, sizeof w->path, "%s", path);
+    ZT_TRY(writer_tmp_name(w->tmp, sizeof w->tmp, path));
+    w->f = fopen(w->tmp, "w+b");
+    if (!w->f)
+        return zt_errorf("cannot create %s (for data file %s): %s; check that the directory "
+                         "exists and is writable",
+                         w->tmp, path, strerror(errno));
+    static const int32_t zeros[ZT_DATA_HEADER_INTS];  // the header, filled in at close
+    if (fwrite(zeros, sizeof zeros, 1, w->f) != 1) {
+        int e = errno;
+        zt_token_writer_abort(w);
+        return zt_errorf("cannot write data file %s: %s (disk full?)", path, strerror(e));
+    }
+    return ZT_OK;
+}
+
+zt_status zt_token_writer_append(zt_token_writer *w, const uint16_t *tokens, size_t n) {
+    ZT_ASSERT(w && w->f && (tokens || n == 0));
+    if (w->n + n > (size_t)INT32_MAX)
+        return zt_errorf("cannot write data file %s: more than the format's limit of %d tokens; "
+                         "split the text into several runs of prepare",
+                         w->path, INT32_MAX);
+    if (n && fwrite(tokens, sizeof *tokens, n, w->f) != n)
+        return zt_errorf("cannot write data file %s: %s (disk full?)", w->path, strerror(errno));
+    w->n += n;
+    return ZT_OK;
+}
+
+void zt_token_writer_abort(zt_token_writer *w) {
+    if (!w) return;
+    if (w->f) {
+        fclose(w->f);
+        unlink(w->tmp);
+    }
+    w->f = NULL;
+}
+
+// Copies the last n_val tokens of w's file into a new token file at val_path (as a temporary
+// file whose name goes to val_tmp), finished and synced but not yet renamed.
+static zt_status split_tail(zt_token_writer *w, const char *val_path, size_t n_val, char *val_tmp,
+                            size_t cap) {
+    ZT_TRY(writer_tmp_name(val_tmp, cap, val_path));
+    FILE *v = fopen(val_tmp, "wb");
+    if (!v)
+        return zt_errorf("cannot create %s (for data file %s): %s; check that the directory "
+                         "exists and is writable",
+                         val_tmp, val_path, strerror(errno));
+    int32_t zeros[ZT_DATA_HEADER_INTS] = {0};
+    int ok = fwrite(zeros, sizeof zeros, 1, v) == 1;
+    long start = (long)(ZT_DATA_HEADER_BYTES + (w->n - n_val) * sizeof(uint16_t));
+    ok = ok && fflush(w->f) == 0 && fseek(w->f, start, SEEK_SET) == 0;
+    static uint16_t buf[1 << 16];
+    for (size_t done = 0; ok && done < n_val;) {
+        size_t k = zt_min_sz(n_val - done, sizeof buf / sizeof buf[0]);
+        ok = fread(buf, sizeof buf[0], k, w->f) == k && fwrite(buf, sizeof buf[0], k, v) == k;
+        done += k;
+    }
+    ok = ok && finish_token_file(v, n_val);
+    int e = errno;
+    if (fclose(v) != 0) ok = 0;
+    if (ok && ftruncate(fileno(w->f), start) != 0) {
+        ok = 0;
+        e = errno;
+    }
+    if (!ok) {
+        unlink(val_tmp);
+        return zt_errorf("cannot write data file %s: %s (disk full?)", val_path, strerror(e));
+    }
+    return ZT_OK;
+}
+
+zt_status zt_token_writer_close(zt_token_writer *w, const char *val_path, size_t n_val) {
+    ZT_ASSERT(w && w->f);
+    int want_val = val_path && val_path[0];
+    ZT_ASSERT(!want_val || n_val <= w->n);
+    char val_tmp[4096 + 32] = "";
+    zt_status s = ZT_OK;
+    if (want_val) {
+        s = split_tail(w, val_path, n_val, val_tmp, sizeof val_tmp);
+        if (s == ZT_OK) w->n -= n_val;
+    }
+    if (s == ZT_OK && !finish_token_file(w->f, w->n))
+        s = zt_errorf("cannot write data file %s: %s (disk full?)", w->path, strerror(errno));
+    int closed = fclose(w->f) == 0;
+    w->f = NULL;
+    if (s == ZT_OK && !closed) s = zt_errorf("cannot write data file %s: %s", w->path, strerror(errno));
+    if (s == ZT_OK && rename(w->tmp, w->path) != 0)
+        s = zt_errorf("cannot rename %s onto data file %s: %s", w->tmp, w->path, strerror(errno));
+    if (s == ZT_OK && want_val && rename(val_tmp, val_path) != 0)
+        s = zt_errorf("cannot rename %s onto data file %s: %s", val_tmp, val_path, strerror(errno));
+    if (s != ZT_OK) {
+        unlink(w->tmp);
+        if (val_tmp[0]) unlink(val_tmp);
+    }
+    return s;
+}

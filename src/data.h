@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common.h"
 
@@ -43,6 +44,29 @@ void zt_dataset_sample(zt_dataset *ds, uint64_t g, int32_t *inputs, int32_t *tar
 
 // Writes tokens in the format above (temporary name, then rename).
 zt_status zt_dataset_write(const char *path, const uint16_t *tokens, size_t n);
+
+// A token file written as it grows (tokens arrive in pieces, e.g. from a streaming
+// tokenizer): open, append any number of times, then close (or abort). The file appears under
+// its name only when closed: it is written to "<path>.tmp.<pid>", its header filled in at the
+// end, synced and renamed.
+typedef struct {
+    FILE *f;
+    char path[4096];
+    char tmp[4096 + 32];
+    size_t n;  // tokens appended so far
+} zt_token_writer;
+
+// Creates the temporary file. On error nothing is left behind.
+zt_status zt_token_writer_open(zt_token_writer *w, const char *path);
+// Appends n tokens. Fails when the file would pass the format's INT32_MAX tokens or on a
+// write error; the caller then aborts.
+zt_status zt_token_writer_append(zt_token_writer *w, const uint16_t *tokens, size_t n);
+// Finishes the file. With val_path (non-NULL, non-empty), the last n_val tokens move to a
+// second token file at val_path instead (the same way: temporary name, rename). Both files
+// exist afterwards or, on error, neither new one (the writer is closed either way).
+zt_status zt_token_writer_close(zt_token_writer *w, const char *val_path, size_t n_val);
+// Drops the temporary file (a writer that failed or that the caller gives up); idempotent.
+void zt_token_writer_abort(zt_token_writer *w);
 
 // Byte-level tokenization of a text file: every byte is a token (vocab 256). The last
 // `val_frac` of the bytes go to val_path (skipped when val_path is NULL or empty).

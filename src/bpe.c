@@ -1,0 +1,787 @@
+// GPT-2 byte-level BPE: the vocabulary file, the regex pre-tokenizer, the merges, decoding.
+//
+// Vocabulary file (tiktoken's format, e.g. gpt2.tiktoken; text, one token per line):
+//
+//   <base64 of the token's bytes> ' ' <rank in decimal> '\n'
+//   IQ== 0                          "!"       rank 0
+//   ...
+//   IGdhemVk 50255                  " gazed"  rank 50255
+//
+// Ranks are 0 .. n-1, each once (any order of lines); a token's rank is its id, and the lower
+// the rank the earlier the merge. The 256 single bytes must all be tokens (byte-level BPE can
+// then encode anything). The end-of-text token is not in the file: it is id n.
+//
+// Tables, built at load and read-only after:
+//   pool (total bytes)  every token's bytes back to back; token t is pool[off[t] .. off[t+1])
+//   bytes table         open addressing over the token byte strings: bytes -> id
+//   pair table          open addressing over (a, b) -> the id of bytes(a) ++ bytes(b), for
+//                       every split of every token into two tokens. A merge step then costs
+//                       one integer-keyed probe instead of hashing concatenated bytes.
+#include "bpe.h"
+#include "bpe_impl.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+// GPT-2's pre-tokenization pattern (tiktoken's gpt2 / r50k_base pat_str, spelled as in
+// OpenAI's original encoder.py; the two spellings match the same pieces).
+static const char ZT_BPE_GPT2_PATTERN[] =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+
+static const char ZT_BPE_EOT_TEXT[] = "<|endoftext|>";
+
+// Pieces up to this many bytes merge in a flat array (quadratic, cache friendly, like
+// tiktoken); longer ones (long whitespace runs, repeated characters) through a heap.
+#define ZT_BPE_ARRAY_MAX 128
+
+#define NO_ID UINT32_MAX
+
+struct zt_bpe {
+    int n_tokens;              // byte-pair tokens; the end-of-text id is n_tokens
+    unsigned char *pool;       // (sum of token lengths + strlen(EOT text))
+    uint32_t *off;             // (n_tokens + 2): token t is pool[off[t], off[t+1]), EOT last
+    uint32_t *bytes_slots;     // (bytes_mask + 1): id + 1, 0 = empty
+    uint64_t bytes_mask;
+    uint64_t *pair_keys;       // (pair_mask + 1): a << 32 | b, UINT64_MAX = empty
+    uint32_t *pair_vals;       // (pair_mask + 1): merged id
+    uint64_t pair_mask;
+    uint32_t byte_id[256];     // the id of each single byte
+    pcre2_code *re;
+    int jit;                   // re is JIT-compiled
+};
+
+// ---------------------------------------------------------------------------------------------
+// Hashing.
+
+static inline uint64_t mix64(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+// Eight bytes at a time; tokens and pieces are short, so the tail load dominates.
+static inline uint64_t hash_bytes(const unsigned char *p, size_t n) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL * (n + 1);
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0x100000001b3ULL;
+        h ^= h >> 29;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, n);
+    return mix64(h ^ w);
+}
+
+static inline uint32_t tok_len(const zt_bpe *b, uint32_t t) { return b->off[t + 1] - b->off[t]; }
+
+int32_t zt_bpe_lookup(const zt_bpe *b, const void *bytes, size_t n) {
+    const unsigned char *p = bytes;
+    for (uint64_t i = hash_bytes(p, n) & b->bytes_mask;; i = (i + 1) & b->bytes_mask) {
+        uint32_t s = b->bytes_slots[i];
+        if (s == 0) return -1;
+        uint32_t t = s - 1;
+        if (tok_len(b, t) == n && memcmp(b->pool + b->off[t], p, n) == 0) return (int32_t)t;
+    }
+}
+
+static inline uint32_t pair_get(const zt_bpe *b, uint32_t a, uint32_t c) {
+    uint64_t key = (uint64_t)a << 32 | c;
+    for (uint64_t i = mix64(key) & b->pair_mask;; i = (i + 1) & b->pair_mask) {
+        uint64_t k = b->pair_keys[i];
+        if (k == key) return b->pair_vals[i];
+        if (k == UINT64_MAX) return NO_ID;
+    }
+}
+
+int32_t zt_bpe_pair(const zt_bpe *b, int32_t a, int32_t c) {
+    if (a < 0 || c < 0 || a >= b->n_tokens || c >= b->n_tokens) return -1;
+    uint32_t r = pair_get(b, (uint32_t)a, (uint32_t)c);
+    return r == NO_ID ? -1 : (int32_t)r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building the tables.
+
+static uint64_t pow2_at_least(uint64_t x) {
+    uint64_t p = 16;
+    while (p < x) p <<= 1;
+    return p;
+}
+
+// From the pool and offsets (n tokens in rank order), builds both hash tables. Errors name
+// `what` (the file) for duplicates or missing single bytes.
+static zt_status build_tables(zt_bpe *b, const char *what) {
+    int n = b->n_tokens;
+    b->bytes_mask = pow2_at_least((uint64_t)n * 2) - 1;
+    b->bytes_slots = calloc(b->bytes_mask + 1, sizeof *b->bytes_slots);
+    ZT_ASSERT(b->bytes_slots);
+    for (int t = 0; t < n; t++) {
+        const unsigned char *p = b->pool + b->off[t];
+        size_t len = tok_len(b, (uint32_t)t);
+        if (len == 0) return zt_errorf("vocabulary %s: token %d is empty; the file is corrupt", what, t);
+        int32_t dup = zt_bpe_lookup(b, p, len);
+        if (dup >= 0)
+            return zt_errorf("vocabulary %s: ranks %d and %d have the same bytes; the file is "
+                             "corrupt (fetch it again: scripts/fetch_gpt2_vocab.sh)",
+                             what, (int)dup, t);
+        uint64_t i = hash_bytes(p, len) & b->bytes_mask;
+        while (b->bytes_slots[i]) i = (i + 1) & b->bytes_mask;
+        b->bytes_slots[i] = (uint32_t)t + 1;
+    }
+    for (int c = 0; c < 256; c++) {
+        unsigned char byte = (unsigned char)c;
+        int32_t id = zt_bpe_lookup(b, &byte, 1);
+        if (id < 0)
+            return zt_errorf("vocabulary %s lacks the single byte 0x%02x as a token, so it cannot "
+                             "encode every text: not a byte-level BPE vocabulary such as "
+                             "gpt2.tiktoken",
+                             what, c);
+        b->byte_id[c] = (uint32_t)id;
+    }
+    // Pairs: every split of every token into two tokens. Count first, then fill.
+    size_t n_pairs = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            b->pair_mask = pow2_at_least((uint64_t)n_pairs * 2 + 1) - 1;
+            b->pair_keys = malloc((b->pair_mask + 1) * sizeof *b->pair_keys);
+            b->pair_vals = malloc((b->pair_mask + 1) * sizeof *b->pair_vals);
+            ZT_ASSERT(b->pair_keys && b->pair_vals);
+            memset(b->pair_keys, 0xff, (b->pair_mask + 1) * sizeof *b->pair_keys);
+        }
+        for (int t = 0; t < n; t++) {
+            const unsigned char *p = b->pool + b->off[t];
+            size_t len = tok_len(b, (uint32_t)t);
+            for (size_t k = 1; k < len; k++) {
+                int32_t a = zt_bpe_lookup(b, p, k), c = zt_bpe_lookup(b, p + k, len - k);
+                if (a < 0 || c < 0) continue;
+                if (pass == 0) {
+                    n_pairs++;
+                    continue;
+                }
+                uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)c;
+                uint64_t i = mix64(key) & b->pair_mask;
+                while (b->pair_keys[i] != UINT64_MAX) i = (i + 1) & b->pair_mask;
+                b->pair_keys[i] = key;
+                b->pair_vals[i] = (uint32_t)t;
+            }
+        }
+    }
+    return ZT_OK;
+}
+
+static zt_status compile_regex(zt_bpe *b) {
+    int err;
+    PCRE2_SIZE at;
+    b->re = pcre2_compile((PCRE2_SPTR)ZT_BPE_GPT2_PATTERN, PCRE2_ZERO_TERMINATED,
+                          PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &err, &at, NULL);
+    if (!b->re) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(err, msg, sizeof msg);
+        // A broken PCRE2 build (no Unicode support): a bug of the installation, not of input.
+        ZT_ASSERTF(0, "PCRE2 cannot compile GPT-2's pattern at offset %zu: %s (PCRE2 needs "
+                      "Unicode support)", (size_t)at, (const char *)msg);
+    }
+    // JIT is ~10x faster; without it (an architecture PCRE2 cannot JIT for) pcre2_match
+    // interprets the same pattern.
+    b->jit = pcre2_jit_compile(b->re, PCRE2_JIT_COMPLETE) == 0;
+    return ZT_OK;
+}
+
+// Finishes a tokenizer whose pool holds n tokens and room for the EOT text after them.
+static zt_status finish(zt_bpe *b, const char *what) {
+    uint32_t end = b->off[b->n_tokens];
+    memcpy(b->pool + end, ZT_BPE_EOT_TEXT, sizeof ZT_BPE_EOT_TEXT - 1);
+    b->off[b->n_tokens + 1] = end + (uint32_t)(sizeof ZT_BPE_EOT_TEXT - 1);
+    ZT_TRY(build_tables(b, what));
+    return compile_regex(b);
+}
+
+void zt_bpe_free(zt_bpe *b) {
+    if (!b) return;
+    free(b->pool);
+    free(b->off);
+    free(b->bytes_slots);
+    free(b->pair_keys);
+    free(b->pair_vals);
+    if (b->re) pcre2_code_free(b->re);
+    free(b);
+}
+
+zt_status zt_bpe_from_tokens(zt_bpe **out, const unsigned char *const *tokens, const size_t *lens,
+                             int n) {
+    *out = NULL;
+    zt_bpe *b = calloc(1, sizeof *b);
+    ZT_ASSERT(b);
+    size_t total = 0;
+    for (int t = 0; t < n; t++) total += lens[t];
+    b->n_tokens = n;
+    b->pool = malloc(total + sizeof ZT_BPE_EOT_TEXT);
+    b->off = malloc(((size_t)n + 2) * sizeof *b->off);
+    ZT_ASSERT(b->pool && b->off);
+    uint32_t o = 0;
+    for (int t = 0; t < n; t++) {
+        b->off[t] = o;
+        memcpy(b->pool + o, tokens[t], lens[t]);
+        o += (uint32_t)lens[t];
+    }
+    b->off[n] = o;
+    zt_status s = finish(b, "(in memory)");
+    if (s != ZT_OK) {
+        zt_bpe_free(b);
+        return s;
+    }
+    *out = b;
+    return ZT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading the file.
+
+static int b64_value(unsigned char c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
+
+// Standard base64 with padding: in (n chars, n % 4 == 0) into out; returns the byte count or
+// -1 when malformed.
+static long b64_decode(const unsigned char *in, size_t n, unsigned char *out) {
+    if (n == 0 || n % 4) return -1;
+    long o = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        int v[4], pad = 0;
+        for (int k = 0; k < 4; k++) {
+            if (in[i + k] == '=' && i + 4 == n && k >= 2) {
+                v[k] = 0;
+                pad++;
+                continue;
+            }
+            if (pad) return -1;  // data after padding
+            v[k] = b64_value(in[i + k]);
+            if (v[k] < 0) return -1;
+        }
+        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        out[o++] = (unsigned char)(w >> 16);
+        if (pad < 2) out[o++] = (unsigned char)(w >> 8);
+        if (pad < 1) out[o++] = (unsigned char)w;
+    }
+    return o;
+}
+
+#define ZT_BPE_FETCH_HINT                                                                    \
+    "run scripts/fetch_gpt2_vocab.sh (it extracts gpt2.tiktoken from the openai-whisper "   \
+    "package on PyPI and checks its SHA-256) or pass the file with --vocab"
+
+static zt_status load_checked(zt_bpe *b, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return zt_errorf("cannot open vocabulary file %s: %s; " ZT_BPE_FETCH_HINT, path,
+                         strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return zt_errorf("vocabulary file %s is not a regular file; " ZT_BPE_FETCH_HINT, path);
+    }
+    size_t size = (size_t)st.st_size;
+    if (size > ((size_t)1 << 30)) {
+        fclose(f);
+        return zt_errorf("vocabulary file %s is %zu bytes, too large for a BPE vocabulary (GPT-2's "
+                         "is 835 KB); pass gpt2.tiktoken",
+                         path, size);
+    }
+    unsigned char *text = malloc(size + 1);
+    ZT_ASSERT(text);
+    size_t got = fread(text, 1, size, f);
+    fclose(f);
+    if (got != size) {
+        free(text);
+        return zt_errorf("cannot read vocabulary file %s: read %zu of %zu bytes", path, got, size);
+    }
+    text[size] = '\n';
+    // Lines: at most size/2 tokens (each needs >= 4 base64 chars); the pool is at most 3/4 of
+    // the file.
+    size_t max_tok = size / 2 + 1;
+    int32_t *rank_of_line = malloc(max_tok * sizeof *rank_of_line);
+    uint32_t *line_off = malloc((max_tok + 1) * sizeof *line_off);
+    unsigned char *bytes = malloc(size + 1);
+    ZT_ASSERT(rank_of_line && line_off && bytes);
+    zt_status s = ZT_OK;
+    size_t n = 0, nb = 0, line = 0;
+    for (size_t i = 0; i < size && s == ZT_OK;) {
+        line++;
+        size_t e = i;
+        while (text[e] != '\n') e++;
+        size_t end = e;
+        if (end > i && text[end - 1] == '\r') end--;
+        if (end == i) {  // blank line: tiktoken skips them too
+            i = e + 1;
+            continue;
+        }
+        size_t sp = i;
+        while (sp < end && text[sp] != ' ') sp++;
+        long nbytes = sp < end ? b64_decode(text + i, sp - i, bytes + nb) : -1;
+        char *stop = NULL;
+        long rank = -1;
+        if (nbytes > 0 && sp + 1 < end && text[sp + 1] >= '0' && text[sp + 1] <= '9') {
+            errno = 0;
+            rank = strtol((const char *)text + sp + 1, &stop, 10);
+            if (errno || (unsigned char *)stop != text + end) rank = -1;
+        }
+        if (nbytes <= 0 || rank < 0) {
+            int show = (int)(end - i < 60 ? end - i : 60);
+            s = zt_errorf("vocabulary file %s line %zu is not \"<base64 token> <rank>\": \"%.*s\"; "
+                          "pass a tiktoken-format file such as gpt2.tiktoken (%s)",
+                          path, line, show, (const char *)text + i,
+                          "scripts/fetch_gpt2_vocab.sh fetches it");
+            break;
+        }
+        if (rank >= (long)INT32_MAX / 2) {
+            s = zt_errorf("vocabulary file %s line %zu: rank %ld is out of range", path, line, rank);
+            break;
+        }
+        rank_of_line[n] = (int32_t)rank;
+        line_off[n] = (uint32_t)nb;
+        nb += (size_t)nbytes;
+        n++;
+        i = e + 1;
+    }
+    line_off[n] = (uint32_t)nb;
+    free(text);
+    if (s == ZT_OK && n < 256)
+        s = zt_errorf("vocabulary file %s has %zu tokens, fewer than the 256 single bytes of a "
+                      "byte-level BPE such as gpt2.tiktoken; " ZT_BPE_FETCH_HINT,
+                      path, n);
+    // Ranks must be exactly 0 .. n-1: then the id space is dense and the EOT id is n.
+    int32_t *line_of_rank = NULL;
+    if (s == ZT_OK) {
+        line_of_rank = malloc(n * sizeof *line_of_rank);
+        ZT_ASSERT(line_of_rank);
+        for (size_t r = 0; r < n; r++) line_of_rank[r] = -1;
+        for (size_t k = 0; k < n && s == ZT_OK; k++) {
+            int32_t r = rank_of_line[k];
+            if ((size_t)r >= n)
+                s = zt_errorf("vocabulary file %s: rank %d is not below the number of tokens %zu "
+                              "(ranks must be 0 .. %zu, each once); the file is corrupt",
+                              path, (int)r, n, n - 1);
+            else if (line_of_rank[r] >= 0)
+                s = zt_errorf("vocabulary file %s: rank %d appears twice; the file is corrupt",
+                              path, (int)r);
+            else line_of_rank[r] = (int32_t)k;
+        }
+    }
+    if (s == ZT_OK) {
+        b->n_tokens = (int)n;
+        b->pool = malloc(nb + sizeof ZT_BPE_EOT_TEXT);
+        b->off = malloc((n + 2) * sizeof *b->off);
+        ZT_ASSERT(b->pool && b->off);
+        uint32_t o = 0;
+        for (size_t r = 0; r < n; r++) {
+            size_t k = (size_t)line_of_rank[r];
+            uint32_t len = line_off[k + 1] - line_off[k];
+            b->off[r] = o;
+            memcpy(b->pool + o, bytes + line_off[k], len);
+            o += len;
+        }
+        b->off[n] = o;
+        s = finish(b, path);
+    }
+    free(line_of_rank);
+    free(rank_of_line);
+    free(line_off);
+    free(bytes);
+    return s;
+}
+
+zt_status zt_bpe_load(zt_bpe **out, const char *path) {
+    ZT_ASSERT(out && path);
+    *out = NULL;
+    zt_bpe *b = calloc(1, sizeof *b);
+    ZT_ASSERT(b);
+    zt_status s = load_checked(b, path);
+    if (s != ZT_OK) {
+        zt_bpe_free(b);
+        return s;
+    }
+    *out = b;
+    return ZT_OK;
+}
+
+void zt_bpe_default_vocab(char *buf, size_t cap) {
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && xdg[0]) snprintf(buf, cap, "%s/zerotrain/gpt2.tiktoken", xdg);
+    else snprintf(buf, cap, "%s/.cache/zerotrain/gpt2.tiktoken", home && home[0] ? home : ".");
+}
+
+int zt_bpe_vocab_size(const zt_bpe *b) { return b->n_tokens + 1; }
+int zt_bpe_eot(const zt_bpe *b) { return b->n_tokens; }
+
+// ---------------------------------------------------------------------------------------------
+// Ids.
+
+void zt_bpe_ids_free(zt_bpe_ids *ids) {
+    if (!ids) return;
+    free(ids->ids);
+    memset(ids, 0, sizeof *ids);
+}
+
+static void ids_reserve(zt_bpe_ids *o, size_t more) {
+    if (o->n + more <= o->cap) return;
+    size_t cap = o->cap ? o->cap : 256;
+    while (cap < o->n + more) cap *= 2;
+    o->ids = realloc(o->ids, cap * sizeof *o->ids);
+    ZT_ASSERTF(o->ids, "out of memory for %zu token ids", cap);
+    o->cap = cap;
+}
+
+static inline void ids_push(zt_bpe_ids *o, uint32_t id) {
+    if (o->n == o->cap) ids_reserve(o, 1);
+    o->ids[o->n++] = (int32_t)id;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Merges.
+
+// Pieces up to ZT_BPE_ARRAY_MAX bytes: parts and the rank of each adjacent pair in two arrays;
+// each step takes the leftmost lowest rank, merges, and re-ranks the two neighbours.
+static void merge_array(const zt_bpe *b, const unsigned char *p, size_t n, zt_bpe_ids *out) {
+    uint32_t part[ZT_BPE_ARRAY_MAX], rank[ZT_BPE_ARRAY_MAX];  // rank[i]: parts i and i+1
+    for (size_t i = 0; i < n; i++) part[i] = b->byte_id[p[i]];
+    for (size_t i = 0; i + 1 < n; i++) rank[i] = pair_get(b, part[i], part[i + 1]);
+    while (n > 1) {
+        uint32_t best = NO_ID;
+        size_t at = 0;
+        for (size_t i = 0; i + 1 < n; i++)
+            if (rank[i] < best) {
+                best = rank[i];
+                at = i;
+            }
+        if (best == NO_ID) break;
+        part[at] = best;  // the merged token's id is the pair's rank
+        memmove(part + at + 1, part + at + 2, (n - at - 2) * sizeof *part);
+        if (at + 2 < n - 1) memmove(rank + at + 1, rank + at + 2, (n - at - 3) * sizeof *rank);
+        n--;
+        if (at > 0) rank[at - 1] = pair_get(b, part[at - 1], part[at]);
+        if (at + 1 < n) rank[at] = pair_get(b, part[at], part[at + 1]);
+    }
+    ids_reserve(out, n);
+    for (size_t i = 0; i < n; i++) out->ids[out->n++] = (int32_t)part[i];
+}
+
+// Min-heap of (rank << 32 | position): the top is the lowest rank, leftmost among equals.
+static void heap_push(uint64_t *h, size_t *n, uint64_t v) {
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t up = (i - 1) / 2;
+        if (h[up] <= v) break;
+        h[i] = h[up];
+        i = up;
+    }
+    h[i] = v;
+}
+
+static uint64_t heap_pop(uint64_t *h, size_t *n) {
+    uint64_t top = h[0], v = h[--*n];
+    size_t i = 0, m = *n;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m) break;
+        if (c + 1 < m && h[c + 1] < h[c]) c++;
+        if (v <= h[c]) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (m) h[i] = v;
+    return top;
+}
+
+// Long pieces: parts as a linked list over byte positions, candidate pairs in a heap checked
+// when popped (a pair whose parts changed since its push no longer has that rank: a rank
+// fixes the pair's bytes, and a part only grows). Same merges as merge_array, O(n log n).
+static void merge_heap(const zt_bpe *b, const unsigned char *p, size_t n, zt_bpe_ids *out) {
+    ZT_ASSERT(n < UINT32_MAX);
+    uint32_t *part = malloc(n * sizeof *part), *next = malloc(n * sizeof *next),
+             *prev = malloc(n * sizeof *prev);
+    // Each merge pushes at most two pairs: n - 1 at the start, 2 (n - 1) more.
+    uint64_t *heap = malloc(3 * n * sizeof *heap);
+    ZT_ASSERTF(part && next && prev && heap, "out of memory merging a %zu-byte piece", n);
+    size_t hn = 0;
+    for (size_t i = 0; i < n; i++) {
+        part[i] = b->byte_id[p[i]];
+        next[i] = (uint32_t)(i + 1);
+        prev[i] = i ? (uint32_t)(i - 1) : UINT32_MAX;
+    }
+    for (size_t i = 0; i + 1 < n; i++) {
+        uint32_t r = pair_get(b, part[i], part[i + 1]);
+        if (r != NO_ID) heap_push(heap, &hn, (uint64_t)r << 32 | i);
+    }
+    while (hn) {
+        uint64_t top = heap_pop(heap, &hn);
+        uint32_t r = (uint32_t)(top >> 32), at = (uint32_t)top;
+        if (part[at] == NO_ID) continue;  // merged into its left neighbour
+        uint32_t nx = next[at];
+        if (nx >= n || pair_get(b, part[at], part[nx]) != r) continue;  // stale
+        part[at] = r;
+        part[nx] = NO_ID;
+        next[at] = next[nx];
+        if (next[at] < n) prev[next[at]] = at;
+        if (prev[at] != UINT32_MAX) {
+            uint32_t q = prev[at], rr = pair_get(b, part[q], part[at]);
+            if (rr != NO_ID) heap_push(heap, &hn, (uint64_t)rr << 32 | q);
+        }
+        if (next[at] < n) {
+            uint32_t rr = pair_get(b, part[at], part[next[at]]);
+            if (rr != NO_ID) heap_push(heap, &hn, (uint64_t)rr << 32 | at);
+        }
+    }
+    for (uint32_t i = 0; i < n; i = next[i]) ids_push(out, part[i]);
+    free(part);
+    free(next);
+    free(prev);
+    free(heap);
+}
+
+void zt_bpe_merge_piece(const zt_bpe *b, const unsigned char *p, size_t n, int use_heap,
+                        zt_bpe_ids *out) {
+    if (n == 0) return;
+    if (use_heap || n > ZT_BPE_ARRAY_MAX) merge_heap(b, p, n, out);
+    else merge_array(b, p, n, out);
+}
+
+// One piece: whole if it is a token (tiktoken's shortcut: it can differ from what the merges
+// would reach), else merged.
+static inline void encode_piece(const zt_bpe *b, const unsigned char *p, size_t n,
+                                zt_bpe_ids *out) {
+    if (n == 1) {
+        ids_push(out, b->byte_id[p[0]]);
+        return;
+    }
+    int32_t id = zt_bpe_lookup(b, p, n);
+    if (id >= 0) ids_push(out, (uint32_t)id);
+    else zt_bpe_merge_piece(b, p, n, 0, out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// UTF-8 and the regex.
+
+// Well-formed sequences (Unicode Table 3-7, what Python's strict decoder accepts).
+size_t zt_bpe_utf8_len(const unsigned char *p, size_t n) {
+    unsigned c = p[0];
+    if (c < 0x80) return 1;
+    if (c < 0xc2 || c > 0xf4) return 0;
+    if (c < 0xe0) return n >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
+    if (n < 3) return 0;
+    unsigned lo = 0x80, hi = 0xbf;
+    if (c < 0xf0) {
+        if (c == 0xe0) lo = 0xa0;
+        if (c == 0xed) hi = 0x9f;  // no surrogates
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 ? 3 : 0;
+    }
+    if (n < 4) return 0;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;  // nothing above U+10FFFF
+    return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 && (p[3] & 0xc0) == 0x80 ? 4 : 0;
+}
+
+// The end of the valid UTF-8 stretch that starts at p[i] (i itself when p[i] starts none).
+static size_t valid_end(const unsigned char *p, size_t n, size_t i) {
+    while (i < n) {
+        // ASCII eight bytes at a time: most text is mostly ASCII.
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            if (w & 0x8080808080808080ULL) break;
+            i += 8;
+        }
+        if (i >= n) break;
+        size_t k = zt_bpe_utf8_len(p + i, n - i);
+        if (!k) break;
+        i += k;
+    }
+    return i;
+}
+
+// Per-call matching state (threads never share one).
+typedef struct {
+    pcre2_match_data *md;
+    pcre2_match_context *mctx;
+    pcre2_jit_stack *stack;
+} matcher;
+
+static void matcher_init(matcher *m, const zt_bpe *b) {
+    m->md = pcre2_match_data_create_from_pattern(b->re, NULL);
+    m->mctx = pcre2_match_context_create(NULL);
+    // The pattern needs little JIT stack (no nested groups; runs like \s+ loop in place), so
+    // PCRE2's default 32 KiB on the machine stack would do; a small own stack costs nothing.
+    m->stack = b->jit ? pcre2_jit_stack_create(32 * 1024, 1024 * 1024, NULL) : NULL;
+    ZT_ASSERTF(m->md && m->mctx && (!b->jit || m->stack), "out of memory for the regex matcher");
+    if (m->stack) pcre2_jit_stack_assign(m->mctx, NULL, m->stack);
+}
+
+static void matcher_free(matcher *m) {
+    pcre2_match_data_free(m->md);
+    pcre2_match_context_free(m->mctx);
+    if (m->stack) pcre2_jit_stack_free(m->stack);
+}
+
+// Pieces of one valid UTF-8 stretch (s, n bytes), encoded and appended. The stretch is the
+// whole subject, so the lookahead (?!\S) sees its end as the end of the text.
+static void encode_valid(const zt_bpe *b, matcher *m, const unsigned char *s, size_t n,
+                         zt_bpe_ids *out) {
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
+    size_t at = 0;
+    while (at < n) {
+        int rc = b->jit ? pcre2_jit_match(b->re, s, n, at, 0, m->md, m->mctx)
+                        : pcre2_match(b->re, s, n, at, PCRE2_NO_UTF_CHECK, m->md, m->mctx);
+        // Every character is a letter, a number, white space or none of these, so the pattern
+        // matches right at `at`: anything else is a broken PCRE2, not bad input.
+        ZT_ASSERTF(rc > 0 && ov[0] == at && ov[1] > at,
+                   "GPT-2 pattern: no piece at byte %zu (pcre2 rc %d)", at, rc);
+        encode_piece(b, s + at, ov[1] - at, out);
+        at = ov[1];
+    }
+}
+
+static void encode_keep(const zt_bpe *b, matcher *m, const unsigned char *p, size_t n,
+                        zt_bpe_ids *out) {
+    size_t i = 0;
+    while (i < n) {
+        size_t e = valid_end(p, n, i);
+        if (e > i) encode_valid(b, m, p + i, e - i, out);
+        i = e;
+        // A run of invalid bytes: one piece.
+        while (e < n && zt_bpe_utf8_len(p + e, n - e) == 0) e++;
+        if (e > i) encode_piece(b, p + i, e - i, out);
+        i = e;
+    }
+}
+
+void zt_bpe_encode(const zt_bpe *b, const void *text, size_t n, int invalid, zt_bpe_ids *out) {
+    ZT_ASSERT(b && out && (text || n == 0));
+    ZT_ASSERT(invalid == ZT_BPE_INVALID_KEEP || invalid == ZT_BPE_INVALID_REPLACE);
+    const unsigned char *p = text;
+    ids_reserve(out, n / 4 + 16);  // GPT-2 averages ~4 bytes a token on English
+    matcher m;
+    matcher_init(&m, b);
+    if (invalid == ZT_BPE_INVALID_REPLACE && valid_end(p, n, 0) < n) {
+        // Each invalid byte becomes U+FFFD (EF BF BD), as tiktoken does with the lone
+        // surrogates of a surrogateescape'd str.
+        unsigned char *q = malloc(3 * n);
+        ZT_ASSERTF(q, "out of memory for %zu bytes of text", 3 * n);
+        size_t o = 0;
+        for (size_t i = 0; i < n;) {
+            size_t e = valid_end(p, n, i);
+            memcpy(q + o, p + i, e - i);
+            o += e - i;
+            i = e;
+            if (i < n) {
+                memcpy(q + o, "\xef\xbf\xbd", 3);
+                o += 3;
+                i++;
+            }
+        }
+        encode_valid(b, &m, q, o, out);
+        free(q);
+    } else {
+        encode_keep(b, &m, p, n, out);
+    }
+    matcher_free(&m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding.
+
+const unsigned char *zt_bpe_token_bytes(const zt_bpe *b, int32_t id, size_t *len) {
+    if (id < 0 || id > b->n_tokens) return NULL;
+    *len = tok_len(b, (uint32_t)id);
+    return b->pool + b->off[id];
+}
+
+zt_status zt_bpe_decode(const zt_bpe *b, const int32_t *ids, size_t n, char **text, size_t *len) {
+    ZT_ASSERT(b && text && len && (ids || n == 0));
+    *text = NULL;
+    *len = 0;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] > b->n_tokens)
+            return zt_errorf("token id %d at position %zu is out of range: the vocabulary has ids "
+                             "0 .. %d",
+                             (int)ids[i], i, b->n_tokens);
+        total += tok_len(b, (uint32_t)ids[i]);
+    }
+    char *t = malloc(total + 1);
+    ZT_ASSERTF(t, "out of memory decoding %zu tokens", n);
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t l = tok_len(b, (uint32_t)ids[i]);
+        memcpy(t + o, b->pool + b->off[ids[i]], l);
+        o += l;
+    }
+    t[o] = 0;
+    *text = t;
+    *len = o;
+    return ZT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Safe cuts for streaming.
+
+static inline int ascii_graph(unsigned char c) { return c >= 0x21 && c <= 0x7e; }
+static inline int ascii_kind(unsigned char c) {
+    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return 1;
+    if (c >= '0' && c <= '9') return 2;
+    return 3;
+}
+
+// Whether the character that ends at p[k-1] (p[0..k) holds it) cannot be white space: an ASCII
+// printable, a non-ASCII character outside (a superset of) what PCRE2's UCP \s and tiktoken's
+// \s match, or invalid bytes (a piece of their own, or U+FFFD when replaced).
+static int ends_non_space(const unsigned char *p, size_t k) {
+    unsigned char c = p[k - 1];
+    if (c < 0x80) return ascii_graph(c);
+    size_t s = k - 1;
+    while (s > 0 && k - s < 4 && (p[s] & 0xc0) == 0x80) s--;
+    if (zt_bpe_utf8_len(p + s, k - s) != k - s) return 1;  // invalid bytes
+    uint32_t u = p[s] < 0xe0 ? (p[s] & 0x1fu) : p[s] < 0xf0 ? (p[s] & 0x0fu) : (p[s] & 0x07u);
+    for (size_t i = s + 1; i < k; i++) u = u << 6 | (p[i] & 0x3fu);
+    static const uint32_t space[] = {0x85,   0xa0,   0x1680, 0x180e, 0x2028, 0x2029,
+                                     0x202f, 0x205f, 0x3000, 0xfeff};
+    if (u >= 0x2000 && u <= 0x200b) return 0;
+    for (size_t i = 0; i < sizeof space / sizeof space[0]; i++)
+        if (u == space[i]) return 0;
+    return 1;
+}
+
+// Why these cuts are safe: no pattern alternative has a lookbehind, and the only lookahead
+// (?!\S) follows white space. Before a '\n' that follows a character X that is not white
+// space, X's piece (letters, digits or other symbols: never white space) cannot take the
+// '\n', and the '\n' starts a fresh match either way; UTF-8 validity is decided the same on
+// both sides since '\n' is a whole character. Between printable ASCII X and Y of different
+// kinds, X's run (\p{L}+, \p{N}+ or [^\s\p{L}\p{N}]+) ends at X either way and Y starts a
+// fresh match; X = '\'' is excluded because "'s" and friends join it to letters.
+size_t zt_bpe_safe_cut(const void *text, size_t n, size_t window) {
+    const unsigned char *p = text;
+    size_t lo = n > window ? n - window : 0;
+    if (lo < 1) lo = 1;
+    for (size_t k = n; k-- > lo;)
+        if (p[k] == '\n' && ends_non_space(p, k)) return k;
+    for (size_t k = n; k-- > lo;)
+        if (ascii_graph(p[k - 1]) && ascii_graph(p[k]) && p[k - 1] != '\'' &&
+            ascii_kind(p[k - 1]) != ascii_kind(p[k]))
+            return k;
+    return 0;
+}

@@ -1,0 +1,25 @@
+// Internals of bpe.c that the unit tests reach: the hash tables and the two merge loops.
+#ifndef ZT_BPE_IMPL_H
+#define ZT_BPE_IMPL_H
+
+#include "bpe.h"
+
+// Builds a tokenizer from tokens given as byte strings in rank order (tokens[i], lens[i]) with
+// the default GPT-2 regex; the same checks as zt_bpe_load. For tests of tiny vocabularies.
+zt_status zt_bpe_from_tokens(zt_bpe **out, const unsigned char *const *tokens, const size_t *lens,
+                             int n);
+
+// The id of the token with exactly these bytes, or -1.
+int32_t zt_bpe_lookup(const zt_bpe *bpe, const void *bytes, size_t n);
+// The id of the token whose bytes are those of a then b, or -1.
+int32_t zt_bpe_pair(const zt_bpe *bpe, int32_t a, int32_t b);
+
+// Byte-pair merges of one piece (no whole-piece lookup, no regex), appended to *out: with the
+// array loop (use_heap 0) or the heap loop that long pieces take (use_heap 1). Both must agree.
+void zt_bpe_merge_piece(const zt_bpe *bpe, const unsigned char *p, size_t n, int use_heap,
+                        zt_bpe_ids *out);
+
+// The length of the well-formed UTF-8 sequence at p (n bytes left), or 0 if p[0] starts none.
+size_t zt_bpe_utf8_len(const unsigned char *p, size_t n);
+
+#endif

@@ -1,0 +1,308 @@
+// Tests of the GPT-2 BPE pieces: the hash tables, merges on a tiny hand-made vocabulary (array
+// and heap loops agree), decode, UTF-8 validity, safe cuts, vocabulary file errors, and a
+// decode(encode(x)) == x round trip with the real vocabulary when it is installed.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bpe.h"
+#include "bpe_impl.h"
+#include "test.h"
+
+// 256 single bytes (id = byte), then "ab" 256, "cd" 257, "abcd" 258, "aa" 259, "xyz" 260.
+static zt_bpe *tiny(void) {
+    static unsigned char bytes[256];
+    const unsigned char *tok[261];
+    size_t len[261];
+    for (int i = 0; i < 256; i++) {
+        bytes[i] = (unsigned char)i;
+        tok[i] = bytes + i;
+        len[i] = 1;
+    }
+    const char *extra[] = {"ab", "cd", "abcd", "aa", "xyz"};
+    for (int i = 0; i < 5; i++) {
+        tok[256 + i] = (const unsigned char *)extra[i];
+        len[256 + i] = strlen(extra[i]);
+    }
+    zt_bpe *b = NULL;
+    if (zt_bpe_from_tokens(&b, tok, len, 261) != ZT_OK) {
+        fprintf(stderr, "tiny vocabulary: %s\n", zt_error_message());
+        return NULL;
+    }
+    return b;
+}
+
+static int ids_are(const zt_bpe_ids *got, const int32_t *want, size_t n) {
+    int ok = got->n == n;
+    for (size_t i = 0; ok && i < n; i++) ok = got->ids[i] == want[i];
+    if (!ok) {
+        fprintf(stderr, "  got %zu ids:", got->n);
+        for (size_t i = 0; i < got->n; i++) fprintf(stderr, " %d", got->ids[i]);
+        fprintf(stderr, "\n  want %zu ids:", n);
+        for (size_t i = 0; i < n; i++) fprintf(stderr, " %d", want[i]);
+        fprintf(stderr, "\n");
+    }
+    return ok;
+}
+
+ZT_TEST(bpe_hash_tables) {
+    zt_bpe *b = tiny();
+    CHECK(b);
+    CHECK_EQ_INT(zt_bpe_lookup(b, "abcd", 4), 258);
+    CHECK_EQ_INT(zt_bpe_lookup(b, "xyz", 3), 260);
+    CHECK_EQ_INT(zt_bpe_lookup(b, "\xff", 1), 255);
+    CHECK_EQ_INT(zt_bpe_lookup(b, "abc", 3), -1);
+    CHECK_EQ_INT(zt_bpe_lookup(b, "", 0), -1);
+    CHECK_EQ_INT(zt_bpe_pair(b, 'a', 'b'), 256);
+    CHECK_EQ_INT(zt_bpe_pair(b, 256, 257), 258);  // "ab" + "cd"
+    CHECK_EQ_INT(zt_bpe_pair(b, 'x', 'y'), -1);   // "xy" is not a token
+    CHECK_EQ_INT(zt_bpe_pair(b, 'b', 'a'), -1);
+    CHECK_EQ_INT(zt_bpe_vocab_size(b), 262);
+    CHECK_EQ_INT(zt_bpe_eot(b), 261);
+    zt_bpe_free(b);
+    return ZT_PASS;
+}
+
+ZT_TEST(bpe_merges_tiny) {
+    zt_bpe *b = tiny();
+    CHECK(b);
+    struct { const char *text; int32_t ids[8]; size_t n; } cases[] = {
+        {"abcdab", {258, 256}, 2},         // ab, ab, cd by rank, then ab+cd
+        {"aaaa", {259, 259}, 2},           // equal ranks: the leftmost first
+        {"aaa", {259, 'a'}, 2},
+        {"xyz", {260}, 1},                 // whole piece is a token: taken directly
+        {" xyz", {' ', 'x', 'y', 'z'}, 4}, // no pair of it is a token: bytes
+        {"ab cd", {256, ' ', 257}, 3},     // pieces "ab", " cd"; " c" is no token, "cd" is
+        {"abab's", {256, 256, '\'', 's'}, 4},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        zt_bpe_ids ids = {0};
+        zt_bpe_encode(b, cases[c].text, strlen(cases[c].text), ZT_BPE_INVALID_KEEP, &ids);
+        if (!ids_are(&ids, cases[c].ids, cases[c].n)) {
+            fprintf(stderr, "  text \"%s\"\n", cases[c].text);
+            return ZT_FAIL;
+        }
+        zt_bpe_ids_free(&ids);
+    }
+    // " cd" merges to ' ' + 257 inside the piece.
+    zt_bpe_ids ids = {0};
+    zt_bpe_merge_piece(b, (const unsigned char *)" cd", 3, 0, &ids);
+    int32_t want[] = {' ', 257};
+    CHECK(ids_are(&ids, want, 2));
+    zt_bpe_ids_free(&ids);
+    zt_bpe_free(b);
+    return ZT_PASS;
+}
+
+// The array loop (short pieces) and the heap loop (long ones) must merge identically.
+static int loops_agree(const zt_bpe *b, const unsigned char *p, size_t n) {
+    zt_bpe_ids x = {0}, y = {0};
+    zt_bpe_merge_piece(b, p, n, 0, &x);
+    zt_bpe_merge_piece(b, p, n, 1, &y);
+    int ok = ids_are(&x, y.ids, y.n);
+    zt_bpe_ids_free(&x);
+    zt_bpe_ids_free(&y);
+    return ok;
+}
+
+ZT_TEST(bpe_heap_matches_array) {
+    zt_bpe *b = tiny();
+    CHECK(b);
+    unsigned seed = 14;
+    unsigned char buf[128];
+    for (int trial = 0; trial < 2000; trial++) {
+        size_t n = 1 + (size_t)(rand_r(&seed) % 128);
+        for (size_t i = 0; i < n; i++) buf[i] = "abcdxyz"[rand_r(&seed) % 7];
+        CHECK(loops_agree(b, buf, n));
+    }
+    zt_bpe_free(b);
+    return ZT_PASS;
+}
+
+ZT_TEST(bpe_decode) {
+    zt_bpe *b = tiny();
+    CHECK(b);
+    int32_t ids[] = {258, ' ', 260, 261, 0xff};
+    char *text;
+    size_t len;
+    CHECK(zt_bpe_decode(b, ids, 5, &text, &len) == ZT_OK);
+    CHECK_EQ_INT(len, 4 + 1 + 3 + 13 + 1);
+    CHECK(memcmp(text, "abcd xyz<|endoftext|>\xff", len) == 0);
+    free(text);
+    size_t tl;
+    const unsigned char *t = zt_bpe_token_bytes(b, 259, &tl);
+    CHECK(t && tl == 2 && memcmp(t, "aa", 2) == 0);
+    CHECK(zt_bpe_token_bytes(b, 262, &tl) == NULL);
+    CHECK(zt_bpe_token_bytes(b, -1, &tl) == NULL);
+    int32_t bad[] = {1, 2, 262};
+    CHECK(zt_bpe_decode(b, bad, 3, &text, &len) == ZT_ERR);
+    CHECK(text == NULL);
+    CHECK(strstr(zt_error_message(), "262") && strstr(zt_error_message(), "position 2"));
+    zt_bpe_free(b);
+    return ZT_PASS;
+}
+
+ZT_TEST(bpe_utf8_validity) {
+    struct { const char *s; size_t n, want; } c[] = {
+        {"a", 1, 1},          {"\xc3\xa9", 2, 2},         {"\xc3", 1, 0},
+        {"\xc0\xaf", 2, 0},   {"\xc1\xbf", 2, 0},         {"\xe2\x82\xac", 3, 3},
+        {"\xe2\x82", 2, 0},   {"\xe0\x9f\xbf", 3, 0},     {"\xed\xa0\x80", 3, 0},  // surrogate
+        {"\xed\x9f\xbf", 3, 3}, {"\xf0\x9f\x98\x80", 4, 4}, {"\xf0\x8f\xbf\xbf", 4, 0},
+        {"\xf4\x8f\xbf\xbf", 4, 4}, {"\xf4\x90\x80\x80", 4, 0}, {"\xf5\x80\x80\x80", 4, 0},
+        {"\x80", 1, 0},       {"\xff", 1, 0},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        CHECK_EQ_INT(zt_bpe_utf8_len((const unsigned char *)c[i].s, c[i].n), c[i].want);
+    return ZT_PASS;
+}
+
+// Encoding the two sides of every safe cut gives the ids of the whole text.
+ZT_TEST(bpe_safe_cuts) {
+    zt_bpe *b = tiny();
+    CHECK(b);
+    const char *alphabet[] = {"a", "b", "c", "d", "1", "2", " ", "  ", "\n", "\n\n", "'", "'s",
+                              ".", "\t", "\xc3\xa9", "\xe2\x80\x83", "\xc2\xa0", "\xff", "\xe2\x82",
+                              "\xf0\x9f\x99\x82", "x", "z"};
+    size_t na = sizeof alphabet / sizeof alphabet[0];
+    unsigned seed = 7;
+    char text[512];
+    int cuts = 0;
+    for (int trial = 0; trial < 3000; trial++) {
+        size_t n = 0;
+        while (n < 400) {
+            const char *a = alphabet[rand_r(&seed) % na];
+            memcpy(text + n, a, strlen(a));
+            n += strlen(a);
+        }
+        for (int mode = 0; mode < 2; mode++) {
+            zt_bpe_ids whole = {0}, parts = {0};
+            zt_bpe_encode(b, text, n, mode, &whole);
+            size_t k = zt_bpe_safe_cut(text, 1 + (size_t)(rand_r(&seed) % (n - 1)), n);
+            if (k == 0) continue;
+            CHECK(k > 0 && k < n);
+            cuts++;
+            zt_bpe_encode(b, text, k, mode, &parts);
+            zt_bpe_encode(b, text + k, n - k, mode, &parts);
+            if (!ids_are(&parts, whole.ids, whole.n)) {
+                fprintf(stderr, "  cut at %zu of %zu, mode %d\n", k, n, mode);
+                return ZT_FAIL;
+            }
+            zt_bpe_ids_free(&whole);
+            zt_bpe_ids_free(&parts);
+        }
+    }
+    CHECK(cuts > 1000);
+    zt_bpe_free(b);
+    return ZT_PASS;
+}
+
+static int write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return 0;
+    int ok = fputs(text, f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+// A valid tiny vocabulary file: the 256 bytes in base64, ranks 0..255, then `extra` lines.
+static int write_vocab(const char *path, const char *extra) {
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    FILE *f = fopen(path, "wb");
+    if (!f) return 0;
+    for (int c = 0; c < 256; c++)
+        fprintf(f, "%c%c== %d\n", b64[c >> 2], b64[(c & 3) << 4], c);
+    fputs(extra, f);
+    return fclose(f) == 0;
+}
+
+static int load_fails(const char *path, const char *w1, const char *w2) {
+    zt_bpe *b = (zt_bpe *)1;
+    if (zt_bpe_load(&b, path) != ZT_ERR || b != NULL) {
+        fprintf(stderr, "  loading %s did not fail cleanly\n", path);
+        return 0;
+    }
+    const char *m = zt_error_message();
+    if (!strstr(m, path) || !strstr(m, w1) || (w2 && !strstr(m, w2))) {
+        fprintf(stderr, "  message lacks the path, \"%s\" or \"%s\": %s\n", w1, w2 ? w2 : "", m);
+        return 0;
+    }
+    return 1;
+}
+
+ZT_TEST(bpe_vocab_errors) {
+    char path[] = "/tmp/zt_test_bpe_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    CHECK(write_vocab(path, "YWI= 256\n"));  // "ab"
+    zt_bpe *b = NULL;
+    CHECK(zt_bpe_load(&b, path) == ZT_OK);
+    CHECK_EQ_INT(zt_bpe_vocab_size(b), 258);
+    zt_bpe_ids ids = {0};
+    zt_bpe_encode(b, "abab", 4, 0, &ids);
+    int32_t want[] = {256, 256};
+    CHECK(ids_are(&ids, want, 2));
+    zt_bpe_ids_free(&ids);
+    zt_bpe_free(b);
+
+    CHECK(load_fails("/nonexistent/gpt2.tiktoken", "fetch_gpt2_vocab.sh", "--vocab"));
+    CHECK(write_vocab(path, "YWI= 256\nnot base64! 257\n"));
+    CHECK(load_fails(path, "line 258", "<base64 token> <rank>"));
+    CHECK(write_vocab(path, "YWI= x\n"));
+    CHECK(load_fails(path, "line 257", NULL));
+    CHECK(write_vocab(path, "YWI= 256\nYWI= 257\n"));
+    CHECK(load_fails(path, "same bytes", NULL));
+    CHECK(write_vocab(path, "YWI= 255\n"));
+    CHECK(load_fails(path, "rank 255 appears twice", NULL));
+    CHECK(write_vocab(path, "YWI= 300\n"));
+    CHECK(load_fails(path, "rank 300", NULL));
+    CHECK(write_file(path, "YWI= 0\nYQ== 1\n"));
+    CHECK(load_fails(path, "fewer than the 256", NULL));
+    CHECK(write_file(path, "{\"!\": 0, \"\\\"\": 1}\n"));  // encoder.json is not this format
+    CHECK(load_fails(path, "line 1", NULL));
+    unlink(path);
+    return ZT_PASS;
+}
+
+// With the real vocabulary (skipped when it is not installed): every byte string survives.
+ZT_TEST(bpe_gpt2_roundtrip) {
+    char vocab[1024];
+    zt_bpe_default_vocab(vocab, sizeof vocab);
+    if (access(vocab, R_OK) != 0) {
+        fprintf(stderr, "SKIP: %s absent (scripts/fetch_gpt2_vocab.sh)\n", vocab);
+        return ZT_SKIP;
+    }
+    zt_bpe *b;
+    if (zt_bpe_load(&b, vocab) != ZT_OK) {
+        fprintf(stderr, "%s\n", zt_error_message());
+        return ZT_FAIL;
+    }
+    CHECK_EQ_INT(zt_bpe_vocab_size(b), 50257);
+    CHECK_EQ_INT(zt_bpe_eot(b), ZT_BPE_GPT2_EOT);
+    // "Hello world" = 15496, 995 in GPT-2.
+    zt_bpe_ids ids = {0};
+    zt_bpe_encode(b, "Hello world", 11, 0, &ids);
+    int32_t hw[] = {15496, 995};
+    CHECK(ids_are(&ids, hw, 2));
+    unsigned seed = 3;
+    static unsigned char buf[1 << 16];
+    for (int trial = 0; trial < 40; trial++) {
+        size_t n = (size_t)(rand_r(&seed) % sizeof buf);
+        int range = trial % 2 ? 256 : 128;  // random bytes, and mostly-ASCII text
+        for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)(rand_r(&seed) % range);
+        for (int i = 0; trial % 4 == 0 && i < 1000 && n; i++) buf[rand_r(&seed) % n] = ' ';
+        ids.n = 0;
+        zt_bpe_encode(b, buf, n, ZT_BPE_INVALID_KEEP, &ids);
+        char *text;
+        size_t len;
+        CHECK(zt_bpe_decode(b, ids.ids, ids.n, &text, &len) == ZT_OK);
+        CHECK_EQ_INT(len, n);
+        CHECK(memcmp(text, buf, n) == 0);
+        free(text);
+        // Long pieces take the heap loop: it must agree with the array loop on real merges.
+        CHECK(loops_agree(b, buf, n < 2000 ? n : 2000));
+    }
+    zt_bpe_ids_free(&ids);
+    zt_bpe_free(b);
+    return ZT_PASS;
+}
