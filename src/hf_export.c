@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "safetensors.h"
 
@@ -74,9 +75,12 @@ zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
     free(owned);
     free(t);
     ZT_TRY(s);
+    // config.json through a temporary name too, so a crash never leaves half of it
+    char tmp[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) return zt_errorf("cannot write %s: %s", path, strerror(errno));
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return zt_errorf("cannot write %s: %s", tmp, strerror(errno));
     const zt_model_shape *sh = shape;
     fprintf(f,
             "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
@@ -86,6 +90,7 @@ zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
             "  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0,\n"
             "  \"torch_dtype\": \"float32\"\n}\n",
             sh->vocab, sh->n_ctx, sh->n_ctx, sh->n_embd, sh->n_layer, sh->n_head);
-    if (fclose(f) != 0) return zt_errorf("writing %s failed", path);
+    int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) return zt_errorf("writing %s failed", path);
     return ZT_OK;
 }
