@@ -24,6 +24,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hf_export.h"
@@ -331,8 +332,15 @@ static void prune(const char *dir, int keep) {
     fsync_path(dir);
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples) {
     const zt_grid *g = c->grid;
+    double t0 = now_s();
     const char *dir = c->cfg->ckpt_dir;
     char tmp[PATHN], fin[PATHN];
     snprintf(tmp, sizeof tmp, "%s/tmp-step-%d", dir, step);
@@ -391,10 +399,15 @@ zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples) {
         }
         if (s == ZT_OK) prune(dir, c->cfg->ckpt_keep);
         if (s == ZT_OK) {
-            uint64_t total = 0;
-            for (int r = 0; r < g->world; r++) total += rec[3 * r + 1];
-            printf("checkpoint %s: %.1f MiB in %d files\n", fin, total / 1048576.0,
-                   (int)(g->world));
+            uint64_t total = 0, most = 0;
+            int files = 0;
+            for (int r = 0; r < g->world; r++) {
+                total += rec[3 * r + 1];
+                most = rec[3 * r + 1] > most ? rec[3 * r + 1] : most;
+                files += (int)rec[3 * r];
+            }
+            printf("checkpoint %s: %.1f MiB in %d files (largest %.1f MiB) in %.2f s\n", fin,
+                   total / 1048576.0, files, most / 1048576.0, now_s() - t0);
             fflush(stdout);
         }
     }
@@ -952,6 +965,7 @@ static zt_status load_into(const zt_ckpt_ctx *c, ckpt_index *x, size_t *counts) 
 
 zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint64_t *samples) {
     const zt_grid *g = c->grid;
+    double t0 = now_s();
     ckpt_index x;
     memset(&x, 0, sizeof x);
     zt_status s = manifest_read(&x.man, dir, g->rank == 0);
@@ -976,10 +990,11 @@ zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint6
         zt_comm_all_reduce(&g->world_comm, mine, all, 2, ZT_F64, ZT_REDUCE_SUM, NULL);
         if (g->rank == 0) {
             note_config(&x, c->cfg, g->dp);
-            printf("resumed from %s: step %d, %llu samples, optimizer t %d; written by dp %d x pp "
-                   "%d x tp %d (zero %d), now dp %d x pp %d x tp %d (zero %d)\n",
-                   x.man.dir, x.man.step, (unsigned long long)x.man.samples, x.man.t, x.man.dp,
-                   x.man.pp, x.man.tp, x.man.zero, g->dp, g->pp, g->tp, c->cfg->zero);
+            printf("resumed from %s in %.2f s: step %d, %llu samples, optimizer t %d; written by "
+                   "dp %d x pp %d x tp %d (zero %d), now dp %d x pp %d x tp %d (zero %d)\n",
+                   x.man.dir, now_s() - t0, x.man.step, (unsigned long long)x.man.samples,
+                   x.man.t, x.man.dp, x.man.pp, x.man.tp, x.man.zero, g->dp, g->pp, g->tp,
+                   c->cfg->zero);
             if (c->is_8bit)
                 printf("resume: 8-bit state: %.0f blocks copied exactly, %.0f requantized (their "
                        "values did not form one block of the checkpoint: docs/checkpoints.md)\n",
