@@ -27,6 +27,9 @@
 
 #define ZT_Q8_CODES 256
 #define ZT_Q8_DECADES 7 // bitsandbytes' max_exponent_bits: values down to ~1e-7
+// The largest block of values sharing one absmax (bitsandbytes' largest blockwise size):
+// a kernel may hold one block's values in fp32 on its stack.
+#define ZT_Q8_MAX_BLOCK 4096
 
 // Fills map[256] in ascending order: the signed map (is_signed) for the first moment or
 // the unsigned one for the second. The entries are generated in ascending order (each

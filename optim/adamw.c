@@ -4,20 +4,22 @@
 #include <math.h>
 
 #include "adamw_math.h"
-#include "memory.h"
 
-void zt_adamw_init(zt_adamw *o, size_t lo, size_t hi) {
+void zt_adamw_init(zt_adamw *o, const zt_backend *be, size_t lo, size_t hi) {
     ZT_ASSERT(lo <= hi);
+    o->be = be;
     o->lo = lo;
     o->hi = hi;
-    o->m = zt_mem_alloc(ZT_MEM_OPTIMIZER, (hi - lo) * sizeof(float));
-    o->v = zt_mem_alloc(ZT_MEM_OPTIMIZER, (hi - lo) * sizeof(float));
+    o->m = zt_be_alloc(be, ZT_MEM_OPTIMIZER, (hi - lo) * sizeof(float));
+    o->v = zt_be_alloc(be, ZT_MEM_OPTIMIZER, (hi - lo) * sizeof(float));
     o->t = 0;
 }
 
 void zt_adamw_free(zt_adamw *o) {
-    zt_mem_free(o->m);
-    zt_mem_free(o->v);
+    if (o->be) {
+        zt_be_free(o->be, o->m);
+        zt_be_free(o->be, o->v);
+    }
     o->m = o->v = NULL;
 }
 
@@ -42,8 +44,7 @@ void zt_adamw_step(zt_adamw *o, float *params, const float *grads, const zt_layo
         size_t b = zt_min_sz(t->offset + t->numel, o->hi);
         if (a >= b) continue;
         float wd = t->decay ? c->weight_decay : 0.0f;
-        float *m = o->m - o->lo, *v = o->v - o->lo; // index by flat position
-#pragma omp parallel for simd
-        for (size_t k = a; k < b; k++) zt_adamw_update(&params[k], &m[k], &v[k], grads[k], wd, &h);
+        o->be->ops->adamw(o->be, params + a, o->m + (a - o->lo), o->v + (a - o->lo), grads + a,
+                          b - a, wd, &h);
     }
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "adamw_math.h"
+#include "backend.h"
 #include "layout.h"
 
 typedef struct {
@@ -13,8 +14,9 @@ typedef struct {
 } zt_adamw_config;
 
 typedef struct {
+    const zt_backend *be; // where the state lives and the update runs
     size_t lo, hi;   // element range [lo, hi) of the flat buffer this optimizer updates
-    float *m, *v;    // (hi - lo) first and second moments
+    float *m, *v;    // (hi - lo) first and second moments (device memory)
     int t;           // steps taken (for bias correction)
 } zt_adamw;
 
@@ -23,11 +25,13 @@ typedef struct {
 // paths agree bit for bit.
 zt_adamw_hparams zt_adamw_hparams_at(const zt_adamw_config *c, int t, float lr, float grad_scale);
 
-// Allocates zeroed moments for [lo, hi) (category optimizer). Free with zt_adamw_free.
-void zt_adamw_init(zt_adamw *o, size_t lo, size_t hi);
+// Allocates zeroed moments for [lo, hi) on `be` (category optimizer). Free with
+// zt_adamw_free, which accepts a zeroed object.
+void zt_adamw_init(zt_adamw *o, const zt_backend *be, size_t lo, size_t hi);
 void zt_adamw_free(zt_adamw *o);
 
-// One step on params[lo, hi) from grads[lo, hi) (both indexed like the flat buffer),
+// One step on params[lo, hi) from grads[lo, hi) (device memory of the backend given to
+// init, both indexed like the flat buffer),
 // the gradient first multiplied by grad_scale (clipping). Weight decay applies to the
 // tensors the layout marks `decay`; alignment padding between tensors is left alone.
 void zt_adamw_step(zt_adamw *o, float *params, const float *grads, const zt_layout *lay,

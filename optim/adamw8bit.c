@@ -1,7 +1,6 @@
 // AdamW with block-wise 8-bit state over a range of the flat buffer (see adamw8bit.h).
 #include "adamw8bit.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "adamw_math.h"
@@ -94,10 +93,11 @@ size_t zt_adamw8bit_state_bytes(const zt_layout *lay, size_t lo, size_t hi,
     return bytes_of(plan(lay, lo, hi, opt, NULL));
 }
 
-zt_status zt_adamw8bit_init(zt_adamw8bit *o, const zt_layout *lay, size_t lo, size_t hi,
-                            const zt_adamw8bit_options *opt) {
+zt_status zt_adamw8bit_init(zt_adamw8bit *o, const zt_backend *be, const zt_layout *lay,
+                            size_t lo, size_t hi, const zt_adamw8bit_options *opt) {
     memset(o, 0, sizeof *o);
     ZT_TRY(zt_adamw8bit_check_options(opt, lay->align));
+    o->be = be;
     o->lo = lo;
     o->hi = hi;
     o->opt = *opt;
@@ -109,19 +109,19 @@ zt_status zt_adamw8bit_init(zt_adamw8bit *o, const zt_layout *lay, size_t lo, si
     o->n32 = s.n32;
     o->n8 = s.n8;
     o->n_blocks = s.n_blocks;
-    o->m32 = zt_mem_alloc(ZT_MEM_OPTIMIZER, s.n32 * sizeof(float));
-    o->v32 = zt_mem_alloc(ZT_MEM_OPTIMIZER, s.n32 * sizeof(float));
-    o->qm = zt_mem_alloc(ZT_MEM_OPTIMIZER, s.n8 * sizeof(uint8_t));
-    o->qv = zt_mem_alloc(ZT_MEM_OPTIMIZER, s.n8 * sizeof(uint8_t));
-    o->absmax_m = zt_mem_alloc(ZT_MEM_OPTIMIZER, s.n_blocks * sizeof(float));
-    o->absmax_v = zt_mem_alloc(ZT_MEM_OPTIMIZER, s.n_blocks * sizeof(float));
+    o->m32 = zt_be_alloc(be, ZT_MEM_OPTIMIZER, s.n32 * sizeof(float));
+    o->v32 = zt_be_alloc(be, ZT_MEM_OPTIMIZER, s.n32 * sizeof(float));
+    o->qm = zt_be_alloc(be, ZT_MEM_OPTIMIZER, s.n8 * sizeof(uint8_t));
+    o->qv = zt_be_alloc(be, ZT_MEM_OPTIMIZER, s.n8 * sizeof(uint8_t));
+    o->absmax_m = zt_be_alloc(be, ZT_MEM_OPTIMIZER, s.n_blocks * sizeof(float));
+    o->absmax_v = zt_be_alloc(be, ZT_MEM_OPTIMIZER, s.n_blocks * sizeof(float));
     zt_q8_make_map(o->map_m, 1);
     zt_q8_make_map(o->map_v, 0);
     // m = v = 0: absmax 0 (zero-filled) and the code of 0 (127 in the signed map, whose
     // code 0 is -0.99; 0 in the unsigned one)
     if (s.n8) {
-        memset(o->qm, zt_q8_quantize(o->map_m, 0.0f, 0.0f), s.n8);
-        memset(o->qv, zt_q8_quantize(o->map_v, 0.0f, 0.0f), s.n8);
+        be->ops->memset(be, o->qm, zt_q8_quantize(o->map_m, 0.0f, 0.0f), s.n8);
+        be->ops->memset(be, o->qv, zt_q8_quantize(o->map_v, 0.0f, 0.0f), s.n8);
     }
     o->t = 0;
     return ZT_OK;
@@ -129,12 +129,14 @@ zt_status zt_adamw8bit_init(zt_adamw8bit *o, const zt_layout *lay, size_t lo, si
 
 void zt_adamw8bit_free(zt_adamw8bit *o) {
     zt_mem_free(o->pieces);
-    zt_mem_free(o->m32);
-    zt_mem_free(o->v32);
-    zt_mem_free(o->qm);
-    zt_mem_free(o->qv);
-    zt_mem_free(o->absmax_m);
-    zt_mem_free(o->absmax_v);
+    if (o->be) {
+        zt_be_free(o->be, o->m32);
+        zt_be_free(o->be, o->v32);
+        zt_be_free(o->be, o->qm);
+        zt_be_free(o->be, o->qv);
+        zt_be_free(o->be, o->absmax_m);
+        zt_be_free(o->be, o->absmax_v);
+    }
     o->pieces = NULL;
     o->m32 = o->v32 = o->absmax_m = o->absmax_v = NULL;
     o->qm = o->qv = NULL;
@@ -142,40 +144,12 @@ void zt_adamw8bit_free(zt_adamw8bit *o) {
     o->n32 = o->n8 = o->n_blocks = 0;
 }
 
-// Block j of an 8-bit piece: dequantize, fp32 AdamW update, requantize with the new
-// absmax. The values in flight stay in fp32 on the stack (no allocation in the step).
-static void update_block(zt_adamw8bit *o, const zt_adamw8bit_piece *p, size_t j, float *params,
-                         const float *grads, float wd, const zt_adamw_hparams *h) {
-    size_t B = (size_t)o->opt.block_size;
-    size_t s = p->a + j * B, n = zt_min_sz(B, p->b - s);
-    size_t blk = p->block + j;
-    uint8_t *qm = o->qm + p->state + j * B, *qv = o->qv + p->state + j * B;
-    float m[ZT_ADAMW8BIT_MAX_BLOCK], v[ZT_ADAMW8BIT_MAX_BLOCK];
-    float am = o->absmax_m[blk], av = o->absmax_v[blk];
-    float new_am = 0.0f, new_av = 0.0f;
-    for (size_t i = 0; i < n; i++) {
-        m[i] = zt_q8_dequantize(o->map_m, qm[i], am);
-        v[i] = zt_q8_dequantize(o->map_v, qv[i], av);
-        zt_adamw_update(&params[s + i], &m[i], &v[i], grads[s + i], wd, h);
-        float a = fabsf(m[i]);
-        if (a > new_am) new_am = a;
-        if (v[i] > new_av) new_av = v[i];
-    }
-    // every |value| <= its new absmax, so each normalizes into the map's range [-1, 1]
-    o->absmax_m[blk] = new_am;
-    o->absmax_v[blk] = new_av;
-    for (size_t i = 0; i < n; i++) {
-        qm[i] = zt_q8_quantize(o->map_m, m[i], new_am);
-        qv[i] = zt_q8_quantize(o->map_v, v[i], new_av);
-    }
-}
-
 void zt_adamw8bit_step(zt_adamw8bit *o, float *params, const float *grads, const zt_layout *lay,
                        const zt_adamw_config *c, float lr, float grad_scale) {
     o->t++;
     // the same constants zt_adamw_step uses, so fp32 pieces match zt_adamw bit for bit
     zt_adamw_hparams h = zt_adamw_hparams_at(c, o->t, lr, grad_scale);
-    size_t B = (size_t)o->opt.block_size;
+    const zt_backend *be = o->be;
     for (int k = 0; k < o->n_pieces; k++) {
         const zt_adamw8bit_piece *p = &o->pieces[k];
         ZT_ASSERT(p->tensor < lay->n);
@@ -183,16 +157,13 @@ void zt_adamw8bit_step(zt_adamw8bit *o, float *params, const float *grads, const
         ZT_ASSERTF(p->a >= t->offset && p->b <= t->offset + t->numel,
                    "adamw8bit step given a different layout than init (%s)", t->name);
         float wd = t->decay ? c->weight_decay : 0.0f;
-        if (!p->is_8bit) {
-            float *m = o->m32 + p->state, *v = o->v32 + p->state, *w = params + p->a;
-            const float *g = grads + p->a;
-            size_t n = p->b - p->a;
-#pragma omp parallel for simd
-            for (size_t i = 0; i < n; i++) zt_adamw_update(&w[i], &m[i], &v[i], g[i], wd, &h);
-        } else {
-            size_t nb = (p->b - p->a + B - 1) / B;
-#pragma omp parallel for schedule(static)
-            for (size_t j = 0; j < nb; j++) update_block(o, p, j, params, grads, wd, &h);
-        }
+        size_t n = p->b - p->a;
+        if (!p->is_8bit)
+            be->ops->adamw(be, params + p->a, o->m32 + p->state, o->v32 + p->state,
+                           grads + p->a, n, wd, &h);
+        else
+            be->ops->adamw8bit(be, params + p->a, grads + p->a, o->qm + p->state,
+                               o->qv + p->state, o->absmax_m + p->block, o->absmax_v + p->block,
+                               n, o->opt.block_size, o->map_m, o->map_v, wd, &h);
     }
 }

@@ -31,7 +31,7 @@
 #include "layout.h"
 #include "quant8_math.h"
 
-#define ZT_ADAMW8BIT_MAX_BLOCK 4096 // largest block_size (bitsandbytes' largest blockwise size)
+#define ZT_ADAMW8BIT_MAX_BLOCK ZT_Q8_MAX_BLOCK // largest block_size
 
 typedef struct {
     // Values per absmax. 256: bitsandbytes' blockwise optimizers today (BLOCKSIZE_2STATE
@@ -84,6 +84,7 @@ typedef struct {
     zt_adamw8bit_piece *pieces;     // (n_pieces) in flat order
     int n_pieces;
     size_t n32, n8, n_blocks;       // fp32 state values, 8-bit state values, blocks
+    const zt_backend *be;           // where the state below lives and the update runs
     float *m32, *v32;               // (n32) moments of the fp32 pieces, piece after piece
     uint8_t *qm;                    // (n8) m codes into map_m
     uint8_t *qv;                    // (n8) v codes into map_v
@@ -98,16 +99,18 @@ typedef struct {
 size_t zt_adamw8bit_state_bytes(const zt_layout *lay, size_t lo, size_t hi,
                                 const zt_adamw8bit_options *opt);
 
-// Allocates zeroed state for [lo, hi) (m = v = 0: codes of 0, absmax 0), sized from the
-// layout; nothing is allocated later. Returns ZT_ERR (nothing allocated) when the
-// options fail zt_adamw8bit_check_options for lay->align. lo and hi must be multiples of
+// Allocates zeroed state for [lo, hi) on `be` (m = v = 0: codes of 0, absmax 0; the
+// piece table in host memory), sized from the layout; nothing is allocated later.
+// Returns ZT_ERR (nothing allocated) when the options fail zt_adamw8bit_check_options for lay->align. lo and hi must be multiples of
 // the block size (asserted: DESIGN.md §3 guarantees it). Free with zt_adamw8bit_free,
 // which accepts a half-built or zeroed object.
-zt_status zt_adamw8bit_init(zt_adamw8bit *o, const zt_layout *lay, size_t lo, size_t hi,
+zt_status zt_adamw8bit_init(zt_adamw8bit *o, const zt_backend *be, const zt_layout *lay,
+                            size_t lo, size_t hi,
                             const zt_adamw8bit_options *opt);
 void zt_adamw8bit_free(zt_adamw8bit *o);
 
-// One step on params[lo, hi) from grads[lo, hi) (both indexed like the flat buffer), the
+// One step on params[lo, hi) from grads[lo, hi) (device memory of the backend given to
+// init, both indexed like the flat buffer), the
 // gradient first multiplied by grad_scale (clipping); `lay` must be the layout given to
 // init. Weight decay applies to the tensors the layout marks `decay`; padding is left
 // alone. Tensors with fp32 state get bit-for-bit zt_adamw's result.

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "hf_export.h"
 #include "planner.h"
 #include "quant8_math.h"
@@ -39,19 +40,59 @@
 
 // ---------------------------------------------------------------- small helpers
 
-// Host views of device memory: the CPU backend's buffers are host memory. When the
-// backend seam lands these become zt_backend_map / zt_backend_unmap; every access to
-// parameters and optimizer state in this file goes through them.
-static void *view(void *dev, size_t bytes, int read) {
-    (void)bytes;
-    (void)read;
-    return dev;
+// Every access to parameters and optimizer state here goes through the backend's
+// map / unmap (kernels/backend.h): host memory itself on the CPU, a host copy on a GPU.
+static void *view(const zt_backend *be, void *dev, size_t bytes, int read) {
+    return bytes ? zt_be_map(be, dev, bytes, read) : dev;
 }
-static void unview(void *dev, void *host, size_t bytes, int write) {
-    (void)dev;
-    (void)host;
-    (void)bytes;
-    (void)write;
+static void unview(const zt_backend *be, void *dev, void *host, size_t bytes, int write) {
+    if (bytes) zt_be_unmap(be, dev, host, bytes, write);
+}
+
+// Host views of one rank's state, for the save.
+typedef struct {
+    float *params;
+    float *m, *v;                 // adamw
+    float *m32, *v32, *am, *av;   // adamw8bit
+    uint8_t *qm, *qv;
+} host_state;
+
+static void map_state(const zt_ckpt_ctx *c, host_state *h, int read) {
+    zt_gpt2 *m = c->model;
+    const zt_backend *be = m->be;
+    memset(h, 0, sizeof *h);
+    h->params = view(be, m->params, m->layout.numel * sizeof(float), read);
+    if (!c->is_8bit) {
+        size_t n = (c->opt->hi - c->opt->lo) * sizeof(float);
+        h->m = view(c->opt->be, c->opt->m, n, read);
+        h->v = view(c->opt->be, c->opt->v, n, read);
+    } else {
+        zt_adamw8bit *o = c->opt8;
+        h->m32 = view(o->be, o->m32, o->n32 * 4, read);
+        h->v32 = view(o->be, o->v32, o->n32 * 4, read);
+        h->qm = view(o->be, o->qm, o->n8, read);
+        h->qv = view(o->be, o->qv, o->n8, read);
+        h->am = view(o->be, o->absmax_m, o->n_blocks * 4, read);
+        h->av = view(o->be, o->absmax_v, o->n_blocks * 4, read);
+    }
+}
+
+static void unmap_state(const zt_ckpt_ctx *c, host_state *h, int write) {
+    zt_gpt2 *m = c->model;
+    unview(m->be, m->params, h->params, m->layout.numel * sizeof(float), write);
+    if (!c->is_8bit) {
+        size_t n = (c->opt->hi - c->opt->lo) * sizeof(float);
+        unview(c->opt->be, c->opt->m, h->m, n, write);
+        unview(c->opt->be, c->opt->v, h->v, n, write);
+    } else {
+        zt_adamw8bit *o = c->opt8;
+        unview(o->be, o->m32, h->m32, o->n32 * 4, write);
+        unview(o->be, o->v32, h->v32, o->n32 * 4, write);
+        unview(o->be, o->qm, h->qm, o->n8, write);
+        unview(o->be, o->qv, h->qv, o->n8, write);
+        unview(o->be, o->absmax_m, h->am, o->n_blocks * 4, write);
+        unview(o->be, o->absmax_v, h->av, o->n_blocks * 4, write);
+    }
 }
 
 static zt_status fsync_path(const char *path) {
@@ -160,7 +201,8 @@ static void seg_free(seglist *l) {
 // Lists this rank's segments: every tensor's part of [lo, hi), split into runs of
 // contiguous global indices; tensors replicated across tp only from tp rank 0, the tied
 // embedding only from the first stage; vocabulary padding dropped.
-static void collect(const zt_ckpt_ctx *c, seglist *l, const float *params) {
+static void collect(const zt_ckpt_ctx *c, seglist *l, const host_state *h) {
+    const float *params = h->params;
     const zt_gpt2 *m = c->model;
     const zt_layout *lay = &m->layout;
     size_t B = c->is_8bit ? (size_t)c->opt8->opt.block_size : 1;
@@ -180,22 +222,22 @@ static void collect(const zt_ckpt_ctx *c, seglist *l, const float *params) {
                 size_t flat = t->offset + k;
                 seg_add(l, t->name, "param", g, 0, 0, 0, params + flat, keep, ZT_ST_F32);
                 if (!c->is_8bit) {
-                    seg_add(l, t->name, "m", g, 0, 0, 0, c->opt->m + (flat - c->lo), keep, ZT_ST_F32);
-                    seg_add(l, t->name, "v", g, 0, 0, 0, c->opt->v + (flat - c->lo), keep, ZT_ST_F32);
+                    seg_add(l, t->name, "m", g, 0, 0, 0, h->m + (flat - c->lo), keep, ZT_ST_F32);
+                    seg_add(l, t->name, "v", g, 0, 0, 0, h->v + (flat - c->lo), keep, ZT_ST_F32);
                 } else if (!p->is_8bit) {
                     size_t s = p->state + (flat - p->a);
-                    seg_add(l, t->name, "m", g, 0, 0, 0, c->opt8->m32 + s, keep, ZT_ST_F32);
-                    seg_add(l, t->name, "v", g, 0, 0, 0, c->opt8->v32 + s, keep, ZT_ST_F32);
+                    seg_add(l, t->name, "m", g, 0, 0, 0, h->m32 + s, keep, ZT_ST_F32);
+                    seg_add(l, t->name, "v", g, 0, 0, 0, h->v32 + s, keep, ZT_ST_F32);
                 } else {
                     size_t rel = flat - p->a, s = p->state + rel, phase = rel % B;
                     size_t blk = p->block + rel / B, nb = (phase + keep + B - 1) / B;
                     // to the piece's end, vocabulary padding excluded
                     size_t rest = zt_min_sz(p->b - flat, real - g);
-                    seg_add(l, t->name, "qm", g, phase, blk, rest, c->opt8->qm + s, keep, ZT_ST_U8);
-                    seg_add(l, t->name, "qv", g, phase, blk, rest, c->opt8->qv + s, keep, ZT_ST_U8);
-                    seg_add(l, t->name, "am", g, phase, blk, rest, c->opt8->absmax_m + blk, nb,
+                    seg_add(l, t->name, "qm", g, phase, blk, rest, h->qm + s, keep, ZT_ST_U8);
+                    seg_add(l, t->name, "qv", g, phase, blk, rest, h->qv + s, keep, ZT_ST_U8);
+                    seg_add(l, t->name, "am", g, phase, blk, rest, h->am + blk, nb,
                             ZT_ST_F32);
-                    seg_add(l, t->name, "av", g, phase, blk, rest, c->opt8->absmax_v + blk, nb,
+                    seg_add(l, t->name, "av", g, phase, blk, rest, h->av + blk, nb,
                             ZT_ST_F32);
                 }
             }
@@ -356,11 +398,10 @@ zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples) {
     ZT_TRY(zt_comm_agree(&g->world_comm, s));
     uint64_t mine[3] = {0, 0, 0};
     if (writes(c)) {
-        zt_gpt2 *m = c->model;
-        size_t nb = m->layout.numel * sizeof(float);
-        float *params = view(m->params, nb, 1);
+        host_state h;
+        map_state(c, &h, 1);
         seglist l = {0};
-        collect(c, &l, params);
+        collect(c, &l, &h);
         char name[128], path[PATHN + 128];
         shard_name(name, sizeof name, g->pp_rank, g->tp_rank, g->dp_rank);
         snprintf(path, sizeof path, "%s/%s", tmp, name);
@@ -368,7 +409,7 @@ zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples) {
                                     &mine[2], &mine[1]);
         mine[0] = 1;
         seg_free(&l);
-        unview(m->params, params, nb, 0);
+        unmap_state(c, &h, 0);
         if (s == ZT_OK) maybe_crash(g->rank);
     }
     ZT_TRY(zt_comm_agree(&g->world_comm, s));
@@ -907,35 +948,28 @@ static zt_status load_into(const zt_ckpt_ctx *c, ckpt_index *x, size_t *counts) 
     zt_q8_make_map(L.map_v, 0);
     if (L.src_B < 1 || L.src_B > ZT_ADAMW8BIT_MAX_BLOCK)
         return zt_errorf("%s/manifest.json: bad block_size %zu", x->man.dir, L.src_B);
-    size_t nb = lay->numel * sizeof(float);
-    float *params = view(m->params, nb, 0);
-    memset(params, 0, nb); // padding stays zero
+    host_state h;
+    map_state(c, &h, 0);
+    memset(h.params, 0, lay->numel * sizeof(float)); // padding stays zero
     zt_status s = ZT_OK;
     for (int i = 0; s == ZT_OK && i < lay->n; i++)
-        s = each_run(&L, &lay->t[i], 0, lay->t[i].numel, load_params_run, params);
-    unview(m->params, params, nb, 1);
-    ZT_TRY(s);
-    if (!c->is_8bit) {
+        s = each_run(&L, &lay->t[i], 0, lay->t[i].numel, load_params_run, h.params);
+    if (s == ZT_OK && !c->is_8bit) {
         zt_adamw *o = c->opt;
-        size_t sb = (o->hi - o->lo) * sizeof(float);
-        fp32_state d = {view(o->m, sb, 0), view(o->v, sb, 0), o->lo};
+        fp32_state d = {h.m, h.v, o->lo};
         for (int i = 0; s == ZT_OK && i < lay->n; i++) {
             const zt_tensor_desc *t = &lay->t[i];
             size_t a = t->offset > o->lo ? t->offset : o->lo;
             size_t b = zt_min_sz(t->offset + t->numel, o->hi);
             if (a < b) s = each_run(&L, t, a - t->offset, b - t->offset, load_fp32_run2, &d);
         }
-        unview(o->m, d.m, sb, 1);
-        unview(o->v, d.v, sb, 1);
         o->t = x->man.t;
-        return s;
     }
     zt_adamw8bit *o = c->opt8;
-    size_t B = (size_t)o->opt.block_size;
-    float *m32 = view(o->m32, o->n32 * 4, 0), *v32 = view(o->v32, o->n32 * 4, 0);
-    uint8_t *qm = view(o->qm, o->n8, 0), *qv = view(o->qv, o->n8, 0);
-    float *am = view(o->absmax_m, o->n_blocks * 4, 0), *av = view(o->absmax_v, o->n_blocks * 4, 0);
-    for (int k = 0; s == ZT_OK && k < o->n_pieces; k++) {
+    size_t B = c->is_8bit ? (size_t)o->opt.block_size : 1;
+    float *m32 = h.m32, *v32 = h.v32, *am = h.am, *av = h.av;
+    uint8_t *qm = h.qm, *qv = h.qv;
+    for (int k = 0; c->is_8bit && s == ZT_OK && k < o->n_pieces; k++) {
         const zt_adamw8bit_piece *p = &o->pieces[k];
         const zt_tensor_desc *t = &lay->t[p->tensor];
         if (!p->is_8bit) {
@@ -951,13 +985,8 @@ static zt_status load_into(const zt_ckpt_ctx *c, ckpt_index *x, size_t *counts) 
                            am + p->block + j, av + p->block + j);
         }
     }
-    unview(o->m32, m32, o->n32 * 4, 1);
-    unview(o->v32, v32, o->n32 * 4, 1);
-    unview(o->qm, qm, o->n8, 1);
-    unview(o->qv, qv, o->n8, 1);
-    unview(o->absmax_m, am, o->n_blocks * 4, 1);
-    unview(o->absmax_v, av, o->n_blocks * 4, 1);
-    o->t = x->man.t;
+    unmap_state(c, &h, 1);
+    if (c->is_8bit) o->t = x->man.t;
     counts[0] = L.exact;
     counts[1] = L.requantized;
     return s;

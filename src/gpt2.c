@@ -13,10 +13,13 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernels.h" // zt_attention_workspace: the CPU attention's scratch, sized here
 #include "memory.h"
 #include "rng.h"
 #include "vocab_loss.h"
+
+// A kernel call on the model's backend: K(layernorm_forward, out, ...).
+#define K(fn, ...) m->be->ops->fn(m->be, __VA_ARGS__)
 
 static int has_embed(const zt_gpt2 *m) { return m->layout.unit_first == ZT_UNIT_EMBED; }
 static int has_head(const zt_gpt2 *m) { return m->layout.unit_last == zt_unit_count(&m->shape); }
@@ -164,16 +167,17 @@ zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, 
     return ZT_OK;
 }
 
-zt_status zt_gpt2_init(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
-                       int tp_rank, size_t align, size_t pad_multiple, int B, int T,
-                       int loss_chunk, int n_slots, const zt_comm *tp_comm) {
+zt_status zt_gpt2_init(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s, int unit_first,
+                       int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
+                       int B, int T, int loss_chunk, int n_slots, const zt_comm *tp_comm) {
     ZT_TRY(plan(m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk,
                 n_slots));
+    m->be = be;
     ZT_ASSERT(tp == 1 || (tp_comm && tp_comm->size == tp && tp_comm->rank == tp_rank));
     m->tp_comm = tp > 1 ? tp_comm : NULL;
     size_t n = m->layout.numel;
-    m->params = zt_mem_alloc(ZT_MEM_PARAMS, n * sizeof(float));
-    m->grads = zt_mem_alloc(ZT_MEM_GRADS, n * sizeof(float));
+    m->params = zt_be_alloc(be, ZT_MEM_PARAMS, n * sizeof(float));
+    m->grads = zt_be_alloc(be, ZT_MEM_GRADS, n * sizeof(float));
     m->p.h = calloc((size_t)s->n_layer, sizeof(zt_block_tensors));
     m->g.h = calloc((size_t)s->n_layer, sizeof(zt_block_tensors));
     ZT_ASSERT(m->p.h && m->g.h);
@@ -182,9 +186,9 @@ zt_status zt_gpt2_init(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int 
     carver act = {0}, ws = {0}, lg = {0};
     carve_acts(&m->a, &act, &ws, &lg, m);
     m->slot_floats = act.used;
-    act.base = zt_mem_alloc(ZT_MEM_ACTIVATIONS, act.used * sizeof(float) * (size_t)n_slots);
-    ws.base = zt_mem_alloc(ZT_MEM_WORKSPACE, ws.used * sizeof(float));
-    lg.base = zt_mem_alloc(ZT_MEM_LOGITS, lg.used * sizeof(float));
+    act.base = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, act.used * sizeof(float) * (size_t)n_slots);
+    ws.base = zt_be_alloc(be, ZT_MEM_WORKSPACE, ws.used * sizeof(float));
+    lg.base = zt_be_alloc(be, ZT_MEM_LOGITS, lg.used * sizeof(float));
     act.used = ws.used = lg.used = 0;
     carve_acts(&m->a, &act, &ws, &lg, m);
     m->act_block = act.base;
@@ -200,23 +204,28 @@ void zt_gpt2_use_slot(zt_gpt2 *m, int slot) {
 }
 
 void zt_gpt2_free(zt_gpt2 *m) {
-    zt_mem_free(m->params);
-    zt_mem_free(m->grads);
-    zt_mem_free(m->act_block);
-    zt_mem_free(m->ws_block);
-    zt_mem_free(m->logits_block);
+    if (m->be) {
+        zt_be_free(m->be, m->params);
+        zt_be_free(m->be, m->grads);
+        zt_be_free(m->be, m->act_block);
+        zt_be_free(m->be, m->ws_block);
+        zt_be_free(m->be, m->logits_block);
+    }
     free(m->p.h);
     free(m->g.h);
     zt_layout_free(&m->layout);
     memset(m, 0, sizeof *m);
 }
 
+// Computed on the host, in a view of the parameters (the parameters themselves on the CPU).
 void zt_gpt2_init_random(zt_gpt2 *m, uint64_t seed) {
     const zt_layout *lay = &m->layout;
     float proj_std = 0.02f / sqrtf(2.0f * m->shape.n_layer);
+    size_t bytes = lay->numel * sizeof(float);
+    float *params = zt_be_map(m->be, m->params, bytes, 0);
     for (int i = 0; i < lay->n; i++) {
         const zt_tensor_desc *t = &lay->t[i];
-        float *p = m->params + t->offset;
+        float *p = params + t->offset;
         const char *name = t->name;
         size_t len = strlen(name);
         int is_bias = len > 5 && strcmp(name + len - 5, ".bias") == 0;
@@ -238,6 +247,7 @@ void zt_gpt2_init_random(zt_gpt2 *m, uint64_t seed) {
             p[k] = (t->split == ZT_SPLIT_VOCAB && g >= real_rows_end) ? 0.0f : std * zt_normal(key, g);
         }
     }
+    zt_be_unmap(m->be, m->params, params, bytes, 1);
 }
 
 // This tp rank's per-layer sizes: Cl = C/tp channels of its heads, NHl = NH/tp heads.
@@ -272,21 +282,21 @@ static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const f
     float *lse = a->lse + (size_t)li * N * d.NHl, *res2 = a->res2 + li * d.NC;
     float *ln2 = a->ln2 + li * d.NC, *fch = a->fch + li * 4 * d.NCl;
     float *fch_gelu = a->fch_gelu + li * 4 * d.NCl, *res3 = a->res3 + li * d.NC;
-    zt_layernorm_forward(ln1, a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, x,
+    K(layernorm_forward, ln1, a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, x,
                          w->ln1w, w->ln1b, N, C);
-    zt_matmul_forward(qkv, ln1, w->qkvw, w->qkvb, N, C, 3 * Cl);
-    zt_attention_forward(atty, lse, qkv, a->attn_work, d.B, d.T, Cl, d.NHl);
-    zt_matmul_in_out_forward(a->scratch, atty, w->attprojw, row_bias(m, w->attprojb), N, Cl, C);
+    K(matmul_forward, qkv, ln1, w->qkvw, w->qkvb, N, C, 3 * Cl);
+    K(attention_forward, atty, lse, qkv, a->attn_work, d.B, d.T, Cl, d.NHl);
+    K(matmul_in_out_forward, a->scratch, atty, w->attprojw, row_bias(m, w->attprojb), N, Cl, C);
     tp_sum(m, a->scratch, d.NC);
-    zt_add(res2, x, a->scratch, d.NC);
-    zt_layernorm_forward(ln2, a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, res2,
+    K(add, res2, x, a->scratch, d.NC);
+    K(layernorm_forward, ln2, a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, res2,
                          w->ln2w, w->ln2b, N, C);
-    zt_matmul_forward(fch, ln2, w->fcw, w->fcb, N, C, 4 * Cl);
-    zt_gelu_forward(fch_gelu, fch, 4 * d.NCl);
-    zt_matmul_in_out_forward(a->scratch, fch_gelu, w->fcprojw, row_bias(m, w->fcprojb), N, 4 * Cl,
+    K(matmul_forward, fch, ln2, w->fcw, w->fcb, N, C, 4 * Cl);
+    K(gelu_forward, fch_gelu, fch, 4 * d.NCl);
+    K(matmul_in_out_forward, a->scratch, fch_gelu, w->fcprojw, row_bias(m, w->fcprojb), N, 4 * Cl,
                              C);
     tp_sum(m, a->scratch, d.NC);
-    zt_add(res3, res2, a->scratch, d.NC);
+    K(add, res3, res2, a->scratch, d.NC);
 }
 
 // dres holds the gradient of the block's output and becomes that of its input x.
@@ -303,20 +313,20 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
     const float *ln2 = a->ln2 + li * d.NC, *fch = a->fch + li * 4 * d.NCl;
     const float *fch_gelu = a->fch_gelu + li * 4 * d.NCl;
     // MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2))))
-    zt_matmul_in_out_backward(a->dfch, g->fcprojw, g->fcprojb, a->dres, fch_gelu, w->fcprojw, N,
+    K(matmul_in_out_backward, a->dfch, g->fcprojw, g->fcprojb, a->dres, fch_gelu, w->fcprojw, N,
                               4 * Cl, C, 0);
-    zt_gelu_backward(a->dfch, fch, a->dfch, 4 * d.NCl);
-    zt_matmul_backward(a->dln, g->fcw, g->fcb, a->dfch, ln2, w->fcw, N, C, 4 * Cl, 0);
+    K(gelu_backward, a->dfch, fch, a->dfch, 4 * d.NCl);
+    K(matmul_backward, a->dln, g->fcw, g->fcb, a->dfch, ln2, w->fcw, N, C, 4 * Cl, 0);
     tp_sum(m, a->dln, d.NC); // column-parallel: each rank holds part of d(ln_2 out)
-    zt_layernorm_backward(a->dres, g->ln2w, g->ln2b, a->dln, res2, w->ln2w,
+    K(layernorm_backward, a->dres, g->ln2w, g->ln2b, a->dln, res2, w->ln2w,
                           a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, N, C);
     // attention: res2 = x + c_proj(attn(c_attn(ln_1(x))))
-    zt_matmul_in_out_backward(a->datty, g->attprojw, g->attprojb, a->dres, atty, w->attprojw, N, Cl,
+    K(matmul_in_out_backward, a->datty, g->attprojw, g->attprojb, a->dres, atty, w->attprojw, N, Cl,
                               C, 0);
-    zt_attention_backward(a->dqkv, a->datty, qkv, lse, a->attn_work, d.B, d.T, Cl, d.NHl);
-    zt_matmul_backward(a->dln, g->qkvw, g->qkvb, a->dqkv, ln1, w->qkvw, N, C, 3 * Cl, 0);
+    K(attention_backward, a->dqkv, a->datty, qkv, lse, a->attn_work, d.B, d.T, Cl, d.NHl);
+    K(matmul_backward, a->dln, g->qkvw, g->qkvb, a->dqkv, ln1, w->qkvw, N, C, 3 * Cl, 0);
     tp_sum(m, a->dln, d.NC);
-    zt_layernorm_backward(a->dres, g->ln1w, g->ln1b, a->dln, x, w->ln1w,
+    K(layernorm_backward, a->dres, g->ln1w, g->ln1b, a->dln, x, w->ln1w,
                           a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, N, C);
 }
 
@@ -343,24 +353,24 @@ static double head_forward(zt_gpt2 *m, const float *x, const int32_t *targets, i
                            float loss_scale) {
     zt_gpt2_acts *a = &m->a;
     int N = m->B * m->T, C = m->shape.n_embd, Vl = vocab_rows(m);
-    zt_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.lnfw, m->p.lnfb, N, C);
+    K(layernorm_forward, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.lnfw, m->p.lnfb, N, C);
     for (int n0 = 0; n0 < N; n0 += m->loss_chunk) {
         int nc = (int)zt_min_sz((size_t)m->loss_chunk, (size_t)(N - n0));
         const float *lnf = a->lnf + (size_t)n0 * C;
-        zt_gemm(0, 1, nc, Vl, C, 1.0f, lnf, C, m->p.wte, C, 0.0f, a->logits, Vl);
-        zt_vocab_parallel_ce(m->tp_comm, a->logits, a->losses + n0, a->logits, targets + n0,
-                             loss_scale, nc, m->shape.vocab, m->shape.padded_vocab, a->ce_work);
+        K(gemm, 0, 1, nc, Vl, C, 1.0f, lnf, C, m->p.wte, C, 0.0f, a->logits, Vl);
+        zt_vocab_parallel_ce(m->be, m->tp_comm, a->logits, a->losses + n0, a->logits,
+                             targets + n0, loss_scale, nc, m->shape.vocab, m->shape.padded_vocab,
+                             a->ce_work);
         if (!backward) continue;
-        zt_gemm(0, 0, nc, C, Vl, 1.0f, a->logits, Vl, m->p.wte, C, 0.0f, a->dln + (size_t)n0 * C,
+        K(gemm, 0, 0, nc, C, Vl, 1.0f, a->logits, Vl, m->p.wte, C, 0.0f, a->dln + (size_t)n0 * C,
                 C);
-        zt_gemm(1, 0, Vl, C, nc, 1.0f, a->logits, Vl, lnf, C, 1.0f, m->g.wte, C);
+        K(gemm, 1, 0, Vl, C, nc, 1.0f, a->logits, Vl, lnf, C, 1.0f, m->g.wte, C);
     }
-    double sum = 0.0;
-    for (int n = 0; n < N; n++) sum += a->losses[n];
+    double sum = m->be->ops->sum(m->be, a->losses, (size_t)N);
     if (backward) { // kept per micro-batch: GPipe runs the backward later
         tp_sum(m, a->dln, (size_t)N * C); // each vocabulary slice adds its part
-        memset(a->dhead, 0, (size_t)N * C * sizeof(float));
-        zt_layernorm_backward(a->dhead, m->g.lnfw, m->g.lnfb, a->dln, x, m->p.lnfw, a->lnf_mean,
+        m->be->ops->memset(m->be, a->dhead, 0, (size_t)N * C * sizeof(float));
+        K(layernorm_backward, a->dhead, m->g.lnfw, m->g.lnfb, a->dln, x, m->p.lnfw, a->lnf_mean,
                               a->lnf_rstd, N, C);
     }
     return sum;
@@ -372,12 +382,12 @@ double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
     if (has_embed(m)) {
         // a token's row lives on one tp rank (the others add zeros), positions on rank 0:
         // the sum is exact, as at tp = 1
-        zt_encoder_forward(m->a.encoded, tokens, m->p.wte,
+        K(encoder_forward, m->a.encoded, tokens, m->p.wte,
                            m->layout.tp_rank == 0 ? m->p.wpe : NULL, vocab_lo(m), vocab_rows(m),
                            N, m->T, C);
         tp_sum(m, m->a.encoded, (size_t)N * C);
     } else {
-        memcpy(m->a.encoded, input, (size_t)N * C * sizeof(float));
+        m->be->ops->copy(m->be, m->a.encoded, input, (size_t)N * C * sizeof(float), ZT_COPY_D2D);
     }
     int nl = n_local_layers(m);
     for (int li = 0; li < nl; li++)
@@ -389,17 +399,18 @@ double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
 void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, float *dinput) {
     int N = m->B * m->T, C = m->shape.n_embd, L0 = first_layer(m);
     size_t NC = (size_t)N * C;
-    memcpy(m->a.dres, has_head(m) ? m->a.dhead : dout, NC * sizeof(float));
+    m->be->ops->copy(m->be, m->a.dres, has_head(m) ? m->a.dhead : dout, NC * sizeof(float),
+                     ZT_COPY_D2D);
     for (int li = n_local_layers(m) - 1; li >= 0; li--)
         block_backward(m, li, &m->p.h[L0 + li], &m->g.h[L0 + li], block_input(m, li));
     if (has_embed(m))
-        zt_encoder_backward(m->g.wte, m->g.wpe, m->a.dres, tokens, vocab_lo(m), vocab_rows(m), N,
+        K(encoder_backward, m->g.wte, m->g.wpe, m->a.dres, tokens, vocab_lo(m), vocab_rows(m), N,
                             m->T, C);
     else if (dinput)
-        memcpy(dinput, m->a.dres, NC * sizeof(float));
+        m->be->ops->copy(m->be, dinput, m->a.dres, NC * sizeof(float), ZT_COPY_D2D);
 }
 
 void zt_gpt2_logits(const zt_gpt2 *m, float *out) {
     int N = m->B * m->T, C = m->shape.n_embd, Vl = vocab_rows(m);
-    zt_gemm(0, 1, N, Vl, C, 1.0f, m->a.lnf, C, m->p.wte, C, 0.0f, out, Vl);
+    K(gemm, 0, 1, N, Vl, C, 1.0f, m->a.lnf, C, m->p.wte, C, 0.0f, out, Vl);
 }

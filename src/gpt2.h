@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "backend.h"
 #include "comm.h"
 #include "layout.h"
 #include "memory.h"
@@ -56,12 +57,13 @@ typedef struct {
 } zt_gpt2_acts;
 
 typedef struct {
+    const zt_backend *be;     // where every buffer below lives and the kernels run
     zt_model_shape shape;
     zt_layout layout;
     int B, T, loss_chunk;
-    const zt_comm *tp_comm;   // this stage's tp group (NULL when tp = 1)
-    float *params;            // (layout.numel) flat
-    float *grads;             // (layout.numel) flat, same layout
+    const zt_comm *tp_comm;   // this stage's tp group's tensor path (NULL when tp = 1)
+    float *params;            // (layout.numel) flat, device memory
+    float *grads;             // (layout.numel) flat, same layout, device memory
     zt_gpt2_tensors p, g;     // views into params and grads
     zt_gpt2_acts a;
     int n_slots;              // micro-batches whose activations can be held at once
@@ -72,7 +74,8 @@ typedef struct {
 } zt_gpt2;
 
 // Builds the layout for units [unit_first, unit_last) on this tp rank and allocates
-// parameters, gradients (zeroed) and activations for micro-batches of B x T.
+// parameters, gradients (zeroed) and activations for micro-batches of B x T, all on
+// backend `be` (every pointer in zt_gpt2 is its device memory).
 // The flat buffers are padded to a multiple of `pad_multiple` elements (dp * block,
 // so ZeRO shards are equal and block-aligned). loss_chunk: tokens per chunk of the loss
 // (0 = automatic). n_slots activation sets are allocated, one per micro-batch the
@@ -80,9 +83,9 @@ typedef struct {
 // zt_gpt2_use_slot picks another. Weights are zero until zt_gpt2_init_random or a
 // checkpoint fills them. With tp > 1, tp_comm is the stage's tp group (rank tp_rank
 // of size tp): forward and backward issue its all-reduces. Free with zt_gpt2_free.
-zt_status zt_gpt2_init(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
-                       int tp_rank, size_t align, size_t pad_multiple, int B, int T,
-                       int loss_chunk, int n_slots, const zt_comm *tp_comm);
+zt_status zt_gpt2_init(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s, int unit_first,
+                       int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
+                       int B, int T, int loss_chunk, int n_slots, const zt_comm *tp_comm);
 
 // Points the activations (m->a, not the shared backward scratch) at slot `slot`: the
 // forward and backward of one micro-batch must use the same slot.
@@ -104,7 +107,7 @@ int zt_gpt2_auto_loss_chunk(int padded_vocab, int N);
 void zt_gpt2_init_random(zt_gpt2 *m, uint64_t seed);
 
 // Forward of this stage's units over tokens (B, T) (used when the stage has the
-// embedding; else `input` (N, C) is the previous stage's output) and, on the last
+// embedding; else `input` (N, C) is the previous stage's output; all device memory) and, on the last
 // stage, the loss against targets. With `backward`, the head also computes its
 // gradient (scaled by `loss_scale`, e.g. 1/tokens in the global batch) as it goes.
 // Returns the sum of the per-token losses of the micro-batch on the last stage, else 0.

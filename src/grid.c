@@ -113,6 +113,10 @@ zt_status zt_grid_init(zt_grid *g, const zt_comm *world, int dp, int pp, int tp)
     split_group(g, world, ZT_GRID_GROUP_PP, &g->pp_comm);
     split_group(g, world, ZT_GRID_GROUP_EMBED, &g->embed_comm);
     g->in_embed_group = g->pp_rank == 0 || g->pp_rank == pp - 1;
+    g->tp_data = &g->tp_comm;
+    g->dp_data = &g->dp_comm;
+    g->pp_data = &g->pp_comm;
+    g->embed_data = &g->embed_comm;
 
     // The key choice above makes these hold; a backend whose split broke it is a bug.
     ZT_ASSERT(g->world_comm.rank == g->rank && g->world_comm.size == g->world);

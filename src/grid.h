@@ -52,6 +52,11 @@ typedef struct {
     zt_comm embed_comm;             // first stage = rank 0, last = rank 1 (size 2 when
                                     // pp > 1, 1 when pp == 1); size 1 off the group
     int in_embed_group;             // first or last stage (always when pp == 1)
+    // The tensor path of each group (DESIGN.md §6: control and data travel apart). The
+    // communicators above carry control (scalars, agreements, checks) in host memory;
+    // tensors in the backend's memory go through these. On the CPU they are the same
+    // MPI communicators; a GPU backend points them at NCCL (or staged MPI) instead.
+    const zt_comm *tp_data, *dp_data, *pp_data, *embed_data;
 } zt_grid;
 
 // Checks the layout (zt_grid_layout on world->size; dp = 0 derives it) and returns its

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backend.h"
 #include "llmc_checkpoint.h"
 #include "safetensors.h"
 
@@ -166,6 +167,7 @@ static zt_status hf_load(zt_gpt2 *m, const char *path) {
     zt_status st = zt_st_open(&f, p.st);
     const zt_layout *lay = &m->layout;
     float *buf = NULL, *other = NULL;
+    float *params = zt_be_map(m->be, m->params, lay->numel * sizeof(float), 0);
     for (int i = 0; st == ZT_OK && i < lay->n; i++) {
         const zt_tensor_desc *t = &lay->t[i];
         int e = find_hf(&f, t->name);
@@ -214,8 +216,9 @@ static zt_status hf_load(zt_gpt2 *m, const char *path) {
                 }
             }
         }
-        gather(lay, t, &m->shape, buf, m->params + t->offset);
+        gather(lay, t, &m->shape, buf, params + t->offset);
     }
+    zt_be_unmap(m->be, m->params, params, lay->numel * sizeof(float), st == ZT_OK);
     free(buf);
     free(other);
     zt_st_close(&f);

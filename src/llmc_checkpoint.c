@@ -114,6 +114,7 @@ zt_status zt_llmc_load(zt_gpt2 *m, const char *path) {
     const float *file = (const float *)((const char *)map + 1024);
 
     const zt_layout *lay = &m->layout;
+    float *params = zt_be_map(m->be, m->params, lay->numel * sizeof(float), 0);
     for (int i = 0; i < lay->n; i++) {
         const zt_tensor_desc *t = &lay->t[i];
         const float *src = NULL;
@@ -129,7 +130,7 @@ zt_status zt_llmc_load(zt_gpt2 *m, const char *path) {
                     src = file + layer_off[k] + (size_t)l * layer_numel[k];
         }
         ZT_ASSERTF(src, "no llm.c tensor for %s", t->name);
-        float *dst = m->params + t->offset;
+        float *dst = params + t->offset;
         size_t real = (size_t)s->vocab * C; // wte: rows past V are padding in both files
         size_t I = (size_t)t->shape[0], O = (size_t)t->shape[1];
 #pragma omp parallel for
@@ -139,6 +140,7 @@ zt_status zt_llmc_load(zt_gpt2 *m, const char *path) {
             dst[k] = (t->split == ZT_SPLIT_VOCAB && g >= real) ? 0.0f : src[g];
         }
     }
+    zt_be_unmap(m->be, m->params, params, lay->numel * sizeof(float), 1);
     munmap(map, want);
     return ZT_OK;
 }

@@ -57,6 +57,7 @@ static void default_data_path(char *out, size_t size, const char *argv0, const c
 
 typedef struct {
     const zt_config *cfg;
+    const zt_backend *be;      // where the model, its buffers and the optimizer live
     zt_grid grid;
     zt_model_shape shape;
     zt_partition part;
@@ -70,6 +71,7 @@ typedef struct {
     int has_val;
     size_t shard_lo, shard_hi; // this rank's optimizer range of the flat buffer
     int n_slots;               // micro-batches this stage holds at once
+    // device memory of `be`:
     int32_t *inputs, *targets; // (n_slots, B*T) tokens of each held micro-batch
     float *recv_in;            // (n_slots, N*C) activations received from the stage before
     float *recv_dout;          // (n_slots, N*C) their gradients received from the stage after
@@ -92,13 +94,16 @@ static size_t act_count(const trainer *t) {
 // targets.
 static void read_batch(trainer *t, zt_dataset *ds, uint64_t step, int k, int accum, int slot) {
     const zt_config *c = t->cfg;
-    size_t BT = (size_t)c->micro_batch * c->seq;
+    size_t BT = (size_t)c->micro_batch * c->seq, bytes = BT * sizeof(int32_t);
     uint64_t G = (uint64_t)c->micro_batch * accum * t->grid.dp;
     uint64_t base = ds == &t->train ? t->sample0 + (step - (uint64_t)t->step0) * G : step * G;
     uint64_t first = base + ((uint64_t)t->grid.dp_rank * accum + k) * c->micro_batch;
+    int32_t *in = zt_be_map(t->be, t->inputs + slot * BT, bytes, 0);
+    int32_t *tg = zt_be_map(t->be, t->targets + slot * BT, bytes, 0);
     for (int b = 0; b < c->micro_batch; b++)
-        zt_dataset_sample(ds, first + b, t->inputs + slot * BT + (size_t)b * c->seq,
-                          t->targets + slot * BT + (size_t)b * c->seq);
+        zt_dataset_sample(ds, first + b, in + (size_t)b * c->seq, tg + (size_t)b * c->seq);
+    zt_be_unmap(t->be, t->inputs + slot * BT, in, bytes, 1);
+    zt_be_unmap(t->be, t->targets + slot * BT, tg, bytes, 1);
 }
 
 // Runs this stage's schedule for one step (forward and backward of every micro-batch,
@@ -106,7 +111,7 @@ static void read_batch(trainer *t, zt_dataset *ds, uint64_t step, int k, int acc
 // on the last stage only).
 static double run_schedule(trainer *t, uint64_t step, float loss_scale) {
     const zt_config *c = t->cfg;
-    const zt_comm *pp = &t->grid.pp_comm;
+    const zt_comm *pp = t->grid.pp_data;
     zt_gpt2 *m = &t->model;
     int prev = t->grid.pp_rank - 1, next = t->grid.pp_rank + 1;
     size_t NC = act_count(t), BT = (size_t)c->micro_batch * c->seq;
@@ -162,7 +167,7 @@ static double run_schedule(trainer *t, uint64_t step, float loss_scale) {
 // file (the same samples whatever the layout), through the pipeline stage by stage.
 static double evaluate(trainer *t) {
     const zt_config *c = t->cfg;
-    const zt_comm *pp = &t->grid.pp_comm;
+    const zt_comm *pp = t->grid.pp_data;
     zt_gpt2 *m = &t->model;
     size_t NC = act_count(t);
     double sum = 0.0;
@@ -221,18 +226,18 @@ static zt_status setup(trainer *t, const char *argv0) {
     t->n_slots = zt_schedule_peak_in_flight(&t->sched);
     ZT_ASSERT(t->n_slots == zt_plan_stage_slots(&t->plan, g->pp_rank));
     size_t pad = (size_t)g->dp * ZT_ALIGN_ELEMS;
-    ZT_TRY(zt_gpt2_init(&t->model, &t->shape, t->unit_first, t->unit_last, g->tp, g->tp_rank,
-                        ZT_ALIGN_ELEMS, pad, c->micro_batch, c->seq, c->loss_chunk, t->n_slots,
-                        &g->tp_comm));
+    ZT_TRY(zt_gpt2_init(&t->model, t->be, &t->shape, t->unit_first, t->unit_last, g->tp,
+                        g->tp_rank, ZT_ALIGN_ELEMS, pad, c->micro_batch, c->seq, c->loss_chunk,
+                        t->n_slots, g->tp_data));
     // with --resume, zt_ckpt_resume fills the weights once the optimizer exists
     if (c->init_from[0] && !c->resume[0]) ZT_TRY(zt_init_load(&t->model, c->init_from));
     else zt_gpt2_init_random(&t->model, c->seed);
     size_t BT = (size_t)c->micro_batch * c->seq, NC = act_count(t);
-    t->inputs = zt_mem_alloc(ZT_MEM_WORKSPACE, (size_t)t->n_slots * BT * sizeof(int32_t));
-    t->targets = zt_mem_alloc(ZT_MEM_WORKSPACE, (size_t)t->n_slots * BT * sizeof(int32_t));
-    t->recv_in = zt_mem_alloc(ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
-    t->recv_dout = zt_mem_alloc(ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
-    t->dinput = zt_mem_alloc(ZT_MEM_COMM, NC * sizeof(float));
+    t->inputs = zt_be_alloc(t->be, ZT_MEM_WORKSPACE, (size_t)t->n_slots * BT * sizeof(int32_t));
+    t->targets = zt_be_alloc(t->be, ZT_MEM_WORKSPACE, (size_t)t->n_slots * BT * sizeof(int32_t));
+    t->recv_in = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
+    t->recv_dout = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
+    t->dinput = zt_be_alloc(t->be, ZT_MEM_COMM, NC * sizeof(float));
     return ZT_OK;
 }
 
@@ -291,8 +296,11 @@ static zt_status save_model(trainer *t) {
     const zt_config *c = t->cfg;
     if (g->dp_rank != 0) return ZT_OK;
     zt_gpt2 *m = &t->model;
+    size_t bytes = m->layout.numel * sizeof(float);
+    float *mine = zt_be_map(t->be, m->params, bytes, 1);
     if (g->rank != 0) {
-        zt_comm_send(&g->world_comm, m->params, m->layout.numel, ZT_F32, 0, 0, NULL);
+        zt_comm_send(&g->world_comm, mine, m->layout.numel, ZT_F32, 0, 0, NULL);
+        zt_be_unmap(t->be, m->params, mine, bytes, 0);
         return ZT_OK;
     }
     int n = g->pp * g->tp; // part k = stage k / tp, tp rank k % tp
@@ -306,7 +314,7 @@ static zt_status save_model(trainer *t) {
                                  t->part.first[stage + 1], g->tp, tp_rank, ZT_ALIGN_ELEMS) == ZT_OK);
         lays[k].numel = zt_round_up(lays[k].numel, (size_t)g->dp * ZT_ALIGN_ELEMS);
         if (k == 0) {
-            params[k] = m->params;
+            params[k] = mine;
             continue;
         }
         owned[k] = malloc(lays[k].numel * sizeof(float));
@@ -324,6 +332,7 @@ static zt_status save_model(trainer *t) {
     free(lays);
     free(params);
     free(owned);
+    zt_be_unmap(t->be, m->params, mine, bytes, 0);
     return s;
 }
 
@@ -334,15 +343,19 @@ static zt_status check_tied_copies(trainer *t) {
     zt_gpt2 *m = &t->model;
     if (g->pp == 1 || !g->in_embed_group) return ZT_OK;
     size_t n = m->layout.tied_numel;
+    float *mine = zt_be_map(t->be, m->params, n * sizeof(float), 1);
+    int same = 1;
     if (is_last_stage(t)) {
-        zt_comm_send(&g->embed_comm, m->params, n, ZT_F32, 0, 0, NULL);
-        return ZT_OK;
+        zt_comm_send(&g->embed_comm, mine, n, ZT_F32, 0, 0, NULL);
+    } else {
+        float *other = malloc(n * sizeof(float));
+        ZT_ASSERT(other);
+        zt_comm_recv(&g->embed_comm, other, n, ZT_F32, 1, 0, NULL);
+        same = memcmp(other, mine, n * sizeof(float)) == 0;
+        free(other);
     }
-    float *other = malloc(n * sizeof(float));
-    ZT_ASSERT(other);
-    zt_comm_recv(&g->embed_comm, other, n, ZT_F32, 1, 0, NULL);
-    int same = memcmp(other, m->params, n * sizeof(float)) == 0;
-    free(other);
+    zt_be_unmap(t->be, m->params, mine, n * sizeof(float), 0);
+    if (is_last_stage(t)) return ZT_OK;
     if (!same)
         return zt_errorf("the tied embedding copies of the first and last stage differ (dp rank "
                          "%d): a bug; please report it", g->dp_rank);
@@ -358,10 +371,12 @@ static zt_status check_tp_replicas(trainer *t) {
     const zt_layout *lay = &t->model.layout;
     if (g->tp == 1) return ZT_OK;
     uint64_t h = ZT_FNV1A_BASIS;
+    size_t bytes = lay->numel * sizeof(float);
+    const float *params = zt_be_map(t->be, t->model.params, bytes, 1);
     for (int i = 0; i < lay->n; i++)
         if (lay->t[i].replicated)
-            h = zt_hash_bytes(h, t->model.params + lay->t[i].offset,
-                              lay->t[i].numel * sizeof(float));
+            h = zt_hash_bytes(h, params + lay->t[i].offset, lay->t[i].numel * sizeof(float));
+    zt_be_unmap(t->be, t->model.params, (void *)params, bytes, 0);
     uint64_t *all = calloc((size_t)g->tp, sizeof *all);
     ZT_ASSERT(all);
     zt_comm_all_gather(&g->tp_comm, &h, all, (size_t)g->tp, ZT_I64, NULL);
@@ -448,26 +463,26 @@ static zt_status run(trainer *t) {
     double t_start = now_s();
     for (int step = t->step0; step < c->steps; step++) {
         double t0 = now_s();
-        memset(m->grads, 0, total * sizeof(float));
+        t->be->ops->memset(t->be, m->grads, 0, total * sizeof(float));
         double loss_sum = run_schedule(t, (uint64_t)step, loss_scale);
         // the tied embedding: sum the first and last stage's gradient copies over the
         // whole tensor, before the dp reduction, so both stages then shard and update
         // identical values (stages in the middle issue the same call with nothing in it)
-        zt_comm_all_reduce(&g->embed_comm, m->grads, m->grads,
+        zt_comm_all_reduce(g->embed_data, m->grads, m->grads,
                            g->in_embed_group ? m->layout.tied_numel : 0, ZT_F32, ZT_REDUCE_SUM,
                            NULL);
         // sum gradients over dp: the loss scale already divides by the global tokens
         if (is_zero)
-            zt_comm_reduce_scatter(&g->dp_comm, m->grads, m->grads + t->shard_lo, total, ZT_F32,
+            zt_comm_reduce_scatter(g->dp_data, m->grads, m->grads + t->shard_lo, total, ZT_F32,
                                    ZT_REDUCE_SUM, NULL);
         else
-            zt_comm_all_reduce(&g->dp_comm, m->grads, m->grads, total, ZT_F32, ZT_REDUCE_SUM,
+            zt_comm_all_reduce(g->dp_data, m->grads, m->grads, total, ZT_F32, ZT_REDUCE_SUM,
                                NULL);
         // one world all-reduce: [sum of squares, non-finite count, loss sum]; with
         // --zero 0 every dp rank holds the whole gradient, so only dp rank 0 counts it
         double v[3] = {0, 0, 0}, r[3];
         if (is_zero || g->dp_rank == 0)
-            zt_grad_sumsq(v, m->grads, &m->layout, t->shard_lo, t->shard_hi, g->tp_rank == 0,
+            zt_grad_sumsq(t->be, v, m->grads, &m->layout, t->shard_lo, t->shard_hi, g->tp_rank == 0,
                           g->pp_rank == 0);
         v[2] = g->tp_rank == 0 ? loss_sum : 0.0; // every tp rank has the same losses
         zt_comm_all_reduce(&g->world_comm, v, r, 3, ZT_F64, ZT_REDUCE_SUM, NULL);
@@ -483,8 +498,9 @@ static zt_status run(trainer *t) {
         if (t->plan.is_8bit) zt_adamw8bit_step(&t->opt8, m->params, m->grads, &m->layout, &oc, lr, clip);
         else zt_adamw_step(&t->opt, m->params, m->grads, &m->layout, &oc, lr, clip);
         if (is_zero)
-            zt_comm_all_gather(&g->dp_comm, m->params + t->shard_lo, m->params, total, ZT_F32,
+            zt_comm_all_gather(g->dp_data, m->params + t->shard_lo, m->params, total, ZT_F32,
                                NULL);
+        t->be->ops->sync(t->be); // the step's work is done (and its errors seen) here
         double ms = (now_s() - t0) * 1000.0;
         double tps = global_tokens / (ms / 1000.0);
         // the pipeline bubble: the share of the schedule's time each stage spent
@@ -542,6 +558,7 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     trainer t;
     memset(&t, 0, sizeof t);
     t.cfg = cfg;
+    t.be = zt_backend_cpu();
     const zt_comm *world = world_comm;
     int dp = 0;
     zt_status s = zt_grid_layout(world->size, cfg->dp, cfg->pp, cfg->tp, &dp);
@@ -558,10 +575,10 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     if (s == ZT_OK) {
         plan_shard(&t);
         if (t.plan.is_8bit)
-            s = zt_adamw8bit_init(&t.opt8, &t.model.layout, t.shard_lo, t.shard_hi,
+            s = zt_adamw8bit_init(&t.opt8, t.be, &t.model.layout, t.shard_lo, t.shard_hi,
                                   &t.plan.opt8);
         else
-            zt_adamw_init(&t.opt, t.shard_lo, t.shard_hi);
+            zt_adamw_init(&t.opt, t.be, t.shard_lo, t.shard_hi);
         if (t.grid.rank == 0 && cfg->log[0]) {
             t.log = fopen(cfg->log, "w");
             if (!t.log) s = zt_errorf("cannot write the log file %s", cfg->log);
@@ -577,11 +594,11 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
         s = run(&t);
     }
     if (t.log) fclose(t.log);
-    zt_mem_free(t.inputs);
-    zt_mem_free(t.targets);
-    zt_mem_free(t.recv_in);
-    zt_mem_free(t.recv_dout);
-    zt_mem_free(t.dinput);
+    zt_be_free(t.be, t.inputs);
+    zt_be_free(t.be, t.targets);
+    zt_be_free(t.be, t.recv_in);
+    zt_be_free(t.be, t.recv_dout);
+    zt_be_free(t.be, t.dinput);
     zt_schedule_free(&t.sched);
     zt_partition_free(&t.part);
     zt_adamw_free(&t.opt);

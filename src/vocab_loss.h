@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "backend.h"
 #include "comm.h"
 
 // The real (non-padding) columns of tp rank `rank`'s slice of Vp/tp columns, for a
@@ -16,8 +17,9 @@ int zt_vocab_slice_valid(int V, int Vp, int tp, int rank);
 // [rank*Vp/tp, (rank+1)*Vp/tp); dlogits (same shape, may alias logits) becomes
 // scale * (softmax - onehot), zero on padded columns; losses (n) are each row's loss,
 // identical on every rank. tp NULL (or of size 1): the whole padded row is here.
-// work: 3n floats. Collective over tp: two all-reduces of n and 2n floats.
-void zt_vocab_parallel_ce(const zt_comm *tp, float *dlogits, float *losses, const float *logits,
-                          const int32_t *targets, float scale, int n, int V, int Vp, float *work);
+// Every buffer is device memory of `be` (tp is the group's tensor path). work: 3n floats. Collective over tp: two all-reduces of n and 2n floats.
+void zt_vocab_parallel_ce(const zt_backend *be, const zt_comm *tp, float *dlogits, float *losses,
+                          const float *logits, const int32_t *targets, float scale, int n, int V,
+                          int Vp, float *work);
 
 #endif

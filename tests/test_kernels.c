@@ -584,7 +584,7 @@ static int check_crossentropy(const char *name, float offset, float spread, int 
         for (int r = 0; r < n; r++) x[(size_t)r * ld + (r + 2) % V] += (float)spike;
     float *losses = fvec(n), *dx = fvec(NL);
     float work[3 * 4];
-    zt_vocab_parallel_ce(NULL, dx, losses, x, targets, scale, n, V, ld, work);
+    zt_vocab_parallel_ce(zt_backend_cpu(), NULL, dx, losses, x, targets, scale, n, V, ld, work);
     CHECK(guards_ok("ce losses", losses, n) && guards_ok("ce dlogits", dx, NL));
     ce_ctx ctx = {to_double(x, NL), targets, dvec(n), scale, n, V, ld};
     double *g = dvec(NL);
@@ -600,7 +600,7 @@ static int check_crossentropy(const char *name, float offset, float spread, int 
         for (int i = V; i < ld; i++) CHECK(dx[(size_t)r * ld + i] == 0.0f);
     // dlogits may alias logits: the in-place call gives the same bits.
     float *inplace = copy_f(x, NL), *losses2 = fvec(n);
-    zt_vocab_parallel_ce(NULL, inplace, losses2, inplace, targets, scale, n, V, ld, work);
+    zt_vocab_parallel_ce(zt_backend_cpu(), NULL, inplace, losses2, inplace, targets, scale, n, V, ld, work);
     CHECK(guards_ok("ce in place", inplace, NL));
     CHECK(memcmp(inplace, dx, NL * sizeof(float)) == 0);
     CHECK(memcmp(losses2, losses, (size_t)n * sizeof(float)) == 0);
@@ -700,7 +700,7 @@ static int check_adamw_step(const zt_layout *lay, size_t lo, size_t hi) {
     float *params0 = copy_f(params, n);
     double *P = to_double(params, n), *M = dvec(n), *V = dvec(n);
     zt_adamw o;
-    zt_adamw_init(&o, lo, hi);
+    zt_adamw_init(&o, zt_backend_cpu(), lo, hi);
     for (int t = 1; t <= steps; t++) {
         fill_randn(grads, n, 902 + t, 1.0f); // nonzero in the padding too
         zt_adamw_step(&o, params, grads, lay, &c, lr, gscale);
@@ -810,7 +810,7 @@ ZT_TEST(kernel_grad_sumsq) {
             for (int ct = 0; ct <= 1; ct++) {
                 double got[2], want[2];
                 size_t lo = ranges[ri][0], hi = ranges[ri][1];
-                zt_grad_sumsq(got, grads, &lay, lo, hi, cr, ct);
+                zt_grad_sumsq(zt_backend_cpu(), got, grads, &lay, lo, hi, cr, ct);
                 expected_sumsq(want, grads, &lay, lo, hi, cr, ct);
                 printf("  [%zu, %zu) replicated=%d tied=%d: sumsq %.6f (want %.6f), "
                        "non-finite %.0f (want %.0f)\n",

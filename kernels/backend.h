@@ -1,0 +1,138 @@
+// The backend seam: where tensors live and what runs on them (docs/design.md, "Backends").
+// The model (src/gpt2.c), the loss, the trainer, the optimizers and the grad norm reach
+// tensor memory only through a zt_backend: its allocator, memset, copies, host views
+// (map/unmap) and kernels. The CPU backend (backend_cpu.c) is kernels.h's OpenMP + BLAS
+// code and host memory; a GPU backend implements the same table with device memory,
+// CUDA kernels and cuBLAS, and is tested against the CPU one.
+//
+// Conventions every backend keeps:
+// - "Device" pointers are what alloc returned (plus offsets); on the CPU they are host
+//   pointers. Host code never dereferences a device pointer: it maps it.
+// - Every op takes the backend first; a backend with a stream issues its work there in
+//   order. Work may still be running when an op returns, except where a result comes
+//   back to the host (map with read, sum, sumsq, copy to the host): those wait for it.
+// - Kernel arguments follow kernels.h (outputs first, inputs const, sizes last) and mean
+//   exactly what kernels.h says; kernels.h is the CPU backend's implementation.
+// - Failure of the backend itself (out of device memory, a launch error) is fatal with a
+//   message naming what failed; user input never reaches a backend unchecked.
+#ifndef ZT_BACKEND_H
+#define ZT_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adamw_math.h"
+#include "memory.h"
+
+typedef enum { ZT_COPY_H2D = 0, ZT_COPY_D2H, ZT_COPY_D2D } zt_copy_kind;
+
+typedef struct zt_backend zt_backend;
+
+typedef struct zt_backend_i {
+    const char *name; // "cpu", "cuda"
+
+    // ---- memory ----
+    // `bytes` of device memory, zero-filled, counted under `cat` by the tagged allocator
+    // (memory.h). NULL only for bytes == 0. Free with free (NULL accepted).
+    void *(*alloc)(const zt_backend *be, zt_mem_category cat, size_t bytes);
+    void (*free)(const zt_backend *be, void *ptr);
+    // dst[0..bytes) = byte (device memory).
+    void (*memset)(const zt_backend *be, void *dst, int byte, size_t bytes);
+    // Copies between host and device (kind says which side each pointer is on).
+    void (*copy)(const zt_backend *be, void *dst, const void *src, size_t bytes,
+                 zt_copy_kind kind);
+    // A host view of device memory [dev, dev + bytes): with `read` it holds the device's
+    // values, without it zeros. unmap with `write` stores the view back into the device
+    // memory, then releases the view. On the CPU the view is `dev` itself (no copy).
+    // For host code that is not in the step: initialization, checkpoints, checks.
+    void *(*map)(const zt_backend *be, void *dev, size_t bytes, int read);
+    void (*unmap)(const zt_backend *be, void *dev, void *host, size_t bytes, int write);
+    // Waits until all issued work is done; a failure in it is fatal (with the kernel's
+    // error). Called at every step boundary.
+    void (*sync)(const zt_backend *be);
+
+    // ---- the model's kernels (kernels.h has each one's shapes and rules) ----
+    void (*gemm)(const zt_backend *be, int trans_a, int trans_b, int M, int N, int K, float alpha,
+                 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+    void (*encoder_forward)(const zt_backend *be, float *out, const int32_t *tokens,
+                            const float *wte, const float *wpe, int vocab_lo, int vocab_rows,
+                            int N, int T, int C);
+    void (*encoder_backward)(const zt_backend *be, float *dwte, float *dwpe, const float *dout,
+                             const int32_t *tokens, int vocab_lo, int vocab_rows, int N, int T,
+                             int C);
+    void (*layernorm_forward)(const zt_backend *be, float *out, float *mean, float *rstd,
+                              const float *inp, const float *w, const float *b, int N, int C);
+    void (*layernorm_backward)(const zt_backend *be, float *dinp, float *dw, float *db,
+                               const float *dout, const float *inp, const float *w,
+                               const float *mean, const float *rstd, int N, int C);
+    void (*matmul_forward)(const zt_backend *be, float *out, const float *inp, const float *w,
+                           const float *bias, int N, int C, int OC);
+    void (*matmul_backward)(const zt_backend *be, float *dinp, float *dw, float *dbias,
+                            const float *dout, const float *inp, const float *w, int N, int C,
+                            int OC, int accumulate_dinp);
+    void (*matmul_in_out_forward)(const zt_backend *be, float *out, const float *inp,
+                                  const float *w, const float *bias, int N, int C, int OC);
+    void (*matmul_in_out_backward)(const zt_backend *be, float *dinp, float *dw, float *dbias,
+                                   const float *dout, const float *inp, const float *w, int N,
+                                   int C, int OC, int accumulate_dinp);
+    void (*gelu_forward)(const zt_backend *be, float *out, const float *inp, size_t n);
+    void (*gelu_backward)(const zt_backend *be, float *dinp, const float *inp, const float *dout,
+                          size_t n);
+    void (*add)(const zt_backend *be, float *out, const float *a, const float *b, size_t n);
+    void (*attention_forward)(const zt_backend *be, float *out, float *lse, const float *qkv,
+                              float *work, int B, int T, int C, int NH);
+    void (*attention_backward)(const zt_backend *be, float *dqkv, const float *dout,
+                               const float *qkv, const float *lse, float *work, int B, int T,
+                               int C, int NH);
+    void (*ce_slice_stats)(const zt_backend *be, float *row_max, float *target_logit,
+                           const float *logits, const int32_t *targets, int n, int n_valid,
+                           int vocab_lo, int ld);
+    void (*ce_slice_sumexp)(const zt_backend *be, float *sumexp, const float *logits,
+                            const float *row_max, int n, int n_valid, int ld);
+    void (*ce_slice_finish)(const zt_backend *be, float *dlogits, float *losses,
+                            const float *logits, const int32_t *targets, const float *row_max,
+                            const float *sumexp, const float *target_logit, float scale, int n,
+                            int n_valid, int vocab_lo, int ld);
+
+    // ---- reductions that come back to the host ----
+    // Sum of x[0..n) in double.
+    double (*sum)(const zt_backend *be, const float *x, size_t n);
+    // out[0] += sum of x[i]^2 over the finite x[i] (in double), out[1] += count of the
+    // non-finite ones.
+    void (*sumsq)(const zt_backend *be, double out[2], const float *x, size_t n);
+
+    // ---- optimizer kernels (optim/) ----
+    // AdamW on n elements: p, m, v updated from g (adamw_math.h); h is host memory.
+    void (*adamw)(const zt_backend *be, float *p, float *m, float *v, const float *g, size_t n,
+                  float wd, const zt_adamw_hparams *h);
+    // 8-bit AdamW on n elements in blocks of `block` values (optim/adamw8bit.h): per
+    // block, dequantize qm/qv with absmax_m/absmax_v[j], update, requantize with the
+    // block's new absmax. map_m, map_v: the 256-entry code maps, host memory.
+    void (*adamw8bit)(const zt_backend *be, float *p, const float *g, uint8_t *qm, uint8_t *qv,
+                      float *absmax_m, float *absmax_v, size_t n, int block, const float *map_m,
+                      const float *map_v, float wd, const zt_adamw_hparams *h);
+} zt_backend_i;
+
+struct zt_backend {
+    const zt_backend_i *ops;
+    void *impl; // the backend's own state (CUDA: device, stream, cuBLAS handle)
+};
+
+// The CPU backend: host memory through the tagged allocator, kernels.h's OpenMP loops
+// and BLAS. Stateless and always available; the pointer is static.
+const zt_backend *zt_backend_cpu(void);
+
+// Typed shorthands for the calls host code makes most.
+static inline void *zt_be_alloc(const zt_backend *be, zt_mem_category cat, size_t bytes) {
+    return be->ops->alloc(be, cat, bytes);
+}
+static inline void zt_be_free(const zt_backend *be, void *ptr) { be->ops->free(be, ptr); }
+static inline void *zt_be_map(const zt_backend *be, void *dev, size_t bytes, int read) {
+    return be->ops->map(be, dev, bytes, read);
+}
+static inline void zt_be_unmap(const zt_backend *be, void *dev, void *host, size_t bytes,
+                               int write) {
+    be->ops->unmap(be, dev, host, bytes, write);
+}
+
+#endif

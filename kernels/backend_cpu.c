@@ -1,0 +1,209 @@
+// The CPU backend: host memory through the tagged allocator, and kernels.h's OpenMP
+// loops and BLAS products behind the backend table (backend.h).
+#include <math.h>
+#include <string.h>
+
+#include "backend.h"
+#include "common.h"
+#include "kernels.h"
+#include "quant8_math.h"
+
+static void *cpu_alloc(const zt_backend *be, zt_mem_category cat, size_t bytes) {
+    return zt_mem_alloc(cat, bytes);
+}
+static void cpu_free(const zt_backend *be, void *ptr) { zt_mem_free(ptr); }
+static void cpu_memset(const zt_backend *be, void *dst, int byte, size_t bytes) {
+    if (bytes) memset(dst, byte, bytes);
+}
+static void cpu_copy(const zt_backend *be, void *dst, const void *src, size_t bytes,
+                     zt_copy_kind kind) {
+    if (bytes && dst != src) memcpy(dst, src, bytes);
+}
+// Host and device memory are one: the view is the memory itself.
+static void *cpu_map(const zt_backend *be, void *dev, size_t bytes, int read) {
+    if (!read && bytes) memset(dev, 0, bytes);
+    return dev;
+}
+static void cpu_unmap(const zt_backend *be, void *dev, void *host, size_t bytes, int write) {
+    ZT_ASSERTF(host == dev, "unmap of a view that map did not return");
+}
+static void cpu_sync(const zt_backend *be) {}
+
+static void cpu_gemm(const zt_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                     const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                     int ldc) {
+    zt_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+static void cpu_encoder_forward(const zt_backend *be, float *out, const int32_t *tokens,
+                                const float *wte, const float *wpe, int vocab_lo, int vocab_rows,
+                                int N, int T, int C) {
+    zt_encoder_forward(out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);
+}
+static void cpu_encoder_backward(const zt_backend *be, float *dwte, float *dwpe,
+                                 const float *dout, const int32_t *tokens, int vocab_lo,
+                                 int vocab_rows, int N, int T, int C) {
+    zt_encoder_backward(dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
+}
+static void cpu_layernorm_forward(const zt_backend *be, float *out, float *mean, float *rstd,
+                                  const float *inp, const float *w, const float *b, int N,
+                                  int C) {
+    zt_layernorm_forward(out, mean, rstd, inp, w, b, N, C);
+}
+static void cpu_layernorm_backward(const zt_backend *be, float *dinp, float *dw, float *db,
+                                   const float *dout, const float *inp, const float *w,
+                                   const float *mean, const float *rstd, int N, int C) {
+    zt_layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+static void cpu_matmul_forward(const zt_backend *be, float *out, const float *inp,
+                               const float *w, const float *bias, int N, int C, int OC) {
+    zt_matmul_forward(out, inp, w, bias, N, C, OC);
+}
+static void cpu_matmul_backward(const zt_backend *be, float *dinp, float *dw, float *dbias,
+                                const float *dout, const float *inp, const float *w, int N,
+                                int C, int OC, int acc) {
+    zt_matmul_backward(dinp, dw, dbias, dout, inp, w, N, C, OC, acc);
+}
+static void cpu_matmul_in_out_forward(const zt_backend *be, float *out, const float *inp,
+                                      const float *w, const float *bias, int N, int C, int OC) {
+    zt_matmul_in_out_forward(out, inp, w, bias, N, C, OC);
+}
+static void cpu_matmul_in_out_backward(const zt_backend *be, float *dinp, float *dw,
+                                       float *dbias, const float *dout, const float *inp,
+                                       const float *w, int N, int C, int OC, int acc) {
+    zt_matmul_in_out_backward(dinp, dw, dbias, dout, inp, w, N, C, OC, acc);
+}
+static void cpu_gelu_forward(const zt_backend *be, float *out, const float *inp, size_t n) {
+    zt_gelu_forward(out, inp, n);
+}
+static void cpu_gelu_backward(const zt_backend *be, float *dinp, const float *inp,
+                              const float *dout, size_t n) {
+    zt_gelu_backward(dinp, inp, dout, n);
+}
+static void cpu_add(const zt_backend *be, float *out, const float *a, const float *b, size_t n) {
+    zt_add(out, a, b, n);
+}
+static void cpu_attention_forward(const zt_backend *be, float *out, float *lse, const float *qkv,
+                                  float *work, int B, int T, int C, int NH) {
+    zt_attention_forward(out, lse, qkv, work, B, T, C, NH);
+}
+static void cpu_attention_backward(const zt_backend *be, float *dqkv, const float *dout,
+                                   const float *qkv, const float *lse, float *work, int B, int T,
+                                   int C, int NH) {
+    zt_attention_backward(dqkv, dout, qkv, lse, work, B, T, C, NH);
+}
+static void cpu_ce_slice_stats(const zt_backend *be, float *row_max, float *target_logit,
+                               const float *logits, const int32_t *targets, int n, int n_valid,
+                               int vocab_lo, int ld) {
+    zt_ce_slice_stats(row_max, target_logit, logits, targets, n, n_valid, vocab_lo, ld);
+}
+static void cpu_ce_slice_sumexp(const zt_backend *be, float *sumexp, const float *logits,
+                                const float *row_max, int n, int n_valid, int ld) {
+    zt_ce_slice_sumexp(sumexp, logits, row_max, n, n_valid, ld);
+}
+static void cpu_ce_slice_finish(const zt_backend *be, float *dlogits, float *losses,
+                                const float *logits, const int32_t *targets,
+                                const float *row_max, const float *sumexp,
+                                const float *target_logit, float scale, int n, int n_valid,
+                                int vocab_lo, int ld) {
+    zt_ce_slice_finish(dlogits, losses, logits, targets, row_max, sumexp, target_logit, scale, n,
+                       n_valid, vocab_lo, ld);
+}
+
+// Sequential: its callers sum a micro-batch's per-token losses, in a fixed order.
+static double cpu_sum(const zt_backend *be, const float *x, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += x[i];
+    return s;
+}
+
+static void cpu_sumsq(const zt_backend *be, double out[2], const float *x, size_t n) {
+    double s = 0.0, bad = 0.0;
+#pragma omp parallel for reduction(+ : s, bad)
+    for (size_t k = 0; k < n; k++) {
+        double g = x[k];
+        if (isfinite(g)) s += g * g;
+        else bad += 1.0;
+    }
+    out[0] += s;
+    out[1] += bad;
+}
+
+static void cpu_adamw(const zt_backend *be, float *p, float *m, float *v, const float *g,
+                      size_t n, float wd, const zt_adamw_hparams *h) {
+#pragma omp parallel for simd
+    for (size_t k = 0; k < n; k++) zt_adamw_update(&p[k], &m[k], &v[k], g[k], wd, h);
+}
+
+// One block of an 8-bit piece: dequantize, fp32 AdamW update, requantize with the
+// block's new absmax (max |value| after the update, so no value is clipped). The values
+// in flight stay in fp32 on the stack.
+static void adamw8bit_block(float *p, const float *g, uint8_t *qm, uint8_t *qv, float *absmax_m,
+                            float *absmax_v, size_t n, const float *map_m, const float *map_v,
+                            float wd, const zt_adamw_hparams *h) {
+    float m[ZT_Q8_MAX_BLOCK], v[ZT_Q8_MAX_BLOCK];
+    float am = *absmax_m, av = *absmax_v, new_am = 0.0f, new_av = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        m[i] = zt_q8_dequantize(map_m, qm[i], am);
+        v[i] = zt_q8_dequantize(map_v, qv[i], av);
+        zt_adamw_update(&p[i], &m[i], &v[i], g[i], wd, h);
+        float a = fabsf(m[i]);
+        if (a > new_am) new_am = a;
+        if (v[i] > new_av) new_av = v[i];
+    }
+    *absmax_m = new_am;
+    *absmax_v = new_av;
+    for (size_t i = 0; i < n; i++) {
+        qm[i] = zt_q8_quantize(map_m, m[i], new_am);
+        qv[i] = zt_q8_quantize(map_v, v[i], new_av);
+    }
+}
+
+static void cpu_adamw8bit(const zt_backend *be, float *p, const float *g, uint8_t *qm,
+                          uint8_t *qv, float *absmax_m, float *absmax_v, size_t n, int block,
+                          const float *map_m, const float *map_v, float wd,
+                          const zt_adamw_hparams *h) {
+    size_t B = (size_t)block, nb = (n + B - 1) / B;
+    ZT_ASSERT(block > 0 && block <= ZT_Q8_MAX_BLOCK);
+#pragma omp parallel for schedule(static)
+    for (size_t j = 0; j < nb; j++) {
+        size_t s = j * B;
+        adamw8bit_block(p + s, g + s, qm + s, qv + s, absmax_m + j, absmax_v + j,
+                        zt_min_sz(B, n - s), map_m, map_v, wd, h);
+    }
+}
+
+static const zt_backend_i cpu_ops = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .memset = cpu_memset,
+    .copy = cpu_copy,
+    .map = cpu_map,
+    .unmap = cpu_unmap,
+    .sync = cpu_sync,
+    .gemm = cpu_gemm,
+    .encoder_forward = cpu_encoder_forward,
+    .encoder_backward = cpu_encoder_backward,
+    .layernorm_forward = cpu_layernorm_forward,
+    .layernorm_backward = cpu_layernorm_backward,
+    .matmul_forward = cpu_matmul_forward,
+    .matmul_backward = cpu_matmul_backward,
+    .matmul_in_out_forward = cpu_matmul_in_out_forward,
+    .matmul_in_out_backward = cpu_matmul_in_out_backward,
+    .gelu_forward = cpu_gelu_forward,
+    .gelu_backward = cpu_gelu_backward,
+    .add = cpu_add,
+    .attention_forward = cpu_attention_forward,
+    .attention_backward = cpu_attention_backward,
+    .ce_slice_stats = cpu_ce_slice_stats,
+    .ce_slice_sumexp = cpu_ce_slice_sumexp,
+    .ce_slice_finish = cpu_ce_slice_finish,
+    .sum = cpu_sum,
+    .sumsq = cpu_sumsq,
+    .adamw = cpu_adamw,
+    .adamw8bit = cpu_adamw8bit,
+};
+
+static const zt_backend cpu_backend = {&cpu_ops, NULL};
+
+const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }
