@@ -10,6 +10,7 @@
 #   and from a model.safetensors with the transformer. prefix and an lm_head copy
 #   (shape inferred, --n-head given): the first step's loss equals the saving run's
 #   continuation (the data file holds 3 global batches, so step 7 reads step 1's samples);
+# - round trip: HF safetensors -> zerotrain pp 2 x tp 2 (lr 1e-30) -> export: the same bytes;
 # - a shape flag that contradicts the file is an error naming both values.
 set -euo pipefail
 out=build/test_ckpt_faults; rm -rf $out; mkdir -p $out
@@ -100,6 +101,15 @@ print(f"first-step loss: continuation {ref:.9g}, HF dir (1 rank) {a:.9g}, "
       f"transformer.-prefixed + lm_head safetensors (tp 2) {b:.9g}: {'ok' if ok else 'MISMATCH'}")
 sys.exit(0 if ok else 1)
 PY
+# --- round trip: HF (transformer.-prefixed, lm_head) -> zerotrain pp 2 x tp 2 -> export gives
+# back the same bytes as zerotrain's own export of those weights (--lr 1e-30: AdamW then moves
+# nothing: 1e-30 x an update of order 1 is far below half an ulp of every weight)
+$MPI -np 4 build/zerotrain $shape_free --n-head 4 --lr 1e-30 --weight-decay 0 --pp 2 --tp 2 --zero 1 \
+    --init-from $out/hfprefix/model.safetensors --micro-batch 2 --grad-accum 4 --ckpt-dir $out/ckrt \
+    > $out/rt.out 2>&1 || { cat $out/rt.out; exit 1; }
+build/zerotrain export $out/ckrt --out $out/rt > /dev/null
+cmp $out/rt/model.safetensors $out/saved8/model.safetensors && echo "HF -> pp2 tp2 -> export: same bytes" \
+    || die "round trip changed the bytes"
 expect_error contradict "--n-layer 3 contradicts n_layer 2 of $out/saved8" \
     build/zerotrain $shape_free --n-layer 3 --init-from $out/saved8
 exit $fail
