@@ -90,11 +90,21 @@ static const opt_desc k_opts[] = {
     {"shuffle", OPT_BOOL, FIELD(shuffle), "false", "", NULL, 0, "data",
      "shuffle the training sequences (--shuffle=false: off)"},
     {"init-from", OPT_STR, FIELD(init_from), "", "PATH", NULL, 0, "data",
-     "start from an llm.c fp32 model checkpoint"},
+     "start from a Hugging Face GPT-2 directory or model.safetensors, or an llm.c fp32 file; "
+     "the model shape comes from the file"},
     {"log", OPT_STR, FIELD(log), "", "PATH", NULL, 0, "data", "write metrics as JSON lines"},
     {"save", OPT_STR, FIELD(save), "", "DIR", NULL, 0, "data",
      "at the end, write the weights as a Hugging Face GPT-2 directory (model.safetensors + "
      "config.json)"},
+    {"ckpt-dir", OPT_STR, FIELD(ckpt_dir), "", "DIR", NULL, 0, "checkpoints",
+     "write sharded checkpoints DIR/step-N (docs/checkpoints.md)"},
+    {"ckpt-every", OPT_INT, FIELD(ckpt_every), "0", "N", NULL, 0, "checkpoints",
+     "checkpoint every N steps (and after the last; 0 = only after the last)"},
+    {"ckpt-keep", OPT_INT, FIELD(ckpt_keep), "0", "K", NULL, 0, "checkpoints",
+     "keep the K newest checkpoints (0 = all)"},
+    {"resume", OPT_STR, FIELD(resume), "", "DIR", NULL, 0, "checkpoints",
+     "continue from the latest complete checkpoint in DIR (or a step-N directory), in any "
+     "layout"},
 
     {"zero", OPT_INT, FIELD(zero), "0", "N", NULL, 0, "parallel",
      "1 = shard optimizer state over dp (ZeRO-1)"},
@@ -523,6 +533,14 @@ static void set_defaults(zt_config *cfg) {
     }
 }
 
+// Bit of a shape key (or "model") in zt_config.shape_given.
+static int shape_bit(const char *name) {
+    static const char *const keys[] = {"model", "n-layer", "n-head", "n-embd", "vocab", "n-ctx"};
+    for (int i = 0; i < 6; i++)
+        if (strcmp(name, keys[i]) == 0) return i;
+    ZT_ASSERTF(0, "%s is not a shape key", name);
+}
+
 // Copies the preset's shape into every shape key not given explicitly.
 static zt_status apply_preset(zt_config *cfg, const unsigned char *set) {
     const preset *p = NULL;
@@ -573,6 +591,10 @@ zt_status zt_config_parse(zt_config *cfg, int argc, char **argv) {
         ZT_TRY(set_from_text(cfg, f.opt, f.value, where));
         set[f.opt - k_opts] = 1;
     }
+    cfg->shape_given = 0;
+    for (int i = 0; i < N_OPTS; i++)
+        if (set[i] && (k_opts[i].from_preset || strcmp(k_opts[i].name, "model") == 0))
+            cfg->shape_given |= 1u << shape_bit(k_opts[i].name);
     return apply_preset(cfg, set);
 }
 
@@ -620,6 +642,10 @@ zt_status zt_config_validate(const zt_config *c) {
     NEED(c->grad_accum <= ZT_MAX_GRAD_ACCUM, "--grad-accum %d exceeds %d: raise --micro-batch "
          "instead", c->grad_accum, ZT_MAX_GRAD_ACCUM);
     NEED(c->steps >= 1, "--steps must be at least 1 (got %d)", c->steps);
+    NEED(c->ckpt_every >= 0 && c->ckpt_keep >= 0,
+         "--ckpt-every (%d) and --ckpt-keep (%d) must be 0 or more", c->ckpt_every, c->ckpt_keep);
+    NEED(c->ckpt_dir[0] || (c->ckpt_every == 0 && c->ckpt_keep == 0),
+         "--ckpt-every and --ckpt-keep need --ckpt-dir DIR (where the checkpoints go)");
 
     // the block must divide the tensor alignment (a block never straddles two tensors or
     // two ZeRO shards): the same words as --help
@@ -738,6 +764,41 @@ double zt_config_mem_limit(const zt_config *c) {
     if (c->mem_limit[0] && zt_config_parse_bytes(c->mem_limit, "--mem-limit", &bytes) != ZT_OK)
         return 0.0; // zt_config_validate refused it already
     return bytes;
+}
+
+zt_status zt_config_adopt_shape(zt_config *cfg, const zt_model_shape *file, int head_known,
+                                const char *what) {
+    const preset *p = NULL;
+    for (int i = 0; i < N_PRESETS; i++)
+        if (strcmp(cfg->model, k_presets[i].name) == 0) p = &k_presets[i];
+    int *mine[5] = {&cfg->n_layer, &cfg->n_head, &cfg->n_embd, &cfg->vocab, &cfg->n_ctx};
+    int theirs[5] = {file->n_layer, file->n_head, file->n_embd, file->vocab, file->n_ctx};
+    const char *flag[5] = {"n-layer", "n-head", "n-embd", "vocab", "n-ctx"};
+    const char *key[5] = {"n_layer", "n_head", "n_embd", "vocab", "n_ctx"};
+    int model_given = cfg->shape_given & 1u;
+    for (int k = 0; k < 5; k++) {
+        if (k == 1 && !head_known) continue;
+        int given = (cfg->shape_given >> (k + 1)) & 1u;
+        if (given && *mine[k] != theirs[k])
+            return zt_errorf("--%s %d contradicts %s %d of %s: drop --%s (the shape comes from "
+                             "the file)", flag[k], *mine[k], key[k], theirs[k], what, flag[k]);
+        if (!given && model_given && p) {
+            int pv = *(const int *)((const char *)&p->shape + ((char *)mine[k] - (char *)cfg));
+            if (pv != theirs[k])
+                return zt_errorf("--model %s (%s %d) contradicts %s %d of %s: drop --model (the "
+                                 "shape comes from the file)", cfg->model, key[k], pv, key[k],
+                                 theirs[k], what);
+        }
+        *mine[k] = theirs[k];
+    }
+    if (!head_known && !((cfg->shape_given >> 2) & 1u)) {
+        // tensor shapes do not hold the head count: GPT-2's heads are 64 wide
+        if (cfg->n_embd % 64)
+            return zt_errorf("%s has no config.json and n_embd %d is not a multiple of GPT-2's "
+                             "head size 64: give --n-head", what, cfg->n_embd);
+        cfg->n_head = cfg->n_embd / 64;
+    }
+    return ZT_OK;
 }
 
 zt_model_shape zt_config_shape(const zt_config *cfg) {

@@ -40,10 +40,15 @@ typedef struct {
     char data[ZT_PATH_MAX], val_data[ZT_PATH_MAX];
     int val_every, val_batches;
     int shuffle;
-    char init_from[ZT_PATH_MAX]; // llm.c fp32 model checkpoint
+    char init_from[ZT_PATH_MAX]; // Hugging Face directory / .safetensors, or llm.c fp32 file
     char log[ZT_PATH_MAX];       // JSON lines
     char save[ZT_PATH_MAX];      // final weights as a Hugging Face directory
     char config[ZT_PATH_MAX];    // the --config file read ("" = none; not an option key)
+    // checkpoints (src/ckpt.h, docs/checkpoints.md)
+    char ckpt_dir[ZT_PATH_MAX];  // sharded checkpoints go to DIR/step-N
+    int ckpt_every;              // steps between checkpoints (0 = only after the last)
+    int ckpt_keep;               // newest checkpoints kept (0 = all)
+    char resume[ZT_PATH_MAX];    // continue from this checkpoint directory
     // parallel layout
     int zero;                 // 0 | 1
     int dp, pp, tp;           // dp 0 = derived from the world size
@@ -56,6 +61,8 @@ typedef struct {
     char param_dtype[8];      // fp32 | bf16 (bf16: planning only until the GPU backend)
     char mem_limit[32];       // bytes one rank may use, "16G", "512M", ... ("" = none)
     int ranks_per_node;       // ranks sharing one machine, for `memory` (0 = all)
+    unsigned shape_given;     // bits: --model, --n-layer, --n-head, --n-embd, --vocab, --n-ctx
+                              // given explicitly (flag or file), set by zt_config_parse
 } zt_config;
 
 // Fills `cfg` from defaults, then the file named by --config (if any), then the flags
@@ -81,6 +88,13 @@ double zt_config_mem_limit(const zt_config *cfg);
 // Parses a byte count written as --mem-limit takes it into *bytes; ZT_ERR (naming `what`)
 // on anything else.
 zt_status zt_config_parse_bytes(const char *text, const char *what, double *bytes);
+
+// Takes the model shape from a file (`what` names it in messages): a shape key given
+// explicitly that differs, or an explicit --model whose preset differs, is an error
+// naming both values. With head_known 0 (the file does not say), n_head stays as given
+// or becomes n_embd / 64 (GPT-2's head size).
+zt_status zt_config_adopt_shape(zt_config *cfg, const zt_model_shape *file, int head_known,
+                                const char *what);
 
 // The model shape the config describes, with Vp padded for `tp`.
 zt_model_shape zt_config_shape(const zt_config *cfg);

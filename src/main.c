@@ -9,8 +9,10 @@
 #include "comm.h"
 #include "config.h"
 #include "data.h"
+#include "ckpt.h"
 #include "grid.h"
 #include "outputs.h"
+#include "hf_import.h"
 #include "planner.h"
 #include "signals.h"
 #include "tokenizer_prepare.h"
@@ -37,6 +39,9 @@ static void usage(FILE *f) {
             "                                 says more\n"
             "  zerotrain blas                 the BLAS kernels this machine runs (exit 1 if they\n"
             "                                 are below what the CPU offers)\n"
+            "  zerotrain export CKPT --out DIR\n"
+            "                                 merges a sharded checkpoint (any layout) into one\n"
+            "                                 Hugging Face directory\n"
             "  zerotrain help                 this text\n"
             "\n"
             "train ");
@@ -208,6 +213,41 @@ static int memory(int argc, char **argv) {
     return 1;
 }
 
+// --resume and --init-from carry the model shape: take it from the file (flags that
+// contradict it are an error).
+static zt_status adopt_file_shape(zt_config *cfg) {
+    zt_model_shape s;
+    int head_known = 1;
+    if (cfg->resume[0]) {
+        ZT_TRY(zt_ckpt_read_shape(cfg->resume, &s));
+        return zt_config_adopt_shape(cfg, &s, 1, cfg->resume);
+    }
+    if (!cfg->init_from[0]) return ZT_OK;
+    ZT_TRY(zt_init_read_shape(cfg->init_from, &s, &head_known));
+    return zt_config_adopt_shape(cfg, &s, head_known, cfg->init_from);
+}
+
+// `zerotrain export CKPT --out DIR`.
+static int export_cmd(int argc, char **argv) {
+    const char *ckpt = NULL, *out = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
+        else if (argv[i][0] != '-' && !ckpt) ckpt = argv[i];
+        else {
+            fprintf(stderr, "zerotrain export: unexpected argument '%s' (usage: zerotrain export "
+                            "CKPT --out DIR)\n", argv[i]);
+            return 1;
+        }
+    }
+    if (!ckpt || !out) {
+        fprintf(stderr, "zerotrain export: usage: zerotrain export CKPT --out DIR\n");
+        return 1;
+    }
+    if (zt_ckpt_export(ckpt, out) == ZT_OK) return 0;
+    zt_error_report(1);
+    return 1;
+}
+
 static int train(int argc, char **argv, const char *argv0) {
     zt_comm world;
     zt_comm_mpi_init_world(&world, NULL, NULL);
@@ -240,6 +280,7 @@ static int train(int argc, char **argv, const char *argv0) {
     if (s == ZT_OK)
         s = zt_comm_agree(&world, world.rank == 0 ? zt_outputs_check(&cfg) : ZT_OK);
     if (s == ZT_OK) zt_signals_install(&cfg);
+    if (s == ZT_OK) s = zt_comm_agree(&world, adopt_file_shape(&cfg));
     if (s == ZT_OK) s = zt_train(&cfg, &world, argv0);
     zt_error_report(s != ZT_OK && world.rank == 0);
     zt_comm_free(&world);
@@ -292,8 +333,10 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "blas") == 0) return blas();
     if (strcmp(cmd, "prepare") == 0) return prepare(argc - first, argv + first);
     if (strcmp(cmd, "memory") == 0) return memory(argc - first, argv + first);
+    if (strcmp(cmd, "export") == 0) return export_cmd(argc - first, argv + first);
     if (strcmp(cmd, "train") == 0) return train(argc - first, argv + first, argv[0]);
-    fprintf(stderr, "zerotrain: unknown command '%s' (commands: train, memory, prepare, blas, help)\n",
+    fprintf(stderr, "zerotrain: unknown command '%s' (commands: train, memory, prepare, export, "
+                    "blas, help)\n",
             cmd);
     return 1;
 }

@@ -17,12 +17,14 @@
 #include "adamw.h"
 #include "adamw8bit.h"
 #include "blas_core.h"
+#include "ckpt.h"
 #include "comm.h"
 #include "data.h"
 #include "gpt2.h"
 #include "grad_norm.h"
 #include "grid.h"
 #include "hf_export.h"
+#include "hf_import.h"
 #include "llmc_checkpoint.h"
 #include "memory.h"
 #include "partition.h"
@@ -77,6 +79,8 @@ typedef struct {
     float *recv_dout;          // (n_slots, N*C) their gradients received from the stage after
     float *dinput;             // (N*C) gradient of this stage's input, to send back
     double compute_s, sched_s; // time in forward/backward, and in the whole schedule, last step
+    int step0;                 // completed steps at start (--resume), and
+    uint64_t sample0;          // training samples consumed by then
     FILE *log;
     int log_errno;             // rank 0: the errno of a failed log write (0 = none)
     char last_mem[256];        // rank 0: the memory figures last printed
@@ -103,7 +107,8 @@ static void read_batch(trainer *t, zt_dataset *ds, uint64_t step, int k, int acc
     const zt_config *c = t->cfg;
     size_t BT = (size_t)c->micro_batch * c->seq, bytes = BT * sizeof(int32_t);
     uint64_t G = (uint64_t)c->micro_batch * accum * t->grid.dp;
-    uint64_t first = step * G + ((uint64_t)t->grid.dp_rank * accum + k) * c->micro_batch;
+    uint64_t base = ds == &t->train ? t->sample0 + (step - (uint64_t)t->step0) * G : step * G;
+    uint64_t first = base + ((uint64_t)t->grid.dp_rank * accum + k) * c->micro_batch;
     int32_t *in = zt_be_map(t->be, t->inputs + slot * BT, bytes, 0);
     int32_t *tg = zt_be_map(t->be, t->targets + slot * BT, bytes, 0);
     for (int b = 0; b < c->micro_batch; b++)
@@ -250,7 +255,8 @@ static zt_status setup(trainer *t, const char *argv0) {
     ZT_TRY(zt_gpt2_init(&t->model, t->be, &t->shape, t->unit_first, t->unit_last, g->tp,
                         g->tp_rank, ZT_ALIGN_ELEMS, pad, c->micro_batch, c->seq, c->loss_chunk,
                         t->n_slots, g->tp_data));
-    if (c->init_from[0]) ZT_TRY(zt_llmc_load(&t->model, c->init_from));
+    // with --resume, zt_ckpt_resume fills the weights once the optimizer exists
+    if (c->init_from[0] && !c->resume[0]) ZT_TRY(zt_init_load(&t->model, c->init_from));
     else zt_gpt2_init_random(&t->model, c->seed);
     size_t BT = (size_t)c->micro_batch * c->seq, NC = act_count(t);
     t->inputs = zt_be_alloc(t->be, ZT_MEM_WORKSPACE, (size_t)t->n_slots * BT * sizeof(int32_t));
@@ -466,6 +472,13 @@ static void log_rank_memory(trainer *t) {
     free(all);
 }
 
+// What a checkpoint of this rank holds (src/ckpt.h).
+static zt_ckpt_ctx ckpt_ctx(trainer *t) {
+    zt_ckpt_ctx x = {t->cfg, &t->grid, &t->part, &t->model, t->plan.is_8bit, &t->opt, &t->opt8,
+                     t->shard_lo, t->shard_hi};
+    return x;
+}
+
 static zt_status run(trainer *t) {
     const zt_config *c = t->cfg;
     zt_grid *g = &t->grid;
@@ -477,7 +490,7 @@ static zt_status run(trainer *t) {
     zt_adamw_config oc = {c->lr, c->beta1, c->beta2, c->eps, c->weight_decay};
     int is_zero = c->zero == 1;
     double t_start = now_s();
-    for (int step = 0; step < c->steps; step++) {
+    for (int step = t->step0; step < c->steps; step++) {
         double t0 = now_s();
         t->be->ops->memset(t->be, m->grads, 0, total * sizeof(float));
         double loss_sum = run_schedule(t, (uint64_t)step, loss_scale);
@@ -569,6 +582,11 @@ static zt_status run(trainer *t) {
                 if (t->log) fprintf(t->log, "{\"step\":%d,\"val_loss\":%.6f}\n", step + 1, vl);
             }
         }
+        if (c->ckpt_dir[0] && ((c->ckpt_every > 0 && (step + 1) % c->ckpt_every == 0) || last)) {
+            zt_ckpt_ctx x = ckpt_ctx(t);
+            uint64_t per_step = (uint64_t)B * c->grad_accum * g->dp;
+            ZT_TRY(zt_ckpt_save(&x, step + 1, t->sample0 + (uint64_t)(step + 1 - t->step0) * per_step));
+        }
     }
     if (g->rank == 0)
         printf("done: %d steps in %.1f s\n", c->steps, now_s() - t_start);
@@ -614,6 +632,10 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
             }
         }
         s = zt_comm_agree(&t.grid.world_comm, s);
+    }
+    if (s == ZT_OK && cfg->resume[0]) {
+        zt_ckpt_ctx x = ckpt_ctx(&t);
+        s = zt_ckpt_resume(&x, cfg->resume, &t.step0, &t.sample0);
     }
     if (s == ZT_OK) {
         print_start(&t);

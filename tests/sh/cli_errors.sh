@@ -213,9 +213,9 @@ expect_error val_data_truncated "is truncated" -- "$ZT" "${TINY[@]}" --data "$tm
 expect_error val_data_token_above_vocab "pass --vocab 300" -- "$ZT" "${TINY[@]}" --data "$tmp/good.bin" --val-data "$tmp/ref/train.bin"
 
 # ---- checkpoint --------------------------------------------------------------------
-expect_error init_from_missing "cannot open checkpoint" -- "$ZT" "${REF[@]}" --data "$tmp/ref/train.bin" --init-from "$tmp/nope_model.bin"
+expect_error init_from_missing "cannot open --init-from" -- "$ZT" "${REF[@]}" --data "$tmp/ref/train.bin" --init-from "$tmp/nope_model.bin"
 expect_error init_from_truncated "truncated" -- "$ZT" "${REF[@]}" --data "$tmp/ref/train.bin" --init-from "$tmp/model_trunc.bin"
-expect_error init_from_shape_mismatch "pass --n-ctx 32 --vocab 300 --n-layer 3" -- "$ZT" "${REF[@]}" --n-layer 2 --data "$tmp/ref/train.bin" --init-from "$tmp/ref/model.bin"
+expect_error init_from_shape_mismatch "--n-layer 2 contradicts n_layer 3 of" -- "$ZT" "${REF[@]}" --n-layer 2 --data "$tmp/ref/train.bin" --init-from "$tmp/ref/model.bin"
 expect_error init_from_token_file "not an llm.c model checkpoint" -- "$ZT" "${REF[@]}" --data "$tmp/ref/train.bin" --init-from "$tmp/ref/train.bin"
 expect_error init_from_bf16 "bf16 checkpoint" -- "$ZT" "${REF[@]}" --data "$tmp/ref/train.bin" --init-from "$tmp/model_bf16.bin"
 # a directory is not a "truncated" checkpoint: say what it is (as --data does)

@@ -1,0 +1,1076 @@
+// Sharded checkpoints: what each rank writes, the manifest, the atomic commit, and
+// loading through the global index map into any layout. docs/checkpoints.md has the
+// format; in short:
+//
+//   DIR/latest                       "step-N\n": the newest complete checkpoint
+//   DIR/step-N/manifest.json         step, data position, seed, optimizer t, config,
+//                                    layout, model shape, tensors, files + FNV-1a 64
+//   DIR/step-N/shard-ppP-tpT-dpD.safetensors
+//       one per writing rank; every tensor key is a segment
+//           "<hf name>|<kind>|<g>|<phase>|<blk>|<rest>"
+//       holding global elements [g, g + n) of the tensor (row-major in zerotrain's global
+//       shape: the manifest's), n = the stored length. kind: param, m, v (fp32), qm, qv
+//       (uint8 codes), am, av (fp32 absmax of the codes' blocks). For 8-bit segments:
+//       element j belongs to the writer's quantization block blk + (phase + j) / B, whose
+//       absmax is am[(phase + j) / B]; `rest` elements remain from the segment start to
+//       the end of the writer's piece (so a block's length is known).
+#include "ckpt.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "hf_export.h"
+#include "planner.h"
+#include "quant8_math.h"
+#include "rng.h"
+#include "safetensors.h"
+
+#define CKPT_FORMAT "zerotrain-checkpoint"
+#define CKPT_VERSION 1
+#define PATHN 4096
+
+// ---------------------------------------------------------------- small helpers
+
+// Every access to parameters and optimizer state here goes through the backend's
+// map / unmap (kernels/backend.h): host memory itself on the CPU, a host copy on a GPU.
+static void *view(const zt_backend *be, void *dev, size_t bytes, int read) {
+    return bytes ? zt_be_map(be, dev, bytes, read) : dev;
+}
+static void unview(const zt_backend *be, void *dev, void *host, size_t bytes, int write) {
+    if (bytes) zt_be_unmap(be, dev, host, bytes, write);
+}
+
+// Host views of one rank's state, for the save.
+typedef struct {
+    float *params;
+    float *m, *v;                 // adamw
+    float *m32, *v32, *am, *av;   // adamw8bit
+    uint8_t *qm, *qv;
+} host_state;
+
+static void map_state(const zt_ckpt_ctx *c, host_state *h, int read) {
+    zt_gpt2 *m = c->model;
+    const zt_backend *be = m->be;
+    memset(h, 0, sizeof *h);
+    h->params = view(be, m->params, m->layout.numel * sizeof(float), read);
+    if (!c->is_8bit) {
+        size_t n = (c->opt->hi - c->opt->lo) * sizeof(float);
+        h->m = view(c->opt->be, c->opt->m, n, read);
+        h->v = view(c->opt->be, c->opt->v, n, read);
+    } else {
+        zt_adamw8bit *o = c->opt8;
+        h->m32 = view(o->be, o->m32, o->n32 * 4, read);
+        h->v32 = view(o->be, o->v32, o->n32 * 4, read);
+        h->qm = view(o->be, o->qm, o->n8, read);
+        h->qv = view(o->be, o->qv, o->n8, read);
+        h->am = view(o->be, o->absmax_m, o->n_blocks * 4, read);
+        h->av = view(o->be, o->absmax_v, o->n_blocks * 4, read);
+    }
+}
+
+static void unmap_state(const zt_ckpt_ctx *c, host_state *h, int write) {
+    zt_gpt2 *m = c->model;
+    unview(m->be, m->params, h->params, m->layout.numel * sizeof(float), write);
+    if (!c->is_8bit) {
+        size_t n = (c->opt->hi - c->opt->lo) * sizeof(float);
+        unview(c->opt->be, c->opt->m, h->m, n, write);
+        unview(c->opt->be, c->opt->v, h->v, n, write);
+    } else {
+        zt_adamw8bit *o = c->opt8;
+        unview(o->be, o->m32, h->m32, o->n32 * 4, write);
+        unview(o->be, o->v32, h->v32, o->n32 * 4, write);
+        unview(o->be, o->qm, h->qm, o->n8, write);
+        unview(o->be, o->qv, h->qv, o->n8, write);
+        unview(o->be, o->absmax_m, h->am, o->n_blocks * 4, write);
+        unview(o->be, o->absmax_v, h->av, o->n_blocks * 4, write);
+    }
+}
+
+static zt_status fsync_path(const char *path) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return zt_errorf("cannot open %s to sync it: %s", path, strerror(errno));
+    int r = fsync(fd);
+    close(fd);
+    return r == 0 ? ZT_OK : zt_errorf("fsync %s failed: %s", path, strerror(errno));
+}
+
+// Removes a directory and the plain files in it (checkpoint directories are flat).
+static void remove_dir(const char *path) {
+    DIR *d = opendir(path);
+    if (!d) return;
+    struct dirent *e;
+    char p[PATHN];
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(path);
+}
+
+static char *read_text(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)(n < 0 ? 0 : n) + 1);
+    ZT_ASSERT(buf);
+    size_t got = fread(buf, 1, (size_t)(n < 0 ? 0 : n), f);
+    fclose(f);
+    buf[got] = 0;
+    if (len) *len = got;
+    return buf;
+}
+
+static int file_exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+// A run of local elements [i, i + n) of tensor t whose global indices are contiguous,
+// starting at *g. Rows are contiguous in both, so it walks row starts.
+static size_t run_len(const zt_layout *lay, const zt_tensor_desc *t, size_t i, size_t end,
+                      size_t *g) {
+    size_t C = (size_t)t->local[1];
+    *g = zt_layout_global_index(lay, t, i);
+    size_t j = (i / C + 1) * C;
+    if (j > end) j = end;
+    while (j < end && zt_layout_global_index(lay, t, j) == *g + (j - i)) j = zt_min_sz(j + C, end);
+    return j - i;
+}
+
+// Elements of tensor t in the checkpoint: the global count without vocabulary padding.
+static size_t stored_numel(const zt_tensor_desc *t, const zt_model_shape *s) {
+    size_t R = t->split == ZT_SPLIT_VOCAB ? (size_t)s->vocab : (size_t)t->shape[0];
+    return R * (size_t)t->shape[1];
+}
+
+// The 8-bit optimizer's piece for tensor index i, or NULL.
+static const zt_adamw8bit_piece *piece_of(const zt_adamw8bit *o, int i) {
+    for (int k = 0; k < o->n_pieces; k++)
+        if (o->pieces[k].tensor == i) return &o->pieces[k];
+    return NULL;
+}
+
+// ---------------------------------------------------------------- save
+
+typedef struct {
+    zt_st_tensor *t;
+    char **names;
+    int n, cap;
+} seglist;
+
+static void seg_add(seglist *l, const char *name, const char *kind, size_t g, size_t phase,
+                    size_t blk, size_t rest, const void *data, size_t n, zt_st_dtype dt) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->t = realloc(l->t, (size_t)l->cap * sizeof *l->t);
+        l->names = realloc(l->names, (size_t)l->cap * sizeof *l->names);
+        ZT_ASSERT(l->t && l->names);
+    }
+    char key[160];
+    snprintf(key, sizeof key, "%s|%s|%zu|%zu|%zu|%zu", name, kind, g, phase, blk, rest);
+    l->names[l->n] = strdup(key);
+    ZT_ASSERT(l->names[l->n]);
+    zt_st_tensor *t = &l->t[l->n++];
+    memset(t, 0, sizeof *t);
+    t->name = l->names[l->n - 1];
+    t->ndim = 1;
+    t->shape[0] = (int64_t)n;
+    t->data = data;
+    t->dtype = dt;
+}
+
+static void seg_free(seglist *l) {
+    for (int i = 0; i < l->n; i++) free(l->names[i]);
+    free(l->names);
+    free(l->t);
+}
+
+// Lists this rank's segments: every tensor's part of [lo, hi), split into runs of
+// contiguous global indices; tensors replicated across tp only from tp rank 0, the tied
+// embedding only from the first stage; vocabulary padding dropped.
+static void collect(const zt_ckpt_ctx *c, seglist *l, const host_state *h) {
+    const float *params = h->params;
+    const zt_gpt2 *m = c->model;
+    const zt_layout *lay = &m->layout;
+    size_t B = c->is_8bit ? (size_t)c->opt8->opt.block_size : 1;
+    for (int i = 0; i < lay->n; i++) {
+        const zt_tensor_desc *t = &lay->t[i];
+        if (t->replicated && c->grid->tp_rank != 0) continue;
+        if (t->tied && c->grid->pp_rank != 0) continue;
+        size_t a = t->offset > c->lo ? t->offset : c->lo;
+        size_t b = zt_min_sz(t->offset + t->numel, c->hi);
+        if (a >= b) continue;
+        size_t i0 = a - t->offset, i1 = b - t->offset, real = stored_numel(t, &m->shape);
+        const zt_adamw8bit_piece *p = c->is_8bit ? piece_of(c->opt8, i) : NULL;
+        for (size_t k = i0; k < i1;) {
+            size_t g, n = run_len(lay, t, k, i1, &g);
+            size_t keep = g >= real ? 0 : zt_min_sz(n, real - g);
+            if (keep) {
+                size_t flat = t->offset + k;
+                seg_add(l, t->name, "param", g, 0, 0, 0, params + flat, keep, ZT_ST_F32);
+                if (!c->is_8bit) {
+                    seg_add(l, t->name, "m", g, 0, 0, 0, h->m + (flat - c->lo), keep, ZT_ST_F32);
+                    seg_add(l, t->name, "v", g, 0, 0, 0, h->v + (flat - c->lo), keep, ZT_ST_F32);
+                } else if (!p->is_8bit) {
+                    size_t s = p->state + (flat - p->a);
+                    seg_add(l, t->name, "m", g, 0, 0, 0, h->m32 + s, keep, ZT_ST_F32);
+                    seg_add(l, t->name, "v", g, 0, 0, 0, h->v32 + s, keep, ZT_ST_F32);
+                } else {
+                    size_t rel = flat - p->a, s = p->state + rel, phase = rel % B;
+                    size_t blk = p->block + rel / B, nb = (phase + keep + B - 1) / B;
+                    // to the piece's end, vocabulary padding excluded
+                    size_t rest = zt_min_sz(p->b - flat, real - g);
+                    seg_add(l, t->name, "qm", g, phase, blk, rest, h->qm + s, keep, ZT_ST_U8);
+                    seg_add(l, t->name, "qv", g, phase, blk, rest, h->qv + s, keep, ZT_ST_U8);
+                    seg_add(l, t->name, "am", g, phase, blk, rest, h->am + blk, nb,
+                            ZT_ST_F32);
+                    seg_add(l, t->name, "av", g, phase, blk, rest, h->av + blk, nb,
+                            ZT_ST_F32);
+                }
+            }
+            k += n;
+        }
+    }
+}
+
+static int writes(const zt_ckpt_ctx *c) { return c->cfg->zero == 1 || c->grid->dp_rank == 0; }
+
+static void shard_name(char *out, size_t size, int pp, int tp, int dp) {
+    snprintf(out, size, "shard-pp%d-tp%d-dp%d.safetensors", pp, tp, dp);
+}
+
+// The test-only fault hook: ZT_TEST_CKPT_CRASH_AFTER_FILES=n kills this rank (the one
+// ZT_TEST_CKPT_CRASH_RANK names, 0 by default) with SIGKILL right after it has written
+// its n-th checkpoint file, before the checkpoint is committed.
+static void maybe_crash(int rank) {
+    static int written;
+    const char *n = getenv("ZT_TEST_CKPT_CRASH_AFTER_FILES");
+    const char *r = getenv("ZT_TEST_CKPT_CRASH_RANK");
+    written++;
+    if (n && atoi(n) == written && rank == (r ? atoi(r) : 0)) {
+        fprintf(stderr, "zerotrain: test hook: rank %d kills itself after %d checkpoint files\n",
+                rank, written);
+        fflush(stderr);
+        raise(SIGKILL);
+    }
+}
+
+static void json_config(FILE *f, const zt_config *c, int dp) {
+    fprintf(f,
+            "  \"config\": {\"micro_batch\": %d, \"seq\": %d, \"grad_accum\": %d, "
+            "\"global_batch\": %d, \"steps\": %d, \"lr\": %.9g, \"lr_final_frac\": %.9g, "
+            "\"lr_schedule\": \"%s\", \"warmup\": %d, \"weight_decay\": %.9g, \"beta1\": %.9g, "
+            "\"beta2\": %.9g, \"eps\": %.9g, \"grad_clip\": %.9g, \"shuffle\": %s, "
+            "\"seed\": %llu, \"optim\": \"%s\", \"optim_block\": %d, \"optim_min_8bit\": %d, "
+            "\"optim_fp32_embedding\": %s},\n",
+            c->micro_batch, c->seq, c->grad_accum, c->micro_batch * c->grad_accum * dp, c->steps,
+            c->lr, c->lr_final_frac, c->lr_schedule, c->warmup, c->weight_decay, c->beta1,
+            c->beta2, c->eps, c->grad_clip, c->shuffle ? "true" : "false",
+            (unsigned long long)c->seed, c->optim, c->optim_block, c->optim_min_8bit,
+            c->optim_fp32_embedding ? "true" : "false");
+}
+
+// Rank 0: manifest.json in `tmp`, from every rank's (written, bytes, hash).
+static zt_status write_manifest(const zt_ckpt_ctx *c, const char *tmp, int step,
+                                uint64_t samples, const uint64_t *rec) {
+    const zt_grid *g = c->grid;
+    const zt_config *cfg = c->cfg;
+    const zt_model_shape *s = &c->model->shape;
+    char path[PATHN + 32];
+    snprintf(path, sizeof path, "%s/manifest.json", tmp);
+    FILE *f = fopen(path, "w");
+    if (!f) return zt_errorf("cannot write %s: %s", path, strerror(errno));
+    int t = c->is_8bit ? c->opt8->t : c->opt->t;
+    fprintf(f, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n  \"step\": %d,\n"
+               "  \"samples\": %llu,\n  \"seed\": %llu,\n",
+            CKPT_FORMAT, CKPT_VERSION, step, (unsigned long long)samples,
+            (unsigned long long)cfg->seed);
+    fprintf(f, "  \"optimizer\": {\"name\": \"%s\", \"t\": %d, \"block_size\": %d, "
+               "\"min_8bit_size\": %d, \"fp32_embedding\": %s},\n",
+            c->is_8bit ? "adamw8bit" : "adamw", t, cfg->optim_block, cfg->optim_min_8bit,
+            cfg->optim_fp32_embedding ? "true" : "false");
+    fprintf(f, "  \"model\": {\"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, \"vocab\": %d, "
+               "\"n_ctx\": %d},\n",
+            s->n_layer, s->n_head, s->n_embd, s->vocab, s->n_ctx);
+    fprintf(f, "  \"layout\": {\"world\": %d, \"dp\": %d, \"pp\": %d, \"tp\": %d, \"zero\": %d, "
+               "\"schedule\": \"%s\", \"partition\": \"%s\", \"stage_first_unit\": [",
+            g->world, g->dp, g->pp, g->tp, cfg->zero, cfg->schedule, cfg->partition);
+    for (int k = 0; k <= g->pp; k++) fprintf(f, "%s%d", k ? ", " : "", c->part->first[k]);
+    fprintf(f, "]},\n");
+    json_config(f, cfg, g->dp);
+    // every tensor of the model, in zerotrain's global shape (wte without padding)
+    zt_layout full;
+    zt_model_shape s1 = *s;
+    s1.padded_vocab = zt_padded_vocab(s->vocab, 1);
+    ZT_ASSERT(zt_layout_init(&full, &s1, 0, zt_unit_count(s), 1, 0, ZT_ALIGN_ELEMS) == ZT_OK);
+    fprintf(f, "  \"tensors\": [\n");
+    for (int i = 0; i < full.n; i++) {
+        const zt_tensor_desc *d = &full.t[i];
+        int state8 = c->is_8bit && zt_adamw8bit_is_8bit(d, &c->opt8->opt);
+        long long R = d->split == ZT_SPLIT_VOCAB ? s->vocab : d->shape[0];
+        fprintf(f, "    {\"name\": \"%s\", \"shape\": [%lld", d->name, R);
+        if (d->ndim == 2) fprintf(f, ", %lld", (long long)d->shape[1]);
+        fprintf(f, "], \"hf_transposed\": %s, \"state\": \"%s\"}%s\n",
+                d->hf_transposed ? "true" : "false", state8 ? "8bit" : "fp32",
+                i + 1 < full.n ? "," : "");
+    }
+    zt_layout_free(&full);
+    fprintf(f, "  ],\n  \"files\": [\n");
+    int first = 1;
+    for (int r = 0; r < g->world; r++) {
+        if (!rec[3 * r]) continue;
+        int dpr, ppr, tpr;
+        zt_grid_coords(r, g->dp, g->pp, g->tp, &dpr, &ppr, &tpr);
+        char name[128];
+        shard_name(name, sizeof name, ppr, tpr, dpr);
+        fprintf(f, "%s    {\"name\": \"%s\", \"rank\": %d, \"bytes\": %llu, "
+                   "\"fnv1a64\": \"%016llx\"}",
+                first ? "" : ",\n", name, r, (unsigned long long)rec[3 * r + 1],
+                (unsigned long long)rec[3 * r + 2]);
+        first = 0;
+    }
+    fprintf(f, "\n  ]\n}\n");
+    int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = fclose(f) == 0 && ok;
+    return ok ? ZT_OK : zt_errorf("writing %s failed: %s", path, strerror(errno));
+}
+
+// Rank 0: deletes complete checkpoints older than the newest `keep`.
+static void prune(const char *dir, int keep) {
+    if (keep <= 0) return;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    int steps[4096], n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 4096) {
+        int st;
+        char tail;
+        if (sscanf(e->d_name, "step-%d%c", &st, &tail) == 1) steps[n++] = st;
+    }
+    closedir(d);
+    // the newest `keep` survive
+    for (int i = 0; i < n; i++) {
+        int newer = 0;
+        for (int j = 0; j < n; j++) newer += steps[j] > steps[i];
+        if (newer >= keep) {
+            char p[PATHN];
+            snprintf(p, sizeof p, "%s/step-%d", dir, steps[i]);
+            remove_dir(p);
+        }
+    }
+    fsync_path(dir);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples) {
+    const zt_grid *g = c->grid;
+    double t0 = now_s();
+    const char *dir = c->cfg->ckpt_dir;
+    char tmp[PATHN], fin[PATHN];
+    snprintf(tmp, sizeof tmp, "%s/tmp-step-%d", dir, step);
+    snprintf(fin, sizeof fin, "%s/step-%d", dir, step);
+    zt_status s = ZT_OK;
+    if (g->rank == 0) {
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+            s = zt_errorf("cannot create the checkpoint directory %s: %s", dir, strerror(errno));
+        remove_dir(tmp); // a crash's leftovers
+        if (s == ZT_OK && mkdir(tmp, 0755) != 0)
+            s = zt_errorf("cannot create %s: %s", tmp, strerror(errno));
+    }
+    ZT_TRY(zt_comm_agree(&g->world_comm, s));
+    uint64_t mine[3] = {0, 0, 0};
+    if (writes(c)) {
+        host_state h;
+        map_state(c, &h, 1);
+        seglist l = {0};
+        collect(c, &l, &h);
+        char name[128], path[PATHN + 128];
+        shard_name(name, sizeof name, g->pp_rank, g->tp_rank, g->dp_rank);
+        snprintf(path, sizeof path, "%s/%s", tmp, name);
+        s = zt_safetensors_write_ex(path, l.t, l.n, "\"format\":\"" CKPT_FORMAT "-shard\"", 1,
+                                    &mine[2], &mine[1]);
+        mine[0] = 1;
+        seg_free(&l);
+        unmap_state(c, &h, 0);
+        if (s == ZT_OK) maybe_crash(g->rank);
+    }
+    ZT_TRY(zt_comm_agree(&g->world_comm, s));
+    uint64_t *rec = calloc((size_t)g->world * 3, sizeof *rec);
+    ZT_ASSERT(rec);
+    zt_comm_all_gather(&g->world_comm, mine, rec, (size_t)g->world * 3, ZT_I64, NULL);
+    if (g->rank == 0) {
+        s = write_manifest(c, tmp, step, samples, rec);
+        // commit: the directory's entries, then the rename, then the pointer
+        if (s == ZT_OK) s = fsync_path(tmp);
+        if (s == ZT_OK) {
+            remove_dir(fin); // an older save of the same step (a rerun)
+            if (rename(tmp, fin) != 0)
+                s = zt_errorf("cannot rename %s to %s: %s", tmp, fin, strerror(errno));
+        }
+        if (s == ZT_OK) s = fsync_path(dir);
+        if (s == ZT_OK) {
+            char lt[PATHN], lp[PATHN];
+            snprintf(lt, sizeof lt, "%s/latest.tmp", dir);
+            snprintf(lp, sizeof lp, "%s/latest", dir);
+            FILE *f = fopen(lt, "w");
+            int ok = f && fprintf(f, "step-%d\n", step) > 0 && fflush(f) == 0 &&
+                     fsync(fileno(f)) == 0;
+            ok = f && fclose(f) == 0 && ok;
+            if (!ok || rename(lt, lp) != 0)
+                s = zt_errorf("cannot write %s: %s", lp, strerror(errno));
+            if (s == ZT_OK) s = fsync_path(dir);
+        }
+        if (s == ZT_OK) prune(dir, c->cfg->ckpt_keep);
+        if (s == ZT_OK) {
+            uint64_t total = 0, most = 0;
+            int files = 0;
+            for (int r = 0; r < g->world; r++) {
+                total += rec[3 * r + 1];
+                most = rec[3 * r + 1] > most ? rec[3 * r + 1] : most;
+                files += (int)rec[3 * r];
+            }
+            printf("checkpoint %s: %.1f MiB in %d files (largest %.1f MiB) in %.2f s\n", fin,
+                   total / 1048576.0, files, most / 1048576.0, now_s() - t0);
+            fflush(stdout);
+        }
+    }
+    free(rec);
+    return zt_comm_agree(&g->world_comm, s);
+}
+
+// ---------------------------------------------------------------- finding and reading
+
+// Resolves `dir` to a complete step directory (one holding manifest.json).
+static zt_status resolve(const char *dir, char *out, size_t size, int say) {
+    char p[2 * PATHN];
+    snprintf(p, sizeof p, "%s/manifest.json", dir);
+    if (file_exists(p)) {
+        snprintf(out, size, "%s", dir);
+        return ZT_OK;
+    }
+    // incomplete ones, said once
+    DIR *d = opendir(dir);
+    if (!d) return zt_errorf("cannot open the checkpoint directory %s: %s", dir, strerror(errno));
+    int best = -1;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int st;
+        char tail;
+        if (strncmp(e->d_name, "tmp-step-", 9) == 0) {
+            if (say)
+                printf("checkpoint: ignoring %s/%s: an incomplete save (interrupted before its "
+                       "commit)\n", dir, e->d_name);
+            continue;
+        }
+        if (sscanf(e->d_name, "step-%d%c", &st, &tail) != 1) continue;
+        snprintf(p, sizeof p, "%s/%s/manifest.json", dir, e->d_name);
+        if (!file_exists(p)) {
+            if (say) printf("checkpoint: ignoring %s/%s: no manifest.json\n", dir, e->d_name);
+            continue;
+        }
+        if (st > best) best = st;
+    }
+    closedir(d);
+    snprintf(p, sizeof p, "%s/latest", dir);
+    char *lt = read_text(p, NULL);
+    if (lt) {
+        char name[256];
+        if (sscanf(lt, "%255s", name) == 1) {
+            char q[2 * PATHN];
+            snprintf(q, sizeof q, "%s/%s/manifest.json", dir, name);
+            if (file_exists(q)) {
+                free(lt);
+                snprintf(out, size, "%s/%s", dir, name);
+                return ZT_OK;
+            }
+            if (say) printf("checkpoint: %s names %s, which is not complete\n", p, name);
+        }
+        free(lt);
+    }
+    if (best < 0)
+        return zt_errorf("%s holds no complete checkpoint (no step-N/manifest.json)", dir);
+    snprintf(out, size, "%s/step-%d", dir, best);
+    return ZT_OK;
+}
+
+typedef struct {
+    char dir[PATHN];
+    cJSON *root;
+    int step, t, dp, pp, tp, zero;
+    uint64_t samples;
+    zt_model_shape shape;
+    int n_files;
+    char (*fname)[128];    // (n_files)
+    uint64_t *fbytes, *fhash;
+} manifest;
+
+static int jint(const cJSON *o, const char *k, int *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsNumber(v)) return 0;
+    *out = v->valueint;
+    return 1;
+}
+
+static void manifest_free(manifest *m) {
+    cJSON_Delete(m->root);
+    free(m->fname);
+    free(m->fbytes);
+    free(m->fhash);
+    memset(m, 0, sizeof *m);
+}
+
+static zt_status manifest_read(manifest *m, const char *dir, int say) {
+    memset(m, 0, sizeof *m);
+    ZT_TRY(resolve(dir, m->dir, sizeof m->dir, say));
+    char p[PATHN + 32];
+    snprintf(p, sizeof p, "%s/manifest.json", m->dir);
+    char *text = read_text(p, NULL);
+    if (!text) return zt_errorf("cannot read %s: %s", p, strerror(errno));
+    m->root = cJSON_Parse(text);
+    free(text);
+    const cJSON *r = m->root, *fmt = cJSON_GetObjectItemCaseSensitive(r, "format");
+    if (!cJSON_IsObject(r) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, CKPT_FORMAT) != 0)
+        return zt_errorf("%s is corrupt or not a zerotrain checkpoint manifest", p);
+    int version = 0;
+    jint(r, "version", &version);
+    if (version != CKPT_VERSION)
+        return zt_errorf("%s has format version %d; this zerotrain reads version %d", p, version,
+                         CKPT_VERSION);
+    const cJSON *mo = cJSON_GetObjectItemCaseSensitive(r, "model");
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(r, "optimizer");
+    const cJSON *la = cJSON_GetObjectItemCaseSensitive(r, "layout");
+    const cJSON *sa = cJSON_GetObjectItemCaseSensitive(r, "samples");
+    const cJSON *fl = cJSON_GetObjectItemCaseSensitive(r, "files");
+    int ok = jint(r, "step", &m->step) && cJSON_IsNumber(sa) && jint(op, "t", &m->t) &&
+             jint(mo, "n_layer", &m->shape.n_layer) && jint(mo, "n_head", &m->shape.n_head) &&
+             jint(mo, "n_embd", &m->shape.n_embd) && jint(mo, "vocab", &m->shape.vocab) &&
+             jint(mo, "n_ctx", &m->shape.n_ctx) && jint(la, "dp", &m->dp) &&
+             jint(la, "pp", &m->pp) && jint(la, "tp", &m->tp) && jint(la, "zero", &m->zero) &&
+             cJSON_IsArray(fl);
+    if (!ok) return zt_errorf("%s is corrupt: it lacks step, samples, model, optimizer, layout "
+                              "or files", p);
+    m->samples = (uint64_t)sa->valuedouble;
+    m->n_files = cJSON_GetArraySize(fl);
+    m->fname = calloc((size_t)m->n_files + 1, sizeof *m->fname);
+    m->fbytes = calloc((size_t)m->n_files + 1, sizeof *m->fbytes);
+    m->fhash = calloc((size_t)m->n_files + 1, sizeof *m->fhash);
+    ZT_ASSERT(m->fname && m->fbytes && m->fhash);
+    for (int i = 0; i < m->n_files; i++) {
+        const cJSON *f = cJSON_GetArrayItem(fl, i);
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(f, "name");
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(f, "bytes");
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(f, "fnv1a64");
+        if (!cJSON_IsString(n) || !cJSON_IsNumber(b) || !cJSON_IsString(h) ||
+            strchr(n->valuestring, '/'))
+            return zt_errorf("%s is corrupt: files[%d] lacks name, bytes or fnv1a64", p, i);
+        snprintf(m->fname[i], sizeof m->fname[i], "%s", n->valuestring);
+        m->fbytes[i] = (uint64_t)b->valuedouble;
+        m->fhash[i] = strtoull(h->valuestring, NULL, 16);
+    }
+    return ZT_OK;
+}
+
+zt_status zt_ckpt_read_shape(const char *dir, zt_model_shape *shape) {
+    manifest m;
+    zt_status s = manifest_read(&m, dir, 0);
+    if (s == ZT_OK) *shape = m.shape;
+    manifest_free(&m);
+    return s;
+}
+
+// Checks file i's size and FNV-1a against the manifest.
+static zt_status verify_file(const manifest *m, int i) {
+    char p[PATHN + 160];
+    snprintf(p, sizeof p, "%s/%s", m->dir, m->fname[i]);
+    FILE *f = fopen(p, "rb");
+    if (!f) return zt_errorf("checkpoint file %s is missing: %s", p, strerror(errno));
+    uint64_t h = ZT_FNV1A_BASIS, n = 0;
+    static unsigned char buf[1 << 20];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+        h = zt_hash_bytes(h, buf, got);
+        n += got;
+    }
+    fclose(f);
+    if (n != m->fbytes[i])
+        return zt_errorf("checkpoint file %s is %s: %llu bytes, the manifest says %llu", p,
+                         n < m->fbytes[i] ? "truncated" : "too long", (unsigned long long)n,
+                         (unsigned long long)m->fbytes[i]);
+    if (h != m->fhash[i])
+        return zt_errorf("checkpoint file %s is corrupt: its FNV-1a checksum %016llx differs from "
+                         "the manifest's %016llx", p, (unsigned long long)h,
+                         (unsigned long long)m->fhash[i]);
+    return ZT_OK;
+}
+
+// One segment of the index.
+typedef struct {
+    int file, entry, aentry; // file, tensor entry, absmax entry (8-bit codes; else -1)
+    size_t g, n, phase, blk, rest;
+} seg;
+
+typedef struct {
+    char name[64];
+    char kind[8];
+    seg *s;
+    int n, cap;
+} segset;
+
+typedef struct {
+    manifest man;
+    zt_st_file *files;  // (man.n_files)
+    segset *sets;
+    int n_sets, cap_sets;
+} ckpt_index;
+
+static segset *find_set(ckpt_index *x, const char *name, const char *kind, int create) {
+    for (int i = 0; i < x->n_sets; i++)
+        if (strcmp(x->sets[i].name, name) == 0 && strcmp(x->sets[i].kind, kind) == 0)
+            return &x->sets[i];
+    if (!create) return NULL;
+    if (x->n_sets == x->cap_sets) {
+        x->cap_sets = x->cap_sets ? 2 * x->cap_sets : 64;
+        x->sets = realloc(x->sets, (size_t)x->cap_sets * sizeof *x->sets);
+        ZT_ASSERT(x->sets);
+    }
+    segset *s = &x->sets[x->n_sets++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    snprintf(s->kind, sizeof s->kind, "%s", kind);
+    return s;
+}
+
+static int seg_cmp(const void *a, const void *b) {
+    const seg *x = a, *y = b;
+    return x->g < y->g ? -1 : x->g > y->g;
+}
+
+static void index_free(ckpt_index *x) {
+    for (int i = 0; x->files && i < x->man.n_files; i++) zt_st_close(&x->files[i]);
+    free(x->files);
+    for (int i = 0; i < x->n_sets; i++) free(x->sets[i].s);
+    free(x->sets);
+    manifest_free(&x->man);
+    memset(x, 0, sizeof *x);
+}
+
+// Opens every file and indexes its segments by (tensor, kind), sorted by global start.
+static zt_status index_open(ckpt_index *x) {
+    manifest *m = &x->man;
+    x->files = calloc((size_t)m->n_files + 1, sizeof *x->files);
+    ZT_ASSERT(x->files);
+    for (int i = 0; i < m->n_files; i++) {
+        char p[PATHN + 160];
+        snprintf(p, sizeof p, "%s/%s", m->dir, m->fname[i]);
+        ZT_TRY(zt_st_open(&x->files[i], p));
+        zt_st_file *f = &x->files[i];
+        for (int e = 0; e < f->n; e++) {
+            char name[64], kind[8];
+            unsigned long long g, ph, blk, rest;
+            if (sscanf(f->t[e].name, "%63[^|]|%7[^|]|%llu|%llu|%llu|%llu", name, kind, &g, &ph,
+                       &blk, &rest) != 6 || f->t[e].ndim != 1)
+                return zt_errorf("checkpoint file %s is corrupt: tensor key '%s' is not "
+                                 "name|kind|g|phase|blk|rest", p, f->t[e].name);
+            if (strcmp(kind, "am") == 0 || strcmp(kind, "av") == 0) continue;
+            segset *s = find_set(x, name, kind, 1);
+            if (s->n == s->cap) {
+                s->cap = s->cap ? 2 * s->cap : 16;
+                s->s = realloc(s->s, (size_t)s->cap * sizeof *s->s);
+                ZT_ASSERT(s->s);
+            }
+            seg *sg = &s->s[s->n++];
+            *sg = (seg){i, e, -1, g, f->t[e].numel, ph, blk, rest};
+            int want = strcmp(kind, "param") == 0 || strcmp(kind, "m") == 0 ||
+                       strcmp(kind, "v") == 0 ? ZT_ST_F32 : ZT_ST_U8;
+            if (strcmp(kind, "qm") && strcmp(kind, "qv") && want == ZT_ST_U8)
+                return zt_errorf("checkpoint file %s: unknown segment kind '%s'", p, kind);
+            if ((int)f->t[e].dtype != want)
+                return zt_errorf("checkpoint file %s is corrupt: %s has the wrong dtype", p,
+                                 f->t[e].name);
+            if (want == ZT_ST_U8) {
+                char akey[200];
+                snprintf(akey, sizeof akey, "%s|a%c|%llu|%llu|%llu|%llu", name, kind[1], g, ph,
+                         blk, rest);
+                sg->aentry = zt_st_find(f, akey);
+                if (sg->aentry < 0 || f->t[sg->aentry].dtype != ZT_ST_F32)
+                    return zt_errorf("checkpoint file %s is corrupt: no absmax for %s", p,
+                                     f->t[e].name);
+            }
+        }
+    }
+    for (int i = 0; i < x->n_sets; i++)
+        qsort(x->sets[i].s, (size_t)x->sets[i].n, sizeof(seg), seg_cmp);
+    return ZT_OK;
+}
+
+// The block size of the checkpoint's 8-bit state.
+static int ckpt_block(const ckpt_index *x) {
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(x->man.root, "optimizer");
+    int b = 256;
+    jint(op, "block_size", &b);
+    return b;
+}
+
+// Copies elements [g, g + n) of a set: out (elem bytes each); for 8-bit sets also each
+// element's absmax and block id. ZT_ERR naming the tensor when something is missing.
+static zt_status fetch(const ckpt_index *x, const segset *s, size_t g, size_t n, size_t es,
+                       void *out, float *absmax, uint64_t *uid, size_t *blen, size_t B) {
+    size_t done = 0;
+    // the last segment with start <= g
+    int lo = 0, hi = s->n - 1, at = -1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (s->s[mid].g <= g) {
+            at = mid;
+            lo = mid + 1;
+        } else hi = mid - 1;
+    }
+    while (done < n) {
+        size_t want = g + done;
+        while (at >= 0 && at < s->n && s->s[at].g + s->s[at].n <= want) at++;
+        if (at < 0 || at >= s->n || s->s[at].g > want)
+            return zt_errorf("checkpoint %s lacks element %zu of %s (%s): a mismatched or "
+                             "incomplete checkpoint", x->man.dir, want, s->name, s->kind);
+        const seg *sg = &s->s[at];
+        const zt_st_file *f = &x->files[sg->file];
+        size_t off = want - sg->g, k = zt_min_sz(n - done, sg->n - off);
+        memcpy((char *)out + done * es, (const char *)zt_st_bytes(f, sg->entry) + off * es, k * es);
+        if (absmax) {
+            const float *am = zt_st_bytes(f, sg->aentry);
+            size_t nam = f->t[sg->aentry].numel;
+            for (size_t j = 0; j < k; j++) {
+                size_t rel = sg->phase + off + j, b = rel / B;
+                if (b >= nam) return zt_errorf("checkpoint file %s is corrupt: absmax too short",
+                                               f->path);
+                memcpy(&absmax[done + j], &am[b], 4);
+                uid[done + j] = ((uint64_t)sg->file << 40) | (sg->blk + b);
+                // the block's length: B, or less at the end of the writer's piece
+                size_t bstart = b * B; // relative to the segment's first block start
+                size_t end = sg->phase + sg->rest;
+                blen[done + j] = zt_min_sz(B, end - bstart);
+            }
+        }
+        done += k;
+    }
+    return ZT_OK;
+}
+
+// ---------------------------------------------------------------- resume
+
+typedef struct {
+    const zt_ckpt_ctx *c;
+    const ckpt_index *x;
+    float map_m[ZT_Q8_CODES], map_v[ZT_Q8_CODES];
+    size_t src_B;
+    size_t requantized, exact;
+} loader;
+
+// fp32 values of [g, g + n) of (tensor, m or v), from fp32 or 8-bit source state.
+static zt_status fetch_moment(loader *L, const char *name, int is_v, size_t g, size_t n,
+                              float *out) {
+    const segset *s = find_set((ckpt_index *)L->x, name, is_v ? "v" : "m", 0);
+    if (s) return fetch(L->x, s, g, n, 4, out, NULL, NULL, NULL, 0);
+    s = find_set((ckpt_index *)L->x, name, is_v ? "qv" : "qm", 0);
+    if (!s) return zt_errorf("checkpoint %s has no optimizer state for %s", L->x->man.dir, name);
+    uint8_t codes[ZT_ADAMW8BIT_MAX_BLOCK];
+    float am[ZT_ADAMW8BIT_MAX_BLOCK];
+    uint64_t uid[ZT_ADAMW8BIT_MAX_BLOCK];
+    size_t bl[ZT_ADAMW8BIT_MAX_BLOCK];
+    for (size_t d = 0; d < n; d += ZT_ADAMW8BIT_MAX_BLOCK) {
+        size_t k = zt_min_sz(n - d, ZT_ADAMW8BIT_MAX_BLOCK);
+        ZT_TRY(fetch(L->x, s, g + d, k, 1, codes, am, uid, bl, L->src_B));
+        for (size_t j = 0; j < k; j++)
+            out[d + j] = zt_q8_dequantize(is_v ? L->map_v : L->map_m, codes[j], am[j]);
+    }
+    return ZT_OK;
+}
+
+// The global runs of local elements [i0, i1) of t: calls fn per run.
+typedef zt_status (*run_fn)(loader *L, const zt_tensor_desc *t, size_t local, size_t g,
+                            size_t n, void *ctx);
+static zt_status each_run(loader *L, const zt_tensor_desc *t, size_t i0, size_t i1, run_fn fn,
+                          void *ctx) {
+    const zt_layout *lay = &L->c->model->layout;
+    size_t real = stored_numel(t, &L->c->model->shape);
+    for (size_t k = i0; k < i1;) {
+        size_t g, n = run_len(lay, t, k, i1, &g);
+        size_t keep = g >= real ? 0 : zt_min_sz(n, real - g);
+        if (keep) ZT_TRY(fn(L, t, k, g, keep, ctx));
+        k += n;
+    }
+    return ZT_OK;
+}
+
+static zt_status load_params_run(loader *L, const zt_tensor_desc *t, size_t local, size_t g,
+                                 size_t n, void *ctx) {
+    float *params = ctx;
+    const segset *s = find_set((ckpt_index *)L->x, t->name, "param", 0);
+    if (!s) return zt_errorf("checkpoint %s has no tensor %s", L->x->man.dir, t->name);
+    return fetch(L->x, s, g, n, 4, params + t->offset + local, NULL, NULL, NULL, 0);
+}
+
+// One block of 8-bit target state: local elements [b0, b0 + n) of t, codes at qm/qv,
+// absmax at *am/*av. Exact copy when the source holds this very block in 8 bits;
+// otherwise dequantized and requantized with the block's own absmax.
+static zt_status load_block(loader *L, const zt_tensor_desc *t, size_t b0, size_t n, uint8_t *qm,
+                            uint8_t *qv, float *am, float *av) {
+    const zt_layout *lay = &L->c->model->layout;
+    size_t real = stored_numel(t, &L->c->model->shape);
+    // the block's elements as global runs (at most a few)
+    size_t rg[ZT_ADAMW8BIT_MAX_BLOCK], rl[ZT_ADAMW8BIT_MAX_BLOCK], rn[ZT_ADAMW8BIT_MAX_BLOCK];
+    int nr = 0;
+    size_t nreal = 0; // elements before the vocabulary padding
+    for (size_t k = b0; k < b0 + n;) {
+        size_t g, len = run_len(lay, t, k, b0 + n, &g);
+        size_t keep = g >= real ? 0 : zt_min_sz(len, real - g);
+        if (keep) {
+            rg[nr] = g;
+            rl[nr] = k - b0;
+            rn[nr++] = keep;
+            nreal += keep;
+        }
+        k += len;
+    }
+    for (int which = 0; which < 2; which++) {
+        uint8_t *q = which ? qv : qm;
+        float *amax = which ? av : am;
+        const float *map = which ? L->map_v : L->map_m;
+        const segset *s = find_set((ckpt_index *)L->x, t->name, which ? "qv" : "qm", 0);
+        uint8_t codes[ZT_ADAMW8BIT_MAX_BLOCK];
+        float sam[ZT_ADAMW8BIT_MAX_BLOCK], val[ZT_ADAMW8BIT_MAX_BLOCK];
+        uint64_t uid[ZT_ADAMW8BIT_MAX_BLOCK];
+        size_t bl[ZT_ADAMW8BIT_MAX_BLOCK];
+        memset(codes, zt_q8_quantize(map, 0.0f, 0.0f), n);
+        memset(val, 0, n * sizeof(float));
+        int exact = 0;
+        if (s) {
+            for (int r = 0; r < nr; r++)
+                ZT_TRY(fetch(L->x, s, rg[r], rn[r], 1, codes + rl[r], sam + rl[r], uid + rl[r],
+                             bl + rl[r], L->src_B));
+            // one source block, all of it, and nothing else (padding aside)
+            exact = nr > 0 && L->src_B == (size_t)L->c->opt8->opt.block_size;
+            for (int r = 0; exact && r < nr; r++)
+                for (size_t j = 0; j < rn[r]; j++)
+                    exact &= uid[rl[r] + j] == uid[rl[0]];
+            if (exact) exact = bl[rl[0]] == nreal;
+            if (exact) {
+                memcpy(q, codes, n);
+                *amax = sam[rl[0]];
+                if (which == 0) L->exact++;
+                continue;
+            }
+            for (int r = 0; r < nr; r++)
+                for (size_t j = 0; j < rn[r]; j++)
+                    val[rl[r] + j] = zt_q8_dequantize(map, codes[rl[r] + j], sam[rl[r] + j]);
+        } else {
+            for (int r = 0; r < nr; r++)
+                ZT_TRY(fetch_moment(L, t->name, which, rg[r], rn[r], val + rl[r]));
+        }
+        if (nr == 0) { // padding only
+            memset(q, zt_q8_quantize(map, 0.0f, 0.0f), n);
+            *amax = 0.0f;
+            continue;
+        }
+        float mx = 0.0f;
+        for (size_t j = 0; j < n; j++) mx = fabsf(val[j]) > mx ? fabsf(val[j]) : mx;
+        for (size_t j = 0; j < n; j++) q[j] = zt_q8_quantize(map, val[j], mx);
+        *amax = mx;
+        if (which == 0) L->requantized++;
+    }
+    return ZT_OK;
+}
+
+typedef struct {
+    float *m, *v;     // fp32 moments
+    size_t base;      // flat index of m[0]
+} fp32_state;
+
+static zt_status load_fp32_run2(loader *L, const zt_tensor_desc *t, size_t local, size_t g,
+                                size_t n, void *ctx) {
+    fp32_state *d = ctx;
+    size_t at = t->offset + local - d->base;
+    ZT_TRY(fetch_moment(L, t->name, 0, g, n, d->m + at));
+    return fetch_moment(L, t->name, 1, g, n, d->v + at);
+}
+
+// Notes (rank 0) the settings that differ from the checkpoint's run: the continuation is
+// then not the uninterrupted run's.
+static void note_config(const ckpt_index *x, const zt_config *c, int dp) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(x->man.root, "config");
+    if (!o) return;
+    struct {
+        const char *key;
+        double now;
+    } k[] = {{"seq", c->seq}, {"global_batch", (double)c->micro_batch * c->grad_accum * dp},
+             {"steps", c->steps}, {"lr", c->lr}, {"lr_final_frac", c->lr_final_frac},
+             {"warmup", c->warmup}, {"weight_decay", c->weight_decay}, {"beta1", c->beta1},
+             {"beta2", c->beta2}, {"eps", c->eps}, {"grad_clip", c->grad_clip},
+             {"seed", (double)c->seed}, {"optim_block", c->optim_block}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k[i].key);
+        if (cJSON_IsNumber(v) && (float)v->valuedouble != (float)k[i].now)
+            printf("resume: note: %s is %g now, %g in the checkpoint's run: the continuation "
+                   "differs from an uninterrupted run\n", k[i].key, k[i].now, v->valuedouble);
+    }
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "lr_schedule");
+    if (cJSON_IsString(v) && strcmp(v->valuestring, c->lr_schedule))
+        printf("resume: note: lr_schedule is %s now, %s in the checkpoint's run\n", c->lr_schedule,
+               v->valuestring);
+    v = cJSON_GetObjectItemCaseSensitive(o, "optim");
+    if (cJSON_IsString(v) && strcmp(v->valuestring, c->optim))
+        printf("resume: note: the checkpoint's optimizer state is %s, this run's %s: its moments "
+               "are converted\n", v->valuestring, c->optim);
+}
+
+static zt_status load_into(const zt_ckpt_ctx *c, ckpt_index *x, size_t *counts) {
+    zt_gpt2 *m = c->model;
+    const zt_layout *lay = &m->layout;
+    loader L = {.c = c, .x = x, .src_B = (size_t)ckpt_block(x)};
+    zt_q8_make_map(L.map_m, 1);
+    zt_q8_make_map(L.map_v, 0);
+    if (L.src_B < 1 || L.src_B > ZT_ADAMW8BIT_MAX_BLOCK)
+        return zt_errorf("%s/manifest.json: bad block_size %zu", x->man.dir, L.src_B);
+    host_state h;
+    map_state(c, &h, 0);
+    memset(h.params, 0, lay->numel * sizeof(float)); // padding stays zero
+    zt_status s = ZT_OK;
+    for (int i = 0; s == ZT_OK && i < lay->n; i++)
+        s = each_run(&L, &lay->t[i], 0, lay->t[i].numel, load_params_run, h.params);
+    if (s == ZT_OK && !c->is_8bit) {
+        zt_adamw *o = c->opt;
+        fp32_state d = {h.m, h.v, o->lo};
+        for (int i = 0; s == ZT_OK && i < lay->n; i++) {
+            const zt_tensor_desc *t = &lay->t[i];
+            size_t a = t->offset > o->lo ? t->offset : o->lo;
+            size_t b = zt_min_sz(t->offset + t->numel, o->hi);
+            if (a < b) s = each_run(&L, t, a - t->offset, b - t->offset, load_fp32_run2, &d);
+        }
+        o->t = x->man.t;
+    }
+    zt_adamw8bit *o = c->opt8;
+    size_t B = c->is_8bit ? (size_t)o->opt.block_size : 1;
+    float *m32 = h.m32, *v32 = h.v32, *am = h.am, *av = h.av;
+    uint8_t *qm = h.qm, *qv = h.qv;
+    for (int k = 0; c->is_8bit && s == ZT_OK && k < o->n_pieces; k++) {
+        const zt_adamw8bit_piece *p = &o->pieces[k];
+        const zt_tensor_desc *t = &lay->t[p->tensor];
+        if (!p->is_8bit) {
+            fp32_state d = {m32 + p->state, v32 + p->state, p->a};
+            s = each_run(&L, t, p->a - t->offset, p->b - t->offset, load_fp32_run2, &d);
+            continue;
+        }
+        size_t nbk = (p->b - p->a + B - 1) / B;
+        for (size_t j = 0; s == ZT_OK && j < nbk; j++) {
+            size_t n = zt_min_sz(B, p->b - p->a - j * B);
+            size_t q = p->state + j * B;
+            s = load_block(&L, t, p->a - t->offset + j * B, n, qm + q, qv + q,
+                           am + p->block + j, av + p->block + j);
+        }
+    }
+    unmap_state(c, &h, 1);
+    if (c->is_8bit) o->t = x->man.t;
+    counts[0] = L.exact;
+    counts[1] = L.requantized;
+    return s;
+}
+
+zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint64_t *samples) {
+    const zt_grid *g = c->grid;
+    double t0 = now_s();
+    ckpt_index x;
+    memset(&x, 0, sizeof x);
+    zt_status s = manifest_read(&x.man, dir, g->rank == 0);
+    const zt_model_shape *ms = &c->model->shape;
+    if (s == ZT_OK && (x.man.shape.n_layer != ms->n_layer || x.man.shape.n_head != ms->n_head ||
+                       x.man.shape.n_embd != ms->n_embd || x.man.shape.vocab != ms->vocab ||
+                       x.man.shape.n_ctx != ms->n_ctx))
+        s = zt_errorf("%s/manifest.json holds another model shape than this run's", x.man.dir);
+    s = zt_comm_agree(&g->world_comm, s);
+    if (s != ZT_OK) {
+        index_free(&x);
+        return s;
+    }
+    // checksums: the files dealt out over the ranks
+    for (int i = g->rank; s == ZT_OK && i < x.man.n_files; i += g->world) s = verify_file(&x.man, i);
+    s = zt_comm_agree(&g->world_comm, s);
+    if (s == ZT_OK) s = zt_comm_agree(&g->world_comm, index_open(&x));
+    size_t counts[2] = {0, 0};
+    if (s == ZT_OK) s = zt_comm_agree(&g->world_comm, load_into(c, &x, counts));
+    if (s == ZT_OK) {
+        double mine[2] = {(double)counts[0], (double)counts[1]}, all[2];
+        zt_comm_all_reduce(&g->world_comm, mine, all, 2, ZT_F64, ZT_REDUCE_SUM, NULL);
+        if (g->rank == 0) {
+            note_config(&x, c->cfg, g->dp);
+            printf("resumed from %s in %.2f s: step %d, %llu samples, optimizer t %d; written by "
+                   "dp %d x pp %d x tp %d (zero %d), now dp %d x pp %d x tp %d (zero %d)\n",
+                   x.man.dir, now_s() - t0, x.man.step, (unsigned long long)x.man.samples,
+                   x.man.t, x.man.dp, x.man.pp, x.man.tp, x.man.zero, g->dp, g->pp, g->tp,
+                   c->cfg->zero);
+            if (c->is_8bit)
+                printf("resume: 8-bit state: %.0f blocks copied exactly, %.0f requantized (their "
+                       "values did not form one block of the checkpoint: docs/checkpoints.md)\n",
+                       all[0], all[1]);
+            fflush(stdout);
+        }
+        *step = x.man.step;
+        *samples = x.man.samples;
+    }
+    index_free(&x);
+    return s;
+}
+
+// ---------------------------------------------------------------- export
+
+zt_status zt_ckpt_export(const char *ckpt, const char *out) {
+    ckpt_index x;
+    memset(&x, 0, sizeof x);
+    zt_status s = manifest_read(&x.man, ckpt, 1);
+    for (int i = 0; s == ZT_OK && i < x.man.n_files; i++) s = verify_file(&x.man, i);
+    if (s == ZT_OK) s = index_open(&x);
+    zt_layout full;
+    memset(&full, 0, sizeof full);
+    float *params = NULL;
+    zt_model_shape sh = x.man.shape;
+    sh.padded_vocab = zt_padded_vocab(sh.vocab, 1);
+    if (s == ZT_OK) s = zt_layout_init(&full, &sh, 0, zt_unit_count(&sh), 1, 0, ZT_ALIGN_ELEMS);
+    if (s == ZT_OK) {
+        params = calloc(full.numel, sizeof(float));
+        ZT_ASSERT(params);
+        for (int i = 0; s == ZT_OK && i < full.n; i++) {
+            const zt_tensor_desc *t = &full.t[i];
+            const segset *set = find_set(&x, t->name, "param", 0);
+            if (!set) s = zt_errorf("checkpoint %s has no tensor %s", x.man.dir, t->name);
+            else s = fetch(&x, set, 0, stored_numel(t, &sh), 4, params + t->offset, NULL, NULL,
+                           NULL, 0);
+        }
+    }
+    if (s == ZT_OK) {
+        const float *parts[1] = {params};
+        s = zt_hf_export(&sh, &full, parts, 1, out);
+        if (s == ZT_OK)
+            printf("exported %s (step %d, written by dp %d x pp %d x tp %d) to %s/model.safetensors"
+                   "\n", x.man.dir, x.man.step, x.man.dp, x.man.pp, x.man.tp, out);
+    }
+    free(params);
+    zt_layout_free(&full);
+    index_free(&x);
+    return s;
+}

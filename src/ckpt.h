@@ -1,0 +1,51 @@
+// Sharded training checkpoints: atomic saves, resume in the same or another layout,
+// export to one Hugging Face directory. Format: docs/checkpoints.md.
+#ifndef ZT_CKPT_H
+#define ZT_CKPT_H
+
+#include <stdint.h>
+
+#include "adamw.h"
+#include "adamw8bit.h"
+#include "config.h"
+#include "gpt2.h"
+#include "grid.h"
+#include "partition.h"
+
+// What one rank checkpoints: its model slice, its optimizer and where it stands. The
+// trainer fills it (pointers stay the trainer's).
+typedef struct {
+    const zt_config *cfg;
+    const zt_grid *grid;
+    const zt_partition *part;
+    zt_gpt2 *model;          // params (layout.numel) laid out by model->layout
+    int is_8bit;
+    zt_adamw *opt;           // --optim adamw
+    zt_adamw8bit *opt8;      // --optim adamw8bit
+    size_t lo, hi;           // this rank's optimizer range of the flat buffer
+} zt_ckpt_ctx;
+
+// Collective over the world: writes cfg->ckpt_dir/step-<step> after `step` completed
+// steps (`samples` global training samples consumed): every rank writes the parameters
+// and optimizer state of its range [lo, hi) (under --zero 0 only dp rank 0 writes),
+// rank 0 the manifest; then DIR/latest names it, and checkpoints beyond --ckpt-keep are
+// deleted. Written to DIR/tmp-step-N, fsync'ed, renamed: a crash leaves the previous
+// checkpoint intact. ZT_ERR (agreed on every rank) when a file cannot be written.
+zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples);
+
+// Collective: loads the checkpoint that `dir` names (a checkpoint directory, whose
+// `latest` or newest complete step-N is taken, or a step-N directory itself) into this
+// rank's parameters and optimizer state, in whatever layout it was written. Sets *step
+// (completed steps) and *samples. Verifies every file's checksum first. 8-bit state
+// moves exactly where its quantization blocks map onto blocks of the new layout, and is
+// requantized (with a message) where they do not. Errors name the file.
+zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint64_t *samples);
+
+// The model shape of the checkpoint `dir` names (as zt_ckpt_resume resolves it).
+zt_status zt_ckpt_read_shape(const char *dir, zt_model_shape *shape);
+
+// `zerotrain export CKPT --out DIR`: merges a checkpoint from any layout into one Hugging
+// Face directory (model.safetensors + config.json). One process.
+zt_status zt_ckpt_export(const char *ckpt, const char *out);
+
+#endif

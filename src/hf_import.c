@@ -1,0 +1,231 @@
+// Loading a Hugging Face GPT-2 model (directory or model.safetensors) or an llm.c file.
+//
+// Hugging Face GPT-2 tensors, by name (an optional "transformer." prefix on all but
+// lm_head): wte.weight (V, C), wpe.weight (n_ctx, C), h.N.ln_1/ln_2.{weight,bias} (C),
+// h.N.attn.c_attn.weight (C, 3C) and mlp.c_fc.weight (C, 4C) as Conv1D (in, out),
+// h.N.attn.c_proj.weight (C, C) and mlp.c_proj.weight (4C, C) (in, out) as we store them,
+// biases (out), ln_f.{weight,bias} (C), optionally lm_head.weight (V, C) = wte.
+// Buffers some exports include (h.N.attn.bias, attn.masked_bias) are ignored.
+#include "hf_import.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backend.h"
+#include "llmc_checkpoint.h"
+#include "safetensors.h"
+
+typedef struct {
+    char st[4096];     // the .safetensors file
+    char config[4096]; // config.json, "" if none
+} hf_paths;
+
+static int is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+static int is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// 1: an llm.c file (its magic, or the token-data magic), 0: otherwise.
+static int is_llmc(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    int32_t magic = 0;
+    size_t got = fread(&magic, 4, 1, f);
+    fclose(f);
+    // token data files go there too, for its message naming --data
+    return got == 1 && (magic == ZT_LLMC_MAGIC || magic == 20240520);
+}
+
+static zt_status resolve(const char *path, hf_paths *p) {
+    memset(p, 0, sizeof *p);
+    if (is_dir(path)) {
+        snprintf(p->st, sizeof p->st, "%s/model.safetensors", path);
+        snprintf(p->config, sizeof p->config, "%s/config.json", path);
+        if (!is_file(p->st))
+            return zt_errorf("--init-from %s is a directory without model.safetensors (a Hugging "
+                             "Face GPT-2 directory holds model.safetensors and config.json; "
+                             "pytorch_model.bin is not read: convert it with safetensors)", path);
+    } else {
+        if (!is_file(path)) return zt_errorf("cannot open --init-from %s: %s", path, strerror(errno));
+        snprintf(p->st, sizeof p->st, "%s", path);
+        const char *slash = strrchr(path, '/');
+        int dl = slash ? (int)(slash - path) : 1;
+        snprintf(p->config, sizeof p->config, "%.*s/config.json", dl, slash ? path : ".");
+    }
+    if (!is_file(p->config)) p->config[0] = 0;
+    return ZT_OK;
+}
+
+// The tensor for our name: with or without the "transformer." prefix; -1 if absent.
+static int find_hf(const zt_st_file *f, const char *name) {
+    int i = zt_st_find(f, name);
+    if (i >= 0) return i;
+    char pre[96];
+    snprintf(pre, sizeof pre, "transformer.%s", name);
+    return zt_st_find(f, pre);
+}
+
+static int json_int(const cJSON *root, const char *key, int *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!cJSON_IsNumber(v)) return 0;
+    *out = v->valueint;
+    return 1;
+}
+
+static zt_status read_config_json(const char *path, zt_model_shape *s) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return zt_errorf("cannot open %s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    ZT_ASSERT(buf);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    fclose(f);
+    buf[got] = 0;
+    cJSON *root = cJSON_Parse(buf);
+    free(buf);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return zt_errorf("%s is not a JSON object (a Hugging Face config.json)", path);
+    }
+    int ok = json_int(root, "n_layer", &s->n_layer) && json_int(root, "n_head", &s->n_head) &&
+             json_int(root, "n_embd", &s->n_embd) && json_int(root, "vocab_size", &s->vocab);
+    if (!json_int(root, "n_positions", &s->n_ctx)) ok = ok && json_int(root, "n_ctx", &s->n_ctx);
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
+    int untied = cJSON_IsFalse(tie);
+    cJSON_Delete(root);
+    if (!ok)
+        return zt_errorf("%s lacks one of n_layer, n_head, n_embd, vocab_size, n_positions: "
+                         "not a GPT-2 config.json", path);
+    if (untied)
+        return zt_errorf("%s sets tie_word_embeddings false; zerotrain's GPT-2 ties the lm-head "
+                         "to wte", path);
+    return ZT_OK;
+}
+
+// Shape from the tensors themselves (n_head is not among them).
+static zt_status infer_shape(const zt_st_file *f, zt_model_shape *s) {
+    int wte = find_hf(f, "wte.weight"), wpe = find_hf(f, "wpe.weight");
+    if (wte < 0 || wpe < 0 || f->t[wte].ndim != 2 || f->t[wpe].ndim != 2)
+        return zt_errorf("%s has no 2-D wte.weight and wpe.weight (with or without the "
+                         "transformer. prefix): not a GPT-2 model", f->path);
+    s->vocab = (int)f->t[wte].shape[0];
+    s->n_embd = (int)f->t[wte].shape[1];
+    s->n_ctx = (int)f->t[wpe].shape[0];
+    int L = 0;
+    for (int i = 0; i < f->n; i++) {
+        const char *nm = f->t[i].name;
+        if (strncmp(nm, "transformer.", 12) == 0) nm += 12;
+        int l;
+        if (sscanf(nm, "h.%d.", &l) == 1 && l + 1 > L) L = l + 1;
+    }
+    if (L == 0) return zt_errorf("%s has no h.N.* tensors: not a GPT-2 model", f->path);
+    s->n_layer = L;
+    return ZT_OK;
+}
+
+zt_status zt_init_read_shape(const char *path, zt_model_shape *shape, int *head_known) {
+    memset(shape, 0, sizeof *shape);
+    *head_known = 1;
+    if (!is_dir(path) && is_llmc(path)) return zt_llmc_read_shape(path, shape);
+    hf_paths p;
+    ZT_TRY(resolve(path, &p));
+    if (p.config[0]) return read_config_json(p.config, shape);
+    zt_st_file f;
+    zt_status s = zt_st_open(&f, p.st);
+    if (s == ZT_OK) s = infer_shape(&f, shape);
+    zt_st_close(&f);
+    *head_known = 0;
+    return s;
+}
+
+// Our tensor t (this rank's slice) from the file's whole tensor `src` (fp32, HF layout).
+static void gather(const zt_layout *lay, const zt_tensor_desc *t, const zt_model_shape *s,
+                   const float *src, float *dst) {
+    size_t O = (size_t)t->shape[0], I = (size_t)t->shape[1];
+    size_t real = (size_t)s->vocab * I;
+#pragma omp parallel for
+    for (size_t k = 0; k < t->numel; k++) {
+        size_t g = zt_layout_global_index(lay, t, k);
+        if (t->split == ZT_SPLIT_VOCAB && g >= real) dst[k] = 0.0f; // padding rows
+        else if (t->hf_transposed) dst[k] = src[(g % I) * O + g / I]; // HF (in, out)
+        else dst[k] = src[g];
+    }
+}
+
+static zt_status hf_load(zt_gpt2 *m, const char *path) {
+    hf_paths p;
+    ZT_TRY(resolve(path, &p));
+    zt_st_file f;
+    zt_status st = zt_st_open(&f, p.st);
+    const zt_layout *lay = &m->layout;
+    float *buf = NULL, *other = NULL;
+    float *params = zt_be_map(m->be, m->params, lay->numel * sizeof(float), 0);
+    for (int i = 0; st == ZT_OK && i < lay->n; i++) {
+        const zt_tensor_desc *t = &lay->t[i];
+        int e = find_hf(&f, t->name);
+        if (e < 0) {
+            st = zt_errorf("%s has no tensor %s (nor transformer.%s)", p.st, t->name, t->name);
+            break;
+        }
+        // the file's shape: ours, transposed for Conv1D, unpadded for wte
+        int64_t r = t->split == ZT_SPLIT_VOCAB ? m->shape.vocab : t->shape[0], c = t->shape[1];
+        if (t->hf_transposed) {
+            int64_t x = r;
+            r = c;
+            c = x;
+        }
+        const zt_st_entry *en = &f.t[e];
+        int ok = t->ndim == 1 ? en->ndim == 1 && en->shape[0] == r
+                              : en->ndim == 2 && en->shape[0] == r && en->shape[1] == c;
+        if (!ok) {
+            st = zt_errorf("%s: tensor %s has shape [%lld%s%lld], expected [%lld%s%lld] for this "
+                           "model", p.st, en->name, (long long)en->shape[0],
+                           en->ndim == 2 ? ", " : "", en->ndim == 2 ? (long long)en->shape[1] : 0LL,
+                           (long long)r, t->ndim == 2 ? ", " : "",
+                           t->ndim == 2 ? (long long)c : 0LL);
+            // (a 1-D tensor prints its single dimension followed by an empty second)
+            break;
+        }
+        buf = realloc(buf, en->numel * sizeof(float));
+        ZT_ASSERT(buf);
+        zt_st_read_f32(&f, e, 0, en->numel, buf);
+        if (t->tied) {
+            int h = zt_st_find(&f, "lm_head.weight");
+            if (h >= 0) {
+                if (f.t[h].numel != en->numel) {
+                    st = zt_errorf("%s: lm_head.weight and wte.weight differ in shape; zerotrain "
+                                   "ties them", p.st);
+                    break;
+                }
+                other = realloc(other, en->numel * sizeof(float));
+                ZT_ASSERT(other);
+                zt_st_read_f32(&f, h, 0, en->numel, other);
+                if (memcmp(other, buf, en->numel * sizeof(float)) != 0) {
+                    st = zt_errorf("%s: lm_head.weight differs from wte.weight; zerotrain's GPT-2 "
+                                   "ties the lm-head to the embedding and cannot load an untied "
+                                   "head", p.st);
+                    break;
+                }
+            }
+        }
+        gather(lay, t, &m->shape, buf, params + t->offset);
+    }
+    zt_be_unmap(m->be, m->params, params, lay->numel * sizeof(float), st == ZT_OK);
+    free(buf);
+    free(other);
+    zt_st_close(&f);
+    return st;
+}
+
+zt_status zt_init_load(zt_gpt2 *m, const char *path) {
+    if (!is_dir(path) && is_llmc(path)) return zt_llmc_load(m, path);
+    return hf_load(m, path);
+}

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Checkpoint faults, export and Hugging Face import (docs/checkpoints.md):
+# - a rank killed (SIGKILL, test hook) in the middle of a save leaves the previous
+#   checkpoint loadable; the half-written one is ignored with a message; the resumed run
+#   equals the uninterrupted one bit for bit;
+# - a truncated, corrupted or mismatched checkpoint stops with one error naming the file;
+# - `zerotrain export` of a dp 2 x pp 2 x tp 2 checkpoint equals the run's own --save byte
+#   for byte;
+# - --init-from a Hugging Face directory (its config.json gives the shape, no shape flags)
+#   and from a model.safetensors with the transformer. prefix and an lm_head copy
+#   (shape inferred, --n-head given): the first step's loss equals the saving run's
+#   continuation (the data file holds 3 global batches, so step 7 reads step 1's samples);
+# - round trip: HF safetensors -> zerotrain pp 2 x tp 2 (lr 1e-30) -> export: the same bytes;
+# - a shape flag that contradicts the file is an error naming both values.
+set -euo pipefail
+out=build/test_ckpt_faults; rm -rf $out; mkdir -p $out
+export OMP_NUM_THREADS=1
+MPI="mpirun --oversubscribe $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root )"
+PY=${PYTHON:-/usr/bin/python3}
+# 3 global batches of 8 sequences of 32 tokens
+$PY -c "
+import struct, random
+random.seed(1); n = 3*8*32 + 1
+hdr = [20240520, 1, n] + [0]*253
+open('$out/tok.bin','wb').write(struct.pack('<256i', *hdr) + struct.pack('<%dH' % n, *[random.randrange(256) for _ in range(n)]))"
+common="--n-layer 2 --n-head 4 --n-embd 64 --vocab 256 --n-ctx 64 --seq 32 --lr 1e-3
+        --warmup 2 --val-every 0 --seed 5 --data $out/tok.bin"
+fail=0
+die() { echo "FAIL: $*"; fail=1; }
+
+# --- crash in the middle of the second save (step 4) on rank 1 of 2
+$MPI -np 2 build/zerotrain $common --steps 6 --zero 1 --micro-batch 2 --grad-accum 2 \
+    --log $out/full.jsonl > $out/full.out 2>&1 || { cat $out/full.out; exit 1; }
+set +e
+ZT_TEST_CKPT_CRASH_AFTER_FILES=2 ZT_TEST_CKPT_CRASH_RANK=1 $MPI -x ZT_TEST_CKPT_CRASH_AFTER_FILES \
+    -x ZT_TEST_CKPT_CRASH_RANK -np 2 build/zerotrain $common --steps 6 --zero 1 --micro-batch 2 \
+    --grad-accum 2 --ckpt-dir $out/ck --ckpt-every 2 > $out/crash.out 2>&1
+rc=$?
+set -e
+[ $rc -ne 0 ] || die "the crash hook did not stop the run"
+ls $out/ck
+[ -d $out/ck/tmp-step-4 ] && [ "$(cat $out/ck/latest)" = step-2 ] || die "expected step-2 complete, tmp-step-4 left"
+$MPI -np 2 build/zerotrain $common --steps 6 --zero 1 --micro-batch 2 --grad-accum 2 \
+    --resume $out/ck --ckpt-dir $out/ck --ckpt-every 2 --log $out/res.jsonl > $out/res.out 2>&1 || { cat $out/res.out; exit 1; }
+grep "ignoring" $out/res.out || die "no message about the incomplete checkpoint"
+echo "== crash during save, resumed from step 2"
+$PY tests/ckpt/compare_losses.py $out/full.jsonl $out/res.jsonl || fail=1
+
+# --- truncated, corrupted, mismatched
+expect_error() { # name pattern command...
+  local name=$1 pat=$2; shift 2
+  if "$@" > $out/$name.out 2>&1; then die "$name: succeeded"; return; fi
+  grep -E -e "$pat" $out/$name.out || { cat $out/$name.out; die "$name: no error matching $pat"; }
+}
+cp -r $out/ck/step-6 $out/bad
+f=$out/bad/shard-pp0-tp0-dp1.safetensors
+printf '\x55' | dd of=$f bs=1 seek=2000 conv=notrunc status=none
+expect_error corrupt "zerotrain: error: checkpoint file .*shard-pp0-tp0-dp1.safetensors is corrupt" \
+    $MPI -np 2 build/zerotrain $common --steps 6 --zero 1 --micro-batch 2 --grad-accum 2 --resume $out/bad
+cp $out/ck/step-6/shard-pp0-tp0-dp1.safetensors $f
+truncate -s 1000 $f
+expect_error truncated "shard-pp0-tp0-dp1.safetensors is truncated" \
+    build/zerotrain $common --steps 6 --micro-batch 2 --grad-accum 4 --resume $out/bad
+expect_error mismatched "--n-layer 3 contradicts n_layer 2 of $out/ck" \
+    build/zerotrain $common --n-layer 3 --steps 6 --resume $out/ck
+echo '{}' > $out/bad/manifest.json
+expect_error garbage "manifest.json is corrupt or not a zerotrain checkpoint manifest" \
+    build/zerotrain $common --resume $out/bad
+
+# --- export from dp 2 x pp 2 x tp 2 equals --save
+$MPI -np 8 build/zerotrain $common --steps 6 --zero 1 --pp 2 --tp 2 --micro-batch 2 --grad-accum 2 \
+    --ckpt-dir $out/ck8 --ckpt-keep 1 --ckpt-every 2 --save $out/saved8 --log $out/d8.jsonl > $out/d8.out 2>&1 \
+    || { cat $out/d8.out; exit 1; }
+[ "$(ls $out/ck8 | grep -c step-)" = 1 ] || die "--ckpt-keep 1 kept $(ls $out/ck8)"
+build/zerotrain export $out/ck8 --out $out/exported
+cmp $out/exported/model.safetensors $out/saved8/model.safetensors && echo "export == --save: identical" \
+    || die "export differs from --save"
+
+# --- Hugging Face in: the continuation's step 7 reads the samples of step 1
+$MPI -np 8 build/zerotrain $common --steps 7 --zero 1 --pp 2 --tp 2 --micro-batch 2 --grad-accum 2 \
+    --resume $out/ck8 --log $out/cont.jsonl > $out/cont.out 2>&1 || { cat $out/cont.out; exit 1; }
+shape_free="--seq 32 --lr 1e-3 --warmup 2 --val-every 0 --seed 5 --data $out/tok.bin --steps 1"
+build/zerotrain $shape_free --init-from $out/saved8 --micro-batch 2 --grad-accum 4 \
+    --log $out/hf1.jsonl > $out/hf1.out 2>&1 || { cat $out/hf1.out; exit 1; }
+mkdir -p $out/hfprefix
+$PY tests/ckpt/st_rewrite.py $out/saved8/model.safetensors $out/hfprefix/model.safetensors
+$MPI -np 2 build/zerotrain $shape_free --n-head 4 --tp 2 --init-from $out/hfprefix/model.safetensors \
+    --micro-batch 2 --grad-accum 4 --log $out/hf2.jsonl > $out/hf2.out 2>&1 || { cat $out/hf2.out; exit 1; }
+$PY - $out <<'PY' || fail=1
+import json, sys
+d = sys.argv[1]
+def loss(p, step):
+    for l in open(p):
+        j = json.loads(l)
+        if j.get("step") == step and "loss" in j: return j["loss"]
+ref = loss(f"{d}/cont.jsonl", 7)
+a, b = loss(f"{d}/hf1.jsonl", 1), loss(f"{d}/hf2.jsonl", 1)
+# another layout sums the same fp32 terms in another order: rtol 1e-5
+ok = all(abs(x - ref) <= 1e-5 * abs(ref) for x in (a, b))
+print(f"first-step loss: continuation {ref:.9g}, HF dir (1 rank) {a:.9g}, "
+      f"transformer.-prefixed + lm_head safetensors (tp 2) {b:.9g}: {'ok' if ok else 'MISMATCH'}")
+sys.exit(0 if ok else 1)
+PY
+# --- round trip: HF (transformer.-prefixed, lm_head) -> zerotrain pp 2 x tp 2 -> export gives
+# back the same bytes as zerotrain's own export of those weights (--lr 1e-30: AdamW then moves
+# nothing: 1e-30 x an update of order 1 is far below half an ulp of every weight)
+$MPI -np 4 build/zerotrain $shape_free --n-head 4 --lr 1e-30 --weight-decay 0 --pp 2 --tp 2 --zero 1 \
+    --init-from $out/hfprefix/model.safetensors --micro-batch 2 --grad-accum 4 --ckpt-dir $out/ckrt \
+    > $out/rt.out 2>&1 || { cat $out/rt.out; exit 1; }
+build/zerotrain export $out/ckrt --out $out/rt > /dev/null
+cmp $out/rt/model.safetensors $out/saved8/model.safetensors && echo "HF -> pp2 tp2 -> export: same bytes" \
+    || die "round trip changed the bytes"
+expect_error contradict "--n-layer 3 contradicts n_layer 2 of $out/saved8" \
+    build/zerotrain $shape_free --n-layer 3 --init-from $out/saved8
+exit $fail

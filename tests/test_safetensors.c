@@ -1,0 +1,94 @@
+// safetensors reader: round trip with the writer, BF16/F16 widening, and one clear error
+// naming the file for truncated or corrupt input.
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "safetensors.h"
+#include "test.h"
+
+static const char *tmp_path(const char *name) {
+    static char p[256];
+    snprintf(p, sizeof p, "/tmp/zt_test_st_%d_%s", (int)getpid(), name);
+    return p;
+}
+
+// A file written by hand: header `json`, then `data`.
+static void write_raw(const char *path, const char *json, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    uint64_t len = strlen(json);
+    fwrite(&len, 8, 1, f);
+    fwrite(json, 1, len, f);
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+ZT_TEST(safetensors_roundtrip) {
+    float a[6] = {1, -2, 3.5f, 4, 5, 6};
+    uint8_t q[3] = {7, 8, 9};
+    zt_st_tensor t[2] = {{"a", 2, {2, 3}, a, ZT_ST_F32}, {"q", 1, {3, 0}, q, ZT_ST_U8}};
+    const char *p = tmp_path("rt");
+    CHECK(zt_safetensors_write(p, t, 2) == ZT_OK);
+    zt_st_file f;
+    CHECK(zt_st_open(&f, p) == ZT_OK);
+    CHECK_EQ_INT(f.n, 2);
+    int i = zt_st_find(&f, "a"), j = zt_st_find(&f, "q");
+    CHECK(i >= 0 && j >= 0);
+    CHECK_EQ_INT(f.t[i].shape[1], 3);
+    float back[6];
+    zt_st_read_f32(&f, i, 0, 6, back);
+    CHECK(memcmp(back, a, sizeof a) == 0);
+    CHECK(memcmp(zt_st_bytes(&f, j), q, 3) == 0);
+    zt_st_close(&f);
+    remove(p);
+    return ZT_PASS;
+}
+
+ZT_TEST(safetensors_half_types) {
+    // bf16 0x3fc0 = 1.5, 0xc000 = -2; f16 0x3e00 = 1.5, 0x0001 = 2^-24 (subnormal)
+    uint16_t d[4] = {0x3fc0, 0xc000, 0x3e00, 0x0001};
+    const char *p = tmp_path("half");
+    write_raw(p, "{\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]},"
+                 "\"h\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[4,8]}}", d, 8);
+    zt_st_file f;
+    CHECK(zt_st_open(&f, p) == ZT_OK);
+    float b[2], h[2];
+    zt_st_read_f32(&f, zt_st_find(&f, "b"), 0, 2, b);
+    zt_st_read_f32(&f, zt_st_find(&f, "h"), 0, 2, h);
+    CHECK(b[0] == 1.5f && b[1] == -2.0f && h[0] == 1.5f && h[1] == 0x1p-24f);
+    zt_st_close(&f);
+    remove(p);
+    return ZT_PASS;
+}
+
+ZT_TEST(safetensors_bad_files) {
+    float d[2] = {1, 2};
+    const char *p = tmp_path("bad");
+    const char *cases[][2] = {
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", "truncated"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", "corrupt"},
+        {"{\"x\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]}}", "dtype I64"},
+        {"{\"x\": [1, 2", "not a JSON object"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        write_raw(p, cases[k][0], d, sizeof d);
+        zt_st_file f;
+        CHECK(zt_st_open(&f, p) == ZT_ERR);
+        zt_st_close(&f);
+        const char *msg = zt_error_message();
+        CHECK(strstr(msg, p) != NULL);
+        CHECK(strstr(msg, cases[k][1]) != NULL);
+    }
+    // a header length past the end of the file
+    FILE *f0 = fopen(p, "wb");
+    uint64_t big = 1000;
+    fwrite(&big, 8, 1, f0);
+    fwrite("{}", 1, 2, f0);
+    fclose(f0);
+    zt_st_file f;
+    CHECK(zt_st_open(&f, p) == ZT_ERR);
+    zt_st_close(&f);
+    CHECK(strstr(zt_error_message(), "truncated") != NULL);
+    remove(p);
+    return ZT_PASS;
+}
