@@ -15,6 +15,7 @@
 
 #include "adamw.h"
 #include "adamw8bit.h"
+#include "backend_cuda.h"
 #include "comm.h"
 #include "data.h"
 #include "gpt2.h"
@@ -548,6 +549,19 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     if (cfg->threads > 0) omp_set_num_threads(cfg->threads);
     if (s == ZT_OK) s = zt_plan_spec_from_config(&t.plan, cfg, dp);
     if (s != ZT_OK) return s; // the same on every rank: no agreement needed
+    // --backend cuda: one rank on GPU 0 for now. Tensors of several ranks need the NCCL
+    // comm backend or MPI with host staging (the MPI here takes host pointers only).
+    zt_backend cuda_be = {0};
+    if (!strcmp(cfg->backend, "cuda")) {
+        if (world->size > 1)
+            return zt_errorf("--backend cuda runs on one rank for now (%d ranks given): "
+                             "several GPU ranks wait for the NCCL comm backend; run one rank "
+                             "or --backend cpu",
+                             world->size);
+        ZT_TRY(zt_backend_cuda_init(&cuda_be, 0));
+        zt_backend_cuda_set_tf32(&cuda_be, cfg->tf32);
+        t.be = &cuda_be;
+    }
     ZT_TRY(zt_grid_init(&t.grid, world, dp, cfg->pp, cfg->tp));
     t.plan.ranks_per_node = zt_plan_local_ranks(t.grid.world);
     // the memory check first, as a step of its own, so no rank has allocated yet when
@@ -585,5 +599,6 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     zt_dataset_close(&t.train);
     zt_dataset_close(&t.val);
     zt_grid_free(&t.grid);
+    zt_backend_cuda_free(&cuda_be); // after everything allocated through it
     return s;
 }
