@@ -27,7 +27,7 @@ TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 DEPS_OK  := $(BUILD)/.deps-ok
 
-.PHONY: all test demo data clean setup bench cuda
+.PHONY: all test demo data clean setup bench cuda test-cuda
 all: $(BUILD)/zerotrain $(BUILD)/zt_tests data
 
 setup: $(DEPS_OK)
@@ -102,6 +102,11 @@ CUDA_CU   := $(wildcard kernels/*_cuda.cu)
 CUDA_OBJ  := $(CUDA_CU:%.cu=$(BUILD)/cuda/%.o) $(CUDA_C_SRC:%.c=$(BUILD)/cuda/%.o)
 
 cuda: $(BUILD)/zerotrain-cuda $(BUILD)/zt_tests_cuda
+
+# On a machine with a GPU: the CUDA tests (each CUDA op against the CPU one, the shared
+# math, the 20-step training comparison). They SKIP where no GPU opens.
+test-cuda: cuda all
+	ZT_TESTS=$(BUILD)/zt_tests_cuda ONLY=cuda PYTHON=$(PYTHON) bash tests/run.sh
 
 $(BUILD)/cuda/%.o: %.cu | $(DEPS_OK)
 	@mkdir -p $(dir $@)
