@@ -15,8 +15,10 @@
 #include "softmax_math.h"
 
 #define ATT_THREADS 128
-// Shared memory per block without opting in to more (cudaFuncSetAttribute).
-#define ATT_SHARED_MAX (48 * 1024)
+static_assert(ATT_THREADS <= ZT_REDUCE_MAX_THREADS, "zt_block_reduce's buffer");
+// Dynamic shared memory per block: 48 KiB without opting in to more (cudaFuncSetAttribute),
+// less the block reduction's 4 KiB of static shared memory.
+#define ATT_SHARED_MAX (44 * 1024)
 
 static __device__ inline float dot(const float *a, const float *b, int n) {
     float s = 0.0f;

@@ -6,8 +6,9 @@
 
 #include "softmax_math.h"
 
-// Largest block these helpers take.
-#define ZT_REDUCE_MAX_THREADS 1024
+// Largest block these helpers take (every caller launches at most this many threads).
+// Each instantiation holds this many T of static shared memory (4 KiB for a double).
+#define ZT_REDUCE_MAX_THREADS 512
 
 template <typename T, typename Op>
 static __device__ T zt_block_reduce(T x, Op op) {

@@ -7,6 +7,7 @@
 #include "softmax_math.h"
 
 #define CE_THREADS 256
+static_assert(CE_THREADS <= ZT_REDUCE_MAX_THREADS, "zt_block_reduce's buffer");
 
 static __global__ void ce_stats_kernel(float *row_max, float *target_logit, const float *logits,
                                        const int32_t *targets, int n_valid, int vocab_lo,

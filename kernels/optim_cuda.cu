@@ -5,6 +5,7 @@
 #include "kernels_cuda.h"
 
 #define REDUCE_THREADS 512
+static_assert(REDUCE_THREADS <= ZT_REDUCE_MAX_THREADS, "zt_block_reduce's buffer");
 
 // Block b sums its contiguous range of x; work[2 + 2b], work[3 + 2b] get the partials.
 static __global__ void reduce_partial_kernel(double *work, const float *x, size_t n, int mode) {
@@ -69,6 +70,7 @@ extern "C" void zt_cuda_adamw(cudaStream_t st, float *p, float *m, float *v, con
 // new absmax (max is exact in any order), then each thread requantizes its values. The
 // maps come by value and are copied to shared memory for the binary searches.
 #define Q8_THREADS 256
+static_assert(Q8_THREADS <= ZT_REDUCE_MAX_THREADS, "zt_block_reduce's buffer");
 #define Q8_PER_THREAD (ZT_Q8_MAX_BLOCK / Q8_THREADS)
 
 static __global__ void adamw8bit_kernel(float *p, const float *g, uint8_t *qm, uint8_t *qv,

@@ -262,6 +262,9 @@ static void print_start(trainer *t) {
                "sequences of %d tokens; %d OpenMP threads per rank\n",
                g->world, g->dp, g->pp, g->tp, c->zero, c->micro_batch, c->grad_accum, g->dp,
                c->seq, omp_get_max_threads());
+        if (strcmp(t->be->ops->name, "cpu") != 0)
+            printf("backend: %s (GPU 0)%s; memory below counts its device allocations\n",
+                   t->be->ops->name, c->tf32 ? ", TF32 matrix products" : ", fp32 matrix products");
         printf("loss: chunks of %d tokens, %.1f MiB of logits per chunk per rank (%d of the "
                "%d padded vocabulary columns)\n", t->model.loss_chunk,
                (double)t->model.loss_chunk * t->shape.padded_vocab / g->tp * sizeof(float) /
