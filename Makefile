@@ -20,7 +20,7 @@ CFLAGS   += -fno-math-errno -std=c11 -Wall -Wextra -Wno-unused-parameter -fopenm
 LDLIBS   += $(MPI_LIBS) -lopenblas -lcjson -lm -fopenmp
 
 # kernels/backend_cuda.c and comm/comm_nccl.c need the CUDA toolkit: `make cuda` only.
-CUDA_C_SRC := kernels/backend_cuda.c
+CUDA_C_SRC := kernels/backend_cuda.c comm/comm_nccl.c
 LIB_SRC  := $(filter-out src/main.c $(CUDA_C_SRC),$(wildcard src/*.c kernels/*.c optim/*.c comm/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*.c)
@@ -96,7 +96,7 @@ NVCCFLAGS += -std=c++17 $(CUDA_ARCH) -MMD -MP -Isrc -Ikernels -Ioptim -Icomm \
              -Xcompiler -Wall,-Wno-unused-parameter,-fno-math-errno \
              $(if $(ZT_CUDA_EXACT),-fmad=false) $(if $(ZT_CUDA_DEBUG),-DZT_CUDA_DEBUG)
 CUDA_CFLAGS := -I$(CUDA_HOME)/include $(if $(ZT_CUDA_DEBUG),-DZT_CUDA_DEBUG)
-CUDA_LIBS   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcublasLt -lcudart \
+CUDA_LIBS   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcublas -lcublasLt -lcudart \
                -lstdc++
 CUDA_CU   := $(wildcard kernels/*_cuda.cu)
 CUDA_OBJ  := $(CUDA_CU:%.cu=$(BUILD)/cuda/%.o) $(CUDA_C_SRC:%.c=$(BUILD)/cuda/%.o)

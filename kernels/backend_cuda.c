@@ -350,6 +350,10 @@ void zt_backend_cuda_set_tf32(zt_backend *be, int on) {
                                                     : CUBLAS_DEFAULT_MATH));
 }
 
+void *zt_backend_cuda_stream(const zt_backend *be) {
+    return be && be->impl ? (void *)impl_of(be)->stream : NULL;
+}
+
 void zt_backend_cuda_free(zt_backend *be) {
     cuda_impl *c = be ? impl_of(be) : NULL;
     if (!c) return;

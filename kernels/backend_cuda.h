@@ -24,4 +24,8 @@ void zt_backend_cuda_free(zt_backend *be);
 // the CPU. No effect on a backend that is not CUDA.
 void zt_backend_cuda_set_tf32(zt_backend *be, int on);
 
+// The backend's stream (a cudaStream_t), for the NCCL comm backend (comm_nccl.h), so
+// collectives are ordered with the kernels. NULL where there is no CUDA backend.
+void *zt_backend_cuda_stream(const zt_backend *be);
+
 #endif

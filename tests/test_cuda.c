@@ -21,6 +21,7 @@
 
 #include "backend.h"
 #include "backend_cuda.h"
+#include "comm_nccl.h"
 #include "kernels.h"
 #include "memory.h"
 #include "quant8_math.h"
@@ -448,6 +449,48 @@ ZT_TEST(cuda_adamw8bit) {
         printf("  adamw8bit block %d: %zu of %zu codes one apart\n", block, off, 2 * n);
         CHECK(off <= 2 * n / 100);
     }
+    gpu_close();
+    return ZT_PASS;
+}
+
+// The NCCL comm backend on the one GPU a test has: a single-rank communicator over the
+// self control communicator (several ranks on one GPU are refused by NCCL; tests with
+// several ranks need a GPU each). Collectives at size 1 are copies, checked exactly;
+// split with a color and with ZT_COMM_UNDEFINED (a size-1 communicator) both work.
+ZT_TEST(cuda_nccl_single_rank) {
+    NEED_GPU();
+    if (g_on_cpu) {
+        gpu_close();
+        printf("SKIP: NCCL needs the GPU\n");
+        return ZT_SKIP;
+    }
+    zt_comm self, nc, part;
+    zt_comm_self_init(&self);
+    if (zt_comm_nccl_init(&nc, &self, zt_backend_cuda_stream(GPU)) != ZT_OK) {
+        fprintf(stderr, "%s\n", zt_error_message());
+        return ZT_FAIL;
+    }
+    zt_comm_free(&self); // the NCCL communicator keeps its own control path
+    CHECK(nc.size == 1 && nc.rank == 0 && !strcmp(nc.ops->name, "nccl"));
+    const size_t n = 1001;
+    float *x = hrand(n, -1, 1), *g_x = dputf(x, n), *g_y = dpoison(n);
+    zt_comm_all_reduce(&nc, g_x, g_y, n, ZT_F32, ZT_REDUCE_SUM, NULL);
+    CHECK_DEV("nccl all_reduce (copy)", g_y, x, n, 0.0, 0.0);
+    zt_comm_all_reduce(&nc, g_x, g_x, n, ZT_F32, ZT_REDUCE_MAX, NULL);
+    zt_comm_reduce_scatter(&nc, g_x, g_x, n, ZT_F32, ZT_REDUCE_SUM, NULL);
+    zt_comm_all_gather(&nc, g_x, g_x, n, ZT_F32, NULL);
+    zt_comm_broadcast(&nc, g_x, n, ZT_F32, 0, NULL);
+    CHECK_DEV("nccl in place (unchanged)", g_x, x, n, 0.0, 0.0);
+    for (int color = ZT_COMM_UNDEFINED; color <= 0; color++) {
+        zt_comm_split(&nc, color, 0, &part);
+        CHECK(part.size == 1 && !strcmp(part.ops->name, "nccl"));
+        float *g_z = dpoison(n);
+        zt_comm_all_gather(&part, g_x, g_z, n, ZT_F32, NULL);
+        zt_comm_barrier(&part, NULL);
+        CHECK_DEV("nccl split all_gather", g_z, x, n, 0.0, 0.0);
+        zt_comm_free(&part);
+    }
+    zt_comm_free(&nc);
     gpu_close();
     return ZT_PASS;
 }
