@@ -24,13 +24,15 @@ CFLAGS   += -fno-math-errno -std=c11 -Wall -Wextra -Wno-unused-parameter -fopenm
             -MMD -MP -Isrc -Ikernels -Ioptim -Icomm $(MPI_CFLAGS)
 LDLIBS   += $(MPI_LIBS) -lopenblas -lcjson -lpcre2-8 -lm -fopenmp
 
-LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c kernels/*.c optim/*.c comm/*.c))
+# kernels/backend_cuda.c and comm/comm_nccl.c need the CUDA toolkit: `make cuda` only.
+CUDA_C_SRC := kernels/backend_cuda.c comm/comm_nccl.c
+LIB_SRC  := $(filter-out src/main.c $(CUDA_C_SRC),$(wildcard src/*.c kernels/*.c optim/*.c comm/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 DEPS_OK  := $(BUILD)/.deps-ok
 
-.PHONY: all test demo data clean setup bench
+.PHONY: all test demo data clean setup bench cuda test-cuda
 all: $(BUILD)/zerotrain $(BUILD)/zt_tests data
 
 setup: $(DEPS_OK)
@@ -91,7 +93,46 @@ bench: $(BUILD)/comm_bw
 $(BUILD)/comm_bw: bench/comm_bw.c $(BUILD)/libzt.a | $(BUILD)/mpi.cflags $(BUILD)/mpi.libs
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# ---- The CUDA build (`make cuda`): build/zerotrain-cuda and build/zt_tests_cuda ----
+# The same library and programs plus the CUDA backend (kernels/*_cuda.cu by nvcc,
+# kernels/backend_cuda.c by gcc). Linked ahead of libzt.a, backend_cuda.o's definitions
+# replace backend_nocuda.c's "built without CUDA" ones. Plain `make` never needs nvcc.
+# ZT_CUDA_EXACT=1: no FMA contraction in device code (-fmad=false), so arithmetic-only
+# kernels match the CPU bit for bit. ZT_CUDA_DEBUG=1: wait for and check every kernel.
+NVCC      ?= $(or $(shell command -v nvcc 2>/dev/null),/usr/local/cuda/bin/nvcc)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
+CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_90,code=compute_90
+NVCCFLAGS ?= -O2 -g -lineinfo
+NVCCFLAGS += -std=c++17 $(CUDA_ARCH) -MMD -MP -Isrc -Ikernels -Ioptim -Icomm \
+             -Xcompiler -Wall,-Wno-unused-parameter,-fno-math-errno \
+             $(if $(ZT_CUDA_EXACT),-fmad=false) $(if $(ZT_CUDA_DEBUG),-DZT_CUDA_DEBUG)
+CUDA_CFLAGS := -I$(CUDA_HOME)/include $(if $(ZT_CUDA_DEBUG),-DZT_CUDA_DEBUG)
+CUDA_LIBS   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcublas -lcublasLt -lcudart \
+               -lstdc++
+CUDA_CU   := $(wildcard kernels/*_cuda.cu)
+CUDA_OBJ  := $(CUDA_CU:%.cu=$(BUILD)/cuda/%.o) $(CUDA_C_SRC:%.c=$(BUILD)/cuda/%.o)
+
+cuda: $(BUILD)/zerotrain-cuda $(BUILD)/zt_tests_cuda
+
+# On a machine with a GPU: the CUDA tests (each CUDA op against the CPU one, the shared
+# math, the 20-step training comparison). They SKIP where no GPU opens.
+test-cuda: cuda all
+	ZT_TESTS=$(BUILD)/zt_tests_cuda ONLY=cuda PYTHON=$(PYTHON) bash tests/run.sh
+
+$(BUILD)/cuda/%.o: %.cu | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+$(BUILD)/cuda/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -c $< -o $@
+
+$(BUILD)/zerotrain-cuda: $(BUILD)/src/main.o $(CUDA_OBJ) $(BUILD)/libzt.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LIBS)
+$(BUILD)/zt_tests_cuda: $(TEST_OBJ) $(CUDA_OBJ) $(BUILD)/libzt.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LIBS)
+
 clean:
 	rm -rf $(BUILD) zerotrain
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(CUDA_OBJ:.o=.d)

@@ -57,6 +57,8 @@ typedef struct {
     int loss_chunk;           // tokens per chunk of the loss (0 = automatic)
     int threads;              // OpenMP threads per rank (0 = runtime default)
     float peak_tflops;        // one rank's peak fp32 TFLOP/s, for the MFU (0 = not shown)
+    char backend[8];          // cpu | cuda (kernels/backend.h)
+    int tf32;                 // --backend cuda: TF32 tensor cores in fp32 GEMMs
     // memory planning (src/planner.h)
     char param_dtype[8];      // fp32 | bf16 (bf16: planning only until the GPU backend)
     char mem_limit[32];       // bytes one rank may use, "16G", "512M", ... ("" = none)
@@ -75,7 +77,8 @@ zt_status zt_config_parse(zt_config *cfg, int argc, char **argv);
 // Checks the values against each other (n_embd % n_head, seq <= n_ctx, ...).
 zt_status zt_config_validate(const zt_config *cfg);
 
-// What training itself cannot run yet, on top of zt_config_validate: --param-dtype bf16
+// What training itself cannot run yet, on top of zt_config_validate: --backend cuda in a
+// binary built without CUDA, --tf32 without it, --param-dtype bf16
 // (16-bit parameters with fp32 master weights are planned by `zerotrain memory` for the
 // GPU backend; the CPU trainer is fp32). ZT_ERR with a message naming the flag.
 zt_status zt_config_check_trainable(const zt_config *cfg);

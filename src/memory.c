@@ -42,19 +42,31 @@ void *zt_mem_alloc(zt_mem_category cat, size_t bytes) {
     h->bytes = bytes;
     h->cat = cat;
     h->magic = ZT_MEM_MAGIC;
+    zt_mem_count_alloc(cat, bytes);
+    return h + 1;
+}
+
+void zt_mem_count_alloc(zt_mem_category cat, size_t bytes) {
+    ZT_ASSERT(cat >= 0 && cat < ZT_MEM_NCAT);
     g_current[cat] += bytes;
     if (g_current[cat] > g_peak[cat]) g_peak[cat] = g_current[cat];
     g_total += bytes;
     if (g_total > g_peak_total) g_peak_total = g_total;
-    return h + 1;
+}
+
+void zt_mem_count_free(zt_mem_category cat, size_t bytes) {
+    ZT_ASSERT(cat >= 0 && cat < ZT_MEM_NCAT);
+    ZT_ASSERTF(g_current[cat] >= bytes, "freeing %zu bytes of %s, more than the %zu held", bytes,
+               g_names[cat], g_current[cat]);
+    g_current[cat] -= bytes;
+    g_total -= bytes;
 }
 
 void zt_mem_free(void *ptr) {
     if (!ptr) return;
     zt_mem_header *h = (zt_mem_header *)ptr - 1;
     ZT_ASSERTF(h->magic == ZT_MEM_MAGIC, "zt_mem_free of a pointer zt_mem_alloc did not return");
-    g_current[h->cat] -= h->bytes;
-    g_total -= h->bytes;
+    zt_mem_count_free(h->cat, h->bytes);
     h->magic = 0;
     free(h);
 }

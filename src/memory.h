@@ -25,6 +25,13 @@ const char *zt_mem_category_name(zt_mem_category cat);
 void *zt_mem_alloc(zt_mem_category cat, size_t bytes);
 void zt_mem_free(void *ptr);
 
+// The accounting alone, for memory another allocator owns (a GPU backend's cudaMalloc):
+// `bytes` more (zt_mem_count_alloc) or fewer (zt_mem_count_free) held under `cat`, in the
+// same per-category counts, totals and peaks as zt_mem_alloc's host blocks. The caller
+// remembers each block's category and size and gives the same pair back when freeing.
+void zt_mem_count_alloc(zt_mem_category cat, size_t bytes);
+void zt_mem_count_free(zt_mem_category cat, size_t bytes);
+
 // Bytes currently held and the peak, per category and in total.
 size_t zt_mem_current(zt_mem_category cat);
 size_t zt_mem_peak(zt_mem_category cat);

@@ -18,6 +18,7 @@
 #include "adamw8bit.h"
 #include "blas_core.h"
 #include "ckpt.h"
+#include "backend_cuda.h"
 #include "comm.h"
 #include "data.h"
 #include "gpt2.h"
@@ -293,6 +294,9 @@ static void print_start(trainer *t) {
                "sequences of %d tokens; %d OpenMP threads per rank\n",
                g->world, g->dp, g->pp, g->tp, c->zero, c->micro_batch, c->grad_accum, g->dp,
                c->seq, omp_get_max_threads());
+        if (strcmp(t->be->ops->name, "cpu") != 0)
+            printf("backend: %s (GPU 0)%s; memory below counts its device allocations\n",
+                   t->be->ops->name, c->tf32 ? ", TF32 matrix products" : ", fp32 matrix products");
         printf("loss: chunks of %d tokens, %.1f MiB of logits per chunk per rank (%d of the "
                "%d padded vocabulary columns)\n", t->model.loss_chunk,
                (double)t->model.loss_chunk * t->shape.padded_vocab / g->tp * sizeof(float) /
@@ -610,6 +614,19 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     if (cfg->threads > 0) omp_set_num_threads(cfg->threads);
     if (s == ZT_OK) s = zt_plan_spec_from_config(&t.plan, cfg, dp);
     if (s != ZT_OK) return s; // the same on every rank: no agreement needed
+    // --backend cuda: one rank on GPU 0 for now. Tensors of several ranks need the NCCL
+    // comm backend or MPI with host staging (the MPI here takes host pointers only).
+    zt_backend cuda_be = {0};
+    if (!strcmp(cfg->backend, "cuda")) {
+        if (world->size > 1)
+            return zt_errorf("--backend cuda runs on one rank for now (%d ranks given): "
+                             "several GPU ranks wait for the NCCL comm backend; run one rank "
+                             "or --backend cpu",
+                             world->size);
+        ZT_TRY(zt_backend_cuda_init(&cuda_be, 0));
+        zt_backend_cuda_set_tf32(&cuda_be, cfg->tf32);
+        t.be = &cuda_be;
+    }
     ZT_TRY(zt_grid_init(&t.grid, world, dp, cfg->pp, cfg->tp));
     t.plan.ranks_per_node = zt_plan_local_ranks(t.grid.world);
     // the memory check first, as a step of its own, so no rank has allocated yet when
@@ -660,5 +677,6 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     zt_dataset_close(&t.train);
     zt_dataset_close(&t.val);
     zt_grid_free(&t.grid);
+    zt_backend_cuda_free(&cuda_be); // after everything allocated through it
     return s;
 }

@@ -19,9 +19,10 @@ run_one() { # name, command...
   [ -n "${VERBOSE:-}" ] && echo "$out" | sed 's/^/    /'
   return 0
 }
-for t in $(build/zt_tests --list); do
+TESTS=${ZT_TESTS:-build/zt_tests} # build/zt_tests_cuda runs the cuda_* tests on a GPU
+for t in $($TESTS --list); do
   [ -n "${ONLY:-}" ] && [[ "$t" != *$ONLY* ]] && continue
-  run_one "$t" build/zt_tests "$t"
+  run_one "$t" $TESTS "$t"
 done
 for s in tests/sh/*.sh; do
   name=$(basename "$s" .sh)

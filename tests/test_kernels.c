@@ -890,3 +890,98 @@ ZT_TEST(kernel_backward_thread_determinism) {
     tmem_release();
     return ZT_PASS;
 }
+
+// ---------------------------------------------------------------------------------------
+// The shared math itself (kernels/*_math.h), function by function against double
+// precision: what the CUDA kernels run (the CPU loops use vectorized versions of the
+// softmax pieces, softmax_cpu.c, so the kernel tests above do not reach these).
+
+#include "gelu_math.h"
+#include "softmax_math.h"
+
+#define U32 (1.0 / 16777216.0) // fp32 unit roundoff 2^-24
+
+ZT_TEST(math_softmax) {
+    const int n = 301; // odd, not a block multiple
+    float x[301];
+    for (int i = 0; i < n; i++) x[i] = 12.0f * (float)zt_uniform(77, i) - 6.0f;
+    // zt_row_max: exact; empty row -inf
+    double mref = -INFINITY;
+    for (int i = 0; i < n; i++) mref = x[i] > mref ? x[i] : mref;
+    CHECK(zt_row_max(x, n) == (float)mref);
+    CHECK(zt_row_max(x, 0) == -INFINITY);
+    // zt_row_sumexp(x, n, scale, m) = sum exp(scale*x - m): each term's argument rounds
+    // twice (u of |scale x| and of |arg|, so the term moves by that times u relative),
+    // expf adds ~1 u, and n positive terms summed in float add up to n*u relative
+    const float scales[2] = {1.0f, 0.27735f};
+    for (int k = 0; k < 2; k++) {
+        float sc = scales[k], m = sc * zt_row_max(x, n);
+        double ref = 0.0, amax = 0.0;
+        for (int i = 0; i < n; i++) {
+            double a = (double)sc * x[i] - m;
+            ref += exp(a);
+            amax = fmax(amax, fabs(a) + fabs((double)sc * x[i]));
+        }
+        CHECK_NEAR(zt_row_sumexp(x, n, sc, m), ref, 0.0, (n + 2 + amax) * U32);
+        CHECK(zt_row_sumexp(x, 0, sc, m) == 0.0f);
+    }
+    // zt_softmax_merge: two halves' (max, sumexp) give the whole row's
+    for (int cut = 0; cut <= n; cut += 60) {
+        float m1 = zt_row_max(x, cut), m2 = zt_row_max(x + cut, n - cut);
+        float s1 = zt_row_sumexp(x, cut, 1.0f, m1), s2 = zt_row_sumexp(x + cut, n - cut, 1.0f, m2);
+        zt_softmax_merge(&m1, &s1, m2, s2);
+        double ref = 0.0;
+        for (int i = 0; i < n; i++) ref += exp((double)x[i] - mref);
+        CHECK(m1 == (float)mref);
+        // each half within (n + 2 + 12) u as above, rescaled by one expf (a few u)
+        CHECK_NEAR(s1, ref, 0.0, (n + 2 + 12 + 8) * U32);
+    }
+    float m = -INFINITY, s = 0.0f; // empty with empty stays empty (no NaN from -inf - -inf)
+    zt_softmax_merge(&m, &s, -INFINITY, 0.0f);
+    CHECK(m == -INFINITY && s == 0.0f);
+    zt_softmax_merge(&m, &s, 2.0f, 3.0f); // empty with a row: the row
+    CHECK(m == 2.0f && s == 3.0f);
+    zt_softmax_merge(&m, &s, -INFINITY, 0.0f);
+    CHECK(m == 2.0f && s == 3.0f);
+    // zt_ce_loss: one subtraction
+    CHECK(zt_ce_loss(5.5f, 1.25f) == 4.25f);
+    // zt_ce_row_backward: scale * (softmax - onehot), target inside and outside the slice
+    float lse = (float)(mref + log(zt_row_sumexp(x, n, 1.0f, (float)mref)));
+    const int targets[3] = {17, -3, n};
+    for (int k = 0; k < 3; k++) {
+        float dx[301];
+        const float scale = 1.0f / 3.0f;
+        zt_ce_row_backward(dx, x, n, lse, targets[k], scale);
+        double tot = 0.0;
+        for (int i = 0; i < n; i++) {
+            double a = (double)x[i] - lse, ref = scale * (exp(a) - (i == targets[k]));
+            // x - lse rounds (u |a|), expf ~1 u, the scaling 1 u; the target's e - 1 is
+            // formed before scaling, exact to u
+            CHECK_NEAR(dx[i], ref, 4 * U32 * scale, (fabs(a) + 4) * U32);
+            tot += dx[i];
+        }
+        // the gradient of a whole row sums to 0 (target inside) or scale (outside), up to
+        // lse's own rounding (u |lse|) times the row's probability mass
+        double want = targets[k] == 17 ? 0.0 : scale;
+        CHECK_NEAR(tot, want, (n + fabs(lse) + 8) * U32 * scale, 0.0);
+    }
+    return ZT_PASS;
+}
+
+ZT_TEST(math_gelu) {
+    // zt_gelu, zt_gelu_grad against the same tanh formula in double on 2001 points of
+    // [-8, 8] (odd count, includes 0). gelu = 0.5 x (1 + t): tanhf within ~2 ulp of |t|
+    // <= 1 moves it by |x| u; the cubic's few roundings by ~4 u of |x| relative. The
+    // gradient's 0.5 x (1 - t^2) du carries t's error times |x du| <= ~31.
+    for (int i = 0; i <= 2000; i++) {
+        float x = -8.0f + 16.0f * (float)i / 2000.0f;
+        double xd = x, u = 0.7978845608028654 * (xd + 0.044715 * xd * xd * xd), t = tanh(u);
+        double g = 0.5 * xd * (1.0 + t);
+        double du = 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * xd * xd);
+        double gg = 0.5 * (1.0 + t) + 0.5 * xd * (1.0 - t * t) * du;
+        CHECK_NEAR(zt_gelu(x), g, 8 * U32 * (1.0 + fabs(xd)), 8 * U32);
+        CHECK_NEAR(zt_gelu_grad(x), gg, 128 * U32, 8 * U32);
+    }
+    CHECK(zt_gelu(0.0f) == 0.0f && zt_gelu_grad(0.0f) == 0.5f);
+    return ZT_PASS;
+}

@@ -1,0 +1,203 @@
+// Causal self-attention on the GPU, forward and backward, keeping only the log-sum-exp
+// of each score row (as attention_cpu.c): no (B, NH, T, T) buffer exists; the backward
+// recomputes the probabilities. One block per (batch, head, row) holds that row's
+// scores in shared memory (T floats), so memory is O(B*NH*T) on top of the inputs.
+// The row's softmax is softmax_math.h's: each thread takes zt_row_max and zt_row_sumexp
+// of its piece of the row, and zt_softmax_merge combines the pieces.
+//
+// TODO(perf): this is the simple, checkable version. Every block re-reads k and v rows
+// from L2 and leaves tensor cores idle; the fast one tiles queries and keys through
+// shared memory (flash-attention style) or runs score tiles through cuBLAS
+// strided-batched GEMM on a bounded workspace, checked against this one.
+#include "block_reduce_cuda.cuh"
+#include "cuda_check.h"
+#include "kernels_cuda.h"
+#include "softmax_math.h"
+
+#define ATT_THREADS 128
+static_assert(ATT_THREADS <= ZT_REDUCE_MAX_THREADS, "zt_block_reduce's buffer");
+// Dynamic shared memory per block: 48 KiB without opting in to more (cudaFuncSetAttribute),
+// less the block reduction's 4 KiB of static shared memory.
+#define ATT_SHARED_MAX (44 * 1024)
+
+static __device__ inline float dot(const float *a, const float *b, int n) {
+    float s = 0.0f;
+    for (int d = 0; d < n; d++) s += a[d] * b[d];
+    return s;
+}
+
+// qkv (B, T, 3C): row t of batch b at qkv + (b*T + t)*3C; q, k, v of head h at offset
+// h*hs, C + h*hs, 2C + h*hs.
+#define QKV_ROW(qkv, b, t, T, C) ((qkv) + ((size_t)(b) * (T) + (t)) * 3 * (C))
+
+// Block (bh, i): out row i of head h; lse[bh*T + i].
+static __global__ void attention_forward_kernel(float *out, float *lse, const float *qkv, int T,
+                                                int C, int NH, float scale) {
+    extern __shared__ float sh[];
+    int hs = C / NH, bh = blockIdx.x / T, i = blockIdx.x % T, b = bh / NH, h = bh % NH;
+    float *s = sh, *qs = sh + T; // s: (i + 1) scores, then probabilities; qs: (hs)
+    for (int d = threadIdx.x; d < hs; d += blockDim.x) qs[d] = QKV_ROW(qkv, b, i, T, C)[h * hs + d];
+    __syncthreads();
+    for (int j = threadIdx.x; j <= i; j += blockDim.x)
+        s[j] = dot(qs, QKV_ROW(qkv, b, j, T, C) + C + h * hs, hs); // unscaled q.k
+    __syncthreads();
+    int lo, hi;
+    zt_thread_piece(i + 1, threadIdx.x, blockDim.x, &lo, &hi);
+    // scale > 0, so scale * max(x) is max(scale * x) exactly
+    zt_softmax_pair pr;
+    pr.m = scale * zt_row_max(s + lo, hi - lo);
+    pr.s = hi > lo ? zt_row_sumexp(s + lo, hi - lo, scale, pr.m) : 0.0f;
+    pr = zt_block_reduce(pr, zt_op_softmax_merge());
+    float l = pr.m + logf(pr.s);
+    if (threadIdx.x == 0) lse[(size_t)bh * T + i] = l;
+    for (int j = threadIdx.x; j <= i; j += blockDim.x) s[j] = expf(scale * s[j] - l);
+    __syncthreads();
+    float *o = out + ((size_t)b * T + i) * C + h * hs;
+    for (int d = threadIdx.x; d < hs; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int j = 0; j <= i; j++) acc += s[j] * QKV_ROW(qkv, b, j, T, C)[2 * C + h * hs + d];
+        o[d] = acc;
+    }
+}
+
+// The backward in three kernels, with dS = P * (dP - D), dP = dO v^T, D_i = sum_j P_ij
+// dP_ij:
+//   rows:    D_i, parked in dq's first element of row i (dq is written last);
+//   columns: dk_j = scale * sum_{i>=j} dS_ij q_i, dv_j = sum_{i>=j} P_ij dO_i;
+//   rows:    dq_i = scale * sum_{j<=i} dS_ij k_j (reading D_i back first).
+// Parking D in dqkv keeps the backward free of workspace beyond shared memory.
+
+// p = P_ij and dp = dP_ij, recomputed from q_i, k_j, v_j, dO_i and lse_i.
+static __device__ inline void probs_at(float *p, float *dp, const float *qi, const float *kj,
+                                       const float *vj, const float *doi, float lse_i, int hs,
+                                       float scale) {
+    *p = expf(scale * dot(qi, kj, hs) - lse_i);
+    *dp = dot(doi, vj, hs);
+}
+
+static __global__ void attention_backward_rowsum_kernel(float *dqkv, const float *dout,
+                                                        const float *qkv, const float *lse,
+                                                        int T, int C, int NH, float scale) {
+    extern __shared__ float sh[];
+    int hs = C / NH, bh = blockIdx.x / T, i = blockIdx.x % T, b = bh / NH, h = bh % NH;
+    float *qs = sh, *dos = sh + hs;
+    for (int d = threadIdx.x; d < hs; d += blockDim.x) {
+        qs[d] = QKV_ROW(qkv, b, i, T, C)[h * hs + d];
+        dos[d] = dout[((size_t)b * T + i) * C + h * hs + d];
+    }
+    __syncthreads();
+    float l = lse[(size_t)bh * T + i], acc = 0.0f;
+    for (int j = threadIdx.x; j <= i; j += blockDim.x) {
+        const float *row = QKV_ROW(qkv, b, j, T, C);
+        float p, dp;
+        probs_at(&p, &dp, qs, row + C + h * hs, row + 2 * C + h * hs, dos, l, hs, scale);
+        acc += p * dp;
+    }
+    acc = zt_block_reduce(acc, zt_op_sum_f());
+    if (threadIdx.x == 0) dqkv[((size_t)b * T + i) * 3 * C + h * hs] = acc;
+}
+
+static __global__ void attention_backward_kv_kernel(float *dqkv, const float *dout,
+                                                    const float *qkv, const float *lse, int T,
+                                                    int C, int NH, float scale) {
+    extern __shared__ float sh[];
+    int hs = C / NH, bh = blockIdx.x / T, j = blockIdx.x % T, b = bh / NH, h = bh % NH;
+    int ni = T - j; // rows i = j .. T-1
+    float *ks = sh, *vs = sh + hs, *P = sh + 2 * hs, *dS = P + ni;
+    for (int d = threadIdx.x; d < hs; d += blockDim.x) {
+        ks[d] = QKV_ROW(qkv, b, j, T, C)[C + h * hs + d];
+        vs[d] = QKV_ROW(qkv, b, j, T, C)[2 * C + h * hs + d];
+    }
+    __syncthreads();
+    for (int r = threadIdx.x; r < ni; r += blockDim.x) {
+        int i = j + r;
+        const float *qi = QKV_ROW(qkv, b, i, T, C) + h * hs;
+        const float *doi = dout + ((size_t)b * T + i) * C + h * hs;
+        float D = dqkv[((size_t)b * T + i) * 3 * C + h * hs];
+        float p, dp;
+        probs_at(&p, &dp, qi, ks, vs, doi, lse[(size_t)bh * T + i], hs, scale);
+        P[r] = p;
+        dS[r] = p * (dp - D);
+    }
+    __syncthreads();
+    float *dk = dqkv + ((size_t)b * T + j) * 3 * C + C + h * hs, *dv = dk + C;
+    for (int d = threadIdx.x; d < hs; d += blockDim.x) {
+        float ak = 0.0f, av = 0.0f;
+        for (int r = 0; r < ni; r++) {
+            int i = j + r;
+            ak += dS[r] * QKV_ROW(qkv, b, i, T, C)[h * hs + d];
+            av += P[r] * dout[((size_t)b * T + i) * C + h * hs + d];
+        }
+        dk[d] = scale * ak;
+        dv[d] = av;
+    }
+}
+
+static __global__ void attention_backward_q_kernel(float *dqkv, const float *dout,
+                                                   const float *qkv, const float *lse, int T,
+                                                   int C, int NH, float scale) {
+    extern __shared__ float sh[];
+    int hs = C / NH, bh = blockIdx.x / T, i = blockIdx.x % T, b = bh / NH, h = bh % NH;
+    float *qs = sh, *dos = sh + hs, *dS = sh + 2 * hs;
+    float *dq = dqkv + ((size_t)b * T + i) * 3 * C + h * hs;
+    for (int d = threadIdx.x; d < hs; d += blockDim.x) {
+        qs[d] = QKV_ROW(qkv, b, i, T, C)[h * hs + d];
+        dos[d] = dout[((size_t)b * T + i) * C + h * hs + d];
+    }
+    float D = dq[0]; // parked by the rowsum kernel; read by all before anyone writes dq
+    __syncthreads();
+    float l = lse[(size_t)bh * T + i];
+    for (int j = threadIdx.x; j <= i; j += blockDim.x) {
+        const float *row = QKV_ROW(qkv, b, j, T, C);
+        float p, dp;
+        probs_at(&p, &dp, qs, row + C + h * hs, row + 2 * C + h * hs, dos, l, hs, scale);
+        dS[j] = p * (dp - D);
+    }
+    __syncthreads();
+    for (int d = threadIdx.x; d < hs; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int j = 0; j <= i; j++) acc += dS[j] * QKV_ROW(qkv, b, j, T, C)[C + h * hs + d];
+        dq[d] = scale * acc;
+    }
+}
+
+static unsigned attention_grid(int B, int T, int C, int NH, size_t shared) {
+    ZT_ASSERT(B > 0 && T > 0 && NH > 0 && C % NH == 0);
+    ZT_ASSERTF(shared <= ATT_SHARED_MAX,
+               "CUDA attention: T = %d needs %zu bytes of shared memory per block, more than "
+               "the %d this kernel takes (TODO: tile longer rows)",
+               T, shared, ATT_SHARED_MAX);
+    size_t blocks = (size_t)B * NH * T;
+    ZT_ASSERTF(blocks <= 2147483647u, "CUDA attention: %zu blocks exceed the grid", blocks);
+    return (unsigned)blocks;
+}
+
+extern "C" void zt_cuda_attention_forward(cudaStream_t st, float *out, float *lse,
+                                          const float *qkv, int B, int T, int C, int NH) {
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    size_t shared = (size_t)(T + hs) * sizeof(float);
+    unsigned g = attention_grid(B, T, C, NH, shared);
+    attention_forward_kernel<<<g, ATT_THREADS, shared, st>>>(out, lse, qkv, T, C, NH, scale);
+    ZT_CUDA_LAUNCHED(st, "attention_forward");
+}
+
+extern "C" void zt_cuda_attention_backward(cudaStream_t st, float *dqkv, const float *dout,
+                                           const float *qkv, const float *lse, int B, int T,
+                                           int C, int NH) {
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    size_t sh_row = (size_t)2 * hs * sizeof(float);
+    size_t sh_kv = (size_t)(2 * hs + 2 * T) * sizeof(float);
+    size_t sh_q = (size_t)(2 * hs + T) * sizeof(float);
+    unsigned g = attention_grid(B, T, C, NH, sh_kv);
+    attention_backward_rowsum_kernel<<<g, ATT_THREADS, sh_row, st>>>(dqkv, dout, qkv, lse, T, C,
+                                                                     NH, scale);
+    ZT_CUDA_LAUNCHED(st, "attention_backward_rowsum");
+    attention_backward_kv_kernel<<<g, ATT_THREADS, sh_kv, st>>>(dqkv, dout, qkv, lse, T, C, NH,
+                                                                scale);
+    ZT_CUDA_LAUNCHED(st, "attention_backward_kv");
+    attention_backward_q_kernel<<<g, ATT_THREADS, sh_q, st>>>(dqkv, dout, qkv, lse, T, C, NH,
+                                                              scale);
+    ZT_CUDA_LAUNCHED(st, "attention_backward_q");
+}

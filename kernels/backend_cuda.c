@@ -1,0 +1,375 @@
+// The CUDA backend: backend.h's table on one GPU. Memory through cudaMalloc (counted per
+// category by the tagged allocator, no managed-memory fallback), one stream for all
+// work, cuBLAS for GEMM (row-major through the transpose identity), and the kernels of
+// kernels/*_cuda.cu. Compiled by gcc, as C, in `make cuda` only.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_cuda.h"
+#include "cuda_check.h"
+#include "kernels_cuda.h"
+
+#define ZT_CHECK_CUBLAS(call)                                                             \
+    do {                                                                                  \
+        cublasStatus_t zt_cb_s_ = (call);                                                 \
+        if (zt_cb_s_ != CUBLAS_STATUS_SUCCESS)                                            \
+            zt_fatal(__FILE__, __LINE__, "cuBLAS error %s (%s) in %s",                    \
+                     cublasGetStatusName(zt_cb_s_), cublasGetStatusString(zt_cb_s_), #call); \
+    } while (0)
+
+// cuBLAS's workspace, given to it at init (counted as workspace) so it allocates none in
+// the step. 32 MiB is what cuBLAS documents as enough for Hopper.
+#define CUBLAS_WORKSPACE_BYTES ((size_t)32 << 20)
+
+typedef struct {
+    void *ptr;
+    size_t bytes;
+    zt_mem_category cat;
+} cuda_block;
+
+typedef struct {
+    int device;
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    void *cublas_ws;      // (CUBLAS_WORKSPACE_BYTES)
+    double *reduce;       // (ZT_CUDA_REDUCE_WORK) the sums' scratch
+    cuda_block *blocks;   // live allocations, for the accounting on free
+    size_t nblocks, capblocks;
+} cuda_impl;
+
+static cuda_impl *impl_of(const zt_backend *be) { return (cuda_impl *)be->impl; }
+
+// ---- memory ----
+
+static void *cuda_alloc_raw(cuda_impl *c, zt_mem_category cat, size_t bytes) {
+    if (bytes == 0) return NULL;
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); // an allocation failure is not sticky: clear it
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        zt_fatal(__FILE__, __LINE__,
+                 "out of GPU memory: cudaMalloc of %zu bytes (%.2f GiB) of %s on GPU %d failed "
+                 "(%s); %.2f GiB of %.2f GiB free. Plan the run with `zerotrain memory` and "
+                 "lower --micro-batch or raise --zero/--pp/--tp",
+                 bytes, bytes / 1073741824.0, zt_mem_category_name(cat), c->device,
+                 cudaGetErrorString(e), free_b / 1073741824.0, total_b / 1073741824.0);
+    }
+    ZT_CHECK_CUDA(cudaMemsetAsync(p, 0, bytes, c->stream));
+    if (c->nblocks == c->capblocks) {
+        size_t cap = c->capblocks ? 2 * c->capblocks : 64;
+        cuda_block *nb = realloc(c->blocks, cap * sizeof *nb);
+        ZT_ASSERTF(nb, "out of host memory for the GPU allocation table");
+        c->blocks = nb;
+        c->capblocks = cap;
+    }
+    c->blocks[c->nblocks++] = (cuda_block){p, bytes, cat};
+    zt_mem_count_alloc(cat, bytes);
+    return p;
+}
+
+static void cuda_free_raw(cuda_impl *c, void *ptr) {
+    if (!ptr) return;
+    for (size_t i = 0; i < c->nblocks; i++)
+        if (c->blocks[i].ptr == ptr) {
+            zt_mem_count_free(c->blocks[i].cat, c->blocks[i].bytes);
+            c->blocks[i] = c->blocks[--c->nblocks];
+            // cudaFree waits for the device: nothing in flight still uses the block
+            ZT_CHECK_CUDA(cudaFree(ptr));
+            return;
+        }
+    zt_fatal(__FILE__, __LINE__, "GPU free of a pointer the CUDA backend did not allocate");
+}
+
+static void *cuda_alloc(const zt_backend *be, zt_mem_category cat, size_t bytes) {
+    return cuda_alloc_raw(impl_of(be), cat, bytes);
+}
+static void cuda_free(const zt_backend *be, void *ptr) { cuda_free_raw(impl_of(be), ptr); }
+
+static void cuda_memset(const zt_backend *be, void *dst, int byte, size_t bytes) {
+    if (bytes) ZT_CHECK_CUDA(cudaMemsetAsync(dst, byte, bytes, impl_of(be)->stream));
+}
+
+// Host-to-device and device-to-host copies wait for their transfer, so the host buffer
+// may be reused or read when copy returns; device-to-device ones stay in the stream.
+static void cuda_copy(const zt_backend *be, void *dst, const void *src, size_t bytes,
+                      zt_copy_kind kind) {
+    if (!bytes || dst == src) return;
+    cudaStream_t st = impl_of(be)->stream;
+    enum cudaMemcpyKind k = kind == ZT_COPY_H2D   ? cudaMemcpyHostToDevice
+                            : kind == ZT_COPY_D2H ? cudaMemcpyDeviceToHost
+                                                  : cudaMemcpyDeviceToDevice;
+    ZT_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, k, st));
+    if (kind != ZT_COPY_D2D) ZT_CHECK_CUDA(cudaStreamSynchronize(st));
+}
+
+// The view is plain host memory (not counted: it lives only between map and unmap, for
+// initialization, checkpoints and checks, never in the step).
+static void *cuda_map(const zt_backend *be, void *dev, size_t bytes, int read) {
+    if (!bytes) return NULL;
+    void *host = malloc(bytes);
+    ZT_ASSERTF(host, "out of host memory mapping %zu bytes of GPU memory", bytes);
+    if (read) cuda_copy(be, host, dev, bytes, ZT_COPY_D2H);
+    else memset(host, 0, bytes);
+    return host;
+}
+
+static void cuda_unmap(const zt_backend *be, void *dev, void *host, size_t bytes, int write) {
+    if (!host) return;
+    if (write) cuda_copy(be, dev, host, bytes, ZT_COPY_H2D);
+    free(host);
+}
+
+// Any error of a kernel since the last sync shows here (every step boundary).
+static void cuda_sync(const zt_backend *be) {
+    cudaError_t e = cudaStreamSynchronize(impl_of(be)->stream);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    if (e != cudaSuccess)
+        zt_fatal(__FILE__, __LINE__,
+                 "CUDA error %s (%s) in the work since the last sync (build with "
+                 "ZT_CUDA_DEBUG=1 to name the kernel)",
+                 cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+// ---- GEMM and the linear layers ----
+
+// Row-major C (M, N) = alpha op(A) op(B) + beta C is column-major C^T (N, M) = alpha
+// op(B)^T op(A)^T + beta C^T: the same buffers, operands swapped, dimensions swapped.
+static void cuda_gemm(const zt_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                      const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                      int ldc) {
+    if (M <= 0 || N <= 0) return;
+    ZT_CHECK_CUBLAS(cublasSgemm(impl_of(be)->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B, ldb, A, lda,
+                                &beta, C, ldc));
+}
+
+static void cuda_matmul_forward(const zt_backend *be, float *out, const float *inp,
+                                const float *w, const float *bias, int N, int C, int OC) {
+    if (bias) zt_cuda_fill_bias(impl_of(be)->stream, out, bias, N, OC);
+    cuda_gemm(be, 0, 1, N, OC, C, 1.0f, inp, C, w, C, bias ? 1.0f : 0.0f, out, OC);
+}
+
+static void cuda_matmul_in_out_forward(const zt_backend *be, float *out, const float *inp,
+                                       const float *w, const float *bias, int N, int C, int OC) {
+    if (bias) zt_cuda_fill_bias(impl_of(be)->stream, out, bias, N, OC);
+    cuda_gemm(be, 0, 0, N, OC, C, 1.0f, inp, C, w, OC, bias ? 1.0f : 0.0f, out, OC);
+}
+
+static void cuda_matmul_backward(const zt_backend *be, float *dinp, float *dw, float *dbias,
+                                 const float *dout, const float *inp, const float *w, int N,
+                                 int C, int OC, int acc) {
+    cuda_gemm(be, 0, 0, N, C, OC, 1.0f, dout, OC, w, C, acc ? 1.0f : 0.0f, dinp, C);
+    cuda_gemm(be, 1, 0, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dw, C);
+    if (dbias) zt_cuda_bias_backward(impl_of(be)->stream, dbias, dout, N, OC);
+}
+
+static void cuda_matmul_in_out_backward(const zt_backend *be, float *dinp, float *dw,
+                                        float *dbias, const float *dout, const float *inp,
+                                        const float *w, int N, int C, int OC, int acc) {
+    cuda_gemm(be, 0, 1, N, C, OC, 1.0f, dout, OC, w, OC, acc ? 1.0f : 0.0f, dinp, C);
+    cuda_gemm(be, 1, 0, C, OC, N, 1.0f, inp, C, dout, OC, 1.0f, dw, OC);
+    if (dbias) zt_cuda_bias_backward(impl_of(be)->stream, dbias, dout, N, OC);
+}
+
+// ---- the kernels: thin forwards to kernels_cuda.h with the backend's stream ----
+
+#define ST (impl_of(be)->stream)
+
+static void cuda_encoder_forward(const zt_backend *be, float *out, const int32_t *tokens,
+                                 const float *wte, const float *wpe, int vocab_lo,
+                                 int vocab_rows, int N, int T, int C) {
+    zt_cuda_encoder_forward(ST, out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);
+}
+static void cuda_encoder_backward(const zt_backend *be, float *dwte, float *dwpe,
+                                  const float *dout, const int32_t *tokens, int vocab_lo,
+                                  int vocab_rows, int N, int T, int C) {
+    zt_cuda_encoder_backward(ST, dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
+}
+static void cuda_layernorm_forward(const zt_backend *be, float *out, float *mean, float *rstd,
+                                   const float *inp, const float *w, const float *b, int N,
+                                   int C) {
+    zt_cuda_layernorm_forward(ST, out, mean, rstd, inp, w, b, N, C);
+}
+static void cuda_layernorm_backward(const zt_backend *be, float *dinp, float *dw, float *db,
+                                    const float *dout, const float *inp, const float *w,
+                                    const float *mean, const float *rstd, int N, int C) {
+    zt_cuda_layernorm_backward(ST, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+static void cuda_gelu_forward(const zt_backend *be, float *out, const float *inp, size_t n) {
+    zt_cuda_gelu_forward(ST, out, inp, n);
+}
+static void cuda_gelu_backward(const zt_backend *be, float *dinp, const float *inp,
+                               const float *dout, size_t n) {
+    zt_cuda_gelu_backward(ST, dinp, inp, dout, n);
+}
+static void cuda_add(const zt_backend *be, float *out, const float *a, const float *b, size_t n) {
+    zt_cuda_add(ST, out, a, b, n);
+}
+// `work` (the CPU's zt_attention_workspace) is not needed: the CUDA kernels keep their
+// rows in shared memory.
+static void cuda_attention_forward(const zt_backend *be, float *out, float *lse,
+                                   const float *qkv, float *work, int B, int T, int C, int NH) {
+    zt_cuda_attention_forward(ST, out, lse, qkv, B, T, C, NH);
+}
+static void cuda_attention_backward(const zt_backend *be, float *dqkv, const float *dout,
+                                    const float *qkv, const float *lse, float *work, int B,
+                                    int T, int C, int NH) {
+    zt_cuda_attention_backward(ST, dqkv, dout, qkv, lse, B, T, C, NH);
+}
+static void cuda_ce_slice_stats(const zt_backend *be, float *row_max, float *target_logit,
+                                const float *logits, const int32_t *targets, int n, int n_valid,
+                                int vocab_lo, int ld) {
+    zt_cuda_ce_slice_stats(ST, row_max, target_logit, logits, targets, n, n_valid, vocab_lo, ld);
+}
+static void cuda_ce_slice_sumexp(const zt_backend *be, float *sumexp, const float *logits,
+                                 const float *row_max, int n, int n_valid, int ld) {
+    zt_cuda_ce_slice_sumexp(ST, sumexp, logits, row_max, n, n_valid, ld);
+}
+static void cuda_ce_slice_finish(const zt_backend *be, float *dlogits, float *losses,
+                                 const float *logits, const int32_t *targets,
+                                 const float *row_max, const float *sumexp,
+                                 const float *target_logit, float scale, int n, int n_valid,
+                                 int vocab_lo, int ld) {
+    zt_cuda_ce_slice_finish(ST, dlogits, losses, logits, targets, row_max, sumexp, target_logit,
+                            scale, n, n_valid, vocab_lo, ld);
+}
+
+// ---- reductions that come back to the host ----
+
+static double cuda_sum(const zt_backend *be, const float *x, size_t n) {
+    double r;
+    zt_cuda_reduce(ST, impl_of(be)->reduce, x, n, 0);
+    cuda_copy(be, &r, impl_of(be)->reduce, sizeof r, ZT_COPY_D2H);
+    return r;
+}
+
+static void cuda_sumsq(const zt_backend *be, double out[2], const float *x, size_t n) {
+    double r[2];
+    zt_cuda_reduce(ST, impl_of(be)->reduce, x, n, 1);
+    cuda_copy(be, r, impl_of(be)->reduce, sizeof r, ZT_COPY_D2H);
+    out[0] += r[0];
+    out[1] += r[1];
+}
+
+// ---- optimizers ----
+
+static void cuda_adamw(const zt_backend *be, float *p, float *m, float *v, const float *g,
+                       size_t n, float wd, const zt_adamw_hparams *h) {
+    zt_cuda_adamw(ST, p, m, v, g, n, wd, *h);
+}
+
+static void cuda_adamw8bit(const zt_backend *be, float *p, const float *g, uint8_t *qm,
+                           uint8_t *qv, float *absmax_m, float *absmax_v, size_t n, int block,
+                           const float *map_m, const float *map_v, float wd,
+                           const zt_adamw_hparams *h) {
+    zt_q8_maps maps;
+    memcpy(maps.m, map_m, sizeof maps.m);
+    memcpy(maps.v, map_v, sizeof maps.v);
+    zt_cuda_adamw8bit(ST, p, g, qm, qv, absmax_m, absmax_v, n, block, &maps, wd, *h);
+}
+
+#undef ST
+
+static const zt_backend_i cuda_ops = {
+    .name = "cuda",
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .memset = cuda_memset,
+    .copy = cuda_copy,
+    .map = cuda_map,
+    .unmap = cuda_unmap,
+    .sync = cuda_sync,
+    .gemm = cuda_gemm,
+    .encoder_forward = cuda_encoder_forward,
+    .encoder_backward = cuda_encoder_backward,
+    .layernorm_forward = cuda_layernorm_forward,
+    .layernorm_backward = cuda_layernorm_backward,
+    .matmul_forward = cuda_matmul_forward,
+    .matmul_backward = cuda_matmul_backward,
+    .matmul_in_out_forward = cuda_matmul_in_out_forward,
+    .matmul_in_out_backward = cuda_matmul_in_out_backward,
+    .gelu_forward = cuda_gelu_forward,
+    .gelu_backward = cuda_gelu_backward,
+    .add = cuda_add,
+    .attention_forward = cuda_attention_forward,
+    .attention_backward = cuda_attention_backward,
+    .ce_slice_stats = cuda_ce_slice_stats,
+    .ce_slice_sumexp = cuda_ce_slice_sumexp,
+    .ce_slice_finish = cuda_ce_slice_finish,
+    .sum = cuda_sum,
+    .sumsq = cuda_sumsq,
+    .adamw = cuda_adamw,
+    .adamw8bit = cuda_adamw8bit,
+};
+
+// ---- init / free ----
+
+int zt_backend_cuda_built(void) { return 1; }
+
+zt_status zt_backend_cuda_init(zt_backend *be, int device) {
+    be->ops = NULL;
+    be->impl = NULL;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return zt_errorf("--backend cuda: no usable GPU (%s: %s); use --backend cpu",
+                         cudaGetErrorName(e), cudaGetErrorString(e));
+    }
+    if (count == 0) return zt_errorf("--backend cuda: this machine has no GPU; use --backend cpu");
+    if (device < 0 || device >= count)
+        return zt_errorf("--backend cuda: GPU %d does not exist: this machine has %d GPU%s "
+                         "(0..%d)",
+                         device, count, count == 1 ? "" : "s", count - 1);
+    cuda_impl *c = calloc(1, sizeof *c);
+    ZT_ASSERTF(c, "out of host memory");
+    c->device = device;
+    be->impl = c;
+    be->ops = &cuda_ops;
+    ZT_CHECK_CUDA(cudaSetDevice(device));
+    ZT_CHECK_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    ZT_CHECK_CUBLAS(cublasCreate(&c->cublas));
+    ZT_CHECK_CUBLAS(cublasSetStream(c->cublas, c->stream));
+    c->cublas_ws = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, CUBLAS_WORKSPACE_BYTES);
+    ZT_CHECK_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WORKSPACE_BYTES));
+    c->reduce = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_REDUCE_WORK * sizeof(double));
+    zt_backend_cuda_set_tf32(be, 0);
+    ZT_CHECK_CUDA(cudaStreamSynchronize(c->stream));
+    return ZT_OK;
+}
+
+void zt_backend_cuda_set_tf32(zt_backend *be, int on) {
+    cuda_impl *c = impl_of(be);
+    if (!c) return;
+    // CUBLAS_DEFAULT_MATH keeps fp32 GEMMs in full fp32 (no TF32 tensor cores).
+    ZT_CHECK_CUBLAS(cublasSetMathMode(c->cublas, on ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                    : CUBLAS_DEFAULT_MATH));
+}
+
+void *zt_backend_cuda_stream(const zt_backend *be) {
+    return be && be->impl ? (void *)impl_of(be)->stream : NULL;
+}
+
+void zt_backend_cuda_free(zt_backend *be) {
+    cuda_impl *c = be ? impl_of(be) : NULL;
+    if (!c) return;
+    if (c->stream) cudaStreamSynchronize(c->stream);
+    if (c->cublas) cublasDestroy(c->cublas);
+    cuda_free_raw(c, c->reduce);
+    cuda_free_raw(c, c->cublas_ws);
+    // a leak is a bug, but not one to end a finished run for: say it, then free them
+    if (c->nblocks)
+        fprintf(stderr, "zerotrain: warning: the CUDA backend closes with %zu GPU allocations "
+                        "never freed (first: %zu bytes of %s)\n",
+                c->nblocks, c->blocks[0].bytes, zt_mem_category_name(c->blocks[0].cat));
+    while (c->nblocks) cuda_free_raw(c, c->blocks[0].ptr);
+    free(c->blocks);
+    if (c->stream) cudaStreamDestroy(c->stream);
+    free(c);
+    be->impl = NULL;
+    be->ops = NULL;
+}

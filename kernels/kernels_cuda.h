@@ -1,0 +1,73 @@
+// Launchers of the CUDA kernels (kernels/*_cuda.cu), callable from C (backend_cuda.c).
+// Each takes its stream first, then the arguments of the kernels.h function of the same
+// name, which says what each computes (outputs first, inputs const, sizes last). All
+// pointers are device memory; scalars and structs by value. Each checks its
+// preconditions, launches on `stream` and checks the launch (ZT_CUDA_LAUNCHED in
+// cuda_check.h): the work may still be running when it returns.
+#ifndef ZT_KERNELS_CUDA_H
+#define ZT_KERNELS_CUDA_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adamw_math.h"
+#include "quant8_math.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void zt_cuda_encoder_forward(cudaStream_t st, float *out, const int32_t *tokens, const float *wte,
+                             const float *wpe, int vocab_lo, int vocab_rows, int N, int T, int C);
+void zt_cuda_encoder_backward(cudaStream_t st, float *dwte, float *dwpe, const float *dout,
+                              const int32_t *tokens, int vocab_lo, int vocab_rows, int N, int T,
+                              int C);
+void zt_cuda_layernorm_forward(cudaStream_t st, float *out, float *mean, float *rstd,
+                               const float *inp, const float *w, const float *b, int N, int C);
+void zt_cuda_layernorm_backward(cudaStream_t st, float *dinp, float *dw, float *db,
+                                const float *dout, const float *inp, const float *w,
+                                const float *mean, const float *rstd, int N, int C);
+// out (N, OC) rows = bias (the matmul's C before a beta = 1 GEMM).
+void zt_cuda_fill_bias(cudaStream_t st, float *out, const float *bias, int N, int OC);
+// dbias (OC) += column sums of dout (N, OC).
+void zt_cuda_bias_backward(cudaStream_t st, float *dbias, const float *dout, int N, int OC);
+void zt_cuda_gelu_forward(cudaStream_t st, float *out, const float *inp, size_t n);
+void zt_cuda_gelu_backward(cudaStream_t st, float *dinp, const float *inp, const float *dout,
+                           size_t n);
+void zt_cuda_add(cudaStream_t st, float *out, const float *a, const float *b, size_t n);
+void zt_cuda_attention_forward(cudaStream_t st, float *out, float *lse, const float *qkv, int B,
+                               int T, int C, int NH);
+void zt_cuda_attention_backward(cudaStream_t st, float *dqkv, const float *dout, const float *qkv,
+                                const float *lse, int B, int T, int C, int NH);
+void zt_cuda_ce_slice_stats(cudaStream_t st, float *row_max, float *target_logit,
+                            const float *logits, const int32_t *targets, int n, int n_valid,
+                            int vocab_lo, int ld);
+void zt_cuda_ce_slice_sumexp(cudaStream_t st, float *sumexp, const float *logits,
+                             const float *row_max, int n, int n_valid, int ld);
+void zt_cuda_ce_slice_finish(cudaStream_t st, float *dlogits, float *losses, const float *logits,
+                             const int32_t *targets, const float *row_max, const float *sumexp,
+                             const float *target_logit, float scale, int n, int n_valid,
+                             int vocab_lo, int ld);
+// Sum of x (mode 0), or the sum of the finite x^2 and the count of the non-finite x
+// (mode 1), in double, into work[0] (and work[1]); work: ZT_CUDA_REDUCE_WORK doubles of
+// device memory (the blocks' partial results follow the two outputs). Two kernels: each
+// block sums a fixed range, then one block adds the blocks' results in block order, so
+// the result does not change from run to run.
+#define ZT_CUDA_REDUCE_BLOCKS 256
+#define ZT_CUDA_REDUCE_WORK (2 + 2 * ZT_CUDA_REDUCE_BLOCKS)
+void zt_cuda_reduce(cudaStream_t st, double *work, const float *x, size_t n, int mode);
+void zt_cuda_adamw(cudaStream_t st, float *p, float *m, float *v, const float *g, size_t n,
+                   float wd, zt_adamw_hparams h);
+// The two 256-entry code maps, passed to the kernel by value (2 KiB of parameters).
+typedef struct {
+    float m[ZT_Q8_CODES], v[ZT_Q8_CODES];
+} zt_q8_maps;
+void zt_cuda_adamw8bit(cudaStream_t st, float *p, const float *g, uint8_t *qm, uint8_t *qv,
+                       float *absmax_m, float *absmax_v, size_t n, int block,
+                       const zt_q8_maps *maps, float wd, zt_adamw_hparams h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

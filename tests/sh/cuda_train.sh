@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# A whole fp32 training run on the GPU follows the CPU run of the same model and data:
+# build/zerotrain-cuda with --backend cuda against the same binary with --backend cpu,
+# 20 steps, AdamW and 8-bit AdamW, losses and final parameters within
+# tests/compare_models.py's float-reassociation bounds (the GPU sums in other orders:
+# cuBLAS, the attention and loss reductions; see its docstring). SKIP (77) without a
+# CUDA build (`make cuda`) or without a GPU the backend can open.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ZC=build/zerotrain-cuda
+[ -x "$ZC" ] && [ -x build/zt_tests_cuda ] || { echo "SKIP: no CUDA build (make cuda)"; exit 77; }
+build/zt_tests_cuda cuda_memory > /dev/null 2>&1
+rc=$?
+[ $rc -eq 77 ] && { echo "SKIP: no GPU the CUDA backend can open"; exit 77; }
+[ $rc -eq 0 ] || { echo "the CUDA backend fails its memory test (zt_tests_cuda cuda_memory)"; exit 1; }
+out=build/test_cuda_train; rm -rf $out; mkdir -p $out
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+common="--n-layer 2 --n-head 4 --n-embd 64 --vocab 256 --n-ctx 64 --seq 33 --micro-batch 3
+        --grad-accum 2 --steps 20 --lr 1e-3 --warmup 2 --val-every 10 --val-batches 1 --seed 7"
+fail=0
+for optim in adamw adamw8bit; do
+  frac=""; [ $optim = adamw8bit ] && frac="--param-frac 0.05"
+  for be in cpu cuda; do
+    $ZC $common --optim $optim --backend $be --log $out/$optim-$be.jsonl --save $out/$optim-$be \
+        > $out/$optim-$be.out 2>&1 || { cat $out/$optim-$be.out; exit 1; }
+  done
+  echo "== $optim: cuda vs cpu"
+  "${PYTHON:-/usr/bin/python3}" tests/compare_models.py $out/$optim-cpu $out/$optim-cuda \
+      --steps 20 --lr 1e-3 $frac --log-a $out/$optim-cpu.jsonl --log-b $out/$optim-cuda.jsonl || fail=1
+done
+exit $fail
