@@ -1,7 +1,11 @@
 // Hugging Face GPT-2 directory: model.safetensors + config.json.
 #include "hf_export.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,19 +16,82 @@ static zt_status export_files(const zt_model_shape *shape, const zt_layout *lays
                               const float *const *params, int n_parts, const char *dir);
 static zt_status write_config(const zt_model_shape *sh, const char *path);
 
+// fsync of a directory, so the renames in it are on disk.
+static void sync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+// After `dir` and the fresh export `old` (the previous directory) traded places: the
+// entries that are not an export's own (a user's notes, tokenizer files) move back into
+// `dir`, the old export's files go, and so does `old`.
+static void retire_old(const char *old, const char *dir) {
+    DIR *d = opendir(old);
+    if (!d) return;
+    struct dirent *e;
+    char from[4200], to[4200];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        snprintf(from, sizeof from, "%s/%s", old, e->d_name);
+        snprintf(to, sizeof to, "%s/%s", dir, e->d_name);
+        if (strcmp(e->d_name, "model.safetensors") == 0 || strcmp(e->d_name, "config.json") == 0 ||
+            access(to, F_OK) == 0)
+            unlink(from);
+        else
+            rename(from, to);
+    }
+    closedir(d);
+    if (rmdir(old) != 0)
+        fprintf(stderr, "zerotrain: warning: the previous export was kept in %s (%s)\n", old,
+                strerror(errno));
+}
+
+// The export is written into a fresh sibling directory, synced, then put in place: renamed
+// to `dir`, or, where `dir` holds an older export, swapped with it in one rename
+// (RENAME_EXCHANGE), so a reader sees the old export or the new one, never a mix.
 zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
                        const float *const *params, int n_parts, const char *dir) {
-    int made = mkdir(dir, 0755) == 0;
-    if (!made && errno != EEXIST)
-        return zt_errorf("cannot create directory %s: %s", dir, strerror(errno));
-    zt_status s = export_files(shape, lays, params, n_parts, dir);
-    if (s != ZT_OK && made) rmdir(dir); // no half directory (the writers removed their temps)
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", dir, (int)getpid());
+    if (mkdir(tmp, 0755) != 0)
+        return zt_errorf("cannot create directory %s: %s", tmp, strerror(errno));
+    zt_status s = export_files(shape, lays, params, n_parts, tmp);
+    if (s != ZT_OK) {
+        rmdir(tmp); // the writers removed their temporary files
+        return s;
+    }
+    sync_dir(tmp);
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        if (rename(tmp, dir) != 0) s = zt_errorf("cannot rename %s to %s: %s", tmp, dir,
+                                                 strerror(errno));
+    } else if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
+        retire_old(tmp, dir);
+    } else { // a file system without the exchange: the files one by one, each atomic
+        const char *files[] = {"model.safetensors", "config.json"};
+        char from[4300], to[4300];
+        for (int i = 0; i < 2 && s == ZT_OK; i++) {
+            snprintf(from, sizeof from, "%s/%s", tmp, files[i]);
+            snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+            if (rename(from, to) != 0)
+                s = zt_errorf("cannot move %s to %s: %s", from, to, strerror(errno));
+        }
+        retire_old(tmp, dir);
+    }
+    if (s == ZT_OK) {
+        char parent[4200];
+        snprintf(parent, sizeof parent, "%s", dir);
+        sync_dir(dirname(parent));
+    }
     return s;
 }
 
 // config.json as model.safetensors is written: a temp file, fsynced, renamed over.
 static zt_status write_config(const zt_model_shape *sh, const char *path) {
-    char tmp[4200];
+    char tmp[4500];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) return zt_errorf("cannot write %s: %s", tmp, strerror(errno));
@@ -106,7 +173,7 @@ static zt_status export_files(const zt_model_shape *shape, const zt_layout *lays
             }
             n++;
         }
-    char path[4096];
+    char path[4400];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     zt_status s = zt_safetensors_write(path, t, n);
     for (int i = 0; i < n; i++) free(owned[i]);

@@ -40,36 +40,44 @@ static zt_status check_log(const zt_config *c) {
     return ZT_OK;
 }
 
-static zt_status check_save(const zt_config *c) {
-    const char *d = c->save;
+// An output directory (--save, --ckpt-dir): an existing one must be a writable directory
+// whose files `files` are not inputs, and its parent must be writable too (a --save export
+// is written into a sibling directory and swapped in; checkpoints are renamed into place);
+// a new one needs a writable parent.
+static zt_status check_out_dir(const zt_config *c, const char *flag, const char *d,
+                               const char *const *files, int n_files) {
     struct stat st;
-    if (stat(d, &st) == 0) {
+    int exists = stat(d, &st) == 0;
+    if (exists) {
         if (!S_ISDIR(st.st_mode))
-            return zt_errorf("--save %s exists and is not a directory: --save takes a directory "
-                             "(model.safetensors and config.json are written into it)", d);
+            return zt_errorf("%s %s exists and is not a directory: %s takes a directory", flag,
+                             d, flag);
+        ZT_TRY(not_an_input(c, flag, d)); // an input directory (--init-from a HF export)
         char f[ZT_PATH_MAX + 32];
-        snprintf(f, sizeof f, "%s/model.safetensors", d);
-        ZT_TRY(not_an_input(c, "--save", f));
-        snprintf(f, sizeof f, "%s/config.json", d);
-        ZT_TRY(not_an_input(c, "--save", f));
+        for (int i = 0; i < n_files; i++) {
+            snprintf(f, sizeof f, "%s/%s", d, files[i]);
+            ZT_TRY(not_an_input(c, flag, f));
+        }
         if (access(d, W_OK | X_OK) != 0)
-            return zt_errorf("cannot write into the --save directory %s: %s", d, strerror(errno));
-        return ZT_OK;
+            return zt_errorf("cannot write into the %s directory %s: %s", flag, d,
+                             strerror(errno));
     }
     char parent[ZT_PATH_MAX];
     snprintf(parent, sizeof parent, "%s", d);
     const char *p = dirname(parent);
     if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
-        return zt_errorf("cannot create the --save directory %s: its parent %s does not exist",
+        return zt_errorf("cannot create the %s directory %s: its parent %s does not exist", flag,
                          d, p);
     if (access(p, W_OK | X_OK) != 0)
-        return zt_errorf("cannot create the --save directory %s in %s: %s", d, p,
-                         strerror(errno));
+        return zt_errorf("cannot %s the %s directory %s in %s: %s",
+                         exists ? "replace" : "create", flag, d, p, strerror(errno));
     return ZT_OK;
 }
 
 zt_status zt_outputs_check(const zt_config *c) {
     if (c->log[0]) ZT_TRY(check_log(c));
-    if (c->save[0]) ZT_TRY(check_save(c));
+    static const char *const export_files[] = {"model.safetensors", "config.json"};
+    if (c->save[0]) ZT_TRY(check_out_dir(c, "--save", c->save, export_files, 2));
+    if (c->ckpt_dir[0]) ZT_TRY(check_out_dir(c, "--ckpt-dir", c->ckpt_dir, NULL, 0));
     return ZT_OK;
 }

@@ -100,11 +100,13 @@ expect_error ulimit_v_checked "but ulimit -v" -- bash -c 'ulimit -v 1500000; exe
 mkdir -p "$tmp/cgroup"; echo 100000000 >"$tmp/cgroup/memory.max"; echo 20000000 >"$tmp/cgroup/memory.current"
 expect_error cgroup_memory_max_checked "memory cgroup" -- env ZT_CGROUP_DIR="$tmp/cgroup" "$ZT" --model gpt2 --steps 1
 
-# ---- a save that fails says why and leaves no temp file ----
-mkdir -p "$tmp/blocked/model.safetensors"   # the final name taken by a directory
-one save_fails_with_errno "writing $tmp/blocked/model.safetensors failed: Is a directory" -- "${TINY[@]}" --data "$tmp/good.bin" --save "$tmp/blocked"
-[ "$(ls -A "$tmp/blocked")" = "model.safetensors" ] ||
-  { echo "FAIL save_fails_with_errno: left $(ls -A "$tmp/blocked" | tr '\n' ' ')"; failed+=("save left files"); }
+# ---- a save over an export whose file name a directory took: the new export is swapped in
+# whole, and what it could not clear of the old one is kept aside under a named path ----
+mkdir -p "$tmp/blocked/model.safetensors"
+expect_ok save_over_blocked_export 'saved .*blocked' -- "$ZT" "${TINY[@]}" --data "$tmp/good.bin" --save "$tmp/blocked"
+grep -q "previous export was kept in $tmp/blocked.tmp" "$tmp/save_over_blocked_export.err" &&
+  [ -f "$tmp/blocked/model.safetensors" ] && [ -f "$tmp/blocked/config.json" ] ||
+  { echo "FAIL save_over_blocked_export: $(ls -A "$tmp/blocked" | tr '\n' ' ')"; failed+=("save over blocked"); }
 
 # ---- small ones ----
 one optim_block_help_words "use a power of two, 64-256" -- "${TINY[@]}" --optim adamw8bit --optim-block 512
