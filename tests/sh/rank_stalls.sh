@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A rank that stalls (SIGSTOP: a hung node) ends the whole job once ZT_COMM_TIMEOUT_S has
 # passed, with a message naming the stalled rank, and the ranks that wait for it sleep
-# instead of spinning a core. Rank 1 of 3 stops itself at step 2 (the test hook
-# ZT_TEST_STALL_RANK / ZT_TEST_STALL_STEP in src/train.c).
+# instead of spinning a core. Rank 1 stops itself at step 2 (the test hook
+# ZT_TEST_STALL_RANK / ZT_TEST_STALL_STEP in src/train.c): in a ZeRO-1 collective on 3 ranks
+# (with the CPU check), in pipeline send/recv, and in plain MPI collectives on 2 ranks.
 set -u
 cd "$(dirname "$0")/../.."
 command -v mpirun >/dev/null || { echo "mpirun not found"; exit 77; }
@@ -77,5 +78,23 @@ grep -qE "zerotrain: error: \(rank [02]\) waited [0-9.]+ s in .*: rank 1 did not
   { echo "FAIL: no message names rank 1 as the one that did not arrive"; tail -20 $out/out.txt; fail=1; }
 ranks
 [ ${#pids[@]} -eq 0 ] || { echo "FAIL: ${#pids[@]} rank(s) left running"; fail=1; }
+
+# point-to-point: 3 pipeline stages, the middle one stops; its neighbours wait in send/recv.
+# And plain MPI collectives (no staging window) on 2 ranks: the other rank is named.
+for case in "3|--pp 3 --dp 1 --n-layer 3|stage" "2|--zero 1|mpi"; do
+  IFS='|' read -r np extra algo <<<"$case"
+  t1=$(date +%s%N)
+  ZT_COMM_MPI_ALGO=$algo timeout -k 5 60 mpirun --oversubscribe --allow-run-as-root -np "$np" \
+      -x OMP_NUM_THREADS -x ZT_COMM_TIMEOUT_S -x ZT_TEST_STALL_RANK -x ZT_TEST_STALL_STEP \
+      -x ZT_COMM_MPI_ALGO build/zerotrain "${ARGS[@]}" $extra > $out/case.txt 2>&1
+  rc=$?
+  dt=$(( ($(date +%s%N) - t1) / 1000000 ))
+  grep "zerotrain: error" $out/case.txt
+  if [ $rc -eq 0 ] || [ $rc -eq 124 ] || [ $dt -ge 20000 ] ||
+     ! grep -qE "zerotrain: error: \(rank [02]\) waited [0-9.]+ s in .*: rank 1 did not arrive" $out/case.txt; then
+    echo "FAIL: $np ranks, $extra, ZT_COMM_MPI_ALGO=$algo: exit $rc after ${dt} ms"; tail -20 $out/case.txt; fail=1
+  fi
+  ranks; cleanup
+done
 [ $fail -eq 0 ] && echo "ok: the stalled rank ended the job, named, without burning the waiting ranks' cores"
 exit $fail
