@@ -141,8 +141,12 @@ void zt_comm_self_init(zt_comm *out);
 // `out` a duplicate of MPI_COMM_WORLD (free it with zt_comm_free before finalizing).
 // argc/argv may be NULL. Failure is fatal.
 void zt_comm_mpi_init_world(zt_comm *out, int *argc, char ***argv);
-// Checks ZT_COMM_MPI_ALGO and ZT_COMM_MPI_STAGE_KIB: ZT_ERR naming the variable and its
-// allowed values on a bad one (main calls it before any communicator is split).
+// Checks ZT_COMM_MPI_ALGO, ZT_COMM_MPI_STAGE_KIB and ZT_COMM_TIMEOUT_S: ZT_ERR naming the
+// variable and its allowed values on a bad one (main calls it before any communicator is
+// split). ZT_COMM_TIMEOUT_S=S (seconds, default 0 = off), read by zt_comm_mpi_init_world:
+// an operation of the MPI backend that waits more than S seconds for another rank (one that
+// stopped or hangs) prints which rank did not arrive and ends the job (MPI_Abort); waiting
+// ranks sleep between polls instead of spinning (comm_mpi.c, "the collective timeout").
 zt_status zt_comm_mpi_check_env(void);
 // MPI_Finalize, if zt_comm_mpi_init_world initialized MPI and it is not yet finalized.
 // Every rank must call it (it is collective); free all communicators first.

@@ -16,10 +16,15 @@
 //                                 whose buffers sit on 4 KiB pages)
 //                    mpi          MPI's collectives everywhere, no window
 //   ZT_COMM_MPI_STAGE_KIB=N       bytes of one staging slot, in KiB (default 256)
+//   ZT_COMM_TIMEOUT_S=S           end the job when one operation waits more than S seconds
+//                                 for another rank (default 0: wait forever; see "the
+//                                 collective timeout" below)
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 
@@ -33,6 +38,12 @@
 // Collectives of fewer bytes (the whole buffer) use MPI's own: at 16-32 KiB the two take
 // the same time, from 64 KiB the staging path is faster (bench/RESULTS.md).
 #define ZT_STAGE_MIN_BYTES ((size_t)64 << 10)
+// Bytes at the front of each rank's part of the staging window, before its slots, when the
+// collective timeout is on: its count of collectives entered (the record of who arrived).
+// A whole page, so each part stays a multiple of the page size (MPI rounds a part up to it).
+#define ZT_STAGE_HDR_BYTES 4096
+// Largest ZT_COMM_TIMEOUT_S (about 11.6 days: "forever" for any run).
+#define ZT_COMM_TIMEOUT_MAX_S 1e6
 
 typedef struct {
     MPI_Comm comm;
@@ -43,11 +54,14 @@ typedef struct {
     int *ag_counts;       // (2 * size) all_reduce's MPI_Allgatherv counts, then displacements
     int stage_ag;         // all_gather staged too (ZT_COMM_MPI_ALGO=stage-all)
     size_t slot_bytes;
+    size_t hdr_bytes;     // ZT_STAGE_HDR_BYTES with the timeout on, else 0 (no header)
     unsigned long chunks; // chunks staged so far; its parity picks the half (same on all ranks)
+    uint64_t entered;     // collectives this rank entered on comm, with the timeout on
 } zt_mpi_comm;
 
 static int g_init_here;                 // MPI was initialized by zt_comm_mpi_init_world
 static size_t g_max_count = INT_MAX;    // elements per MPI call (zt_comm_mpi_set_max_count)
+static double g_timeout_s;              // ZT_COMM_TIMEOUT_S at zt_comm_mpi_init_world; 0 = off
 
 // ---- the failure path ----
 
@@ -147,6 +161,152 @@ static int piece_len(size_t count, size_t i) {
 
 static void mpi_wrap(MPI_Comm comm, zt_comm *out);
 
+// ---- the collective timeout (ZT_COMM_TIMEOUT_S) ----
+//
+// Why: a blocking MPI call waits forever for a rank that stopped (SIGSTOP, a hung node),
+// and Open MPI busy-polls while it waits, so every other rank spins a core until someone
+// kills the job. With ZT_COMM_TIMEOUT_S=S every operation of this backend is issued
+// nonblocking (MPI_Iallreduce, MPI_Ibarrier, MPI_Isend, ...) and completed by wait_timed:
+// MPI_Testall polled with a sleep that grows to 1 ms, so a waiting rank sleeps instead of
+// spinning, and once it has waited S seconds the rank prints one line naming the rank it
+// waited for and ends the job (MPI_Abort).
+//
+// Off by default, and then the blocking calls run exactly as they always did: Open MPI's
+// nonblocking collectives (coll/libnbc) are slower than its tuned blocking ones and advance
+// only when polled, so a sleeping poll adds up to a millisecond per round. Every rank must
+// agree (a nonblocking collective never matches a blocking one): stage_init checks it.
+//
+// Who did not arrive: point-to-point knows its peer. A collective knows only that it is
+// not complete; on a communicator with a staging window (every rank on this node) each
+// rank writes the count of collectives it has entered on that communicator into the header
+// of its part of the window, and a waiting rank reads the others' counts there (plain loads:
+// a stopped process's memory is still mapped) and names those behind its own. Otherwise
+// the message lists the group and says one of them did not arrive.
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// This rank's count of entered collectives, in its header of the staging window.
+static uint64_t *entered_slot(const zt_mpi_comm *m, int q) { return (uint64_t *)m->part[q]; }
+
+// Called before each collective MPI call with the timeout on: the same calls on every rank,
+// so the counts compare.
+static void coll_enter(const zt_comm *c) {
+    zt_mpi_comm *m = c->impl;
+    m->entered++;
+    if (m->win != MPI_WIN_NULL)
+        __atomic_store_n(entered_slot(m, c->rank), m->entered, __ATOMIC_RELEASE);
+}
+
+// Appends " r" (the world rank of rank q of c) to buf.
+static void append_world_rank(char *buf, size_t cap, const zt_comm *c, int q) {
+    MPI_Group g = MPI_GROUP_NULL, w = MPI_GROUP_NULL;
+    int wr = q;
+    if (MPI_Comm_group(mpi_comm(c), &g) == MPI_SUCCESS &&
+        MPI_Comm_group(MPI_COMM_WORLD, &w) == MPI_SUCCESS)
+        MPI_Group_translate_ranks(g, 1, &q, w, &wr);
+    if (g != MPI_GROUP_NULL) MPI_Group_free(&g);
+    if (w != MPI_GROUP_NULL) MPI_Group_free(&w);
+    size_t len = strlen(buf);
+    if (len < cap) snprintf(buf + len, cap - len, "%s%d", len ? "," : "", wr);
+}
+
+// The deadline passed: one line naming who did not arrive, then the whole job ends.
+// peers[i] is the peer of req[i] for point-to-point, -1 for a collective.
+static void timeout_fail(const zt_comm *c, const char *what, int n, MPI_Request *req,
+                         const int *peers, double waited) __attribute__((noreturn));
+static void timeout_fail(const zt_comm *c, const char *what, int n, MPI_Request *req,
+                         const int *peers, double waited) {
+    const zt_mpi_comm *m = c->impl;
+    char missing[256] = "", group[256] = "";
+    int collective = 0;
+    for (int i = 0; i < n; i++) {
+        int done = 0;
+        if (peers[i] < 0) collective = 1;
+        else if (MPI_Test(&req[i], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
+            append_world_rank(missing, sizeof missing, c, peers[i]);
+    }
+    for (int i = 0; i < n && !collective && !missing[0]; i++) // completed meanwhile: name all
+        append_world_rank(missing, sizeof missing, c, peers[i]);
+    if (collective) {
+        for (int q = 0; q < c->size; q++) {
+            append_world_rank(group, sizeof group, c, q);
+            // of two ranks the other one is the missing one, window or not
+            if (q != c->rank && (c->size == 2 || (m->win != MPI_WIN_NULL &&
+                __atomic_load_n(entered_slot(m, q), __ATOMIC_ACQUIRE) < m->entered)))
+                append_world_rank(missing, sizeof missing, c, q);
+        }
+    }
+    fflush(stdout);
+    if (missing[0])
+        fprintf(stderr, "zerotrain: error: (rank %d) waited %.1f s in %s%s%s: rank %s did not "
+                "arrive (stopped or hung); ending the job (ZT_COMM_TIMEOUT_S=%g)\n",
+                zt_log_rank(), waited, what, collective ? " on the communicator of ranks " : "",
+                group, missing, g_timeout_s);
+    else
+        fprintf(stderr, "zerotrain: error: (rank %d) waited %.1f s in %s%s%s: a rank of that "
+                "group did not arrive (stopped or hung); ending the job (ZT_COMM_TIMEOUT_S=%g)\n",
+                zt_log_rank(), waited, what, collective ? " on the communicator of ranks " : "",
+                group, g_timeout_s);
+    fflush(stderr);
+    zt_comm_mpi_abort(1);
+    abort();
+}
+
+// Completes req[0..n) (statuses into st, or MPI_STATUSES_IGNORE) within the timeout,
+// sleeping between polls; past it, timeout_fail. Ranks in step finish a collective within
+// microseconds, so the first 50 us poll without sleeping (no lost latency per chunk of the
+// staged collectives); then the sleep doubles from 1 us to 1 ms.
+static void wait_timed(const zt_comm *c, const char *what, int n, MPI_Request *req,
+                       MPI_Status *st, const int *peers) {
+    double t0 = mono_s(), t = t0;
+    long sleep_ns = 0;
+    for (;;) {
+        int done = 0;
+        ZT_CHECK_MPI(MPI_Testall(n, req, &done, st));
+        if (done) return;
+        t = mono_s();
+        if (t - t0 >= g_timeout_s) timeout_fail(c, what, n, req, peers, t - t0);
+        if (t - t0 < 50e-6) continue;
+        sleep_ns = sleep_ns == 0 ? 1000 : sleep_ns * 2 > 1000000 ? 1000000 : sleep_ns * 2;
+        struct timespec ts = {0, sleep_ns};
+        nanosleep(&ts, NULL);
+    }
+}
+
+// One collective MPI call: `blocking(args)` when the timeout is off (exactly the call made
+// without the timeout), else `nonblocking(args, &req)` completed by wait_timed.
+#define ZT_COLL(c, what, blocking, nonblocking, ...)                                  \
+    do {                                                                              \
+        if (g_timeout_s > 0) {                                                        \
+            MPI_Request zt_rq_;                                                       \
+            static const int zt_coll_peer_ = -1;                                      \
+            coll_enter(c);                                                            \
+            ZT_CHECK_MPI(nonblocking(__VA_ARGS__, &zt_rq_));                          \
+            wait_timed(c, what, 1, &zt_rq_, MPI_STATUSES_IGNORE, &zt_coll_peer_);     \
+        } else {                                                                      \
+            ZT_CHECK_MPI(blocking(__VA_ARGS__));                                      \
+        }                                                                             \
+    } while (0)
+
+// The timeout from the environment: 0 (off) when unset or empty; ZT_ERR on a bad value.
+static zt_status parse_timeout(double *out) {
+    const char *v = getenv("ZT_COMM_TIMEOUT_S");
+    *out = 0;
+    if (!v || !*v) return ZT_OK;
+    char *end = NULL;
+    double t = strtod(v, &end);
+    if (!(!*end && t >= 0 && t <= ZT_COMM_TIMEOUT_MAX_S)) // also refuses nan
+        return zt_errorf("ZT_COMM_TIMEOUT_S=%s: give the seconds one operation may wait for "
+                         "another rank, a number in 0..%.0f (0, the default, waits forever)",
+                         v, ZT_COMM_TIMEOUT_MAX_S);
+    *out = t;
+    return ZT_OK;
+}
+
 // ---- node-local collectives through a shared-memory staging window ----
 //
 // Why: on one node Open MPI 4.1's reduce-scatter allocates full-size temporaries on every
@@ -191,14 +351,16 @@ static size_t chunk_len(size_t count, int n, int q, size_t off, size_t C) {
 }
 
 static char *stage_slot(const zt_mpi_comm *m, int n, int owner, int half, int slot) {
-    return m->part[owner] + ((size_t)half * (size_t)n + (size_t)slot) * m->slot_bytes;
+    return m->part[owner] + m->hdr_bytes +
+           ((size_t)half * (size_t)n + (size_t)slot) * m->slot_bytes;
 }
 
 // Everything this rank wrote to its part is visible to every rank, and everything the
 // others wrote before their barrier is visible here (the unified model's sync pattern).
-static void stage_sync(const zt_mpi_comm *m) {
+static void stage_sync(const zt_comm *c, const char *what) {
+    const zt_mpi_comm *m = c->impl;
     ZT_CHECK_MPI(MPI_Win_sync(m->win));
-    ZT_CHECK_MPI(MPI_Barrier(m->comm));
+    ZT_COLL(c, what, MPI_Barrier, MPI_Ibarrier, m->comm);
     ZT_CHECK_MPI(MPI_Win_sync(m->win));
 }
 
@@ -210,7 +372,7 @@ static int use_stage(const zt_comm *c, size_t bytes) {
 // Block rank of op over ranks of send's block rank, written to `out` (which is either
 // send + lo(rank), in place, or disjoint from send).
 static void stage_reduce_scatter(const zt_comm *c, const void *send, void *out, size_t count,
-                                 zt_dtype dt, zt_reduce_op op) {
+                                 zt_dtype dt, zt_reduce_op op, const char *what) {
     zt_mpi_comm *m = c->impl;
     int n = c->size, r = c->rank;
     size_t es = zt_dtype_size(dt), C = m->slot_bytes / es;
@@ -229,7 +391,7 @@ static void stage_reduce_scatter(const zt_comm *c, const void *send, void *out, 
                 memcpy(stage_slot(m, n, r, half, q), s + (blk_lo(count, n, q) + off) * es,
                        len * es);
         }
-        stage_sync(m);
+        stage_sync(c, what);
         size_t len = chunk_len(count, n, r, off, C);
         if (!len) continue;
         char *dst = o + off * es;
@@ -243,7 +405,7 @@ static void stage_reduce_scatter(const zt_comm *c, const void *send, void *out, 
 // recv[lo(q) ..] = rank q's block for every q; this rank's block is read from `own`
 // (either recv + lo(rank), in place, or disjoint from recv).
 static void stage_all_gather(const zt_comm *c, const void *own, void *recv, size_t count,
-                             zt_dtype dt) {
+                             zt_dtype dt, const char *what) {
     zt_mpi_comm *m = c->impl;
     int n = c->size, r = c->rank;
     size_t es = zt_dtype_size(dt), C = (size_t)n * m->slot_bytes / es;
@@ -258,7 +420,7 @@ static void stage_all_gather(const zt_comm *c, const void *own, void *recv, size
             memcpy(stage_slot(m, n, r, half, 0), src + off * es, len * es);
             if (!in_place) memcpy(o + (lo_r + off) * es, src + off * es, len * es);
         }
-        stage_sync(m);
+        stage_sync(c, what);
         for (int k = 1; k < n; k++) {
             int q = (r + k) % n;
             size_t lq = chunk_len(count, n, q, off, C);
@@ -292,7 +454,9 @@ static zt_status parse_env(int *kib_out, int *stage_ag) {
 
 zt_status zt_comm_mpi_check_env(void) {
     int kib, ag;
-    return parse_env(&kib, &ag);
+    double t;
+    zt_status s = parse_env(&kib, &ag);
+    return s == ZT_OK ? parse_timeout(&t) : s;
 }
 
 // Read when a communicator is made. A bad value takes the defaults here (the world's
@@ -312,11 +476,13 @@ static int stage_kib_from_env(int *stage_ag) {
 static void stage_init(zt_mpi_comm *m, int size) {
     m->win = MPI_WIN_NULL;
     if (size < 2) return;
-    // The ranks must agree, or some would wait in a window creation the others skip.
-    int stage_ag = 0, kib = stage_kib_from_env(&stage_ag), v = kib * 2 + stage_ag;
-    int mine[2] = {v, -v}, all[2];
-    ZT_CHECK_MPI(MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, m->comm));
-    ZT_MPI_ASSERTF(all[0] == -all[1], "ZT_COMM_MPI_ALGO / ZT_COMM_MPI_STAGE_KIB differ between "
+    // The ranks must agree, or some would wait in a window creation the others skip (or in
+    // a blocking collective that never matches the others' nonblocking one).
+    int stage_ag = 0, kib = stage_kib_from_env(&stage_ag);
+    double v = kib * 2 + stage_ag, mine[4] = {v, -v, g_timeout_s, -g_timeout_s}, all[4];
+    ZT_CHECK_MPI(MPI_Allreduce(mine, all, 4, MPI_DOUBLE, MPI_MAX, m->comm));
+    ZT_MPI_ASSERTF(all[0] == -all[1] && all[2] == -all[3],
+                   "ZT_COMM_MPI_ALGO / ZT_COMM_MPI_STAGE_KIB / ZT_COMM_TIMEOUT_S differ between "
                    "the ranks (pass them to every rank: mpirun -x)");
     if (kib == 0) return;
     MPI_Comm node = MPI_COMM_NULL;
@@ -328,7 +494,8 @@ static void stage_init(zt_mpi_comm *m, int size) {
     if (node_size != size) return;
     m->slot_bytes = (size_t)kib << 10;
     m->stage_ag = stage_ag;
-    size_t bytes = 2 * (size_t)size * m->slot_bytes;
+    m->hdr_bytes = g_timeout_s > 0 ? ZT_STAGE_HDR_BYTES : 0;
+    size_t bytes = m->hdr_bytes + 2 * (size_t)size * m->slot_bytes;
     MPI_Info info;
     ZT_CHECK_MPI(MPI_Info_create(&info));
     // each rank's part may sit on its own NUMA node
@@ -346,7 +513,8 @@ static void stage_init(zt_mpi_comm *m, int size) {
     ZT_CHECK_MPI(MPI_Info_free(&info));
     ZT_CHECK_MPI(MPI_Win_set_errhandler(m->win, MPI_ERRORS_RETURN));
     // TODO: the window's bytes are MPI's allocation, outside the ZT_MEM_COMM count
-    // (2 * size * 256 KiB per rank and communicator); only this pointer table is counted.
+    // (2 * size * 256 KiB per rank and communicator, and 4 KiB more with the timeout on:
+    // the planner leaves those out); only this pointer table is counted.
     m->part = zt_mem_alloc(ZT_MEM_COMM, (size_t)size * sizeof(char *));
     m->ag_counts = zt_mem_alloc(ZT_MEM_COMM, 2 * (size_t)size * sizeof(int));
     for (int q = 0; q < size; q++) {
@@ -382,9 +550,9 @@ static void mpi_all_reduce(const zt_comm *c, const void *send, void *recv, size_
         zt_mpi_comm *m = c->impl;
         int n = c->size;
         char *mine = (char *)recv + blk_lo(count, n, c->rank) * es;
-        stage_reduce_scatter(c, send, mine, count, dt, op);
+        stage_reduce_scatter(c, send, mine, count, dt, op, "all_reduce");
         if (m->stage_ag || count > INT_MAX) { // Allgatherv's displacements are ints
-            stage_all_gather(c, mine, recv, count, dt);
+            stage_all_gather(c, mine, recv, count, dt, "all_reduce");
             return;
         }
         int *counts = m->ag_counts, *displs = m->ag_counts + n;
@@ -392,16 +560,16 @@ static void mpi_all_reduce(const zt_comm *c, const void *send, void *recv, size_
             counts[q] = (int)blk_len(count, n, q);
             displs[q] = (int)blk_lo(count, n, q);
         }
-        ZT_CHECK_MPI(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, counts, displs,
-                                    mpi_type(dt), mpi_comm(c)));
+        ZT_COLL(c, "all_reduce", MPI_Allgatherv, MPI_Iallgatherv, MPI_IN_PLACE, 0,
+                MPI_DATATYPE_NULL, recv, counts, displs, mpi_type(dt), mpi_comm(c));
         return;
     }
     int in_place = send == recv;
     for (size_t i = 0; i < n_pieces(count); i++) {
         size_t off = i * g_max_count * es;
         const void *s = in_place ? MPI_IN_PLACE : (const char *)send + off;
-        ZT_CHECK_MPI(MPI_Allreduce(s, (char *)recv + off, piece_len(count, i), mpi_type(dt),
-                                   mpi_op(op), mpi_comm(c)));
+        ZT_COLL(c, "all_reduce", MPI_Allreduce, MPI_Iallreduce, s, (char *)recv + off,
+                piece_len(count, i), mpi_type(dt), mpi_op(op), mpi_comm(c));
     }
 }
 
@@ -419,7 +587,7 @@ static void mpi_reduce_scatter(const zt_comm *c, const void *send, void *recv, s
     mpi_check_stream(stream);
     size_t es = zt_dtype_size(dt), block = count / (size_t)c->size;
     if (use_stage(c, count * es)) {
-        stage_reduce_scatter(c, send, recv, count, dt, op);
+        stage_reduce_scatter(c, send, recv, count, dt, op, "reduce_scatter");
         return;
     }
     int n = block_count("reduce_scatter", block);
@@ -428,12 +596,12 @@ static void mpi_reduce_scatter(const zt_comm *c, const void *send, void *recv, s
         // MPI_IN_PLACE reduces the whole buffer and leaves the result at its front; our
         // rule (comm.h) wants it at the rank's own block.
         char *base = (char *)send;
-        ZT_CHECK_MPI(MPI_Reduce_scatter_block(MPI_IN_PLACE, base, n, mpi_type(dt), mpi_op(op),
-                                              mpi_comm(c)));
+        ZT_COLL(c, "reduce_scatter", MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block,
+                MPI_IN_PLACE, base, n, mpi_type(dt), mpi_op(op), mpi_comm(c));
         if (own != base && block) memmove(own, base, block * es);
     } else {
-        ZT_CHECK_MPI(MPI_Reduce_scatter_block(send, recv, n, mpi_type(dt), mpi_op(op),
-                                              mpi_comm(c)));
+        ZT_COLL(c, "reduce_scatter", MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block,
+                send, recv, n, mpi_type(dt), mpi_op(op), mpi_comm(c));
     }
 }
 
@@ -442,16 +610,17 @@ static void mpi_all_gather(const zt_comm *c, const void *send, void *recv, size_
     mpi_check_stream(stream);
     size_t es = zt_dtype_size(dt), block = count / (size_t)c->size;
     if (use_stage(c, count * es) && ((const zt_mpi_comm *)c->impl)->stage_ag) {
-        stage_all_gather(c, send, recv, count, dt);
+        stage_all_gather(c, send, recv, count, dt, "all_gather");
         return;
     }
     int n = block_count("all_gather", block);
     if ((const char *)send == (const char *)recv + (size_t)c->rank * block * es) {
         // MPI_IN_PLACE takes this rank's block from recv at rank*block: our rule exactly.
-        ZT_CHECK_MPI(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, n, mpi_type(dt),
-                                   mpi_comm(c)));
+        ZT_COLL(c, "all_gather", MPI_Allgather, MPI_Iallgather, MPI_IN_PLACE, 0,
+                MPI_DATATYPE_NULL, recv, n, mpi_type(dt), mpi_comm(c));
     } else {
-        ZT_CHECK_MPI(MPI_Allgather(send, n, mpi_type(dt), recv, n, mpi_type(dt), mpi_comm(c)));
+        ZT_COLL(c, "all_gather", MPI_Allgather, MPI_Iallgather, send, n, mpi_type(dt), recv, n,
+                mpi_type(dt), mpi_comm(c));
     }
 }
 
@@ -460,17 +629,25 @@ static void mpi_broadcast(const zt_comm *c, void *buf, size_t count, zt_dtype dt
     mpi_check_stream(stream);
     size_t es = zt_dtype_size(dt);
     for (size_t i = 0; i < n_pieces(count); i++)
-        ZT_CHECK_MPI(MPI_Bcast((char *)buf + i * g_max_count * es, piece_len(count, i),
-                               mpi_type(dt), root, mpi_comm(c)));
+        ZT_COLL(c, "broadcast", MPI_Bcast, MPI_Ibcast, (char *)buf + i * g_max_count * es,
+                piece_len(count, i), mpi_type(dt), root, mpi_comm(c));
 }
 
 static void mpi_send(const zt_comm *c, const void *buf, size_t count, zt_dtype dt, int peer,
                      int tag, void *stream) {
     mpi_check_stream(stream);
     size_t es = zt_dtype_size(dt);
-    for (size_t i = 0; i < n_pieces(count); i++)
-        ZT_CHECK_MPI(MPI_Send((const char *)buf + i * g_max_count * es, piece_len(count, i),
-                              mpi_type(dt), peer, tag, mpi_comm(c)));
+    for (size_t i = 0; i < n_pieces(count); i++) {
+        const char *p = (const char *)buf + i * g_max_count * es;
+        if (g_timeout_s > 0) {
+            MPI_Request rq;
+            ZT_CHECK_MPI(MPI_Isend(p, piece_len(count, i), mpi_type(dt), peer, tag, mpi_comm(c),
+                                   &rq));
+            wait_timed(c, "send", 1, &rq, MPI_STATUSES_IGNORE, &peer);
+        } else {
+            ZT_CHECK_MPI(MPI_Send(p, piece_len(count, i), mpi_type(dt), peer, tag, mpi_comm(c)));
+        }
+    }
 }
 
 // A longer message fails inside MPI (MPI_ERR_TRUNCATE); a shorter one is caught here.
@@ -488,8 +665,14 @@ static void mpi_recv(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int
     for (size_t i = 0; i < n_pieces(count); i++) {
         MPI_Status st;
         int n = piece_len(count, i);
-        ZT_CHECK_MPI(MPI_Recv((char *)buf + i * g_max_count * es, n, mpi_type(dt), peer, tag,
-                              mpi_comm(c), &st));
+        char *p = (char *)buf + i * g_max_count * es;
+        if (g_timeout_s > 0) {
+            MPI_Request rq;
+            ZT_CHECK_MPI(MPI_Irecv(p, n, mpi_type(dt), peer, tag, mpi_comm(c), &rq));
+            wait_timed(c, "recv", 1, &rq, &st, &peer);
+        } else {
+            ZT_CHECK_MPI(MPI_Recv(p, n, mpi_type(dt), peer, tag, mpi_comm(c), &st));
+        }
         check_received(&st, dt, n, peer);
     }
 }
@@ -514,14 +697,15 @@ static void mpi_send_recv(const zt_comm *c, const void *sendbuf, size_t send_cou
             ZT_CHECK_MPI(MPI_Isend((const char *)sendbuf + i * g_max_count * es,
                                    piece_len(send_count, i), mpi_type(dt), dst, tag, mpi_comm(c),
                                    &req[1]));
-        ZT_CHECK_MPI(MPI_Waitall(2, req, st));
+        if (g_timeout_s > 0) wait_timed(c, "send_recv", 2, req, st, (const int[]){src, dst});
+        else ZT_CHECK_MPI(MPI_Waitall(2, req, st));
         if (i < nr) check_received(&st[0], dt, rn, src);
     }
 }
 
 static void mpi_barrier(const zt_comm *c, void *stream) {
     mpi_check_stream(stream);
-    ZT_CHECK_MPI(MPI_Barrier(mpi_comm(c)));
+    ZT_COLL(c, "barrier", MPI_Barrier, MPI_Ibarrier, mpi_comm(c));
 }
 
 static void mpi_split(const zt_comm *c, int color, int key, zt_comm *out) {
@@ -596,6 +780,8 @@ void zt_comm_mpi_init_world(zt_comm *out, int *argc, char ***argv) {
                        provided);
     }
     ZT_CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    // A bad value runs without the timeout here; main refuses it (zt_comm_mpi_check_env).
+    if (parse_timeout(&g_timeout_s) != ZT_OK) g_timeout_s = 0;
     int rank = 0;
     ZT_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     zt_set_log_rank(rank);

@@ -10,6 +10,7 @@
 #include <libgen.h>
 #include <math.h>
 #include <omp.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -495,6 +496,9 @@ static zt_status run(trainer *t) {
     int is_zero = c->zero == 1;
     double t_start = now_s();
     for (int step = t->step0; step < c->steps; step++) {
+        // test hook (tests/sh/rank_stalls.sh): this world rank stops, as a hung node would
+        const char *stall = getenv("ZT_TEST_STALL_RANK"), *at = getenv("ZT_TEST_STALL_STEP");
+        if (stall && at && atoi(stall) == zt_log_rank() && atoi(at) == step + 1) raise(SIGSTOP);
         double t0 = now_s();
         t->be->ops->memset(t->be, m->grads, 0, total * sizeof(float));
         double loss_sum = run_schedule(t, (uint64_t)step, loss_scale);

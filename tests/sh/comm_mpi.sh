@@ -23,6 +23,16 @@ for algo in stage stage-all mpi; do
   done
 done
 
+# the same checks with the collective timeout on: every operation nonblocking, polled
+# (a generous timeout: a loaded machine must not trip it)
+for algo in stage stage-all mpi; do
+  echo "== comm_mpi_collectives on 3 ranks, ZT_COMM_MPI_ALGO=$algo, ZT_COMM_TIMEOUT_S=120"
+  ZT_COMM_TIMEOUT_S=120 ZT_COMM_MPI_ALGO=$algo timeout "$LIMIT" "${MPIRUN[@]}" -np 3 \
+      -x ZT_COMM_MPI_ALGO -x ZT_COMM_TIMEOUT_S "$BIN" comm_mpi_collectives
+  rc=$?
+  if [ $rc -ne 0 ]; then echo "FAIL: 3 ranks, $algo, timeout on (exit $rc)"; fail=1; fi
+done
+
 # mode, a string rank 1's message must contain
 for fault in "mpi:MPI_Recv" "assert:not another rank" "exit:"; do
   mode=${fault%%:*}; want=${fault#*:}

@@ -51,7 +51,10 @@ expect_error omp_num_threads_100000 "OMP_NUM_THREADS asks for 100000" -- env OMP
 
 # ---- environment of the MPI backend ----
 expect_error env_comm_algo "ZT_COMM_MPI_ALGO=bogus" -- env ZT_COMM_MPI_ALGO=bogus "$ZT" "${TINY[@]}"
+expect_error env_comm_timeout "ZT_COMM_TIMEOUT_S=soon: give the seconds" -- env ZT_COMM_TIMEOUT_S=soon "$ZT" "${TINY[@]}"
+expect_error env_comm_timeout_negative "ZT_COMM_TIMEOUT_S=-1: give the seconds" -- env ZT_COMM_TIMEOUT_S=-1 "$ZT" "${TINY[@]}"
 if [ ${#MPI[@]} -gt 0 ]; then
+  expect_error mpi2_env_comm_timeout "ZT_COMM_TIMEOUT_S=nan: give the seconds" -- env ZT_COMM_TIMEOUT_S=nan "${MPI[@]}" -x ZT_COMM_TIMEOUT_S "$ZT" "${TINY[@]}"
   expect_error mpi2_env_comm_algo "ZT_COMM_MPI_ALGO=bogus" -- env ZT_COMM_MPI_ALGO=bogus "${MPI[@]}" -x ZT_COMM_MPI_ALGO "$ZT" "${TINY[@]}"
   expect_error mpi2_env_stage_kib "ZT_COMM_MPI_STAGE_KIB=2" -- env ZT_COMM_MPI_STAGE_KIB=2 "${MPI[@]}" -x ZT_COMM_MPI_STAGE_KIB "$ZT" "${TINY[@]}"
 fi

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# A rank that stalls (SIGSTOP: a hung node) ends the whole job once ZT_COMM_TIMEOUT_S has
+# passed, with a message naming the stalled rank, and the ranks that wait for it sleep
+# instead of spinning a core. Rank 1 stops itself at step 2 (the test hook
+# ZT_TEST_STALL_RANK / ZT_TEST_STALL_STEP in src/train.c): in a ZeRO-1 collective on 3 ranks
+# (with the CPU check), in pipeline send/recv, and in plain MPI collectives on 2 ranks.
+set -u
+cd "$(dirname "$0")/../.."
+command -v mpirun >/dev/null || { echo "mpirun not found"; exit 77; }
+out=build/test_rank_stalls; rm -rf $out; mkdir -p $out
+TIMEOUT_S=3
+ARGS=(--n-layer 2 --n-head 2 --n-embd 48 --seq 32 --micro-batch 2 --steps 100000 --val-every 0)
+export OMP_NUM_THREADS=1 ZT_COMM_TIMEOUT_S=$TIMEOUT_S ZT_TEST_STALL_RANK=1 ZT_TEST_STALL_STEP=2
+t0=$(date +%s%N)
+timeout -k 5 60 mpirun --oversubscribe --allow-run-as-root -np 3 \
+    -x OMP_NUM_THREADS -x ZT_COMM_TIMEOUT_S -x ZT_TEST_STALL_RANK -x ZT_TEST_STALL_STEP \
+    build/zerotrain "${ARGS[@]}" --zero 1 --log $out/log.jsonl > $out/out.txt 2>&1 &
+job=$!
+
+# this job's ranks: pid and world rank (from the environment mpirun gave them)
+pids=()
+ranks() {
+  pids=()
+  local p
+  for p in $(pgrep -f "build/zerotrain ${ARGS[*]}"); do
+    [ "$(cat /proc/$p/comm 2>/dev/null)" = zerotrain ] && pids+=("$p")
+  done
+}
+rank_of() { tr '\0' '\n' < /proc/$1/environ 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p'; }
+state_of() { sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d' ' -f1; }
+cpu_ticks() { sed 's/.*) //' /proc/$1/stat 2>/dev/null | awk '{print $12 + $13}'; }
+cleanup() { ranks; for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done; }
+trap cleanup EXIT
+
+# wait until rank 1 has stopped itself
+stopped=""
+for _ in $(seq 1 300); do
+  ranks
+  for p in "${pids[@]}"; do
+    [ "$(state_of "$p")" = T ] && [ "$(rank_of "$p")" = 1 ] && stopped=$p
+  done
+  [ -n "$stopped" ] && break
+  kill -0 $job 2>/dev/null || break
+  sleep 0.1
+done
+fail=0
+if [ -z "$stopped" ]; then
+  echo "FAIL: rank 1 never stopped"; cat $out/out.txt; kill $job; exit 1
+fi
+t_stop=$(date +%s%N)
+
+# CPU of the waiting ranks over 1.5 s of their wait (before the 3 s deadline): they sleep
+# between polls, so well under a fifth of a core (a blocking MPI call spins at 65-100%)
+sleep 0.3
+waiting=()
+for p in "${pids[@]}"; do [ "$p" != "$stopped" ] && waiting+=("$p"); done
+declare -A before
+for p in "${waiting[@]}"; do before[$p]=$(cpu_ticks "$p"); done
+sleep 1.5
+hz=$(getconf CLK_TCK)
+for p in "${waiting[@]}"; do
+  after=$(cpu_ticks "$p")
+  if [ -z "$after" ] || [ -z "${before[$p]}" ]; then
+    echo "FAIL: rank $(rank_of "$p") (pid $p) ended before its CPU use was measured"; fail=1; continue
+  fi
+  pct=$(( (after - before[$p]) * 100 * 100 / (hz * 150) ))
+  echo "waiting rank $(rank_of "$p") (pid $p): ${pct}% of a core while waiting"
+  [ "$pct" -lt 20 ] || { echo "FAIL: a waiting rank burns ${pct}% of a core"; fail=1; }
+done
+
+wait $job; rc=$?
+dt=$(( ($(date +%s%N) - t_stop) / 1000000 ))
+echo "mpirun exited with $rc, $((dt / 1000)).$(( (dt % 1000) / 100 )) s after rank 1 stopped (ZT_COMM_TIMEOUT_S=$TIMEOUT_S)"
+grep "zerotrain: error" $out/out.txt
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] || { echo "FAIL: job did not end with an error (rc $rc)"; fail=1; }
+[ $dt -lt 15000 ] || { echo "FAIL: the job took ${dt} ms to end"; fail=1; }
+grep -qE "zerotrain: error: \(rank [02]\) waited [0-9.]+ s in .*: rank 1 did not arrive" $out/out.txt ||
+  { echo "FAIL: no message names rank 1 as the one that did not arrive"; tail -20 $out/out.txt; fail=1; }
+ranks
+[ ${#pids[@]} -eq 0 ] || { echo "FAIL: ${#pids[@]} rank(s) left running"; fail=1; }
+
+# point-to-point: 3 pipeline stages, the middle one stops; its neighbours wait in send/recv.
+# And plain MPI collectives (no staging window) on 2 ranks: the other rank is named.
+for case in "3|--pp 3 --dp 1 --n-layer 3|stage" "2|--zero 1|mpi"; do
+  IFS='|' read -r np extra algo <<<"$case"
+  t1=$(date +%s%N)
+  ZT_COMM_MPI_ALGO=$algo timeout -k 5 60 mpirun --oversubscribe --allow-run-as-root -np "$np" \
+      -x OMP_NUM_THREADS -x ZT_COMM_TIMEOUT_S -x ZT_TEST_STALL_RANK -x ZT_TEST_STALL_STEP \
+      -x ZT_COMM_MPI_ALGO build/zerotrain "${ARGS[@]}" $extra > $out/case.txt 2>&1
+  rc=$?
+  dt=$(( ($(date +%s%N) - t1) / 1000000 ))
+  grep "zerotrain: error" $out/case.txt
+  if [ $rc -eq 0 ] || [ $rc -eq 124 ] || [ $dt -ge 20000 ] ||
+     ! grep -qE "zerotrain: error: \(rank [02]\) waited [0-9.]+ s in .*: rank 1 did not arrive" $out/case.txt; then
+    echo "FAIL: $np ranks, $extra, ZT_COMM_MPI_ALGO=$algo: exit $rc after ${dt} ms"; tail -20 $out/case.txt; fail=1
+  fi
+  ranks; cleanup
+done
+[ $fail -eq 0 ] && echo "ok: the stalled rank ended the job, named, without burning the waiting ranks' cores"
+exit $fail
