@@ -297,6 +297,8 @@ static const zt_backend_i cuda_ops = {
     .add = cuda_add,
     .attention_forward = cuda_attention_forward,
     .attention_backward = cuda_attention_backward,
+    // TODO: a CUDA attention_decode; until then `zerotrain generate` refuses --backend cuda
+    .attention_decode = NULL,
     .ce_slice_stats = cuda_ce_slice_stats,
     .ce_slice_sumexp = cuda_ce_slice_sumexp,
     .ce_slice_finish = cuda_ce_slice_finish,
