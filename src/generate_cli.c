@@ -44,7 +44,8 @@ void zt_generate_usage(FILE *f) {
             "  --tp N             tensor parallel over N ranks: mpirun -np N (the tokens are the\n"
             "                     same as on one rank)\n"
             "  --ids              print token ids instead of text\n"
-            "  --vocab FILE       gpt2.tiktoken (default %s)\n"
+            "  --vocab FILE       gpt2.tiktoken (default %s);\n"
+            "                     --vocab N (a number) is the model's vocabulary size, as in train\n"
             "A summary (tokens, tokens/s) goes to stderr.\n",
             vocab);
 }
@@ -87,10 +88,14 @@ static zt_status parse_opts(gen_opts *o, int argc, char **argv, char **rest, int
             o->ids = 1;
             continue;
         }
+        // --vocab N (digits) is train's vocabulary size; --vocab FILE the tokenizer's file
+        int size_flag = strcmp(a, "--vocab") == 0 && i + 1 < argc && argv[i + 1][0] &&
+                        strspn(argv[i + 1], "0123456789") == strlen(argv[i + 1]);
         int mine = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             mine |= strcmp(a, with_value[k]) == 0;
-        if (!mine) {
+        if (!mine || size_flag) {
+            if (size_flag) rest[(*n_rest)++] = argv[i++];
             rest[(*n_rest)++] = argv[i];
             continue;
         }
@@ -310,8 +315,8 @@ int zt_generate_main(int argc, char **argv) {
     if (s == ZT_OK) s = read_config(&cfg, n_rest, rest);
     s = zt_comm_agree(&world, s);
     if (s == ZT_OK && world.size != cfg.tp)
-        s = zt_errorf("generate runs one rank per tp rank: %d ranks for --tp %d (launch "
-                      "mpirun -np %d ... --tp %d)", world.size, cfg.tp, cfg.tp, cfg.tp);
+        s = zt_errorf("generate runs one process per tp rank, but this job has %d for --tp %d: "
+                      "launch mpirun -np %d ... --tp %d", world.size, cfg.tp, cfg.tp, cfg.tp);
     if (s == ZT_OK && cfg.threads > 0) omp_set_num_threads(cfg.threads);
     if (s == ZT_OK) s = zt_grid_init(&g, &world, 1, 1, cfg.tp);
     if (s == ZT_OK) s = run(&o, &cfg, &g);
