@@ -10,6 +10,7 @@
 
 #include "bpe.h"
 #include "comm.h"
+#include "backend_cuda.h"
 #include "config.h"
 #include "generate.h"
 #include "grid.h"
@@ -46,6 +47,7 @@ void zt_generate_usage(FILE *f) {
             "  --ids              print token ids instead of text\n"
             "  --vocab FILE       gpt2.tiktoken (default %s);\n"
             "                     --vocab N (a number) is the model's vocabulary size, as in train\n"
+            "  --backend cuda     on GPU 0 (build/zerotrain-cuda; one rank, no --tp yet)\n"
             "A summary (tokens, tokens/s) goes to stderr.\n",
             vocab);
 }
@@ -139,9 +141,10 @@ static zt_status read_config(zt_config *cfg, int argc, char **argv) {
     cfg->seq = cfg->n_ctx; // train's batch options do not apply
     cfg->micro_batch = 1;
     ZT_TRY(zt_config_validate(cfg));
-    if (strcmp(cfg->backend, "cpu") != 0)
-        return zt_errorf("generate runs on --backend cpu for now (the %s backend has no "
-                         "attention_decode kernel yet)", cfg->backend);
+    // the MPI tensor path takes host memory: GPU ranks would need NCCL (TODO)
+    if (strcmp(cfg->backend, "cuda") == 0 && cfg->tp > 1)
+        return zt_errorf("generate --backend cuda runs on one rank for now (--tp %d given): "
+                         "use --backend cpu for --tp", cfg->tp);
     if (cfg->pp != 1 || (cfg->dp != 0 && cfg->dp != 1))
         return zt_errorf("generate splits the model over --tp ranks only (--pp %d, --dp %d "
                          "given): use --tp N with mpirun -np N", cfg->pp, cfg->dp);
@@ -237,7 +240,8 @@ static void emit(const gen_opts *o, const zt_bpe *bpe, int V, int32_t tok, int f
     fflush(stdout);
 }
 
-static zt_status run(const gen_opts *o, const zt_config *cfg, const zt_grid *g) {
+static zt_status run(const gen_opts *o, const zt_config *cfg, const zt_grid *g,
+                     const zt_backend *be) {
     zt_bpe_ids prompt = {0};
     zt_bpe *bpe = NULL;
     zt_decoder d;
@@ -248,7 +252,7 @@ static zt_status run(const gen_opts *o, const zt_config *cfg, const zt_grid *g) 
     zt_status s = zt_comm_agree(&g->world_comm, read_prompt(o, cfg, &prompt, &bpe));
     zt_model_shape shape = zt_config_shape(cfg);
     if (s == ZT_OK) {
-        s = zt_decoder_init(&d, zt_backend_cpu(), &shape, g->tp, g->tp_rank, g->tp_data);
+        s = zt_decoder_init(&d, be, &shape, g->tp, g->tp_rank, g->tp_data);
         if (s == ZT_OK && cfg->init_from[0]) s = zt_init_load(&d.model, cfg->init_from);
         else if (s == ZT_OK) zt_gpt2_init_random(&d.model, cfg->seed);
         s = zt_comm_agree(&g->world_comm, s);
@@ -319,10 +323,20 @@ int zt_generate_main(int argc, char **argv) {
                       "launch mpirun -np %d ... --tp %d", world.size, cfg.tp, cfg.tp, cfg.tp);
     if (s == ZT_OK && cfg.threads > 0) omp_set_num_threads(cfg.threads);
     if (s == ZT_OK) s = zt_grid_init(&g, &world, 1, 1, cfg.tp);
-    if (s == ZT_OK) s = run(&o, &cfg, &g);
+    zt_backend cuda_be = {0};
+    const zt_backend *be = zt_backend_cpu();
+    if (s == ZT_OK && strcmp(cfg.backend, "cuda") == 0) {
+        s = zt_backend_cuda_init(&cuda_be, 0);
+        if (s == ZT_OK) {
+            zt_backend_cuda_set_tf32(&cuda_be, cfg.tf32);
+            be = &cuda_be;
+        }
+    }
+    if (s == ZT_OK) s = run(&o, &cfg, &g, be);
     zt_error_report(s != ZT_OK && world.rank == 0);
     free(rest);
     zt_grid_free(&g);
+    zt_backend_cuda_free(&cuda_be); // after the decoder's memory
     zt_comm_free(&world);
     zt_comm_mpi_finalize();
     return s == ZT_OK ? 0 : 1;

@@ -39,5 +39,6 @@ case_ text_for_other_vocab "give --prompt-ids" --model tiny --vocab 300 --prompt
 case_ tp_without_ranks "mpirun -np 2" --model tiny --tp 2 --prompt "x"
 case_ both_prompts "not both" --model tiny --prompt "x" --prompt-ids 1
 case_ bad_top_p "--top-p" --model tiny --prompt "x" --top-p 1.5
-case_ cuda_backend "backend" --model tiny --prompt "x" --backend cuda
+case_ cuda_with_tp "one rank" --model tiny --prompt "x" --backend cuda --tp 2
+case_ cuda_backend "backend cuda" --model tiny --prompt "x" --backend cuda  # CPU build or no GPU
 exit $fail
