@@ -102,3 +102,32 @@ void zt_attention_backward(float *dqkv, const float *dout, const float *qkv, con
         }
     }
 }
+
+// Heads in parallel; each head's scores fit in work[h * n_pos ...]. The scale multiplies
+// each dot product as the forward's GEMM alpha does.
+void zt_attention_decode(float *out, const float *q, const float *k, const float *v, float *work,
+                         int n_pos, int C, int NH) {
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for schedule(static) if (n_pos * C > 65536)
+    for (int h = 0; h < NH; h++) {
+        float *s = work + (size_t)h * n_pos;
+        const float *qh = q + h * hs;
+        for (int j = 0; j < n_pos; j++) {
+            const float *kj = k + (size_t)j * C + h * hs;
+            float dot = 0.0f;
+            for (int i = 0; i < hs; i++) dot += qh[i] * kj[i];
+            s[j] = scale * dot;
+        }
+        float m = zt_cpu_row_max(s, n_pos);
+        float lse = m + logf(zt_cpu_row_sumexp(s, n_pos, m));
+        zt_cpu_row_exp(s, s, lse, n_pos);
+        float *oh = out + h * hs;
+        for (int i = 0; i < hs; i++) oh[i] = 0.0f;
+        for (int j = 0; j < n_pos; j++) {
+            const float *vj = v + (size_t)j * C + h * hs;
+            float p = s[j];
+            for (int i = 0; i < hs; i++) oh[i] += p * vj[i];
+        }
+    }
+}

@@ -201,3 +201,40 @@ extern "C" void zt_cuda_attention_backward(cudaStream_t st, float *dqkv, const f
                                                               scale);
     ZT_CUDA_LAUNCHED(st, "attention_backward_q");
 }
+
+// Generation: block h takes head h of one query against n_pos cached rows. The scores go
+// to `work` (NH * n_pos floats of device memory, the op's contract) rather than shared
+// memory, so any n_ctx fits; the softmax is the forward kernel's.
+static __global__ void attention_decode_kernel(float *out, const float *q, const float *k,
+                                               const float *v, float *work, int n_pos, int C,
+                                               int NH, float scale) {
+    int hs = C / NH, h = blockIdx.x;
+    float *s = work + (size_t)h * n_pos;
+    const float *qh = q + h * hs;
+    for (int j = threadIdx.x; j < n_pos; j += blockDim.x)
+        s[j] = dot(qh, k + (size_t)j * C + h * hs, hs); // unscaled q.k
+    __syncthreads();
+    int lo, hi;
+    zt_thread_piece(n_pos, threadIdx.x, blockDim.x, &lo, &hi);
+    zt_softmax_pair pr;
+    pr.m = scale * zt_row_max(s + lo, hi - lo);
+    pr.s = hi > lo ? zt_row_sumexp(s + lo, hi - lo, scale, pr.m) : 0.0f;
+    pr = zt_block_reduce(pr, zt_op_softmax_merge());
+    float l = pr.m + logf(pr.s);
+    for (int j = threadIdx.x; j < n_pos; j += blockDim.x) s[j] = expf(scale * s[j] - l);
+    __syncthreads();
+    for (int d = threadIdx.x; d < hs; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int j = 0; j < n_pos; j++) acc += s[j] * v[(size_t)j * C + h * hs + d];
+        out[h * hs + d] = acc;
+    }
+}
+
+extern "C" void zt_cuda_attention_decode(cudaStream_t st, float *out, const float *q,
+                                         const float *k, const float *v, float *work, int n_pos,
+                                         int C, int NH) {
+    ZT_ASSERT(n_pos > 0 && NH > 0 && C % NH == 0);
+    float scale = 1.0f / sqrtf((float)(C / NH));
+    attention_decode_kernel<<<NH, ATT_THREADS, 0, st>>>(out, q, k, v, work, n_pos, C, NH, scale);
+    ZT_CUDA_LAUNCHED(st, "attention_decode");
+}

@@ -84,6 +84,11 @@ typedef struct zt_backend_i {
     void (*attention_backward)(const zt_backend *be, float *dqkv, const float *dout,
                                const float *qkv, const float *lse, float *work, int B, int T,
                                int C, int NH);
+    // One query against a KV cache (generation, src/generate.c): out (C) for q (C)
+    // against k, v (n_pos, C) rows 0..n_pos-1, NH heads of C/NH. work: NH * n_pos floats.
+    // NULL on a backend without it (zt_decoder_init refuses that backend).
+    void (*attention_decode)(const zt_backend *be, float *out, const float *q, const float *k,
+                             const float *v, float *work, int n_pos, int C, int NH);
     void (*ce_slice_stats)(const zt_backend *be, float *row_max, float *target_logit,
                            const float *logits, const int32_t *targets, int n, int n_valid,
                            int vocab_lo, int ld);

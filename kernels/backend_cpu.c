@@ -91,6 +91,10 @@ static void cpu_attention_backward(const zt_backend *be, float *dqkv, const floa
                                    int C, int NH) {
     zt_attention_backward(dqkv, dout, qkv, lse, work, B, T, C, NH);
 }
+static void cpu_attention_decode(const zt_backend *be, float *out, const float *q, const float *k,
+                                 const float *v, float *work, int n_pos, int C, int NH) {
+    zt_attention_decode(out, q, k, v, work, n_pos, C, NH);
+}
 static void cpu_ce_slice_stats(const zt_backend *be, float *row_max, float *target_logit,
                                const float *logits, const int32_t *targets, int n, int n_valid,
                                int vocab_lo, int ld) {
@@ -195,6 +199,7 @@ static const zt_backend_i cpu_ops = {
     .add = cpu_add,
     .attention_forward = cpu_attention_forward,
     .attention_backward = cpu_attention_backward,
+    .attention_decode = cpu_attention_decode,
     .ce_slice_stats = cpu_ce_slice_stats,
     .ce_slice_sumexp = cpu_ce_slice_sumexp,
     .ce_slice_finish = cpu_ce_slice_finish,

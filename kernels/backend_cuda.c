@@ -220,6 +220,11 @@ static void cuda_attention_backward(const zt_backend *be, float *dqkv, const flo
                                     int T, int C, int NH) {
     zt_cuda_attention_backward(ST, dqkv, dout, qkv, lse, B, T, C, NH);
 }
+// `work` (NH * n_pos floats) holds the scores, as on the CPU.
+static void cuda_attention_decode(const zt_backend *be, float *out, const float *q, const float *k,
+                                  const float *v, float *work, int n_pos, int C, int NH) {
+    zt_cuda_attention_decode(ST, out, q, k, v, work, n_pos, C, NH);
+}
 static void cuda_ce_slice_stats(const zt_backend *be, float *row_max, float *target_logit,
                                 const float *logits, const int32_t *targets, int n, int n_valid,
                                 int vocab_lo, int ld) {
@@ -297,6 +302,7 @@ static const zt_backend_i cuda_ops = {
     .add = cuda_add,
     .attention_forward = cuda_attention_forward,
     .attention_backward = cuda_attention_backward,
+    .attention_decode = cuda_attention_decode,
     .ce_slice_stats = cuda_ce_slice_stats,
     .ce_slice_sumexp = cuda_ce_slice_sumexp,
     .ce_slice_finish = cuda_ce_slice_finish,

@@ -70,6 +70,14 @@ void zt_attention_forward(float *out, float *lse, const float *qkv, float *work,
 void zt_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *lse,
                            float *work, int B, int T, int C, int NH);
 
+// One query row against a KV cache (generation): for each of NH heads of hs = C/NH,
+// out[h] = softmax(q[h] . k[j, h] / sqrt(hs) over j < n_pos) @ v[:n_pos, h]. q, out (C);
+// k, v (n_pos, C) rows, the cache's positions 0..n_pos-1. work: NH * n_pos floats. The
+// same softmax (max, log-sum-exp, exp) as zt_attention_forward's rows, so a cached
+// decode matches the forward over the whole prefix to rounding.
+void zt_attention_decode(float *out, const float *q, const float *k, const float *v, float *work,
+                         int n_pos, int C, int NH);
+
 // Cross entropy over rows of logits (n, ld) holding columns [vocab_lo, vocab_lo + ld) of
 // the padded vocabulary, of which the first n_valid are real tokens (the rest padding,
 // never given probability). Three passes; between them the tp ranks of a split

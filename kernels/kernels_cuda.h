@@ -40,6 +40,8 @@ void zt_cuda_attention_forward(cudaStream_t st, float *out, float *lse, const fl
                                int T, int C, int NH);
 void zt_cuda_attention_backward(cudaStream_t st, float *dqkv, const float *dout, const float *qkv,
                                 const float *lse, int B, int T, int C, int NH);
+void zt_cuda_attention_decode(cudaStream_t st, float *out, const float *q, const float *k,
+                              const float *v, float *work, int n_pos, int C, int NH);
 void zt_cuda_ce_slice_stats(cudaStream_t st, float *row_max, float *target_logit,
                             const float *logits, const int32_t *targets, int n, int n_valid,
                             int vocab_lo, int ld);

@@ -1,4 +1,5 @@
-// zerotrain's command line: `train` (the default command), `memory`, `prepare`, `help`.
+// zerotrain's command line: `train` (the default command), `memory`, `prepare`, `generate`,
+// `export`, `blas`, `help`.
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "ckpt.h"
 #include "grid.h"
 #include "outputs.h"
+#include "generate_cli.h"
 #include "hf_import.h"
 #include "planner.h"
 #include "signals.h"
@@ -37,6 +39,10 @@ static void usage(FILE *f) {
             "                                 token files from text: bytes (vocab 256, the\n"
             "                                 default) or GPT-2 BPE (vocab 50257); prepare --help\n"
             "                                 says more\n"
+            "  [mpirun -np N] zerotrain generate [--init-from PATH] [--prompt TEXT] [--tp N] ...\n"
+            "                                 continues a prompt with a KV cache (greedy or\n"
+            "                                 sampled), on one rank or --tp ranks; generate\n"
+            "                                 --help says more\n"
             "  zerotrain blas                 the BLAS kernels this machine runs (exit 1 if they\n"
             "                                 are below what the CPU offers)\n"
             "  zerotrain export CKPT --out DIR\n"
@@ -316,6 +322,10 @@ int main(int argc, char **argv) {
         prepare_usage(stdout);
         return 0;
     }
+    if (help && strcmp(cmd, "generate") == 0) {
+        zt_generate_usage(stdout);
+        return 0;
+    }
     if (help && strcmp(cmd, "memory") == 0) {
         printf("usage: zerotrain memory [--dp N] [--pp N] [--tp N] [--json] [--mem-limit BYTES] "
                "[train flags ...]\n"
@@ -334,9 +344,10 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "prepare") == 0) return prepare(argc - first, argv + first);
     if (strcmp(cmd, "memory") == 0) return memory(argc - first, argv + first);
     if (strcmp(cmd, "export") == 0) return export_cmd(argc - first, argv + first);
+    if (strcmp(cmd, "generate") == 0) return zt_generate_main(argc - first, argv + first);
     if (strcmp(cmd, "train") == 0) return train(argc - first, argv + first, argv[0]);
     fprintf(stderr, "zerotrain: unknown command '%s' (commands: train, memory, prepare, export, "
-                    "blas, help)\n",
+                    "generate, blas, help)\n",
             cmd);
     return 1;
 }

@@ -22,6 +22,7 @@
 #include "backend.h"
 #include "backend_cuda.h"
 #include "comm_nccl.h"
+#include "generate.h"
 #include "kernels.h"
 #include "memory.h"
 #include "quant8_math.h"
@@ -333,6 +334,60 @@ ZT_TEST(cuda_attention) {
     CHECK_DEV("attention_backward dqkv", g_dqkv, dqkv, nqkv, 4.0 * (hs + T) * U32 * 4 * 4, 0.0);
     gpu_close();
     return ZT_PASS;
+}
+
+// The decode attention of generation (one query against a KV cache) against the CPU's,
+// at a cache of one row and of more rows than the block has threads.
+ZT_TEST(cuda_attention_decode) {
+    NEED_GPU();
+    const int NH = 3, hs = 13, C = NH * hs;
+    const int lens[] = {1, 37, 300};
+    for (size_t t = 0; t < sizeof lens / sizeof *lens; t++) {
+        int n_pos = lens[t];
+        size_t nkv = (size_t)n_pos * C;
+        float *q = hrand(C, -1, 1), *k = hrand(nkv, -1, 1), *v = hrand(nkv, -1, 1);
+        float *work = hmem((size_t)NH * n_pos * sizeof(float));
+        float *out = hpoison(C), *g_out = dpoison(C);
+        CPU->ops->attention_decode(CPU, out, q, k, v, work, n_pos, C, NH);
+        GPU->ops->attention_decode(GPU, g_out, dputf(q, C), dputf(k, nkv), dputf(v, nkv),
+                                   dpoison((size_t)NH * n_pos), n_pos, C, NH);
+        // as attention_forward's out: scores of hs products in another order, expf a few
+        // ulp, an average of n_pos v rows (|v| < 1)
+        CHECK_DEV("attention_decode out", g_out, out, C, 4.0 * (hs + n_pos) * U32 * 4, 0.0);
+    }
+    gpu_close();
+    return ZT_PASS;
+}
+
+// The whole KV-cache decoder on the GPU against the CPU: the same random weights, the same
+// tokens, the logits at every position. Both are fp32 with another summation order (cuBLAS
+// against OpenBLAS, the kernels' reductions) and FMA contraction on the GPU: as in
+// generate_kv_cache_matches_forward, about L * sqrt(4C) * eps32 of the row's scale; 2e-5
+// of it leaves a 10x margin.
+ZT_TEST(cuda_generate_decoder) {
+    NEED_GPU();
+    zt_model_shape s = {.vocab = 300, .n_ctx = 20, .n_layer = 2, .n_head = 4, .n_embd = 32};
+    s.padded_vocab = zt_padded_vocab(s.vocab, 1);
+    zt_decoder dc, dg;
+    CHECK(zt_decoder_init(&dc, CPU, &s, 1, 0, NULL) == ZT_OK);
+    CHECK(zt_decoder_init(&dg, GPU, &s, 1, 0, NULL) == ZT_OK);
+    zt_gpt2_init_random(&dc.model, 9);
+    zt_gpt2_init_random(&dg.model, 9);
+    float *lc = hpoison((size_t)s.padded_vocab), *lg = hpoison((size_t)s.padded_vocab);
+    int rc = ZT_PASS;
+    for (int t = 0; t < s.n_ctx && rc == ZT_PASS; t++) {
+        int32_t tok = (int32_t)((t * 131 + 7) % s.vocab);
+        zt_decoder_step(&dc, tok, lc);
+        zt_decoder_step(&dg, tok, lg);
+        double scale = 0;
+        for (int v = 0; v < s.vocab; v++) scale = fmax(scale, fabs(lc[v]));
+        if (zt_check_close("decoder logits", lg, lc, (size_t)s.vocab, 2e-5 * scale, 2e-5))
+            rc = ZT_FAIL;
+    }
+    zt_decoder_free(&dg);
+    zt_decoder_free(&dc);
+    gpu_close();
+    return rc;
 }
 
 ZT_TEST(cuda_crossentropy) {

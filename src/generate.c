@@ -1,0 +1,168 @@
+// Generation with a KV cache: one token at a time through every block on this tp rank
+// (the prompt too, token by token), each layer's keys and values kept for the positions
+// seen so far, and the next token sampled from the gathered logits identically on every
+// rank.
+//
+// Tensor parallel as in training (src/gpt2.c): each rank holds its heads of c_attn (so its
+// slice of the cache) and its share of the MLP; the row-parallel projections end in an
+// all-reduce; the lm-head gives this rank's slice of the padded vocabulary, and one
+// all-gather makes the whole row on every rank.
+#include "generate.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner.h" // ZT_ALIGN_ELEMS: the tensor alignment training uses
+#include "rng.h"
+
+// A kernel call on the decoder's backend: K(layernorm_forward, out, ...).
+#define K(fn, ...) d->be->ops->fn(d->be, __VA_ARGS__)
+
+static void tp_sum(const zt_decoder *d, float *x, size_t n) {
+    if (d->tp_data) zt_comm_all_reduce(d->tp_data, x, x, n, ZT_F32, ZT_REDUCE_SUM, NULL);
+}
+
+zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_shape *s, int tp,
+                          int tp_rank, const zt_comm *tp_data) {
+    memset(d, 0, sizeof *d);
+    if (!be->ops->attention_decode)
+        return zt_errorf("the %s backend has no attention_decode kernel yet: generate with "
+                         "--backend cpu", be->ops->name);
+    d->be = be;
+    d->tp = tp;
+    d->tp_rank = tp_rank;
+    d->tp_data = tp > 1 ? tp_data : NULL;
+    // B = T = 1: the training activations zt_gpt2_init allocates are a few rows
+    ZT_TRY(zt_gpt2_init(&d->model, be, s, 0, zt_unit_count(s), tp, tp_rank, ZT_ALIGN_ELEMS, 1, 1,
+                        1, 1, 1, d->tp_data));
+    // generation has no backward: give the gradient buffer (as large as the weights) back
+    zt_be_free(be, d->model.grads);
+    d->model.grads = NULL;
+    memset(d->model.g.h, 0, (size_t)s->n_layer * sizeof(zt_block_tensors));
+    size_t C = (size_t)s->n_embd, Cl = C / tp, L = (size_t)s->n_layer, T = (size_t)s->n_ctx;
+    size_t NHl = (size_t)s->n_head / tp, Vp = (size_t)s->padded_vocab;
+    d->kcache = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, L * T * Cl * sizeof(float));
+    d->vcache = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, L * T * Cl * sizeof(float));
+    d->x = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, C * sizeof(float));
+    d->ln = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, C * sizeof(float));
+    d->stats = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, 2 * sizeof(float));
+    d->qkv = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, 3 * Cl * sizeof(float));
+    d->att = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, Cl * sizeof(float));
+    d->proj = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, C * sizeof(float));
+    d->fch = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, 4 * Cl * sizeof(float));
+    d->fch_gelu = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, 4 * Cl * sizeof(float));
+    d->work = zt_be_alloc(be, ZT_MEM_WORKSPACE, NHl * T * sizeof(float));
+    d->logits = zt_be_alloc(be, ZT_MEM_LOGITS, Vp * sizeof(float));
+    d->token = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, sizeof(int32_t));
+    return ZT_OK;
+}
+
+void zt_decoder_free(zt_decoder *d) {
+    if (d->be) {
+        float *bufs[] = {d->kcache, d->vcache, d->x,        d->ln,   d->stats,  d->qkv,
+                         d->att,    d->proj,   d->fch,      d->fch_gelu, d->work, d->logits};
+        for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) zt_be_free(d->be, bufs[i]);
+        zt_be_free(d->be, d->token);
+    }
+    zt_gpt2_free(&d->model);
+    memset(d, 0, sizeof *d);
+}
+
+void zt_decoder_reset(zt_decoder *d) { d->pos = 0; }
+
+void zt_decoder_step(zt_decoder *d, int32_t token, float *logits) {
+    const zt_gpt2 *m = &d->model;
+    const zt_model_shape *s = &m->shape;
+    int C = s->n_embd, Cl = C / d->tp, NHl = s->n_head / d->tp, pos = d->pos;
+    int Vp = s->padded_vocab, Vl = Vp / d->tp, lo = d->tp_rank * Vl;
+    size_t T = (size_t)s->n_ctx;
+    ZT_ASSERTF(pos < s->n_ctx, "decoder step at position %d of a %d-position model", pos,
+               s->n_ctx);
+    ZT_ASSERTF(token >= 0 && token < s->vocab, "token %d outside the vocabulary of %d", token,
+               s->vocab);
+    d->be->ops->copy(d->be, d->token, &token, sizeof token, ZT_COPY_H2D);
+    // the token's row lives on one tp rank (the others add zeros), its position on rank 0
+    K(encoder_forward, d->x, d->token, m->p.wte,
+      d->tp_rank == 0 ? m->p.wpe + (size_t)pos * C : NULL, lo, Vl, 1, 1, C);
+    tp_sum(d, d->x, (size_t)C);
+    for (int l = 0; l < s->n_layer; l++) {
+        const zt_block_tensors *w = &m->p.h[l];
+        // a row-parallel bias is whole on every rank: rank 0 adds it before the sum
+        const float *attprojb = d->tp_rank == 0 ? w->attprojb : NULL;
+        const float *fcprojb = d->tp_rank == 0 ? w->fcprojb : NULL;
+        float *kc = d->kcache + (size_t)l * T * Cl, *vc = d->vcache + (size_t)l * T * Cl;
+        K(layernorm_forward, d->ln, d->stats, d->stats + 1, d->x, w->ln1w, w->ln1b, 1, C);
+        K(matmul_forward, d->qkv, d->ln, w->qkvw, w->qkvb, 1, C, 3 * Cl);
+        d->be->ops->copy(d->be, kc + (size_t)pos * Cl, d->qkv + Cl, Cl * sizeof(float),
+                         ZT_COPY_D2D);
+        d->be->ops->copy(d->be, vc + (size_t)pos * Cl, d->qkv + 2 * Cl, Cl * sizeof(float),
+                         ZT_COPY_D2D);
+        K(attention_decode, d->att, d->qkv, kc, vc, d->work, pos + 1, Cl, NHl);
+        K(matmul_in_out_forward, d->proj, d->att, w->attprojw, attprojb, 1, Cl, C);
+        tp_sum(d, d->proj, (size_t)C);
+        K(add, d->x, d->x, d->proj, (size_t)C);
+        K(layernorm_forward, d->ln, d->stats, d->stats + 1, d->x, w->ln2w, w->ln2b, 1, C);
+        K(matmul_forward, d->fch, d->ln, w->fcw, w->fcb, 1, C, 4 * Cl);
+        K(gelu_forward, d->fch_gelu, d->fch, (size_t)4 * Cl);
+        K(matmul_in_out_forward, d->proj, d->fch_gelu, w->fcprojw, fcprojb, 1, 4 * Cl, C);
+        tp_sum(d, d->proj, (size_t)C);
+        K(add, d->x, d->x, d->proj, (size_t)C);
+    }
+    K(layernorm_forward, d->ln, d->stats, d->stats + 1, d->x, m->p.lnfw, m->p.lnfb, 1, C);
+    // this rank's slice straight into its place in the row, then the in-place gather
+    K(gemm, 0, 1, 1, Vl, C, 1.0f, d->ln, C, m->p.wte, C, 0.0f, d->logits + lo, Vl);
+    if (d->tp_data)
+        zt_comm_all_gather(d->tp_data, d->logits + lo, d->logits, (size_t)Vp, ZT_F32, NULL);
+    d->be->ops->copy(d->be, logits, d->logits, (size_t)Vp * sizeof(float), ZT_COPY_D2H);
+    d->pos++;
+}
+
+// ---- sampling ----
+
+// Most likely first; equal logits by id, so the order (and the draw) is the same everywhere.
+static int by_logit_desc(const void *a, const void *b, void *ctx) {
+    const float *x = ctx;
+    int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+    if (x[i] != x[j]) return x[i] > x[j] ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+int32_t zt_sample(const zt_sampler *smp, const float *logits, int vocab, uint64_t draw,
+                  int32_t *idx, double *prob) {
+    if (!(smp->temperature > 0.0f)) { // greedy: the first maximum
+        int32_t best = 0;
+        for (int32_t i = 1; i < vocab; i++)
+            if (logits[i] > logits[best]) best = i;
+        return best;
+    }
+    int n = vocab;
+    for (int32_t i = 0; i < vocab; i++) idx[i] = i;
+    int filtered = (smp->top_k > 0 && smp->top_k < vocab) || smp->top_p < 1.0f;
+    if (filtered) {
+        qsort_r(idx, (size_t)vocab, sizeof *idx, by_logit_desc, (void *)logits);
+        if (smp->top_k > 0 && smp->top_k < n) n = smp->top_k;
+    }
+    // softmax over the candidates in double, from the largest logit
+    double mx = logits[idx[0]], sum = 0.0, inv_t = 1.0 / smp->temperature;
+    for (int i = 1; i < n; i++)
+        if (logits[idx[i]] > mx) mx = logits[idx[i]];
+    for (int i = 0; i < n; i++) sum += prob[i] = exp(((double)logits[idx[i]] - mx) * inv_t);
+    if (smp->top_p < 1.0f) { // the smallest prefix (most likely first) reaching top_p
+        double cum = 0.0, want = (double)smp->top_p * sum;
+        int keep = 0;
+        while (keep < n) {
+            cum += prob[keep++];
+            if (cum >= want) break;
+        }
+        n = keep;
+        sum = cum;
+    }
+    double u = zt_uniform(zt_splitmix64(smp->seed) ^ zt_hash_str("generate"), draw) * sum;
+    double cum = 0.0;
+    for (int i = 0; i < n; i++) {
+        cum += prob[i];
+        if (u < cum) return idx[i];
+    }
+    return idx[n - 1]; // u within rounding of the total
+}
