@@ -123,13 +123,13 @@ test-cuda: cuda all
 $(BUILD)/cuda/%.o: %.cu | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
-$(BUILD)/cuda/%.o: %.c | $(DEPS_OK)
+$(BUILD)/cuda/%.o: %.c | $(DEPS_OK) $(BUILD)/mpi.cflags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -c $< -o $@
 
-$(BUILD)/zerotrain-cuda: $(BUILD)/src/main.o $(CUDA_OBJ) $(BUILD)/libzt.a
+$(BUILD)/zerotrain-cuda: $(BUILD)/src/main.o $(CUDA_OBJ) $(BUILD)/libzt.a | $(BUILD)/mpi.libs
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LIBS)
-$(BUILD)/zt_tests_cuda: $(TEST_OBJ) $(CUDA_OBJ) $(BUILD)/libzt.a
+$(BUILD)/zt_tests_cuda: $(TEST_OBJ) $(CUDA_OBJ) $(BUILD)/libzt.a | $(BUILD)/mpi.libs
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LIBS)
 
 clean:
