@@ -2,7 +2,7 @@
 
     /usr/bin/python3 bench/make_tokens.py OUT.bin [N] [VOCAB]      (defaults 65536, 50257)
 
-Format (the one data/ reads, DESIGN.md section 8): a header of 256 little-endian int32,
+Format (the one data/ reads, docs/design.md §8): a header of 256 little-endian int32,
 [20240520 (magic), 1 (version), N, 0 ...], then N little-endian uint16 tokens. Written to
 OUT.bin.tmp and renamed, so a concurrent reader never sees half a file.
 """

@@ -30,7 +30,7 @@
 #                                    wte counted once: it is the lm-head matmul)
 #   + 12 * L * T * T * C * B         attention scores and P@V, forward + backward (full
 #                                    T x T, as PaLM's MFU formula)
-# GFLOP/s = flops / step time, given as a fraction of 420 GFLOP/s (MACHINE.md's 2-core
+# GFLOP/s = flops / step time, given as a fraction of 420 GFLOP/s (docs/machine.md's 2-core
 # fp32 peak, an AVX-512 host) and of the fp32 FMA peak of the machine at hand, measured
 # in this run by a small FMA loop (PEAK_GFLOPS=... overrides it).
 #
@@ -232,7 +232,7 @@ $table
 
 GFLOP/step = 6 · N_params · B · T + 12 · L · T² · C · B (model flops: matmuls forward and
 backward with N_params = 124.44M, plus attention scores and P·V over the full T×T). tokens/s =
-B · T / median step time; GFLOP/s from the median. \"% of 420\" is against MACHINE.md's 2-core fp32 peak (an AVX-512 host);
+B · T / median step time; GFLOP/s from the median. \"% of 420\" is against docs/machine.md's 2-core fp32 peak (an AVX-512 host);
 \"% of measured peak\" against the FMA loop's figure for the machine the run was on. The
 machine may be shared (a load average above 2 means other work shared the 2 cores): compare
 the two sides of one row, measured alternately in the same run, not rows of different

@@ -270,7 +270,7 @@ parameters per rank, and on this loaded machine that memory-bound half outweighs
 collectives even with plain MPI; the per-round spread shows how far the load moved
 between two runs a minute apart. The collectives alone are measured below, at the same
 475 MiB: with plain MPI, ZeRO-1's reduce-scatter + all-gather takes about 1.6x ZeRO-0's
-all-reduce (MACHINE.md's warning: ZeRO-1 would lose on a quiet machine); with the staged
+all-reduce (docs/machine.md's warning: ZeRO-1 would lose on a quiet machine); with the staged
 reduce-scatter the two are even, and both are faster than before, so ZeRO-1 no longer
 depends on the AdamW saving to break even. Huge pages (hugetlb, madvise) moved the step
 by less than this machine's noise; the collective they help is the all-gather, about

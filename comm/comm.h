@@ -1,6 +1,6 @@
 // The communication interface: collectives and point-to-point on a communicator, one
 // interface struct with a size-1 `self` backend, an MPI backend (host memory) and, later,
-// an NCCL backend (device memory). DESIGN.md §6.
+// an NCCL backend (device memory). docs/design.md §6.
 //
 // Conventions every backend keeps (the zt_comm_* wrappers below check them once, so a
 // backend may assume them):
@@ -11,7 +11,7 @@
 //       zt_comm_reduce_scatter(c, grads, grads + r*B, N, ...);   // B = N / size
 //       zt_comm_all_gather(c, params + r*B, params, N, ...);
 //   `count` must be divisible by the communicator size (a fatal check: the caller pads,
-//   see DESIGN.md §3); rank r's block is elements [r*B, (r+1)*B), B = count / size.
+//   see docs/design.md §3); rank r's block is elements [r*B, (r+1)*B), B = count / size.
 // - Buffers must not overlap, except in these in-place forms (NCCL's convention; pointer
 //   arithmetic in elements, `send + rank*B` meaning (T *)send + rank*B):
 //     all_reduce      recv == send.
@@ -37,7 +37,7 @@
 //   and ends the job with a message naming file, line and rank (the MPI backend calls
 //   MPI_Abort so no rank is left waiting in a collective).
 // - Collectives are blocking on host backends and must be issued by every rank of the
-//   communicator in the same order (DESIGN.md §2: "every rank issues the same
+//   communicator in the same order (docs/design.md §2: "every rank issues the same
 //   collectives").
 // - send/recv: `peer` is a rank of this communicator; a rank may not send to itself.
 //   Messages between one pair of ranks are received in the order they were sent; `tag`
@@ -173,7 +173,7 @@ size_t zt_comm_mpi_state_bytes(void);
 // Every collective issued through these wrappers is counted and its kind folded into a
 // hash (point-to-point is not: its pattern differs by pipeline stage by design), so a
 // run can check that every rank issued the same collectives in the same order
-// (DESIGN.md §2: the rule that keeps a job from hanging).
+// (docs/design.md §2: the rule that keeps a job from hanging).
 typedef struct {
     uint64_t count, hash;
 } zt_comm_trace;

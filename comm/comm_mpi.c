@@ -90,7 +90,7 @@ static void mpi_fail(const char *file, int line, const char *call, int rc) {
     mpi_fatalf(file, line, "%.*s failed: %s", name_len, call, msg);
 }
 
-// A broken MPI call is a bug-tier failure (STYLE.md guideline 5).
+// A broken MPI call is a bug-tier failure (docs/design.md, coding rules: two tiers of errors).
 #define ZT_CHECK_MPI(call)                                                   \
     do {                                                                     \
         int zt_mpi_rc_ = (call);                                             \

@@ -28,7 +28,7 @@ static void causal_probs(float *P, const float *lse, int T, int i0, int ni) {
 
 // Each thread takes whole (b, h) pairs and calls BLAS on its own small matrices:
 // OpenBLAS's OpenMP build runs single-threaded inside a parallel region, so there is
-// one thread pool and no oversubscription (MACHINE.md).
+// one thread pool and no oversubscription (docs/machine.md).
 void zt_attention_forward(float *out, float *lse, const float *qkv, float *work, int B, int T,
                           int C, int NH) {
     int hs = C / NH;

@@ -92,7 +92,7 @@ static inline ZT_HD uint8_t zt_q8_nearest(const float *map, float r) {
 
 // Code of x in a block whose absmax (max |value|, >= |x|) is `absmax`: x / absmax (IEEE
 // division, not a reciprocal multiply, so an independent reference reproduces it; nvcc
-// keeps `/` IEEE unless -use_fast_math or -prec-div=false, which STYLE.md rules out),
+// keeps `/` IEEE unless -use_fast_math or -prec-div=false, which docs/design.md's coding rules rule out),
 // then the nearest entry. absmax == 0 (an all-zero block) gives the code of 0.
 static inline ZT_HD uint8_t zt_q8_quantize(const float *map, float x, float absmax) {
     float r = absmax > 0.0f ? x / absmax : 0.0f;

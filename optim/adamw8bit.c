@@ -48,7 +48,7 @@ static sizes plan(const zt_layout *lay, size_t lo, size_t hi, const zt_adamw8bit
                   zt_adamw8bit_piece *out) {
     ZT_ASSERT(zt_adamw8bit_check_options(opt, lay->align) == ZT_OK);
     size_t B = (size_t)opt->block_size;
-    // DESIGN.md §3: shards and tensors start on block boundaries (a layout or shard bug
+    // docs/design.md §3: shards and tensors start on block boundaries (a layout or shard bug
     // otherwise, never user input: check_options already tied the block to the alignment)
     ZT_ASSERTF(lo <= hi && hi <= lay->numel && lo % B == 0 && hi % B == 0,
                "adamw8bit range [%zu, %zu) of a %zu-element buffer is not aligned to the "

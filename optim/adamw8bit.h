@@ -1,6 +1,6 @@
 // AdamW with block-wise 8-bit state (Dettmers et al. 2021, bitsandbytes' AdamW8bit) over
 // one contiguous range of the flat parameter buffer: the whole buffer (--zero 0) or this
-// rank's ZeRO shard (--zero 1). DESIGN.md §7.
+// rank's ZeRO shard (--zero 1). docs/design.md §7.
 //
 // Per tensor, m and v are kept either
 //   - in 8 bits: m as codes into the signed dynamic map, v as codes into the unsigned
@@ -18,7 +18,7 @@
 // bitsandbytes (tests/test_adamw8bit.c bounds it against fp32 AdamW).
 //
 // Block boundaries follow tensors, and [lo, hi) and every tensor offset are multiples of
-// the block size (DESIGN.md §3), so a ZeRO shard updates its elements exactly as the
+// the block size (docs/design.md §3), so a ZeRO shard updates its elements exactly as the
 // whole-buffer optimizer does. Alignment padding between tensors is never read or written.
 #ifndef ZT_ADAMW8BIT_H
 #define ZT_ADAMW8BIT_H
@@ -102,7 +102,7 @@ size_t zt_adamw8bit_state_bytes(const zt_layout *lay, size_t lo, size_t hi,
 // Allocates zeroed state for [lo, hi) on `be` (m = v = 0: codes of 0, absmax 0; the
 // piece table in host memory), sized from the layout; nothing is allocated later.
 // Returns ZT_ERR (nothing allocated) when the options fail zt_adamw8bit_check_options for lay->align. lo and hi must be multiples of
-// the block size (asserted: DESIGN.md §3 guarantees it). Free with zt_adamw8bit_free,
+// the block size (asserted: docs/design.md §3 guarantees it). Free with zt_adamw8bit_free,
 // which accepts a half-built or zeroed object.
 zt_status zt_adamw8bit_init(zt_adamw8bit *o, const zt_backend *be, const zt_layout *lay,
                             size_t lo, size_t hi,

@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(
   build-essential            # gcc, make
-  libopenblas-openmp-dev     # BLAS sharing the program's OpenMP pool (MACHINE.md: one pool)
+  libopenblas-openmp-dev     # BLAS sharing the program's OpenMP pool (docs/machine.md: one pool)
   libopenmpi-dev openmpi-bin # MPI: launcher, bootstrap, CPU collectives
   libcjson-dev               # JSON config
   libpcre2-dev               # GPT-2 BPE pre-tokenizer (Unicode regex)

@@ -1,6 +1,6 @@
 // GPT-2 forward and backward on one stage and one tp rank: embedding, transformer
 // blocks, and a head that computes the loss (and its gradient) in chunks of tokens, so
-// the logits of a whole micro-batch never exist at once (DESIGN.md §5).
+// the logits of a whole micro-batch never exist at once (docs/design.md §5).
 //
 // Tensor parallel as in Megatron-LM: c_attn and c_fc are column-parallel (this rank's
 // heads, this rank's share of the MLP width), c_proj row-parallel; the residual

@@ -1,5 +1,5 @@
 // The rank grid: rank ↔ (dp, pp, tp) arithmetic, layout checks, and the group
-// communicators built by split (DESIGN.md §1).
+// communicators built by split (docs/design.md §1).
 #include "grid.h"
 
 #include <string.h>

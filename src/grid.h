@@ -1,5 +1,5 @@
 // The rank grid: world = dp × pp × tp, the rank ↔ (dp, pp, tp) arithmetic as pure
-// functions, and the communicators of every group (DESIGN.md §1), made only by split.
+// functions, and the communicators of every group (docs/design.md §1), made only by split.
 //
 //     rank = (pp_rank * dp + dp_rank) * tp + tp_rank
 //
@@ -23,7 +23,7 @@ int zt_grid_rank(int dp_rank, int pp_rank, int tp_rank, int dp, int pp, int tp);
 // stop before any collective, and rank 0 prints it.
 zt_status zt_grid_layout(int world, int want_dp, int pp, int tp, int *dp_out);
 
-// The groups of DESIGN.md §1.
+// The groups of docs/design.md §1.
 typedef enum {
     ZT_GRID_GROUP_WORLD = 0, // everyone
     ZT_GRID_GROUP_TP,        // same (pp, dp)
@@ -52,7 +52,7 @@ typedef struct {
     zt_comm embed_comm;             // first stage = rank 0, last = rank 1 (size 2 when
                                     // pp > 1, 1 when pp == 1); size 1 off the group
     int in_embed_group;             // first or last stage (always when pp == 1)
-    // The tensor path of each group (DESIGN.md §6: control and data travel apart). The
+    // The tensor path of each group (docs/design.md §6: control and data travel apart). The
     // communicators above carry control (scalars, agreements, checks) in host memory;
     // tensors in the backend's memory go through these. On the CPU they are the same
     // MPI communicators; a GPU backend points them at NCCL (or staged MPI) instead.

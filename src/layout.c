@@ -1,4 +1,4 @@
-// Builds the descriptor table for one stage and tp rank (DESIGN.md §3, §5).
+// Builds the descriptor table for one stage and tp rank (docs/design.md §3, §5).
 #include "layout.h"
 
 #include <stdio.h>

@@ -1,6 +1,6 @@
 // The descriptor table: every local parameter tensor as a named view into one flat
 // buffer. Everything that treats parameters uniformly (optimizer, ZeRO shards, grad
-// norm, checkpoints, planner) walks this table. See DESIGN.md §3.
+// norm, checkpoints, planner) walks this table. See docs/design.md §3.
 #ifndef ZT_LAYOUT_H
 #define ZT_LAYOUT_H
 
@@ -12,7 +12,7 @@
 // The shape of a GPT-2 model.
 typedef struct {
     int vocab;        // V: real vocabulary size (tokens >= V never occur)
-    int padded_vocab; // Vp: V rounded up to a multiple of 128*tp (DESIGN.md §5)
+    int padded_vocab; // Vp: V rounded up to a multiple of 128*tp (docs/design.md §5)
     int n_ctx;        // maxT: learned positions
     int n_layer;      // L
     int n_head;       // NH

@@ -1,5 +1,5 @@
 // Pipeline partitions: parses --partition, balances unit costs exactly, describes the
-// result (DESIGN.md §4).
+// result (docs/design.md §4).
 #include "partition.h"
 
 #include <limits.h>

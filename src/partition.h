@@ -1,5 +1,5 @@
 // Pipeline partitions: which consecutive units (embed, blocks, head) each pp stage owns
-// (DESIGN.md §4).
+// (docs/design.md §4).
 #ifndef ZT_PARTITION_H
 #define ZT_PARTITION_H
 

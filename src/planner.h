@@ -39,7 +39,7 @@
 #include "schedule.h"
 
 // Every tensor and shard boundary sits on a multiple of this many elements: the 8-bit
-// optimizer's block (DESIGN.md §3, §7). (train.c has the same definition; identical
+// optimizer's block (docs/design.md §3, §7). (train.c has the same definition; identical
 // redefinitions are legal C, so both may stand until train.c includes only this one.)
 #define ZT_ALIGN_ELEMS 256
 

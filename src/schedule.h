@@ -1,7 +1,7 @@
 // The pipeline schedule as plain data: for one stage, the ordered list of forward,
-// backward, send and receive actions over the micro-batches of one step (DESIGN.md §2, §4;
-// STYLE.md 11). Building it is pure and tested exhaustively; the executor (train.c) only
-// walks the list. Also: the peak of micro-batches held in flight (for the memory planner)
+// backward, send and receive actions over the micro-batches of one step (docs/design.md §2,
+// §4). Building it is pure and tested exhaustively; the executor (train.c) only walks the
+// list. Also: the peak of micro-batches held in flight (for the memory planner)
 // and a simulator that runs every stage's list with blocking rendezvous send/recv.
 //
 // Conventions, for every kind:

@@ -1,4 +1,4 @@
-// The training loop (DESIGN.md §2): each dp rank reads its part of the global batch;
+// The training loop (docs/design.md §2): each dp rank reads its part of the global batch;
 // the pipeline schedule runs forward/backward over its micro-batches on this rank's
 // stage, moving activations and their gradients between neighbour stages; the tied
 // embedding's two gradient copies are summed; gradients are reduced over dp
@@ -371,7 +371,7 @@ static zt_status save_model(trainer *t) {
 }
 
 // The first and last stage each hold the tied embedding; they take identical updates
-// from identical gradients, so the copies must stay bit-identical (DESIGN.md §2.4).
+// from identical gradients, so the copies must stay bit-identical (docs/design.md §2.4).
 static zt_status check_tied_copies(trainer *t) {
     const zt_grid *g = &t->grid;
     zt_gpt2 *m = &t->model;
@@ -425,7 +425,7 @@ static zt_status check_tp_replicas(trainer *t) {
     return ZT_OK;
 }
 
-// Every rank must have issued the same collectives in the same order (DESIGN.md §2).
+// Every rank must have issued the same collectives in the same order (docs/design.md §2).
 // The ranks of one stage share every communicator's work; stages differ by design (the
 // last one's loss issues tp all-reduces the others do not), so ranks are compared with
 // the first rank of their stage.

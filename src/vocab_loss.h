@@ -1,4 +1,4 @@
-// Vocab-parallel cross entropy (DESIGN.md §5): each tp rank holds the logits of its
+// Vocab-parallel cross entropy (docs/design.md §5): each tp rank holds the logits of its
 // slice of the padded vocabulary; per row the ranks combine the max, the sum of
 // exponentials and the target logit, so the full row never exists on one rank.
 #ifndef ZT_VOCAB_LOSS_H

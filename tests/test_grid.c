@@ -14,7 +14,7 @@
 #define MAX_WORLD 64
 
 // Every (dp, pp, tp) with dp*pp*tp <= 64 and every rank: coordinates are in range, the
-// inverse gives the rank back, the formula of DESIGN.md §1 holds (tp fastest, then dp,
+// inverse gives the rank back, the formula of docs/design.md §1 holds (tp fastest, then dp,
 // then pp), and no two ranks share coordinates.
 ZT_TEST(grid_coords_roundtrip) {
     int layouts = 0;
@@ -48,7 +48,7 @@ ZT_TEST(grid_coords_roundtrip) {
 }
 
 // Simulates MPI_Comm_split (members ordered by key, ties by rank) on the split arguments
-// of every group for every layout up to 64 ranks: each group has the members DESIGN.md §1
+// of every group for every layout up to 64 ranks: each group has the members docs/design.md §1
 // says, and the rank inside it equals the coordinate.
 ZT_TEST(grid_split_groups) {
     for (int dp = 1; dp <= MAX_WORLD; dp++)

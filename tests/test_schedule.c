@@ -13,7 +13,7 @@
 
 static const zt_schedule_kind kinds[2] = {ZT_SCHED_1F1B, ZT_SCHED_GPIPE};
 
-// The bound of DESIGN.md §2.
+// The bound of docs/design.md §2.
 static int expected_peak(zt_schedule_kind kind, int p, int s, int m) {
     if (kind == ZT_SCHED_GPIPE) return m;
     return p - s < m ? p - s : m;
