@@ -70,13 +70,19 @@ with open(sys.argv[1], "wb") as f:
 EOF
 fi
 
-# fp32 FMA peak on OMP_NUM_THREADS threads: 12 independent chains of 8-wide FMAs per
-# thread (AVX2 width; enough chains to cover the FMA latency). Probed before each config
-# and the best kept: on a shared machine one probe can land in a busy moment.
+# fp32 FMA peak on OMP_NUM_THREADS threads: 12 independent chains of FMAs per thread
+# (enough to cover the FMA latency), as wide as the CPU's vectors (16 lanes with AVX-512, 8
+# with AVX2: an 8-lane probe on an AVX-512 core measures half its peak). Probed before
+# each config and the best kept: on a shared machine one probe can land in a busy moment.
 cat > "$OUT/peak.c" <<'EOF'
 #include <omp.h>
 #include <stdio.h>
-typedef float v8 __attribute__((vector_size(32)));
+#ifdef __AVX512F__
+#define W 16
+#else
+#define W 8
+#endif
+typedef float vw __attribute__((vector_size(4 * W)));
 int main(void) {
     const long iters = 20000000;
     double best = 0;
@@ -86,18 +92,18 @@ int main(void) {
         double t0 = omp_get_wtime();
 #pragma omp parallel reduction(+ : sink)
         {
-            v8 a[12], m, c;
-            for (int k = 0; k < 8; k++) m[k] = 1.0000001f, c[k] = 1e-7f;
+            vw a[12], m, c;
+            for (int k = 0; k < W; k++) m[k] = 1.0000001f, c[k] = 1e-7f;
             for (int j = 0; j < 12; j++) a[j] = m * (float)j;
             for (long i = 0; i < iters; i++)
 #pragma GCC unroll 12
                 for (int j = 0; j < 12; j++) a[j] = a[j] * m + c;
             for (int j = 0; j < 12; j++)
-                for (int k = 0; k < 8; k++) sink += a[j][k];
+                for (int k = 0; k < W; k++) sink += a[j][k];
 #pragma omp single
             nt = omp_get_num_threads();
         }
-        double g = 2.0 * 8 * 12 * iters * nt / (omp_get_wtime() - t0) / 1e9;
+        double g = 2.0 * W * 12 * iters * nt / (omp_get_wtime() - t0) / 1e9;
         if (g > best) best = g;
         if (sink == 0.5f) printf("-");
     }
@@ -160,7 +166,7 @@ for cfg in $CONFIGS; do
         echo "== B=$B T=$T round $r/$ROUNDS: zerotrain ($STEPS steps)" >&2
         "${ZT_ENV[@]}" "$ZT" --model gpt2 --micro-batch "$B" --seq "$T" --steps "$STEPS" --warmup 0 \
             --lr-schedule constant --val-every 0 --data "$OUT/tokens.bin" --log "$log" \
-            > "$OUT/step_${B}x${T}_r$r.out"
+            --profile > "$OUT/step_${B}x${T}_r$r.out"
         zt_ms+="$(zt_steps "$log") "
         if [ -n "$ZT_BASE" ]; then
             echo "== B=$B T=$T round $r/$ROUNDS: $ZT_BASE ($STEPS steps)" >&2
@@ -213,6 +219,33 @@ EOF
 )
     table+=$'\n'"$line"
 done
+# Where zerotrain's step goes (--profile): per phase the median over the same timed steps
+# of every round, ms and share of the median step; GEMM and attention GFLOP/s from the
+# flops the profile counts.
+breakdown=$("$PY" - "$OUT" "$WARMUP" "$PEAK_GFLOPS" $CONFIGS <<'EOF'
+import glob, json, statistics, sys
+out, warm, peak = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+names = ["gemm", "attention", "loss", "elementwise", "optimizer", "grad_norm", "memory",
+         "comm", "other"]
+print("| B x T | step ms | " + " | ".join(names) + " | GEMM GFLOP/s (% of peak) | attention GFLOP/s |")
+print("|---" * (len(names) + 4) + "|")
+for cfg in sys.argv[4:]:
+    steps = []
+    for path in sorted(glob.glob(f"{out}/step_{cfg}_r*.jsonl")):
+        rows = [json.loads(l) for l in open(path) if '"phases"' in l]
+        steps += rows[warm:]
+    if not steps:
+        continue
+    ms = statistics.median(s["ms"] for s in steps)
+    med = {n: statistics.median(s["phases"][n] for s in steps) for n in names}
+    def rate(n):
+        return statistics.median(s["phase_gflop"].get(n, 0) / (s["phases"][n] / 1e3)
+                                 for s in steps if s["phases"][n] > 0)
+    g, a = rate("gemm"), rate("attention")
+    cells = " | ".join(f"{med[n]:.0f} ({100 * med[n] / ms:.0f}%)" for n in names)
+    print(f"| {cfg.replace('x', ' x ')} | {ms:.0f} | {cells} | {g:.0f} ({100 * g / peak:.0f}%) | {a:.0f} |")
+EOF
+)
 TORCH_VER=$("$PY" -c 'import torch; print(torch.__version__)')
 MARKER="<!-- bench/step.sh writes the section down to here; the notes below it are kept -->"
 section="## Training step vs PyTorch
@@ -229,6 +262,11 @@ EMULATE_FALLBACK=1: the zerotrain runs started with OPENBLAS_CORETYPE=Prescott Z
 PyTorch ran with OPENBLAS_CORETYPE=$TORCH_CORETYPE.}
 
 $table
+
+Where zerotrain's step went (\`--profile\`: every kernel timed by phase; median ms per
+phase over the same steps, and its share of the median step):
+
+$breakdown
 
 GFLOP/step = 6 · N_params · B · T + 12 · L · T² · C · B (model flops: matmuls forward and
 backward with N_params = 124.44M, plus attention scores and P·V over the full T×T). tokens/s =
@@ -248,6 +286,8 @@ $MARKER
 "
 echo
 echo "$table"
+echo
+echo "$breakdown"
 echo "BLAS kernels: zerotrain $ZT_CORE${ZT_BASE:+; $ZT_BASE $BASE_CORE}; PyTorch $TH_CORE"
 echo "peak $PEAK_GFLOPS GFLOP/s ($OMP_NUM_THREADS threads), load $LOADS, $DATE"
 

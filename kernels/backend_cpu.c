@@ -1,6 +1,7 @@
 // The CPU backend: host memory through the tagged allocator, and kernels.h's OpenMP
 // loops and BLAS products behind the backend table (backend.h).
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "backend.h"
@@ -12,8 +13,20 @@ static void *cpu_alloc(const zt_backend *be, zt_mem_category cat, size_t bytes) 
     return zt_mem_alloc(cat, bytes);
 }
 static void cpu_free(const zt_backend *be, void *ptr) { zt_mem_free(ptr); }
+// Large fills (the gradient buffer, every step) on all threads: one core's stores do not
+// reach the memory bandwidth (gpt2's 498 MB: 61 ms on one thread, 31 ms on two).
+#define ZT_MEMSET_CHUNK ((size_t)1 << 20)
 static void cpu_memset(const zt_backend *be, void *dst, int byte, size_t bytes) {
-    if (bytes) memset(dst, byte, bytes);
+    size_t chunks = bytes / ZT_MEMSET_CHUNK;
+    if (chunks < 4 || omp_in_parallel()) {
+        if (bytes) memset(dst, byte, bytes);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < chunks; i++) {
+        size_t at = i * ZT_MEMSET_CHUNK;
+        memset((char *)dst + at, byte, i + 1 == chunks ? bytes - at : ZT_MEMSET_CHUNK);
+    }
 }
 static void cpu_copy(const zt_backend *be, void *dst, const void *src, size_t bytes,
                      zt_copy_kind kind) {
@@ -120,12 +133,27 @@ static double cpu_sum(const zt_backend *be, const float *x, size_t n) {
     return s;
 }
 
+// One vectorized pass: the squares summed in double, and x * 0 summed in float, which
+// stays 0 unless some x is Inf or NaN. Only then a second pass counts those and sums the
+// finite values' squares alone (a diverged step, once). 2.3x faster than a loop with a
+// finiteness branch, which gcc does not vectorize (gpt2's 124M gradients: 90 -> 39 ms).
 static void cpu_sumsq(const zt_backend *be, double out[2], const float *x, size_t n) {
-    double s = 0.0, bad = 0.0;
-#pragma omp parallel for reduction(+ : s, bad)
+    double s = 0.0;
+    float poison = 0.0f;
+#pragma omp parallel for simd reduction(+ : s, poison) schedule(static)
     for (size_t k = 0; k < n; k++) {
-        double g = x[k];
-        if (isfinite(g)) s += g * g;
+        s += (double)x[k] * x[k];
+        poison += x[k] * 0.0f;
+    }
+    if (poison == 0.0f) {
+        out[0] += s;
+        return;
+    }
+    double bad = 0.0;
+    s = 0.0;
+#pragma omp parallel for reduction(+ : s, bad) schedule(static)
+    for (size_t k = 0; k < n; k++) {
+        if (isfinite(x[k])) s += (double)x[k] * x[k];
         else bad += 1.0;
     }
     out[0] += s;

@@ -132,6 +132,9 @@ static const opt_desc k_opts[] = {
     {"tf32", OPT_BOOL, FIELD(tf32), "false", "", NULL, 0, "parallel",
      "--backend cuda: allow TF32 tensor cores in fp32 matrix products (faster, ~1e-3 "
      "relative error; off: exact fp32 as on the CPU)"},
+    {"profile", OPT_BOOL, FIELD(profile), "false", "", NULL, 0, "parallel",
+     "time every kernel and transfer by phase (gemm, attention, loss, element-wise, "
+     "optimizer, grad norm, memory, comm): a table at the end, \"phases\" in the --log"},
 
     {"param-dtype", OPT_STR, FIELD(param_dtype), "fp32", "NAME", k_param_dtypes, 0, "memory",
      "parameters, gradients and activations; bf16 keeps fp32 master weights in the optimizer "

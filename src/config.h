@@ -59,6 +59,7 @@ typedef struct {
     float peak_tflops;        // one rank's peak fp32 TFLOP/s, for the MFU (0 = not shown)
     char backend[8];          // cpu | cuda (kernels/backend.h)
     int tf32;                 // --backend cuda: TF32 tensor cores in fp32 GEMMs
+    int profile;              // time each op by phase (src/profile.h)
     // memory planning (src/planner.h)
     char param_dtype[8];      // fp32 | bf16 (bf16: planning only until the GPU backend)
     char mem_limit[32];       // bytes one rank may use, "16G", "512M", ... ("" = none)

@@ -20,6 +20,8 @@
 #include "blas_core.h"
 #include "ckpt.h"
 #include "backend_cuda.h"
+#include "backend_profile.h"
+#include "comm_profile.h"
 #include "comm.h"
 #include "data.h"
 #include "gpt2.h"
@@ -86,7 +88,29 @@ typedef struct {
     FILE *log;
     int log_errno;             // rank 0: the errno of a failed log write (0 = none)
     char last_mem[256];        // rank 0: the memory figures last printed
+    // --profile: `be` and the grid's tensor paths are timing decorators over the real ones
+    zt_profile prof;           // phase totals since the start
+    zt_profile prof_steps;     // summed over the timed steps (all but the run's first)
+    double prof_steps_s;       // their wall time
+    int prof_n;                // their number
+    zt_backend prof_be;
+    zt_backend_profile_state prof_be_st;
+    zt_comm prof_comm[4];
+    zt_comm_profile_state prof_comm_st[4];
 } trainer;
+
+// --profile: every op of the backend and of the tensor paths goes through a timer from
+// here on (before the model and the optimizer take the backend).
+static void start_profile(trainer *t) {
+    zt_backend_profile_init(&t->prof_be, &t->prof_be_st, t->be, &t->prof);
+    t->be = &t->prof_be;
+    zt_grid *g = &t->grid;
+    const zt_comm **paths[4] = {&g->tp_data, &g->dp_data, &g->pp_data, &g->embed_data};
+    for (int i = 0; i < 4; i++) {
+        zt_comm_profile_init(&t->prof_comm[i], &t->prof_comm_st[i], *paths[i], &t->prof);
+        *paths[i] = &t->prof_comm[i];
+    }
+}
 
 // rank 0: notes a failed write of the log (disk full, /dev/full); the next step's world
 // all-reduce tells every rank, so the run stops instead of exiting 0 with a truncated log
@@ -500,6 +524,7 @@ static zt_status run(trainer *t) {
         const char *stall = getenv("ZT_TEST_STALL_RANK"), *at = getenv("ZT_TEST_STALL_STEP");
         if (stall && at && atoi(stall) == zt_log_rank() && atoi(at) == step + 1) raise(SIGSTOP);
         double t0 = now_s();
+        zt_profile prof0 = t->prof;
         t->be->ops->memset(t->be, m->grads, 0, total * sizeof(float));
         double loss_sum = run_schedule(t, (uint64_t)step, loss_scale);
         // the tied embedding: sum the first and last stage's gradient copies over the
@@ -542,6 +567,13 @@ static zt_status run(trainer *t) {
                                NULL);
         t->be->ops->sync(t->be); // the step's work is done (and its errors seen) here
         double ms = (now_s() - t0) * 1000.0;
+        zt_profile phases;
+        zt_profile_diff(&phases, &t->prof, &prof0);
+        if (c->profile && step > t->step0) { // the first step warms caches and pages up
+            zt_profile_add(&t->prof_steps, &phases);
+            t->prof_steps_s += ms / 1000.0;
+            t->prof_n++;
+        }
         double tps = global_tokens / (ms / 1000.0);
         // the pipeline bubble: the share of the schedule's time each stage spent
         // waiting rather than in its forwards and backwards, averaged over the ranks
@@ -578,7 +610,12 @@ static zt_status run(trainer *t) {
                     fprintf(t->log, "%s\"%s\":%zu", cat ? "," : "",
                             zt_mem_category_name((zt_mem_category)cat),
                             zt_mem_current((zt_mem_category)cat));
-                fprintf(t->log, "}}\n");
+                fputc('}', t->log);
+                if (c->profile) {
+                    fputs(",\"phases\":", t->log);
+                    zt_profile_write_json(t->log, &phases, ms / 1000.0);
+                }
+                fprintf(t->log, "}\n");
                 check_log_write(t);
             }
         }
@@ -598,6 +635,9 @@ static zt_status run(trainer *t) {
     }
     if (g->rank == 0)
         printf("done: %d steps in %.1f s\n", c->steps, now_s() - t_start);
+    if (g->rank == 0 && c->profile && t->prof_n > 0)
+        zt_profile_print(stdout, &t->prof_steps, t->prof_n, t->prof_steps_s / t->prof_n,
+                         omp_get_max_threads());
     log_rank_memory(t);
     zt_status s = zt_comm_agree(&g->world_comm, check_tied_copies(t));
     if (s == ZT_OK) s = zt_comm_agree(&g->world_comm, check_tp_replicas(t));
@@ -632,6 +672,7 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
         t.be = &cuda_be;
     }
     ZT_TRY(zt_grid_init(&t.grid, world, dp, cfg->pp, cfg->tp));
+    if (cfg->profile) start_profile(&t);
     t.plan.ranks_per_node = zt_plan_local_ranks(t.grid.world);
     // the memory check first, as a step of its own, so no rank has allocated yet when
     // another reads the machine's available memory

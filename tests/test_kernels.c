@@ -985,3 +985,24 @@ ZT_TEST(math_gelu) {
     CHECK(zt_gelu(0.0f) == 0.0f && zt_gelu_grad(0.0f) == 0.5f);
     return ZT_PASS;
 }
+
+// The CPU backend's memset splits fills of 4 MiB and more over the threads in 1 MiB
+// chunks, the last one taking the remainder: every byte set, none outside, for sizes
+// around the split (below it, exactly at it, and with a ragged tail).
+ZT_TEST(kernel_memset_chunks) {
+    tmem_release();
+    const zt_backend *be = zt_backend_cpu();
+    size_t sizes[] = {(4u << 20) - 4, 4u << 20, (5u << 20) + 12, (9u << 20) + 4};
+    for (int i = 0; i < 4; i++) {
+        size_t n = sizes[i] / sizeof(float);
+        float *x = fvec(n);
+        be->ops->memset(be, x, 0, n * sizeof(float));
+        size_t nonzero = 0;
+        for (size_t k = 0; k < n; k++) nonzero += x[k] != 0.0f || signbit(x[k]);
+        printf("  %zu bytes: %zu values not zeroed\n", n * sizeof(float), nonzero);
+        CHECK(nonzero == 0);
+        CHECK(guards_ok("memset", x, n));
+    }
+    tmem_release();
+    return ZT_PASS;
+}

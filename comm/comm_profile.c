@@ -1,0 +1,75 @@
+// The timing decorator for communicators (comm_profile.h). A blocking op's time includes
+// the wait for its peers; a stream (NCCL) op is timed as issued.
+#include "comm_profile.h"
+
+#define ST(c) ((const zt_comm_profile_state *)(c)->impl)
+
+#define TIMED(call)                                                       \
+    do {                                                                  \
+        const zt_comm *in = ST(c)->inner;                                 \
+        zt_profile_mark mark_;                                            \
+        zt_profile_begin(&mark_);                                         \
+        call;                                                             \
+        zt_profile_end(ST(c)->acc, &mark_, ZT_PHASE_COMM, 0);             \
+    } while (0)
+
+static void p_all_reduce(const zt_comm *c, const void *send, void *recv, size_t count,
+                         zt_dtype dt, zt_reduce_op op, void *stream) {
+    TIMED(in->ops->all_reduce(in, send, recv, count, dt, op, stream));
+}
+static void p_reduce_scatter(const zt_comm *c, const void *send, void *recv, size_t count,
+                             zt_dtype dt, zt_reduce_op op, void *stream) {
+    TIMED(in->ops->reduce_scatter(in, send, recv, count, dt, op, stream));
+}
+static void p_all_gather(const zt_comm *c, const void *send, void *recv, size_t count,
+                         zt_dtype dt, void *stream) {
+    TIMED(in->ops->all_gather(in, send, recv, count, dt, stream));
+}
+static void p_broadcast(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int root,
+                        void *stream) {
+    TIMED(in->ops->broadcast(in, buf, count, dt, root, stream));
+}
+static void p_send(const zt_comm *c, const void *buf, size_t count, zt_dtype dt, int peer,
+                   int tag, void *stream) {
+    TIMED(in->ops->send(in, buf, count, dt, peer, tag, stream));
+}
+static void p_recv(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int peer, int tag,
+                   void *stream) {
+    TIMED(in->ops->recv(in, buf, count, dt, peer, tag, stream));
+}
+static void p_send_recv(const zt_comm *c, const void *sendbuf, size_t send_count, int dst,
+                        void *recvbuf, size_t recv_count, int src, zt_dtype dt, int tag,
+                        void *stream) {
+    TIMED(in->ops->send_recv(in, sendbuf, send_count, dst, recvbuf, recv_count, src, dt, tag,
+                             stream));
+}
+static void p_barrier(const zt_comm *c, void *stream) { TIMED(in->ops->barrier(in, stream)); }
+static void p_split(const zt_comm *c, int color, int key, zt_comm *out) {
+    const zt_comm *in = ST(c)->inner;
+    in->ops->split(in, color, key, out);
+}
+static void p_free(zt_comm *c) {} // the inner communicator is its owner's to free
+
+static const zt_comm_i profile_ops = {
+    .name = "profile",
+    .all_reduce = p_all_reduce,
+    .reduce_scatter = p_reduce_scatter,
+    .all_gather = p_all_gather,
+    .broadcast = p_broadcast,
+    .send = p_send,
+    .recv = p_recv,
+    .send_recv = p_send_recv,
+    .barrier = p_barrier,
+    .split = p_split,
+    .free = p_free,
+};
+
+void zt_comm_profile_init(zt_comm *out, zt_comm_profile_state *st, const zt_comm *inner,
+                          zt_profile *acc) {
+    st->inner = inner;
+    st->acc = acc;
+    out->ops = &profile_ops;
+    out->impl = st;
+    out->rank = inner->rank;
+    out->size = inner->size;
+}

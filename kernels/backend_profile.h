@@ -1,0 +1,18 @@
+// A backend that times another (`--profile`, src/profile.h): each op runs the inner
+// backend's, waits for it (sync: a GPU op is asynchronous) and adds its time to its phase.
+#ifndef ZT_BACKEND_PROFILE_H
+#define ZT_BACKEND_PROFILE_H
+
+#include "backend.h"
+#include "profile.h"
+
+typedef struct {
+    const zt_backend *inner;
+    zt_profile *acc;
+} zt_backend_profile_state;
+
+// out (and st, which out->impl points at) must outlive every use of out.
+void zt_backend_profile_init(zt_backend *out, zt_backend_profile_state *st,
+                             const zt_backend *inner, zt_profile *acc);
+
+#endif
