@@ -32,6 +32,9 @@
 
 // GPT-2's end-of-text token: the special token after the 50256 byte-pair ranks.
 #define ZT_BPE_GPT2_EOT 50256
+// A model's vocabulary tells its tokenizer: GPT-2's BPE (50257 ids), bytes (256 ids).
+#define ZT_GPT2_VOCAB 50257
+#define ZT_BYTES_VOCAB 256
 
 enum { ZT_BPE_INVALID_KEEP = 0, ZT_BPE_INVALID_REPLACE = 1 };
 

@@ -90,6 +90,11 @@ static const opt_desc k_opts[] = {
      "validate every N steps (0 = never)"},
     {"val-batches", OPT_INT, FIELD(val_batches), "8", "N", NULL, 0, "data",
      "global batches per validation (the same samples whatever the layout)"},
+    {"sample-every", OPT_INT, FIELD(sample_every), "0", "N", NULL, 0, "data",
+     "every N steps and at the end, print a sampled continuation of the training data's "
+     "first token (temperature 1, --seed; needs --pp 1; 0 = never)"},
+    {"sample-len", OPT_INT, FIELD(sample_len), "64", "N", NULL, 0, "data",
+     "tokens per --sample-every sample"},
     {"shuffle", OPT_BOOL, FIELD(shuffle), "false", "", NULL, 0, "data",
      "shuffle the training sequences (--shuffle=false: off)"},
     {"init-from", OPT_STR, FIELD(init_from), "", "PATH", NULL, 0, "data",
@@ -681,6 +686,14 @@ zt_status zt_config_validate(const zt_config *c) {
 
     NEED(c->val_every >= 0, "--val-every must be at least 0 (got %d; 0 = never)", c->val_every);
     NEED(c->val_batches >= 1, "--val-batches must be at least 1 (got %d)", c->val_batches);
+    NEED(c->sample_every >= 0, "--sample-every must be at least 0 (got %d; 0 = never)",
+         c->sample_every);
+    NEED(c->sample_len >= 1, "--sample-len must be at least 1 (got %d)", c->sample_len);
+    NEED(c->sample_every == 0 || c->pp == 1,
+         "--sample-every needs --pp 1 (got --pp %d): a pipeline stage holds only its own "
+         "layers; sample after training with `zerotrain generate --init-from` the --save "
+         "directory, or train with --tp instead of --pp",
+         c->pp);
 
     NEED(c->zero == 0 || c->zero == 1, "--zero must be 0 or 1 (got %d)", c->zero);
     NEED(c->dp >= 0, "--dp must be at least 0 (got %d; 0 = derived from the world size)",

@@ -39,6 +39,7 @@ typedef struct {
     // data
     char data[ZT_PATH_MAX], val_data[ZT_PATH_MAX];
     int val_every, val_batches;
+    int sample_every, sample_len; // --sample-every: a short sample every N steps (0 = never)
     int shuffle;
     char init_from[ZT_PATH_MAX]; // Hugging Face directory / .safetensors, or llm.c fp32 file
     char log[ZT_PATH_MAX];       // JSON lines

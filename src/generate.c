@@ -10,9 +10,11 @@
 #include "generate.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bpe.h"
 #include "planner.h" // ZT_ALIGN_ELEMS: the tensor alignment training uses
 #include "rng.h"
 
@@ -23,16 +25,72 @@ static void tp_sum(const zt_decoder *d, float *x, size_t n) {
     if (d->tp_data) zt_comm_all_reduce(d->tp_data, x, x, n, ZT_F32, ZT_REDUCE_SUM, NULL);
 }
 
-zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_shape *s, int tp,
-                          int tp_rank, const zt_comm *tp_data) {
-    memset(d, 0, sizeof *d);
+// The decoder's buffers, in order, with their category and length in floats (the token
+// id takes one float's room): what zt_decoder_bytes counts is what alloc_buffers allocates.
+typedef struct {
+    size_t off; // offsetof(zt_decoder, the pointer)
+    zt_mem_category cat;
+    size_t n;
+} dec_buffer;
+
+static int dec_buffers(dec_buffer *b, const zt_model_shape *s, int tp) {
+    size_t C = (size_t)s->n_embd, Cl = C / tp, L = (size_t)s->n_layer, T = (size_t)s->n_ctx;
+    size_t NHl = (size_t)s->n_head / tp, Vp = (size_t)s->padded_vocab;
+    const dec_buffer all[] = {
+        {offsetof(zt_decoder, kcache), ZT_MEM_ACTIVATIONS, L * T * Cl},
+        {offsetof(zt_decoder, vcache), ZT_MEM_ACTIVATIONS, L * T * Cl},
+        {offsetof(zt_decoder, x), ZT_MEM_ACTIVATIONS, C},
+        {offsetof(zt_decoder, ln), ZT_MEM_ACTIVATIONS, C},
+        {offsetof(zt_decoder, stats), ZT_MEM_ACTIVATIONS, 2},
+        {offsetof(zt_decoder, qkv), ZT_MEM_ACTIVATIONS, 3 * Cl},
+        {offsetof(zt_decoder, att), ZT_MEM_ACTIVATIONS, Cl},
+        {offsetof(zt_decoder, proj), ZT_MEM_ACTIVATIONS, C},
+        {offsetof(zt_decoder, fch), ZT_MEM_ACTIVATIONS, 4 * Cl},
+        {offsetof(zt_decoder, fch_gelu), ZT_MEM_ACTIVATIONS, 4 * Cl},
+        {offsetof(zt_decoder, work), ZT_MEM_WORKSPACE, NHl * T},
+        {offsetof(zt_decoder, logits), ZT_MEM_LOGITS, Vp},
+        {offsetof(zt_decoder, token), ZT_MEM_ACTIVATIONS, 1},
+    };
+    int n = (int)(sizeof all / sizeof *all);
+    if (b) memcpy(b, all, sizeof all);
+    return n;
+}
+#define DEC_MAX_BUFFERS 16
+
+void zt_decoder_bytes(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int tp) {
+    dec_buffer b[DEC_MAX_BUFFERS];
+    int n = dec_buffers(b, s, tp);
+    memset(bytes, 0, ZT_MEM_NCAT * sizeof *bytes);
+    for (int i = 0; i < n; i++) bytes[b[i].cat] += b[i].n * sizeof(float);
+}
+
+static void *const *dec_slot(const zt_decoder *d, size_t off) {
+    return (void *const *)((const char *)d + off);
+}
+
+static void alloc_buffers(zt_decoder *d, const zt_model_shape *s, int tp) {
+    dec_buffer b[DEC_MAX_BUFFERS];
+    int n = dec_buffers(b, s, tp);
+    for (int i = 0; i < n; i++)
+        *(void **)dec_slot(d, b[i].off) = zt_be_alloc(d->be, b[i].cat, b[i].n * sizeof(float));
+}
+
+static zt_status check_backend(const zt_backend *be) {
     if (!be->ops->attention_decode)
         return zt_errorf("the %s backend has no attention_decode kernel yet: generate with "
                          "--backend cpu", be->ops->name);
+    return ZT_OK;
+}
+
+zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_shape *s, int tp,
+                          int tp_rank, const zt_comm *tp_data) {
+    memset(d, 0, sizeof *d);
+    ZT_TRY(check_backend(be));
     d->be = be;
     d->tp = tp;
     d->tp_rank = tp_rank;
     d->tp_data = tp > 1 ? tp_data : NULL;
+    d->w = &d->model;
     // B = T = 1: the training activations zt_gpt2_init allocates are a few rows
     ZT_TRY(zt_gpt2_init(&d->model, be, s, 0, zt_unit_count(s), tp, tp_rank, ZT_ALIGN_ELEMS, 1, 1,
                         1, 1, 1, d->tp_data));
@@ -40,39 +98,38 @@ zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_sh
     zt_be_free(be, d->model.grads);
     d->model.grads = NULL;
     memset(d->model.g.h, 0, (size_t)s->n_layer * sizeof(zt_block_tensors));
-    size_t C = (size_t)s->n_embd, Cl = C / tp, L = (size_t)s->n_layer, T = (size_t)s->n_ctx;
-    size_t NHl = (size_t)s->n_head / tp, Vp = (size_t)s->padded_vocab;
-    d->kcache = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, L * T * Cl * sizeof(float));
-    d->vcache = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, L * T * Cl * sizeof(float));
-    d->x = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, C * sizeof(float));
-    d->ln = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, C * sizeof(float));
-    d->stats = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, 2 * sizeof(float));
-    d->qkv = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, 3 * Cl * sizeof(float));
-    d->att = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, Cl * sizeof(float));
-    d->proj = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, C * sizeof(float));
-    d->fch = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, 4 * Cl * sizeof(float));
-    d->fch_gelu = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, 4 * Cl * sizeof(float));
-    d->work = zt_be_alloc(be, ZT_MEM_WORKSPACE, NHl * T * sizeof(float));
-    d->logits = zt_be_alloc(be, ZT_MEM_LOGITS, Vp * sizeof(float));
-    d->token = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, sizeof(int32_t));
+    alloc_buffers(d, s, tp);
+    return ZT_OK;
+}
+
+zt_status zt_decoder_init_over(zt_decoder *d, const zt_gpt2 *m, const zt_comm *tp_data) {
+    memset(d, 0, sizeof *d);
+    ZT_TRY(check_backend(m->be));
+    ZT_ASSERTF(m->layout.unit_first == 0 && m->layout.unit_last == zt_unit_count(&m->shape),
+               "a decoder needs every layer's weights (pp = 1)");
+    d->be = m->be;
+    d->tp = m->layout.tp;
+    d->tp_rank = m->layout.tp_rank;
+    d->tp_data = d->tp > 1 ? tp_data : NULL;
+    d->w = m;
+    alloc_buffers(d, &m->shape, d->tp);
     return ZT_OK;
 }
 
 void zt_decoder_free(zt_decoder *d) {
-    if (d->be) {
-        float *bufs[] = {d->kcache, d->vcache, d->x,        d->ln,   d->stats,  d->qkv,
-                         d->att,    d->proj,   d->fch,      d->fch_gelu, d->work, d->logits};
-        for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) zt_be_free(d->be, bufs[i]);
-        zt_be_free(d->be, d->token);
+    if (d->be && d->w) { // buffers not yet allocated are NULL
+        dec_buffer b[DEC_MAX_BUFFERS];
+        int n = dec_buffers(b, &d->w->shape, d->tp);
+        for (int i = 0; i < n; i++) zt_be_free(d->be, *dec_slot(d, b[i].off));
     }
-    zt_gpt2_free(&d->model);
+    zt_gpt2_free(&d->model); // a zero-filled model when the weights were borrowed
     memset(d, 0, sizeof *d);
 }
 
 void zt_decoder_reset(zt_decoder *d) { d->pos = 0; }
 
 void zt_decoder_step(zt_decoder *d, int32_t token, float *logits) {
-    const zt_gpt2 *m = &d->model;
+    const zt_gpt2 *m = d->w;
     const zt_model_shape *s = &m->shape;
     int C = s->n_embd, Cl = C / d->tp, NHl = s->n_head / d->tp, pos = d->pos;
     int Vp = s->padded_vocab, Vl = Vp / d->tp, lo = d->tp_rank * Vl;
@@ -116,6 +173,15 @@ void zt_decoder_step(zt_decoder *d, int32_t token, float *logits) {
         zt_comm_all_gather(d->tp_data, d->logits + lo, d->logits, (size_t)Vp, ZT_F32, NULL);
     d->be->ops->copy(d->be, logits, d->logits, (size_t)Vp * sizeof(float), ZT_COPY_D2H);
     d->pos++;
+}
+
+void zt_token_print(FILE *f, const zt_bpe *bpe, int vocab, int32_t tok, int first) {
+    size_t len;
+    const unsigned char *b;
+    if (vocab == ZT_BYTES_VOCAB) fputc(tok, f);
+    else if (vocab == ZT_GPT2_VOCAB && bpe && (b = zt_bpe_token_bytes(bpe, tok, &len)))
+        fwrite(b, 1, len, f);
+    else fprintf(f, first ? "%d" : " %d", tok);
 }
 
 // ---- sampling ----

@@ -4,15 +4,18 @@
 #define ZT_GENERATE_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gpt2.h"
 
-// The decoder's state. The model holds the weights (every unit, this tp rank's slice,
-// built for B = 1, T = 1 so its training activations are a few rows); the caches and the
-// one-token activations below are the decoder's own, all on the model's backend.
+// The decoder's state. It reads the weights of `w`: its own `model` (zt_decoder_init: every
+// unit, this tp rank's slice, built for B = 1, T = 1 so its training activations are a
+// few rows), or a training model's (zt_decoder_init_over). The caches and the one-token
+// activations below are the decoder's own, all on the weights' backend.
 // Cl = C/tp (this rank's heads), Vp = padded vocabulary.
 typedef struct {
-    zt_gpt2 model;            // weights: fill with zt_gpt2_init_random or zt_init_load
+    zt_gpt2 model;            // own weights: fill with zt_gpt2_init_random or zt_init_load
+    const zt_gpt2 *w;         // the weights it decodes with (&model or a training model)
     const zt_backend *be;
     const zt_comm *tp_data;   // the tp group's tensor path (NULL at tp = 1)
     int tp, tp_rank, pos;     // pos: the position the next token takes (= tokens fed)
@@ -39,6 +42,17 @@ zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_sh
                           int tp_rank, const zt_comm *tp_data);
 void zt_decoder_free(zt_decoder *d);
 
+// A decoder over `m`'s weights, which it borrows and never changes (a training model
+// that holds every unit: pp = 1; `zerotrain train --sample-every`); m must outlive it.
+// tp_data: m's tp group's tensor path (NULL when tp = 1). Allocates only the caches and
+// one-token buffers (zt_decoder_bytes).
+zt_status zt_decoder_init_over(zt_decoder *d, const zt_gpt2 *m, const zt_comm *tp_data);
+
+// The bytes per allocator category of the decoder's own buffers (caches, one-token
+// activations, attention scores, the logits row) for shape s on tp ranks: what
+// zt_decoder_init_over allocates, for the memory planner.
+void zt_decoder_bytes(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int tp);
+
 // Forgets the sequence: the next token goes to position 0.
 void zt_decoder_reset(zt_decoder *d);
 
@@ -64,5 +78,11 @@ typedef struct {
 // number `draw` (e.g. the position). idx, prob: (vocab) host scratch.
 int32_t zt_sample(const zt_sampler *smp, const float *logits, int vocab, uint64_t draw,
                   int32_t *idx, double *prob);
+
+// Prints one token to f as text where the vocabulary is known: its bytes through bpe
+// (GPT-2's, vocab 50257), the byte itself for vocab 256; otherwise its id, space-separated
+// after the first.
+struct zt_bpe;
+void zt_token_print(FILE *f, const struct zt_bpe *bpe, int vocab, int32_t tok, int first);
 
 #endif

@@ -16,8 +16,6 @@
 #include "grid.h"
 #include "hf_import.h"
 
-#define ZT_GPT2_VOCAB 50257
-#define ZT_BYTES_VOCAB 256
 
 void zt_generate_usage(FILE *f) {
     char vocab[1024];
@@ -228,15 +226,7 @@ static double now_s(void) {
 
 // One new token to stdout: its text (GPT-2 bytes, or the byte itself), or its id.
 static void emit(const gen_opts *o, const zt_bpe *bpe, int V, int32_t tok, int first) {
-    if (o->ids || (V != ZT_GPT2_VOCAB && V != ZT_BYTES_VOCAB)) {
-        printf(first ? "%d" : " %d", tok);
-    } else if (V == ZT_BYTES_VOCAB) {
-        putchar(tok);
-    } else {
-        size_t len;
-        const unsigned char *b = zt_bpe_token_bytes(bpe, tok, &len);
-        fwrite(b, 1, len, stdout);
-    }
+    zt_token_print(stdout, o->ids ? NULL : bpe, o->ids ? 0 : V, tok, first);
     fflush(stdout);
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "generate.h"
 #include "gpt2.h"
 #include "grid.h"
 
@@ -72,6 +73,7 @@ zt_status zt_plan_spec_from_config(zt_plan_spec *s, const zt_config *c, int dp) 
     s->ranks_per_node = c->ranks_per_node;
     s->stage_kib = zt_plan_stage_kib_from_env();
     s->save = c->save[0] != 0;
+    s->sample = c->sample_every > 0;
     s->threads = c->threads > 0 ? c->threads : omp_get_max_threads();
     return ZT_OK;
 }
@@ -128,6 +130,11 @@ static zt_status plan_stage(const zt_plan_spec *s, int first, int last, int tp_r
     double BT = (double)s->micro_batch * s->seq, NC = BT * s->shape.n_embd;
     o->bytes[ZT_MEM_WORKSPACE] += 2.0 * slots * BT * sizeof(int32_t);
     o->bytes[ZT_MEM_COMM] += (2.0 * slots + 1.0) * NC * s->param_bytes;
+    if (s->sample) { // the --sample-every decoder's own buffers (fp32, src/generate.h)
+        size_t dec[ZT_MEM_NCAT];
+        zt_decoder_bytes(dec, &s->shape, s->tp);
+        for (int k = 0; k < ZT_MEM_NCAT; k++) o->bytes[k] += (double)dec[k];
+    }
     return ZT_OK;
 }
 

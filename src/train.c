@@ -35,6 +35,7 @@
 #include "planner.h"
 #include "rng.h"
 #include "schedule.h"
+#include "train_sample.h"
 
 float zt_lr_at(const zt_config *cfg, int step) {
     if (step < cfg->warmup) return cfg->lr * (float)(step + 1) / (float)cfg->warmup;
@@ -85,6 +86,7 @@ typedef struct {
     double compute_s, sched_s; // time in forward/backward, and in the whole schedule, last step
     int step0;                 // completed steps at start (--resume), and
     uint64_t sample0;          // training samples consumed by then
+    zt_train_sampler sampler;  // --sample-every
     FILE *log;
     int log_errno;             // rank 0: the errno of a failed log write (0 = none)
     char last_mem[256];        // rank 0: the memory figures last printed
@@ -290,6 +292,9 @@ static zt_status setup(trainer *t, const char *argv0) {
     t->recv_in = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
     t->recv_dout = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
     t->dinput = zt_be_alloc(t->be, ZT_MEM_COMM, NC * sizeof(float));
+    if (c->sample_every > 0) // pp = 1 (checked): this rank holds every layer
+        ZT_TRY(zt_train_sampler_init(&t->sampler, &t->model, g->tp_data, t->train.tokens[0],
+                                     g->rank == 0));
     return ZT_OK;
 }
 
@@ -627,6 +632,8 @@ static zt_status run(trainer *t) {
                 if (t->log) fprintf(t->log, "{\"step\":%d,\"val_loss\":%.6f}\n", step + 1, vl);
             }
         }
+        if (c->sample_every > 0 && ((step + 1) % c->sample_every == 0 || last))
+            zt_train_sample(&t->sampler, c->sample_len, c->seed, step + 1, g->rank == 0);
         if (c->ckpt_dir[0] && ((c->ckpt_every > 0 && (step + 1) % c->ckpt_every == 0) || last)) {
             zt_ckpt_ctx x = ckpt_ctx(t);
             uint64_t per_step = (uint64_t)B * c->grad_accum * g->dp;
@@ -714,6 +721,7 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     zt_be_free(t.be, t.recv_in);
     zt_be_free(t.be, t.recv_dout);
     zt_be_free(t.be, t.dinput);
+    zt_train_sampler_free(&t.sampler); // before the model whose weights it borrows
     zt_schedule_free(&t.sched);
     zt_partition_free(&t.part);
     zt_adamw_free(&t.opt);

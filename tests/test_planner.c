@@ -5,7 +5,8 @@
 // equals the exact one; a run that does not fit is refused with advice that fits when
 // planned again (and is the smallest of its kind); a GPT-3 175B shape on 1024 ranks plans
 // without overflow and matches the ZeRO paper's formula within padding; 16-bit
-// parameters; the MPI staging windows per machine; --mem-limit's syntax.
+// parameters; the MPI staging windows per machine; --mem-limit's syntax. With
+// --sample-every the trainer's decoder is counted too.
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "adamw8bit.h"
 #include "comm.h"
 #include "config.h"
+#include "generate.h"
 #include "gpt2.h"
 #include "memory.h"
 #include "planner.h"
@@ -28,6 +30,7 @@ typedef struct {
     const char *partition;
     int loss_chunk;
     int threads; // OpenMP threads of the rank (0: the planner leaves the count as it is)
+    int sample;  // --sample-every: the trainer's decoder over the model (pp 1)
 } layout_case;
 
 // The model of the reference tests: 3 blocks, 4 heads, 64 channels, vocabulary 300.
@@ -53,21 +56,24 @@ static zt_plan_spec tiny_spec(const layout_case *c) {
     s.param_bytes = 4;
     s.stage_kib = 256;
     s.threads = c->threads;
+    s.sample = c->sample;
     return s;
 }
 
 static const layout_case k_layouts[] = {
-    {1, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0},
-    {2, 1, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0},
-    {2, 1, 1, 1, 1, ZT_SCHED_1F1B, "uniform", 8, 0},
-    {1, 2, 1, 0, 1, ZT_SCHED_GPIPE, "uniform", 0, 0},
-    {2, 2, 1, 1, 0, ZT_SCHED_1F1B, "memory", 0, 0},
-    {2, 3, 1, 1, 1, ZT_SCHED_1F1B, "parameters", 0, 0},
-    {1, 1, 2, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0},
-    {2, 2, 2, 1, 1, ZT_SCHED_GPIPE, "uniform", 0, 0},
-    {2, 2, 2, 0, 0, ZT_SCHED_1F1B, "memory", 8, 0},
-    {1, 3, 2, 1, 1, ZT_SCHED_1F1B, "0:2,2:3,3:5", 0, 0},
-    {1, 2, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 3}, // the attention workspace per thread
+    {1, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0},
+    {2, 1, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0},
+    {2, 1, 1, 1, 1, ZT_SCHED_1F1B, "uniform", 8, 0, 0},
+    {1, 2, 1, 0, 1, ZT_SCHED_GPIPE, "uniform", 0, 0, 0},
+    {2, 2, 1, 1, 0, ZT_SCHED_1F1B, "memory", 0, 0, 0},
+    {2, 3, 1, 1, 1, ZT_SCHED_1F1B, "parameters", 0, 0, 0},
+    {1, 1, 2, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0},
+    {2, 2, 2, 1, 1, ZT_SCHED_GPIPE, "uniform", 0, 0, 0},
+    {2, 2, 2, 0, 0, ZT_SCHED_1F1B, "memory", 8, 0, 0},
+    {1, 3, 2, 1, 1, ZT_SCHED_1F1B, "0:2,2:3,3:5", 0, 0, 0},
+    {1, 2, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 3, 0}, // the attention workspace per thread
+    {1, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 1}, // --sample-every
+    {2, 1, 2, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0, 1},
 };
 #define N_LAYOUTS ((int)(sizeof k_layouts / sizeof k_layouts[0]))
 
@@ -112,6 +118,9 @@ static int check_rank(const zt_plan_spec *s, const zt_plan_bytes *want) {
         zt_mem_alloc(ZT_MEM_COMM, slots * NC * sizeof(float)),
         zt_mem_alloc(ZT_MEM_COMM, NC * sizeof(float)),
     };
+    zt_decoder dec;
+    memset(&dec, 0, sizeof dec);
+    if (s->sample) CHECK(zt_decoder_init_over(&dec, &m, s->tp > 1 ? &tpc : NULL) == ZT_OK);
     for (int k = 0; k < ZT_MEM_NCAT; k++) {
         double got = (double)(zt_mem_current((zt_mem_category)k) - before[k]);
         double planned = want->bytes[k] - (k == ZT_MEM_COMM ? want->comm_backend : 0.0);
@@ -125,6 +134,7 @@ static int check_rank(const zt_plan_spec *s, const zt_plan_bytes *want) {
     CHECK(want->opt_master + want->opt_m + want->opt_v + want->opt_absmax + want->opt_table ==
           want->bytes[ZT_MEM_OPTIMIZER]);
     for (int i = 0; i < 5; i++) zt_mem_free(bufs[i]);
+    zt_decoder_free(&dec);
     zt_adamw_free(&o32);
     zt_adamw8bit_free(&o8);
     zt_gpt2_free(&m);
@@ -183,7 +193,7 @@ ZT_TEST(planner_stage_cost_cache_is_exact) {
         CHECK_EQ_INT(zt_plan_cache_mismatches_(&s), 0);
     }
     // a deeper model with 1F1B slots that differ per stage
-    layout_case lc = {2, 4, 1, 1, 1, ZT_SCHED_1F1B, "memory", 0, 0};
+    layout_case lc = {2, 4, 1, 1, 1, ZT_SCHED_1F1B, "memory", 0, 0, 0};
     zt_plan_spec s = tiny_spec(&lc);
     s.shape.n_layer = 9;
     CHECK_EQ_INT(zt_plan_cache_mismatches_(&s), 0);
@@ -213,7 +223,7 @@ ZT_TEST(planner_stage_cost_cache_is_exact) {
 // A mid-size model where model state and activations both matter: 6 blocks of 256
 // channels, vocabulary 4096, 8 x 64 tokens per micro-batch, 2 dp ranks, ZeRO off.
 static zt_plan_spec mid_spec(void) {
-    layout_case lc = {2, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0};
+    layout_case lc = {2, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0};
     zt_plan_spec s = tiny_spec(&lc);
     s.shape = (zt_model_shape){.vocab = 4096, .padded_vocab = 4096, .n_ctx = 64, .n_layer = 6,
                                .n_head = 4, .n_embd = 256};
@@ -362,7 +372,7 @@ ZT_TEST(planner_refuses_with_advice_that_fits) {
 // parameters with fp32 master, m and v; the planner's psi is the padded flat buffer, a
 // little more than the real parameter count.
 ZT_TEST(planner_gpt3_175b_on_1024_ranks) {
-    layout_case lc = {1024, 1, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0};
+    layout_case lc = {1024, 1, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0};
     zt_plan_spec s = tiny_spec(&lc);
     s.shape = (zt_model_shape){.vocab = 50257, .padded_vocab = zt_padded_vocab(50257, 1),
                                .n_ctx = 2048, .n_layer = 96, .n_head = 96, .n_embd = 12288};
@@ -444,7 +454,7 @@ ZT_TEST(planner_zero_formula_matches_paper) {
 // 16-bit parameters: params, grads, activations, logits and the pipeline buffers halve;
 // the optimizer adds the fp32 master copy of the shard.
 ZT_TEST(planner_bf16_parameters) {
-    layout_case lc = {2, 2, 1, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0};
+    layout_case lc = {2, 2, 1, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0, 0};
     zt_plan_spec s = tiny_spec(&lc), h = s;
     h.param_bytes = 2;
     zt_partition p;
@@ -473,7 +483,7 @@ ZT_TEST(planner_bf16_parameters) {
 // on one machine: 2 x size x 256 KiB per rank. Rank 1 of dp 4 x pp 2 (stage 0, dp 1)
 // belongs to the worlds (8 ranks), the dp group 0-3, the pp and embed groups {1, 5}.
 ZT_TEST(planner_staging_windows_per_machine) {
-    layout_case lc = {4, 2, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0};
+    layout_case lc = {4, 2, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0};
     zt_plan_spec s = tiny_spec(&lc);
     zt_partition p;
     CHECK(zt_plan_partition(&s, &p) == ZT_OK);
