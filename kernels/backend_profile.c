@@ -159,7 +159,7 @@ static void p_adamw8bit(const zt_backend *be, float *p, const float *g, uint8_t 
 }
 
 static const zt_backend_i profile_ops = {
-    .name = "profile",
+    .name = NULL, // the inner backend's (zt_backend_profile_init)
     .alloc = p_alloc,
     .free = p_free,
     .memset = p_memset,
@@ -195,14 +195,11 @@ void zt_backend_profile_init(zt_backend *out, zt_backend_profile_state *st,
                              const zt_backend *inner, zt_profile *acc) {
     st->inner = inner;
     st->acc = acc;
-    // an op the inner backend lacks stays absent (attention_decode may be NULL)
-    static zt_backend_i ops_without_decode;
-    const zt_backend_i *ops = &profile_ops;
-    if (!inner->ops->attention_decode) {
-        ops_without_decode = profile_ops;
-        ops_without_decode.attention_decode = NULL;
-        ops = &ops_without_decode;
-    }
-    out->ops = ops;
+    // callers that ask for the backend's name (the banner) or for an optional op
+    // (attention_decode may be NULL) see the inner backend's
+    st->ops = profile_ops;
+    st->ops.name = inner->ops->name;
+    if (!inner->ops->attention_decode) st->ops.attention_decode = NULL;
+    out->ops = &st->ops;
     out->impl = st;
 }

@@ -9,6 +9,7 @@
 typedef struct {
     const zt_backend *inner;
     zt_profile *acc;
+    zt_backend_i ops; // the timing table, named as the inner backend, with its gaps
 } zt_backend_profile_state;
 
 // out (and st, which out->impl points at) must outlive every use of out.

@@ -12,6 +12,10 @@ export OMP_NUM_THREADS=1
 build/zerotrain "${ARGS[@]}" --log $out/plain1.jsonl > $out/plain1.out
 build/zerotrain "${ARGS[@]}" --profile --log $out/prof1.jsonl > $out/prof1.out
 fail=0
+# the decorator keeps the backend's name: the CPU run's banner names no other backend
+if grep -q "^backend: " $out/prof1.out; then
+  echo "FAIL: --profile changed the backend's name: $(grep '^backend: ' $out/prof1.out)"; fail=1
+fi
 if command -v mpirun >/dev/null; then
   MPI=(mpirun --oversubscribe --allow-run-as-root -np 4 -x OMP_NUM_THREADS build/zerotrain)
   "${MPI[@]}" "${ARGS[@]}" --zero 1 --pp 2 --log $out/plain4.jsonl > $out/plain4.out
