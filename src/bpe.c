@@ -737,6 +737,40 @@ zt_status zt_bpe_decode(const zt_bpe *b, const int32_t *ids, size_t n, char **te
     return ZT_OK;
 }
 
+int zt_bpe_merge_of(const zt_bpe *b, int32_t id, int32_t *left, int32_t *right) {
+    if (id < 0 || id >= b->n_tokens) return 0;
+    size_t n = tok_len(b, (uint32_t)id);
+    if (n < 2) return 0;
+    const unsigned char *p = b->pool + b->off[id];
+    uint32_t *part = malloc(n * sizeof *part);
+    ZT_ASSERT(part);
+    for (size_t i = 0; i < n; i++) part[i] = b->byte_id[p[i]];
+    // merge_array's rule (the leftmost lowest rank), stopping before rank id: a merge of
+    // rank >= id did not exist yet when token id was made
+    while (n > 2) {
+        uint32_t best = NO_ID;
+        size_t at = 0;
+        for (size_t i = 0; i + 1 < n; i++) {
+            uint32_t r = pair_get(b, part[i], part[i + 1]);
+            if (r < best) {
+                best = r;
+                at = i;
+            }
+        }
+        if (best >= (uint32_t)id) break;  // NO_ID too
+        part[at] = best;
+        memmove(part + at + 1, part + at + 2, (n - at - 2) * sizeof *part);
+        n--;
+    }
+    int ok = n == 2 && pair_get(b, part[0], part[1]) == (uint32_t)id;
+    if (ok) {
+        *left = (int32_t)part[0];
+        *right = (int32_t)part[1];
+    }
+    free(part);
+    return ok;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Safe cuts for streaming.
 

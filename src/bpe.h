@@ -77,6 +77,13 @@ void zt_bpe_encode(const zt_bpe *bpe, const void *text, size_t n, int invalid, z
 // hold part of a UTF-8 character, so print bytes, not characters.
 const unsigned char *zt_bpe_token_bytes(const zt_bpe *bpe, int32_t id, size_t *len);
 
+// The merge that made token id, for a Hugging Face merges list (merges.txt): its bytes
+// byte-pair merged with only the ranks below id allowed, which ends in exactly two parts, the
+// pair whose merge is rank id, for a vocabulary built by merges (every multi-byte GPT-2
+// token). Sets *left and *right and returns 1; returns 0 for a single byte, an id out of
+// range, or a token that does not end in two parts.
+int zt_bpe_merge_of(const zt_bpe *bpe, int32_t id, int32_t *left, int32_t *right);
+
 // Decodes ids (n) into *text (*len bytes, NUL-terminated for convenience; the caller frees).
 // Fails (status, *text NULL) on an id outside [0, vocab size), naming it and its position.
 zt_status zt_bpe_decode(const zt_bpe *bpe, const int32_t *ids, size_t n, char **text,

@@ -1,6 +1,7 @@
 // Tests of the GPT-2 BPE pieces: the hash tables, merges on a tiny hand-made vocabulary (array
-// and heap loops agree), decode, UTF-8 validity, safe cuts, vocabulary file errors, and a
-// decode(encode(x)) == x round trip with the real vocabulary when it is installed.
+// and heap loops agree), decode, UTF-8 validity, safe cuts, vocabulary file errors, the merge
+// that made each token (tiny and GPT-2's), and a decode(encode(x)) == x round trip with the
+// real vocabulary when it is installed.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,6 +304,62 @@ ZT_TEST(bpe_gpt2_roundtrip) {
         CHECK(loops_agree(b, buf, n < 2000 ? n : 2000));
     }
     zt_bpe_ids_free(&ids);
+    zt_bpe_free(b);
+    return ZT_PASS;
+}
+
+// The merge that made a token (merges.txt for the Hugging Face export): its bytes merged with
+// only lower ranks allowed end in two parts.
+ZT_TEST(bpe_merge_of) {
+    zt_bpe *b = tiny();
+    CHECK(b);
+    int32_t l = -1, r = -1;
+    CHECK(zt_bpe_merge_of(b, 258, &l, &r));  // "abcd" = "ab" + "cd"
+    CHECK_EQ_INT(l, 256);
+    CHECK_EQ_INT(r, 257);
+    CHECK(zt_bpe_merge_of(b, 259, &l, &r));  // "aa"
+    CHECK_EQ_INT(l, 'a');
+    CHECK_EQ_INT(r, 'a');
+    CHECK(!zt_bpe_merge_of(b, 260, &l, &r));  // "xyz": neither "xy" nor "yz" is a token
+    CHECK(!zt_bpe_merge_of(b, 'a', &l, &r));  // a single byte
+    CHECK(!zt_bpe_merge_of(b, 261, &l, &r));  // the end-of-text id
+    CHECK(!zt_bpe_merge_of(b, -1, &l, &r));
+    zt_bpe_free(b);
+    return ZT_PASS;
+}
+
+// Every one of GPT-2's 50000 multi-byte tokens derives from a merge of two lower ranks whose
+// bytes make it; the first is " t" = " " (220) + "t" (83), merges.txt's first line "Ġ t".
+ZT_TEST(bpe_gpt2_merges) {
+    char vocab[1024];
+    zt_bpe_default_vocab(vocab, sizeof vocab);
+    if (access(vocab, R_OK) != 0) {
+        fprintf(stderr, "SKIP: %s absent (scripts/fetch_gpt2_vocab.sh)\n", vocab);
+        return ZT_SKIP;
+    }
+    zt_bpe *b;
+    if (zt_bpe_load(&b, vocab) != ZT_OK) {
+        fprintf(stderr, "%s\n", zt_error_message());
+        return ZT_FAIL;
+    }
+    int merges = 0;
+    for (int32_t id = 0; id < zt_bpe_eot(b); id++) {
+        size_t n, nl, nr;
+        const unsigned char *p = zt_bpe_token_bytes(b, id, &n);
+        if (n < 2) continue;
+        int32_t l, r;
+        CHECK(zt_bpe_merge_of(b, id, &l, &r));
+        CHECK(l < id && r < id);
+        const unsigned char *pl = zt_bpe_token_bytes(b, l, &nl), *pr = zt_bpe_token_bytes(b, r, &nr);
+        CHECK(nl + nr == n && memcmp(pl, p, nl) == 0 && memcmp(pr, p + nl, nr) == 0);
+        if (merges == 0) {
+            CHECK_EQ_INT(id, 256);
+            CHECK_EQ_INT(l, 220);
+            CHECK_EQ_INT(r, 83);
+        }
+        merges++;
+    }
+    CHECK_EQ_INT(merges, 50000);
     zt_bpe_free(b);
     return ZT_PASS;
 }
