@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bpe.h"
 #include "safetensors.h"
 
 static zt_status export_files(const zt_model_shape *shape, const zt_layout *lays,
@@ -90,7 +91,12 @@ zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
 }
 
 // config.json as model.safetensors is written: a temp file, fsynced, renamed over.
+// bos and eos: <|endoftext|> (50256) for GPT-2's vocabulary; null for any other (a byte-level
+// model has no end-of-text token), which transformers keeps as None, where a missing key
+// would make GPT2Config default to 50256, outside a 256-id vocabulary.
 static zt_status write_config(const zt_model_shape *sh, const char *path) {
+    char eot[16] = "null";
+    if (sh->vocab == ZT_GPT2_VOCAB) snprintf(eot, sizeof eot, "%d", ZT_BPE_GPT2_EOT);
     char tmp[4500];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     FILE *f = fopen(tmp, "w");
@@ -101,8 +107,9 @@ static zt_status write_config(const zt_model_shape *sh, const char *path) {
             "  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"activation_function\": \"gelu_new\",\n"
             "  \"layer_norm_epsilon\": 1e-05,\n  \"tie_word_embeddings\": true,\n"
             "  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0,\n"
+            "  \"bos_token_id\": %s,\n  \"eos_token_id\": %s,\n"
             "  \"torch_dtype\": \"float32\"\n}\n",
-            sh->vocab, sh->n_ctx, sh->n_ctx, sh->n_embd, sh->n_layer, sh->n_head) > 0;
+            sh->vocab, sh->n_ctx, sh->n_ctx, sh->n_embd, sh->n_layer, sh->n_head, eot, eot) > 0;
     ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
     int err = ok ? 0 : errno;
     ok = (fclose(f) == 0) && ok;

@@ -2,7 +2,7 @@
 #   python3 tests/generate_hf.py MODEL_DIR IDS MAX_NEW
 # loads MODEL_DIR with GPT2LMHeadModel (fp32, CPU), runs generate(do_sample=False) on the
 # comma-separated prompt ids and prints the new ids, space-separated (it stops at the
-# config's eos_token_id, 50256 by GPT-2's default, as zerotrain does for vocabulary 50257).
+# config's eos_token_id: 50256 for vocabulary 50257, as zerotrain does; none for bytes).
 import sys
 
 import torch

@@ -2,7 +2,9 @@
 # Hugging Face transformers itself loads what zerotrain writes: a --save directory of a
 # pp 2 x tp 2 run and the `zerotrain export` of its checkpoint load with
 # GPT2LMHeadModel.from_pretrained, and their loss on the validation tokens equals
-# zerotrain's validation loss (rtol 1e-4: fp32 in both, summed in another order).
+# zerotrain's validation loss (rtol 1e-4: fp32 in both, summed in another order). The model is
+# byte-level (vocabulary 256): both directories hold only model.safetensors and config.json,
+# whose bos/eos are null (tests/sh/hf_tokenizer*.sh cover GPT-2's vocabulary).
 # Needs torch and transformers for ${PYTHON:-/usr/bin/python3}; skips (77) without them.
 set -euo pipefail
 PY=${PYTHON:-/usr/bin/python3}
@@ -25,5 +27,8 @@ for d in saved exported; do
   theirs=$($PY tests/ckpt/hf_val_loss.py $out/$d $val 32 8)  # 2 val batches x 4 sequences
   echo "$d: transformers $theirs, zerotrain $ours"
   $PY -c "import sys; a,b=$theirs,$ours; sys.exit(0 if abs(a-b) <= 1e-4*abs(b) else 1)" || fail=1
+  [ "$(ls $out/$d | tr '\n' ' ')" = "config.json model.safetensors " ] || { echo "FAIL $d: files $(ls $out/$d)"; fail=1; }
+  grep -q '"bos_token_id": null,' $out/$d/config.json && grep -q '"eos_token_id": null,' $out/$d/config.json ||
+    { echo "FAIL $d: config.json bos/eos: $(grep _token_id $out/$d/config.json)"; fail=1; }
 done
 exit $fail
