@@ -103,7 +103,7 @@ static const opt_desc k_opts[] = {
     {"log", OPT_STR, FIELD(log), "", "PATH", NULL, 0, "data", "write metrics as JSON lines"},
     {"save", OPT_STR, FIELD(save), "", "DIR", NULL, 0, "data",
      "at the end, write the weights as a Hugging Face GPT-2 directory (model.safetensors + "
-     "config.json)"},
+     "config.json, and GPT-2's tokenizer files when the vocabulary is 50257)"},
     {"ckpt-dir", OPT_STR, FIELD(ckpt_dir), "", "DIR", NULL, 0, "checkpoints",
      "write sharded checkpoints DIR/step-N (docs/checkpoints.md)"},
     {"ckpt-every", OPT_INT, FIELD(ckpt_every), "0", "N", NULL, 0, "checkpoints",

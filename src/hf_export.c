@@ -1,4 +1,5 @@
-// Hugging Face GPT-2 directory: model.safetensors + config.json.
+// Hugging Face GPT-2 directory: model.safetensors + config.json, and GPT-2's tokenizer files
+// when the vocabulary is GPT-2's (src/hf_tokenizer_export.c).
 #include "hf_export.h"
 
 #include <dirent.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "bpe.h"
+#include "hf_tokenizer_export.h"
 #include "safetensors.h"
 
 static zt_status export_files(const zt_model_shape *shape, const zt_layout *lays,
@@ -26,20 +28,29 @@ static void sync_dir(const char *dir) {
     }
 }
 
+// A file the previous export wrote: model.safetensors, config.json, and the tokenizer files
+// when its tokenizer_config.json carries the export's mark (tok_ours).
+static int export_own(const char *name, int tok_ours) {
+    return strcmp(name, "model.safetensors") == 0 || strcmp(name, "config.json") == 0 ||
+           (tok_ours && zt_hf_tokenizer_file(name));
+}
+
 // After `dir` and the fresh export `old` (the previous directory) traded places: the
-// entries that are not an export's own (a user's notes, tokenizer files) move back into
-// `dir`, the old export's files go, and so does `old`.
+// entries that are not an export's own (a user's notes, a user's tokenizer files) move back
+// into `dir` unless the new export has the name, the old export's files go (its tokenizer
+// files too where the new export has none: a byte-level model after a GPT-2 one), and so
+// does `old`.
 static void retire_old(const char *old, const char *dir) {
     DIR *d = opendir(old);
     if (!d) return;
+    int tok_ours = zt_hf_tokenizer_marked(old);
     struct dirent *e;
     char from[4200], to[4200];
     while ((e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
         snprintf(from, sizeof from, "%s/%s", old, e->d_name);
         snprintf(to, sizeof to, "%s/%s", dir, e->d_name);
-        if (strcmp(e->d_name, "model.safetensors") == 0 || strcmp(e->d_name, "config.json") == 0 ||
-            access(to, F_OK) == 0)
+        if (export_own(e->d_name, tok_ours) || access(to, F_OK) == 0)
             unlink(from);
         else
             rename(from, to);
@@ -48,6 +59,23 @@ static void retire_old(const char *old, const char *dir) {
     if (rmdir(old) != 0)
         fprintf(stderr, "zerotrain: warning: the previous export was kept in %s (%s)\n", old,
                 strerror(errno));
+}
+
+// GPT-2's tokenizer files into the export `tmp` (to become `dir`). Never fails the save: a
+// model at the end of a long run matters more than its tokenizer files, which the next export
+// can add. Without them one warning says why and how to get them.
+static void export_tokenizer(const zt_model_shape *shape, const char *tmp, const char *dir) {
+    char vocab[4096];
+    zt_bpe_default_vocab(vocab, sizeof vocab);
+    if (access(vocab, F_OK) != 0)
+        fprintf(stderr, "zerotrain: warning: no tokenizer files (vocab.json, merges.txt, ...) "
+                        "in %s: the GPT-2 vocabulary %s is missing (%s); "
+                        "`bash scripts/fetch_gpt2_vocab.sh` fetches it to there, and the next "
+                        "--save or `zerotrain export` writes them\n",
+                dir, vocab, strerror(errno));
+    else if (zt_hf_tokenizer_export(vocab, shape->n_ctx, tmp) != ZT_OK)
+        fprintf(stderr, "zerotrain: warning: no tokenizer files in %s: %s\n", dir,
+                zt_error_message());
 }
 
 // The export is written into a fresh sibling directory, synced, then put in place: renamed
@@ -64,19 +92,30 @@ zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
         rmdir(tmp); // the writers removed their temporary files
         return s;
     }
+    if (shape->vocab == ZT_GPT2_VOCAB) export_tokenizer(shape, tmp, dir);
     sync_dir(tmp);
     struct stat st;
+    // ZT_TEST_HF_NO_EXCHANGE=1: take the fallback, as on a file system without the exchange
+    const char *no_exchange = getenv("ZT_TEST_HF_NO_EXCHANGE");
     if (stat(dir, &st) != 0) {
         if (rename(tmp, dir) != 0) s = zt_errorf("cannot rename %s to %s: %s", tmp, dir,
                                                  strerror(errno));
-    } else if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
+    } else if (!(no_exchange && no_exchange[0] == '1') &&
+               renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
         retire_old(tmp, dir);
     } else { // a file system without the exchange: the files one by one, each atomic
-        const char *files[] = {"model.safetensors", "config.json"};
+        // the old export's tokenizer files go where the new export has none
+        int old_tok = zt_hf_tokenizer_marked(dir);
+        const char *files[2 + ZT_HF_TOKENIZER_NFILES] = {"model.safetensors", "config.json"};
+        for (int i = 0; i < ZT_HF_TOKENIZER_NFILES; i++) files[2 + i] = zt_hf_tokenizer_files[i];
         char from[4300], to[4300];
-        for (int i = 0; i < 2 && s == ZT_OK; i++) {
+        for (int i = 0; i < 2 + ZT_HF_TOKENIZER_NFILES && s == ZT_OK; i++) {
             snprintf(from, sizeof from, "%s/%s", tmp, files[i]);
             snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+            if (i >= 2 && access(from, F_OK) != 0) {
+                if (old_tok) unlink(to);
+                continue;
+            }
             if (rename(from, to) != 0)
                 s = zt_errorf("cannot move %s to %s: %s", from, to, strerror(errno));
         }

@@ -8,8 +8,11 @@
 // transposed to (in, out), wte without the vocabulary padding) and dir/config.json from
 // the flat parameters of every (pipeline stage, tp rank) part: params[i] laid out by
 // lays[i]. A tp-split tensor is assembled from its slices; a tensor held by two stages
-// (the tied wte) is written once, from the first part that holds it. Creates dir if
-// needed.
+// (the tied wte) is written once, from the first part that holds it. config.json's bos/eos
+// are 50256 for GPT-2's vocabulary, null for any other. With GPT-2's vocabulary (50257) GPT-2's
+// tokenizer files go too, from the default gpt2.tiktoken; without it, a warning and no
+// tokenizer files (never an error). Creates dir if needed; an earlier export there is
+// replaced as a whole, a user's files stay (docs/checkpoints.md).
 zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
                        const float *const *params, int n_parts, const char *dir);
 

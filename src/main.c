@@ -47,7 +47,8 @@ static void usage(FILE *f) {
             "                                 are below what the CPU offers)\n"
             "  zerotrain export CKPT --out DIR\n"
             "                                 merges a sharded checkpoint (any layout) into one\n"
-            "                                 Hugging Face directory\n"
+            "                                 Hugging Face directory (with GPT-2's tokenizer\n"
+            "                                 files when the vocabulary is 50257)\n"
             "  zerotrain help                 this text\n"
             "\n"
             "train ");
