@@ -23,7 +23,9 @@ ranks() {
   pids=()
   local p
   for p in $(pgrep -f "build/zerotrain ${ARGS[*]}"); do
-    [ "$(cat /proc/$p/comm 2>/dev/null)" = zerotrain ] && pids+=("$p")
+    # the executable, not comm: after the BLAS re-exec (src/blas_core.c, execv of
+    # /proc/self/exe) a rank's comm is "exe"
+    [ "$(basename "$(readlink /proc/$p/exe 2>/dev/null)")" = zerotrain ] && pids+=("$p")
   done
 }
 rank_of() { tr '\0' '\n' < /proc/$1/environ 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p'; }
