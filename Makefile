@@ -22,7 +22,7 @@ MPI_LIBS   = $(file <$(BUILD)/mpi.libs)
 CFLAGS   ?= -O2 -g -march=native
 CFLAGS   += -fno-math-errno -std=c11 -Wall -Wextra -Wno-unused-parameter -fopenmp -D_GNU_SOURCE \
             -MMD -MP -Isrc -Ikernels -Ioptim -Icomm $(MPI_CFLAGS)
-LDLIBS   += $(MPI_LIBS) -lopenblas -lcjson -lpcre2-8 -lm -fopenmp
+LDLIBS   += $(MPI_LIBS) -lopenblas -lcjson -lpcre2-8 -lxxhash -lm -fopenmp
 
 # kernels/backend_cuda.c and comm/comm_nccl.c need the CUDA toolkit: `make cuda` only.
 CUDA_C_SRC := kernels/backend_cuda.c comm/comm_nccl.c

@@ -2,14 +2,16 @@
 # Checkpoint save and load time and bytes per rank for gpt2 (124M) at dp 2 with ZeRO-1
 # (bench/RESULTS.md), for fp32 AdamW and 8-bit AdamW. One step, then a save; then a run
 # that only resumes (--steps 1 from a step-1 checkpoint: it loads and stops).
+# ZT=path/to/zerotrain measures another build (e.g. the one before a change).
 set -euo pipefail
 out=${OUT:-build/bench_ckpt}; rm -rf $out; mkdir -p $out
+ZT=${ZT:-build/zerotrain}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 MPI="mpirun --oversubscribe $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root )"
 for opt in adamw adamw8bit; do
   flags="--model gpt2 --zero 1 --micro-batch 1 --seq 64 --steps 1 --val-every 0 --optim $opt"
-  $MPI -np 2 build/zerotrain $flags --ckpt-dir $out/ck-$opt > $out/save-$opt.out 2>&1
-  $MPI -np 2 build/zerotrain $flags --resume $out/ck-$opt > $out/load-$opt.out 2>&1
+  $MPI -np 2 $ZT $flags --ckpt-dir $out/ck-$opt > $out/save-$opt.out 2>&1
+  $MPI -np 2 $ZT $flags --resume $out/ck-$opt > $out/load-$opt.out 2>&1
   echo "== $opt"
   grep "^checkpoint" $out/save-$opt.out
   grep "^resumed" $out/load-$opt.out

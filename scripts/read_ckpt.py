@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
 """Loads a zerotrain checkpoint (docs/checkpoints.md) into numpy arrays by name.
 
-    read_ckpt.py CKPT [--hf] [--state]     prints every tensor's name, shape and norm
+    read_ckpt.py CKPT [--hf] [--state] [--verify | --no-verify]
+                                           prints every tensor's name, shape and norm
 
 CKPT is a checkpoint directory (its `latest` is taken) or one step-N directory.
-As a module: load(ckpt, hf=False, state=False) returns (manifest, {name: array}); with
+Every file's size and checksum are checked against the manifest: XXH3-64 (format version 2)
+through the PyPI package xxhash, FNV-1a 64 (version 1) in pure Python (about 15 MB/s: use
+--no-verify for a large old checkpoint). Without xxhash a version 2 checkpoint is read
+unverified, with one line saying so; --verify makes that an error.
+As a module: load(ckpt, hf=False, state=False, verify=None) returns (manifest,
+{name: array}), raising ChecksumError on a mismatch (verify None: when xxhash allows it); with
 state=True also "<name>:m" and "<name>:v" (8-bit state dequantized with the maps of
 kernels/quant8_math.h is not reproduced here: 8-bit moments come back as
 "<name>:qm"/"<name>:qv" codes and "<name>:am"/"<name>:av" per-segment absmax lists).
@@ -16,7 +22,48 @@ import sys
 
 import numpy as np
 
+try:
+    import xxhash
+except ImportError:
+    xxhash = None
+
 DT = {"F32": np.float32, "U8": np.uint8, "F16": np.float16}
+NO_XXHASH = "the Python package xxhash is missing (pip install xxhash)"
+
+
+class ChecksumError(Exception):
+    pass
+
+
+def fnv1a64(data, h=1469598103934665603):
+    """FNV-1a 64 as src/rng.h zt_hash_bytes computes it, for version 1 checkpoints: its offset
+    basis is ZT_FNV1A_BASIS, 1469598103934665603, a digit short of the standard
+    14695981039346656037, and version 1 manifests hold that variant's value."""
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def checksum_of(man):
+    """(algorithm, the file entries' key) of a manifest (docs/checkpoints.md)."""
+    v = man.get("version")
+    if v == 1:
+        return "fnv1a-64", "fnv1a64"
+    if v == 2 and man.get("checksum") == "xxh3-64":
+        return "xxh3-64", "digest"
+    raise ValueError(f"manifest version {v} with checksum {man.get('checksum')!r}: "
+                     "this script reads versions 1 (fnv1a-64) and 2 (xxh3-64)")
+
+
+def will_verify(alg, verify):
+    """load's verify argument made definite: None verifies when xxhash allows it."""
+    if verify and alg == "xxh3-64" and xxhash is None:
+        raise ChecksumError(f"{NO_XXHASH}: the xxh3-64 checksums cannot be verified")
+    return verify if verify is not None else alg != "xxh3-64" or xxhash is not None
+
+
+def digest(alg, raw):
+    return xxhash.xxh3_64_intdigest(raw) if alg == "xxh3-64" else fnv1a64(raw)
 
 
 def q8_map(signed, decades=7):
@@ -45,8 +92,7 @@ def resolve(path):
     return os.path.join(path, max(steps, key=lambda d: int(d[5:])))
 
 
-def read_safetensors(path):
-    raw = open(path, "rb").read()
+def read_safetensors(raw):
     (n,) = struct.unpack("<Q", raw[:8])
     hdr = json.loads(raw[8:8 + n])
     hdr.pop("__metadata__", None)
@@ -55,9 +101,13 @@ def read_safetensors(path):
                              base + v["data_offsets"][0]) for k, v in hdr.items()}
 
 
-def load(ckpt, hf=False, state=False):
+def load(ckpt, hf=False, state=False, verify=None):
     d = resolve(ckpt)
     man = json.load(open(os.path.join(d, "manifest.json")))
+    alg, hkey = checksum_of(man)
+    if verify is None and not will_verify(alg, None):
+        print(f"read_ckpt: {NO_XXHASH}: the xxh3-64 checksums are not verified", file=sys.stderr)
+    verify = will_verify(alg, verify)
     shapes = {t["name"]: t for t in man["tensors"]}
     out, B = {}, man["optimizer"]["block_size"]
     maps = {"qm": q8_map(True), "qv": q8_map(False)}
@@ -67,7 +117,16 @@ def load(ckpt, hf=False, state=False):
             out[t["name"] + ":m"] = np.zeros(int(np.prod(t["shape"])), np.float32)
             out[t["name"] + ":v"] = np.zeros(int(np.prod(t["shape"])), np.float32)
     for f in man["files"]:
-        st = read_safetensors(os.path.join(d, f["name"]))
+        path = os.path.join(d, f["name"])
+        raw = open(path, "rb").read()
+        if verify:
+            if len(raw) != f["bytes"]:
+                raise ChecksumError(f"{path}: {len(raw)} bytes, the manifest says {f['bytes']}")
+            h = digest(alg, raw)
+            if h != int(f[hkey], 16):
+                raise ChecksumError(f"{path} is corrupt: its {alg} checksum {h:016x} differs "
+                                    f"from the manifest's {f[hkey]}")
+        st = read_safetensors(raw)
         for key, arr in st.items():
             name, kind, g, phase, blk, rest = key.split("|")
             g = int(g)
@@ -88,9 +147,17 @@ def load(ckpt, hf=False, state=False):
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    man, ts = load(args[0], hf="--hf" in sys.argv, state="--state" in sys.argv)
+    verify = True if "--verify" in sys.argv else False if "--no-verify" in sys.argv else None
+    try:
+        man, ts = load(args[0], hf="--hf" in sys.argv, state="--state" in sys.argv,
+                       verify=verify)
+    except (ChecksumError, ValueError) as e:
+        sys.exit(f"read_ckpt: error: {e}")
     print(f"step {man['step']}, samples {man['samples']}, optimizer {man['optimizer']}, "
           f"layout {man['layout']}")
+    alg = checksum_of(man)[0]
+    print(f"checksums: {len(man['files'])} files, {alg}, "
+          + ("all equal the manifest's" if will_verify(alg, verify) else "not verified"))
     for k, v in ts.items():
         if isinstance(v, np.ndarray):
             print(f"{k:40s} {str(list(v.shape)):16s} norm {np.linalg.norm(v.astype(np.float64)):.6g}")

@@ -8,9 +8,10 @@ pkgs=(
   libopenmpi-dev openmpi-bin # MPI: launcher, bootstrap, CPU collectives
   libcjson-dev               # JSON config
   libpcre2-dev               # GPT-2 BPE pre-tokenizer (Unicode regex)
+  libxxhash-dev              # XXH3-64, the checkpoint files' checksum (docs/checkpoints.md)
   python3 python3-torch python3-numpy # the PyTorch reference in the tests and bench
   python3-matplotlib         # the bench's plots
-  python3-pip                # PyPI: GPT-2's vocabulary file, tiktoken and transformers (tests)
+  python3-pip                # PyPI: GPT-2's vocabulary file, tiktoken, transformers, xxhash
   procps                     # pgrep (tests/sh/rank_dies.sh); not in a minimal Debian
   # Everything else the tests and benches call (timeout, awk, diff, lscpu, ...) is in
   # Debian's essential/required set, present on every install (debootstrap minbase too).
@@ -38,4 +39,10 @@ PY=${PYTHON:-/usr/bin/python3}
 if ! "$PY" -c "import transformers" 2>/dev/null; then
   "$PY" -m pip install -q --break-system-packages "transformers==4.36.2" ||
     echo "setup: could not install transformers (offline?); the Hugging Face load tests will skip"
+fi
+# xxhash for scripts/read_ckpt.py to verify the checkpoints' XXH3-64 checksums (optional: without
+# it the script still reads checkpoints, it only cannot verify them; checked: 4.1.0).
+if ! "$PY" -c "import xxhash" 2>/dev/null; then
+  "$PY" -m pip install -q --break-system-packages "xxhash==4.1.0" ||
+    echo "setup: could not install xxhash (offline?); scripts/read_ckpt.py will not verify checkpoint checksums"
 fi

@@ -16,8 +16,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "rng.h"
+#include <xxhash.h>
 
 static const char *dtype_name(zt_st_dtype d) {
     switch (d) {
@@ -56,9 +55,9 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
     }
 }
 
-// fwrite that also hashes what it writes.
-static int hwrite(FILE *f, const void *p, size_t n, uint64_t *h) {
-    *h = zt_hash_bytes(*h, p, n);
+// fwrite that also hashes what it writes (XXH3-64, streaming: no second pass over the data).
+static int hwrite(FILE *f, const void *p, size_t n, XXH3_state_t *h) {
+    if (h) ZT_ASSERT(XXH3_64bits_update(h, p, n) == XXH_OK);
     return fwrite(p, 1, n, f) == n;
 }
 
@@ -89,15 +88,22 @@ zt_status zt_safetensors_write_ex(const char *path, const zt_st_tensor *t, int n
         free(hdr.p);
         return zt_errorf("cannot write %s: %s", tmp, strerror(errno));
     }
-    uint64_t h = ZT_FNV1A_BASIS, hlen = hdr.len;
-    int ok = hwrite(f, &hlen, 8, &h) && hwrite(f, hdr.p, hdr.len, &h);
+    uint64_t hlen = hdr.len;
+    XXH3_state_t *h = NULL;
+    if (hash) {
+        h = XXH3_createState();
+        ZT_ASSERT(h && XXH3_64bits_reset(h) == XXH_OK);
+    }
+    int ok = hwrite(f, &hlen, 8, h) && hwrite(f, hdr.p, hdr.len, h);
     for (int i = 0; ok && i < n; i++) {
         size_t cnt = (size_t)t[i].shape[0] * (size_t)(t[i].ndim == 2 ? t[i].shape[1] : 1);
-        ok = hwrite(f, t[i].data, cnt * dtype_size(t[i].dtype), &h);
+        ok = hwrite(f, t[i].data, cnt * dtype_size(t[i].dtype), h);
     }
     // on disk before the rename, so a crash leaves the old file or the whole new one; the
     // message gives the first failure's errno
     int err = ok ? 0 : errno;
+    uint64_t digest = h ? XXH3_64bits_digest(h) : 0;
+    XXH3_freeState(h);
     if (fflush(f) != 0 && !err) err = errno;
     if (fsync(fileno(f)) != 0 && !err) err = errno;
     if (fclose(f) != 0 && !err) err = errno;
@@ -107,7 +113,7 @@ zt_status zt_safetensors_write_ex(const char *path, const zt_st_tensor *t, int n
         unlink(tmp);
         return zt_errorf("writing %s failed: %s", path, strerror(err));
     }
-    if (hash) *hash = h;
+    if (hash) *hash = digest;
     if (bytes) *bytes = 8 + hlen + off;
     return ZT_OK;
 }

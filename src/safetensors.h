@@ -23,8 +23,8 @@ zt_status zt_safetensors_write(const char *path, const zt_st_tensor *t, int n);
 
 // As zt_safetensors_write, with `meta` (a JSON object's members without braces, e.g.
 // "\"format\":\"pt\"", or NULL) as __metadata__; when `direct`, writes `path` itself
-// (the caller's directory provides atomicity). *hash (FNV-1a 64 of every byte of the
-// file) and *bytes are set when not NULL.
+// (the caller's directory provides atomicity). *hash (XXH3-64, seed 0, of every byte of
+// the file, computed while writing) and *bytes are set when not NULL.
 zt_status zt_safetensors_write_ex(const char *path, const zt_st_tensor *t, int n,
                                   const char *meta, int direct, uint64_t *hash,
                                   uint64_t *bytes);

@@ -1,8 +1,9 @@
 // safetensors reader: round trip with the writer, BF16/F16 widening, and one clear error
-// naming the file for truncated or corrupt input.
+// naming the file for truncated or corrupt input; the writer's XXH3-64 checksum.
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "safetensors.h"
 #include "test.h"
@@ -40,6 +41,34 @@ ZT_TEST(safetensors_roundtrip) {
     CHECK(memcmp(back, a, sizeof a) == 0);
     CHECK(memcmp(zt_st_bytes(&f, j), q, 3) == 0);
     zt_st_close(&f);
+    remove(p);
+    return ZT_PASS;
+}
+
+// The checksum a checkpoint's manifest records: XXH3-64 (seed 0) of every byte of the file,
+// computed while writing, equals the one-shot hash of the file as read back; and it is the
+// XXH3-64 that Python's xxhash.xxh3_64_intdigest computes (the empty input's published
+// digest), so scripts/read_ckpt.py verifies the same number.
+ZT_TEST(safetensors_xxh3_checksum) {
+    CHECK(XXH3_64bits("", 0) == 0x2D06800538D394C2ULL);
+    static float big[300000]; // more than the streaming state's internal buffer, in pieces
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) big[i] = (float)i * 0.25f - 7.0f;
+    uint8_t q[5] = {1, 2, 3, 4, 5};
+    zt_st_tensor t[3] = {{"big", 1, {300000, 0}, big, ZT_ST_F32},
+                         {"q", 1, {5, 0}, q, ZT_ST_U8},
+                         {"small", 2, {2, 3}, big + 11, ZT_ST_F32}};
+    const char *p = tmp_path("xxh3");
+    uint64_t h = 0, bytes = 0;
+    CHECK(zt_safetensors_write_ex(p, t, 3, "\"format\":\"test\"", 1, &h, &bytes) == ZT_OK);
+    FILE *f = fopen(p, "rb");
+    CHECK(f != NULL);
+    static uint8_t back[2 << 20];
+    size_t n = fread(back, 1, sizeof back, f);
+    fclose(f);
+    CHECK(n == bytes && n > sizeof big);
+    CHECK(h == XXH3_64bits(back, n));
+    back[n / 2] ^= 1; // any changed byte changes it
+    CHECK(h != XXH3_64bits(back, n));
     remove(p);
     return ZT_PASS;
 }

@@ -4,6 +4,12 @@
 #   checkpoint loadable; the half-written one is ignored with a message; the resumed run
 #   equals the uninterrupted one bit for bit;
 # - a truncated, corrupted or mismatched checkpoint stops with one error naming the file;
+# - a checkpoint in the previous format (version 1: FNV-1a 64 checksums instead of XXH3-64;
+#   made from a fresh one by tests/ckpt/to_v1.py, which the version-1 writer's output equals
+#   byte for byte) still loads and resumes bit for bit, exports the same model, and a
+#   corrupted byte is detected under both checksums, by zerotrain and by
+#   scripts/read_ckpt.py (whose Python XXH3-64 and FNV-1a must equal zerotrain's digests);
+#   without the xxhash module read_ckpt.py still reads, saying `pip install xxhash`;
 # - `zerotrain export` of a dp 2 x pp 2 x tp 2 checkpoint equals the run's own --save byte
 #   for byte;
 # - --init-from a Hugging Face directory (its config.json gives the shape, no shape flags)
@@ -46,6 +52,21 @@ grep "ignoring" $out/res.out || die "no message about the incomplete checkpoint"
 echo "== crash during save, resumed from step 2"
 $PY tests/ckpt/compare_losses.py $out/full.jsonl $out/res.jsonl || fail=1
 
+# --- the previous format: version 1, FNV-1a 64
+grep -q '"checksum": "xxh3-64"' $out/ck/step-2/manifest.json || die "step-2 is not an xxh3-64 checkpoint"
+cp -r $out/ck/step-2 $out/v1
+$PY tests/ckpt/to_v1.py $out/v1
+grep -q '"version": 1,' $out/v1/manifest.json && grep -q '"fnv1a64"' $out/v1/manifest.json \
+    || die "to_v1.py did not write a version 1 manifest"
+$MPI -np 2 build/zerotrain $common --steps 6 --zero 1 --micro-batch 2 --grad-accum 2 \
+    --resume $out/v1 --log $out/v1.jsonl > $out/v1.out 2>&1 || { cat $out/v1.out; exit 1; }
+echo "== version 1 (FNV-1a 64) checkpoint, resumed from step 2"
+$PY tests/ckpt/compare_losses.py $out/full.jsonl $out/v1.jsonl || fail=1
+build/zerotrain export $out/v1 --out $out/v1exp > /dev/null && build/zerotrain export $out/ck/step-2 \
+    --out $out/v2exp > /dev/null || die "export failed"
+cmp $out/v1exp/model.safetensors $out/v2exp/model.safetensors && echo "export of version 1 == version 2" \
+    || die "the version 1 export differs"
+
 # --- truncated, corrupted, mismatched
 expect_error() { # name pattern command...
   local name=$1 pat=$2; shift 2
@@ -55,8 +76,31 @@ expect_error() { # name pattern command...
 cp -r $out/ck/step-6 $out/bad
 f=$out/bad/shard-pp0-tp0-dp1.safetensors
 printf '\x55' | dd of=$f bs=1 seek=2000 conv=notrunc status=none
-expect_error corrupt "zerotrain: error: checkpoint file .*shard-pp0-tp0-dp1.safetensors is corrupt" \
+expect_error corrupt "zerotrain: error: checkpoint file .*shard-pp0-tp0-dp1.safetensors is corrupt: its XXH3-64 checksum" \
     $MPI -np 2 build/zerotrain $common --steps 6 --zero 1 --micro-batch 2 --grad-accum 2 --resume $out/bad
+cp -r $out/v1 $out/bad1
+printf '\x55' | dd of=$out/bad1/shard-pp0-tp0-dp1.safetensors bs=1 seek=2000 conv=notrunc status=none
+expect_error corrupt1 "zerotrain: error: checkpoint file .*shard-pp0-tp0-dp1.safetensors is corrupt: its FNV-1a 64 checksum" \
+    $MPI -np 2 build/zerotrain $common --steps 6 --zero 1 --micro-batch 2 --grad-accum 2 --resume $out/bad1
+# scripts/read_ckpt.py: the same digests (XXH3-64 through xxhash, FNV-1a in Python), the same
+# corruption found
+RC="$PY scripts/read_ckpt.py"
+if $PY -c "import xxhash" 2>/dev/null; then
+  $RC --verify $out/ck/step-6 > $out/py2.out 2>&1 && grep "xxh3-64, all equal" $out/py2.out \
+      || { cat $out/py2.out; die "read_ckpt.py: xxh3-64 digests differ from zerotrain's"; }
+  expect_error pycorrupt "bad/shard-pp0-tp0-dp1.safetensors is corrupt: its xxh3-64 checksum" $RC $out/bad
+else
+  echo "note: no Python xxhash here (pip install xxhash): read_ckpt.py's xxh3-64 check not run"
+fi
+$RC $out/v1 > $out/py1.out 2>&1 && grep "fnv1a-64, all equal" $out/py1.out \
+    || { cat $out/py1.out; die "read_ckpt.py: FNV-1a digests differ from zerotrain's"; }
+expect_error pycorrupt1 "bad1/shard-pp0-tp0-dp1.safetensors is corrupt: its fnv1a-64 checksum" $RC $out/bad1
+# without xxhash (an import that fails): reads unverified with one line, --verify refuses
+mkdir -p $out/noxx && echo 'raise ImportError("hidden by ckpt_faults.sh")' > $out/noxx/xxhash.py
+PYTHONPATH=$out/noxx $RC $out/ck/step-6 > $out/py0.out 2> $out/py0.err || die "read_ckpt.py without xxhash failed"
+[ "$(grep -c 'pip install xxhash' $out/py0.err)" = 1 ] && grep -q "xxh3-64, not verified" $out/py0.out \
+    && grep -q "^wte.weight" $out/py0.out || { cat $out/py0.out $out/py0.err; die "read_ckpt.py without xxhash"; }
+expect_error pynoxx "pip install xxhash" env PYTHONPATH=$out/noxx $RC --verify $out/ck/step-6
 cp $out/ck/step-6/shard-pp0-tp0-dp1.safetensors $f
 truncate -s 1000 $f
 expect_error truncated "shard-pp0-tp0-dp1.safetensors is truncated" \
