@@ -265,19 +265,27 @@ ZT_TEST(bpe_vocab_errors) {
     return ZT_PASS;
 }
 
-// With the real vocabulary (skipped when it is not installed): every byte string survives.
-ZT_TEST(bpe_gpt2_roundtrip) {
+// The installed GPT-2 vocabulary into *b: ZT_PASS, ZT_SKIP when it is absent, ZT_FAIL when
+// it does not load.
+static int load_gpt2(zt_bpe **b) {
     char vocab[1024];
     zt_bpe_default_vocab(vocab, sizeof vocab);
     if (access(vocab, R_OK) != 0) {
         fprintf(stderr, "SKIP: %s absent (scripts/fetch_gpt2_vocab.sh)\n", vocab);
         return ZT_SKIP;
     }
-    zt_bpe *b;
-    if (zt_bpe_load(&b, vocab) != ZT_OK) {
+    if (zt_bpe_load(b, vocab) != ZT_OK) {
         fprintf(stderr, "%s\n", zt_error_message());
         return ZT_FAIL;
     }
+    return ZT_PASS;
+}
+
+// With the real vocabulary (skipped when it is not installed): every byte string survives.
+ZT_TEST(bpe_gpt2_roundtrip) {
+    zt_bpe *b;
+    int got = load_gpt2(&b);
+    if (got != ZT_PASS) return got;
     CHECK_EQ_INT(zt_bpe_vocab_size(b), 50257);
     CHECK_EQ_INT(zt_bpe_eot(b), ZT_BPE_GPT2_EOT);
     // "Hello world" = 15496, 995 in GPT-2.
@@ -331,17 +339,9 @@ ZT_TEST(bpe_merge_of) {
 // Every one of GPT-2's 50000 multi-byte tokens derives from a merge of two lower ranks whose
 // bytes make it; the first is " t" = " " (220) + "t" (83), merges.txt's first line "Ġ t".
 ZT_TEST(bpe_gpt2_merges) {
-    char vocab[1024];
-    zt_bpe_default_vocab(vocab, sizeof vocab);
-    if (access(vocab, R_OK) != 0) {
-        fprintf(stderr, "SKIP: %s absent (scripts/fetch_gpt2_vocab.sh)\n", vocab);
-        return ZT_SKIP;
-    }
     zt_bpe *b;
-    if (zt_bpe_load(&b, vocab) != ZT_OK) {
-        fprintf(stderr, "%s\n", zt_error_message());
-        return ZT_FAIL;
-    }
+    int got = load_gpt2(&b);
+    if (got != ZT_PASS) return got;
     int merges = 0;
     for (int32_t id = 0; id < zt_bpe_eot(b); id++) {
         size_t n, nl, nr;
