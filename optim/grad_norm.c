@@ -3,17 +3,25 @@
 
 #include <math.h>
 
+// Runs of adjacent counted tensors go to the backend as one range: one pass (and on the
+// CPU one parallel region) instead of one per tensor, most of them small.
 void zt_grad_sumsq(const zt_backend *be, double out[2], const float *grads, const zt_layout *lay,
                    size_t lo, size_t hi, int count_replicated, int count_tied) {
     out[0] = out[1] = 0.0;
+    size_t run_a = 0, run_b = 0; // the pending range [run_a, run_b)
     for (int i = 0; i < lay->n; i++) {
         const zt_tensor_desc *t = &lay->t[i];
         if ((t->replicated && !count_replicated) || (t->tied && !count_tied)) continue;
         size_t a = t->offset > lo ? t->offset : lo;
         size_t b = zt_min_sz(t->offset + t->numel, hi);
         if (a >= b) continue;
-        be->ops->sumsq(be, out, grads + a, b - a);
+        if (a != run_b) {
+            if (run_b > run_a) be->ops->sumsq(be, out, grads + run_a, run_b - run_a);
+            run_a = a;
+        }
+        run_b = b;
     }
+    if (run_b > run_a) be->ops->sumsq(be, out, grads + run_a, run_b - run_a);
 }
 
 float zt_clip_scale(double norm, float max_norm) {

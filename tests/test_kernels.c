@@ -1006,3 +1006,68 @@ ZT_TEST(kernel_memset_chunks) {
     tmem_release();
     return ZT_PASS;
 }
+
+// Bias gradients in column blocks: every column is still summed from row 0 down onto its
+// old value, so the result is the same bits at any thread count and equals the plain loop
+// exactly. OC = 1100 spans more than one 512-wide block and ends in a partial one.
+ZT_TEST(kernel_bias_backward_blocks) {
+    tmem_release();
+    const int N = 37, OC = 1100;
+    float *dout = randn_vec((size_t)N * OC, 301, 1.0f), *db0 = randn_vec(OC, 302, 1.0f);
+    float *want = copy_f(db0, OC);
+    for (int o = 0; o < OC; o++)
+        for (int n = 0; n < N; n++) want[o] += dout[(size_t)n * OC + o];
+    int threads[] = {1, 2, 3, 5}, saved = omp_get_max_threads();
+    for (int i = 0; i < 4; i++) {
+        omp_set_num_threads(threads[i]);
+        float *db = copy_f(db0, OC);
+        zt_bias_backward(db, dout, N, OC);
+        int differ = 0;
+        for (int o = 0; o < OC; o++) differ += memcmp(&db[o], &want[o], sizeof(float)) != 0;
+        printf("  %d threads: %d of %d columns differ from the sequential sum\n", threads[i],
+               differ, OC);
+        CHECK(differ == 0);
+        CHECK(guards_ok("dbias", db, OC));
+    }
+    omp_set_num_threads(saved);
+    tmem_release();
+    return ZT_PASS;
+}
+
+// The CPU sum of squares on a length that takes the parallel, many-lane path and a tail:
+// values j/8 (|j| <= 3) make every partial sum exact in double, so any summation order
+// must give the exact total; one NaN or Inf in the blocks or in the tail is counted and
+// left out of the sum.
+ZT_TEST(kernel_sumsq_lanes) {
+    tmem_release();
+    const zt_backend *be = zt_backend_cpu();
+    const size_t n = 32 * 1024 * 3 + 17;
+    float *x = fvec(n);
+    double want = 0.0;
+    for (size_t k = 0; k < n; k++) {
+        x[k] = (float)((int)(k * 5 % 7) - 3) / 8.0f;
+        want += (double)x[k] * x[k];
+    }
+    size_t bad_at[] = {n, 12345, n - 3}; // n: none
+    int threads[] = {1, 2, 3}, saved = omp_get_max_threads();
+    for (int b = 0; b < 3; b++) {
+        size_t at = bad_at[b];
+        float keep = at < n ? x[at] : 0.0f;
+        if (at < n) x[at] = b == 1 ? NAN : -INFINITY;
+        double w = at < n ? want - (double)keep * keep : want;
+        for (int i = 0; i < 3; i++) {
+            omp_set_num_threads(threads[i]);
+            double got[2] = {0.0, 0.0};
+            be->ops->sumsq(be, got, x, n);
+            printf("  bad value at %zu, %d threads: sumsq %.4f (want %.4f), non-finite %.0f\n",
+                   at, threads[i], got[0], w, got[1]);
+            CHECK(got[0] == w);
+            CHECK(got[1] == (at < n ? 1.0 : 0.0));
+        }
+        if (at < n) x[at] = keep;
+    }
+    omp_set_num_threads(saved);
+    CHECK(guards_ok("sumsq input", x, n));
+    tmem_release();
+    return ZT_PASS;
+}
