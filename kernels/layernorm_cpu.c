@@ -1,4 +1,6 @@
 // LayerNorm forward and backward over rows.
+#include <omp.h>
+
 #include "kernels.h"
 #include "layernorm_math.h"
 
@@ -10,6 +12,8 @@ void zt_layernorm_forward(float *out, float *mean, float *rstd, const float *inp
                                  b, C);
 }
 
+#define ZT_LN_DW_BLOCK 512
+
 void zt_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                            const float *w, const float *mean, const float *rstd, int N, int C) {
 #pragma omp parallel
@@ -18,17 +22,28 @@ void zt_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
         for (int n = 0; n < N; n++)
             zt_layernorm_row_backward_dx(dinp + (size_t)n * C, dout + (size_t)n * C,
                                          inp + (size_t)n * C, w, mean[n], rstd[n], C);
-        // dw, db: threads own column ranges (no races, fixed order).
+        // dw, db: threads own column blocks, each column summed from row 0 down (a fixed
+        // order), in stack accumulators wide enough to stream the rows (bias_backward's
+        // scheme in matmul_cpu.c).
+        int nt = omp_get_num_threads();
+        int width = ((C + nt - 1) / nt + 15) / 16 * 16;
+        if (width > ZT_LN_DW_BLOCK) width = ZT_LN_DW_BLOCK;
+        int blocks = (C + width - 1) / width;
 #pragma omp for schedule(static)
-        for (int c0 = 0; c0 < C; c0 += 16) {
-            int c1 = c0 + 16 < C ? c0 + 16 : C;
+        for (int blk = 0; blk < blocks; blk++) {
+            int c0 = blk * width, wd = C - c0 < width ? C - c0 : width;
+            float sw[ZT_LN_DW_BLOCK], sb[ZT_LN_DW_BLOCK];
+            for (int c = 0; c < wd; c++) sw[c] = dw[c0 + c], sb[c] = db[c0 + c];
             for (int n = 0; n < N; n++) {
-                const float *d = dout + (size_t)n * C, *x = inp + (size_t)n * C;
-                for (int c = c0; c < c1; c++) {
-                    db[c] += d[c];
-                    dw[c] += d[c] * (x[c] - mean[n]) * rstd[n];
+                const float *d = dout + (size_t)n * C + c0, *x = inp + (size_t)n * C + c0;
+                float m = mean[n], r = rstd[n];
+#pragma omp simd
+                for (int c = 0; c < wd; c++) {
+                    sb[c] += d[c];
+                    sw[c] += d[c] * (x[c] - m) * r;
                 }
             }
+            for (int c = 0; c < wd; c++) dw[c0 + c] = sw[c], db[c0 + c] = sb[c];
         }
     }
 }
