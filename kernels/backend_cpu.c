@@ -181,10 +181,17 @@ static void cpu_sumsq(const zt_backend *be, double out[2], const float *x, size_
     out[1] += bad;
 }
 
+// Each thread reads the hyperparameters into its own copy: through `h`, which the
+// stores to p, m, v might alias, the vector loop reloads them for every element (gpt2:
+// ~70 -> ~58 ms per update on 2 threads, against ~55 ms to stream the 7 arrays).
 static void cpu_adamw(const zt_backend *be, float *p, float *m, float *v, const float *g,
                       size_t n, float wd, const zt_adamw_hparams *h) {
-#pragma omp parallel for simd
-    for (size_t k = 0; k < n; k++) zt_adamw_update(&p[k], &m[k], &v[k], g[k], wd, h);
+#pragma omp parallel if (n >= 4096)
+    {
+        const zt_adamw_hparams hp = *h;
+#pragma omp for simd schedule(static)
+        for (size_t k = 0; k < n; k++) zt_adamw_update(&p[k], &m[k], &v[k], g[k], wd, &hp);
+    }
 }
 
 // One block of an 8-bit piece: dequantize, fp32 AdamW update, requantize with the
@@ -217,11 +224,15 @@ static void cpu_adamw8bit(const zt_backend *be, float *p, const float *g, uint8_
                           const zt_adamw_hparams *h) {
     size_t B = (size_t)block, nb = (n + B - 1) / B;
     ZT_ASSERT(block > 0 && block <= ZT_Q8_MAX_BLOCK);
-#pragma omp parallel for schedule(static)
-    for (size_t j = 0; j < nb; j++) {
-        size_t s = j * B;
-        adamw8bit_block(p + s, g + s, qm + s, qv + s, absmax_m + j, absmax_v + j,
-                        zt_min_sz(B, n - s), map_m, map_v, wd, h);
+#pragma omp parallel
+    {
+        const zt_adamw_hparams hp = *h; // a thread's own copy, as in cpu_adamw
+#pragma omp for schedule(static)
+        for (size_t j = 0; j < nb; j++) {
+            size_t s = j * B;
+            adamw8bit_block(p + s, g + s, qm + s, qv + s, absmax_m + j, absmax_v + j,
+                            zt_min_sz(B, n - s), map_m, map_v, wd, &hp);
+        }
     }
 }
 
