@@ -1,4 +1,5 @@
 // Token + position embedding lookup and its backward (vocab-parallel aware).
+#include <omp.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -17,24 +18,27 @@ void zt_encoder_forward(float *out, const int32_t *tokens, const float *wte, con
 
 void zt_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens,
                          int vocab_lo, int vocab_rows, int N, int T, int C) {
-    // Threads own channel ranges, so a token repeated in the batch never races and the
-    // sum order is fixed (deterministic across thread counts).
-#pragma omp parallel
-    {
-#pragma omp for schedule(static)
-        for (int c0 = 0; c0 < C; c0 += 16) {
-            int c1 = c0 + 16 < C ? c0 + 16 : C;
-            for (int n = 0; n < N; n++) {
-                const float *d = dout + (size_t)n * C;
-                int row = tokens[n] - vocab_lo;
-                if (row >= 0 && row < vocab_rows) {
-                    float *e = dwte + (size_t)row * C;
-                    for (int c = c0; c < c1; c++) e[c] += d[c];
-                }
-                if (dwpe) {
-                    float *p = dwpe + (size_t)(n % T) * C;
-                    for (int c = c0; c < c1; c++) p[c] += d[c];
-                }
+    // Threads own channel blocks, so a token repeated in the batch never races and the
+    // sum order is fixed (deterministic across thread counts); a block is as wide as the
+    // threads allow (up to 512), so each row is read in long runs (matmul_cpu.c's
+    // bias_backward).
+    int nt = omp_get_max_threads();
+    int width = ((C + nt - 1) / nt + 15) / 16 * 16;
+    if (width > 512) width = 512;
+    int blocks = (C + width - 1) / width;
+#pragma omp parallel for schedule(static)
+    for (int blk = 0; blk < blocks; blk++) {
+        int c0 = blk * width, c1 = c0 + width < C ? c0 + width : C;
+        for (int n = 0; n < N; n++) {
+            const float *d = dout + (size_t)n * C;
+            int row = tokens[n] - vocab_lo;
+            if (row >= 0 && row < vocab_rows) {
+                float *e = dwte + (size_t)row * C;
+                for (int c = c0; c < c1; c++) e[c] += d[c];
+            }
+            if (dwpe) {
+                float *p = dwpe + (size_t)(n % T) * C;
+                for (int c = c0; c < c1; c++) p[c] += d[c];
             }
         }
     }
