@@ -26,6 +26,20 @@ static void causal_probs(float *P, const float *lse, int T, int i0, int ni) {
     }
 }
 
+// sum_j p[j] * d[j] in ZT_DOT_LANES interleaved partial sums, combined in lane order
+// (deterministic): a single float chain waits on each add's latency, up to T per row.
+#define ZT_DOT_LANES 16
+static float row_dot(const float *p, const float *d, int n) {
+    float acc[ZT_DOT_LANES] = {0}, s = 0.0f;
+    int body = n / ZT_DOT_LANES * ZT_DOT_LANES;
+    for (int j = 0; j < body; j += ZT_DOT_LANES)
+#pragma omp simd
+        for (int l = 0; l < ZT_DOT_LANES; l++) acc[l] += p[j + l] * d[j + l];
+    for (int l = 0; l < ZT_DOT_LANES; l++) s += acc[l];
+    for (int j = body; j < n; j++) s += p[j] * d[j];
+    return s;
+}
+
 // Each thread takes whole (b, h) pairs and calls BLAS on its own small matrices:
 // OpenBLAS's OpenMP build runs single-threaded inside a parallel region, so there is
 // one thread pool and no oversubscription (docs/machine.md).
@@ -82,8 +96,8 @@ void zt_attention_backward(float *dqkv, const float *dout, const float *qkv, con
             for (int i = i0; i < jn; i++) {
                 const float *p = P + (size_t)i * T;
                 float *d = dP + (size_t)i * T;
-                float dot = 0.0f;
-                for (int j = 0; j <= i; j++) dot += p[j] * d[j];
+                float dot = row_dot(p, d, i + 1);
+#pragma omp simd
                 for (int j = 0; j <= i; j++) d[j] = p[j] * (d[j] - dot);
                 for (int j = i + 1; j < jn; j++) d[j] = 0.0f;
             }

@@ -125,20 +125,38 @@ static int compare_tensors(const zt_gpt2 *m, const float *flat, const records *r
 // measured error is below 1e-6 of the tensor's largest entry, so 1e-5 holds with a 10x
 // margin, and a real mistake (a wrong term) is O(1) relative.
 #define GRAD_RTOL 1e-5
+// Gradients of steps after the first, at parameters that differ from PyTorch's by up to
+// the AdamW bound below: they differ by that drift through the loss's curvature as well as
+// by rounding (measured up to 5.8e-5 of the tensor's largest gradient, against ~1e-6 at
+// step 0: Adam moves weights whose gradient is rounding noise, the key bias's, by +-lr).
+// 3e-4 leaves 5x; a wrong term is still O(1).
+#define GRAD_DRIFT_RTOL 3e-4
 
 // Adds to bound[i] how far this AdamW step can move parameter i away from PyTorch's
-// given gradients that differ by at most dg = GRAD_RTOL * max|g| of the tensor: the
-// update lr * m/(sqrt(v)+eps) changes by at most lr * 2*dg/(sqrt(v)+eps) (m and sqrt(v)
-// both move by ~dg), and never by more than 2*lr (a flipped sign). Weight decay and
-// rounding of the update itself add a few ulps of p.
+// given gradients that differ by at most dg: the update lr * m/(sqrt(v)+eps) changes by at
+// most lr * 2*dg/(sqrt(v)+eps) (m and sqrt(v) both move by ~dg), and never by more than
+// 2*lr (a flipped sign). Weight decay and rounding of the update itself add a few ulps of
+// p. dg is GRAD_RTOL * max|g| of the tensor (rounding) or, when larger, the difference
+// measured against PyTorch's gradient of this step (records named ref_fmt, none at step
+// 0): after the first update the two runs' parameters differ by rounding, and later
+// gradients carry that drift, which no rounding argument bounds (a bound without it
+// failed by 1% on one weight after 4 steps when a kernel's summation order changed).
 static void add_step_bound(float *bound, const zt_gpt2 *m, const zt_adamw *o, float lr,
-                           float grad_scale) {
+                           float grad_scale, const records *rs, const char *ref_fmt) {
     const zt_layout *lay = &m->layout;
     float bc2 = 1.0f - powf(0.95f, (float)o->t);
     for (int i = 0; i < lay->n; i++) {
         const zt_tensor_desc *t = &lay->t[i];
         const float *g = m->grads + t->offset;
-        double dg = GRAD_RTOL * max_abs(g, t->numel) * grad_scale;
+        double dg = GRAD_RTOL * max_abs(g, t->numel);
+        if (ref_fmt) {
+            const record *r = find(rs, ref_fmt, t->name);
+            for (size_t k = 0; k < r->n; k++) {
+                double d = fabs((double)g[k] - r->data[ref_index(t, k)]);
+                dg = d > dg ? d : dg;
+            }
+        }
+        dg *= grad_scale;
         for (size_t k = 0; k < t->numel; k++) {
             size_t j = t->offset + k;
             double s = sqrt(o->v[j] / bc2) + 1e-8;
@@ -224,9 +242,13 @@ ZT_TEST(reference_pytorch) {
         snprintf(key, sizeof key, "%d", step);
         float lmean = (float)(loss / (accum * N));
         bad |= zt_check_close("loss.step", &lmean, find(&rs, "loss.step%s", key)->data, 1, 1e-5, 0);
-        if (step == 0) {
-            bad |= compare_tensors(&m, m.grads, &rs, "grad.", GRAD_RTOL, NULL, 0);
-        }
+        // Step 0's gradients against the rounding tolerance; later steps' start from
+        // parameters that drifted by rounding and are held to GRAD_DRIFT_RTOL.
+        char grad_prefix[32], grad_fmt[40];
+        snprintf(grad_prefix, sizeof grad_prefix, step == 0 ? "grad." : "grad%d.", step);
+        snprintf(grad_fmt, sizeof grad_fmt, "%s%%s", grad_prefix);
+        bad |= compare_tensors(&m, m.grads, &rs, grad_prefix,
+                               step == 0 ? GRAD_RTOL : GRAD_DRIFT_RTOL, NULL, 0);
         double ss[2];
         zt_grad_sumsq(zt_backend_cpu(), ss, m.grads, &m.layout, 0, m.layout.numel, 1, 1);
         float norm = (float)sqrt(ss[0]);
@@ -234,7 +256,7 @@ ZT_TEST(reference_pytorch) {
                               1e-5);
         float gs = zt_clip_scale(norm, clip);
         zt_adamw_step(&opt, m.params, m.grads, &m.layout, &oc, oc.lr, gs);
-        add_step_bound(bound, &m, &opt, oc.lr, gs);
+        add_step_bound(bound, &m, &opt, oc.lr, gs, &rs, step == 0 ? NULL : grad_fmt);
         // The key bias's exact gradient is zero (softmax ignores a constant added to a
         // whole score row), so both sides update it from rounding noise, which Adam
         // normalizes to +-lr: its only honest bound is 2*lr per step.

@@ -24,6 +24,7 @@ writes into DIR (all little-endian):
                  logits (B,T,V), loss (1)         micro-batch 0 of step 0, initial weights
                  grad.<name>                      step 0's gradient, before clipping, of the mean
                                                   loss over all grad_accum*B*T tokens of the step
+                 grad{k}.<name>                   the same for step k >= 1
                  grad_norm.step{k} (1)            pre-clip global L2 norm (tied wte counted once)
                  loss.step{k} (1)                 mean loss over the step's tokens (params before
                                                   step k's update)
@@ -332,8 +333,10 @@ def main():
                         ("loss", loss.detach().numpy().reshape(1).copy())]
             (loss / GA).backward()
             step_loss += loss.item() / GA
-        if step == 0:
-            grads = [(f"grad.{n}", p.grad.numpy().copy()) for n, p in model.named_parameters()]
+        # step 0's gradients, and every later step's (at PyTorch's own parameters of that
+        # step, which drift from ours by rounding: the C test measures that drift)
+        prefix = "grad." if step == 0 else f"grad{step}."
+        grads += [(prefix + n, p.grad.numpy().copy()) for n, p in model.named_parameters()]
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip).item()
         lr = opt.param_groups[0]["lr"]
         print(f"step {step}: loss {step_loss:.6f}  pre-clip grad norm {norm:.6f}  "
