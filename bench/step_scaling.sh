@@ -31,7 +31,7 @@ for t in $THREADS; do
     echo "=== $t threads" >&2
     OMP_NUM_THREADS=$t NO_RESULTS=1 bash bench/step.sh > "$OUT/scaling_t$t.out"
     peak=$(sed -n 's/^peak \([0-9.]*\) GFLOP\/s.*/\1/p' "$OUT/scaling_t$t.out")
-    core=$(sed -n 's/^BLAS kernels: zerotrain \([^;]*\);.*/\1/p' "$OUT/scaling_t$t.out")
+    core=$(sed -n 's/^BLAS kernels: zerotrain \(.*\); PyTorch .*/\1/p' "$OUT/scaling_t$t.out")
     # step.sh's rows: | B x T | zt ms (best) | tok/s | GFLOP | GFLOP/s | % of 420 | % peak |
     #                 torch ms (best) | torch tok/s | torch % peak | torch/zt (best) |
     while IFS='|' read -r _ cfg zt _ _ gfs _ pct th _ thpct ratio _; do

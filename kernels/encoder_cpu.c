@@ -18,13 +18,9 @@ void zt_encoder_forward(float *out, const int32_t *tokens, const float *wte, con
 
 void zt_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens,
                          int vocab_lo, int vocab_rows, int N, int T, int C) {
-    // Threads own channel blocks, so a token repeated in the batch never races and the
-    // sum order is fixed (deterministic across thread counts); a block is as wide as the
-    // threads allow (up to 512), so each row is read in long runs (matmul_cpu.c's
-    // bias_backward).
-    int nt = omp_get_max_threads();
-    int width = ((C + nt - 1) / nt + 15) / 16 * 16;
-    if (width > 512) width = 512;
+    // Threads own channel blocks (zt_column_block_width), so a token repeated in the
+    // batch never races and the sum order is fixed (deterministic across thread counts).
+    int width = zt_column_block_width(C, omp_get_max_threads());
     int blocks = (C + width - 1) / width;
 #pragma omp parallel for schedule(static)
     for (int blk = 0; blk < blocks; blk++) {

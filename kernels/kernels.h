@@ -50,6 +50,16 @@ void zt_matmul_in_out_backward(float *dinp, float *dw, float *dbias, const float
 // dbias (OC) += column sums of dout (N, OC).
 void zt_bias_backward(float *dbias, const float *dout, int N, int OC);
 
+// Column-sum reductions (bias, LayerNorm dw/db, embedding) give each thread one block of
+// columns: C over `threads`, rounded up to a multiple of 16, at most ZT_COLUMN_BLOCK_MAX
+// (a stack accumulator's size). Each column is still summed from row 0 down, so the
+// result does not depend on the width (docs/design.md, "Backward kernels").
+#define ZT_COLUMN_BLOCK_MAX 512
+static inline int zt_column_block_width(int C, int threads) {
+    int width = ((C + threads - 1) / threads + 15) / 16 * 16;
+    return width < ZT_COLUMN_BLOCK_MAX ? width : ZT_COLUMN_BLOCK_MAX;
+}
+
 void zt_gelu_forward(float *out, const float *inp, size_t n);
 // dinp = gelu'(inp) * dout (written, not added).
 void zt_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);

@@ -12,8 +12,6 @@ void zt_layernorm_forward(float *out, float *mean, float *rstd, const float *inp
                                  b, C);
 }
 
-#define ZT_LN_DW_BLOCK 512
-
 void zt_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                            const float *w, const float *mean, const float *rstd, int N, int C) {
 #pragma omp parallel
@@ -23,16 +21,13 @@ void zt_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
             zt_layernorm_row_backward_dx(dinp + (size_t)n * C, dout + (size_t)n * C,
                                          inp + (size_t)n * C, w, mean[n], rstd[n], C);
         // dw, db: threads own column blocks, each column summed from row 0 down (a fixed
-        // order), in stack accumulators wide enough to stream the rows (bias_backward's
-        // scheme in matmul_cpu.c).
-        int nt = omp_get_num_threads();
-        int width = ((C + nt - 1) / nt + 15) / 16 * 16;
-        if (width > ZT_LN_DW_BLOCK) width = ZT_LN_DW_BLOCK;
+        // order) in stack accumulators, as zt_bias_backward.
+        int width = zt_column_block_width(C, omp_get_num_threads());
         int blocks = (C + width - 1) / width;
 #pragma omp for schedule(static)
         for (int blk = 0; blk < blocks; blk++) {
             int c0 = blk * width, wd = C - c0 < width ? C - c0 : width;
-            float sw[ZT_LN_DW_BLOCK], sb[ZT_LN_DW_BLOCK];
+            float sw[ZT_COLUMN_BLOCK_MAX], sb[ZT_COLUMN_BLOCK_MAX];
             for (int c = 0; c < wd; c++) sw[c] = dw[c0 + c], sb[c] = db[c0 + c];
             for (int n = 0; n < N; n++) {
                 const float *d = dout + (size_t)n * C + c0, *x = inp + (size_t)n * C + c0;

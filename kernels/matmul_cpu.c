@@ -22,21 +22,17 @@ void zt_matmul_in_out_forward(float *out, const float *inp, const float *w, cons
     zt_gemm(0, 0, N, OC, C, 1.0f, inp, C, w, OC, bias ? 1.0f : 0.0f, out, OC);
 }
 
-// dbias[o] += sum over rows of dout[:, o], each column summed from row 0 down (the same
-// bits whatever the thread count). Each thread takes a block of columns wide enough to
-// stream its part of every row, summed in a stack accumulator: a block 16 wide read 64
-// bytes per row at a stride of OC floats and waited on the cache for each (gpt2 at
-// 256 tokens: ~20 ms of a ~1.4 s step).
-#define ZT_BIAS_BLOCK 512
+// dbias[o] += sum over rows of dout[:, o]. Each thread sums a block of columns wide enough
+// to stream its part of every row into a stack accumulator: blocks 16 wide read 64 bytes
+// per row at a stride of OC floats and waited on the cache for each (gpt2 at 256 tokens:
+// 20 -> 5 ms a step).
 void zt_bias_backward(float *dbias, const float *dout, int N, int OC) {
-    int nt = omp_get_max_threads();
-    int width = ((OC + nt - 1) / nt + 15) / 16 * 16;
-    if (width > ZT_BIAS_BLOCK) width = ZT_BIAS_BLOCK;
+    int width = zt_column_block_width(OC, omp_get_max_threads());
     int blocks = (OC + width - 1) / width;
 #pragma omp parallel for schedule(static)
     for (int b = 0; b < blocks; b++) {
         int o0 = b * width, w = OC - o0 < width ? OC - o0 : width;
-        float acc[ZT_BIAS_BLOCK];
+        float acc[ZT_COLUMN_BLOCK_MAX];
         for (int o = 0; o < w; o++) acc[o] = dbias[o0 + o];
         for (int n = 0; n < N; n++) {
             const float *d = dout + (size_t)n * OC + o0;
