@@ -986,23 +986,30 @@ ZT_TEST(math_gelu) {
     return ZT_PASS;
 }
 
-// The CPU backend's memset splits fills of 4 MiB and more over the threads in 1 MiB
-// chunks, the last one taking the remainder: every byte set, none outside, for sizes
-// around the split (below it, exactly at it, and with a ragged tail).
+// The CPU backend's memset splits fills of 4 MiB and more into one page-aligned piece per
+// thread, the last one taking the remainder: every byte set, none outside, for sizes
+// around the split (below it, exactly at it, with a ragged tail) and thread counts that do
+// not divide them.
 ZT_TEST(kernel_memset_chunks) {
     tmem_release();
     const zt_backend *be = zt_backend_cpu();
     size_t sizes[] = {(4u << 20) - 4, 4u << 20, (5u << 20) + 12, (9u << 20) + 4};
-    for (int i = 0; i < 4; i++) {
-        size_t n = sizes[i] / sizeof(float);
-        float *x = fvec(n);
-        be->ops->memset(be, x, 0, n * sizeof(float));
-        size_t nonzero = 0;
-        for (size_t k = 0; k < n; k++) nonzero += x[k] != 0.0f || signbit(x[k]);
-        printf("  %zu bytes: %zu values not zeroed\n", n * sizeof(float), nonzero);
-        CHECK(nonzero == 0);
-        CHECK(guards_ok("memset", x, n));
+    int threads[] = {1, 2, 3, 7}, saved = omp_get_max_threads();
+    for (int ti = 0; ti < 4; ti++) {
+        omp_set_num_threads(threads[ti]);
+        for (int i = 0; i < 4; i++) {
+            size_t n = sizes[i] / sizeof(float);
+            float *x = fvec(n);
+            be->ops->memset(be, x, 0, n * sizeof(float));
+            size_t nonzero = 0;
+            for (size_t k = 0; k < n; k++) nonzero += x[k] != 0.0f || signbit(x[k]);
+            printf("  %d threads, %zu bytes: %zu values not zeroed\n", threads[ti],
+                   n * sizeof(float), nonzero);
+            CHECK(nonzero == 0);
+            CHECK(guards_ok("memset", x, n));
+        }
     }
+    omp_set_num_threads(saved);
     tmem_release();
     return ZT_PASS;
 }
