@@ -20,6 +20,9 @@ if [ -z "${THREADS:-}" ]; then
     THREADS=""
     for ((t = 1; t <= cores; t *= 2)); do THREADS+="$t "; done
 fi
+for t in $THREADS; do
+    [[ "$t" =~ ^[1-9][0-9]*$ ]] || { echo "step_scaling: THREADS must be thread counts (e.g. \"1 2 4\"), not '$t'" >&2; exit 2; }
+done
 export CONFIGS=${CONFIGS:-"4x64 4x256"} ROUNDS=${ROUNDS:-2}
 OUT=build/bench
 mkdir -p "$OUT"

@@ -143,11 +143,15 @@ static double cpu_sum(const zt_backend *be, const float *x, size_t n) {
 // ZT_SUMSQ_LANES independent partial sums per thread: one vector of doubles waits on the
 // previous add's latency for every 4 values and does not keep up with the memory.
 #define ZT_SUMSQ_LANES 32
+// Below these sizes (biases, LayerNorm weights) waking the other threads costs more than
+// the pass itself: one thread does it.
+#define ZT_SUMSQ_PARALLEL_MIN 32768
+#define ZT_ADAMW_PARALLEL_MIN 4096
 static void cpu_sumsq(const zt_backend *be, double out[2], const float *x, size_t n) {
     double s = 0.0;
     float poison = 0.0f;
     size_t blocks = n / ZT_SUMSQ_LANES;
-#pragma omp parallel reduction(+ : s, poison) if (blocks >= 1024)
+#pragma omp parallel reduction(+ : s, poison) if (n >= ZT_SUMSQ_PARALLEL_MIN)
     {
         double acc[ZT_SUMSQ_LANES] = {0};
         float zero[ZT_SUMSQ_LANES] = {0};
@@ -189,7 +193,7 @@ static void cpu_sumsq(const zt_backend *be, double out[2], const float *x, size_
 // update on 2 threads: 85-100 -> 62-77 ms a step; streaming its 7 arrays takes ~55 ms).
 static void cpu_adamw(const zt_backend *be, float *p, float *m, float *v, const float *g,
                       size_t n, float wd, const zt_adamw_hparams *h) {
-#pragma omp parallel if (n >= 4096)
+#pragma omp parallel if (n >= ZT_ADAMW_PARALLEL_MIN)
     {
         const zt_adamw_hparams hp = *h;
 #pragma omp for simd schedule(static)

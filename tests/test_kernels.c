@@ -986,31 +986,63 @@ ZT_TEST(math_gelu) {
     return ZT_PASS;
 }
 
-// The CPU backend's memset splits fills of 4 MiB and more into one page-aligned piece per
-// thread, the last one taking the remainder: every byte set, none outside, for sizes
-// around the split (below it, exactly at it, with a ragged tail) and thread counts that do
-// not divide them.
-ZT_TEST(kernel_memset_chunks) {
-    tmem_release();
-    const zt_backend *be = zt_backend_cpu();
-    size_t sizes[] = {(4u << 20) - 4, 4u << 20, (5u << 20) + 12, (9u << 20) + 4};
-    int threads[] = {1, 2, 3, 7}, saved = omp_get_max_threads();
-    for (int ti = 0; ti < 4; ti++) {
-        omp_set_num_threads(threads[ti]);
-        for (int i = 0; i < 4; i++) {
-            size_t n = sizes[i] / sizeof(float);
-            float *x = fvec(n);
-            be->ops->memset(be, x, 0, n * sizeof(float));
-            size_t nonzero = 0;
-            for (size_t k = 0; k < n; k++) nonzero += x[k] != 0.0f || signbit(x[k]);
-            printf("  %d threads, %zu bytes: %zu values not zeroed\n", threads[ti],
-                   n * sizeof(float), nonzero);
-            CHECK(nonzero == 0);
-            CHECK(guards_ok("memset", x, n));
-        }
+// Runs check(threads, ctx) at each OpenMP thread count of `counts` (0-terminated) and
+// restores the caller's count whatever the outcome (a failed CHECK returns early): ZT_PASS
+// when every run passed.
+static int at_thread_counts(const int *counts, int (*check)(int threads, void *ctx), void *ctx) {
+    int saved = omp_get_max_threads(), r = ZT_PASS;
+    for (int i = 0; counts[i] && r == ZT_PASS; i++) {
+        omp_set_num_threads(counts[i]);
+        r = check(counts[i], ctx);
     }
     omp_set_num_threads(saved);
+    return r;
+}
+
+static int memset_at(int threads, void *ctx) {
+    const zt_backend *be = zt_backend_cpu();
+    const size_t *sizes = ctx;
+    for (int i = 0; sizes[i]; i++) {
+        size_t n = sizes[i] / sizeof(float);
+        float *x = fvec(n);
+        be->ops->memset(be, x, 0, n * sizeof(float));
+        size_t nonzero = 0;
+        for (size_t k = 0; k < n; k++) nonzero += x[k] != 0.0f || signbit(x[k]);
+        printf("  %d threads, %zu bytes: %zu values not zeroed\n", threads, n * sizeof(float),
+               nonzero);
+        CHECK(nonzero == 0);
+        CHECK(guards_ok("memset", x, n));
+    }
+    return ZT_PASS;
+}
+
+// The CPU backend's memset splits fills of 4 MiB and more into one piece per thread (a
+// multiple of 4 KiB long), the last one taking the remainder: every byte set, none
+// outside, for sizes around the split (below it, exactly at it, with a ragged tail) and
+// thread counts that do not divide them.
+ZT_TEST(kernel_memset_chunks) {
     tmem_release();
+    size_t sizes[] = {(4u << 20) - 4, 4u << 20, (5u << 20) + 12, (9u << 20) + 4, 0};
+    int r = at_thread_counts((const int[]){1, 2, 3, 7, 0}, memset_at, sizes);
+    tmem_release();
+    return r;
+}
+
+typedef struct {
+    int N, OC;
+    const float *dout, *db0, *want;
+} bias_case;
+
+static int bias_backward_at(int threads, void *ctx) {
+    const bias_case *c = ctx;
+    float *db = copy_f(c->db0, c->OC);
+    zt_bias_backward(db, c->dout, c->N, c->OC);
+    int differ = 0;
+    for (int o = 0; o < c->OC; o++) differ += memcmp(&db[o], &c->want[o], sizeof(float)) != 0;
+    printf("  %d threads: %d of %d columns differ from the sequential sum\n", threads, differ,
+           c->OC);
+    CHECK(differ == 0);
+    CHECK(guards_ok("dbias", db, c->OC));
     return ZT_PASS;
 }
 
@@ -1024,20 +1056,28 @@ ZT_TEST(kernel_bias_backward_blocks) {
     float *want = copy_f(db0, OC);
     for (int o = 0; o < OC; o++)
         for (int n = 0; n < N; n++) want[o] += dout[(size_t)n * OC + o];
-    int threads[] = {1, 2, 3, 5}, saved = omp_get_max_threads();
-    for (int i = 0; i < 4; i++) {
-        omp_set_num_threads(threads[i]);
-        float *db = copy_f(db0, OC);
-        zt_bias_backward(db, dout, N, OC);
-        int differ = 0;
-        for (int o = 0; o < OC; o++) differ += memcmp(&db[o], &want[o], sizeof(float)) != 0;
-        printf("  %d threads: %d of %d columns differ from the sequential sum\n", threads[i],
-               differ, OC);
-        CHECK(differ == 0);
-        CHECK(guards_ok("dbias", db, OC));
-    }
-    omp_set_num_threads(saved);
+    bias_case c = {N, OC, dout, db0, want};
+    int r = at_thread_counts((const int[]){1, 2, 3, 5, 0}, bias_backward_at, &c);
     tmem_release();
+    return r;
+}
+
+typedef struct {
+    const float *x;
+    size_t n;
+    double want; // the exact sum of the finite squares
+    int bad;     // non-finite values in x
+} sumsq_case;
+
+static int sumsq_at(int threads, void *ctx) {
+    const sumsq_case *c = ctx;
+    const zt_backend *be = zt_backend_cpu();
+    double got[2] = {0.0, 0.0};
+    be->ops->sumsq(be, got, c->x, c->n);
+    printf("  %d threads: sumsq %.4f (want %.4f), non-finite %.0f (want %d)\n", threads, got[0],
+           c->want, got[1], c->bad);
+    CHECK(got[0] == c->want);
+    CHECK(got[1] == c->bad);
     return ZT_PASS;
 }
 
@@ -1047,7 +1087,6 @@ ZT_TEST(kernel_bias_backward_blocks) {
 // left out of the sum.
 ZT_TEST(kernel_sumsq_lanes) {
     tmem_release();
-    const zt_backend *be = zt_backend_cpu();
     const size_t n = 32 * 1024 * 3 + 17;
     float *x = fvec(n);
     double want = 0.0;
@@ -1056,25 +1095,17 @@ ZT_TEST(kernel_sumsq_lanes) {
         want += (double)x[k] * x[k];
     }
     size_t bad_at[] = {n, 12345, n - 3}; // n: none
-    int threads[] = {1, 2, 3}, saved = omp_get_max_threads();
-    for (int b = 0; b < 3; b++) {
+    int r = ZT_PASS;
+    for (int b = 0; b < 3 && r == ZT_PASS; b++) {
         size_t at = bad_at[b];
         float keep = at < n ? x[at] : 0.0f;
         if (at < n) x[at] = b == 1 ? NAN : -INFINITY;
-        double w = at < n ? want - (double)keep * keep : want;
-        for (int i = 0; i < 3; i++) {
-            omp_set_num_threads(threads[i]);
-            double got[2] = {0.0, 0.0};
-            be->ops->sumsq(be, got, x, n);
-            printf("  bad value at %zu, %d threads: sumsq %.4f (want %.4f), non-finite %.0f\n",
-                   at, threads[i], got[0], w, got[1]);
-            CHECK(got[0] == w);
-            CHECK(got[1] == (at < n ? 1.0 : 0.0));
-        }
+        printf("  bad value at %zu of %zu:\n", at, n);
+        sumsq_case c = {x, n, want - (double)keep * keep, at < n};
+        r = at_thread_counts((const int[]){1, 2, 3, 0}, sumsq_at, &c);
         if (at < n) x[at] = keep;
     }
-    omp_set_num_threads(saved);
     CHECK(guards_ok("sumsq input", x, n));
     tmem_release();
-    return ZT_PASS;
+    return r;
 }
