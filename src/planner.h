@@ -105,6 +105,26 @@ int zt_plan_stage_slots(const zt_plan_spec *s, int stage);
 // as zt_partition_build does (a malformed spec, more stages than units, ...).
 zt_status zt_plan_partition(const zt_plan_spec *s, zt_partition *out);
 
+// The stage costs of the `memory` partition, cached (the advice reuses one cache across
+// the pipeline depths it tries). A stage's cost depends on its units only through (holds the embed unit, holds the
+// head unit, number of blocks): every block has the same tensors and activations. So the
+// `memory` partition's dynamic program, which asks for every (stage, first, last), costs
+// one footprint per distinct key, and slots enter linearly (activations, token ids,
+// pipeline buffers are per slot). The cache is valid for one spec's sizes; pp, the
+// schedule and grad_accum (which only set slots) may change under it.
+typedef struct {
+    int L;
+    char *done;     // (2 * 2 * (L + 1))
+    double *fixed;  // the stage's bytes with 1 slot (tp rank 0, dp rank 0's optimizer)
+    double *per_slot; // the bytes each further slot adds
+} zt_plan_cache;
+
+void zt_plan_cache_init(zt_plan_cache *c, const zt_plan_spec *s);
+void zt_plan_cache_free(zt_plan_cache *c);
+// zt_plan_partition with costs from `cache` (valid for s's sizes), which it fills.
+zt_status zt_plan_partition_cached(const zt_plan_spec *s, zt_plan_cache *cache,
+                                   zt_partition *out);
+
 // This dp rank's optimizer range [lo, hi) of a flat buffer of `numel` elements (a
 // multiple of dp * ZT_ALIGN_ELEMS, asserted): the 1/dp shard under zero 1, everything
 // under zero 0.
@@ -147,17 +167,6 @@ int zt_plan_advise(const zt_plan_spec *s, double limit, int sharing, zt_plan_adv
 // machine's available memory"). limit <= 0 checks nothing.
 zt_status zt_plan_check_fits(const zt_plan_spec *s, double limit, int sharing,
                              const char *limit_what);
-
-// The memory this machine's ranks may still use together: MemAvailable, lowered to what
-// the memory cgroup allows (v2 memory.max, v1 memory.limit_in_bytes, less its usage); 0 if
-// unknown.
-double zt_plan_available_bytes(void);
-// The address-space limit of one process (ulimit -v, RLIMIT_AS) in bytes; 0 when none.
-double zt_plan_rank_limit_bytes(void);
-
-// The world ranks on this machine as the launcher says (Open MPI, MPICH/Hydra, Slurm),
-// else `world` (all of them: the conservative guess for the fits-check).
-int zt_plan_local_ranks(int world);
 
 // "1.50 GiB", "12.0 MiB", "512 B" into buf.
 const char *zt_plan_format_bytes(double bytes, char *buf, size_t size);

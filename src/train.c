@@ -29,6 +29,7 @@
 #include "grid.h"
 #include "hf_export.h"
 #include "hf_import.h"
+#include "host_memory.h"
 #include "llmc_checkpoint.h"
 #include "memory.h"
 #include "partition.h"
@@ -238,9 +239,9 @@ static zt_status check_memory(const trainer *t) {
     }
     // ulimit -v bounds each rank (its address space holds more than the plan: a lower
     // bound, so this refuses only what cannot fit)
-    ZT_TRY(zt_plan_check_fits(&t->plan, zt_plan_rank_limit_bytes(), 1,
+    ZT_TRY(zt_plan_check_fits(&t->plan, zt_host_rank_limit_bytes(), 1,
                               "ulimit -v (the memory limit of each rank's address space)"));
-    return zt_plan_check_fits(&t->plan, zt_plan_available_bytes(), t->plan.ranks_per_node,
+    return zt_plan_check_fits(&t->plan, zt_host_available_bytes(), t->plan.ranks_per_node,
                               "this machine's available memory (MemAvailable and the memory "
                               "cgroup's limit)");
 }
@@ -680,7 +681,7 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     }
     ZT_TRY(zt_grid_init(&t.grid, world, dp, cfg->pp, cfg->tp));
     if (cfg->profile) start_profile(&t);
-    t.plan.ranks_per_node = zt_plan_local_ranks(t.grid.world);
+    t.plan.ranks_per_node = zt_host_local_ranks(t.grid.world);
     // the memory check first, as a step of its own, so no rank has allocated yet when
     // another reads the machine's available memory
     s = zt_comm_agree(&t.grid.world_comm, check_memory(&t));
