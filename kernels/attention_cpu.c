@@ -117,31 +117,25 @@ void zt_attention_backward(float *dqkv, const float *dout, const float *qkv, con
     }
 }
 
-// Heads in parallel; each head's scores fit in work[h * n_pos ...]. The scale multiplies
-// each dot product as the forward's GEMM alpha does.
+// Heads in parallel, each on its own (n_q, n_pos) block of work; inside the parallel
+// region BLAS runs on the calling thread alone (docs/machine.md). The scale is the scores'
+// GEMM alpha, as in the forward.
 void zt_attention_decode(float *out, const float *q, const float *k, const float *v, float *work,
-                         int n_pos, int C, int NH) {
-    int hs = C / NH;
+                         int n_q, int n_pos, int C, int NH) {
+    int hs = C / NH, first = n_pos - n_q;
     float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for schedule(static) if (n_pos * C > 65536)
+#pragma omp parallel for schedule(static) if ((double)n_q * n_pos * C > 65536)
     for (int h = 0; h < NH; h++) {
-        float *s = work + (size_t)h * n_pos;
-        const float *qh = q + h * hs;
-        for (int j = 0; j < n_pos; j++) {
-            const float *kj = k + (size_t)j * C + h * hs;
-            float dot = 0.0f;
-            for (int i = 0; i < hs; i++) dot += qh[i] * kj[i];
-            s[j] = scale * dot;
+        float *S = work + (size_t)h * n_q * n_pos;
+        zt_gemm(0, 1, n_q, n_pos, hs, scale, q + h * hs, 3 * C, k + h * hs, C, 0.0f, S, n_pos);
+        for (int i = 0; i < n_q; i++) {
+            float *s = S + (size_t)i * n_pos;
+            int seen = first + i + 1; // keys up to the query's own position
+            float m = zt_cpu_row_max(s, seen);
+            float lse = m + logf(zt_cpu_row_sumexp(s, seen, m));
+            zt_cpu_row_exp(s, s, lse, seen);
+            for (int j = seen; j < n_pos; j++) s[j] = 0.0f;
         }
-        float m = zt_cpu_row_max(s, n_pos);
-        float lse = m + logf(zt_cpu_row_sumexp(s, n_pos, m));
-        zt_cpu_row_exp(s, s, lse, n_pos);
-        float *oh = out + h * hs;
-        for (int i = 0; i < hs; i++) oh[i] = 0.0f;
-        for (int j = 0; j < n_pos; j++) {
-            const float *vj = v + (size_t)j * C + h * hs;
-            float p = s[j];
-            for (int i = 0; i < hs; i++) oh[i] += p * vj[i];
-        }
+        zt_gemm(0, 0, n_q, hs, n_pos, 1.0f, S, n_pos, v + h * hs, C, 0.0f, out + h * hs, C);
     }
 }

@@ -84,11 +84,12 @@ typedef struct zt_backend_i {
     void (*attention_backward)(const zt_backend *be, float *dqkv, const float *dout,
                                const float *qkv, const float *lse, float *work, int B, int T,
                                int C, int NH);
-    // One query against a KV cache (generation, src/generate.c): out (C) for q (C)
-    // against k, v (n_pos, C) rows 0..n_pos-1, NH heads of C/NH. work: NH * n_pos floats.
-    // NULL on a backend without it (zt_decoder_init refuses that backend).
+    // n_q queries against a KV cache (generation, src/generate.c; kernels.h has the
+    // rules): out (n_q, C) for q (n_q rows 3C apart), query i at position n_pos - n_q + i
+    // against k, v (n_pos, C) rows up to it, NH heads of C/NH. work: NH * n_q * n_pos
+    // floats. NULL on a backend without it (zt_decoder_init refuses that backend).
     void (*attention_decode)(const zt_backend *be, float *out, const float *q, const float *k,
-                             const float *v, float *work, int n_pos, int C, int NH);
+                             const float *v, float *work, int n_q, int n_pos, int C, int NH);
     void (*ce_slice_stats)(const zt_backend *be, float *row_max, float *target_logit,
                            const float *logits, const int32_t *targets, int n, int n_valid,
                            int vocab_lo, int ld);

@@ -108,8 +108,8 @@ static void cpu_attention_backward(const zt_backend *be, float *dqkv, const floa
     zt_attention_backward(dqkv, dout, qkv, lse, work, B, T, C, NH);
 }
 static void cpu_attention_decode(const zt_backend *be, float *out, const float *q, const float *k,
-                                 const float *v, float *work, int n_pos, int C, int NH) {
-    zt_attention_decode(out, q, k, v, work, n_pos, C, NH);
+                                 const float *v, float *work, int n_q, int n_pos, int C, int NH) {
+    zt_attention_decode(out, q, k, v, work, n_q, n_pos, C, NH);
 }
 static void cpu_ce_slice_stats(const zt_backend *be, float *row_max, float *target_logit,
                                const float *logits, const int32_t *targets, int n, int n_valid,

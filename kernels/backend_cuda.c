@@ -220,10 +220,13 @@ static void cuda_attention_backward(const zt_backend *be, float *dqkv, const flo
                                     int T, int C, int NH) {
     zt_cuda_attention_backward(ST, dqkv, dout, qkv, lse, B, T, C, NH);
 }
-// `work` (NH * n_pos floats) holds the scores, as on the CPU.
+// One query row at a time, each against the cache up to its position, in stream order;
+// `work` holds one row's scores (NH * n_pos floats) at a time.
 static void cuda_attention_decode(const zt_backend *be, float *out, const float *q, const float *k,
-                                  const float *v, float *work, int n_pos, int C, int NH) {
-    zt_cuda_attention_decode(ST, out, q, k, v, work, n_pos, C, NH);
+                                  const float *v, float *work, int n_q, int n_pos, int C, int NH) {
+    for (int i = 0; i < n_q; i++)
+        zt_cuda_attention_decode(ST, out + (size_t)i * C, q + (size_t)i * 3 * C, k, v, work,
+                                 n_pos - n_q + i + 1, C, NH);
 }
 static void cuda_ce_slice_stats(const zt_backend *be, float *row_max, float *target_logit,
                                 const float *logits, const int32_t *targets, int n, int n_valid,

@@ -115,9 +115,9 @@ static void p_attention_backward(const zt_backend *be, float *dqkv, const float 
           in->ops->attention_backward(in, dqkv, dout, qkv, lse, work, B, T, C, NH));
 }
 static void p_attention_decode(const zt_backend *be, float *out, const float *q, const float *k,
-                               const float *v, float *work, int n_pos, int C, int NH) {
-    TIMED(ZT_PHASE_ATTENTION, 4.0 * n_pos * C,
-          in->ops->attention_decode(in, out, q, k, v, work, n_pos, C, NH));
+                               const float *v, float *work, int n_q, int n_pos, int C, int NH) {
+    TIMED(ZT_PHASE_ATTENTION, 4.0 * n_q * n_pos * C,
+          in->ops->attention_decode(in, out, q, k, v, work, n_q, n_pos, C, NH));
 }
 static void p_ce_slice_stats(const zt_backend *be, float *row_max, float *target_logit,
                              const float *logits, const int32_t *targets, int n, int n_valid,

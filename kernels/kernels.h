@@ -80,13 +80,16 @@ void zt_attention_forward(float *out, float *lse, const float *qkv, float *work,
 void zt_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *lse,
                            float *work, int B, int T, int C, int NH);
 
-// One query row against a KV cache (generation): for each of NH heads of hs = C/NH,
-// out[h] = softmax(q[h] . k[j, h] / sqrt(hs) over j < n_pos) @ v[:n_pos, h]. q, out (C);
-// k, v (n_pos, C) rows, the cache's positions 0..n_pos-1. work: NH * n_pos floats. The
-// same softmax (max, log-sum-exp, exp) as zt_attention_forward's rows, so a cached
-// decode matches the forward over the whole prefix to rounding.
+// n_q query rows against a KV cache (generation: a prompt's chunk, or one new token).
+// Query i sits at position n_pos - n_q + i and sees the cache up to it: for each of NH
+// heads of hs = C/NH, out[i, h] = softmax(q[i, h] . k[j, h] / sqrt(hs) over j <= that
+// position) @ v[.., h]. q: n_q rows 3C apart (the q third of a qkv buffer's rows); out
+// (n_q, C); k, v (n_pos, C), the cache's positions 0..n_pos-1, the chunk's own rows
+// included. work: NH * n_q * n_pos floats. Scores and outputs are BLAS products, the rows
+// the same softmax (max, log-sum-exp, exp) as zt_attention_forward's, so a cached decode
+// matches the forward over the whole prefix to rounding.
 void zt_attention_decode(float *out, const float *q, const float *k, const float *v, float *work,
-                         int n_pos, int C, int NH);
+                         int n_q, int n_pos, int C, int NH);
 
 // Cross entropy over rows of logits (n, ld) holding columns [vocab_lo, vocab_lo + ld) of
 // the padded vocabulary, of which the first n_valid are real tokens (the rest padding,

@@ -1,7 +1,7 @@
-// Generation with a KV cache: one token at a time through every block on this tp rank
-// (the prompt too, token by token), each layer's keys and values kept for the positions
-// seen so far, and the next token sampled from the gathered logits identically on every
-// rank.
+// Generation with a KV cache: tokens go through every block on this tp rank in chunks of
+// up to ZT_DECODER_ROWS positions (a prompt in a few matrix products, each new token as a
+// chunk of one), each layer's keys and values kept for the positions seen so far, and the
+// next token sampled from the gathered logits identically on every rank.
 //
 // Tensor parallel as in training (src/gpt2.c): each rank holds its heads of c_attn (so its
 // slice of the cache) and its share of the MLP; the row-parallel projections end in an
@@ -33,23 +33,28 @@ typedef struct {
     size_t n;
 } dec_buffer;
 
+// Positions one chunk holds: ZT_DECODER_ROWS, fewer for a model with fewer positions.
+static int dec_rows(const zt_model_shape *s) {
+    return s->n_ctx < ZT_DECODER_ROWS ? s->n_ctx : ZT_DECODER_ROWS;
+}
+
 static int dec_buffers(dec_buffer *b, const zt_model_shape *s, int tp) {
     size_t C = (size_t)s->n_embd, Cl = C / tp, L = (size_t)s->n_layer, T = (size_t)s->n_ctx;
-    size_t NHl = (size_t)s->n_head / tp, Vp = (size_t)s->padded_vocab;
+    size_t NHl = (size_t)s->n_head / tp, Vp = (size_t)s->padded_vocab, R = (size_t)dec_rows(s);
     const dec_buffer all[] = {
         {offsetof(zt_decoder, kcache), ZT_MEM_ACTIVATIONS, L * T * Cl},
         {offsetof(zt_decoder, vcache), ZT_MEM_ACTIVATIONS, L * T * Cl},
-        {offsetof(zt_decoder, x), ZT_MEM_ACTIVATIONS, C},
-        {offsetof(zt_decoder, ln), ZT_MEM_ACTIVATIONS, C},
-        {offsetof(zt_decoder, stats), ZT_MEM_ACTIVATIONS, 2},
-        {offsetof(zt_decoder, qkv), ZT_MEM_ACTIVATIONS, 3 * Cl},
-        {offsetof(zt_decoder, att), ZT_MEM_ACTIVATIONS, Cl},
-        {offsetof(zt_decoder, proj), ZT_MEM_ACTIVATIONS, C},
-        {offsetof(zt_decoder, fch), ZT_MEM_ACTIVATIONS, 4 * Cl},
-        {offsetof(zt_decoder, fch_gelu), ZT_MEM_ACTIVATIONS, 4 * Cl},
-        {offsetof(zt_decoder, work), ZT_MEM_WORKSPACE, NHl * T},
+        {offsetof(zt_decoder, x), ZT_MEM_ACTIVATIONS, R * C},
+        {offsetof(zt_decoder, ln), ZT_MEM_ACTIVATIONS, R * C},
+        {offsetof(zt_decoder, stats), ZT_MEM_ACTIVATIONS, 2 * R},
+        {offsetof(zt_decoder, qkv), ZT_MEM_ACTIVATIONS, R * 3 * Cl},
+        {offsetof(zt_decoder, att), ZT_MEM_ACTIVATIONS, R * Cl},
+        {offsetof(zt_decoder, proj), ZT_MEM_ACTIVATIONS, R * C},
+        {offsetof(zt_decoder, fch), ZT_MEM_ACTIVATIONS, R * 4 * Cl},
+        {offsetof(zt_decoder, fch_gelu), ZT_MEM_ACTIVATIONS, R * 4 * Cl},
+        {offsetof(zt_decoder, work), ZT_MEM_WORKSPACE, NHl * R * T},
         {offsetof(zt_decoder, logits), ZT_MEM_LOGITS, Vp},
-        {offsetof(zt_decoder, token), ZT_MEM_ACTIVATIONS, 1},
+        {offsetof(zt_decoder, token), ZT_MEM_ACTIVATIONS, R},
     };
     int n = (int)(sizeof all / sizeof *all);
     if (b) memcpy(b, all, sizeof all);
@@ -69,6 +74,7 @@ static void *const *dec_slot(const zt_decoder *d, size_t off) {
 }
 
 static void alloc_buffers(zt_decoder *d, const zt_model_shape *s, int tp) {
+    d->rows = dec_rows(s);
     dec_buffer b[DEC_MAX_BUFFERS];
     int n = dec_buffers(b, s, tp);
     for (int i = 0; i < n; i++)
@@ -128,51 +134,77 @@ void zt_decoder_free(zt_decoder *d) {
 
 void zt_decoder_reset(zt_decoder *d) { d->pos = 0; }
 
-void zt_decoder_step(zt_decoder *d, int32_t token, float *logits) {
+// Positions [pos, pos + r) of one chunk through every block; x then holds their residual
+// stream at the end. r <= d->rows, pos + r <= n_ctx, tokens already in d->token.
+static void decode_chunk(zt_decoder *d, int r) {
     const zt_gpt2 *m = d->w;
     const zt_model_shape *s = &m->shape;
     int C = s->n_embd, Cl = C / d->tp, NHl = s->n_head / d->tp, pos = d->pos;
-    int Vp = s->padded_vocab, Vl = Vp / d->tp, lo = d->tp_rank * Vl;
-    size_t T = (size_t)s->n_ctx;
-    ZT_ASSERTF(pos < s->n_ctx, "decoder step at position %d of a %d-position model", pos,
-               s->n_ctx);
-    ZT_ASSERTF(token >= 0 && token < s->vocab, "token %d outside the vocabulary of %d", token,
-               s->vocab);
-    d->be->ops->copy(d->be, d->token, &token, sizeof token, ZT_COPY_H2D);
-    // the token's row lives on one tp rank (the others add zeros), its position on rank 0
+    int Vl = s->padded_vocab / d->tp, lo = d->tp_rank * Vl;
+    size_t T = (size_t)s->n_ctx, rC = (size_t)r * C;
+    float *mean = d->stats, *rstd = d->stats + d->rows;
+    // each token's row lives on one tp rank (the others add zeros), positions on rank 0
     K(encoder_forward, d->x, d->token, m->p.wte,
-      d->tp_rank == 0 ? m->p.wpe + (size_t)pos * C : NULL, lo, Vl, 1, 1, C);
-    tp_sum(d, d->x, (size_t)C);
+      d->tp_rank == 0 ? m->p.wpe + (size_t)pos * C : NULL, lo, Vl, r, r, C);
+    tp_sum(d, d->x, rC);
     for (int l = 0; l < s->n_layer; l++) {
         const zt_block_tensors *w = &m->p.h[l];
         // a row-parallel bias is whole on every rank: rank 0 adds it before the sum
         const float *attprojb = d->tp_rank == 0 ? w->attprojb : NULL;
         const float *fcprojb = d->tp_rank == 0 ? w->fcprojb : NULL;
         float *kc = d->kcache + (size_t)l * T * Cl, *vc = d->vcache + (size_t)l * T * Cl;
-        K(layernorm_forward, d->ln, d->stats, d->stats + 1, d->x, w->ln1w, w->ln1b, 1, C);
-        K(matmul_forward, d->qkv, d->ln, w->qkvw, w->qkvb, 1, C, 3 * Cl);
-        d->be->ops->copy(d->be, kc + (size_t)pos * Cl, d->qkv + Cl, Cl * sizeof(float),
-                         ZT_COPY_D2D);
-        d->be->ops->copy(d->be, vc + (size_t)pos * Cl, d->qkv + 2 * Cl, Cl * sizeof(float),
-                         ZT_COPY_D2D);
-        K(attention_decode, d->att, d->qkv, kc, vc, d->work, pos + 1, Cl, NHl);
-        K(matmul_in_out_forward, d->proj, d->att, w->attprojw, attprojb, 1, Cl, C);
-        tp_sum(d, d->proj, (size_t)C);
-        K(add, d->x, d->x, d->proj, (size_t)C);
-        K(layernorm_forward, d->ln, d->stats, d->stats + 1, d->x, w->ln2w, w->ln2b, 1, C);
-        K(matmul_forward, d->fch, d->ln, w->fcw, w->fcb, 1, C, 4 * Cl);
-        K(gelu_forward, d->fch_gelu, d->fch, (size_t)4 * Cl);
-        K(matmul_in_out_forward, d->proj, d->fch_gelu, w->fcprojw, fcprojb, 1, 4 * Cl, C);
-        tp_sum(d, d->proj, (size_t)C);
-        K(add, d->x, d->x, d->proj, (size_t)C);
+        K(layernorm_forward, d->ln, mean, rstd, d->x, w->ln1w, w->ln1b, r, C);
+        K(matmul_forward, d->qkv, d->ln, w->qkvw, w->qkvb, r, C, 3 * Cl);
+        for (int i = 0; i < r; i++) {
+            const float *row = d->qkv + (size_t)i * 3 * Cl;
+            size_t at = (size_t)(pos + i) * Cl;
+            d->be->ops->copy(d->be, kc + at, row + Cl, Cl * sizeof(float), ZT_COPY_D2D);
+            d->be->ops->copy(d->be, vc + at, row + 2 * Cl, Cl * sizeof(float), ZT_COPY_D2D);
+        }
+        // each position attends to the cache up to itself (causal)
+        K(attention_decode, d->att, d->qkv, kc, vc, d->work, r, pos + r, Cl, NHl);
+        K(matmul_in_out_forward, d->proj, d->att, w->attprojw, attprojb, r, Cl, C);
+        tp_sum(d, d->proj, rC);
+        K(add, d->x, d->x, d->proj, rC);
+        K(layernorm_forward, d->ln, mean, rstd, d->x, w->ln2w, w->ln2b, r, C);
+        K(matmul_forward, d->fch, d->ln, w->fcw, w->fcb, r, C, 4 * Cl);
+        K(gelu_forward, d->fch_gelu, d->fch, (size_t)r * 4 * Cl);
+        K(matmul_in_out_forward, d->proj, d->fch_gelu, w->fcprojw, fcprojb, r, 4 * Cl, C);
+        tp_sum(d, d->proj, rC);
+        K(add, d->x, d->x, d->proj, rC);
     }
-    K(layernorm_forward, d->ln, d->stats, d->stats + 1, d->x, m->p.lnfw, m->p.lnfb, 1, C);
+    d->pos += r;
+}
+
+void zt_decoder_feed(zt_decoder *d, const int32_t *tokens, int n, float *logits) {
+    const zt_gpt2 *m = d->w;
+    const zt_model_shape *s = &m->shape;
+    int C = s->n_embd, Vp = s->padded_vocab, Vl = Vp / d->tp, lo = d->tp_rank * Vl;
+    ZT_ASSERTF(n >= 1 && d->pos + n <= s->n_ctx,
+               "decoder: %d tokens from position %d of a %d-position model", n, d->pos,
+               s->n_ctx);
+    for (int i = 0; i < n; i++)
+        ZT_ASSERTF(tokens[i] >= 0 && tokens[i] < s->vocab,
+                   "token %d outside the vocabulary of %d", tokens[i], s->vocab);
+    int r = 0;
+    for (int done = 0; done < n; done += r) {
+        r = n - done < d->rows ? n - done : d->rows;
+        d->be->ops->copy(d->be, d->token, tokens + done, (size_t)r * sizeof *tokens,
+                         ZT_COPY_H2D);
+        decode_chunk(d, r);
+    }
+    // the logits of the last position only
+    const float *last = d->x + (size_t)(r - 1) * C;
+    K(layernorm_forward, d->ln, d->stats, d->stats + d->rows, last, m->p.lnfw, m->p.lnfb, 1, C);
     // this rank's slice straight into its place in the row, then the in-place gather
     K(gemm, 0, 1, 1, Vl, C, 1.0f, d->ln, C, m->p.wte, C, 0.0f, d->logits + lo, Vl);
     if (d->tp_data)
         zt_comm_all_gather(d->tp_data, d->logits + lo, d->logits, (size_t)Vp, ZT_F32, NULL);
     d->be->ops->copy(d->be, logits, d->logits, (size_t)Vp * sizeof(float), ZT_COPY_D2H);
-    d->pos++;
+}
+
+void zt_decoder_step(zt_decoder *d, int32_t token, float *logits) {
+    zt_decoder_feed(d, &token, 1, logits);
 }
 
 void zt_token_print(FILE *f, const zt_bpe *bpe, int vocab, int32_t tok, int first) {

@@ -1,5 +1,6 @@
-// Generation: a KV-cache decoder that feeds one token at a time through the whole GPT-2 on
-// this tp rank, and the sampler that picks the next token identically on every rank.
+// Generation: a KV-cache decoder that feeds tokens through the whole GPT-2 on this tp rank
+// (a prompt in chunks of positions, each new token alone), and the sampler that picks the
+// next token identically on every rank.
 #ifndef ZT_GENERATE_H
 #define ZT_GENERATE_H
 
@@ -8,28 +9,34 @@
 
 #include "gpt2.h"
 
+// Positions the decoder feeds through the model at once: a prompt's matrix products run
+// on up to this many rows (bench/RESULTS.md, "Generation at batch 1"), for buffers of
+// about rows * (15 * n_embd + n_head * n_ctx) floats (gpt2 124M: 11 MB).
+#define ZT_DECODER_ROWS 128
+
 // The decoder's state. It reads the weights of `w`: its own `model` (zt_decoder_init: every
 // unit, this tp rank's slice, built for B = 1, T = 1 so its training activations are a
-// few rows), or a training model's (zt_decoder_init_over). The caches and the one-token
-// activations below are the decoder's own, all on the weights' backend.
-// Cl = C/tp (this rank's heads), Vp = padded vocabulary.
+// few rows), or a training model's (zt_decoder_init_over). The caches and the activations
+// of one chunk of R = rows positions below are the decoder's own, all on the weights'
+// backend. Cl = C/tp (this rank's heads), Vp = padded vocabulary.
 typedef struct {
     zt_gpt2 model;            // own weights: fill with zt_gpt2_init_random or zt_init_load
     const zt_gpt2 *w;         // the weights it decodes with (&model or a training model)
     const zt_backend *be;
     const zt_comm *tp_data;   // the tp group's tensor path (NULL at tp = 1)
     int tp, tp_rank, pos;     // pos: the position the next token takes (= tokens fed)
+    int rows;                 // R: min(ZT_DECODER_ROWS, n_ctx)
     float *kcache, *vcache;   // (L, n_ctx, Cl) each
-    float *x;                 // (C) residual stream
-    float *ln;                // (C) LayerNorm output
-    float *stats;             // (2) LayerNorm mean, rstd
-    float *qkv;               // (3*Cl) [q | k | v] of this rank's heads
-    float *att;               // (Cl) attention output
-    float *proj;              // (C) a row-parallel projection's output before the sum
-    float *fch, *fch_gelu;    // (4*Cl), (4*Cl)
-    float *work;              // (NH/tp * n_ctx) attention scores
+    float *x;                 // (R, C) residual stream
+    float *ln;                // (R, C) LayerNorm output
+    float *stats;             // (2, R) LayerNorm mean, rstd
+    float *qkv;               // (R, 3*Cl) [q | k | v] of this rank's heads
+    float *att;               // (R, Cl) attention output
+    float *proj;              // (R, C) a row-parallel projection's output before the sum
+    float *fch, *fch_gelu;    // (R, 4*Cl), (R, 4*Cl)
+    float *work;              // (NH/tp, R, n_ctx) attention scores
     float *logits;            // (Vp) the whole row: this rank's slice, then the gather
-    int32_t *token;           // (1) the token being fed
+    int32_t *token;           // (R) the tokens being fed
 } zt_decoder;
 
 // Builds the decoder for shape `s` on backend `be` (its attention_decode must exist) as
@@ -45,10 +52,10 @@ void zt_decoder_free(zt_decoder *d);
 // A decoder over `m`'s weights, which it borrows and never changes (a training model
 // that holds every unit: pp = 1; `zerotrain train --sample-every`); m must outlive it.
 // tp_data: m's tp group's tensor path (NULL when tp = 1). Allocates only the caches and
-// one-token buffers (zt_decoder_bytes).
+// chunk buffers (zt_decoder_bytes).
 zt_status zt_decoder_init_over(zt_decoder *d, const zt_gpt2 *m, const zt_comm *tp_data);
 
-// The bytes per allocator category of the decoder's own buffers (caches, one-token
+// The bytes per allocator category of the decoder's own buffers (caches, one chunk's
 // activations, attention scores, the logits row) for shape s on tp ranks: what
 // zt_decoder_init_over allocates, for the memory planner.
 void zt_decoder_bytes(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int tp);
@@ -56,10 +63,14 @@ void zt_decoder_bytes(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int tp
 // Forgets the sequence: the next token goes to position 0.
 void zt_decoder_reset(zt_decoder *d);
 
-// Feeds `token` (0 <= token < vocab, checked by the caller; fatal otherwise) at position
-// d->pos (< n_ctx, fatal otherwise), advances pos, and writes the next-token logits of the
-// whole padded vocabulary to host memory logits (Vp) on every tp rank (collective over the
-// tp group: every rank calls it with the same token).
+// Feeds tokens[0..n) (host memory; 0 <= token < vocab, checked by the caller; fatal
+// otherwise) at positions d->pos .. d->pos + n - 1 (n >= 1, pos + n <= n_ctx, fatal
+// otherwise) in chunks of d->rows, advances pos by n, and writes the logits that follow
+// the last one (the whole padded vocabulary, Vp) to host memory `logits` on every tp rank.
+// Collective over the tp group: every rank calls it with the same tokens. The logits equal
+// feeding the tokens one at a time up to summation order (tests/test_generate.c).
+void zt_decoder_feed(zt_decoder *d, const int32_t *tokens, int n, float *logits);
+// zt_decoder_feed of one token.
 void zt_decoder_step(zt_decoder *d, int32_t token, float *logits);
 
 // How the next token is chosen. temperature <= 0: greedy (argmax, ties to the lowest id).

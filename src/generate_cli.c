@@ -256,7 +256,7 @@ static zt_status run(const gen_opts *o, const zt_config *cfg, const zt_grid *g,
         zt_sampler smp = o->smp;
         smp.seed = cfg->seed;
         double t0 = now_s();
-        for (size_t i = 0; i < prompt.n; i++) zt_decoder_step(&d, prompt.ids[i], logits);
+        zt_decoder_feed(&d, prompt.ids, (int)prompt.n, logits); // n < n_ctx: read_prompt
         double t1 = now_s();
         int n_new = 0;
         for (int i = 0; i < o->max_new; i++) {
@@ -278,11 +278,13 @@ static zt_status run(const gen_opts *o, const zt_config *cfg, const zt_grid *g,
         if (g->rank == 0) {
             putchar('\n');
             fflush(stdout);
+            // the first new token comes with the prompt's logits: the rate counts the
+            // decoder steps after it
             double dec = t2 - t1;
             fprintf(stderr, "generate: prompt %zu tokens in %.3f s; %d new tokens in %.3f s "
                             "(%.1f tokens/s, batch 1, tp %d, %d threads per rank)\n",
-                    prompt.n, t1 - t0, n_new, dec, dec > 0 ? n_new / dec : 0.0, g->tp,
-                    omp_get_max_threads());
+                    prompt.n, t1 - t0, n_new, dec, n_new > 1 && dec > 0 ? (n_new - 1) / dec : 0.0,
+                    g->tp, omp_get_max_threads());
         }
     }
     free(logits);

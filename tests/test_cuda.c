@@ -336,24 +336,25 @@ ZT_TEST(cuda_attention) {
     return ZT_PASS;
 }
 
-// The decode attention of generation (one query against a KV cache) against the CPU's,
-// at a cache of one row and of more rows than the block has threads.
+// The decode attention of generation (queries against a KV cache) against the CPU's: one
+// query at a cache of one row and of more rows than the block has threads, and chunks of
+// queries (a prompt) that each see the cache up to their own position.
 ZT_TEST(cuda_attention_decode) {
     NEED_GPU();
     const int NH = 3, hs = 13, C = NH * hs;
-    const int lens[] = {1, 37, 300};
-    for (size_t t = 0; t < sizeof lens / sizeof *lens; t++) {
-        int n_pos = lens[t];
-        size_t nkv = (size_t)n_pos * C;
-        float *q = hrand(C, -1, 1), *k = hrand(nkv, -1, 1), *v = hrand(nkv, -1, 1);
-        float *work = hmem((size_t)NH * n_pos * sizeof(float));
-        float *out = hpoison(C), *g_out = dpoison(C);
-        CPU->ops->attention_decode(CPU, out, q, k, v, work, n_pos, C, NH);
-        GPU->ops->attention_decode(GPU, g_out, dputf(q, C), dputf(k, nkv), dputf(v, nkv),
-                                   dpoison((size_t)NH * n_pos), n_pos, C, NH);
+    const int cases[][2] = {{1, 1}, {1, 37}, {4, 37}, {1, 300}, {3, 300}}; // n_q, n_pos
+    for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
+        int n_q = cases[t][0], n_pos = cases[t][1];
+        size_t nkv = (size_t)n_pos * C, nq = (size_t)n_q * 3 * C, no = (size_t)n_q * C;
+        float *q = hrand(nq, -1, 1), *k = hrand(nkv, -1, 1), *v = hrand(nkv, -1, 1);
+        float *work = hmem((size_t)NH * n_q * n_pos * sizeof(float));
+        float *out = hpoison(no), *g_out = dpoison(no);
+        CPU->ops->attention_decode(CPU, out, q, k, v, work, n_q, n_pos, C, NH);
+        GPU->ops->attention_decode(GPU, g_out, dputf(q, nq), dputf(k, nkv), dputf(v, nkv),
+                                   dpoison((size_t)NH * n_q * n_pos), n_q, n_pos, C, NH);
         // as attention_forward's out: scores of hs products in another order, expf a few
         // ulp, an average of n_pos v rows (|v| < 1)
-        CHECK_DEV("attention_decode out", g_out, out, C, 4.0 * (hs + n_pos) * U32 * 4, 0.0);
+        CHECK_DEV("attention_decode out", g_out, out, no, 4.0 * (hs + n_pos) * U32 * 4, 0.0);
     }
     gpu_close();
     return ZT_PASS;

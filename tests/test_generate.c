@@ -8,52 +8,106 @@
 #include "rng.h"
 #include "test.h"
 
-// The decoder's logits at every position equal zt_gpt2_forward + zt_gpt2_logits over the
-// whole sequence (one rank). Both sides run the same kernels in fp32 on the same weights;
-// they differ only in summation order (a 1-row GEMM against a T-row one, the decode
-// attention's dot products against the forward's GEMM), so each logit differs by the
-// reassociation error of sums of up to 4C = 128 terms through L = 2 blocks and their
-// LayerNorms: about L * sqrt(4C) * eps32 ~ 2 * 11 * 6e-8 ~ 1.4e-6 of the row's scale.
-// The bound, 1e-5 of the row's largest |logit| plus 1e-5 relative, leaves 7x margin.
-ZT_TEST(generate_kv_cache_matches_forward) {
-    zt_model_shape s = {.vocab = 300, .n_ctx = 24, .n_layer = 2, .n_head = 4, .n_embd = 32};
-    s.padded_vocab = zt_padded_vocab(s.vocab, 1);
-    int T = s.n_ctx, Vp = s.padded_vocab;
-    const zt_backend *be = zt_backend_cpu();
+// A decoder and the training forward on the same random weights, and the forward's
+// logits at every position of a random sequence of n_ctx tokens (one rank).
+typedef struct {
+    zt_model_shape s;
     zt_gpt2 ref;
-    CHECK(zt_gpt2_init(&ref, be, &s, 0, zt_unit_count(&s), 1, 0, 256, 256, 1, T, 0, 1, NULL) ==
-          ZT_OK);
-    zt_gpt2_init_random(&ref, 5);
     zt_decoder d;
-    CHECK(zt_decoder_init(&d, be, &s, 1, 0, NULL) == ZT_OK);
-    zt_gpt2_init_random(&d.model, 5);
-    int32_t *tokens = calloc((size_t)T, sizeof *tokens), *targets = calloc((size_t)T, 4);
-    float *want = calloc((size_t)T * Vp, sizeof *want), *got = calloc((size_t)Vp, sizeof *got);
-    CHECK(tokens && targets && want && got);
-    for (int t = 0; t < T; t++) tokens[t] = (int32_t)(zt_splitmix64((uint64_t)t + 99) % s.vocab);
-    zt_gpt2_forward(&ref, tokens, NULL, targets, 0, 1.0f);
-    zt_gpt2_logits(&ref, want);
-    int rc = ZT_PASS;
-    for (int t = 0; t < T && rc == ZT_PASS; t++) {
-        zt_decoder_step(&d, tokens[t], got);
-        const float *w = want + (size_t)t * Vp;
-        double scale = 0;
-        for (int v = 0; v < s.vocab; v++) scale = fmax(scale, fabs(w[v]));
-        char what[64];
-        snprintf(what, sizeof what, "logits at position %d", t);
-        if (zt_check_close(what, got, w, (size_t)s.vocab, 1e-5 * scale, 1e-5)) rc = ZT_FAIL;
-    }
-    CHECK_EQ_INT(d.pos, T);
-    // reset starts again at position 0 with the same answer
-    zt_decoder_reset(&d);
-    zt_decoder_step(&d, tokens[0], got);
-    if (zt_check_close("after reset", got, want, (size_t)s.vocab, 1e-5, 1e-5)) rc = ZT_FAIL;
-    free(tokens);
+    int32_t *tokens; // (T)
+    float *want;     // (T, Vp) the forward's logits
+    float *got;      // (Vp)
+} decode_case;
+
+static int decode_case_init(decode_case *c, int n_ctx) {
+    memset(c, 0, sizeof *c);
+    c->s = (zt_model_shape){.vocab = 300, .n_ctx = n_ctx, .n_layer = 2, .n_head = 4,
+                            .n_embd = 32};
+    c->s.padded_vocab = zt_padded_vocab(c->s.vocab, 1);
+    int T = n_ctx, Vp = c->s.padded_vocab;
+    const zt_backend *be = zt_backend_cpu();
+    CHECK(zt_gpt2_init(&c->ref, be, &c->s, 0, zt_unit_count(&c->s), 1, 0, 256, 256, 1, T, 0, 1,
+                       NULL) == ZT_OK);
+    zt_gpt2_init_random(&c->ref, 5);
+    CHECK(zt_decoder_init(&c->d, be, &c->s, 1, 0, NULL) == ZT_OK);
+    zt_gpt2_init_random(&c->d.model, 5);
+    c->tokens = calloc((size_t)T, sizeof *c->tokens);
+    int32_t *targets = calloc((size_t)T, sizeof *targets);
+    c->want = calloc((size_t)T * Vp, sizeof *c->want);
+    c->got = calloc((size_t)Vp, sizeof *c->got);
+    CHECK(c->tokens && targets && c->want && c->got);
+    for (int t = 0; t < T; t++)
+        c->tokens[t] = (int32_t)(zt_splitmix64((uint64_t)t + 99) % c->s.vocab);
+    zt_gpt2_forward(&c->ref, c->tokens, NULL, targets, 0, 1.0f);
+    zt_gpt2_logits(&c->ref, c->want);
     free(targets);
-    free(want);
-    free(got);
-    zt_decoder_free(&d);
-    zt_gpt2_free(&ref);
+    return ZT_PASS;
+}
+
+static void decode_case_free(decode_case *c) {
+    free(c->tokens);
+    free(c->want);
+    free(c->got);
+    zt_decoder_free(&c->d);
+    zt_gpt2_free(&c->ref);
+}
+
+// The decoder's last logits against the forward's at position t. Both sides run the same
+// kernels in fp32 on the same weights; they differ only in summation order (GEMMs of other
+// row counts, the decode attention's dot products against the forward's GEMM), so each
+// logit differs by the reassociation error of sums of up to max(4C, T) = 160 terms through
+// L = 2 blocks and their LayerNorms: about L * sqrt(160) * eps32 ~ 2 * 13 * 6e-8 ~ 1.6e-6
+// of the row's scale. The bound, 1e-5 of the row's largest |logit| plus 1e-5 relative,
+// leaves 6x margin.
+static int matches_forward(const decode_case *c, int t) {
+    const float *w = c->want + (size_t)t * c->s.padded_vocab;
+    double scale = 0;
+    for (int v = 0; v < c->s.vocab; v++) scale = fmax(scale, fabs(w[v]));
+    char what[64];
+    snprintf(what, sizeof what, "logits at position %d", t);
+    return zt_check_close(what, c->got, w, (size_t)c->s.vocab, 1e-5 * scale, 1e-5) == 0;
+}
+
+// One token at a time, the logits at every position equal the forward's.
+ZT_TEST(generate_kv_cache_matches_forward) {
+    decode_case c;
+    if (decode_case_init(&c, 24) != ZT_PASS) return ZT_FAIL;
+    int rc = ZT_PASS;
+    for (int t = 0; t < c.s.n_ctx && rc == ZT_PASS; t++) {
+        zt_decoder_step(&c.d, c.tokens[t], c.got);
+        if (!matches_forward(&c, t)) rc = ZT_FAIL;
+    }
+    if (c.d.pos != c.s.n_ctx) rc = ZT_FAIL;
+    // reset starts again at position 0 with the same answer
+    zt_decoder_reset(&c.d);
+    zt_decoder_step(&c.d, c.tokens[0], c.got);
+    if (!matches_forward(&c, 0)) rc = ZT_FAIL;
+    decode_case_free(&c);
+    return rc;
+}
+
+// Tokens fed in chunks (a prompt) give the same logits: every prefix length of a model
+// with more positions than one chunk holds (so prefixes past ZT_DECODER_ROWS take two
+// chunks), and a mix of feeds and single steps continuing one cache.
+ZT_TEST(generate_feed_chunks_match_forward) {
+    decode_case c;
+    if (decode_case_init(&c, ZT_DECODER_ROWS + 32) != ZT_PASS) return ZT_FAIL;
+    int T = c.s.n_ctx, rc = ZT_PASS;
+    CHECK_EQ_INT(c.d.rows, ZT_DECODER_ROWS);
+    for (int n = 1; n <= T && rc == ZT_PASS; n++) {
+        zt_decoder_reset(&c.d);
+        zt_decoder_feed(&c.d, c.tokens, n, c.got);
+        if (c.d.pos != n || !matches_forward(&c, n - 1)) rc = ZT_FAIL;
+    }
+    // 5 tokens, one step, then the rest (crossing a chunk boundary) on the same cache
+    zt_decoder_reset(&c.d);
+    zt_decoder_feed(&c.d, c.tokens, 5, c.got);
+    if (!matches_forward(&c, 4)) rc = ZT_FAIL;
+    zt_decoder_step(&c.d, c.tokens[5], c.got);
+    if (!matches_forward(&c, 5)) rc = ZT_FAIL;
+    zt_decoder_feed(&c.d, c.tokens + 6, T - 6, c.got);
+    if (c.d.pos != T || !matches_forward(&c, T - 1)) rc = ZT_FAIL;
+    decode_case_free(&c);
     return rc;
 }
 
