@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <string.h>
@@ -123,24 +124,31 @@ static void remove_dir(const char *path) {
     rmdir(path);
 }
 
+// A regular file's whole text; NULL with errno set when it cannot be read (EISDIR, or
+// EINVAL for another non-regular file: a directory's "size" would be read as a length).
 static char *read_text(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)(n < 0 ? 0 : n) + 1);
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        int e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        fclose(f);
+        errno = e;
+        return NULL;
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
     ZT_ASSERT(buf);
-    size_t got = fread(buf, 1, (size_t)(n < 0 ? 0 : n), f);
+    size_t got = fread(buf, 1, (size_t)st.st_size, f);
     fclose(f);
     buf[got] = 0;
     if (len) *len = got;
     return buf;
 }
 
+// A regular file (a directory named manifest.json or latest is not one).
 static int file_exists(const char *p) {
     struct stat st;
-    return stat(p, &st) == 0;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 // A run of local elements [i, i + n) of tensor t whose global indices are contiguous,
@@ -353,21 +361,33 @@ static zt_status write_manifest(const zt_ckpt_ctx *c, const char *tmp, int step,
     return ok ? ZT_OK : zt_errorf("writing %s failed: %s", path, strerror(errno));
 }
 
-// Rank 0: deletes complete checkpoints older than the newest `keep`.
-static void prune(const char *dir, int keep) {
-    if (keep <= 0) return;
+// The steps of the complete checkpoints in `dir` (step-N directories holding a
+// manifest.json), at most `max` of them; -1 when dir cannot be opened.
+static int complete_steps(const char *dir, int *steps, int max) {
     DIR *d = opendir(dir);
-    if (!d) return;
-    int steps[4096], n = 0;
+    if (!d) return -1;
+    int n = 0;
     struct dirent *e;
-    while ((e = readdir(d)) && n < 4096) {
+    char p[2 * PATHN];
+    while ((e = readdir(d)) && n < max) {
         int st;
         char tail;
-        if (sscanf(e->d_name, "step-%d%c", &st, &tail) == 1) steps[n++] = st;
+        if (sscanf(e->d_name, "step-%d%c", &st, &tail) != 1) continue;
+        snprintf(p, sizeof p, "%s/%s/manifest.json", dir, e->d_name);
+        if (file_exists(p)) steps[n++] = st;
     }
     closedir(d);
+    return n;
+}
+
+// Rank 0: deletes complete checkpoints older than the newest `keep`, never `just` (the
+// one this save wrote). Directories without a manifest are not checkpoints: left alone.
+static void prune(const char *dir, int keep, int just) {
+    if (keep <= 0) return;
+    int steps[4096], n = complete_steps(dir, steps, 4096);
     // the newest `keep` survive
     for (int i = 0; i < n; i++) {
+        if (steps[i] == just) continue;
         int newer = 0;
         for (int j = 0; j < n; j++) newer += steps[j] > steps[i];
         if (newer >= keep) {
@@ -377,6 +397,17 @@ static void prune(const char *dir, int keep) {
         }
     }
     fsync_path(dir);
+}
+
+zt_status zt_ckpt_check_dir(const char *dir, int start) {
+    int steps[4096], n = complete_steps(dir, steps, 4096), newest = -1;
+    for (int i = 0; i < n; i++)
+        if (steps[i] > newest) newest = steps[i];
+    if (newest <= start) return ZT_OK;
+    return zt_errorf("--ckpt-dir %s holds step-%d, newer than this run's start at step %d: its "
+                     "checkpoints and `latest` would mix two runs (and --ckpt-keep would "
+                     "delete the new ones first); give another --ckpt-dir, or move the newer "
+                     "step-N directories away", dir, newest, start);
 }
 
 static double now_s(void) {
@@ -443,7 +474,7 @@ zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples) {
                 s = zt_errorf("cannot write %s: %s", lp, strerror(errno));
             if (s == ZT_OK) s = fsync_path(dir);
         }
-        if (s == ZT_OK) prune(dir, c->cfg->ckpt_keep);
+        if (s == ZT_OK) prune(dir, c->cfg->ckpt_keep, step);
         if (s == ZT_OK) {
             uint64_t total = 0, most = 0;
             int files = 0;
@@ -496,6 +527,8 @@ static zt_status resolve(const char *dir, char *out, size_t size, int say) {
     closedir(d);
     snprintf(p, sizeof p, "%s/latest", dir);
     char *lt = read_text(p, NULL);
+    if (!lt && errno != ENOENT && say)
+        printf("checkpoint: ignoring %s: %s\n", p, strerror(errno));
     if (lt) {
         char name[256];
         if (sscanf(lt, "%255s", name) == 1) {
@@ -531,10 +564,31 @@ typedef struct {
     uint64_t *fbytes, *fhash;
 } manifest;
 
+// A whole number in [0, INT_MAX] (every count and index a manifest holds).
 static int jint(const cJSON *o, const char *k, int *out) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (!cJSON_IsNumber(v)) return 0;
-    *out = v->valueint;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= INT_MAX) ||
+        v->valuedouble != (double)(int)v->valuedouble)
+        return 0;
+    *out = (int)v->valuedouble;
+    return 1;
+}
+
+// A whole byte or sample count in [0, 2^53] (exact in a JSON double).
+static int juint(const cJSON *v, uint64_t *out) {
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 9007199254740992.0) ||
+        v->valuedouble != floor(v->valuedouble))
+        return 0;
+    *out = (uint64_t)v->valuedouble;
+    return 1;
+}
+
+// 16 hexadecimal digits, as write_manifest writes a 64-bit digest.
+static int jhex64(const cJSON *v, uint64_t *out) {
+    if (!cJSON_IsString(v) || strlen(v->valuestring) != 16 ||
+        strspn(v->valuestring, "0123456789abcdefABCDEF") != 16)
+        return 0;
+    *out = strtoull(v->valuestring, NULL, 16);
     return 1;
 }
 
@@ -578,15 +632,18 @@ static zt_status manifest_read(manifest *m, const char *dir, int say) {
     const cJSON *la = cJSON_GetObjectItemCaseSensitive(r, "layout");
     const cJSON *sa = cJSON_GetObjectItemCaseSensitive(r, "samples");
     const cJSON *fl = cJSON_GetObjectItemCaseSensitive(r, "files");
-    int ok = jint(r, "step", &m->step) && cJSON_IsNumber(sa) && jint(op, "t", &m->t) &&
+    int ok = jint(r, "step", &m->step) && juint(sa, &m->samples) && jint(op, "t", &m->t) &&
              jint(mo, "n_layer", &m->shape.n_layer) && jint(mo, "n_head", &m->shape.n_head) &&
              jint(mo, "n_embd", &m->shape.n_embd) && jint(mo, "vocab", &m->shape.vocab) &&
              jint(mo, "n_ctx", &m->shape.n_ctx) && jint(la, "dp", &m->dp) &&
              jint(la, "pp", &m->pp) && jint(la, "tp", &m->tp) && jint(la, "zero", &m->zero) &&
              cJSON_IsArray(fl);
     if (!ok) return zt_errorf("%s is corrupt: it lacks step, samples, model, optimizer, layout "
-                              "or files", p);
-    m->samples = (uint64_t)sa->valuedouble;
+                              "or files, or one of them is not a whole number >= 0", p);
+    if (m->t > m->step || m->dp < 1 || m->pp < 1 || m->tp < 1 || m->zero > 1)
+        return zt_errorf("%s is corrupt: optimizer t %d with step %d, layout dp %d pp %d tp %d "
+                         "zero %d (t <= step, degrees >= 1, zero 0 or 1)",
+                         p, m->t, m->step, m->dp, m->pp, m->tp, m->zero);
     m->n_files = cJSON_GetArraySize(fl);
     m->fname = calloc((size_t)m->n_files + 1, sizeof *m->fname);
     m->fbytes = calloc((size_t)m->n_files + 1, sizeof *m->fbytes);
@@ -597,12 +654,13 @@ static zt_status manifest_read(manifest *m, const char *dir, int say) {
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(f, "name");
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(f, "bytes");
         const cJSON *h = cJSON_GetObjectItemCaseSensitive(f, hkey);
-        if (!cJSON_IsString(n) || !cJSON_IsNumber(b) || !cJSON_IsString(h) ||
-            strchr(n->valuestring, '/'))
-            return zt_errorf("%s is corrupt: files[%d] lacks name, bytes or %s", p, i, hkey);
+        if (!cJSON_IsString(n) || !juint(b, &m->fbytes[i]) || !jhex64(h, &m->fhash[i]))
+            return zt_errorf("%s is corrupt: files[%d] lacks a name, a whole byte count or a "
+                             "%s of 16 hex digits", p, i, hkey);
+        if (strchr(n->valuestring, '/') || strlen(n->valuestring) >= sizeof m->fname[i])
+            return zt_errorf("%s is corrupt: files[%d] is named '%s', not a shard file name "
+                             "in its directory", p, i, n->valuestring);
         snprintf(m->fname[i], sizeof m->fname[i], "%s", n->valuestring);
-        m->fbytes[i] = (uint64_t)b->valuedouble;
-        m->fhash[i] = strtoull(h->valuestring, NULL, 16);
     }
     return ZT_OK;
 }

@@ -41,6 +41,13 @@ zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples);
 // requantized (with a message) where they do not. Errors name the file.
 zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint64_t *samples);
 
+// Refuses (ZT_ERR) a --ckpt-dir that holds a complete checkpoint newer than `start`, the
+// step this run begins at (0, or the resumed one): rolled back to an older step, the new
+// run's checkpoints would interleave with the abandoned ones, `latest` would jump between
+// them, and --ckpt-keep would delete by step number. A directory that does not exist yet
+// passes. Rank 0, before step 1.
+zt_status zt_ckpt_check_dir(const char *dir, int start);
+
 // The model shape of the checkpoint `dir` names (as zt_ckpt_resume resolves it).
 zt_status zt_ckpt_read_shape(const char *dir, zt_model_shape *shape);
 

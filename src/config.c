@@ -82,10 +82,10 @@ static const opt_desc k_opts[] = {
      "random seed (initialization, shuffling)"},
 
     {"data", OPT_STR, FIELD(data), "", "PATH", NULL, 0, "data",
-     "training tokens (llm.c .bin format; none = the embedded default text, with its "
+     "training tokens (llm.c .bin format; if not set, the embedded default text, with its "
      "validation split)"},
     {"val-data", OPT_STR, FIELD(val_data), "", "PATH", NULL, 0, "data",
-     "validation tokens (none = no validation)"},
+     "validation tokens (if not set, no validation)"},
     {"val-every", OPT_INT, FIELD(val_every), "50", "N", NULL, 0, "data",
      "validate every N steps (0 = never)"},
     {"val-batches", OPT_INT, FIELD(val_batches), "8", "N", NULL, 0, "data",
@@ -146,7 +146,7 @@ static const opt_desc k_opts[] = {
      "(bf16: `zerotrain memory` only until the GPU backend)"},
     {"mem-limit", OPT_STR, FIELD(mem_limit), "", "BYTES", NULL, 0, "memory",
      "memory one rank may use, e.g. 16G or 512M (binary units); a run predicted to need more "
-     "stops before allocating (none: train checks the machine's available memory)"},
+     "stops before allocating (if not set, train checks the machine's available memory)"},
     {"ranks-per-node", OPT_INT, FIELD(ranks_per_node), "0", "N", NULL, 0, "memory",
      "`zerotrain memory`: consecutive ranks sharing one machine (0 = all; sizes the MPI "
      "staging windows)"},
@@ -225,6 +225,8 @@ static const char *suggest(const char *name, size_t len, int with_config) {
 static zt_status set_string(zt_config *cfg, const opt_desc *o, const char *s,
                             const char *where) {
     size_t n = strlen(s);
+    if (n == 0) // the usual cause: an unset shell variable; "" must not mean "not given"
+        return zt_errorf("%s is empty: give it a value, or leave it out for its default", where);
     if (n >= o->size)
         return zt_errorf("%s: the value is %zu characters long, but %s holds at most %zu: "
                          "use a shorter value",
@@ -545,6 +547,7 @@ static zt_status next_flag(int argc, char **argv, int *i, flag_arg *f) {
 static void set_defaults(zt_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
     for (int i = 0; i < N_OPTS; i++) {
+        if (k_opts[i].type == OPT_STR && !k_opts[i].def[0]) continue; // unset: "" (memset)
         zt_status st = set_from_text(cfg, &k_opts[i], k_opts[i].def, k_opts[i].name);
         ZT_ASSERTF(st == ZT_OK, "bad default for --%s: %s", k_opts[i].name, zt_error_message());
     }
@@ -843,6 +846,22 @@ zt_model_shape zt_config_shape(const zt_config *cfg) {
     return s;
 }
 
+// ---------------------------------------------------------------- comparing
+
+const char *zt_config_first_difference(const zt_config *a, const zt_config *b) {
+    for (int i = 0; i < N_OPTS; i++) {
+        const opt_desc *o = &k_opts[i];
+        // a path may differ between machines (a node-local copy); what it holds is checked
+        // where it is read (a data file's length, a checkpoint's manifest)
+        if (!strcmp(o->meta, "PATH") || !strcmp(o->meta, "DIR")) continue;
+        const char *x = (const char *)a + o->offset, *y = (const char *)b + o->offset;
+        // strings up to their end (parse leaves the bytes after it unspecified)
+        if (o->type == OPT_STR ? strncmp(x, y, o->size) != 0 : memcmp(x, y, o->size) != 0)
+            return o->name;
+    }
+    return NULL;
+}
+
 // ---------------------------------------------------------------- help
 
 static void help_line(FILE *f, const char *name, const char *meta, const char *help) {
@@ -871,7 +890,7 @@ void zt_config_print_help(FILE *f) {
         if (o->from_preset)
             fputs(" (default from --model)\n", f);
         else
-            fprintf(f, " (default %s)\n", o->def[0] ? o->def : "none");
+            fprintf(f, o->def[0] ? " (default %s)\n" : " (not set by default)\n", o->def);
         if (o->offset == offsetof(zt_config, model)) {
             for (int p = 0; p < N_PRESETS; p++) {
                 const zt_config *s = &k_presets[p].shape;

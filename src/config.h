@@ -79,6 +79,11 @@ zt_status zt_config_parse(zt_config *cfg, int argc, char **argv);
 // Checks the values against each other (n_embd % n_head, seq <= n_ctx, ...).
 zt_status zt_config_validate(const zt_config *cfg);
 
+// The name of the first option (without "--") whose value differs between a and b, or
+// NULL when every option is the same (the ranks of one run must agree: train checks).
+// Paths (--data, --save, ...) are not compared: machines may hold their own copies.
+const char *zt_config_first_difference(const zt_config *a, const zt_config *b);
+
 // What training itself cannot run yet, on top of zt_config_validate: --backend cuda in a
 // binary built without CUDA, --tf32 without it, --param-dtype bf16
 // (16-bit parameters with fp32 master weights are planned by `zerotrain memory` for the

@@ -78,11 +78,21 @@ static void export_tokenizer(const zt_model_shape *shape, const char *tmp, const
                 zt_error_message());
 }
 
+zt_status zt_hf_export_check_dir(const char *dir) {
+    struct stat st;
+    if (!dir[0]) return zt_errorf("the export directory is empty: give it a path");
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+        return zt_errorf("%s exists and is not a directory: an export is a directory "
+                         "(model.safetensors, config.json); give a new path or a directory", dir);
+    return ZT_OK;
+}
+
 // The export is written into a fresh sibling directory, synced, then put in place: renamed
 // to `dir`, or, where `dir` holds an older export, swapped with it in one rename
 // (RENAME_EXCHANGE), so a reader sees the old export or the new one, never a mix.
 zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
                        const float *const *params, int n_parts, const char *dir) {
+    ZT_TRY(zt_hf_export_check_dir(dir));
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", dir, (int)getpid());
     if (mkdir(tmp, 0755) != 0)

@@ -16,4 +16,9 @@
 zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
                        const float *const *params, int n_parts, const char *dir);
 
+// Refuses (ZT_ERR) an export path that is empty or names something other than a directory
+// (a data file would be swapped out of its place); zt_hf_export checks it first, and a
+// command checks it before long work.
+zt_status zt_hf_export_check_dir(const char *dir);
+
 #endif

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -225,7 +226,30 @@ static zt_status hf_load(zt_gpt2 *m, const char *path) {
     return st;
 }
 
+// A NaN or infinite weight makes every loss NaN (blamed on the learning rate) and every
+// greedy token 0: name the tensor at load instead.
+static zt_status check_finite(const zt_gpt2 *m, const char *path) {
+    const zt_layout *lay = &m->layout;
+    size_t bytes = lay->numel * sizeof(float);
+    float *params = zt_be_map(m->be, m->params, bytes, 1);
+    zt_status st = ZT_OK;
+    for (int i = 0; st == ZT_OK && i < lay->n; i++) {
+        const zt_tensor_desc *t = &lay->t[i];
+        const float *x = params + t->offset;
+        for (size_t j = 0; j < t->numel; j++)
+            if (!isfinite(x[j])) {
+                st = zt_errorf("%s: tensor %s holds %g (element %zu of this rank's part): the "
+                               "file is damaged or comes from a run that diverged; load "
+                               "another", path, t->name, x[j], j);
+                break;
+            }
+    }
+    zt_be_unmap(m->be, m->params, params, bytes, 0);
+    return st;
+}
+
 zt_status zt_init_load(zt_gpt2 *m, const char *path) {
-    if (!is_dir(path) && is_llmc(path)) return zt_llmc_load(m, path);
-    return hf_load(m, path);
+    if (!is_dir(path) && is_llmc(path)) ZT_TRY(zt_llmc_load(m, path));
+    else ZT_TRY(hf_load(m, path));
+    return check_finite(m, path);
 }

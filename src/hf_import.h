@@ -16,7 +16,7 @@ zt_status zt_init_read_shape(const char *path, zt_model_shape *shape, int *head_
 // through the global index map, so every layout loads the same values. Safetensors keys
 // may carry the `transformer.` prefix or not; lm_head.weight, when present, must equal
 // wte (the head is tied). F32, BF16 and F16 are read (widened to fp32). Errors name the
-// file and the tensor.
+// file and the tensor; so does a weight that is NaN or infinite.
 zt_status zt_init_load(zt_gpt2 *m, const char *path);
 
 #endif

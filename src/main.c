@@ -14,6 +14,7 @@
 #include "grid.h"
 #include "outputs.h"
 #include "generate_cli.h"
+#include "hf_export.h"
 #include "hf_import.h"
 #include "planner.h"
 #include "signals.h"
@@ -90,6 +91,29 @@ static int prepare_fail(const char *fmt, const char *arg) {
     return 1;
 }
 
+// Whether an output would overwrite an input or the other output (said once): a
+// --val-out equal to --out kept only the validation tokens.
+static int prepare_outputs_clash(const char *out, const char *val_out, const char **texts,
+                                 int n_texts, const char *vocab) {
+    const char *outs[2] = {out, val_out}, *out_flags[2] = {"--out", "--val-out"};
+    char msg[ZT_PATH_MAX * 2 + 64];
+    for (int o = 0; o < 2; o++) {
+        if (!outs[o]) continue;
+        if (!outs[o][0]) return prepare_fail("%s is empty: give it a file path", out_flags[o]);
+        for (int i = 0; i <= n_texts; i++) {
+            const char *in = i < n_texts ? texts[i] : vocab;
+            if (!in || !zt_same_path(outs[o], in)) continue;
+            snprintf(msg, sizeof msg, "%s %s is the same file as %s %s: writing it would destroy "
+                     "the input; give %s another path", out_flags[o], outs[o],
+                     i < n_texts ? "--text" : "--vocab", in, out_flags[o]);
+            return prepare_fail("%s", msg);
+        }
+    }
+    if (val_out && zt_same_path(out, val_out))
+        return prepare_fail("--out and --val-out name the same file %s: give each its own", out);
+    return 0;
+}
+
 static int prepare(int argc, char **argv) {
     const char *out = NULL, *val_out = NULL, *tokenizer = "bytes", *vocab = NULL;
     const char **texts = calloc((size_t)argc + 1, sizeof *texts);
@@ -149,6 +173,7 @@ static int prepare(int argc, char **argv) {
         prepare_fail("%s", "--text FILE and --out FILE are required");
         goto done;
     }
+    if (prepare_outputs_clash(out, val_out, texts, n_texts, vocab)) goto done;
     if (strcmp(tokenizer, "bytes") == 0) {
         if (n_texts != 1) {
             prepare_fail("%s", "--tokenizer bytes takes exactly one --text (use --tokenizer gpt2 "
@@ -225,6 +250,10 @@ static int memory(int argc, char **argv) {
 static zt_status adopt_file_shape(zt_config *cfg) {
     zt_model_shape s;
     int head_known = 1;
+    if (cfg->resume[0] && cfg->init_from[0])
+        return zt_errorf("give --resume %s (a checkpoint: weights, optimizer state and data "
+                         "position) or --init-from %s (weights only), not both",
+                         cfg->resume, cfg->init_from);
     if (cfg->resume[0]) {
         ZT_TRY(zt_ckpt_read_shape(cfg->resume, &s));
         return zt_config_adopt_shape(cfg, &s, 1, cfg->resume);
@@ -250,9 +279,31 @@ static int export_cmd(int argc, char **argv) {
         fprintf(stderr, "zerotrain export: usage: zerotrain export CKPT --out DIR\n");
         return 1;
     }
+    // before the merge, which reads every shard
+    if (zt_hf_export_check_dir(out) != ZT_OK) {
+        zt_error_report(1);
+        return 1;
+    }
     if (zt_ckpt_export(ckpt, out) == ZT_OK) return 0;
     zt_error_report(1);
     return 1;
+}
+
+// Every rank must run the same options: with MPMD launches or a --config file that differs
+// between machines, ranks disagreed on --steps (a hang), --n-embd (a crash in a
+// collective) or --lr (each shard trained with its own). Rank 0's options are the reference.
+static zt_status same_options_on_every_rank(const zt_config *cfg, const zt_comm *world) {
+    if (world->size == 1) return ZT_OK;
+    zt_config *ref = malloc(sizeof *ref);
+    ZT_ASSERT(ref);
+    memcpy(ref, cfg, sizeof *ref);
+    zt_comm_broadcast(world, ref, sizeof *ref, ZT_U8, 0, NULL);
+    const char *differs = zt_config_first_difference(cfg, ref);
+    free(ref);
+    if (!differs) return ZT_OK;
+    return zt_errorf("rank %d was given another --%s than rank 0: every rank must get the same "
+                     "options (check the command line and the --config file on every machine)",
+                     world->rank, differs);
 }
 
 static int train(int argc, char **argv, const char *argv0) {
@@ -275,6 +326,7 @@ static int train(int argc, char **argv, const char *argv0) {
     zt_config cfg;
     // A config file may be missing on some nodes only: agree before going on.
     zt_status s = zt_comm_agree(&world, zt_config_parse(&cfg, argc, argv));
+    if (s == ZT_OK) s = zt_comm_agree(&world, same_options_on_every_rank(&cfg, &world));
     if (s == ZT_OK) s = zt_comm_mpi_check_env(); // the same environment on every rank
     // --param-dtype bf16 is for `zerotrain memory` until the GPU backend exists
     if (s == ZT_OK) s = zt_config_check_trainable(&cfg);

@@ -5,21 +5,69 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-// Refuses `out` when it exists and is the same file as one of the inputs.
+// "dir/name" with dir canonical; 0 when the directory does not exist.
+static int canonical(const char *p, char *out, size_t size) {
+    char d[ZT_PATH_MAX], b[ZT_PATH_MAX], real[PATH_MAX];
+    snprintf(d, sizeof d, "%s", p);
+    snprintf(b, sizeof b, "%s", p);
+    if (!realpath(dirname(d), real)) return 0;
+    snprintf(out, size, "%s/%s", real, basename(b));
+    return 1;
+}
+
+int zt_same_path(const char *a, const char *b) {
+    struct stat sa, sb;
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea != eb) return 0;
+    char ca[ZT_PATH_MAX + PATH_MAX], cb[ZT_PATH_MAX + PATH_MAX];
+    return canonical(a, ca, sizeof ca) && canonical(b, cb, sizeof cb) && strcmp(ca, cb) == 0;
+}
+
+// Whether `dir` holds a file named `name` (a regular file).
+static int holds(const char *dir, const char *name) {
+    char p[2 * ZT_PATH_MAX];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Refuses `out` when it is the same file as one of the inputs, or one of the files an
+// input directory holds: the model files of an --init-from directory, `latest` of a
+// --resume directory, anything in a checkpoint's step directory (beside a manifest.json).
 static zt_status not_an_input(const zt_config *c, const char *flag, const char *out) {
-    struct stat o, in;
+    struct stat o;
     if (stat(out, &o) != 0) return ZT_OK;
-    const char *names[] = {"--data", "--val-data", "--init-from", "--config"};
-    const char *paths[] = {c->data, c->val_data, c->init_from, c->config};
-    for (int i = 0; i < 4; i++)
-        if (paths[i][0] && stat(paths[i], &in) == 0 && in.st_dev == o.st_dev &&
-            in.st_ino == o.st_ino)
+    const char *names[] = {"--data", "--val-data", "--init-from", "--config", "--resume"};
+    const char *paths[] = {c->data, c->val_data, c->init_from, c->config, c->resume};
+    static const char *const inside[] = {"model.safetensors", "config.json", "latest",
+                                         "manifest.json"};
+    char p[2 * ZT_PATH_MAX];
+    for (int i = 0; i < 5; i++) {
+        if (!paths[i][0]) continue;
+        if (i < 4 && zt_same_path(paths[i], out))
             return zt_errorf("%s %s is the same file as %s %s: writing it would destroy the "
                              "input; give %s another path", flag, out, names[i], paths[i], flag);
+        for (size_t k = 0; k < sizeof inside / sizeof *inside; k++) {
+            snprintf(p, sizeof p, "%s/%s", paths[i], inside[k]);
+            if (zt_same_path(p, out))
+                return zt_errorf("%s %s is %s of %s %s: writing it would destroy the input; "
+                                 "give %s another path", flag, out, inside[k], names[i],
+                                 paths[i], flag);
+        }
+    }
+    snprintf(p, sizeof p, "%s", out);
+    const char *parent = dirname(p);
+    if (!S_ISDIR(o.st_mode) && holds(parent, "manifest.json"))
+        return zt_errorf("%s %s is inside the checkpoint %s (beside its manifest.json): "
+                         "writing it would corrupt the checkpoint; give %s a path outside it",
+                         flag, out, parent, flag);
     return ZT_OK;
 }
 

@@ -10,4 +10,9 @@
 // or --config. ZT_ERR with a message naming the flag, the path and the reason.
 zt_status zt_outputs_check(const zt_config *cfg);
 
+// Whether paths a and b name the same file: the same device and inode when both exist,
+// else the same canonical directory and name (so "out.bin" and "./out.bin" are one file
+// before either is written).
+int zt_same_path(const char *a, const char *b);
+
 #endif

@@ -706,7 +706,15 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     if (s == ZT_OK && cfg->resume[0]) {
         zt_ckpt_ctx x = ckpt_ctx(&t);
         s = zt_ckpt_resume(&x, cfg->resume, &t.step0, &t.sample0);
+        if (s == ZT_OK && t.step0 >= cfg->steps) // the same on every rank
+            s = zt_errorf("the checkpoint is at step %d and --steps %d is not beyond it: "
+                          "nothing to train; raise --steps to continue (zerotrain export "
+                          "turns a checkpoint into a model directory)", t.step0, cfg->steps);
     }
+    if (s == ZT_OK && cfg->ckpt_dir[0])
+        s = zt_comm_agree(&t.grid.world_comm, t.grid.rank == 0
+                                                  ? zt_ckpt_check_dir(cfg->ckpt_dir, t.step0)
+                                                  : ZT_OK);
     if (s == ZT_OK) {
         print_start(&t);
         s = run(&t);

@@ -227,9 +227,13 @@ ZT_TEST(config_equals_form_and_last_wins) {
     CHECK(c.seed == 18446744073709551615ull);
     CHECK_EQ_INT(PARSE(&c, "--steps", "1", "--steps=2", "--steps", "3"), ZT_OK);
     CHECK_EQ_INT(c.steps, 3);
-    CHECK_EQ_INT(PARSE(&c, "--log=", "--lr", "-1"), ZT_OK); // negative value, not a flag
-    CHECK(strcmp(c.log, "") == 0);
+    CHECK_EQ_INT(PARSE(&c, "--log=a.jsonl", "--lr", "-1"), ZT_OK); // negative value, not a flag
+    CHECK(strcmp(c.log, "a.jsonl") == 0);
     CHECK(c.lr == -1.0f);
+    // an empty value is refused, never taken as "not given" (an unset shell variable)
+    CHECK_EQ_INT(PARSE(&c, "--log="), ZT_ERR);
+    CHECK(strstr(zt_error_message(), "--log is empty") != NULL);
+    CHECK_EQ_INT(PARSE(&c, "--data", ""), ZT_ERR);
     return ZT_PASS;
 }
 
@@ -497,7 +501,7 @@ ZT_TEST(config_help) {
         "  --micro-batch N        sequences per micro-batch (B) (default 8)\n",
         "--config FILE", "--model NAME", "--n-layer N", "(default from --model)",
         "--lr X", "(default 6e-4)", "--shuffle ", "(default false)", "--data PATH",
-        "(default none)", "--optim NAME", "adamw | adamw8bit", "--threads N", "gpt2-xl",
+        "(not set by default)", "--optim NAME", "adamw | adamw8bit", "--threads N", "gpt2-xl",
         "\nparallel:\n", "--partition SPEC",
     };
     int ok = 1;

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Inputs that must never be lost, and inputs that must be refused with one clear error
+# (found by a bad-input audit): outputs that would overwrite an input (prepare's --out and
+# --val-out, export --out a file, a --log inside a checkpoint or model directory);
+# checkpoints (a --ckpt-dir rolled back under newer checkpoints, --ckpt-keep that must
+# delete only complete checkpoints and never the one just written, `latest` or
+# manifest.json that are directories, a manifest with impossible values, a resume with
+# nothing left to train, --resume with --init-from); empty paths; weights that are not
+# finite; ranks launched with other options than rank 0. Helpers: cli_errors.sh.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/cli_errors.sh" || exit 1   # cds to the repo root; defines the helpers
+export OMP_NUM_THREADS=1
+T=(--n-layer 1 --n-head 2 --n-embd 32 --micro-batch 2 --seq 16 --val-every 0)
+MPI=()
+command -v mpirun >/dev/null && MPI=(mpirun --oversubscribe -x OMP_NUM_THREADS)
+[ ${#MPI[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && MPI=("${MPI[0]}" --allow-run-as-root "${MPI[@]:1}")
+unchanged() { # name file copy: the input is byte for byte what it was
+  if cmp -s "$2" "$3"; then echo "ok   $1: $2 unchanged"
+  else echo "FAIL $1: $2 changed"; failed+=("$1: input changed"); fi
+}
+
+# ---- prepare: an output never overwrites an input or the other output ----
+cp /usr/share/common-licenses/GPL-3 "$tmp/t.txt"; cp "$tmp/t.txt" "$tmp/t.keep"
+expect_error prepare_out_is_text "--out $tmp/t.txt is the same file as --text" -- "$ZT" prepare --text "$tmp/t.txt" --out "$tmp/t.txt"
+expect_error prepare_val_out_is_text "--val-out $tmp/./t.txt is the same file as --text" -- "$ZT" prepare --text "$tmp/t.txt" --out "$tmp/o.bin" --val-out "$tmp/./t.txt"
+unchanged prepare_text_kept "$tmp/t.txt" "$tmp/t.keep"
+expect_error prepare_out_is_val_out "--out and --val-out name the same file" -- "$ZT" prepare --text "$tmp/t.txt" --out "$tmp/o.bin" --val-out "$tmp/./o.bin"
+expect_error prepare_out_empty "--out is empty" -- "$ZT" prepare --text "$tmp/t.txt" --out ""
+
+# ---- a checkpoint directory with step-2 and step-4 ----
+"$ZT" "${T[@]}" --steps 4 --ckpt-dir "$tmp/ck" --ckpt-every 2 >"$tmp/ck.out" 2>&1 || { show "$tmp/ck.out"; exit 1; }
+[ -f "$tmp/ck/step-4/manifest.json" ] && [ -f "$tmp/ck/step-2/manifest.json" ] || { echo "FAIL: no checkpoints"; exit 1; }
+cp -r "$tmp/ck" "$tmp/ck.keep"
+
+# rolled back to step 2 in the same directory: refused, nothing deleted
+expect_error ckpt_dir_rollback "--ckpt-dir $tmp/ck holds step-4, newer than this run's start at step 2" -- "$ZT" "${T[@]}" --steps 3 --resume "$tmp/ck/step-2" --ckpt-dir "$tmp/ck" --ckpt-every 1 --ckpt-keep 1
+if diff -r "$tmp/ck" "$tmp/ck.keep" >/dev/null; then echo "ok   ckpt_dir_rollback_kept: every checkpoint still there"
+else echo "FAIL ckpt_dir_rollback_kept"; failed+=("rollback changed the checkpoint directory"); fi
+# the same rollback into a fresh directory trains
+expect_ok ckpt_rollback_elsewhere '^checkpoint .*step-3' -- "$ZT" "${T[@]}" --steps 3 --resume "$tmp/ck/step-2" --ckpt-dir "$tmp/ck_b" --ckpt-every 1 --ckpt-keep 1
+
+# --ckpt-keep 1 deletes older checkpoints only: a user's step-0 directory without a manifest stays
+mkdir -p "$tmp/ck2/step-0"; echo notes >"$tmp/ck2/step-0/notes.txt"
+expect_ok ckpt_keep_runs '^checkpoint .*step-3' -- "$ZT" "${T[@]}" --steps 3 --ckpt-dir "$tmp/ck2" --ckpt-every 1 --ckpt-keep 1
+if [ "$(ls "$tmp/ck2" | tr '\n' ' ')" = "latest step-0 step-3 " ] && [ -f "$tmp/ck2/step-0/notes.txt" ]; then
+  echo "ok   ckpt_keep_only_checkpoints: step-1 and step-2 gone, step-0 (no manifest) kept"
+else echo "FAIL ckpt_keep_only_checkpoints: $(ls "$tmp/ck2" | tr '\n' ' ')"; failed+=("ckpt-keep"); fi
+
+# nothing left to train; --resume with --init-from
+expect_error resume_past_steps "the checkpoint is at step 4 and --steps 4 is not beyond it" -- "$ZT" "${T[@]}" --steps 4 --resume "$tmp/ck"
+expect_error resume_and_init_from "or --init-from $tmp/ck/step-2 (weights only), not both" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ck" --init-from "$tmp/ck/step-2"
+
+# `latest` a directory: said, and the newest complete checkpoint taken
+cp -r "$tmp/ck" "$tmp/ckd"; rm "$tmp/ckd/latest"; mkdir "$tmp/ckd/latest"
+"$ZT" "${T[@]}" --steps 5 --resume "$tmp/ckd" >"$tmp/ckd.out" 2>&1
+if [ $? -eq 0 ] && grep -q "ignoring $tmp/ckd/latest: Is a directory" "$tmp/ckd.out" && grep -qE '^step +5/5' "$tmp/ckd.out"; then
+  echo "ok   latest_is_directory: said, resumed from step-4"
+else echo "FAIL latest_is_directory"; show "$tmp/ckd.out"; failed+=("latest a directory"); fi
+# manifest.json a directory: no complete checkpoint (was an assertion)
+cp -r "$tmp/ck" "$tmp/ckm"; rm "$tmp/ckm/step-4/manifest.json"; mkdir "$tmp/ckm/step-4/manifest.json"
+expect_error manifest_is_directory "$tmp/ckm/step-4 holds no complete checkpoint" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ckm/step-4"
+expect_error export_manifest_is_directory "$tmp/ckm/step-4 holds no complete checkpoint" -- "$ZT" export "$tmp/ckm/step-4" --out "$tmp/x"
+
+# a manifest edited to impossible values
+edit() { # name sed-expression want
+  rm -rf "$tmp/cke"; cp -r "$tmp/ck" "$tmp/cke"; sed -i "$2" "$tmp/cke/step-4/manifest.json"
+  cmp -s "$tmp/cke/step-4/manifest.json" "$tmp/ck/step-4/manifest.json" && { echo "FAIL $1: the edit did not apply"; failed+=("$1: edit"); return; }
+  expect_error "$1" "$3" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/cke"
+}
+edit manifest_step_negative 's/"step": 4/"step": -3/' "manifest.json is corrupt: it lacks step"
+edit manifest_step_fraction 's/"step": 4/"step": 4.5/' "manifest.json is corrupt: it lacks step"
+edit manifest_samples_negative 's/"samples": [0-9]*/"samples": -5/' "manifest.json is corrupt: it lacks step"
+edit manifest_t_beyond_step 's/"t": 4/"t": 9/' "optimizer t 9 with step 4"
+edit manifest_tp_zero 's/"tp": 1/"tp": 0/' "layout dp 1 pp 1 tp 0"
+edit manifest_digest_not_hex 's/"digest": "[0-9a-f]*"/"digest": "zzzz"/' "a digest of 16 hex digits"
+edit manifest_file_in_subdir 's/"name": "shard/"name": "x\/shard/' "not a shard file name"
+
+# ---- outputs inside inputs ----
+expect_error log_is_manifest "is inside the checkpoint $tmp/ck/step-4" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ck" --log "$tmp/ck/step-4/manifest.json"
+expect_error log_is_shard "is inside the checkpoint $tmp/ck/step-4" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ck" --log "$(ls "$tmp"/ck/step-4/shard-*.safetensors | head -1)"
+expect_error log_is_latest "is latest of --resume $tmp/ck" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ck" --log "$tmp/ck/latest"
+if diff -r "$tmp/ck" "$tmp/ck.keep" >/dev/null; then echo "ok   outputs_kept_checkpoint: unchanged"
+else echo "FAIL outputs_kept_checkpoint"; failed+=("a refused output changed the checkpoint"); fi
+"$ZT" export "$tmp/ck" --out "$tmp/hf" >/dev/null 2>&1 || { echo "FAIL: export"; exit 1; }
+cp -r "$tmp/hf" "$tmp/hf.keep"
+expect_error log_is_init_config "is config.json of --init-from $tmp/hf" -- "$ZT" --steps 1 --micro-batch 2 --seq 16 --init-from "$tmp/hf" --log "$tmp/hf/config.json"
+if diff -r "$tmp/hf" "$tmp/hf.keep" >/dev/null; then echo "ok   init_from_kept: unchanged"
+else echo "FAIL init_from_kept"; failed+=("the --init-from directory changed"); fi
+
+# ---- export into a file or an empty path ----
+cp "$tmp/t.txt" "$tmp/data.bin"
+expect_error export_out_is_file "$tmp/data.bin exists and is not a directory" -- "$ZT" export "$tmp/ck" --out "$tmp/data.bin"
+unchanged export_file_kept "$tmp/data.bin" "$tmp/t.keep"
+expect_error export_out_empty "the export directory is empty" -- "$ZT" export "$tmp/ck" --out ""
+
+# ---- empty values are not "not given" (an unset shell variable) ----
+for f in data save init-from resume log mem-limit; do
+  expect_error "empty_$f" "--$f is empty" -- "$ZT" "${T[@]}" --steps 1 "--$f" ""
+done
+
+# ---- weights that are not finite: named at load (was a NaN loss blamed on --lr, or zeros) ----
+"$PY" - "$tmp/hf" "$tmp/hfnan" <<'PY'
+import json, os, shutil, struct, sys
+src, dst = sys.argv[1], sys.argv[2]
+shutil.copytree(src, dst)
+p = os.path.join(dst, "model.safetensors")
+b = bytearray(open(p, "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+off = 8 + n + h["h.0.mlp.c_fc.weight"]["data_offsets"][0] + 4 * 5
+b[off:off + 4] = struct.pack("<f", float("nan"))
+open(p, "wb").write(b)
+PY
+expect_error init_from_nan "tensor h.0.mlp.c_fc.weight holds nan" -- "$ZT" --steps 1 --micro-batch 2 --seq 16 --init-from "$tmp/hfnan"
+expect_error generate_nan "tensor h.0.mlp.c_fc.weight holds nan" -- "$ZT" generate --init-from "$tmp/hfnan" --prompt-ids 1 --max-new 2 --ids
+[ ${#MPI[@]} -gt 0 ] && expect_error mpi2_init_from_nan_tp "tensor h.0.mlp.c_fc.weight holds nan" -- "${MPI[@]}" -np 2 "$ZT" --steps 1 --micro-batch 2 --seq 16 --tp 2 --init-from "$tmp/hfnan"
+
+# ---- ranks launched with other options than rank 0 (was a hang, a crash, or silence) ----
+if [ ${#MPI[@]} -gt 0 ]; then
+  expect_error mpmd_steps "rank 1 was given another --steps than rank 0" -- "${MPI[@]}" -np 1 "$ZT" "${T[@]}" --steps 2 : -np 1 "$ZT" "${T[@]}" --steps 4
+  expect_error mpmd_n_embd "rank 1 was given another --n-embd than rank 0" -- "${MPI[@]}" -np 1 "$ZT" "${T[@]}" --steps 2 : -np 1 "$ZT" "${T[@]}" --steps 2 --n-embd 64
+  expect_error mpmd_lr "rank 1 was given another --lr than rank 0" -- "${MPI[@]}" -np 1 "$ZT" "${T[@]}" --steps 2 --zero 1 : -np 1 "$ZT" "${T[@]}" --steps 2 --zero 1 --lr 1e-2
+  expect_ok mpi2_same_options '^step +2/2' -- "${MPI[@]}" -np 2 "$ZT" "${T[@]}" --steps 2 --zero 1
+fi
+
+report_and_exit inputs_guard
