@@ -297,7 +297,11 @@ static zt_status set_from_text(zt_config *cfg, const opt_desc *o, const char *s,
                              "e.g. --%s %s",
                              where, s, end, o->name, o->def);
         if (!isfinite(v) || fabs(v) > FLT_MAX)
-            return zt_errorf("%s: %s is not a finite 32-bit float", where, s);
+            return zt_errorf("%s: %s is not a finite 32-bit float: write a number of at most "
+                             "3.4e38 in size, e.g. --%s %s", where, s, o->name, o->def);
+        if (v != 0.0 && (float)v == 0.0f) // "(got 0)" from validation would be a puzzle
+            return zt_errorf("%s: %s is too small for a 32-bit float (it would be 0): write "
+                             "0, or a number of at least 1.2e-38 in size", where, s);
         *(float *)field = (float)v;
         return ZT_OK;
     }

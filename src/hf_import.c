@@ -10,11 +10,13 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "backend.h"
+#include "layernorm_math.h"
 #include "llmc_checkpoint.h"
 #include "safetensors.h"
 
@@ -72,11 +74,32 @@ static int find_hf(const zt_st_file *f, const char *name) {
     return zt_st_find(f, pre);
 }
 
+// -1: absent; 0: present but not a whole number in [1, INT_MAX]; 1: read.
 static int json_int(const cJSON *root, const char *key, int *out) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!cJSON_IsNumber(v)) return 0;
-    *out = v->valueint;
+    if (!v) return -1;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 1 && v->valuedouble <= INT_MAX) ||
+        v->valuedouble != (double)(int)v->valuedouble)
+        return 0;
+    *out = (int)v->valuedouble;
     return 1;
+}
+
+// What zerotrain's GPT-2 computes that a config.json may say otherwise: refused, since
+// loading such weights would train or generate with another function than the file's.
+static zt_status check_config_math(const char *path, const cJSON *root) {
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "activation_function");
+    if (act && (!cJSON_IsString(act) || (strcmp(act->valuestring, "gelu_new") != 0 &&
+                                         strcmp(act->valuestring, "gelu_pytorch_tanh") != 0)))
+        return zt_errorf("%s: activation_function is %s; zerotrain's GPT-2 computes the tanh "
+                         "GELU (\"gelu_new\") only: this model needs another runtime",
+                         path, cJSON_IsString(act) ? act->valuestring : "not a string");
+    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(root, "layer_norm_epsilon");
+    if (eps && (!cJSON_IsNumber(eps) || fabs(eps->valuedouble - ZT_LN_EPS) > 1e-3 * ZT_LN_EPS))
+        return zt_errorf("%s: layer_norm_epsilon is %g; zerotrain's LayerNorm uses GPT-2's "
+                         "1e-05: this model needs another runtime",
+                         path, cJSON_IsNumber(eps) ? eps->valuedouble : NAN);
+    return ZT_OK;
 }
 
 static zt_status read_config_json(const char *path, zt_model_shape *s) {
@@ -85,9 +108,9 @@ static zt_status read_config_json(const char *path, zt_model_shape *s) {
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
+    char *buf = malloc((size_t)(n < 0 ? 0 : n) + 1);
     ZT_ASSERT(buf);
-    size_t got = fread(buf, 1, (size_t)n, f);
+    size_t got = fread(buf, 1, (size_t)(n < 0 ? 0 : n), f);
     fclose(f);
     buf[got] = 0;
     cJSON *root = cJSON_Parse(buf);
@@ -96,19 +119,26 @@ static zt_status read_config_json(const char *path, zt_model_shape *s) {
         cJSON_Delete(root);
         return zt_errorf("%s is not a JSON object (a Hugging Face config.json)", path);
     }
-    int ok = json_int(root, "n_layer", &s->n_layer) && json_int(root, "n_head", &s->n_head) &&
-             json_int(root, "n_embd", &s->n_embd) && json_int(root, "vocab_size", &s->vocab);
-    if (!json_int(root, "n_positions", &s->n_ctx)) ok = ok && json_int(root, "n_ctx", &s->n_ctx);
+    const char *keys[] = {"n_layer", "n_head", "n_embd", "vocab_size", "n_positions"};
+    int *fields[] = {&s->n_layer, &s->n_head, &s->n_embd, &s->vocab, &s->n_ctx};
+    zt_status st = ZT_OK;
+    for (int i = 0; i < 5 && st == ZT_OK; i++) {
+        int r = json_int(root, keys[i], fields[i]);
+        if (r < 0 && i == 4) r = json_int(root, "n_ctx", fields[i]); // the older key
+        if (r < 0)
+            st = zt_errorf("%s lacks %s (one of n_layer, n_head, n_embd, vocab_size, "
+                           "n_positions): not a GPT-2 config.json", path, keys[i]);
+        else if (r == 0)
+            st = zt_errorf("%s: %s is not a whole number from 1 to %d: the file is damaged",
+                           path, keys[i], INT_MAX);
+    }
+    if (st == ZT_OK) st = check_config_math(path, root);
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
-    int untied = cJSON_IsFalse(tie);
+    if (st == ZT_OK && cJSON_IsFalse(tie))
+        st = zt_errorf("%s sets tie_word_embeddings false; zerotrain's GPT-2 ties the lm-head "
+                       "to wte", path);
     cJSON_Delete(root);
-    if (!ok)
-        return zt_errorf("%s lacks one of n_layer, n_head, n_embd, vocab_size, n_positions: "
-                         "not a GPT-2 config.json", path);
-    if (untied)
-        return zt_errorf("%s sets tie_word_embeddings false; zerotrain's GPT-2 ties the lm-head "
-                         "to wte", path);
-    return ZT_OK;
+    return st;
 }
 
 // Shape from the tensors themselves (n_head is not among them).

@@ -120,6 +120,7 @@ static int prepare(int argc, char **argv) {
     ZT_ASSERT(texts);
     int n_texts = 0, invalid = ZT_BPE_INVALID_KEEP, rc = 1;
     double val_frac = 0.1;
+    int val_frac_given = 0;
     long chunk_kb = 0;
     static const char *const known[] = {"--text",      "--out",   "--val-out",      "--val-frac",
                                         "--tokenizer", "--vocab", "--invalid-utf8", "--chunk-kb"};
@@ -162,6 +163,7 @@ static int prepare(int argc, char **argv) {
         } else if (strcmp(a, "--val-frac") == 0) {
             char *end;
             val_frac = strtod(v, &end);
+            val_frac_given = 1;
             if (*end || end == v || !(val_frac > 0.0 && val_frac < 1.0)) {
                 prepare_fail("--val-frac %s must be a number between 0 and 1 (exclusive)", v);
                 goto done;
@@ -174,6 +176,10 @@ static int prepare(int argc, char **argv) {
         goto done;
     }
     if (prepare_outputs_clash(out, val_out, texts, n_texts, vocab)) goto done;
+    if (val_frac_given && !val_out) {
+        prepare_fail("%s", "--val-frac needs --val-out FILE (where the validation tokens go)");
+        goto done;
+    }
     if (strcmp(tokenizer, "bytes") == 0) {
         if (n_texts != 1) {
             prepare_fail("%s", "--tokenizer bytes takes exactly one --text (use --tokenizer gpt2 "
@@ -357,6 +363,25 @@ static int blas(void) {
     return zt_blas_info_get()->generic ? 1 : 0;
 }
 
+// The ranks a launcher started (Open MPI, MPICH/Hydra, Slurm) and this process's rank
+// among them, from the environment (before, and without, MPI_Init); 1 and 0 when none.
+static int env_int(const char *const *vars, int n, int dflt) {
+    for (int i = 0; i < n; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return atoi(v);
+    }
+    return dflt;
+}
+static int launched_ranks(void) {
+    // SLURM_STEP_NUM_TASKS, not SLURM_NTASKS: a batch script itself is one process
+    static const char *const v[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"};
+    return env_int(v, 3, 1);
+}
+static int launched_rank(void) {
+    static const char *const v[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+    return env_int(v, 3, 0);
+}
+
 int main(int argc, char **argv) {
     // Before anything else (MPI_Init, the first product): may re-execute this binary with
     // OPENBLAS_CORETYPE set, where OpenBLAS fell back to generic kernels.
@@ -389,10 +414,36 @@ int main(int argc, char **argv) {
         zt_config_print_help(stdout);
         return 0;
     }
+    if (help && strcmp(cmd, "export") == 0) {
+        printf("usage: zerotrain export CKPT --out DIR\n"
+               "  merges a checkpoint written in any layout (a --ckpt-dir, whose latest or newest\n"
+               "  complete step is taken, or one step-N directory) into one Hugging Face GPT-2\n"
+               "  directory: model.safetensors, config.json (and GPT-2's tokenizer files for its\n"
+               "  vocabulary). One process, no mpirun.\n");
+        return 0;
+    }
+    if (help && strcmp(cmd, "blas") == 0) {
+        printf("usage: zerotrain blas\n"
+               "  prints the BLAS library and the kernels (core) its products run on, as JSON;\n"
+               "  exits 1 when they are the library's generic ones on a CPU that has better.\n");
+        return 0;
+    }
     if (help) {
         usage(stdout);
         return 0;
     }
+    // the one-process commands: under a launcher of several ranks each would run the
+    // whole command at once on the same outputs (`blas` stays allowed: each rank reports
+    // its own kernels, which is how a launch's ranks are checked)
+    static const char *const k_one_process[] = {"prepare", "memory", "export"};
+    for (size_t i = 0; i < sizeof k_one_process / sizeof *k_one_process; i++)
+        if (strcmp(cmd, k_one_process[i]) == 0 && launched_ranks() > 1) {
+            if (launched_rank() == 0)
+                fprintf(stderr, "zerotrain: error: `zerotrain %s` runs in one process, but "
+                                "this launch started %d: run it without mpirun or srun\n",
+                        cmd, launched_ranks());
+            return 1;
+        }
     if (strcmp(cmd, "blas") == 0) return blas();
     if (strcmp(cmd, "prepare") == 0) return prepare(argc - first, argv + first);
     if (strcmp(cmd, "memory") == 0) return memory(argc - first, argv + first);

@@ -88,6 +88,16 @@ static zt_status check_log(const zt_config *c) {
     return ZT_OK;
 }
 
+// Creates and removes a directory in `dir`: access() says yes to root even where nothing
+// can be created (/sys, a read-only mount), which showed only when the save came.
+static int can_create_in(const char *dir) {
+    char p[ZT_PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/.zerotrain-probe-%d", dir, (int)getpid());
+    if (mkdir(p, 0700) != 0) return 0;
+    rmdir(p);
+    return 1;
+}
+
 // An output directory (--save, --ckpt-dir): an existing one must be a writable directory
 // whose files `files` are not inputs, and its parent must be writable too (a --save export
 // is written into a sibling directory and swapped in; checkpoints are renamed into place);
@@ -106,7 +116,7 @@ static zt_status check_out_dir(const zt_config *c, const char *flag, const char 
             snprintf(f, sizeof f, "%s/%s", d, files[i]);
             ZT_TRY(not_an_input(c, flag, f));
         }
-        if (access(d, W_OK | X_OK) != 0)
+        if (access(d, W_OK | X_OK) != 0 || !can_create_in(d))
             return zt_errorf("cannot write into the %s directory %s: %s", flag, d,
                              strerror(errno));
     }
@@ -116,7 +126,7 @@ static zt_status check_out_dir(const zt_config *c, const char *flag, const char 
     if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
         return zt_errorf("cannot create the %s directory %s: its parent %s does not exist", flag,
                          d, p);
-    if (access(p, W_OK | X_OK) != 0)
+    if (access(p, W_OK | X_OK) != 0 || !can_create_in(p))
         return zt_errorf("cannot %s the %s directory %s in %s: %s",
                          exists ? "replace" : "create", flag, d, p, strerror(errno));
     return ZT_OK;

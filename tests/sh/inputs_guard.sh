@@ -5,8 +5,10 @@
 # checkpoints (a --ckpt-dir rolled back under newer checkpoints, --ckpt-keep that must
 # delete only complete checkpoints and never the one just written, `latest` or
 # manifest.json that are directories, a manifest with impossible values, a resume with
-# nothing left to train, --resume with --init-from); empty paths; weights that are not
-# finite; ranks launched with other options than rank 0. Helpers: cli_errors.sh.
+# nothing left to train, --resume with --init-from); empty option values; weights that are
+# not finite; a config.json asking for other math (activation, LayerNorm epsilon) or with
+# values that are not whole numbers; one-process commands under a launcher; ranks launched
+# with other options than rank 0. Helpers: cli_errors.sh.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/cli_errors.sh" || exit 1   # cds to the repo root; defines the helpers
@@ -115,6 +117,32 @@ PY
 expect_error init_from_nan "tensor h.0.mlp.c_fc.weight holds nan" -- "$ZT" --steps 1 --micro-batch 2 --seq 16 --init-from "$tmp/hfnan"
 expect_error generate_nan "tensor h.0.mlp.c_fc.weight holds nan" -- "$ZT" generate --init-from "$tmp/hfnan" --prompt-ids 1 --max-new 2 --ids
 [ ${#MPI[@]} -gt 0 ] && expect_error mpi2_init_from_nan_tp "tensor h.0.mlp.c_fc.weight holds nan" -- "${MPI[@]}" -np 2 "$ZT" --steps 1 --micro-batch 2 --seq 16 --tp 2 --init-from "$tmp/hfnan"
+
+# ---- a config.json that asks for other math than zerotrain's GPT-2 (was ignored) ----
+cfg_edit() { # name python-expression-on-c want
+  rm -rf "$tmp/hfc"; cp -r "$tmp/hf" "$tmp/hfc"
+  "$PY" -c "import json, sys; p = sys.argv[1]; c = json.load(open(p)); $2; json.dump(c, open(p, 'w'))" "$tmp/hfc/config.json"
+  expect_error "$1" "$3" -- "$ZT" --steps 1 --micro-batch 2 --seq 16 --init-from "$tmp/hfc"
+}
+cfg_edit config_activation_relu 'c["activation_function"] = "relu"' "activation_function is relu"
+cfg_edit config_ln_eps 'c["layer_norm_epsilon"] = 0.5' "layer_norm_epsilon is 0.5"
+cfg_edit config_n_embd_fraction 'c["n_embd"] = 32.5' "n_embd is not a whole number"
+cfg_edit config_n_layer_string 'c["n_layer"] = "1"' "n_layer is not a whole number"
+cfg_edit config_n_positions_huge 'c["n_positions"] = 1e12' "n_positions is not a whole number"
+cfg_edit config_no_n_head 'del c["n_head"]' "lacks n_head"
+
+# ---- small ones ----
+expect_error lr_underflow "1e-50 is too small for a 32-bit float" -- "$ZT" "${T[@]}" --steps 1 --lr 1e-50
+expect_error prepare_val_frac_alone "--val-frac needs --val-out" -- "$ZT" prepare --text "$tmp/t.txt" --out "$tmp/o2.bin" --val-frac 0.2
+expect_ok export_help '^usage: zerotrain export CKPT --out DIR' -- "$ZT" export --help
+if [ "$(id -u)" = 0 ] && [ -d /sys/kernel ]; then # root passes access() where nothing can be made
+  expect_error save_in_sys "cannot create the --save directory /sys/zt_x in /sys" -- "$ZT" "${T[@]}" --steps 1 --save /sys/zt_x
+fi
+if [ ${#MPI[@]} -gt 0 ]; then # one-process commands under a launcher: refused once
+  for c in prepare memory export; do
+    expect_error "mpi2_one_process_$c" "\`zerotrain $c\` runs in one process" -- "${MPI[@]}" -np 2 "$ZT" $c
+  done
+fi
 
 # ---- ranks launched with other options than rank 0 (was a hang, a crash, or silence) ----
 if [ ${#MPI[@]} -gt 0 ]; then
