@@ -130,8 +130,9 @@ static char *read_text(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        int e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+    int ok = fstat(fileno(f), &st) == 0;
+    if (!ok || !S_ISREG(st.st_mode)) {
+        int e = ok && S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
         fclose(f);
         errno = e;
         return NULL;

@@ -74,6 +74,23 @@ static zt_status parse_float(const char *flag, const char *v, double lo, double 
     return ZT_OK;
 }
 
+// Train's options that generation uses: the model and where its weights come from, the
+// seed, the ranks, threads and backend. Any other train flag (--lr, --steps, ...) would be
+// accepted and ignored: refused instead. (A --config file may hold training keys: a file
+// shared with the training run, so those are not checked.)
+static zt_status used_by_generate(const char *arg) {
+    static const char *const used[] = {"model", "n-layer", "n-head",  "n-embd",  "vocab",
+                                       "n-ctx", "init-from", "seed", "tp",      "dp",
+                                       "pp",    "threads", "backend", "tf32",    "config"};
+    if (strncmp(arg, "--", 2) != 0) return ZT_OK; // a value, or what train's parser refuses
+    size_t n = strcspn(arg + 2, "=");
+    for (size_t k = 0; k < sizeof used / sizeof *used; k++)
+        if (strlen(used[k]) == n && strncmp(arg + 2, used[k], n) == 0) return ZT_OK;
+    return zt_errorf("%.*s is a training option; generate does not use it: leave it out "
+                     "(zerotrain generate --help lists generate's options)",
+                     (int)(n + 2), arg);
+}
+
 // Takes generate's own options out of argv; the rest (rest, *n_rest) are train's flags.
 static zt_status parse_opts(gen_opts *o, int argc, char **argv, char **rest, int *n_rest) {
     memset(o, 0, sizeof *o);
@@ -95,6 +112,7 @@ static zt_status parse_opts(gen_opts *o, int argc, char **argv, char **rest, int
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             mine |= strcmp(a, with_value[k]) == 0;
         if (!mine || size_flag) {
+            ZT_TRY(used_by_generate(a));
             if (size_flag) rest[(*n_rest)++] = argv[i++];
             rest[(*n_rest)++] = argv[i];
             continue;

@@ -50,6 +50,14 @@ static zt_status resolve(const char *path, hf_paths *p) {
     if (is_dir(path)) {
         snprintf(p->st, sizeof p->st, "%s/model.safetensors", path);
         snprintf(p->config, sizeof p->config, "%s/config.json", path);
+        char ck[4200], lt[4200];
+        snprintf(ck, sizeof ck, "%s/manifest.json", path);
+        snprintf(lt, sizeof lt, "%s/latest", path);
+        if (!is_file(p->st) && (is_file(ck) || is_file(lt)))
+            return zt_errorf("--init-from %s is a zerotrain checkpoint: continue its run with "
+                             "--resume %s (train), or make a model directory of it with "
+                             "`zerotrain export %s --out DIR` and give --init-from DIR",
+                             path, path, path);
         if (!is_file(p->st))
             return zt_errorf("--init-from %s is a directory without model.safetensors (a Hugging "
                              "Face GPT-2 directory holds model.safetensors and config.json; "

@@ -132,6 +132,9 @@ cfg_edit config_n_positions_huge 'c["n_positions"] = 1e12' "n_positions is not a
 cfg_edit config_no_n_head 'del c["n_head"]' "lacks n_head"
 
 # ---- small ones ----
+expect_error generate_train_flag "--lr is a training option; generate does not use it" -- "$ZT" generate --prompt-ids 1 --max-new 2 --lr 1e-3
+expect_error generate_train_flag_eq "--steps is a training option" -- "$ZT" generate --prompt-ids 1 --max-new 2 --steps=3
+expect_error init_from_checkpoint "is a zerotrain checkpoint: continue its run with --resume" -- "$ZT" generate --init-from "$tmp/ck" --prompt-ids 1 --max-new 2
 expect_error lr_underflow "1e-50 is too small for a 32-bit float" -- "$ZT" "${T[@]}" --steps 1 --lr 1e-50
 expect_error prepare_val_frac_alone "--val-frac needs --val-out" -- "$ZT" prepare --text "$tmp/t.txt" --out "$tmp/o2.bin" --val-frac 0.2
 expect_ok export_help '^usage: zerotrain export CKPT --out DIR' -- "$ZT" export --help
