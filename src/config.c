@@ -408,9 +408,13 @@ static zt_status read_whole_file(const char *path, char **out, size_t *out_len) 
 
 static zt_status apply_json_object(zt_config *cfg, const cJSON *root, const char *path,
                                    unsigned char *set) {
-    // Keys repeated in the file apply in order, so the last wins, as with flags.
     for (const cJSON *it = root->child; it; it = it->next) {
         const char *key = it->string ? it->string : "";
+        // a key twice in one file is an editing slip (flags may repeat: the last wins)
+        for (const cJSON *before = root->child; before != it; before = before->next)
+            if (before->string && strcmp(before->string, key) == 0)
+                return zt_errorf("config file %s: key \"%s\" appears twice: keep one", path,
+                                 key);
         if (strcmp(key, "config") == 0)
             return zt_errorf("config file %s: key \"config\" is not allowed in a config file "
                              "(files do not include other files): remove it",

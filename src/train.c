@@ -260,6 +260,12 @@ static zt_status setup(trainer *t, const char *argv0) {
         if (!val_path[0]) val_path = def_val;
     }
     ZT_TRY(zt_dataset_open(&t->train, train_path, c->seq, t->shape.vocab, c->shuffle, c->seed));
+    uint64_t batch = (uint64_t)c->grad_accum * c->micro_batch * g->dp;
+    if (t->train.n_samples < batch && g->rank == 0)
+        fprintf(stderr, "zerotrain: warning: one step reads %llu sequences of %d tokens but %s "
+                "holds %llu, so every step repeats them; give more data, or a smaller "
+                "--micro-batch, --grad-accum or --seq\n", (unsigned long long)batch, c->seq,
+                train_path, (unsigned long long)t->train.n_samples);
     if (val_path[0]) {
         ZT_TRY(zt_dataset_open(&t->val, val_path, c->seq, t->shape.vocab, 0, c->seed));
         t->has_val = c->val_every > 0;

@@ -197,7 +197,7 @@ ZT_TEST(config_file_every_type) {
     CHECK(write_tmp(p, "{\"model\": \"gpt2\", \"micro-batch\": 4, \"lr\": 3e-4, "
                        "\"seed\": 9007199254740992, \"shuffle\": false, "
                        "\"partition\": \"0:7,7:14\", \"optim\": \"adamw8bit\", "
-                       "\"weight-decay\": 0, \"steps\": 5, \"steps\": 6}") == 0);
+                       "\"weight-decay\": 0, \"steps\": 6}") == 0);
     zt_config c;
     zt_status st = PARSE(&c, "--config", p);
     unlink(p);
@@ -209,7 +209,7 @@ ZT_TEST(config_file_every_type) {
     CHECK(strcmp(c.partition, "0:7,7:14") == 0);
     CHECK(strcmp(c.optim, "adamw8bit") == 0);
     CHECK(c.weight_decay == 0.0f);
-    CHECK_EQ_INT(c.steps, 6); // a repeated key: the last wins, as with flags
+    CHECK_EQ_INT(c.steps, 6);
     CHECK_EQ_INT(c.n_layer, 12);
     CHECK_EQ_INT(zt_config_validate(&c), ZT_OK);
     return ZT_PASS;
@@ -354,6 +354,7 @@ ZT_TEST(config_err_file_bad_json) {
     CHECK(msg_has("not valid JSON"));
     CHECK(msg_has("line 3"));
     CHECK_FILE_ERR("", "is empty");
+    CHECK_FILE_ERR("{\"steps\": 5, \"lr\": 1e-3, \"steps\": 6}", "key \"steps\" appears twice");
     CHECK_FILE_ERR(" \n\t\n", "is empty");
     CHECK_FILE_ERR("{\"steps\": 10} trailing", "not valid JSON");
     CHECK_FILE_ERR("{\"steps\": 10,}", "not valid JSON");

@@ -135,6 +135,11 @@ cfg_edit config_no_n_head 'del c["n_head"]' "lacks n_head"
 expect_error generate_train_flag "--lr is a training option; generate does not use it" -- "$ZT" generate --prompt-ids 1 --max-new 2 --lr 1e-3
 expect_error generate_train_flag_eq "--steps is a training option" -- "$ZT" generate --prompt-ids 1 --max-new 2 --steps=3
 expect_error init_from_checkpoint "is a zerotrain checkpoint: continue its run with --resume" -- "$ZT" generate --init-from "$tmp/ck" --prompt-ids 1 --max-new 2
+mk_tokens "$tmp/small.bin" 100 256   # 6 sequences of 16 tokens, one step reads 8
+"$ZT" "${T[@]}" --steps 1 --micro-batch 8 --data "$tmp/small.bin" >"$tmp/small.out" 2>"$tmp/small.err"
+if [ $? -eq 0 ] && [ "$(grep -c 'warning: one step reads 8 sequences of 16 tokens but .* holds 6' "$tmp/small.err")" = 1 ]; then
+  echo "ok   data_smaller_than_a_step: warned once"
+else echo "FAIL data_smaller_than_a_step"; show "$tmp/small.err"; failed+=("no warning for data smaller than a step"); fi
 expect_error lr_underflow "1e-50 is too small for a 32-bit float" -- "$ZT" "${T[@]}" --steps 1 --lr 1e-50
 expect_error prepare_val_frac_alone "--val-frac needs --val-out" -- "$ZT" prepare --text "$tmp/t.txt" --out "$tmp/o2.bin" --val-frac 0.2
 expect_ok export_help '^usage: zerotrain export CKPT --out DIR' -- "$ZT" export --help
