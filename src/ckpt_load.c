@@ -1,21 +1,8 @@
-// Sharded checkpoints: what each rank writes, the manifest, the atomic commit, and
-// loading through the global index map into any layout. docs/checkpoints.md has the
-// format; in short:
-//
-//   DIR/latest                       "step-N\n": the newest complete checkpoint
-//   DIR/step-N/manifest.json         step, data position, seed, optimizer t, config,
-//                                    layout, model shape, tensors, files + XXH3-64
-//                                    (version 1, still read: FNV-1a 64)
-//   DIR/step-N/shard-ppP-tpT-dpD.safetensors
-//       one per writing rank; every tensor key is a segment
-//           "<hf name>|<kind>|<g>|<phase>|<blk>|<rest>"
-//       holding global elements [g, g + n) of the tensor (row-major in zerotrain's global
-//       shape: the manifest's), n = the stored length. kind: param, m, v (fp32), qm, qv
-//       (uint8 codes), am, av (fp32 absmax of the codes' blocks). For 8-bit segments:
-//       element j belongs to the writer's quantization block blk + (phase + j) / B, whose
-//       absmax is am[(phase + j) / B]; `rest` elements remain from the segment start to
-//       the end of the writer's piece (so a block's length is known).
-#include "ckpt.h"
+// Finding, verifying and loading a sharded checkpoint: `latest` or the newest complete
+// step, the manifest, every file's checksum, and each rank's state fetched through the
+// global index map into whatever layout it runs now; and the export to one Hugging Face
+// directory. The format: ckpt_internal.h and docs/checkpoints.md.
+#include "ckpt_internal.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -23,106 +10,15 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "backend.h"
 #include "hf_export.h"
 #include "planner.h"
 #include "quant8_math.h"
 #include "rng.h"
 #include "safetensors.h"
-
-#define CKPT_FORMAT "zerotrain-checkpoint"
-// Version 2: files checksummed with XXH3-64 ("checksum": "xxh3-64", per file "digest").
-// Version 1 (FNV-1a 64, per file "fnv1a64") is still read, so nothing saved is lost.
-#define CKPT_VERSION 2
-#define CKPT_CHECKSUM "xxh3-64"
-#define PATHN 4096
-
-// ---------------------------------------------------------------- small helpers
-
-// Every access to parameters and optimizer state here goes through the backend's
-// map / unmap (kernels/backend.h): host memory itself on the CPU, a host copy on a GPU.
-static void *view(const zt_backend *be, void *dev, size_t bytes, int read) {
-    return bytes ? zt_be_map(be, dev, bytes, read) : dev;
-}
-static void unview(const zt_backend *be, void *dev, void *host, size_t bytes, int write) {
-    if (bytes) zt_be_unmap(be, dev, host, bytes, write);
-}
-
-// Host views of one rank's state, for the save.
-typedef struct {
-    float *params;
-    float *m, *v;                 // adamw
-    float *m32, *v32, *am, *av;   // adamw8bit
-    uint8_t *qm, *qv;
-} host_state;
-
-static void map_state(const zt_ckpt_ctx *c, host_state *h, int read) {
-    zt_gpt2 *m = c->model;
-    const zt_backend *be = m->be;
-    memset(h, 0, sizeof *h);
-    h->params = view(be, m->params, m->layout.numel * sizeof(float), read);
-    if (!c->is_8bit) {
-        size_t n = (c->opt->hi - c->opt->lo) * sizeof(float);
-        h->m = view(c->opt->be, c->opt->m, n, read);
-        h->v = view(c->opt->be, c->opt->v, n, read);
-    } else {
-        zt_adamw8bit *o = c->opt8;
-        h->m32 = view(o->be, o->m32, o->n32 * 4, read);
-        h->v32 = view(o->be, o->v32, o->n32 * 4, read);
-        h->qm = view(o->be, o->qm, o->n8, read);
-        h->qv = view(o->be, o->qv, o->n8, read);
-        h->am = view(o->be, o->absmax_m, o->n_blocks * 4, read);
-        h->av = view(o->be, o->absmax_v, o->n_blocks * 4, read);
-    }
-}
-
-static void unmap_state(const zt_ckpt_ctx *c, host_state *h, int write) {
-    zt_gpt2 *m = c->model;
-    unview(m->be, m->params, h->params, m->layout.numel * sizeof(float), write);
-    if (!c->is_8bit) {
-        size_t n = (c->opt->hi - c->opt->lo) * sizeof(float);
-        unview(c->opt->be, c->opt->m, h->m, n, write);
-        unview(c->opt->be, c->opt->v, h->v, n, write);
-    } else {
-        zt_adamw8bit *o = c->opt8;
-        unview(o->be, o->m32, h->m32, o->n32 * 4, write);
-        unview(o->be, o->v32, h->v32, o->n32 * 4, write);
-        unview(o->be, o->qm, h->qm, o->n8, write);
-        unview(o->be, o->qv, h->qv, o->n8, write);
-        unview(o->be, o->absmax_m, h->am, o->n_blocks * 4, write);
-        unview(o->be, o->absmax_v, h->av, o->n_blocks * 4, write);
-    }
-}
-
-static zt_status fsync_path(const char *path) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return zt_errorf("cannot open %s to sync it: %s", path, strerror(errno));
-    int r = fsync(fd);
-    close(fd);
-    return r == 0 ? ZT_OK : zt_errorf("fsync %s failed: %s", path, strerror(errno));
-}
-
-// Removes a directory and the plain files in it (checkpoint directories are flat).
-static void remove_dir(const char *path) {
-    DIR *d = opendir(path);
-    if (!d) return;
-    struct dirent *e;
-    char p[PATHN];
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(path);
-}
 
 // A regular file's whole text; NULL with errno set when it cannot be read (EISDIR, or
 // EINVAL for another non-regular file: a directory's "size" would be read as a length).
@@ -146,360 +42,13 @@ static char *read_text(const char *path, size_t *len) {
     return buf;
 }
 
-// A regular file (a directory named manifest.json or latest is not one).
-static int file_exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-// A run of local elements [i, i + n) of tensor t whose global indices are contiguous,
-// starting at *g. Rows are contiguous in both, so it walks row starts.
-static size_t run_len(const zt_layout *lay, const zt_tensor_desc *t, size_t i, size_t end,
-                      size_t *g) {
-    size_t C = (size_t)t->local[1];
-    *g = zt_layout_global_index(lay, t, i);
-    size_t j = (i / C + 1) * C;
-    if (j > end) j = end;
-    while (j < end && zt_layout_global_index(lay, t, j) == *g + (j - i)) j = zt_min_sz(j + C, end);
-    return j - i;
-}
-
-// Elements of tensor t in the checkpoint: the global count without vocabulary padding.
-static size_t stored_numel(const zt_tensor_desc *t, const zt_model_shape *s) {
-    size_t R = t->split == ZT_SPLIT_VOCAB ? (size_t)s->vocab : (size_t)t->shape[0];
-    return R * (size_t)t->shape[1];
-}
-
-// The 8-bit optimizer's piece for tensor index i, or NULL.
-static const zt_adamw8bit_piece *piece_of(const zt_adamw8bit *o, int i) {
-    for (int k = 0; k < o->n_pieces; k++)
-        if (o->pieces[k].tensor == i) return &o->pieces[k];
-    return NULL;
-}
-
-// ---------------------------------------------------------------- save
-
-typedef struct {
-    zt_st_tensor *t;
-    char **names;
-    int n, cap;
-} seglist;
-
-static void seg_add(seglist *l, const char *name, const char *kind, size_t g, size_t phase,
-                    size_t blk, size_t rest, const void *data, size_t n, zt_st_dtype dt) {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 64;
-        l->t = realloc(l->t, (size_t)l->cap * sizeof *l->t);
-        l->names = realloc(l->names, (size_t)l->cap * sizeof *l->names);
-        ZT_ASSERT(l->t && l->names);
-    }
-    char key[160];
-    snprintf(key, sizeof key, "%s|%s|%zu|%zu|%zu|%zu", name, kind, g, phase, blk, rest);
-    l->names[l->n] = strdup(key);
-    ZT_ASSERT(l->names[l->n]);
-    zt_st_tensor *t = &l->t[l->n++];
-    memset(t, 0, sizeof *t);
-    t->name = l->names[l->n - 1];
-    t->ndim = 1;
-    t->shape[0] = (int64_t)n;
-    t->data = data;
-    t->dtype = dt;
-}
-
-static void seg_free(seglist *l) {
-    for (int i = 0; i < l->n; i++) free(l->names[i]);
-    free(l->names);
-    free(l->t);
-}
-
-// Lists this rank's segments: every tensor's part of [lo, hi), split into runs of
-// contiguous global indices; tensors replicated across tp only from tp rank 0, the tied
-// embedding only from the first stage; vocabulary padding dropped.
-static void collect(const zt_ckpt_ctx *c, seglist *l, const host_state *h) {
-    const float *params = h->params;
-    const zt_gpt2 *m = c->model;
-    const zt_layout *lay = &m->layout;
-    size_t B = c->is_8bit ? (size_t)c->opt8->opt.block_size : 1;
-    for (int i = 0; i < lay->n; i++) {
-        const zt_tensor_desc *t = &lay->t[i];
-        if (t->replicated && c->grid->tp_rank != 0) continue;
-        if (t->tied && c->grid->pp_rank != 0) continue;
-        size_t a = t->offset > c->lo ? t->offset : c->lo;
-        size_t b = zt_min_sz(t->offset + t->numel, c->hi);
-        if (a >= b) continue;
-        size_t i0 = a - t->offset, i1 = b - t->offset, real = stored_numel(t, &m->shape);
-        const zt_adamw8bit_piece *p = c->is_8bit ? piece_of(c->opt8, i) : NULL;
-        for (size_t k = i0; k < i1;) {
-            size_t g, n = run_len(lay, t, k, i1, &g);
-            size_t keep = g >= real ? 0 : zt_min_sz(n, real - g);
-            if (keep) {
-                size_t flat = t->offset + k;
-                seg_add(l, t->name, "param", g, 0, 0, 0, params + flat, keep, ZT_ST_F32);
-                if (!c->is_8bit) {
-                    seg_add(l, t->name, "m", g, 0, 0, 0, h->m + (flat - c->lo), keep, ZT_ST_F32);
-                    seg_add(l, t->name, "v", g, 0, 0, 0, h->v + (flat - c->lo), keep, ZT_ST_F32);
-                } else if (!p->is_8bit) {
-                    size_t s = p->state + (flat - p->a);
-                    seg_add(l, t->name, "m", g, 0, 0, 0, h->m32 + s, keep, ZT_ST_F32);
-                    seg_add(l, t->name, "v", g, 0, 0, 0, h->v32 + s, keep, ZT_ST_F32);
-                } else {
-                    size_t rel = flat - p->a, s = p->state + rel, phase = rel % B;
-                    size_t blk = p->block + rel / B, nb = (phase + keep + B - 1) / B;
-                    // to the piece's end, vocabulary padding excluded
-                    size_t rest = zt_min_sz(p->b - flat, real - g);
-                    seg_add(l, t->name, "qm", g, phase, blk, rest, h->qm + s, keep, ZT_ST_U8);
-                    seg_add(l, t->name, "qv", g, phase, blk, rest, h->qv + s, keep, ZT_ST_U8);
-                    seg_add(l, t->name, "am", g, phase, blk, rest, h->am + blk, nb,
-                            ZT_ST_F32);
-                    seg_add(l, t->name, "av", g, phase, blk, rest, h->av + blk, nb,
-                            ZT_ST_F32);
-                }
-            }
-            k += n;
-        }
-    }
-}
-
-static int writes(const zt_ckpt_ctx *c) { return c->cfg->zero == 1 || c->grid->dp_rank == 0; }
-
-static void shard_name(char *out, size_t size, int pp, int tp, int dp) {
-    snprintf(out, size, "shard-pp%d-tp%d-dp%d.safetensors", pp, tp, dp);
-}
-
-// The test-only fault hook: ZT_TEST_CKPT_CRASH_AFTER_FILES=n kills this rank (the one
-// ZT_TEST_CKPT_CRASH_RANK names, 0 by default) with SIGKILL right after it has written
-// its n-th checkpoint file, before the checkpoint is committed.
-static void maybe_crash(int rank) {
-    static int written;
-    const char *n = getenv("ZT_TEST_CKPT_CRASH_AFTER_FILES");
-    const char *r = getenv("ZT_TEST_CKPT_CRASH_RANK");
-    written++;
-    if (n && atoi(n) == written && rank == (r ? atoi(r) : 0)) {
-        fprintf(stderr, "zerotrain: test hook: rank %d kills itself after %d checkpoint files\n",
-                rank, written);
-        fflush(stderr);
-        raise(SIGKILL);
-    }
-}
-
-static void json_config(FILE *f, const zt_config *c, int dp) {
-    fprintf(f,
-            "  \"config\": {\"micro_batch\": %d, \"seq\": %d, \"grad_accum\": %d, "
-            "\"global_batch\": %d, \"steps\": %d, \"lr\": %.9g, \"lr_final_frac\": %.9g, "
-            "\"lr_schedule\": \"%s\", \"warmup\": %d, \"weight_decay\": %.9g, \"beta1\": %.9g, "
-            "\"beta2\": %.9g, \"eps\": %.9g, \"grad_clip\": %.9g, \"shuffle\": %s, "
-            "\"seed\": %llu, \"optim\": \"%s\", \"optim_block\": %d, \"optim_min_8bit\": %d, "
-            "\"optim_fp32_embedding\": %s},\n",
-            c->micro_batch, c->seq, c->grad_accum, c->micro_batch * c->grad_accum * dp, c->steps,
-            c->lr, c->lr_final_frac, c->lr_schedule, c->warmup, c->weight_decay, c->beta1,
-            c->beta2, c->eps, c->grad_clip, c->shuffle ? "true" : "false",
-            (unsigned long long)c->seed, c->optim, c->optim_block, c->optim_min_8bit,
-            c->optim_fp32_embedding ? "true" : "false");
-}
-
-// Rank 0: manifest.json in `tmp`, from every rank's (written, bytes, hash).
-static zt_status write_manifest(const zt_ckpt_ctx *c, const char *tmp, int step,
-                                uint64_t samples, const uint64_t *rec) {
-    const zt_grid *g = c->grid;
-    const zt_config *cfg = c->cfg;
-    const zt_model_shape *s = &c->model->shape;
-    char path[PATHN + 32];
-    snprintf(path, sizeof path, "%s/manifest.json", tmp);
-    FILE *f = fopen(path, "w");
-    if (!f) return zt_errorf("cannot write %s: %s", path, strerror(errno));
-    int t = c->is_8bit ? c->opt8->t : c->opt->t;
-    fprintf(f, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n  \"checksum\": \"%s\",\n"
-               "  \"step\": %d,\n  \"samples\": %llu,\n  \"seed\": %llu,\n",
-            CKPT_FORMAT, CKPT_VERSION, CKPT_CHECKSUM, step, (unsigned long long)samples,
-            (unsigned long long)cfg->seed);
-    fprintf(f, "  \"optimizer\": {\"name\": \"%s\", \"t\": %d, \"block_size\": %d, "
-               "\"min_8bit_size\": %d, \"fp32_embedding\": %s},\n",
-            c->is_8bit ? "adamw8bit" : "adamw", t, cfg->optim_block, cfg->optim_min_8bit,
-            cfg->optim_fp32_embedding ? "true" : "false");
-    fprintf(f, "  \"model\": {\"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, \"vocab\": %d, "
-               "\"n_ctx\": %d},\n",
-            s->n_layer, s->n_head, s->n_embd, s->vocab, s->n_ctx);
-    fprintf(f, "  \"layout\": {\"world\": %d, \"dp\": %d, \"pp\": %d, \"tp\": %d, \"zero\": %d, "
-               "\"schedule\": \"%s\", \"partition\": \"%s\", \"stage_first_unit\": [",
-            g->world, g->dp, g->pp, g->tp, cfg->zero, cfg->schedule, cfg->partition);
-    for (int k = 0; k <= g->pp; k++) fprintf(f, "%s%d", k ? ", " : "", c->part->first[k]);
-    fprintf(f, "]},\n");
-    json_config(f, cfg, g->dp);
-    // every tensor of the model, in zerotrain's global shape (wte without padding)
-    zt_layout full;
-    zt_model_shape s1 = *s;
-    s1.padded_vocab = zt_padded_vocab(s->vocab, 1);
-    ZT_ASSERT(zt_layout_init(&full, &s1, 0, zt_unit_count(s), 1, 0, ZT_ALIGN_ELEMS) == ZT_OK);
-    fprintf(f, "  \"tensors\": [\n");
-    for (int i = 0; i < full.n; i++) {
-        const zt_tensor_desc *d = &full.t[i];
-        int state8 = c->is_8bit && zt_adamw8bit_is_8bit(d, &c->opt8->opt);
-        long long R = d->split == ZT_SPLIT_VOCAB ? s->vocab : d->shape[0];
-        fprintf(f, "    {\"name\": \"%s\", \"shape\": [%lld", d->name, R);
-        if (d->ndim == 2) fprintf(f, ", %lld", (long long)d->shape[1]);
-        fprintf(f, "], \"hf_transposed\": %s, \"state\": \"%s\"}%s\n",
-                d->hf_transposed ? "true" : "false", state8 ? "8bit" : "fp32",
-                i + 1 < full.n ? "," : "");
-    }
-    zt_layout_free(&full);
-    fprintf(f, "  ],\n  \"files\": [\n");
-    int first = 1;
-    for (int r = 0; r < g->world; r++) {
-        if (!rec[3 * r]) continue;
-        int dpr, ppr, tpr;
-        zt_grid_coords(r, g->dp, g->pp, g->tp, &dpr, &ppr, &tpr);
-        char name[128];
-        shard_name(name, sizeof name, ppr, tpr, dpr);
-        fprintf(f, "%s    {\"name\": \"%s\", \"rank\": %d, \"bytes\": %llu, "
-                   "\"digest\": \"%016llx\"}",
-                first ? "" : ",\n", name, r, (unsigned long long)rec[3 * r + 1],
-                (unsigned long long)rec[3 * r + 2]);
-        first = 0;
-    }
-    fprintf(f, "\n  ]\n}\n");
-    int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok = fclose(f) == 0 && ok;
-    return ok ? ZT_OK : zt_errorf("writing %s failed: %s", path, strerror(errno));
-}
-
-// The steps of the complete checkpoints in `dir` (step-N directories holding a
-// manifest.json), at most `max` of them; -1 when dir cannot be opened.
-static int complete_steps(const char *dir, int *steps, int max) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *e;
-    char p[2 * PATHN];
-    while ((e = readdir(d)) && n < max) {
-        int st;
-        char tail;
-        if (sscanf(e->d_name, "step-%d%c", &st, &tail) != 1) continue;
-        snprintf(p, sizeof p, "%s/%s/manifest.json", dir, e->d_name);
-        if (file_exists(p)) steps[n++] = st;
-    }
-    closedir(d);
-    return n;
-}
-
-// Rank 0: deletes complete checkpoints older than the newest `keep`, never `just` (the
-// one this save wrote). Directories without a manifest are not checkpoints: left alone.
-static void prune(const char *dir, int keep, int just) {
-    if (keep <= 0) return;
-    int steps[4096], n = complete_steps(dir, steps, 4096);
-    // the newest `keep` survive
-    for (int i = 0; i < n; i++) {
-        if (steps[i] == just) continue;
-        int newer = 0;
-        for (int j = 0; j < n; j++) newer += steps[j] > steps[i];
-        if (newer >= keep) {
-            char p[PATHN];
-            snprintf(p, sizeof p, "%s/step-%d", dir, steps[i]);
-            remove_dir(p);
-        }
-    }
-    fsync_path(dir);
-}
-
-zt_status zt_ckpt_check_dir(const char *dir, int start) {
-    int steps[4096], n = complete_steps(dir, steps, 4096), newest = -1;
-    for (int i = 0; i < n; i++)
-        if (steps[i] > newest) newest = steps[i];
-    if (newest <= start) return ZT_OK;
-    return zt_errorf("--ckpt-dir %s holds step-%d, newer than this run's start at step %d: its "
-                     "checkpoints and `latest` would mix two runs (and --ckpt-keep would "
-                     "delete the new ones first); give another --ckpt-dir, or move the newer "
-                     "step-N directories away", dir, newest, start);
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples) {
-    const zt_grid *g = c->grid;
-    double t0 = now_s();
-    const char *dir = c->cfg->ckpt_dir;
-    char tmp[PATHN], fin[PATHN];
-    snprintf(tmp, sizeof tmp, "%s/tmp-step-%d", dir, step);
-    snprintf(fin, sizeof fin, "%s/step-%d", dir, step);
-    zt_status s = ZT_OK;
-    if (g->rank == 0) {
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-            s = zt_errorf("cannot create the checkpoint directory %s: %s", dir, strerror(errno));
-        remove_dir(tmp); // a crash's leftovers
-        if (s == ZT_OK && mkdir(tmp, 0755) != 0)
-            s = zt_errorf("cannot create %s: %s", tmp, strerror(errno));
-    }
-    ZT_TRY(zt_comm_agree(&g->world_comm, s));
-    uint64_t mine[3] = {0, 0, 0};
-    if (writes(c)) {
-        host_state h;
-        map_state(c, &h, 1);
-        seglist l = {0};
-        collect(c, &l, &h);
-        char name[128], path[PATHN + 128];
-        shard_name(name, sizeof name, g->pp_rank, g->tp_rank, g->dp_rank);
-        snprintf(path, sizeof path, "%s/%s", tmp, name);
-        s = zt_safetensors_write_ex(path, l.t, l.n, "\"format\":\"" CKPT_FORMAT "-shard\"", 1,
-                                    &mine[2], &mine[1]);
-        mine[0] = 1;
-        seg_free(&l);
-        unmap_state(c, &h, 0);
-        if (s == ZT_OK) maybe_crash(g->rank);
-    }
-    ZT_TRY(zt_comm_agree(&g->world_comm, s));
-    uint64_t *rec = calloc((size_t)g->world * 3, sizeof *rec);
-    ZT_ASSERT(rec);
-    zt_comm_all_gather(&g->world_comm, mine, rec, (size_t)g->world * 3, ZT_I64, NULL);
-    if (g->rank == 0) {
-        s = write_manifest(c, tmp, step, samples, rec);
-        // commit: the directory's entries, then the rename, then the pointer
-        if (s == ZT_OK) s = fsync_path(tmp);
-        if (s == ZT_OK) {
-            remove_dir(fin); // an older save of the same step (a rerun)
-            if (rename(tmp, fin) != 0)
-                s = zt_errorf("cannot rename %s to %s: %s", tmp, fin, strerror(errno));
-        }
-        if (s == ZT_OK) s = fsync_path(dir);
-        if (s == ZT_OK) {
-            char lt[PATHN], lp[PATHN];
-            snprintf(lt, sizeof lt, "%s/latest.tmp", dir);
-            snprintf(lp, sizeof lp, "%s/latest", dir);
-            FILE *f = fopen(lt, "w");
-            int ok = f && fprintf(f, "step-%d\n", step) > 0 && fflush(f) == 0 &&
-                     fsync(fileno(f)) == 0;
-            ok = f && fclose(f) == 0 && ok;
-            if (!ok || rename(lt, lp) != 0)
-                s = zt_errorf("cannot write %s: %s", lp, strerror(errno));
-            if (s == ZT_OK) s = fsync_path(dir);
-        }
-        if (s == ZT_OK) prune(dir, c->cfg->ckpt_keep, step);
-        if (s == ZT_OK) {
-            uint64_t total = 0, most = 0;
-            int files = 0;
-            for (int r = 0; r < g->world; r++) {
-                total += rec[3 * r + 1];
-                most = rec[3 * r + 1] > most ? rec[3 * r + 1] : most;
-                files += (int)rec[3 * r];
-            }
-            printf("checkpoint %s: %.1f MiB in %d files (largest %.1f MiB) in %.2f s\n", fin,
-                   total / 1048576.0, files, most / 1048576.0, now_s() - t0);
-            fflush(stdout);
-        }
-    }
-    free(rec);
-    return zt_comm_agree(&g->world_comm, s);
-}
-
 // ---------------------------------------------------------------- finding and reading
 
 // Resolves `dir` to a complete step directory (one holding manifest.json).
 static zt_status resolve(const char *dir, char *out, size_t size, int say) {
     char p[2 * PATHN];
     snprintf(p, sizeof p, "%s/manifest.json", dir);
-    if (file_exists(p)) {
+    if (ckpt_file_exists(p)) {
         snprintf(out, size, "%s", dir);
         return ZT_OK;
     }
@@ -519,7 +68,7 @@ static zt_status resolve(const char *dir, char *out, size_t size, int say) {
         }
         if (sscanf(e->d_name, "step-%d%c", &st, &tail) != 1) continue;
         snprintf(p, sizeof p, "%s/%s/manifest.json", dir, e->d_name);
-        if (!file_exists(p)) {
+        if (!ckpt_file_exists(p)) {
             if (say) printf("checkpoint: ignoring %s/%s: no manifest.json\n", dir, e->d_name);
             continue;
         }
@@ -535,7 +84,7 @@ static zt_status resolve(const char *dir, char *out, size_t size, int say) {
         if (sscanf(lt, "%255s", name) == 1) {
             char q[2 * PATHN];
             snprintf(q, sizeof q, "%s/%s/manifest.json", dir, name);
-            if (file_exists(q)) {
+            if (ckpt_file_exists(q)) {
                 free(lt);
                 snprintf(out, size, "%s/%s", dir, name);
                 return ZT_OK;
@@ -895,9 +444,9 @@ typedef zt_status (*run_fn)(loader *L, const zt_tensor_desc *t, size_t local, si
 static zt_status each_run(loader *L, const zt_tensor_desc *t, size_t i0, size_t i1, run_fn fn,
                           void *ctx) {
     const zt_layout *lay = &L->c->model->layout;
-    size_t real = stored_numel(t, &L->c->model->shape);
+    size_t real = ckpt_stored_numel(t, &L->c->model->shape);
     for (size_t k = i0; k < i1;) {
-        size_t g, n = run_len(lay, t, k, i1, &g);
+        size_t g, n = ckpt_run_len(lay, t, k, i1, &g);
         size_t keep = g >= real ? 0 : zt_min_sz(n, real - g);
         if (keep) ZT_TRY(fn(L, t, k, g, keep, ctx));
         k += n;
@@ -919,13 +468,13 @@ static zt_status load_params_run(loader *L, const zt_tensor_desc *t, size_t loca
 static zt_status load_block(loader *L, const zt_tensor_desc *t, size_t b0, size_t n, uint8_t *qm,
                             uint8_t *qv, float *am, float *av) {
     const zt_layout *lay = &L->c->model->layout;
-    size_t real = stored_numel(t, &L->c->model->shape);
+    size_t real = ckpt_stored_numel(t, &L->c->model->shape);
     // the block's elements as global runs (at most a few)
     size_t rg[ZT_ADAMW8BIT_MAX_BLOCK], rl[ZT_ADAMW8BIT_MAX_BLOCK], rn[ZT_ADAMW8BIT_MAX_BLOCK];
     int nr = 0;
     size_t nreal = 0; // elements before the vocabulary padding
     for (size_t k = b0; k < b0 + n;) {
-        size_t g, len = run_len(lay, t, k, b0 + n, &g);
+        size_t g, len = ckpt_run_len(lay, t, k, b0 + n, &g);
         size_t keep = g >= real ? 0 : zt_min_sz(len, real - g);
         if (keep) {
             rg[nr] = g;
@@ -1034,8 +583,8 @@ static zt_status load_into(const zt_ckpt_ctx *c, ckpt_index *x, size_t *counts) 
     zt_q8_make_map(L.map_v, 0);
     if (L.src_B < 1 || L.src_B > ZT_ADAMW8BIT_MAX_BLOCK)
         return zt_errorf("%s/manifest.json: bad block_size %zu", x->man.dir, L.src_B);
-    host_state h;
-    map_state(c, &h, 0);
+    ckpt_host_state h;
+    ckpt_map_state(c, &h, 0);
     memset(h.params, 0, lay->numel * sizeof(float)); // padding stays zero
     zt_status s = ZT_OK;
     for (int i = 0; s == ZT_OK && i < lay->n; i++)
@@ -1071,7 +620,7 @@ static zt_status load_into(const zt_ckpt_ctx *c, ckpt_index *x, size_t *counts) 
                            am + p->block + j, av + p->block + j);
         }
     }
-    unmap_state(c, &h, 1);
+    ckpt_unmap_state(c, &h, 1);
     if (c->is_8bit) o->t = x->man.t;
     counts[0] = L.exact;
     counts[1] = L.requantized;
@@ -1080,7 +629,7 @@ static zt_status load_into(const zt_ckpt_ctx *c, ckpt_index *x, size_t *counts) 
 
 zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint64_t *samples) {
     const zt_grid *g = c->grid;
-    double t0 = now_s();
+    double t0 = ckpt_now_s();
     ckpt_index x;
     memset(&x, 0, sizeof x);
     zt_status s = manifest_read(&x.man, dir, g->rank == 0);
@@ -1107,7 +656,7 @@ zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint6
             note_config(&x, c->cfg, g->dp);
             printf("resumed from %s in %.2f s: step %d, %llu samples, optimizer t %d; written by "
                    "dp %d x pp %d x tp %d (zero %d), now dp %d x pp %d x tp %d (zero %d)\n",
-                   x.man.dir, now_s() - t0, x.man.step, (unsigned long long)x.man.samples,
+                   x.man.dir, ckpt_now_s() - t0, x.man.step, (unsigned long long)x.man.samples,
                    x.man.t, x.man.dp, x.man.pp, x.man.tp, x.man.zero, g->dp, g->pp, g->tp,
                    c->cfg->zero);
             if (c->is_8bit)
@@ -1144,7 +693,7 @@ zt_status zt_ckpt_export(const char *ckpt, const char *out) {
             const zt_tensor_desc *t = &full.t[i];
             const segset *set = find_set(&x, t->name, "param", 0);
             if (!set) s = zt_errorf("checkpoint %s has no tensor %s", x.man.dir, t->name);
-            else s = fetch(&x, set, 0, stored_numel(t, &sh), 4, params + t->offset, NULL, NULL,
+            else s = fetch(&x, set, 0, ckpt_stored_numel(t, &sh), 4, params + t->offset, NULL, NULL,
                            NULL, 0);
         }
     }
