@@ -229,6 +229,12 @@ static zt_status verify_file(const manifest *m, int i) {
     snprintf(p, sizeof p, "%s/%s", m->dir, m->fname[i]);
     FILE *f = fopen(p, "rb");
     if (!f) return zt_errorf("checkpoint file %s is missing: %s", p, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fclose(f);
+        return zt_errorf("checkpoint file %s is not a regular file (a directory?): the "
+                         "checkpoint is damaged; resume from another", p);
+    }
     int xxh = m->checksum == CK_XXH3_64;
     XXH3_state_t *st = xxh ? XXH3_createState() : NULL;
     ZT_ASSERT(!xxh || (st && XXH3_64bits_reset(st) == XXH_OK));

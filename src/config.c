@@ -686,6 +686,9 @@ zt_status zt_config_validate(const zt_config *c) {
          "fraction of --lr",
          c->lr_final_frac);
     NEED(c->warmup >= 0, "--warmup must be at least 0 (got %d)", c->warmup);
+    NEED(c->optim_min_8bit >= 0,
+         "--optim-min-8bit must be at least 0 (got %d): tensors of fewer elements keep fp32 "
+         "state; 0 keeps every tensor's state in 8 bits", c->optim_min_8bit);
     NEED(c->weight_decay >= 0 && isfinite(c->weight_decay),
          "--weight-decay must be at least 0 and finite (got %g)", c->weight_decay);
     NEED(c->beta1 >= 0 && c->beta1 < 1, "--beta1 must be in [0, 1) (got %g)", c->beta1);

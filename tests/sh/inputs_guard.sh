@@ -64,6 +64,11 @@ cp -r "$tmp/ck" "$tmp/ckm"; rm "$tmp/ckm/step-4/manifest.json"; mkdir "$tmp/ckm/
 expect_error manifest_is_directory "$tmp/ckm/step-4 holds no complete checkpoint" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ckm/step-4"
 expect_error export_manifest_is_directory "$tmp/ckm/step-4 holds no complete checkpoint" -- "$ZT" export "$tmp/ckm/step-4" --out "$tmp/x"
 
+# a shard that is a directory
+cp -r "$tmp/ck" "$tmp/cks"; f=$(ls "$tmp"/cks/step-4/shard-*.safetensors | head -1); rm "$f"; mkdir "$f"
+expect_error shard_is_directory "is not a regular file (a directory?)" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/cks"
+expect_error optim_min_8bit_negative "--optim-min-8bit must be at least 0" -- "$ZT" "${T[@]}" --steps 1 --optim adamw8bit --optim-min-8bit -1
+
 # a manifest edited to impossible values
 edit() { # name sed-expression want
   rm -rf "$tmp/cke"; cp -r "$tmp/ck" "$tmp/cke"; sed -i "$2" "$tmp/cke/step-4/manifest.json"
