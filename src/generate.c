@@ -38,8 +38,9 @@ static int dec_rows(const zt_model_shape *s) {
     return s->n_ctx < ZT_DECODER_ROWS ? s->n_ctx : ZT_DECODER_ROWS;
 }
 
-static int dec_buffers(dec_buffer *b, const zt_model_shape *s, int tp) {
-    size_t C = (size_t)s->n_embd, Cl = C / tp, L = (size_t)s->n_layer, T = (size_t)s->n_ctx;
+// The buffers of a decoder holding `blocks` blocks' caches.
+static int dec_buffers(dec_buffer *b, const zt_model_shape *s, int tp, int blocks) {
+    size_t C = (size_t)s->n_embd, Cl = C / tp, L = (size_t)blocks, T = (size_t)s->n_ctx;
     size_t NHl = (size_t)s->n_head / tp, Vp = (size_t)s->padded_vocab, R = (size_t)dec_rows(s);
     const dec_buffer all[] = {
         {offsetof(zt_decoder, kcache), ZT_MEM_ACTIVATIONS, L * T * Cl},
@@ -64,7 +65,7 @@ static int dec_buffers(dec_buffer *b, const zt_model_shape *s, int tp) {
 
 void zt_decoder_bytes(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int tp) {
     dec_buffer b[DEC_MAX_BUFFERS];
-    int n = dec_buffers(b, s, tp);
+    int n = dec_buffers(b, s, tp, s->n_layer);
     memset(bytes, 0, ZT_MEM_NCAT * sizeof *bytes);
     for (int i = 0; i < n; i++) bytes[b[i].cat] += b[i].n * sizeof(float);
 }
@@ -73,10 +74,19 @@ static void *const *dec_slot(const zt_decoder *d, size_t off) {
     return (void *const *)((const char *)d + off);
 }
 
+// The stage's units [first, last): its blocks (unit u is block u - 1), and the buffers.
+static void place(zt_decoder *d, const zt_model_shape *s, int first, int last) {
+    int L = s->n_layer, lo = first > 1 ? first : 1, hi = last < L + 1 ? last : L + 1;
+    d->unit_first = first;
+    d->unit_last = last;
+    d->block_first = lo - 1;
+    d->n_blocks = hi > lo ? hi - lo : 0;
+}
+
 static void alloc_buffers(zt_decoder *d, const zt_model_shape *s, int tp) {
     d->rows = dec_rows(s);
     dec_buffer b[DEC_MAX_BUFFERS];
-    int n = dec_buffers(b, s, tp);
+    int n = dec_buffers(b, s, tp, d->n_blocks);
     for (int i = 0; i < n; i++)
         *(void **)dec_slot(d, b[i].off) = zt_be_alloc(d->be, b[i].cat, b[i].n * sizeof(float));
 }
@@ -88,18 +98,21 @@ static zt_status check_backend(const zt_backend *be) {
     return ZT_OK;
 }
 
-zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_shape *s, int tp,
-                          int tp_rank, const zt_comm *tp_data) {
+zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_shape *s,
+                          int unit_first, int unit_last, int tp, int tp_rank,
+                          const zt_comm *tp_data, const zt_comm *pp_data) {
     memset(d, 0, sizeof *d);
     ZT_TRY(check_backend(be));
     d->be = be;
     d->tp = tp;
     d->tp_rank = tp_rank;
     d->tp_data = tp > 1 ? tp_data : NULL;
+    d->pp_data = pp_data && pp_data->size > 1 ? pp_data : NULL;
     d->w = &d->model;
+    place(d, s, unit_first, unit_last);
     // B = T = 1: the training activations zt_gpt2_init allocates are a few rows
-    ZT_TRY(zt_gpt2_init(&d->model, be, s, 0, zt_unit_count(s), tp, tp_rank, ZT_ALIGN_ELEMS, 1, 1,
-                        1, 1, 1, d->tp_data));
+    ZT_TRY(zt_gpt2_init(&d->model, be, s, unit_first, unit_last, tp, tp_rank, ZT_ALIGN_ELEMS, 1,
+                        1, 1, 1, 1, d->tp_data));
     // generation has no backward: give the gradient buffer (as large as the weights) back
     zt_be_free(be, d->model.grads);
     d->model.grads = NULL;
@@ -118,6 +131,7 @@ zt_status zt_decoder_init_over(zt_decoder *d, const zt_gpt2 *m, const zt_comm *t
     d->tp_rank = m->layout.tp_rank;
     d->tp_data = d->tp > 1 ? tp_data : NULL;
     d->w = m;
+    place(d, &m->shape, 0, zt_unit_count(&m->shape));
     alloc_buffers(d, &m->shape, d->tp);
     return ZT_OK;
 }
@@ -125,7 +139,7 @@ zt_status zt_decoder_init_over(zt_decoder *d, const zt_gpt2 *m, const zt_comm *t
 void zt_decoder_free(zt_decoder *d) {
     if (d->be && d->w) { // buffers not yet allocated are NULL
         dec_buffer b[DEC_MAX_BUFFERS];
-        int n = dec_buffers(b, &d->w->shape, d->tp);
+        int n = dec_buffers(b, &d->w->shape, d->tp, d->n_blocks);
         for (int i = 0; i < n; i++) zt_be_free(d->be, *dec_slot(d, b[i].off));
     }
     zt_gpt2_free(&d->model); // a zero-filled model when the weights were borrowed
@@ -143,16 +157,21 @@ static void decode_chunk(zt_decoder *d, int r) {
     int Vl = s->padded_vocab / d->tp, lo = d->tp_rank * Vl;
     size_t T = (size_t)s->n_ctx, rC = (size_t)r * C;
     float *mean = d->stats, *rstd = d->stats + d->rows;
-    // each token's row lives on one tp rank (the others add zeros), positions on rank 0
-    K(encoder_forward, d->x, d->token, m->p.wte,
-      d->tp_rank == 0 ? m->p.wpe + (size_t)pos * C : NULL, lo, Vl, r, r, C);
-    tp_sum(d, d->x, rC);
-    for (int l = 0; l < s->n_layer; l++) {
+    if (d->unit_first == 0) {
+        // each token's row lives on one tp rank (the others add zeros), positions on rank 0
+        K(encoder_forward, d->x, d->token, m->p.wte,
+          d->tp_rank == 0 ? m->p.wpe + (size_t)pos * C : NULL, lo, Vl, r, r, C);
+        tp_sum(d, d->x, rC);
+    } else { // the residual stream of the chunk from the stage before
+        zt_comm_recv(d->pp_data, d->x, rC, ZT_F32, d->pp_data->rank - 1, 0, NULL);
+    }
+    for (int l = d->block_first; l < d->block_first + d->n_blocks; l++) {
         const zt_block_tensors *w = &m->p.h[l];
         // a row-parallel bias is whole on every rank: rank 0 adds it before the sum
         const float *attprojb = d->tp_rank == 0 ? w->attprojb : NULL;
         const float *fcprojb = d->tp_rank == 0 ? w->fcprojb : NULL;
-        float *kc = d->kcache + (size_t)l * T * Cl, *vc = d->vcache + (size_t)l * T * Cl;
+        size_t cache = (size_t)(l - d->block_first) * T * Cl;
+        float *kc = d->kcache + cache, *vc = d->vcache + cache;
         K(layernorm_forward, d->ln, mean, rstd, d->x, w->ln1w, w->ln1b, r, C);
         K(matmul_forward, d->qkv, d->ln, w->qkvw, w->qkvb, r, C, 3 * Cl);
         for (int i = 0; i < r; i++) {
@@ -173,6 +192,8 @@ static void decode_chunk(zt_decoder *d, int r) {
         tp_sum(d, d->proj, rC);
         K(add, d->x, d->x, d->proj, rC);
     }
+    if (d->unit_last < zt_unit_count(s))
+        zt_comm_send(d->pp_data, d->x, rC, ZT_F32, d->pp_data->rank + 1, 0, NULL);
     d->pos += r;
 }
 
@@ -193,13 +214,18 @@ void zt_decoder_feed(zt_decoder *d, const int32_t *tokens, int n, float *logits)
                          ZT_COPY_H2D);
         decode_chunk(d, r);
     }
-    // the logits of the last position only
-    const float *last = d->x + (size_t)(r - 1) * C;
-    K(layernorm_forward, d->ln, d->stats, d->stats + d->rows, last, m->p.lnfw, m->p.lnfb, 1, C);
-    // this rank's slice straight into its place in the row, then the in-place gather
-    K(gemm, 0, 1, 1, Vl, C, 1.0f, d->ln, C, m->p.wte, C, 0.0f, d->logits + lo, Vl);
-    if (d->tp_data)
-        zt_comm_all_gather(d->tp_data, d->logits + lo, d->logits, (size_t)Vp, ZT_F32, NULL);
+    if (d->unit_last == zt_unit_count(s)) { // the head: the logits of the last position only
+        const float *last = d->x + (size_t)(r - 1) * C;
+        K(layernorm_forward, d->ln, d->stats, d->stats + d->rows, last, m->p.lnfw, m->p.lnfb, 1,
+          C);
+        // this rank's slice straight into its place in the row, then the in-place gather
+        K(gemm, 0, 1, 1, Vl, C, 1.0f, d->ln, C, m->p.wte, C, 0.0f, d->logits + lo, Vl);
+        if (d->tp_data)
+            zt_comm_all_gather(d->tp_data, d->logits + lo, d->logits, (size_t)Vp, ZT_F32, NULL);
+    }
+    // every stage samples the same token from the last stage's row
+    if (d->pp_data)
+        zt_comm_broadcast(d->pp_data, d->logits, (size_t)Vp, ZT_F32, d->pp_data->size - 1, NULL);
     d->be->ops->copy(d->be, logits, d->logits, (size_t)Vp * sizeof(float), ZT_COPY_D2H);
 }
 

@@ -24,9 +24,12 @@ typedef struct {
     const zt_gpt2 *w;         // the weights it decodes with (&model or a training model)
     const zt_backend *be;
     const zt_comm *tp_data;   // the tp group's tensor path (NULL at tp = 1)
+    const zt_comm *pp_data;   // the pipeline's tensor path, rank = stage (NULL at pp = 1)
     int tp, tp_rank, pos;     // pos: the position the next token takes (= tokens fed)
+    int unit_first, unit_last; // this stage's units (embed 0, blocks 1..L, head L + 1)
+    int block_first, n_blocks; // its blocks [block_first, block_first + n_blocks)
     int rows;                 // R: min(ZT_DECODER_ROWS, n_ctx)
-    float *kcache, *vcache;   // (L, n_ctx, Cl) each
+    float *kcache, *vcache;   // (n_blocks, n_ctx, Cl) each
     float *x;                 // (R, C) residual stream
     float *ln;                // (R, C) LayerNorm output
     float *stats;             // (2, R) LayerNorm mean, rstd
@@ -39,14 +42,18 @@ typedef struct {
     int32_t *token;           // (R) the tokens being fed
 } zt_decoder;
 
-// Builds the decoder for shape `s` on backend `be` (its attention_decode must exist) as
-// tp rank tp_rank of tp, with tp_data the tp group's tensor communicator (size tp; NULL
-// when tp = 1). Allocates everything at once (weights, caches of n_ctx positions);
-// weights are zero until the caller fills d->model. ZT_ERR (message) on a shape the
-// layout refuses or a backend without attention_decode. Free with zt_decoder_free (also
-// after a failed init).
-zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_shape *s, int tp,
-                          int tp_rank, const zt_comm *tp_data);
+// Builds the decoder for shape `s` on backend `be` (its attention_decode must exist) for the
+// pipeline stage holding units [unit_first, unit_last) (all of them: 0, zt_unit_count(s))
+// as tp rank tp_rank of tp. tp_data: the tp group's tensor communicator (size tp; NULL
+// when tp = 1); pp_data: the pipeline's, rank = stage (NULL or size 1 for one stage): a
+// chunk's residual stream goes from stage to stage through it, and the last stage's
+// logits back to all. Allocates everything at once (the stage's weights, its blocks'
+// caches of n_ctx positions); weights are zero until the caller fills d->model. ZT_ERR
+// (message) on a shape the layout refuses or a backend without attention_decode. Free with
+// zt_decoder_free (also after a failed init).
+zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_shape *s,
+                          int unit_first, int unit_last, int tp, int tp_rank,
+                          const zt_comm *tp_data, const zt_comm *pp_data);
 void zt_decoder_free(zt_decoder *d);
 
 // A decoder over `m`'s weights, which it borrows and never changes (a training model
@@ -66,8 +73,8 @@ void zt_decoder_reset(zt_decoder *d);
 // Feeds tokens[0..n) (host memory; 0 <= token < vocab, checked by the caller; fatal
 // otherwise) at positions d->pos .. d->pos + n - 1 (n >= 1, pos + n <= n_ctx, fatal
 // otherwise) in chunks of d->rows, advances pos by n, and writes the logits that follow
-// the last one (the whole padded vocabulary, Vp) to host memory `logits` on every tp rank.
-// Collective over the tp group: every rank calls it with the same tokens. The logits equal
+// the last one (the whole padded vocabulary, Vp) to host memory `logits` on every rank.
+// Collective over the tp group and the pipeline: every rank calls it with the same tokens. The logits equal
 // feeding the tokens one at a time up to summation order (tests/test_generate.c).
 void zt_decoder_feed(zt_decoder *d, const int32_t *tokens, int n, float *logits);
 // zt_decoder_feed of one token.

@@ -15,6 +15,7 @@
 #include "generate.h"
 #include "grid.h"
 #include "hf_import.h"
+#include "partition.h"
 
 
 void zt_generate_usage(FILE *f) {
@@ -24,8 +25,8 @@ void zt_generate_usage(FILE *f) {
             "usage: [mpirun -np N] zerotrain generate [--init-from PATH] [--prompt TEXT | "
             "--prompt-ids 1,2,3]\n"
             "                         [--max-new N] [--temperature T] [--top-k K] [--top-p P]\n"
-            "                         [--seed S] [--tp N] [--ids] [--vocab FILE] [train's model "
-            "flags]\n"
+            "                         [--seed S] [--tp N] [--pp N [--partition SPEC]] [--ids]\n"
+            "                         [--vocab FILE] [train's model flags]\n"
             "\n"
             "Continues a prompt with a KV cache, streaming each new token to stdout.\n"
             "  --init-from PATH   a Hugging Face GPT-2 directory (e.g. --save's), a .safetensors\n"
@@ -42,10 +43,12 @@ void zt_generate_usage(FILE *f) {
             "  --seed S           the sampler's seed (and the random weights' without --init-from)\n"
             "  --tp N             tensor parallel over N ranks: mpirun -np N (the tokens are the\n"
             "                     same as on one rank)\n"
+            "  --pp N             the blocks in N pipeline stages, split as train's --partition\n"
+            "                     says (default uniform): mpirun -np N*tp (the same tokens too)\n"
             "  --ids              print token ids instead of text\n"
             "  --vocab FILE       gpt2.tiktoken (default %s);\n"
             "                     --vocab N (a number) is the model's vocabulary size, as in train\n"
-            "  --backend cuda     on GPU 0 (build/zerotrain-cuda; one rank, no --tp yet)\n"
+            "  --backend cuda     on GPU 0 (build/zerotrain-cuda; one rank, no --tp or --pp yet)\n"
             "A summary (tokens, tokens/s) goes to stderr.\n",
             vocab);
 }
@@ -81,7 +84,8 @@ static zt_status parse_float(const char *flag, const char *v, double lo, double 
 static zt_status used_by_generate(const char *arg) {
     static const char *const used[] = {"model", "n-layer", "n-head",  "n-embd",  "vocab",
                                        "n-ctx", "init-from", "seed", "tp",      "dp",
-                                       "pp",    "threads", "backend", "tf32",    "config"};
+                                       "pp",    "threads", "backend", "tf32",    "config",
+                                       "partition"};
     if (strncmp(arg, "--", 2) != 0) return ZT_OK; // a value, or what train's parser refuses
     size_t n = strcspn(arg + 2, "=");
     for (size_t k = 0; k < sizeof used / sizeof *used; k++)
@@ -161,9 +165,12 @@ static zt_status read_config(zt_config *cfg, int argc, char **argv) {
     if (strcmp(cfg->backend, "cuda") == 0 && cfg->tp > 1)
         return zt_errorf("generate --backend cuda runs on one rank for now (--tp %d given): "
                          "use --backend cpu for --tp", cfg->tp);
-    if (cfg->pp != 1 || (cfg->dp != 0 && cfg->dp != 1))
-        return zt_errorf("generate splits the model over --tp ranks only (--pp %d, --dp %d "
-                         "given): use --tp N with mpirun -np N", cfg->pp, cfg->dp);
+    if (strcmp(cfg->backend, "cuda") == 0 && cfg->pp > 1)
+        return zt_errorf("generate --backend cuda runs on one rank for now (--pp %d given): "
+                         "use --backend cpu for --pp", cfg->pp);
+    if (cfg->dp != 0 && cfg->dp != 1)
+        return zt_errorf("generate splits the model over --pp stages and --tp ranks, not over "
+                         "data (--dp %d given): leave --dp out", cfg->dp);
     if (cfg->n_head % cfg->tp != 0)
         return zt_errorf("--tp %d does not divide n_head %d: each tp rank takes whole heads",
                          cfg->tp, cfg->n_head);
@@ -249,7 +256,7 @@ static void emit(const gen_opts *o, const zt_bpe *bpe, int V, int32_t tok, int f
 }
 
 static zt_status run(const gen_opts *o, const zt_config *cfg, const zt_grid *g,
-                     const zt_backend *be) {
+                     const zt_partition *part, const zt_backend *be) {
     zt_bpe_ids prompt = {0};
     zt_bpe *bpe = NULL;
     zt_decoder d;
@@ -260,7 +267,8 @@ static zt_status run(const gen_opts *o, const zt_config *cfg, const zt_grid *g,
     zt_status s = zt_comm_agree(&g->world_comm, read_prompt(o, cfg, &prompt, &bpe));
     zt_model_shape shape = zt_config_shape(cfg);
     if (s == ZT_OK) {
-        s = zt_decoder_init(&d, be, &shape, g->tp, g->tp_rank, g->tp_data);
+        s = zt_decoder_init(&d, be, &shape, part->first[g->pp_rank], part->first[g->pp_rank + 1],
+                            g->tp, g->tp_rank, g->tp_data, g->pp_data);
         if (s == ZT_OK && cfg->init_from[0]) s = zt_init_load(&d.model, cfg->init_from);
         else if (s == ZT_OK) zt_gpt2_init_random(&d.model, cfg->seed);
         s = zt_comm_agree(&g->world_comm, s);
@@ -280,10 +288,10 @@ static zt_status run(const gen_opts *o, const zt_config *cfg, const zt_grid *g,
         for (int i = 0; i < o->max_new; i++) {
             int32_t tok = zt_sample(&smp, logits, V, (uint64_t)d.pos, idx, prob);
             // every rank holds the same gathered row and draws the same token: check it
-            if (g->tp > 1) {
+            if (g->world > 1) {
                 int32_t mine[2] = {tok, -tok}, all[2];
-                zt_comm_all_reduce(&g->tp_comm, mine, all, 2, ZT_I32, ZT_REDUCE_MAX, NULL);
-                ZT_ASSERTF(all[0] == -all[1], "tp ranks sampled different tokens (%d .. %d)",
+                zt_comm_all_reduce(&g->world_comm, mine, all, 2, ZT_I32, ZT_REDUCE_MAX, NULL);
+                ZT_ASSERTF(all[0] == -all[1], "ranks sampled different tokens (%d .. %d)",
                            -all[1], all[0]);
             }
             if (g->rank == 0) emit(o, bpe, V, tok, i == 0);
@@ -300,9 +308,9 @@ static zt_status run(const gen_opts *o, const zt_config *cfg, const zt_grid *g,
             // decoder steps after it
             double dec = t2 - t1;
             fprintf(stderr, "generate: prompt %zu tokens in %.3f s; %d new tokens in %.3f s "
-                            "(%.1f tokens/s, batch 1, tp %d, %d threads per rank)\n",
+                            "(%.1f tokens/s, batch 1, pp %d, tp %d, %d threads per rank)\n",
                     prompt.n, t1 - t0, n_new, dec, n_new > 1 && dec > 0 ? (n_new - 1) / dec : 0.0,
-                    g->tp, omp_get_max_threads());
+                    g->pp, g->tp, omp_get_max_threads());
         }
     }
     free(logits);
@@ -328,11 +336,20 @@ int zt_generate_main(int argc, char **argv) {
     zt_status s = parse_opts(&o, argc, argv, rest, &n_rest);
     if (s == ZT_OK) s = read_config(&cfg, n_rest, rest);
     s = zt_comm_agree(&world, s);
-    if (s == ZT_OK && world.size != cfg.tp)
-        s = zt_errorf("generate runs one process per tp rank, but this job has %d for --tp %d: "
-                      "launch mpirun -np %d ... --tp %d", world.size, cfg.tp, cfg.tp, cfg.tp);
+    if (s == ZT_OK && world.size != cfg.pp * cfg.tp)
+        s = zt_errorf("generate runs one process per (stage, tp rank), but this job has %d for "
+                      "--pp %d --tp %d: launch mpirun -np %d", world.size, cfg.pp, cfg.tp,
+                      cfg.pp * cfg.tp);
+    zt_partition part = {0};
+    if (s == ZT_OK && strcmp(cfg.partition, "memory") == 0)
+        s = zt_errorf("--partition memory balances training's memory per stage; generate takes "
+                      "uniform, parameters or unit ranges");
+    if (s == ZT_OK) {
+        zt_model_shape shape = zt_config_shape(&cfg);
+        s = zt_partition_build(&part, cfg.partition, &shape, cfg.pp, NULL);
+    }
     if (s == ZT_OK && cfg.threads > 0) omp_set_num_threads(cfg.threads);
-    if (s == ZT_OK) s = zt_grid_init(&g, &world, 1, 1, cfg.tp);
+    if (s == ZT_OK) s = zt_grid_init(&g, &world, 1, cfg.pp, cfg.tp);
     zt_backend cuda_be = {0};
     const zt_backend *be = zt_backend_cpu();
     if (s == ZT_OK && strcmp(cfg.backend, "cuda") == 0) {
@@ -342,8 +359,9 @@ int zt_generate_main(int argc, char **argv) {
             be = &cuda_be;
         }
     }
-    if (s == ZT_OK) s = run(&o, &cfg, &g, be);
+    if (s == ZT_OK) s = run(&o, &cfg, &g, &part, be);
     zt_error_report(s != ZT_OK && world.rank == 0);
+    zt_partition_free(&part);
     free(rest);
     zt_grid_free(&g);
     zt_backend_cuda_free(&cuda_be); // after the decoder's memory

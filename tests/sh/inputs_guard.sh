@@ -162,6 +162,8 @@ if [ ${#MPI[@]} -gt 0 ]; then
   expect_error mpmd_steps "rank 1 was given another --steps than rank 0" -- "${MPI[@]}" -np 1 "$ZT" "${T[@]}" --steps 2 : -np 1 "$ZT" "${T[@]}" --steps 4
   expect_error mpmd_n_embd "rank 1 was given another --n-embd than rank 0" -- "${MPI[@]}" -np 1 "$ZT" "${T[@]}" --steps 2 : -np 1 "$ZT" "${T[@]}" --steps 2 --n-embd 64
   expect_error mpmd_lr "rank 1 was given another --lr than rank 0" -- "${MPI[@]}" -np 1 "$ZT" "${T[@]}" --steps 2 --zero 1 : -np 1 "$ZT" "${T[@]}" --steps 2 --zero 1 --lr 1e-2
+  expect_error mpi2_generate_pp_world "this job has 2 for --pp 3 --tp 1: launch mpirun -np 3" -- "${MPI[@]}" -np 2 "$ZT" generate --n-layer 2 --pp 3 --prompt-ids 1
+  expect_error mpi2_generate_pp_memory "--partition memory balances training's memory" -- "${MPI[@]}" -np 2 "$ZT" generate --n-layer 2 --pp 2 --partition memory --prompt-ids 1
   expect_ok mpi2_same_options '^step +2/2' -- "${MPI[@]}" -np 2 "$ZT" "${T[@]}" --steps 2 --zero 1
 fi
 
