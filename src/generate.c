@@ -6,7 +6,9 @@
 // Tensor parallel as in training (src/gpt2.c): each rank holds its heads of c_attn (so its
 // slice of the cache) and its share of the MLP; the row-parallel projections end in an
 // all-reduce; the lm-head gives this rank's slice of the padded vocabulary, and one
-// all-gather makes the whole row on every rank.
+// all-gather makes the whole row on every rank. Pipeline stages hold their units' weights
+// and their blocks' caches, pass each chunk's residual stream on, and the last stage's row
+// is broadcast to every stage.
 #include "generate.h"
 
 #include <math.h>
@@ -148,8 +150,10 @@ void zt_decoder_free(zt_decoder *d) {
 
 void zt_decoder_reset(zt_decoder *d) { d->pos = 0; }
 
-// Positions [pos, pos + r) of one chunk through every block; x then holds their residual
-// stream at the end. r <= d->rows, pos + r <= n_ctx, tokens already in d->token.
+// Positions [pos, pos + r) of one chunk through this stage's blocks: the embedding on the
+// first stage, else the residual stream received from the stage before; sent on to the
+// next stage at the end, and left in x on the last. r <= d->rows, pos + r <= n_ctx, tokens
+// already in d->token.
 static void decode_chunk(zt_decoder *d, int r) {
     const zt_gpt2 *m = d->w;
     const zt_model_shape *s = &m->shape;
