@@ -74,8 +74,9 @@ void zt_decoder_reset(zt_decoder *d);
 // otherwise) at positions d->pos .. d->pos + n - 1 (n >= 1, pos + n <= n_ctx, fatal
 // otherwise) in chunks of d->rows, advances pos by n, and writes the logits that follow
 // the last one (the whole padded vocabulary, Vp) to host memory `logits` on every rank.
-// Collective over the tp group and the pipeline: every rank calls it with the same tokens. The logits equal
-// feeding the tokens one at a time up to summation order (tests/test_generate.c).
+// Collective over the tp group and the pipeline: every rank calls it with the same
+// tokens. The logits equal feeding the tokens one at a time up to summation order
+// (tests/test_generate.c).
 void zt_decoder_feed(zt_decoder *d, const int32_t *tokens, int n, float *logits);
 // zt_decoder_feed of one token.
 void zt_decoder_step(zt_decoder *d, int32_t token, float *logits);

@@ -106,12 +106,12 @@ int zt_plan_stage_slots(const zt_plan_spec *s, int stage);
 zt_status zt_plan_partition(const zt_plan_spec *s, zt_partition *out);
 
 // The stage costs of the `memory` partition, cached (the advice reuses one cache across
-// the pipeline depths it tries). A stage's cost depends on its units only through (holds the embed unit, holds the
-// head unit, number of blocks): every block has the same tensors and activations. So the
-// `memory` partition's dynamic program, which asks for every (stage, first, last), costs
-// one footprint per distinct key, and slots enter linearly (activations, token ids,
-// pipeline buffers are per slot). The cache is valid for one spec's sizes; pp, the
-// schedule and grad_accum (which only set slots) may change under it.
+// the pipeline depths it tries). A stage's cost depends on its units only through (holds
+// the embed unit, holds the head unit, number of blocks): every block has the same tensors
+// and activations. So the `memory` partition's dynamic program, which asks for every
+// (stage, first, last), costs one footprint per distinct key, and slots enter linearly
+// (activations, token ids, pipeline buffers are per slot). The cache is valid for one
+// spec's sizes; pp, the schedule and grad_accum (which only set slots) may change under it.
 typedef struct {
     int L;
     char *done;     // (2 * 2 * (L + 1))
