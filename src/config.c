@@ -92,7 +92,7 @@ static const opt_desc k_opts[] = {
      "global batches per validation (the same samples whatever the layout)"},
     {"sample-every", OPT_INT, FIELD(sample_every), "0", "N", NULL, 0, "data",
      "every N steps and at the end, print a sampled continuation of the training data's "
-     "first token (temperature 1, --seed; needs --pp 1; 0 = never)"},
+     "first token (temperature 1, --seed; 0 = never)"},
     {"sample-len", OPT_INT, FIELD(sample_len), "64", "N", NULL, 0, "data",
      "tokens per --sample-every sample"},
     {"shuffle", OPT_BOOL, FIELD(shuffle), "false", "", NULL, 0, "data",
@@ -703,11 +703,6 @@ zt_status zt_config_validate(const zt_config *c) {
     NEED(c->sample_every >= 0, "--sample-every must be at least 0 (got %d; 0 = never)",
          c->sample_every);
     NEED(c->sample_len >= 1, "--sample-len must be at least 1 (got %d)", c->sample_len);
-    NEED(c->sample_every == 0 || c->pp == 1,
-         "--sample-every needs --pp 1 (got --pp %d): a pipeline stage holds only its own "
-         "layers; sample after training with `zerotrain generate --init-from` the --save "
-         "directory, or train with --tp instead of --pp",
-         c->pp);
 
     NEED(c->zero == 0 || c->zero == 1, "--zero must be 0 or 1 (got %d)", c->zero);
     NEED(c->dp >= 0, "--dp must be at least 0 (got %d; 0 = derived from the world size)",

@@ -65,9 +65,19 @@ static int dec_buffers(dec_buffer *b, const zt_model_shape *s, int tp, int block
 }
 #define DEC_MAX_BUFFERS 16
 
-void zt_decoder_bytes(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int tp) {
+// The blocks of units [first, last): unit u is block u - 1 (unit 0 the embedding, L + 1
+// the head); *block_first the first.
+static int stage_blocks(const zt_model_shape *s, int first, int last, int *block_first) {
+    int L = s->n_layer, lo = first > 1 ? first : 1, hi = last < L + 1 ? last : L + 1;
+    *block_first = lo - 1;
+    return hi > lo ? hi - lo : 0;
+}
+
+void zt_decoder_bytes(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int unit_first,
+                      int unit_last, int tp) {
+    int first_block;
     dec_buffer b[DEC_MAX_BUFFERS];
-    int n = dec_buffers(b, s, tp, s->n_layer);
+    int n = dec_buffers(b, s, tp, stage_blocks(s, unit_first, unit_last, &first_block));
     memset(bytes, 0, ZT_MEM_NCAT * sizeof *bytes);
     for (int i = 0; i < n; i++) bytes[b[i].cat] += b[i].n * sizeof(float);
 }
@@ -76,13 +86,11 @@ static void *const *dec_slot(const zt_decoder *d, size_t off) {
     return (void *const *)((const char *)d + off);
 }
 
-// The stage's units [first, last): its blocks (unit u is block u - 1), and the buffers.
+// The stage's units [first, last) and their blocks.
 static void place(zt_decoder *d, const zt_model_shape *s, int first, int last) {
-    int L = s->n_layer, lo = first > 1 ? first : 1, hi = last < L + 1 ? last : L + 1;
     d->unit_first = first;
     d->unit_last = last;
-    d->block_first = lo - 1;
-    d->n_blocks = hi > lo ? hi - lo : 0;
+    d->n_blocks = stage_blocks(s, first, last, &d->block_first);
 }
 
 static void alloc_buffers(zt_decoder *d, const zt_model_shape *s, int tp) {
@@ -123,17 +131,17 @@ zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_sh
     return ZT_OK;
 }
 
-zt_status zt_decoder_init_over(zt_decoder *d, const zt_gpt2 *m, const zt_comm *tp_data) {
+zt_status zt_decoder_init_over(zt_decoder *d, const zt_gpt2 *m, const zt_comm *tp_data,
+                               const zt_comm *pp_data) {
     memset(d, 0, sizeof *d);
     ZT_TRY(check_backend(m->be));
-    ZT_ASSERTF(m->layout.unit_first == 0 && m->layout.unit_last == zt_unit_count(&m->shape),
-               "a decoder needs every layer's weights (pp = 1)");
     d->be = m->be;
     d->tp = m->layout.tp;
     d->tp_rank = m->layout.tp_rank;
     d->tp_data = d->tp > 1 ? tp_data : NULL;
+    d->pp_data = pp_data && pp_data->size > 1 ? pp_data : NULL;
     d->w = m;
-    place(d, &m->shape, 0, zt_unit_count(&m->shape));
+    place(d, &m->shape, m->layout.unit_first, m->layout.unit_last);
     alloc_buffers(d, &m->shape, d->tp);
     return ZT_OK;
 }

@@ -56,16 +56,19 @@ zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_sh
                           const zt_comm *tp_data, const zt_comm *pp_data);
 void zt_decoder_free(zt_decoder *d);
 
-// A decoder over `m`'s weights, which it borrows and never changes (a training model
-// that holds every unit: pp = 1; `zerotrain train --sample-every`); m must outlive it.
-// tp_data: m's tp group's tensor path (NULL when tp = 1). Allocates only the caches and
-// chunk buffers (zt_decoder_bytes).
-zt_status zt_decoder_init_over(zt_decoder *d, const zt_gpt2 *m, const zt_comm *tp_data);
+// A decoder over `m`'s weights, which it borrows and never changes (a training model's
+// stage: `zerotrain train --sample-every`); m must outlive it. tp_data, pp_data: m's tp
+// group's and pipeline's tensor paths (NULL when tp = 1, pp = 1). Allocates only the
+// stage's caches and the chunk buffers (zt_decoder_bytes).
+zt_status zt_decoder_init_over(zt_decoder *d, const zt_gpt2 *m, const zt_comm *tp_data,
+                               const zt_comm *pp_data);
 
-// The bytes per allocator category of the decoder's own buffers (caches, one chunk's
-// activations, attention scores, the logits row) for shape s on tp ranks: what
-// zt_decoder_init_over allocates, for the memory planner.
-void zt_decoder_bytes(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int tp);
+// The bytes per allocator category of the decoder's own buffers (its blocks' caches, one
+// chunk's activations, attention scores, the logits row) for the stage of units
+// [unit_first, unit_last) of shape s on tp ranks: what zt_decoder_init_over allocates, for
+// the memory planner.
+void zt_decoder_bytes(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int unit_first,
+                      int unit_last, int tp);
 
 // Forgets the sequence: the next token goes to position 0.
 void zt_decoder_reset(zt_decoder *d);

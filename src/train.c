@@ -299,9 +299,9 @@ static zt_status setup(trainer *t, const char *argv0) {
     t->recv_in = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
     t->recv_dout = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
     t->dinput = zt_be_alloc(t->be, ZT_MEM_COMM, NC * sizeof(float));
-    if (c->sample_every > 0) // pp = 1 (checked): this rank holds every layer
-        ZT_TRY(zt_train_sampler_init(&t->sampler, &t->model, g->tp_data, t->train.tokens[0],
-                                     g->rank == 0));
+    if (c->sample_every > 0) // each stage decodes its own layers
+        ZT_TRY(zt_train_sampler_init(&t->sampler, &t->model, g->tp_data, g->pp_data,
+                                     t->train.tokens[0], g->rank == 0));
     return ZT_OK;
 }
 

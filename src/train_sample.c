@@ -5,9 +5,9 @@
 #include <string.h>
 
 zt_status zt_train_sampler_init(zt_train_sampler *s, const zt_gpt2 *m, const zt_comm *tp_data,
-                                int32_t start, int print) {
+                                const zt_comm *pp_data, int32_t start, int print) {
     memset(s, 0, sizeof *s);
-    ZT_TRY(zt_decoder_init_over(&s->d, m, tp_data));
+    ZT_TRY(zt_decoder_init_over(&s->d, m, tp_data, pp_data));
     int V = m->shape.vocab;
     s->start = start;
     s->logits = malloc((size_t)m->shape.padded_vocab * sizeof *s->logits);

@@ -2,9 +2,9 @@
 # --sample-every: the samples printed during training come from the model being trained.
 # The last one (at the final step) must equal, token for token, what `zerotrain generate`
 # draws from the --save export with the same prompt (the data's first token), seed and
-# temperature; with --tp 2 (and dp 2) the samples equal one rank's. --pp 2 is refused with
-# one message. The memory check counts the sampler (its plan equals the allocation:
-# planner_equals_allocation).
+# temperature; with --tp 2 (and dp 2), --pp 2 and --pp 3 with an embed-only and a head-only
+# stage (x tp 2) the samples equal one rank's (each stage decodes its own layers). The
+# memory check counts the sampler (its plan equals the allocation: planner_equals_allocation).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=build/test_train_sample; rm -rf $out; mkdir -p $out
@@ -47,11 +47,15 @@ if command -v mpirun >/dev/null; then
   diff <(grep -a '^sample' $out/one_b4.out) <(grep -a '^sample' $out/tp.out) > $out/tp.diff &&
     echo "tp 2 x dp 2: the same samples as one rank" ||
     { echo "FAIL: tp 2 x dp 2 samples differ from one rank's:"; head $out/tp.diff; fail=1; }
-  if mpirun --oversubscribe --allow-run-as-root -np 2 -x OMP_NUM_THREADS build/zerotrain \
-      "${ARGS[@]}" --pp 2 > $out/pp.out 2>&1; then
-    echo "FAIL: --pp 2 with --sample-every ran"; fail=1
-  fi
-  n=$(grep -c "error: --sample-every needs --pp 1" $out/pp.out || true)
-  [ "$n" = 1 ] || { echo "FAIL: --pp 2: expected one error line, got $n:"; cat $out/pp.out; fail=1; }
+  one=$(grep -a '^sample' $out/one.out)
+  for l in "2:--pp 2" "6:--pp 3 --tp 2 --partition 0:1,1:5,5:6"; do
+    mpirun --oversubscribe --allow-run-as-root -np ${l%%:*} -x OMP_NUM_THREADS build/zerotrain \
+      "${ARGS[@]}" ${l#*:} > $out/pp.out 2>&1 || { cat $out/pp.out; fail=1; }
+    if [ "$(grep -a '^sample' $out/pp.out)" = "$one" ]; then
+      echo "${l#*:}: the same samples as one rank"
+    else
+      echo "FAIL: ${l#*:} samples differ from one rank's:"; grep -a '^sample' $out/pp.out; fail=1
+    fi
+  done
 fi
 exit $fail
