@@ -343,11 +343,15 @@ static zt_status load_checked(zt_bpe *b, const char *path) {
             if (errno || (unsigned char *)stop != text + end) rank = -1;
         }
         if (nbytes <= 0 || rank < 0) {
-            int show = (int)(end - i < 60 ? end - i : 60);
-            s = zt_errorf("vocabulary file %s line %zu is not \"<base64 token> <rank>\": \"%.*s\"; "
+            // the line as printable ASCII (a binary file's bytes would reach the terminal)
+            char shown[64];
+            size_t k = 0;
+            for (size_t j = i; j < end && k < 60; j++, k++)
+                shown[k] = text[j] >= 32 && text[j] < 127 ? (char)text[j] : '?';
+            shown[k] = 0;
+            s = zt_errorf("vocabulary file %s line %zu is not \"<base64 token> <rank>\": \"%s\"; "
                           "pass a tiktoken-format file such as gpt2.tiktoken (%s)",
-                          path, line, show, (const char *)text + i,
-                          "scripts/fetch_gpt2_vocab.sh fetches it");
+                          path, line, shown, "scripts/fetch_gpt2_vocab.sh fetches it");
             break;
         }
         if (rank >= (long)INT32_MAX / 2) {
