@@ -184,6 +184,10 @@ static zt_status read_prompt(const gen_opts *o, const zt_config *cfg, zt_bpe_ids
                              zt_bpe **bpe) {
     *bpe = NULL;
     int V = cfg->vocab;
+    if (o->vocab && V != ZT_GPT2_VOCAB) // a typo of --vocab N lands here too
+        return zt_errorf("--vocab %s names GPT-2's tokenizer file, but this model's vocabulary "
+                         "is %d ids, not GPT-2's %d: leave --vocab out (or give --vocab N, a "
+                         "whole number, for the vocabulary size)", o->vocab, V, ZT_GPT2_VOCAB);
     if (V == ZT_GPT2_VOCAB && (o->prompt || !o->ids)) {
         char def[1024];
         zt_bpe_default_vocab(def, sizeof def);
