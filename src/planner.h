@@ -58,7 +58,7 @@ typedef struct {
     int ranks_per_node;           // consecutive world ranks per machine; 0 = all on one
     int stage_kib;                // the MPI backend's staging slot (KiB); 0 = no windows
     int save;                     // --save given: rank 0 gathers every part at the end
-    int sample;                   // --sample-every: a decoder's KV cache and rows (pp = 1)
+    int sample;                   // --sample-every: a decoder's KV cache and rows per stage
     int threads;                  // OpenMP threads per rank: the attention workspace has
                                   // 2 T^2 floats per thread
 } zt_plan_spec;

@@ -18,9 +18,9 @@ typedef struct {
 } zt_train_sampler;
 
 // The sampler over model m (this rank's stage; tp_data, pp_data: its tp group's and
-// pipeline's tensor paths, NULL at tp 1 and pp 1), prompted with token `start`. Without the GPT-2 vocabulary file a GPT-2 model's
-// samples print as ids (rank 0 says so once when `print`). Free with
-// zt_train_sampler_free, also after a failure.
+// pipeline's tensor paths, NULL at tp 1 and pp 1), prompted with token `start`. Without the
+// GPT-2 vocabulary file a GPT-2 model's samples print as ids (rank 0 says so once when
+// `print`). Free with zt_train_sampler_free, also after a failure.
 zt_status zt_train_sampler_init(zt_train_sampler *s, const zt_gpt2 *m, const zt_comm *tp_data,
                                 const zt_comm *pp_data, int32_t start, int print);
 void zt_train_sampler_free(zt_train_sampler *s);
