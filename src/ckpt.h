@@ -48,8 +48,9 @@ zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint6
 // passes. Rank 0, before step 1.
 zt_status zt_ckpt_check_dir(const char *dir, int start);
 
-// The model shape of the checkpoint `dir` names (as zt_ckpt_resume resolves it).
-zt_status zt_ckpt_read_shape(const char *dir, zt_model_shape *shape);
+// The model shape and the completed steps of the checkpoint `dir` names (as zt_ckpt_resume
+// resolves it), from its manifest alone; either output may be NULL.
+zt_status zt_ckpt_peek(const char *dir, zt_model_shape *shape, int *step);
 
 // `zerotrain export CKPT --out DIR`: merges a checkpoint from any layout into one Hugging
 // Face directory (model.safetensors + config.json). One process.

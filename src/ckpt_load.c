@@ -215,10 +215,11 @@ static zt_status manifest_read(manifest *m, const char *dir, int say) {
     return ZT_OK;
 }
 
-zt_status zt_ckpt_read_shape(const char *dir, zt_model_shape *shape) {
+zt_status zt_ckpt_peek(const char *dir, zt_model_shape *shape, int *step) {
     manifest m;
     zt_status s = manifest_read(&m, dir, 0);
-    if (s == ZT_OK) *shape = m.shape;
+    if (s == ZT_OK && shape) *shape = m.shape;
+    if (s == ZT_OK && step) *step = m.step;
     manifest_free(&m);
     return s;
 }

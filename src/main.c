@@ -98,7 +98,7 @@ static zt_status adopt_file_shape(zt_config *cfg) {
                          "position) or --init-from %s (weights only), not both",
                          cfg->resume, cfg->init_from);
     if (cfg->resume[0]) {
-        ZT_TRY(zt_ckpt_read_shape(cfg->resume, &s));
+        ZT_TRY(zt_ckpt_peek(cfg->resume, &s, NULL));
         return zt_config_adopt_shape(cfg, &s, 1, cfg->resume);
     }
     if (!cfg->init_from[0]) return ZT_OK;

@@ -246,6 +246,20 @@ static zt_status check_memory(const trainer *t) {
                               "cgroup's limit)");
 }
 
+// Before anything is allocated or loaded (rank 0): a resume with nothing left to train, and
+// a --ckpt-dir holding checkpoints newer than this run's start (zt_ckpt_check_dir).
+static zt_status check_start(const zt_config *c) {
+    int start = 0;
+    if (c->resume[0]) {
+        ZT_TRY(zt_ckpt_peek(c->resume, NULL, &start));
+        if (start >= c->steps)
+            return zt_errorf("the checkpoint is at step %d and --steps %d is not beyond it: "
+                             "nothing to train; raise --steps to continue (zerotrain export "
+                             "turns a checkpoint into a model directory)", start, c->steps);
+    }
+    return c->ckpt_dir[0] ? zt_ckpt_check_dir(c->ckpt_dir, start) : ZT_OK;
+}
+
 static zt_status setup(trainer *t, const char *argv0) {
     const zt_config *c = t->cfg;
     const zt_grid *g = &t->grid;
@@ -688,9 +702,10 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     ZT_TRY(zt_grid_init(&t.grid, world, dp, cfg->pp, cfg->tp));
     if (cfg->profile) start_profile(&t);
     t.plan.ranks_per_node = zt_host_local_ranks(t.grid.world);
+    s = zt_comm_agree(&t.grid.world_comm, t.grid.rank == 0 ? check_start(cfg) : ZT_OK);
     // the memory check first, as a step of its own, so no rank has allocated yet when
     // another reads the machine's available memory
-    s = zt_comm_agree(&t.grid.world_comm, check_memory(&t));
+    if (s == ZT_OK) s = zt_comm_agree(&t.grid.world_comm, check_memory(&t));
     if (s == ZT_OK) s = zt_comm_agree(&t.grid.world_comm, setup(&t, argv0));
     if (s == ZT_OK) {
         plan_shard(&t);
@@ -712,15 +727,7 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
     if (s == ZT_OK && cfg->resume[0]) {
         zt_ckpt_ctx x = ckpt_ctx(&t);
         s = zt_ckpt_resume(&x, cfg->resume, &t.step0, &t.sample0);
-        if (s == ZT_OK && t.step0 >= cfg->steps) // the same on every rank
-            s = zt_errorf("the checkpoint is at step %d and --steps %d is not beyond it: "
-                          "nothing to train; raise --steps to continue (zerotrain export "
-                          "turns a checkpoint into a model directory)", t.step0, cfg->steps);
     }
-    if (s == ZT_OK && cfg->ckpt_dir[0])
-        s = zt_comm_agree(&t.grid.world_comm, t.grid.rank == 0
-                                                  ? zt_ckpt_check_dir(cfg->ckpt_dir, t.step0)
-                                                  : ZT_OK);
     if (s == ZT_OK) {
         print_start(&t);
         s = run(&t);
