@@ -77,7 +77,7 @@ cp -r $out/ck/step-6 $out/bad
 f=$out/bad/shard-pp0-tp0-dp1.safetensors
 printf '\x55' | dd of=$f bs=1 seek=2000 conv=notrunc status=none
 expect_error corrupt "zerotrain: error: checkpoint file .*shard-pp0-tp0-dp1.safetensors is corrupt: its XXH3-64 checksum" \
-    $MPI -np 2 build/zerotrain $common --steps 6 --zero 1 --micro-batch 2 --grad-accum 2 --resume $out/bad
+    $MPI -np 2 build/zerotrain $common --steps 8 --zero 1 --micro-batch 2 --grad-accum 2 --resume $out/bad
 cp -r $out/v1 $out/bad1
 printf '\x55' | dd of=$out/bad1/shard-pp0-tp0-dp1.safetensors bs=1 seek=2000 conv=notrunc status=none
 expect_error corrupt1 "zerotrain: error: checkpoint file .*shard-pp0-tp0-dp1.safetensors is corrupt: its FNV-1a 64 checksum" \
@@ -104,7 +104,7 @@ expect_error pynoxx "pip install xxhash" env PYTHONPATH=$out/noxx $RC --verify $
 cp $out/ck/step-6/shard-pp0-tp0-dp1.safetensors $f
 truncate -s 1000 $f
 expect_error truncated "shard-pp0-tp0-dp1.safetensors is truncated" \
-    build/zerotrain $common --steps 6 --micro-batch 2 --grad-accum 4 --resume $out/bad
+    build/zerotrain $common --steps 8 --micro-batch 2 --grad-accum 4 --resume $out/bad
 expect_error mismatched "--n-layer 3 contradicts n_layer 2 of $out/ck" \
     build/zerotrain $common --n-layer 3 --steps 6 --resume $out/ck
 echo '{}' > $out/bad/manifest.json
