@@ -20,28 +20,6 @@
 #include "rng.h"
 #include "safetensors.h"
 
-// A regular file's whole text; NULL with errno set when it cannot be read (EISDIR, or
-// EINVAL for another non-regular file: a directory's "size" would be read as a length).
-static char *read_text(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    struct stat st;
-    int ok = fstat(fileno(f), &st) == 0;
-    if (!ok || !S_ISREG(st.st_mode)) {
-        int e = ok && S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
-        fclose(f);
-        errno = e;
-        return NULL;
-    }
-    char *buf = malloc((size_t)st.st_size + 1);
-    ZT_ASSERT(buf);
-    size_t got = fread(buf, 1, (size_t)st.st_size, f);
-    fclose(f);
-    buf[got] = 0;
-    if (len) *len = got;
-    return buf;
-}
-
 // ---------------------------------------------------------------- finding and reading
 
 // Resolves `dir` to a complete step directory (one holding manifest.json).
@@ -76,7 +54,7 @@ static zt_status resolve(const char *dir, char *out, size_t size, int say) {
     }
     closedir(d);
     snprintf(p, sizeof p, "%s/latest", dir);
-    char *lt = read_text(p, NULL);
+    char *lt = zt_read_file(p, NULL);
     if (!lt && errno != ENOENT && say)
         printf("checkpoint: ignoring %s: %s\n", p, strerror(errno));
     if (lt) {
@@ -155,7 +133,7 @@ static zt_status manifest_read(manifest *m, const char *dir, int say) {
     ZT_TRY(resolve(dir, m->dir, sizeof m->dir, say));
     char p[PATHN + 32];
     snprintf(p, sizeof p, "%s/manifest.json", m->dir);
-    char *text = read_text(p, NULL);
+    char *text = zt_read_file(p, NULL);
     if (!text) return zt_errorf("cannot read %s: %s", p, strerror(errno));
     m->root = cJSON_Parse(text);
     free(text);

@@ -1,8 +1,10 @@
 // Error reporting: the pending user-facing message and fatal checks.
 #include "common.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static char g_error[2048];
 static int g_rank;
@@ -38,3 +40,23 @@ void zt_fatal(const char *file, int line, const char *fmt, ...) {
 
 void zt_set_log_rank(int rank) { g_rank = rank; }
 int zt_log_rank(void) { return g_rank; }
+
+char *zt_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    struct stat st;
+    int ok = fstat(fileno(f), &st) == 0;
+    if (!ok || !S_ISREG(st.st_mode)) {
+        int e = ok && S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        fclose(f);
+        errno = e;
+        return NULL;
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
+    ZT_ASSERT(buf);
+    size_t got = fread(buf, 1, (size_t)st.st_size, f);
+    fclose(f);
+    buf[got] = 0;
+    if (len) *len = got;
+    return buf;
+}

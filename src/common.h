@@ -20,6 +20,11 @@ const char *zt_error_message(void);
 // so that only rank 0 speaks for a problem every rank found.
 void zt_error_report(int print);
 
+// A regular file's whole text, NUL-terminated (*len its bytes; len may be NULL); NULL with
+// errno set when it cannot be read: EISDIR, or EINVAL for another non-regular file (a
+// directory's "size" would be taken as a length). The caller frees it.
+char *zt_read_file(const char *path, size_t *len);
+
 // Propagate a status: ZT_TRY(f(x)); returns from the caller on error.
 #define ZT_TRY(expr)                          \
     do {                                      \

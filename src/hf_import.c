@@ -111,16 +111,8 @@ static zt_status check_config_math(const char *path, const cJSON *root) {
 }
 
 static zt_status read_config_json(const char *path, zt_model_shape *s) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return zt_errorf("cannot open %s: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)(n < 0 ? 0 : n) + 1);
-    ZT_ASSERT(buf);
-    size_t got = fread(buf, 1, (size_t)(n < 0 ? 0 : n), f);
-    fclose(f);
-    buf[got] = 0;
+    char *buf = zt_read_file(path, NULL);
+    if (!buf) return zt_errorf("cannot read %s: %s", path, strerror(errno));
     cJSON *root = cJSON_Parse(buf);
     free(buf);
     if (!cJSON_IsObject(root)) {
