@@ -51,6 +51,7 @@ static zt_status not_an_input(const zt_config *c, const char *flag, const char *
     char p[2 * ZT_PATH_MAX];
     for (int i = 0; i < 5; i++) {
         if (!paths[i][0]) continue;
+        // (--resume may be the --ckpt-dir itself: a run continuing in its own directory)
         if (i < 4 && zt_same_path(paths[i], out))
             return zt_errorf("%s %s is the same file as %s %s: writing it would destroy the "
                              "input; give %s another path", flag, out, names[i], paths[i], flag);
