@@ -16,17 +16,25 @@ SETUP    ?= bash scripts/setup.sh
 MPI_CFLAGS = $(file <$(BUILD)/mpi.cflags)
 MPI_LIBS   = $(file <$(BUILD)/mpi.libs)
 
+# The floors (docs/design.md, "Floors"): every folder with sources is on the include path, and
+# includes name files by their base name (scripts/check_floors.sh keeps the names unique and
+# the includes pointing down).
+SRC_DIRS := src/core kernels kernels/cpu kernels/cuda comm optim src/parallel src/tokenizer \
+            src/model src/formats src/planner src/checkpoint src/app
+INCLUDES := $(addprefix -I,$(SRC_DIRS))
+
 # No fast-math anywhere: the tests compare this arithmetic against references.
 # -fno-math-errno only drops errno writes from sqrtf & co. (results bit-identical), which
 # lets gcc vectorise the AdamW loop (measured 439 -> 83 ms per step on gpt2 124M).
 CFLAGS   ?= -O2 -g -march=native
 CFLAGS   += -fno-math-errno -std=c11 -Wall -Wextra -Wno-unused-parameter -fopenmp -D_GNU_SOURCE \
-            -MMD -MP -Isrc -Ikernels -Ioptim -Icomm $(MPI_CFLAGS)
+            -MMD -MP $(INCLUDES) $(MPI_CFLAGS)
 LDLIBS   += $(MPI_LIBS) -lopenblas -lcjson -lpcre2-8 -lxxhash -lm -fopenmp
 
-# kernels/backend_cuda.c and comm/comm_nccl.c need the CUDA toolkit: `make cuda` only.
-CUDA_C_SRC := kernels/backend_cuda.c comm/comm_nccl.c
-LIB_SRC  := $(filter-out src/main.c $(CUDA_C_SRC),$(wildcard src/*.c kernels/*.c optim/*.c comm/*.c))
+# kernels/cuda/backend_cuda.c and comm/comm_nccl.c need the CUDA toolkit: `make cuda` only.
+CUDA_C_SRC := kernels/cuda/backend_cuda.c comm/comm_nccl.c
+MAIN_SRC := src/app/main.c
+LIB_SRC  := $(filter-out $(MAIN_SRC) $(CUDA_C_SRC),$(wildcard $(addsuffix /*.c,$(SRC_DIRS))))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
@@ -55,7 +63,7 @@ $(BUILD)/%.o: %.c | $(DEPS_OK) $(BUILD)/mpi.cflags
 $(BUILD)/libzt.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/zerotrain: $(BUILD)/src/main.o $(BUILD)/libzt.a | $(BUILD)/mpi.libs
+$(BUILD)/zerotrain: $(BUILD)/src/app/main.o $(BUILD)/libzt.a | $(BUILD)/mpi.libs
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 	ln -sf $(BUILD)/zerotrain zerotrain
 
@@ -94,8 +102,8 @@ $(BUILD)/comm_bw: bench/comm_bw.c $(BUILD)/libzt.a | $(BUILD)/mpi.cflags $(BUILD
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # ---- The CUDA build (`make cuda`): build/zerotrain-cuda and build/zt_tests_cuda ----
-# The same library and programs plus the CUDA backend (kernels/*_cuda.cu by nvcc,
-# kernels/backend_cuda.c by gcc). Linked ahead of libzt.a, backend_cuda.o's definitions
+# The same library and programs plus the CUDA backend (kernels/cuda/*.cu by nvcc,
+# kernels/cuda/backend_cuda.c by gcc). Linked ahead of libzt.a, backend_cuda.o's definitions
 # replace backend_nocuda.c's "built without CUDA" ones. Plain `make` never needs nvcc.
 # ZT_CUDA_EXACT=1: no FMA contraction in device code (-fmad=false), so arithmetic-only
 # kernels match the CPU bit for bit. ZT_CUDA_DEBUG=1: wait for and check every kernel.
@@ -104,13 +112,13 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
 CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90
 NVCCFLAGS ?= -O2 -g -lineinfo
-NVCCFLAGS += -std=c++17 $(CUDA_ARCH) -MMD -MP -Isrc -Ikernels -Ioptim -Icomm \
+NVCCFLAGS += -std=c++17 $(CUDA_ARCH) -MMD -MP $(INCLUDES) \
              -Xcompiler -Wall,-Wno-unused-parameter,-fno-math-errno \
              $(if $(ZT_CUDA_EXACT),-fmad=false) $(if $(ZT_CUDA_DEBUG),-DZT_CUDA_DEBUG)
 CUDA_CFLAGS := -I$(CUDA_HOME)/include $(if $(ZT_CUDA_DEBUG),-DZT_CUDA_DEBUG)
 CUDA_LIBS   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcublas -lcublasLt -lcudart \
                -lstdc++
-CUDA_CU   := $(wildcard kernels/*_cuda.cu)
+CUDA_CU   := $(wildcard kernels/cuda/*.cu)
 CUDA_OBJ  := $(CUDA_CU:%.cu=$(BUILD)/cuda/%.o) $(CUDA_C_SRC:%.c=$(BUILD)/cuda/%.o)
 
 cuda: $(BUILD)/zerotrain-cuda $(BUILD)/zt_tests_cuda
@@ -127,7 +135,7 @@ $(BUILD)/cuda/%.o: %.c | $(DEPS_OK) $(BUILD)/mpi.cflags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -c $< -o $@
 
-$(BUILD)/zerotrain-cuda: $(BUILD)/src/main.o $(CUDA_OBJ) $(BUILD)/libzt.a | $(BUILD)/mpi.libs
+$(BUILD)/zerotrain-cuda: $(BUILD)/src/app/main.o $(CUDA_OBJ) $(BUILD)/libzt.a | $(BUILD)/mpi.libs
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LIBS)
 $(BUILD)/zt_tests_cuda: $(TEST_OBJ) $(CUDA_OBJ) $(BUILD)/libzt.a | $(BUILD)/mpi.libs
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LIBS)
@@ -135,4 +143,4 @@ $(BUILD)/zt_tests_cuda: $(TEST_OBJ) $(CUDA_OBJ) $(BUILD)/libzt.a | $(BUILD)/mpi.
 clean:
 	rm -rf $(BUILD) zerotrain
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(CUDA_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/app/main.d $(CUDA_OBJ:.o=.d)

@@ -233,7 +233,7 @@ static float *alloc_buf(size_t bytes, int thp) {
 }
 
 int main(int argc, char **argv) {
-    zt_blas_init(argv); // every zerotrain binary runs the right BLAS kernels (src/blas_core.h)
+    zt_blas_init(argv); // every zerotrain binary runs the right BLAS kernels (kernels/cpu/blas_core.h)
     size_t min_kib = 1024, max_kib = 256 * 1024;
     int reps = 9, warmup = 2, thp = 0, variants = 0;
     char stage_kib[256] = "", algos[256] = "", ops[16] = "sgr";

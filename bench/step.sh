@@ -6,7 +6,7 @@
 #   NO_RESULTS=1 bash bench/step.sh         # print the table, leave bench/RESULTS.md alone
 #   ZT_BASE=/work/baseline/zerotrain bash bench/step.sh   # also another build, each round
 #   EMULATE_FALLBACK=1 bash bench/step.sh   # zerotrain runs start as on a CPU OpenBLAS does
-#       not know (OPENBLAS_CORETYPE=Prescott ZT_BLAS_EMULATE_FALLBACK=1: src/blas_core.h):
+#       not know (OPENBLAS_CORETYPE=Prescott ZT_BLAS_EMULATE_FALLBACK=1: kernels/cpu/blas_core.h):
 #       a build with the fix re-executes on the right kernels, one without runs Prescott's
 #   TORCH_CORETYPE=Cooperlake bash bench/step.sh   # OPENBLAS_CORETYPE for PyTorch's runs
 #

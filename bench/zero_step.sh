@@ -26,7 +26,7 @@
 #       --lr-schedule constant --val-every 0 --data build/bench/zero_tokens.bin --log FILE
 # Settings: collectives ZT_COMM_MPI_ALGO=mpi (MPI's own: what comm_mpi.c did before),
 # stage (the default now) or stage-all; memory plain, GLIBC_TUNABLES=glibc.malloc.hugetlb=1, or
-# "madvise": build/bench/thp/zerotrain, linked with src/memory.c patched by
+# "madvise": build/bench/thp/zerotrain, linked with src/core/memory.c patched by
 # bench/memory_thp.patch (2 MiB-aligned, MADV_HUGEPAGE for blocks of 4 MiB and more).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -140,11 +140,11 @@ fi
 step_table=""
 if [[ " $PARTS " == *" step "* ]]; then
     STEP_LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
-    # The "madvise" binary: src/memory.c with bench/memory_thp.patch, the rest from libzt.a
+    # The "madvise" binary: src/core/memory.c with bench/memory_thp.patch, the rest from libzt.a
     # (the linker takes zt_mem_* from the patched object and never pulls the archive's).
     THP=$OUT/thp
     mkdir -p "$THP"
-    cp src/memory.c "$THP/memory.c"
+    cp src/core/memory.c "$THP/memory.c"
     have_thp=1
     if patch -s "$THP/memory.c" bench/memory_thp.patch >/dev/null 2>&1; then
         # memory.c needs only src/ headers; the Makefile's code flags, no MPI
@@ -153,7 +153,7 @@ if [[ " $PARTS " == *" step "* ]]; then
         ${CC:-cc} -fopenmp -o "$THP/zerotrain" build/src/main.o "$THP/memory.o" build/libzt.a \
             $(mpicc --showme:link) -lopenblas -lcjson -lm
     else
-        echo "zero_step.sh: bench/memory_thp.patch no longer applies to src/memory.c; " \
+        echo "zero_step.sh: bench/memory_thp.patch no longer applies to src/core/memory.c; " \
              "skipping the madvise variants" >&2
         have_thp=0
     fi
@@ -260,7 +260,7 @@ MPI_Allgather, as comm_mpi.c did before; "stage" = the default now (staged reduc
 MPI all-gather; all-reduce = staged reduce-scatter + MPI_Allgatherv); "stage-all" = the
 all-gather staged too. Memory: "hugetlb" = GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (every
 large malloc on transparent huge pages, MPI's temporaries included); "madvise" = zerotrain
-linked with src/memory.c patched by bench/memory_thp.patch (the runtime's own buffers on
+linked with src/core/memory.c patched by bench/memory_thp.patch (the runtime's own buffers on
 huge pages, nothing else).
 
 $step_table

@@ -1,5 +1,5 @@
 // The backend seam: where tensors live and what runs on them (docs/design.md, "Backends").
-// The model (src/gpt2.c), the loss, the trainer, the optimizers and the grad norm reach
+// The model (src/model/gpt2.c), the loss, the trainer, the optimizers and the grad norm reach
 // tensor memory only through a zt_backend: its allocator, memset, copies, host views
 // (map/unmap) and kernels. The CPU backend (backend_cpu.c) is kernels.h's OpenMP + BLAS
 // code and host memory; a GPU backend implements the same table with device memory,
@@ -84,7 +84,7 @@ typedef struct zt_backend_i {
     void (*attention_backward)(const zt_backend *be, float *dqkv, const float *dout,
                                const float *qkv, const float *lse, float *work, int B, int T,
                                int C, int NH);
-    // n_q queries against a KV cache (generation, src/generate.c; kernels.h has the
+    // n_q queries against a KV cache (generation, src/model/generate.c; kernels.h has the
     // rules): out (n_q, C) for q (n_q rows 3C apart), query i at position n_pos - n_q + i
     // against k, v (n_pos, C) rows up to it, NH heads of C/NH. work: NH * n_q * n_pos
     // floats. NULL on a backend without it (zt_decoder_init refuses that backend).

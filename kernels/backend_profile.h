@@ -1,4 +1,4 @@
-// A backend that times another (`--profile`, src/profile.h): each op runs the inner
+// A backend that times another (`--profile`, src/core/profile.h): each op runs the inner
 // backend's, waits for it (sync: a GPU op is asynchronous) and adds its time to its phase.
 #ifndef ZT_BACKEND_PROFILE_H
 #define ZT_BACKEND_PROFILE_H

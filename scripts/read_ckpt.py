@@ -36,7 +36,7 @@ class ChecksumError(Exception):
 
 
 def fnv1a64(data, h=1469598103934665603):
-    """FNV-1a 64 as src/rng.h zt_hash_bytes computes it, for version 1 checkpoints: its offset
+    """FNV-1a 64 as src/core/rng.h zt_hash_bytes computes it, for version 1 checkpoints: its offset
     basis is ZT_FNV1A_BASIS, 1469598103934665603, a digit short of the standard
     14695981039346656037, and version 1 manifests hold that variant's value."""
     for b in data:

@@ -25,7 +25,7 @@ int zt_check_close(const char *what, const float *got, const float *ref, size_t 
 }
 
 int main(int argc, char **argv) {
-    zt_blas_init(argv); // the kernels users get (may re-execute: src/blas_core.h)
+    zt_blas_init(argv); // the kernels users get (may re-execute: kernels/cpu/blas_core.h)
     int n = (int)(sizeof zt_test_table / sizeof zt_test_table[0]);
     if (argc > 1 && strcmp(argv[1], "--list") == 0) {
         for (int i = 0; i < n; i++) printf("%s\n", zt_test_table[i].name);

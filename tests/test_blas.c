@@ -1,4 +1,4 @@
-// Tests of the BLAS kernel choice (src/blas_core.c): the core table, the core chosen for a
+// Tests of the BLAS kernel choice (kernels/cpu/blas_core.c): the core table, the core chosen for a
 // CPU, and that this test binary itself does not run generic kernels on an AVX2+ CPU.
 #include <string.h>
 
@@ -45,7 +45,7 @@ ZT_TEST(blas_core_not_generic) {
     if (in->cpu_isa < ZT_ISA_AVX2) return ZT_SKIP;
     CHECK(in->core[0] != '\0');
     if (in->core_isa == ZT_ISA_UNKNOWN) {
-        fprintf(stderr, "  OpenBLAS core '%s' is not in src/blas_core.c's table\n", in->core);
+        fprintf(stderr, "  OpenBLAS core '%s' is not in kernels/cpu/blas_core.c's table\n", in->core);
         return ZT_FAIL;
     }
     CHECK(!in->generic);

@@ -1,4 +1,4 @@
-// Tests of generation (src/generate.c): the KV-cache decoder against the training forward
+// Tests of generation (src/model/generate.c): the KV-cache decoder against the training forward
 // over the whole sequence, and the sampler's rules.
 #include <math.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-// Tests of the memory planner (src/planner.c): its bytes equal what the runtime
+// Tests of the memory planner (src/planner/planner.c): its bytes equal what the runtime
 // allocates, category by category and to the byte, for layouts across dp/pp/tp, both
 // ZeRO modes, both optimizers and both schedules (the objects the trainer builds are
 // built here and measured with zt_mem_current); the `memory` partition's cached cost

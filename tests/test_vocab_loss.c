@@ -1,4 +1,4 @@
-// The vocab-parallel cross entropy (src/vocab_loss.c) on 2-4 MPI ranks, each holding one
+// The vocab-parallel cross entropy (src/model/vocab_loss.c) on 2-4 MPI ranks, each holding one
 // slice of the padded vocabulary, against a double-precision serial cross entropy of the
 // whole row. Run by tests/sh/vocab_loss_mpi.sh.
 #include <math.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The BLAS kernels every zerotrain process runs (src/blas_core.c, docs/design.md "BLAS
+# The BLAS kernels every zerotrain process runs (kernels/cpu/blas_core.c, docs/design.md "BLAS
 # kernels"). Fails if `zerotrain blas` reports kernels below what the CPU offers (a generic
 # core such as Prescott on an AVX2/AVX-512 CPU), then checks the fix's paths:
 #   - the user's OPENBLAS_CORETYPE wins (reported as theirs, with a warning);

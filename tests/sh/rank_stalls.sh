@@ -2,7 +2,7 @@
 # A rank that stalls (SIGSTOP: a hung node) ends the whole job once ZT_COMM_TIMEOUT_S has
 # passed, with a message naming the stalled rank, and the ranks that wait for it sleep
 # instead of spinning a core. Rank 1 stops itself at step 2 (the test hook
-# ZT_TEST_STALL_RANK / ZT_TEST_STALL_STEP in src/train.c): in a ZeRO-1 collective on 3 ranks
+# ZT_TEST_STALL_RANK / ZT_TEST_STALL_STEP in src/app/train.c): in a ZeRO-1 collective on 3 ranks
 # (with the CPU check), in pipeline send/recv, and in plain MPI collectives on 2 ranks.
 set -u
 cd "$(dirname "$0")/../.."
@@ -23,7 +23,7 @@ ranks() {
   pids=()
   local p
   for p in $(pgrep -f "build/zerotrain ${ARGS[*]}"); do
-    # the executable, not comm: after the BLAS re-exec (src/blas_core.c, execv of
+    # the executable, not comm: after the BLAS re-exec (kernels/cpu/blas_core.c, execv of
     # /proc/self/exe) a rank's comm is "exe"
     [ "$(basename "$(readlink /proc/$p/exe 2>/dev/null)")" = zerotrain ] && pids+=("$p")
   done

@@ -124,7 +124,7 @@ static zt_status plan_stage(const zt_plan_spec *s, int first, int last, int tp_r
     double BT = (double)s->micro_batch * s->seq, NC = BT * s->shape.n_embd;
     o->bytes[ZT_MEM_WORKSPACE] += 2.0 * slots * BT * sizeof(int32_t);
     o->bytes[ZT_MEM_COMM] += (2.0 * slots + 1.0) * NC * s->param_bytes;
-    if (s->sample) { // the --sample-every decoder's own buffers (fp32, src/generate.h)
+    if (s->sample) { // the --sample-every decoder's own buffers (fp32, src/model/generate.h)
         size_t dec[ZT_MEM_NCAT];
         zt_decoder_bytes(dec, &s->shape, first, last, s->tp);
         for (int k = 0; k < ZT_MEM_NCAT; k++) o->bytes[k] += (double)dec[k];

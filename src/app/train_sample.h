@@ -1,5 +1,5 @@
 // --sample-every: a short continuation printed during training, as llm.c does, so a user
-// sees what the model has learned. The decoder (src/generate.h) borrows the training
+// sees what the model has learned. The decoder (src/model/generate.h) borrows the training
 // model's weights (any dp, tp and pp: each stage decodes its own layers and passes the
 // chunk on), so a sample costs its KV cache and a few rows, which the memory planner counts.
 #ifndef ZT_TRAIN_SAMPLE_H

@@ -1,4 +1,4 @@
-// `zerotrain prepare`: the command line around src/tokenizer_prepare.c.
+// `zerotrain prepare`: the command line around src/formats/tokenizer_prepare.c.
 #ifndef ZT_PREPARE_CLI_H
 #define ZT_PREPARE_CLI_H
 

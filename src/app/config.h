@@ -45,7 +45,7 @@ typedef struct {
     char log[ZT_PATH_MAX];       // JSON lines
     char save[ZT_PATH_MAX];      // final weights as a Hugging Face directory
     char config[ZT_PATH_MAX];    // the --config file read ("" = none; not an option key)
-    // checkpoints (src/ckpt.h, docs/checkpoints.md)
+    // checkpoints (src/checkpoint/ckpt.h, docs/checkpoints.md)
     char ckpt_dir[ZT_PATH_MAX];  // sharded checkpoints go to DIR/step-N
     int ckpt_every;              // steps between checkpoints (0 = only after the last)
     int ckpt_keep;               // newest checkpoints kept (0 = all)
@@ -60,8 +60,8 @@ typedef struct {
     float peak_tflops;        // one rank's peak fp32 TFLOP/s, for the MFU (0 = not shown)
     char backend[8];          // cpu | cuda (kernels/backend.h)
     int tf32;                 // --backend cuda: TF32 tensor cores in fp32 GEMMs
-    int profile;              // time each op by phase (src/profile.h)
-    // memory planning (src/planner.h)
+    int profile;              // time each op by phase (src/core/profile.h)
+    // memory planning (src/planner/planner.h)
     char param_dtype[8];      // fp32 | bf16 (bf16: planning only until the GPU backend)
     char mem_limit[32];       // bytes one rank may use, "16G", "512M", ... ("" = none)
     int ranks_per_node;       // ranks sharing one machine, for `memory` (0 = all)

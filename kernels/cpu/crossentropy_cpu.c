@@ -1,7 +1,7 @@
 // Softmax cross entropy over rows of logits whose columns may be one slice of a
 // vocabulary split over tp ranks (docs/design.md §5), in three passes so that the ranks can
 // combine each row's max, sum of exponentials and target logit between them
-// (src/vocab_loss.c). Forward and backward together: the gradient overwrites the logits.
+// (src/model/vocab_loss.c). Forward and backward together: the gradient overwrites the logits.
 #include <math.h>
 
 #include "kernels.h"

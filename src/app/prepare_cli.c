@@ -1,5 +1,5 @@
 // `zerotrain prepare`: text files into llm.c token files, bytes or GPT-2 BPE
-// (src/tokenizer_prepare.c does the work), with its options and their errors.
+// (src/formats/tokenizer_prepare.c does the work), with its options and their errors.
 #include "prepare_cli.h"
 
 #include <stdlib.h>

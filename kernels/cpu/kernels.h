@@ -95,7 +95,7 @@ void zt_attention_decode(float *out, const float *q, const float *k, const float
 // the padded vocabulary, of which the first n_valid are real tokens (the rest padding,
 // never given probability). Three passes; between them the tp ranks of a split
 // vocabulary take the max of row_max and the sums of sumexp and target_logit
-// (src/vocab_loss.c), so each pass sees the whole row's numbers:
+// (src/model/vocab_loss.c), so each pass sees the whole row's numbers:
 // row_max (n): max of the row's real columns (-inf when there are none);
 // target_logit (n): the target's logit when this slice holds it, else 0.
 void zt_ce_slice_stats(float *row_max, float *target_logit, const float *logits,

@@ -3,7 +3,7 @@
 // chunk of one), each layer's keys and values kept for the positions seen so far, and the
 // next token sampled from the gathered logits identically on every rank.
 //
-// Tensor parallel as in training (src/gpt2.c): each rank holds its heads of c_attn (so its
+// Tensor parallel as in training (src/model/gpt2.c): each rank holds its heads of c_attn (so its
 // slice of the cache) and its share of the MLP; the row-parallel projections end in an
 // all-reduce; the lm-head gives this rank's slice of the padded vocabulary, and one
 // all-gather makes the whole row on every rank. Pipeline stages hold their units' weights

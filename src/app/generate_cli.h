@@ -1,4 +1,4 @@
-// `zerotrain generate`: the command line around the KV-cache decoder (src/generate.h).
+// `zerotrain generate`: the command line around the KV-cache decoder (src/model/generate.h).
 #ifndef ZT_GENERATE_CLI_H
 #define ZT_GENERATE_CLI_H
 

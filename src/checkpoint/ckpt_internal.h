@@ -1,5 +1,5 @@
-// What the checkpoint files share (src/ckpt_save.c writes, src/ckpt_load.c finds, verifies
-// and loads, src/ckpt_state.c maps a rank's state): the format's constants, and the host
+// What the checkpoint files share (src/checkpoint/ckpt_save.c writes, src/checkpoint/ckpt_load.c finds, verifies
+// and loads, src/checkpoint/ckpt_state.c maps a rank's state): the format's constants, and the host
 // views and index arithmetic of both sides. docs/checkpoints.md has the
 // format; in short:
 //

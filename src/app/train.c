@@ -320,7 +320,7 @@ static zt_status setup(trainer *t, const char *argv0) {
 }
 
 // This rank's optimizer range [lo, hi) of the flat buffer (ZeRO shard arithmetic:
-// src/planner.h).
+// src/planner/planner.h).
 static void plan_shard(trainer *t) {
     zt_plan_shard(&t->plan, t->model.layout.numel, t->grid.dp_rank, &t->shard_lo, &t->shard_hi);
 }
@@ -527,7 +527,7 @@ static void log_rank_memory(trainer *t) {
     free(all);
 }
 
-// What a checkpoint of this rank holds (src/ckpt.h).
+// What a checkpoint of this rank holds (src/checkpoint/ckpt.h).
 static zt_ckpt_ctx ckpt_ctx(trainer *t) {
     zt_ckpt_ctx x = {t->cfg, &t->grid, &t->part, &t->model, t->plan.is_8bit, &t->opt, &t->opt8,
                      t->shard_lo, t->shard_hi};

@@ -1,5 +1,5 @@
 // Hugging Face GPT-2 directory: model.safetensors + config.json, and GPT-2's tokenizer files
-// when the vocabulary is GPT-2's (src/hf_tokenizer_export.c).
+// when the vocabulary is GPT-2's (src/tokenizer/hf_tokenizer_export.c).
 #include "hf_export.h"
 
 #include <dirent.h>
