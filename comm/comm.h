@@ -167,6 +167,10 @@ void zt_comm_mpi_set_max_count(size_t count);
 // Bytes the MPI backend allocates through zt_mem_alloc (category comm) for each
 // communicator's own state, for the memory planner.
 size_t zt_comm_mpi_state_bytes(void);
+// The staging slot (KiB) each shared-memory window of the MPI backend holds per rank, from
+// ZT_COMM_MPI_ALGO / ZT_COMM_MPI_STAGE_KIB as the backend reads them (0: no windows), for
+// the memory planner. A malformed value gives the default (zt_comm_mpi_check_env refuses it).
+int zt_comm_mpi_stage_kib(void);
 
 // ---- the operations: check the conventions above once, then call the backend ----
 

@@ -471,6 +471,11 @@ static int stage_kib_from_env(int *stage_ag) {
     return kib;
 }
 
+int zt_comm_mpi_stage_kib(void) {
+    int stage_ag;
+    return stage_kib_from_env(&stage_ag);
+}
+
 // Collective over m->comm (from mpi_wrap): the staging window when every rank of the
 // communicator is on this node, else none.
 static void stage_init(zt_mpi_comm *m, int size) {

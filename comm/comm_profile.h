@@ -1,4 +1,4 @@
-// A communicator that times another (`--profile`, src/profile.h): the grid's tensor paths
+// A communicator that times another (`--profile`, src/core/profile.h): the grid's tensor paths
 // point at these while profiling, so collectives and pipeline transfers, with the waits
 // for the other ranks in them, count under the comm phase.
 #ifndef ZT_COMM_PROFILE_H

@@ -20,8 +20,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "adamw_math.h"
+#include "common.h"
 #include "memory.h"
 
 typedef enum { ZT_COPY_H2D = 0, ZT_COPY_D2H, ZT_COPY_D2D } zt_copy_kind;
@@ -29,7 +31,14 @@ typedef enum { ZT_COPY_H2D = 0, ZT_COPY_D2H, ZT_COPY_D2D } zt_copy_kind;
 typedef struct zt_backend zt_backend;
 
 typedef struct zt_backend_i {
-    const char *name; // "cpu", "cuda"
+    const char *name;    // "cpu", "cuda"
+    const char *library; // what describe reports on: "blas", "gpu"
+
+    // ---- what the products run on ----
+    // One line on the library and kernels (the run's banner), and the same as one JSON
+    // object without a newline (the log's header line).
+    void (*describe)(const zt_backend *be, char *buf, size_t size);
+    void (*write_json)(const zt_backend *be, FILE *f);
 
     // ---- memory ----
     // `bytes` of device memory, zero-filled, counted under `cat` by the tagged allocator
@@ -50,6 +59,9 @@ typedef struct zt_backend_i {
     // Waits until all issued work is done; a failure in it is fatal (with the kernel's
     // error). Called at every step boundary.
     void (*sync)(const zt_backend *be);
+    // The queue its work runs on (a cudaStream_t), for a comm backend that orders its
+    // collectives with the kernels (comm/comm_nccl.h); NULL where work runs as it is issued.
+    void *(*stream)(const zt_backend *be);
 
     // ---- the model's kernels (kernels.h has each one's shapes and rules) ----
     void (*gemm)(const zt_backend *be, int trans_a, int trans_b, int M, int N, int K, float alpha,
@@ -119,13 +131,60 @@ typedef struct zt_backend_i {
                       const float *map_v, float wd, const zt_adamw_hparams *h);
 } zt_backend_i;
 
+// What a backend supports, known without opening it: the option checks and the planner ask.
+typedef struct {
+    const char *name;  // "cpu", "cuda"
+    int built;         // compiled into this binary
+    int tf32;          // honours zt_backend_options.tf32
+    int multi_rank;    // several ranks' tensors can move through the comm backends
+    int device_memory; // tensors live off the host (a GPU's memory)
+    // Floats of scratch the attention kernels need for sequences of T positions when the
+    // kernels run on `threads` host threads (0: none).
+    size_t (*attention_workspace)(int threads, int T);
+} zt_backend_caps;
+
+// What a run asks of a backend when it opens one.
+typedef struct {
+    int device;  // the GPU a device backend runs on (0-based); the CPU ignores it
+    int threads; // host threads for the kernels; 0: OpenMP's default (OMP_NUM_THREADS)
+    int tf32;    // TF32 tensor cores in fp32 products (a backend whose caps.tf32 is 1)
+} zt_backend_options;
+
 struct zt_backend {
     const zt_backend_i *ops;
-    void *impl; // the backend's own state (CUDA: device, stream, cuBLAS handle)
+    const zt_backend_caps *caps;
+    int threads; // the host threads its kernels run on
+    void *impl;  // the backend's own state (CUDA: device, stream, cuBLAS handle)
 };
 
-// The CPU backend: host memory through the tagged allocator, kernels.h's OpenMP loops
-// and BLAS. Stateless and always available; the pointer is static.
+// The names of every backend zerotrain knows, built in or not, NULL-terminated.
+extern const char *const zt_backend_names[];
+
+// What backend `name` supports; NULL for a name that is not in zt_backend_names.
+const zt_backend_caps *zt_backend_caps_of(const char *name);
+
+// ZT_ERR with one clear message where backend `name` cannot be opened with `opt`: a name that
+// is unknown or not built into this binary, an option it does not support. Opens nothing.
+zt_status zt_backend_check(const char *name, const zt_backend_options *opt);
+
+// Opens backend `name` with `opt` into *be (zt_backend_check first). ZT_ERR with one clear message for a name that is
+// unknown or not built into this binary, an option it does not support, a GPU that is missing.
+// Close it with zt_backend_close after everything allocated through it has been freed.
+zt_status zt_backend_open(zt_backend *be, const char *name, const zt_backend_options *opt);
+// Releases what open made; accepts a zeroed or half-built *be.
+void zt_backend_close(zt_backend *be);
+
+// Floats of scratch the attention kernels of `be` need for sequences of T positions.
+size_t zt_backend_attention_workspace(const zt_backend *be, int T);
+
+// Once, first in main(), before MPI_Init and before any kernel: the process-wide set-up of
+// the backends built in. The CPU's picks the OpenBLAS kernels and may re-execute the program
+// with `argv` (then it does not return: kernels/cpu/blas_core.h). Returns 1 where the kernels
+// that will run are below what the machine offers, 0 otherwise.
+int zt_backends_start(char **argv);
+
+// The CPU backend, already open with OpenMP's default threads: for tests and tools that
+// need no options. The pointer is static.
 const zt_backend *zt_backend_cpu(void);
 
 // Typed shorthands for the calls host code makes most.

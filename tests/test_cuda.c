@@ -20,7 +20,6 @@
 #include <time.h>
 
 #include "backend.h"
-#include "backend_cuda.h"
 #include "comm_nccl.h"
 #include "generate.h"
 #include "kernels.h"
@@ -45,7 +44,7 @@ static int gpu_open(const char *test) {
     if (!strncmp(test, "zt_test_", 8)) test += 8;
     g_on_cpu = getenv("ZT_CUDA_TEST_ON_CPU") != NULL;
     if (g_on_cpu) g_gpu = *zt_backend_cpu();
-    else if (zt_backend_cuda_init(&g_gpu, 0) != ZT_OK) {
+    else if (zt_backend_open(&g_gpu, "cuda", &(zt_backend_options){0}) != ZT_OK) {
         printf("SKIP %s: %s\n", test, zt_error_message());
         return 0;
     }
@@ -65,7 +64,7 @@ static void gpu_close(void) {
     for (int i = 0; i < g_ndev; i++) zt_be_free(&g_gpu, g_dev[i]);
     for (int i = 0; i < g_nhost; i++) free(g_host[i]);
     g_ndev = g_nhost = 0;
-    if (!g_on_cpu) zt_backend_cuda_free(&g_gpu);
+    if (!g_on_cpu) zt_backend_close(&g_gpu);
 }
 
 static void *hmem(size_t bytes) {
@@ -147,7 +146,7 @@ ZT_TEST(cuda_memory) {
     // a GPU that does not exist is a user's error with a message, not a crash
     zt_backend other;
     if (!g_on_cpu) {
-        CHECK(zt_backend_cuda_init(&other, 4096) == ZT_ERR);
+        CHECK(zt_backend_open(&other, "cuda", &(zt_backend_options){.device = 4096}) == ZT_ERR);
         CHECK(strstr(zt_error_message(), "does not exist") != NULL);
     }
     gpu_close();
@@ -315,8 +314,8 @@ ZT_TEST(cuda_attention) {
     const int B = 2, T = 37, NH = 3, hs = 13, C = NH * hs;
     size_t nqkv = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
     float *qkv = hrand(nqkv, -1, 1), *g_qkv = dputf(qkv, nqkv);
-    float *work = hmem(zt_attention_workspace(T) * sizeof(float));
-    float *g_work = dpoison(zt_attention_workspace(T)); // the contract's size (CUDA needs none)
+    float *work = hmem(zt_attention_workspace(0, T) * sizeof(float));
+    float *g_work = dpoison(zt_attention_workspace(0, T)); // the contract's size (CUDA needs none)
     float *out = hpoison(no), *lse = hpoison(nl), *g_out = dpoison(no), *g_lse = dpoison(nl);
     CPU->ops->attention_forward(CPU, out, lse, qkv, work, B, T, C, NH);
     GPU->ops->attention_forward(GPU, g_out, g_lse, g_qkv, g_work, B, T, C, NH);
@@ -522,7 +521,7 @@ ZT_TEST(cuda_nccl_single_rank) {
     }
     zt_comm self, nc, part;
     zt_comm_self_init(&self);
-    if (zt_comm_nccl_init(&nc, &self, zt_backend_cuda_stream(GPU)) != ZT_OK) {
+    if (zt_comm_nccl_init(&nc, &self, GPU->ops->stream(GPU)) != ZT_OK) {
         fprintf(stderr, "%s\n", zt_error_message());
         return ZT_FAIL;
     }

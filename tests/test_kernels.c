@@ -477,7 +477,7 @@ ZT_TEST(kernel_attention_forward) {
         for (size_t hi = 0; hi < 2; hi++) {
             int T = ATTN_T[ti], NH = ATTN_NH[hi];
             size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
-            size_t nw = zt_attention_workspace(T);
+            size_t nw = zt_attention_workspace(0, T);
             float *qkv = randn_vec(nq, 500 + 10 * T + NH, 1.0f);
             float *out = fvec(no), *lse = fvec(nl), *work = fvec(nw);
             zt_attention_forward(out, lse, qkv, work, B, T, C, NH);
@@ -503,7 +503,7 @@ ZT_TEST(kernel_attention_backward) {
         for (size_t hi = 0; hi < 2; hi++) {
             int T = ATTN_T[ti], NH = ATTN_NH[hi];
             size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
-            size_t nw = zt_attention_workspace(T);
+            size_t nw = zt_attention_workspace(0, T);
             float *qkv = randn_vec(nq, 600 + 10 * T + NH, 1.0f), *R = randn_vec(no, 601, 1.0f);
             float *out = fvec(no), *lse = fvec(nl), *work = fvec(nw);
             float *dqkv = fvec(nq); // NaN: dqkv is written, not added

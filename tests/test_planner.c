@@ -56,6 +56,7 @@ static zt_plan_spec tiny_spec(const layout_case *c) {
     s.param_bytes = 4;
     s.stage_kib = 256;
     s.threads = c->threads;
+    s.backend = zt_backend_caps_of("cpu");
     s.sample = c->sample;
     return s;
 }

@@ -8,7 +8,10 @@
 #include "kernels.h"
 
 // Two T*T scratch matrices per thread.
-size_t zt_attention_workspace(int T) { return (size_t)omp_get_max_threads() * 2 * T * T; }
+size_t zt_attention_workspace(int threads, int T) {
+    if (threads <= 0) threads = omp_get_max_threads();
+    return (size_t)threads * 2 * T * T;
+}
 
 // Causal blocks: rows go in blocks of ZT_ATT_BLOCK, and row block r only needs the
 // columns [0, end of block r); the strictly upper blocks of S, P, dP are never computed

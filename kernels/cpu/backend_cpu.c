@@ -5,9 +5,17 @@
 #include <string.h>
 
 #include "backend.h"
+#include "backend_impl.h"
+#include "blas_core.h"
 #include "common.h"
 #include "kernels.h"
 #include "quant8_math.h"
+
+static void cpu_describe(const zt_backend *be, char *buf, size_t size) {
+    zt_blas_describe(buf, size);
+}
+static void cpu_write_json(const zt_backend *be, FILE *f) { zt_blas_write_json(f); }
+static void *cpu_stream(const zt_backend *be) { return NULL; }
 
 static void *cpu_alloc(const zt_backend *be, zt_mem_category cat, size_t bytes) {
     return zt_mem_alloc(cat, bytes);
@@ -245,6 +253,9 @@ static void cpu_adamw8bit(const zt_backend *be, float *p, const float *g, uint8_
 
 static const zt_backend_i cpu_ops = {
     .name = "cpu",
+    .library = "blas",
+    .describe = cpu_describe,
+    .write_json = cpu_write_json,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .memset = cpu_memset,
@@ -252,6 +263,7 @@ static const zt_backend_i cpu_ops = {
     .map = cpu_map,
     .unmap = cpu_unmap,
     .sync = cpu_sync,
+    .stream = cpu_stream,
     .gemm = cpu_gemm,
     .encoder_forward = cpu_encoder_forward,
     .encoder_backward = cpu_encoder_backward,
@@ -276,6 +288,32 @@ static const zt_backend_i cpu_ops = {
     .adamw8bit = cpu_adamw8bit,
 };
 
-static const zt_backend cpu_backend = {&cpu_ops, NULL};
+// OpenBLAS picks its kernels before main(): the fix re-executes (blas_core.h).
+static int cpu_start(char **argv) {
+    zt_blas_init(argv);
+    return zt_blas_info_get()->generic;
+}
+
+static zt_status cpu_open(zt_backend *be, const zt_backend_options *opt) {
+    // one OpenMP pool for the kernels and OpenBLAS (docs/machine.md, "Threads")
+    if (opt->threads > 0) omp_set_num_threads(opt->threads);
+    be->ops = &cpu_ops;
+    be->caps = &zt_backend_cpu_entry.caps;
+    be->threads = omp_get_max_threads();
+    return ZT_OK;
+}
+
+static void cpu_close(zt_backend *be) { (void)be; }
+
+const zt_backend_entry zt_backend_cpu_entry = {
+    .caps = {.name = "cpu", .built = 1, .multi_rank = 1,
+             .attention_workspace = zt_attention_workspace},
+    .open = cpu_open,
+    .close = cpu_close,
+    .start = cpu_start,
+};
+
+// threads 0: the kernels size their scratch by omp_get_max_threads() when called
+static const zt_backend cpu_backend = {&cpu_ops, &zt_backend_cpu_entry.caps, 0, NULL};
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

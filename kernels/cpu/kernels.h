@@ -72,8 +72,9 @@ void zt_accumulate(float *y, const float *x, size_t n);
 // Causal self-attention of NH heads of size hs = C/NH over qkv (B, T, 3C) laid out as
 // [q heads | k heads | v heads] per token. out (B, T, C); lse (B, NH, T) is each score
 // row's log-sum-exp, kept for the backward, which recomputes the probabilities
-// instead of storing (B, NH, T, T) of them. work: zt_attention_workspace floats.
-size_t zt_attention_workspace(int T);
+// instead of storing (B, NH, T, T) of them. work: zt_attention_workspace floats for the
+// threads the kernels run on (threads <= 0: omp_get_max_threads()).
+size_t zt_attention_workspace(int threads, int T);
 void zt_attention_forward(float *out, float *lse, const float *qkv, float *work, int B, int T,
                           int C, int NH);
 // dqkv (B, T, 3C) written (not added).

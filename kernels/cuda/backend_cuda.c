@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend_cuda.h"
+#include "backend.h"
+#include "backend_impl.h"
 #include "cuda_check.h"
 #include "kernels_cuda.h"
 
@@ -31,6 +32,7 @@ typedef struct {
 
 typedef struct {
     int device;
+    int tf32;             // TF32 tensor cores in fp32 GEMMs (--tf32)
     cudaStream_t stream;
     cublasHandle_t cublas;
     void *cublas_ws;      // (CUBLAS_WORKSPACE_BYTES)
@@ -282,8 +284,33 @@ static void cuda_adamw8bit(const zt_backend *be, float *p, const float *g, uint8
 
 #undef ST
 
+static void cuda_describe(const zt_backend *be, char *buf, size_t size) {
+    struct cudaDeviceProp p;
+    int rt = 0;
+    cudaRuntimeGetVersion(&rt);
+    if (cudaGetDeviceProperties(&p, impl_of(be)->device) != cudaSuccess) p.name[0] = 0;
+    snprintf(buf, size, "GPU %d %s (sm_%d%d, %.1f GiB), CUDA runtime %d.%d, cuBLAS%s",
+             impl_of(be)->device, p.name, p.major, p.minor, p.totalGlobalMem / 1073741824.0,
+             rt / 1000, rt % 1000 / 10, impl_of(be)->tf32 ? " with TF32" : "");
+}
+
+static void cuda_write_json(const zt_backend *be, FILE *f) {
+    struct cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, impl_of(be)->device) != cudaSuccess) p.name[0] = 0;
+    fprintf(f, "{\"backend\":\"cuda\",\"gpu\":%d,\"gpu_name\":\"", impl_of(be)->device);
+    for (const char *c = p.name; *c; c++)
+        if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20) fputc(*c, f);
+    fprintf(f, "\",\"tf32\":%s}", impl_of(be)->tf32 ? "true" : "false");
+}
+
+static void *cuda_stream(const zt_backend *be) { return (void *)impl_of(be)->stream; }
+
 static const zt_backend_i cuda_ops = {
     .name = "cuda",
+    .library = "gpu",
+    .describe = cuda_describe,
+    .write_json = cuda_write_json,
+    .stream = cuda_stream,
     .alloc = cuda_alloc,
     .free = cuda_free,
     .memset = cuda_memset,
@@ -315,13 +342,17 @@ static const zt_backend_i cuda_ops = {
     .adamw8bit = cuda_adamw8bit,
 };
 
-// ---- init / free ----
+// ---- open / close ----
 
-int zt_backend_cuda_built(void) { return 1; }
+static void set_tf32(cuda_impl *c, int on) {
+    // CUBLAS_DEFAULT_MATH keeps fp32 GEMMs in full fp32 (no TF32 tensor cores).
+    ZT_CHECK_CUBLAS(cublasSetMathMode(c->cublas, on ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                    : CUBLAS_DEFAULT_MATH));
+    c->tf32 = on;
+}
 
-zt_status zt_backend_cuda_init(zt_backend *be, int device) {
-    be->ops = NULL;
-    be->impl = NULL;
+static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
+    int device = opt->device;
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
@@ -339,6 +370,8 @@ zt_status zt_backend_cuda_init(zt_backend *be, int device) {
     c->device = device;
     be->impl = c;
     be->ops = &cuda_ops;
+    be->caps = &zt_backend_cuda_entry.caps;
+    be->threads = 1; // kernels are issued from one host thread
     ZT_CHECK_CUDA(cudaSetDevice(device));
     ZT_CHECK_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     ZT_CHECK_CUBLAS(cublasCreate(&c->cublas));
@@ -346,24 +379,12 @@ zt_status zt_backend_cuda_init(zt_backend *be, int device) {
     c->cublas_ws = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, CUBLAS_WORKSPACE_BYTES);
     ZT_CHECK_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WORKSPACE_BYTES));
     c->reduce = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_REDUCE_WORK * sizeof(double));
-    zt_backend_cuda_set_tf32(be, 0);
+    set_tf32(c, opt->tf32);
     ZT_CHECK_CUDA(cudaStreamSynchronize(c->stream));
     return ZT_OK;
 }
 
-void zt_backend_cuda_set_tf32(zt_backend *be, int on) {
-    cuda_impl *c = impl_of(be);
-    if (!c) return;
-    // CUBLAS_DEFAULT_MATH keeps fp32 GEMMs in full fp32 (no TF32 tensor cores).
-    ZT_CHECK_CUBLAS(cublasSetMathMode(c->cublas, on ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                    : CUBLAS_DEFAULT_MATH));
-}
-
-void *zt_backend_cuda_stream(const zt_backend *be) {
-    return be && be->impl ? (void *)impl_of(be)->stream : NULL;
-}
-
-void zt_backend_cuda_free(zt_backend *be) {
+static void cuda_close(zt_backend *be) {
     cuda_impl *c = be ? impl_of(be) : NULL;
     if (!c) return;
     if (c->stream) cudaStreamSynchronize(c->stream);
@@ -382,3 +403,10 @@ void zt_backend_cuda_free(zt_backend *be) {
     be->impl = NULL;
     be->ops = NULL;
 }
+
+// The CUDA attention keeps its scores in registers and shared memory: no workspace.
+const zt_backend_entry zt_backend_cuda_entry = {
+    .caps = {.name = "cuda", .built = 1, .tf32 = 1, .device_memory = 1},
+    .open = cuda_open,
+    .close = cuda_close,
+};

@@ -2,7 +2,7 @@
 // `--flags`, the JSON config file and `--help`; model presets; range checks.
 #include "config.h"
 
-#include "backend_cuda.h" // zt_backend_cuda_built: --backend cuda in this binary?
+#include "backend.h" // the backends by name, and what each supports
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -34,7 +34,6 @@ static const char *const k_optims[] = {"adamw", "adamw8bit", NULL};
 static const char *const k_lr_schedules[] = {"constant", "cosine", NULL};
 static const char *const k_schedules[] = {"1f1b", "gpipe", NULL};
 static const char *const k_param_dtypes[] = {"fp32", "bf16", NULL};
-static const char *const k_backends[] = {"cpu", "cuda", NULL};
 
 // Every option, once. The shape keys default to 0, which the preset always replaces.
 static const opt_desc k_opts[] = {
@@ -131,7 +130,7 @@ static const opt_desc k_opts[] = {
     {"peak-tflops", OPT_FLOAT, FIELD(peak_tflops), "0", "X", NULL, 0, "parallel",
      "one rank's peak TFLOP/s: the progress line then shows the model FLOPs utilization "
      "(0 = only the achieved TFLOP/s)"},
-    {"backend", OPT_STR, FIELD(backend), "cpu", "NAME", k_backends, 0, "parallel",
+    {"backend", OPT_STR, FIELD(backend), "cpu", "NAME", zt_backend_names, 0, "parallel",
      "where tensors live and kernels run: cpu, or cuda (one GPU; a binary built with "
      "`make cuda`: build/zerotrain-cuda)"},
     {"tf32", OPT_BOOL, FIELD(tf32), "false", "", NULL, 0, "parallel",
@@ -755,11 +754,8 @@ zt_status zt_config_validate(const zt_config *c) {
 #undef NEED
 
 zt_status zt_config_check_trainable(const zt_config *c) {
-    if (!strcmp(c->backend, "cuda") && !zt_backend_cuda_built())
-        return zt_errorf("--backend cuda: this binary was built without CUDA: build with `make "
-                         "cuda` and run build/zerotrain-cuda (or use --backend cpu)");
-    if (c->tf32 && strcmp(c->backend, "cuda") != 0)
-        return zt_errorf("--tf32 applies to --backend cuda only (the CPU's products are fp32)");
+    ZT_TRY(zt_backend_check(c->backend, &(zt_backend_options){.threads = c->threads,
+                                                               .tf32 = c->tf32}));
     if (strcmp(c->param_dtype, "fp32") != 0)
         return zt_errorf("--param-dtype %s: training runs fp32 parameters (CPU and CUDA); 16-bit "
                          "parameters with fp32 master weights are not built yet (plan "

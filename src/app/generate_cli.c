@@ -10,7 +10,7 @@
 
 #include "bpe.h"
 #include "comm.h"
-#include "backend_cuda.h"
+#include "backend.h"
 #include "config.h"
 #include "generate.h"
 #include "grid.h"
@@ -161,13 +161,14 @@ static zt_status read_config(zt_config *cfg, int argc, char **argv) {
     cfg->seq = cfg->n_ctx; // train's batch options do not apply
     cfg->micro_batch = 1;
     ZT_TRY(zt_config_validate(cfg));
-    // the MPI tensor path takes host memory: GPU ranks would need NCCL (TODO)
-    if (strcmp(cfg->backend, "cuda") == 0 && cfg->tp > 1)
-        return zt_errorf("generate --backend cuda runs on one rank for now (--tp %d given): "
-                         "use --backend cpu for --tp", cfg->tp);
-    if (strcmp(cfg->backend, "cuda") == 0 && cfg->pp > 1)
-        return zt_errorf("generate --backend cuda runs on one rank for now (--pp %d given): "
-                         "use --backend cpu for --pp", cfg->pp);
+    // the MPI tensor path takes host memory: GPU ranks wait for NCCL in the grid
+    const zt_backend_caps *caps = zt_backend_caps_of(cfg->backend);
+    if (caps && !caps->multi_rank && cfg->tp > 1)
+        return zt_errorf("generate --backend %s runs on one rank for now (--tp %d given): "
+                         "use --backend cpu for --tp", cfg->backend, cfg->tp);
+    if (caps && !caps->multi_rank && cfg->pp > 1)
+        return zt_errorf("generate --backend %s runs on one rank for now (--pp %d given): "
+                         "use --backend cpu for --pp", cfg->backend, cfg->pp);
     if (cfg->dp != 0 && cfg->dp != 1)
         return zt_errorf("generate splits the model over --pp stages and --tp ranks, not over "
                          "data (--dp %d given): leave --dp out", cfg->dp);
@@ -352,23 +353,16 @@ int zt_generate_main(int argc, char **argv) {
         zt_model_shape shape = zt_config_shape(&cfg);
         s = zt_partition_build(&part, cfg.partition, &shape, cfg.pp, NULL);
     }
-    if (s == ZT_OK && cfg.threads > 0) omp_set_num_threads(cfg.threads);
+    zt_backend be = {0};
+    zt_backend_options bo = {.device = 0, .threads = cfg.threads, .tf32 = cfg.tf32};
+    if (s == ZT_OK) s = zt_backend_open(&be, cfg.backend, &bo);
     if (s == ZT_OK) s = zt_grid_init(&g, &world, 1, cfg.pp, cfg.tp);
-    zt_backend cuda_be = {0};
-    const zt_backend *be = zt_backend_cpu();
-    if (s == ZT_OK && strcmp(cfg.backend, "cuda") == 0) {
-        s = zt_backend_cuda_init(&cuda_be, 0);
-        if (s == ZT_OK) {
-            zt_backend_cuda_set_tf32(&cuda_be, cfg.tf32);
-            be = &cuda_be;
-        }
-    }
-    if (s == ZT_OK) s = run(&o, &cfg, &g, &part, be);
+    if (s == ZT_OK) s = run(&o, &cfg, &g, &part, &be);
     zt_error_report(s != ZT_OK && world.rank == 0);
     zt_partition_free(&part);
     free(rest);
     zt_grid_free(&g);
-    zt_backend_cuda_free(&cuda_be); // after the decoder's memory
+    zt_backend_close(&be); // after the decoder's memory
     zt_comm_free(&world);
     zt_comm_mpi_finalize();
     return s == ZT_OK ? 0 : 1;

@@ -7,15 +7,31 @@
 
 #include "adamw.h"
 #include "adamw8bit.h"
-#include "config.h"
 #include "gpt2.h"
 #include "grid.h"
 #include "partition.h"
 
+// The run's options a checkpoint needs: where it goes, who writes, and what the manifest
+// records of the run (its "config", compared on resume: docs/checkpoints.md). The
+// application fills it from its configuration; strings stay the caller's.
+typedef struct {
+    const char *dir;             // --ckpt-dir: checkpoints go to DIR/step-N
+    int keep;                    // --ckpt-keep: newest complete checkpoints kept (0 = all)
+    int zero;                    // 1: every dp rank writes its shard; 0: dp rank 0 only
+    const char *schedule;        // recorded with the layout
+    const char *partition;
+    int micro_batch, seq, grad_accum, steps, warmup, shuffle;
+    double lr, lr_final_frac, weight_decay, beta1, beta2, eps, grad_clip;
+    const char *lr_schedule;
+    const char *optim;
+    int optim_block, optim_min_8bit, optim_fp32_embedding;
+    uint64_t seed;
+} zt_ckpt_run;
+
 // What one rank checkpoints: its model slice, its optimizer and where it stands. The
 // trainer fills it (pointers stay the trainer's).
 typedef struct {
-    const zt_config *cfg;
+    const zt_ckpt_run *run;
     const zt_grid *grid;
     const zt_partition *part;
     zt_gpt2 *model;          // params (layout.numel) laid out by model->layout
@@ -25,7 +41,7 @@ typedef struct {
     size_t lo, hi;           // this rank's optimizer range of the flat buffer
 } zt_ckpt_ctx;
 
-// Collective over the world: writes cfg->ckpt_dir/step-<step> after `step` completed
+// Collective over the world: writes run->dir/step-<step> after `step` completed
 // steps (`samples` global training samples consumed): every rank writes the parameters
 // and optimizer state of its range [lo, hi) (under --zero 0 only dp rank 0 writes),
 // rank 0 the manifest; then DIR/latest names it, and checkpoints beyond --ckpt-keep are

@@ -533,7 +533,7 @@ static zt_status load_fp32_run2(loader *L, const zt_tensor_desc *t, size_t local
 
 // Notes (rank 0) the settings that differ from the checkpoint's run: the continuation is
 // then not the uninterrupted run's.
-static void note_config(const ckpt_index *x, const zt_config *c, int dp) {
+static void note_config(const ckpt_index *x, const zt_ckpt_run *c, int dp) {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(x->man.root, "config");
     if (!o) return;
     struct {
@@ -638,12 +638,12 @@ zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint6
         double mine[2] = {(double)counts[0], (double)counts[1]}, all[2];
         zt_comm_all_reduce(&g->world_comm, mine, all, 2, ZT_F64, ZT_REDUCE_SUM, NULL);
         if (g->rank == 0) {
-            note_config(&x, c->cfg, g->dp);
+            note_config(&x, c->run, g->dp);
             printf("resumed from %s in %.2f s: step %d, %llu samples, optimizer t %d; written by "
                    "dp %d x pp %d x tp %d (zero %d), now dp %d x pp %d x tp %d (zero %d)\n",
                    x.man.dir, ckpt_now_s() - t0, x.man.step, (unsigned long long)x.man.samples,
                    x.man.t, x.man.dp, x.man.pp, x.man.tp, x.man.zero, g->dp, g->pp, g->tp,
-                   c->cfg->zero);
+                   c->run->zero);
             if (c->is_8bit)
                 printf("resume: 8-bit state: %.0f blocks copied exactly, %.0f requantized (their "
                        "values did not form one block of the checkpoint: docs/checkpoints.md)\n",

@@ -124,7 +124,7 @@ static void collect(const zt_ckpt_ctx *c, seglist *l, const ckpt_host_state *h) 
     }
 }
 
-static int writes(const zt_ckpt_ctx *c) { return c->cfg->zero == 1 || c->grid->dp_rank == 0; }
+static int writes(const zt_ckpt_ctx *c) { return c->run->zero == 1 || c->grid->dp_rank == 0; }
 
 static void shard_name(char *out, size_t size, int pp, int tp, int dp) {
     snprintf(out, size, "shard-pp%d-tp%d-dp%d.safetensors", pp, tp, dp);
@@ -146,7 +146,7 @@ static void maybe_crash(int rank) {
     }
 }
 
-static void json_config(FILE *f, const zt_config *c, int dp) {
+static void json_config(FILE *f, const zt_ckpt_run *c, int dp) {
     fprintf(f,
             "  \"config\": {\"micro_batch\": %d, \"seq\": %d, \"grad_accum\": %d, "
             "\"global_batch\": %d, \"steps\": %d, \"lr\": %.9g, \"lr_final_frac\": %.9g, "
@@ -165,7 +165,7 @@ static void json_config(FILE *f, const zt_config *c, int dp) {
 static zt_status write_manifest(const zt_ckpt_ctx *c, const char *tmp, int step,
                                 uint64_t samples, const uint64_t *rec) {
     const zt_grid *g = c->grid;
-    const zt_config *cfg = c->cfg;
+    const zt_ckpt_run *cfg = c->run;
     const zt_model_shape *s = &c->model->shape;
     char path[PATHN + 32];
     snprintf(path, sizeof path, "%s/manifest.json", tmp);
@@ -278,7 +278,7 @@ zt_status zt_ckpt_check_dir(const char *dir, int start) {
 zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples) {
     const zt_grid *g = c->grid;
     double t0 = ckpt_now_s();
-    const char *dir = c->cfg->ckpt_dir;
+    const char *dir = c->run->dir;
     char tmp[PATHN], fin[PATHN];
     snprintf(tmp, sizeof tmp, "%s/tmp-step-%d", dir, step);
     snprintf(fin, sizeof fin, "%s/step-%d", dir, step);
@@ -333,7 +333,7 @@ zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples) {
                 s = zt_errorf("cannot write %s: %s", lp, strerror(errno));
             if (s == ZT_OK) s = fsync_path(dir);
         }
-        if (s == ZT_OK) prune(dir, c->cfg->ckpt_keep, step);
+        if (s == ZT_OK) prune(dir, c->run->keep, step);
         if (s == ZT_OK) {
             uint64_t total = 0, most = 0;
             int files = 0;

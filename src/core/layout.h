@@ -9,6 +9,10 @@
 
 #include "common.h"
 
+// Every tensor and shard boundary sits on a multiple of this many elements: the 8-bit
+// optimizer's block (docs/design.md §3, §7), so no quantization block straddles two tensors.
+#define ZT_ALIGN_ELEMS 256
+
 // The shape of a GPT-2 model.
 typedef struct {
     int vocab;        // V: real vocabulary size (tokens >= V never occur)

@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "bpe.h"
-#include "planner.h" // ZT_ALIGN_ELEMS: the tensor alignment training uses
 #include "rng.h"
 
 // A kernel call on the decoder's backend: K(layernorm_forward, out, ...).

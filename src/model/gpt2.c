@@ -13,7 +13,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels.h" // zt_attention_workspace: the CPU attention's scratch, sized here
 #include "memory.h"
 #include "rng.h"
 #include "vocab_loss.h"
@@ -128,7 +127,7 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     a->dqkv = carve(ws, N * 3 * Cl);
     a->dfch = carve(ws, N * 4 * Cl);
     a->scratch = carve(ws, N * C);
-    a->attn_work = carve(ws, nl ? zt_attention_workspace(m->T) : 0);
+    a->attn_work = carve(ws, nl ? m->attn_work_n : 0);
     a->logits = carve(lg, head ? (size_t)m->loss_chunk * Vl : 0);
     a->ce_work = carve(lg, head ? 3 * (size_t)m->loss_chunk : 0);
 }
@@ -136,8 +135,9 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
 // Fills everything but the allocations: shape, layout, sizes, loss chunk.
 static zt_status plan(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
                       int tp_rank, size_t align, size_t pad_multiple, int B, int T,
-                      int loss_chunk, int n_slots) {
+                      int loss_chunk, int n_slots, size_t attn_work) {
     memset(m, 0, sizeof *m);
+    m->attn_work_n = attn_work;
     m->shape = *s;
     ZT_ASSERT(n_slots >= 1);
     m->n_slots = n_slots;
@@ -152,10 +152,10 @@ static zt_status plan(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int u
 
 zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int unit_first,
                             int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
-                            int B, int T, int loss_chunk, int n_slots) {
+                            int B, int T, int loss_chunk, int n_slots, size_t attn_work) {
     zt_gpt2 m;
     ZT_TRY(plan(&m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk,
-                n_slots));
+                n_slots, attn_work));
     carver act = {0}, ws = {0}, lg = {0};
     carve_acts(&m.a, &act, &ws, &lg, &m);
     memset(bytes, 0, ZT_MEM_NCAT * sizeof(size_t));
@@ -171,7 +171,7 @@ zt_status zt_gpt2_init(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s
                        int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
                        int B, int T, int loss_chunk, int n_slots, const zt_comm *tp_comm) {
     ZT_TRY(plan(m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk,
-                n_slots));
+                n_slots, zt_backend_attention_workspace(be, T)));
     m->be = be;
     ZT_ASSERT(tp == 1 || (tp_comm && tp_comm->size == tp && tp_comm->rank == tp_rank));
     m->tp_comm = tp > 1 ? tp_comm : NULL;

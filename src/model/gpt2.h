@@ -53,7 +53,7 @@ typedef struct {
     float *scratch;                 // (N, C) projection outputs before the residual add
     float *logits;                  // (loss_chunk, Vp/tp) one chunk of logits, then its grads
     float *ce_work;                 // (3 * loss_chunk) the loss's per-row max, sums, targets
-    float *attn_work;               // zt_attention_workspace(T)
+    float *attn_work;               // (attn_work_n) the backend's attention scratch
 } zt_gpt2_acts;
 
 typedef struct {
@@ -61,6 +61,7 @@ typedef struct {
     zt_model_shape shape;
     zt_layout layout;
     int B, T, loss_chunk;
+    size_t attn_work_n; // floats of attention scratch the backend needs for T
     const zt_comm *tp_comm;   // this stage's tp group's tensor path (NULL when tp = 1)
     float *params;            // (layout.numel) flat, device memory
     float *grads;             // (layout.numel) flat, same layout, device memory
@@ -94,9 +95,10 @@ void zt_gpt2_free(zt_gpt2 *m);
 
 // The bytes zt_gpt2_init with the same arguments would allocate, per memory category,
 // computed without allocating (so a run that cannot fit is refused before it starts).
+// attn_work: the floats of attention scratch the backend asks for (zt_backend_caps).
 zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int unit_first,
                             int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
-                            int B, int T, int loss_chunk, int n_slots);
+                            int B, int T, int loss_chunk, int n_slots, size_t attn_work);
 
 // The automatic loss chunk for a vocabulary and a micro-batch of N tokens.
 int zt_gpt2_auto_loss_chunk(int padded_vocab, int N);

@@ -4,7 +4,6 @@
 // planner_report.c.
 #include "planner.h"
 
-#include <omp.h>
 #include <string.h>
 
 #include "generate.h"
@@ -23,54 +22,6 @@ const char *zt_plan_format_bytes(double b, char *buf, size_t size) {
 }
 
 // ---------------------------------------------------------------- the spec
-
-int zt_plan_stage_kib_from_env(void) {
-    const char *algo = getenv("ZT_COMM_MPI_ALGO"), *kib = getenv("ZT_COMM_MPI_STAGE_KIB");
-    if (algo && strcmp(algo, "mpi") == 0) return 0;
-    if (!kib || !*kib) return 256;
-    char *end = NULL;
-    long v = strtol(kib, &end, 10);
-    return *end || v < 4 || v > 65536 ? 256 : (int)v;
-}
-
-zt_status zt_plan_spec_from_config(zt_plan_spec *s, const zt_config *c, int dp) {
-    memset(s, 0, sizeof *s);
-    if (dp < 1)
-        return zt_errorf("the data-parallel degree must be at least 1 (got %d): give --dp", dp);
-    s->shape = zt_config_shape(c);
-    // a shape that tp cannot split fails here, with the layout's message, and never later
-    // inside the `memory` partition's cost
-    zt_layout lay;
-    ZT_TRY(zt_layout_init(&lay, &s->shape, 0, zt_unit_count(&s->shape), c->tp, 0, ZT_ALIGN_ELEMS));
-    zt_layout_free(&lay);
-    s->dp = dp;
-    s->pp = c->pp;
-    s->tp = c->tp;
-    s->zero = c->zero;
-    s->micro_batch = c->micro_batch;
-    s->seq = c->seq;
-    s->grad_accum = c->grad_accum;
-    s->loss_chunk = c->loss_chunk;
-    ZT_TRY(zt_schedule_parse(c->schedule, &s->schedule));
-    snprintf(s->partition, sizeof s->partition, "%s", c->partition);
-    s->is_8bit = strcmp(c->optim, "adamw8bit") == 0;
-    s->opt8 = zt_adamw8bit_default_options();
-    s->opt8.block_size = c->optim_block;
-    s->opt8.min_8bit_size = c->optim_min_8bit;
-    s->opt8.fp32_embedding = c->optim_fp32_embedding;
-    if (s->is_8bit) ZT_TRY(zt_adamw8bit_check_options(&s->opt8, ZT_ALIGN_ELEMS));
-    if (strcmp(c->param_dtype, "fp32") == 0) s->param_bytes = 4;
-    else if (strcmp(c->param_dtype, "bf16") == 0) s->param_bytes = 2;
-    else
-        return zt_errorf("--param-dtype '%s' is not known: use one of fp32, bf16",
-                         c->param_dtype);
-    s->ranks_per_node = c->ranks_per_node;
-    s->stage_kib = zt_plan_stage_kib_from_env();
-    s->save = c->save[0] != 0;
-    s->sample = c->sample_every > 0;
-    s->threads = c->threads > 0 ? c->threads : omp_get_max_threads();
-    return ZT_OK;
-}
 
 int zt_plan_stage_slots(const zt_plan_spec *s, int stage) {
     int m = s->grad_accum, left = s->pp - stage;
@@ -97,14 +48,10 @@ void zt_plan_shard(const zt_plan_spec *s, size_t numel, int dp_rank, size_t *lo,
 static zt_status plan_stage(const zt_plan_spec *s, int first, int last, int tp_rank, int slots,
                             zt_plan_bytes *o) {
     size_t m[ZT_MEM_NCAT], pad = (size_t)s->dp * ZT_ALIGN_ELEMS;
-    // the attention workspace is sized by the calling thread's OpenMP thread count
-    // (zt_attention_workspace): plan with the rank's
-    int mine = omp_get_max_threads();
-    if (s->threads > 0) omp_set_num_threads(s->threads);
-    zt_status st = zt_gpt2_footprint(m, &s->shape, first, last, s->tp, tp_rank, ZT_ALIGN_ELEMS,
-                                     pad, s->micro_batch, s->seq, s->loss_chunk, slots);
-    omp_set_num_threads(mine);
-    ZT_TRY(st);
+    size_t work = s->backend->attention_workspace
+                      ? s->backend->attention_workspace(s->threads, s->seq) : 0;
+    ZT_TRY(zt_gpt2_footprint(m, &s->shape, first, last, s->tp, tp_rank, ZT_ALIGN_ELEMS, pad,
+                             s->micro_batch, s->seq, s->loss_chunk, slots, work));
     memset(o, 0, sizeof *o);
     o->unit_first = first;
     o->unit_last = last;

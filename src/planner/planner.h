@@ -32,16 +32,11 @@
 
 #include "adamw8bit.h"
 #include "common.h"
-#include "config.h"
+#include "backend.h"
 #include "layout.h"
 #include "memory.h"
 #include "partition.h"
 #include "schedule.h"
-
-// Every tensor and shard boundary sits on a multiple of this many elements: the 8-bit
-// optimizer's block (docs/design.md §3, §7). (train.c has the same definition; identical
-// redefinitions are legal C, so both may stand until train.c includes only this one.)
-#define ZT_ALIGN_ELEMS 256
 
 // One layout to plan: the model, the grid and everything that sizes a buffer.
 typedef struct {
@@ -56,11 +51,13 @@ typedef struct {
     zt_adamw8bit_options opt8;
     int param_bytes;              // 4: fp32; 2: 16-bit params/grads/activations + fp32 master
     int ranks_per_node;           // consecutive world ranks per machine; 0 = all on one
-    int stage_kib;                // the MPI backend's staging slot (KiB); 0 = no windows
+    int stage_kib;                // the MPI backend's staging slot (KiB; 0 = no windows):
+                                  // zt_comm_mpi_stage_kib()
     int save;                     // --save given: rank 0 gathers every part at the end
     int sample;                   // --sample-every: a decoder's KV cache and rows per stage
-    int threads;                  // OpenMP threads per rank: the attention workspace has
-                                  // 2 T^2 floats per thread
+    const zt_backend_caps *backend; // where tensors live: its attention scratch
+    int threads;                  // host threads per rank (the CPU's attention scratch
+                                  // grows with them); 0: omp_get_max_threads()
 } zt_plan_spec;
 
 // One rank's plan. bytes[] is what the allocator (zt_mem_current) will hold per
@@ -84,18 +81,6 @@ typedef struct {
     double peak;                  // tracked + comm_window + end_transient
 } zt_plan_bytes;
 
-// The spec of a run: `c` must have passed zt_config_validate; dp is the data-parallel
-// degree (the trainer derives it from the world size; `zerotrain memory` takes --dp).
-// Fails (zt_errorf) on a tp that does not divide the model (zt_layout_init's message),
-// bad adamw8bit options, an unknown --param-dtype. stage_kib is ZT_COMM_MPI_* from the environment
-// (zt_plan_stage_kib_from_env); ranks_per_node is --ranks-per-node; threads is --threads,
-// or when 0 this process's omp_get_max_threads() (OMP_NUM_THREADS), as a rank will have.
-zt_status zt_plan_spec_from_config(zt_plan_spec *s, const zt_config *c, int dp);
-
-// The MPI backend's staging slot in KiB as comm/comm_mpi.c reads it: 256 by default,
-// ZT_COMM_MPI_STAGE_KIB when set, 0 under ZT_COMM_MPI_ALGO=mpi. (An invalid value gives
-// 256 here; the backend refuses it when it starts.)
-int zt_plan_stage_kib_from_env(void);
 
 // Micro-batches whose activations stage `stage` holds at once under the schedule.
 int zt_plan_stage_slots(const zt_plan_spec *s, int stage);

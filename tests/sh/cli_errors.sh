@@ -166,7 +166,7 @@ expect_error config_top_level_array "must be a JSON object" -- "$ZT" --config "$
 expect_error config_empty_file "is empty" -- "$ZT" --config "$tmp/empty.json" "${TINY[@]}"
 expect_error config_missing_file "cannot open config file" -- "$ZT" --config "$tmp/nope.json" "${TINY[@]}"
 expect_error flag_unknown "unknown option --n-layers" -- "$ZT" "${TINY[@]}" --n-layers 2
-expect_error backend_cuda_not_built 'built without CUDA: build with `make cuda`' -- "$ZT" "${TINY[@]}" --backend cuda
+expect_error backend_cuda_not_built 'built without it: build with `make cuda`' -- "$ZT" "${TINY[@]}" --backend cuda
 expect_error tf32_without_cuda "--tf32 applies to --backend cuda only" -- "$ZT" "${TINY[@]}" --tf32
 expect_error flag_missing_value "--steps is missing its value" -- "$ZT" "${TINY[@]}" --steps
 expect_error flag_non_numeric "'abc' is not" -- "$ZT" "${TINY[@]}" --steps abc

@@ -1,0 +1,60 @@
+// The backends by name: which exist, what each supports, and opening one with options
+// (docs/design.md, "Backends"). Nothing above kernels/ names an implementation.
+#include "backend.h"
+
+#include <string.h>
+
+#include "backend_impl.h"
+
+static const zt_backend_entry *const k_entries[] = {&zt_backend_cpu_entry,
+                                                    &zt_backend_cuda_entry};
+#define N_ENTRIES (sizeof k_entries / sizeof k_entries[0])
+
+const char *const zt_backend_names[] = {"cpu", "cuda", NULL};
+
+static const zt_backend_entry *entry_of(const char *name) {
+    for (size_t i = 0; name && i < N_ENTRIES; i++)
+        if (strcmp(k_entries[i]->caps.name, name) == 0) return k_entries[i];
+    return NULL;
+}
+
+const zt_backend_caps *zt_backend_caps_of(const char *name) {
+    const zt_backend_entry *e = entry_of(name);
+    return e ? &e->caps : NULL;
+}
+
+zt_status zt_backend_check(const char *name, const zt_backend_options *opt) {
+    const zt_backend_entry *e = entry_of(name);
+    if (!e) return zt_errorf("--backend %s is not known: use cpu or cuda", name ? name : "");
+    if (!e->caps.built)
+        return zt_errorf("--backend %s: this binary was built without it: build with `make %s` "
+                         "and run build/zerotrain-%s (or use --backend cpu)", name, name, name);
+    if (opt->tf32 && !e->caps.tf32)
+        return zt_errorf("--tf32 applies to --backend cuda only (the %s backend's products are "
+                         "fp32)", name);
+    if (opt->threads < 0) return zt_errorf("--threads must be at least 0 (got %d)", opt->threads);
+    return ZT_OK;
+}
+
+zt_status zt_backend_open(zt_backend *be, const char *name, const zt_backend_options *opt) {
+    memset(be, 0, sizeof *be);
+    ZT_TRY(zt_backend_check(name, opt));
+    return entry_of(name)->open(be, opt);
+}
+
+void zt_backend_close(zt_backend *be) {
+    const zt_backend_entry *e = be && be->caps ? entry_of(be->caps->name) : NULL;
+    if (e) e->close(be);
+    if (be) memset(be, 0, sizeof *be);
+}
+
+size_t zt_backend_attention_workspace(const zt_backend *be, int T) {
+    return be->caps->attention_workspace ? be->caps->attention_workspace(be->threads, T) : 0;
+}
+
+int zt_backends_start(char **argv) {
+    int slow = 0;
+    for (size_t i = 0; i < N_ENTRIES; i++)
+        if (k_entries[i]->caps.built && k_entries[i]->start) slow |= k_entries[i]->start(argv);
+    return slow;
+}

@@ -1,0 +1,22 @@
+// What each backend implementation gives the registry (kernels/backend.c): its capabilities,
+// how to open and close it, and its process-wide set-up. Private to kernels/: everything
+// above reaches a backend by name through backend.h.
+#ifndef ZT_BACKEND_IMPL_H
+#define ZT_BACKEND_IMPL_H
+
+#include "backend.h"
+
+typedef struct {
+    zt_backend_caps caps;
+    // Fills *be (ops, caps, threads, impl); the registry has checked the options against caps.
+    zt_status (*open)(zt_backend *be, const zt_backend_options *opt);
+    void (*close)(zt_backend *be); // accepts a zeroed or half-built *be
+    int (*start)(char **argv);     // zt_backends_start's part; NULL: nothing to do
+} zt_backend_entry;
+
+// kernels/cpu/backend_cpu.c
+extern const zt_backend_entry zt_backend_cpu_entry;
+// kernels/cuda/backend_cuda.c in `make cuda`, kernels/cuda/backend_nocuda.c otherwise
+extern const zt_backend_entry zt_backend_cuda_entry;
+
+#endif

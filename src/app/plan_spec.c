@@ -1,0 +1,48 @@
+// The planner's view of a configured run (plan_spec.h).
+#include "plan_spec.h"
+
+#include <omp.h>
+#include <string.h>
+
+#include "comm.h"
+
+zt_status zt_plan_spec_from_config(zt_plan_spec *s, const zt_config *c, int dp) {
+    memset(s, 0, sizeof *s);
+    if (dp < 1)
+        return zt_errorf("the data-parallel degree must be at least 1 (got %d): give --dp", dp);
+    s->shape = zt_config_shape(c);
+    // a shape that tp cannot split fails here, with the layout's message, and never later
+    // inside the `memory` partition's cost
+    zt_layout lay;
+    ZT_TRY(zt_layout_init(&lay, &s->shape, 0, zt_unit_count(&s->shape), c->tp, 0, ZT_ALIGN_ELEMS));
+    zt_layout_free(&lay);
+    s->dp = dp;
+    s->pp = c->pp;
+    s->tp = c->tp;
+    s->zero = c->zero;
+    s->micro_batch = c->micro_batch;
+    s->seq = c->seq;
+    s->grad_accum = c->grad_accum;
+    s->loss_chunk = c->loss_chunk;
+    ZT_TRY(zt_schedule_parse(c->schedule, &s->schedule));
+    snprintf(s->partition, sizeof s->partition, "%s", c->partition);
+    s->is_8bit = strcmp(c->optim, "adamw8bit") == 0;
+    s->opt8 = zt_adamw8bit_default_options();
+    s->opt8.block_size = c->optim_block;
+    s->opt8.min_8bit_size = c->optim_min_8bit;
+    s->opt8.fp32_embedding = c->optim_fp32_embedding;
+    if (s->is_8bit) ZT_TRY(zt_adamw8bit_check_options(&s->opt8, ZT_ALIGN_ELEMS));
+    if (strcmp(c->param_dtype, "fp32") == 0) s->param_bytes = 4;
+    else if (strcmp(c->param_dtype, "bf16") == 0) s->param_bytes = 2;
+    else
+        return zt_errorf("--param-dtype '%s' is not known: use one of fp32, bf16",
+                         c->param_dtype);
+    s->ranks_per_node = c->ranks_per_node;
+    s->stage_kib = zt_comm_mpi_stage_kib();
+    s->save = c->save[0] != 0;
+    s->sample = c->sample_every > 0;
+    s->threads = c->threads > 0 ? c->threads : omp_get_max_threads();
+    s->backend = zt_backend_caps_of(c->backend);
+    if (!s->backend) return zt_errorf("--backend %s is not known: use cpu or cuda", c->backend);
+    return ZT_OK;
+}

@@ -1,0 +1,130 @@
+// The trainer's checks: before anything is allocated, that the run fits and has something to
+// train; after the last step, the invariants every layout must keep.
+#include "trainer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "host_memory.h"
+#include "rng.h"
+
+// Refuses, before any rank allocates, a run predicted not to fit: per rank against
+// --mem-limit, else the ranks of this machine together against its available memory.
+zt_status zt_trainer_check_memory(const zt_trainer *t) {
+    const zt_config *c = t->cfg;
+    double limit = zt_config_mem_limit(c);
+    if (limit > 0) {
+        char what[64];
+        snprintf(what, sizeof what, "--mem-limit %s", c->mem_limit);
+        return zt_plan_check_fits(&t->plan, limit, 1, what);
+    }
+    // ulimit -v bounds each rank (its address space holds more than the plan: a lower
+    // bound, so this refuses only what cannot fit)
+    ZT_TRY(zt_plan_check_fits(&t->plan, zt_host_rank_limit_bytes(), 1,
+                              "ulimit -v (the memory limit of each rank's address space)"));
+    return zt_plan_check_fits(&t->plan, zt_host_available_bytes(), t->plan.ranks_per_node,
+                              "this machine's available memory (MemAvailable and the memory "
+                              "cgroup's limit)");
+}
+
+// Before anything is allocated or loaded (rank 0): a resume with nothing left to train, and
+// a --ckpt-dir holding checkpoints newer than this run's start (zt_ckpt_check_dir).
+zt_status zt_trainer_check_start(const zt_config *c) {
+    int start = 0;
+    if (c->resume[0]) {
+        ZT_TRY(zt_ckpt_peek(c->resume, NULL, &start));
+        if (start >= c->steps)
+            return zt_errorf("the checkpoint is at step %d and --steps %d is not beyond it: "
+                             "nothing to train; raise --steps to continue (zerotrain export "
+                             "turns a checkpoint into a model directory)", start, c->steps);
+    }
+    return c->ckpt_dir[0] ? zt_ckpt_check_dir(c->ckpt_dir, start) : ZT_OK;
+}
+
+// The first and last stage each hold the tied embedding; they take identical updates
+// from identical gradients, so the copies must stay bit-identical (docs/design.md §2.4).
+static zt_status check_tied_copies(zt_trainer *t) {
+    const zt_grid *g = &t->grid;
+    zt_gpt2 *m = &t->model;
+    if (g->pp == 1 || !g->in_embed_group) return ZT_OK;
+    size_t n = m->layout.tied_numel;
+    float *mine = zt_be_map(t->be, m->params, n * sizeof(float), 1);
+    int same = 1;
+    if (zt_trainer_last_stage(t)) {
+        zt_comm_send(&g->embed_comm, mine, n, ZT_F32, 0, 0, NULL);
+    } else {
+        float *other = malloc(n * sizeof(float));
+        ZT_ASSERT(other);
+        zt_comm_recv(&g->embed_comm, other, n, ZT_F32, 1, 0, NULL);
+        same = memcmp(other, mine, n * sizeof(float)) == 0;
+        free(other);
+    }
+    zt_be_unmap(t->be, m->params, mine, n * sizeof(float), 0);
+    if (zt_trainer_last_stage(t)) return ZT_OK;
+    if (!same)
+        return zt_errorf("the tied embedding copies of the first and last stage differ (dp rank "
+                         "%d): a bug; please report it", g->dp_rank);
+    if (g->rank == 0) printf("tied embedding: the first and last stage copies are bit-identical\n");
+    return ZT_OK;
+}
+
+// Tensors replicated across tp (LayerNorms, row-parallel biases, wpe) take identical
+// gradients on every tp rank without a reduction (gpt2.c), so they must stay
+// bit-identical: compared by a hash of their bytes.
+static zt_status check_tp_replicas(zt_trainer *t) {
+    const zt_grid *g = &t->grid;
+    const zt_layout *lay = &t->model.layout;
+    if (g->tp == 1) return ZT_OK;
+    uint64_t h = ZT_FNV1A_BASIS;
+    size_t bytes = lay->numel * sizeof(float);
+    const float *params = zt_be_map(t->be, t->model.params, bytes, 1);
+    for (int i = 0; i < lay->n; i++)
+        if (lay->t[i].replicated)
+            h = zt_hash_bytes(h, params + lay->t[i].offset, lay->t[i].numel * sizeof(float));
+    zt_be_unmap(t->be, t->model.params, (void *)params, bytes, 0);
+    uint64_t *all = calloc((size_t)g->tp, sizeof *all);
+    ZT_ASSERT(all);
+    zt_comm_all_gather(&g->tp_comm, &h, all, (size_t)g->tp, ZT_I64, NULL);
+    int same = 1;
+    for (int r = 1; r < g->tp; r++) same &= all[r] == all[0];
+    free(all);
+    if (!same)
+        return zt_errorf("the tensors replicated across tp (LayerNorms, biases) differ between "
+                         "the tp ranks of stage %d, dp rank %d: a bug; please report it",
+                         g->pp_rank, g->dp_rank);
+    if (g->rank == 0) printf("tp replicas: LayerNorms and biases are bit-identical across tp\n");
+    return ZT_OK;
+}
+
+// Every rank must have issued the same collectives in the same order (docs/design.md §2).
+// The ranks of one stage share every communicator's work; stages differ by design (the
+// last one's loss issues tp all-reduces the others do not), so ranks are compared with
+// the first rank of their stage.
+static zt_status check_collective_trace(zt_trainer *t) {
+    const zt_grid *g = &t->grid;
+    uint64_t mine[2] = {zt_comm_trace_state.count, zt_comm_trace_state.hash};
+    uint64_t *all = calloc((size_t)g->world * 2, sizeof(uint64_t));
+    ZT_ASSERT(all);
+    zt_comm_all_gather(&g->world_comm, mine, all, (size_t)g->world * 2, ZT_I64, NULL);
+    int same = 1;
+    for (int r = 0; r < g->world; r++) {
+        int dp_rank, pp_rank, tp_rank;
+        zt_grid_coords(r, g->dp, g->pp, g->tp, &dp_rank, &pp_rank, &tp_rank);
+        int first = zt_grid_rank(0, pp_rank, 0, g->dp, g->pp, g->tp);
+        same &= all[2 * r] == all[2 * first] && all[2 * r + 1] == all[2 * first + 1];
+    }
+    if (g->rank == 0 && same)
+        printf("collectives: %llu per rank on stage 0, the same sequence on every rank of a "
+               "stage\n", (unsigned long long)all[0]);
+    free(all);
+    return same ? ZT_OK : zt_errorf("ranks issued different collective sequences: a bug");
+}
+
+
+zt_status zt_trainer_check_invariants(zt_trainer *t) {
+    const zt_comm *world = &t->grid.world_comm;
+    zt_status s = zt_comm_agree(world, check_tied_copies(t));
+    if (s == ZT_OK) s = zt_comm_agree(world, check_tp_replicas(t));
+    if (s == ZT_OK) s = check_collective_trace(t);
+    return s;
+}

@@ -1,0 +1,91 @@
+// `zerotrain train` (the default command): the world, the options every rank must share, the
+// checks before any work, then the trainer (train.h).
+#include "train_cli.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt.h"
+#include "comm.h"
+#include "config.h"
+#include "hf_import.h"
+#include "outputs.h"
+#include "signals.h"
+#include "train.h"
+
+// --resume and --init-from carry the model shape: take it from the file (flags that
+// contradict it are an error).
+static zt_status adopt_file_shape(zt_config *cfg) {
+    zt_model_shape s;
+    int head_known = 1;
+    if (cfg->resume[0] && cfg->init_from[0])
+        return zt_errorf("give --resume %s (a checkpoint: weights, optimizer state and data "
+                         "position) or --init-from %s (weights only), not both",
+                         cfg->resume, cfg->init_from);
+    if (cfg->resume[0]) {
+        ZT_TRY(zt_ckpt_peek(cfg->resume, &s, NULL));
+        return zt_config_adopt_shape(cfg, &s, 1, cfg->resume);
+    }
+    if (!cfg->init_from[0]) return ZT_OK;
+    ZT_TRY(zt_init_read_shape(cfg->init_from, &s, &head_known));
+    return zt_config_adopt_shape(cfg, &s, head_known, cfg->init_from);
+}
+
+// Every rank must run the same options: with MPMD launches or a --config file that differs
+// between machines, ranks disagreed on --steps (a hang), --n-embd (a crash in a
+// collective) or --lr (each shard trained with its own). Rank 0's options are the reference.
+static zt_status same_options_on_every_rank(const zt_config *cfg, const zt_comm *world) {
+    if (world->size == 1) return ZT_OK;
+    zt_config *ref = malloc(sizeof *ref);
+    ZT_ASSERT(ref);
+    memcpy(ref, cfg, sizeof *ref);
+    zt_comm_broadcast(world, ref, sizeof *ref, ZT_U8, 0, NULL);
+    const char *differs = zt_config_first_difference(cfg, ref);
+    free(ref);
+    if (!differs) return ZT_OK;
+    return zt_errorf("rank %d was given another --%s than rank 0: every rank must get the same "
+                     "options (check the command line and the --config file on every machine)",
+                     world->rank, differs);
+}
+
+int zt_train_main(int argc, char **argv, const char *argv0) {
+    zt_comm world;
+    zt_comm_mpi_init_world(&world, NULL, NULL);
+    zt_set_fatal_hook(zt_comm_mpi_abort);
+    // a launcher asked for several tasks but this process sees a world of one: each task
+    // would train alone (srun without --mpi, or an MPI library the launcher cannot reach)
+    static const char *const k_task_vars[] = {"SLURM_NTASKS", "SLURM_NPROCS", "PMI_SIZE",
+                                              "OMPI_COMM_WORLD_SIZE"};
+    for (size_t i = 0; world.size == 1 && i < sizeof k_task_vars / sizeof *k_task_vars; i++) {
+        const char *v = getenv(k_task_vars[i]);
+        if (v && atoi(v) > 1) {
+            fprintf(stderr, "zerotrain: warning: %s=%s but this job's MPI world has 1 rank: "
+                            "it was not launched through MPI (use mpirun, or srun --mpi=pmix), "
+                            "so every task trains alone\n", k_task_vars[i], v);
+            break;
+        }
+    }
+    zt_config cfg;
+    // A config file may be missing on some nodes only: agree before going on.
+    zt_status s = zt_comm_agree(&world, zt_config_parse(&cfg, argc, argv));
+    if (s == ZT_OK) s = zt_comm_agree(&world, same_options_on_every_rank(&cfg, &world));
+    if (s == ZT_OK) s = zt_comm_mpi_check_env(); // the same environment on every rank
+    // --param-dtype bf16 is for `zerotrain memory` until the GPU backend exists
+    if (s == ZT_OK) s = zt_config_check_trainable(&cfg);
+    // OMP_NUM_THREADS beyond what a rank can start crashed or ended in libgomp's words
+    if (s == ZT_OK && cfg.threads == 0 && omp_get_max_threads() > ZT_MAX_THREADS)
+        s = zt_errorf("OMP_NUM_THREADS asks for %d OpenMP threads per rank, more than %d: set "
+                      "it (or --threads) to at most one thread per core", omp_get_max_threads(),
+                      ZT_MAX_THREADS);
+    // outputs before any work; rank 0 writes them, every rank hears its answer
+    if (s == ZT_OK)
+        s = zt_comm_agree(&world, world.rank == 0 ? zt_outputs_check(&cfg) : ZT_OK);
+    if (s == ZT_OK) zt_signals_install(&cfg);
+    if (s == ZT_OK) s = zt_comm_agree(&world, adopt_file_shape(&cfg));
+    if (s == ZT_OK) s = zt_train(&cfg, &world, argv0);
+    zt_error_report(s != ZT_OK && world.rank == 0);
+    zt_comm_free(&world);
+    zt_comm_mpi_finalize();
+    return s == ZT_OK ? 0 : 1;
+}

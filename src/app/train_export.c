@@ -1,0 +1,55 @@
+// --save: the final weights of every stage and tp rank, assembled on rank 0 into one Hugging
+// Face directory.
+#include "trainer.h"
+
+#include <stdlib.h>
+
+#include "hf_export.h"
+
+// Writes the final weights: the dp 0 rank of every (stage, tp rank) sends its flat
+// parameters to rank 0, which assembles and exports them as one Hugging Face directory.
+zt_status zt_trainer_save_model(zt_trainer *t) {
+    const zt_grid *g = &t->grid;
+    const zt_config *c = t->cfg;
+    if (g->dp_rank != 0) return ZT_OK;
+    zt_gpt2 *m = &t->model;
+    size_t bytes = m->layout.numel * sizeof(float);
+    float *mine = zt_be_map(t->be, m->params, bytes, 1);
+    if (g->rank != 0) {
+        zt_comm_send(&g->world_comm, mine, m->layout.numel, ZT_F32, 0, 0, NULL);
+        zt_be_unmap(t->be, m->params, mine, bytes, 0);
+        return ZT_OK;
+    }
+    int n = g->pp * g->tp; // part k = stage k / tp, tp rank k % tp
+    zt_layout *lays = calloc((size_t)n, sizeof *lays);
+    const float **params = calloc((size_t)n, sizeof *params);
+    float **owned = calloc((size_t)n, sizeof *owned);
+    ZT_ASSERT(lays && params && owned);
+    for (int k = 0; k < n; k++) {
+        int stage = k / g->tp, tp_rank = k % g->tp;
+        ZT_ASSERT(zt_layout_init(&lays[k], &t->shape, t->part.first[stage],
+                                 t->part.first[stage + 1], g->tp, tp_rank, ZT_ALIGN_ELEMS) == ZT_OK);
+        lays[k].numel = zt_round_up(lays[k].numel, (size_t)g->dp * ZT_ALIGN_ELEMS);
+        if (k == 0) {
+            params[k] = mine;
+            continue;
+        }
+        owned[k] = malloc(lays[k].numel * sizeof(float));
+        ZT_ASSERT(owned[k]);
+        zt_comm_recv(&g->world_comm, owned[k], lays[k].numel, ZT_F32,
+                     zt_grid_rank(0, stage, tp_rank, g->dp, g->pp, g->tp), 0, NULL);
+        params[k] = owned[k];
+    }
+    zt_status s = zt_hf_export(&t->shape, lays, params, n, c->save);
+    if (s == ZT_OK) printf("saved %s/model.safetensors\n", c->save);
+    for (int k = 0; k < n; k++) {
+        zt_layout_free(&lays[k]);
+        free(owned[k]);
+    }
+    free(lays);
+    free(params);
+    free(owned);
+    zt_be_unmap(t->be, m->params, mine, bytes, 0);
+    return s;
+}
+

@@ -1,0 +1,144 @@
+// What a training run prints and logs: the start-up report (model, layout, stages, kernels,
+// memory), one line and one log record per step, and every rank's memory peaks at the end.
+#include "trainer.h"
+
+#include <errno.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Disk full, /dev/full: the run stops instead of exiting 0 with a truncated log.
+void zt_trainer_check_log_write(zt_trainer *t) {
+    if (t->log && !t->log_errno && (fflush(t->log) != 0 || ferror(t->log)))
+        t->log_errno = errno ? errno : EIO;
+}
+
+void zt_trainer_print_start(zt_trainer *t) {
+    const zt_config *c = t->cfg;
+    const zt_grid *g = &t->grid;
+    // every rank's memory (total and optimizer), for the report
+    double mine[2] = {(double)zt_mem_total(), (double)zt_mem_current(ZT_MEM_OPTIMIZER)};
+    double *all = calloc((size_t)g->world * 2, sizeof(double));
+    ZT_ASSERT(all);
+    zt_comm_all_gather(&g->world_comm, mine, all, (size_t)g->world * 2, ZT_F64, NULL);
+    if (g->rank == 0) {
+        char mem[256], part[1024];
+        zt_mem_format(mem, sizeof mem);
+        zt_partition_format(&t->part, &t->shape, part, sizeof part);
+        printf("zerotrain: GPT-2 %d layers, %d heads, %d channels, vocab %d (padded %d), "
+               "n_ctx %d: %.2fM parameters\n",
+               t->shape.n_layer, t->shape.n_head, t->shape.n_embd, t->shape.vocab,
+               t->shape.padded_vocab, t->shape.n_ctx, zt_model_param_count(&t->shape) / 1e6);
+        printf("layout: world %d = dp %d x pp %d x tp %d, zero %d; global batch %d x %d x %d "
+               "sequences of %d tokens; %d OpenMP threads per rank\n",
+               g->world, g->dp, g->pp, g->tp, c->zero, c->micro_batch, c->grad_accum, g->dp,
+               c->seq, omp_get_max_threads());
+        if (t->be->caps->device_memory)
+            printf("backend: %s%s; memory below counts its device allocations\n",
+                   t->be->ops->name, c->tf32 ? ", TF32 matrix products" : ", fp32 matrix products");
+        printf("loss: chunks of %d tokens, %.1f MiB of logits per chunk per rank (%d of the "
+               "%d padded vocabulary columns)\n", t->model.loss_chunk,
+               (double)t->model.loss_chunk * t->shape.padded_vocab / g->tp * sizeof(float) /
+                   1048576.0, t->shape.padded_vocab / g->tp, t->shape.padded_vocab);
+        if (g->pp > 1) {
+            printf("pipeline: %s schedule, partition %s: %s\n", c->schedule, c->partition, part);
+            for (int s = 0; s < g->pp; s++) { // measured on stage s's dp 0, tp 0 rank
+                zt_plan_bytes b;
+                ZT_ASSERT(zt_plan_rank(&t->plan, &t->part, 0, s, 0, &b) == ZT_OK);
+                printf("  stage %d: predicted %.1f MiB, allocated %.1f MiB on each rank\n", s,
+                       b.tracked / 1048576.0, all[2 * ((size_t)s * g->dp * g->tp)] / 1048576.0);
+            }
+        }
+        char kernels[512];
+        t->be->ops->describe(t->be, kernels, sizeof kernels);
+        printf("%s (rank 0): %s\n", t->be->ops->library, kernels);
+        printf("memory (rank 0): %s\n", mem);
+        printf("optimizer bytes per rank:");
+        for (int r = 0; r < g->world; r++) printf(" %.0f", all[2 * r + 1]);
+        printf("\n");
+        fflush(stdout);
+    }
+    free(all);
+}
+
+// The step's line on stdout and its record in the log; --profile's totals; the pipeline
+// bubble (a collective: every rank joins).
+void zt_trainer_report_step(zt_trainer *t, int step, const zt_step_stats *st) {
+    const zt_config *c = t->cfg;
+    const zt_grid *g = &t->grid;
+    if (c->profile && step > t->step0) { // the first step warms caches and pages up
+        zt_profile_add(&t->prof_steps, &st->phases);
+        t->prof_steps_s += st->ms / 1000.0;
+        t->prof_n++;
+    }
+    double tps = (double)c->micro_batch * c->seq * c->grad_accum * g->dp / (st->ms / 1000.0);
+    // the pipeline bubble: the share of the schedule's time each stage spent
+    // waiting rather than in its forwards and backwards, averaged over the ranks
+    double idle = 1.0 - t->compute_s / t->sched_s, bubble = 0.0;
+    if (g->pp > 1) {
+        zt_comm_all_reduce(&g->world_comm, &idle, &bubble, 1, ZT_F64, ZT_REDUCE_SUM, NULL);
+        bubble /= g->world;
+    }
+    if (g->rank != 0) return;
+    // model FLOPs per token: 6 per parameter (forward and backward) plus attention's
+    // 12 * L * C * T (the PaLM paper's appendix B); MFU against --peak-tflops
+    char mem[256], perf[64] = "";
+    zt_mem_format(mem, sizeof mem);
+    double tflops = (6.0 * zt_model_param_count(&t->shape) +
+                     12.0 * t->shape.n_layer * t->shape.n_embd * c->seq) * tps / 1e12;
+    if (c->peak_tflops > 0)
+        snprintf(perf, sizeof perf, " | MFU %4.1f%%",
+                 100.0 * tflops / ((double)c->peak_tflops * g->world));
+    else snprintf(perf, sizeof perf, " | %6.3f TFLOP/s", tflops);
+    // the memory figures only when they change (first step, then rarely)
+    int mem_new = strcmp(mem, t->last_mem) != 0;
+    if (mem_new) snprintf(t->last_mem, sizeof t->last_mem, "%s", mem);
+    printf("step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s%s%s%s\n",
+           step + 1, c->steps, st->loss, st->lr, st->norm, st->ms, tps, perf, mem_new ? " | " : "",
+           mem_new ? mem : "");
+    fflush(stdout);
+    if (!t->log) return;
+    fprintf(t->log,
+            "{\"step\":%d,\"loss\":%.9g,\"lr\":%.6e,\"grad_norm\":%.6f,\"ms\":%.3f,"
+            "\"tokens_per_s\":%.1f,\"bubble\":%.4f,\"mem\":{",
+            step + 1, st->loss, st->lr, st->norm, st->ms, tps, bubble);
+    for (int cat = 0; cat < ZT_MEM_NCAT; cat++)
+        fprintf(t->log, "%s\"%s\":%zu", cat ? "," : "", zt_mem_category_name((zt_mem_category)cat),
+                zt_mem_current((zt_mem_category)cat));
+    fputc('}', t->log);
+    if (c->profile) {
+        fputs(",\"phases\":", t->log);
+        zt_profile_write_json(t->log, &st->phases, st->ms / 1000.0);
+    }
+    fprintf(t->log, "}\n");
+    zt_trainer_check_log_write(t);
+}
+
+// Every rank's memory peaks, per category and in total, and its peak resident set, as
+// one JSON line per rank in the log (for bench/memory.sh: predicted against measured).
+void zt_trainer_log_rank_memory(zt_trainer *t) {
+    const zt_grid *g = &t->grid;
+    if (!t->cfg->log[0]) return; // every rank knows: no one joins the gather
+    enum { K = ZT_MEM_NCAT + 2 };
+    double mine[K], *all = calloc((size_t)g->world * K, sizeof(double));
+    ZT_ASSERT(all);
+    for (int c = 0; c < ZT_MEM_NCAT; c++) mine[c] = (double)zt_mem_peak((zt_mem_category)c);
+    mine[ZT_MEM_NCAT] = (double)zt_mem_peak_total();
+    mine[ZT_MEM_NCAT + 1] = (double)zt_mem_rss_peak();
+    zt_comm_all_gather(&g->world_comm, mine, all, (size_t)g->world * K, ZT_F64, NULL);
+    for (int r = 0; t->log && r < g->world; r++) {
+        const double *v = all + (size_t)r * K;
+        int dp_rank, pp_rank, tp_rank;
+        zt_grid_coords(r, g->dp, g->pp, g->tp, &dp_rank, &pp_rank, &tp_rank);
+        fprintf(t->log, "{\"rank\":%d,\"dp_rank\":%d,\"pp_rank\":%d,\"tp_rank\":%d,\"mem_peak\":{",
+                r, dp_rank, pp_rank, tp_rank);
+        for (int c = 0; c < ZT_MEM_NCAT; c++)
+            fprintf(t->log, "%s\"%s\":%.0f", c ? "," : "", zt_mem_category_name((zt_mem_category)c),
+                    v[c]);
+        fprintf(t->log, "},\"mem_peak_total\":%.0f,\"rss_peak\":%.0f}\n", v[ZT_MEM_NCAT],
+                v[ZT_MEM_NCAT + 1]);
+    }
+    if (t->log) fflush(t->log);
+    free(all);
+}
+

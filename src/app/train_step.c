@@ -1,0 +1,195 @@
+// One training step's data path (docs/design.md §2), the learning-rate schedule and the
+// validation pass: each dp rank reads its part of the global batch; the pipeline schedule
+// runs forward/backward over its micro-batches on this rank's stage, moving activations and
+// their gradients between neighbour stages.
+#include "trainer.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "grad_norm.h"
+#include "train.h"
+
+float zt_lr_at(const zt_config *cfg, int step) {
+    if (step < cfg->warmup) return cfg->lr * (float)(step + 1) / (float)cfg->warmup;
+    if (strcmp(cfg->lr_schedule, "constant") == 0) return cfg->lr;
+    int span = cfg->steps - cfg->warmup;
+    float ratio = span > 1 ? (float)(step - cfg->warmup) / (float)(span - 1) : 1.0f;
+    float coeff = 0.5f * (1.0f + cosf(3.14159265358979f * ratio));
+    float lr_min = cfg->lr * cfg->lr_final_frac;
+    return lr_min + coeff * (cfg->lr - lr_min);
+}
+
+double zt_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+
+static size_t act_count(const zt_trainer *t) {
+    return (size_t)t->cfg->micro_batch * t->cfg->seq * t->shape.n_embd;
+}
+
+
+// Reads micro-batch `k` of step `step` for this dp rank into slot `slot`: sample indices
+// are global (step * G + (dp_rank * grad_accum + k) * B + b), so every layout sees the
+// same batch. Every stage reads (it is cheap); the first uses the inputs, the last the
+// targets.
+static void read_batch(zt_trainer *t, zt_dataset *ds, uint64_t step, int k, int accum, int slot) {
+    const zt_config *c = t->cfg;
+    size_t BT = (size_t)c->micro_batch * c->seq, bytes = BT * sizeof(int32_t);
+    uint64_t G = (uint64_t)c->micro_batch * accum * t->grid.dp;
+    uint64_t base = ds == &t->train ? t->sample0 + (step - (uint64_t)t->step0) * G : step * G;
+    uint64_t first = base + ((uint64_t)t->grid.dp_rank * accum + k) * c->micro_batch;
+    int32_t *in = zt_be_map(t->be, t->inputs + slot * BT, bytes, 0);
+    int32_t *tg = zt_be_map(t->be, t->targets + slot * BT, bytes, 0);
+    for (int b = 0; b < c->micro_batch; b++)
+        zt_dataset_sample(ds, first + b, in + (size_t)b * c->seq, tg + (size_t)b * c->seq);
+    zt_be_unmap(t->be, t->inputs + slot * BT, in, bytes, 1);
+    zt_be_unmap(t->be, t->targets + slot * BT, tg, bytes, 1);
+}
+
+// Runs this stage's schedule for one step (forward and backward of every micro-batch,
+// gradients added into the flat grad buffer). Returns this stage's loss sum (non-zero
+// on the last stage only).
+static double run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
+    const zt_config *c = t->cfg;
+    const zt_comm *pp = t->grid.pp_data;
+    zt_gpt2 *m = &t->model;
+    int prev = t->grid.pp_rank - 1, next = t->grid.pp_rank + 1;
+    size_t NC = act_count(t), BT = (size_t)c->micro_batch * c->seq;
+    double loss = 0.0, start = zt_now_s();
+    t->compute_s = 0.0;
+    for (int i = 0; i < t->sched.n_actions; i++) {
+        double t0 = zt_now_s();
+        const zt_sched_action *a = &t->sched.actions[i];
+        int slot = a->micro % t->n_slots, rslot = a->recv_micro % t->n_slots;
+        if (a->recv_micro < 0) rslot = 0;
+        switch (a->op) {
+        case ZT_SCHED_OP_RECV_FWD:
+            zt_comm_recv(pp, t->recv_in + slot * NC, NC, ZT_F32, prev, 0, NULL);
+            break;
+        case ZT_SCHED_OP_FWD:
+            zt_gpt2_use_slot(m, slot);
+            read_batch(t, &t->train, step, a->micro, c->grad_accum, slot);
+            loss += zt_gpt2_forward(m, t->inputs + slot * BT, t->recv_in + slot * NC,
+                                    t->targets + slot * BT, 1, loss_scale);
+            break;
+        case ZT_SCHED_OP_SEND_FWD:
+            zt_gpt2_use_slot(m, slot);
+            zt_comm_send(pp, zt_gpt2_output(m), NC, ZT_F32, next, 0, NULL);
+            break;
+        case ZT_SCHED_OP_RECV_BWD:
+            zt_comm_recv(pp, t->recv_dout + slot * NC, NC, ZT_F32, next, 0, NULL);
+            break;
+        case ZT_SCHED_OP_BWD:
+            zt_gpt2_use_slot(m, slot);
+            zt_gpt2_backward(m, t->inputs + slot * BT, t->recv_dout + slot * NC, t->dinput);
+            break;
+        case ZT_SCHED_OP_SEND_BWD:
+            zt_comm_send(pp, t->dinput, NC, ZT_F32, prev, 0, NULL);
+            break;
+        case ZT_SCHED_OP_SEND_FWD_RECV_BWD:
+            zt_gpt2_use_slot(m, slot);
+            zt_comm_send_recv(pp, zt_gpt2_output(m), NC, next, t->recv_dout + rslot * NC, NC, next,
+                              ZT_F32, 0, NULL);
+            break;
+        case ZT_SCHED_OP_SEND_BWD_RECV_FWD:
+            zt_comm_send_recv(pp, t->dinput, NC, prev, t->recv_in + rslot * NC, NC, prev, ZT_F32,
+                              0, NULL);
+            break;
+        default: ZT_ASSERTF(0, "unknown schedule op %d", (int)a->op);
+        }
+        if (a->op == ZT_SCHED_OP_FWD || a->op == ZT_SCHED_OP_BWD) t->compute_s += zt_now_s() - t0;
+    }
+    t->sched_s = zt_now_s() - start;
+    return loss;
+}
+
+// Mean validation loss over the first val_batches global batches of the validation
+// file (the same samples whatever the layout), through the pipeline stage by stage.
+double zt_trainer_evaluate(zt_trainer *t) {
+    const zt_config *c = t->cfg;
+    const zt_comm *pp = t->grid.pp_data;
+    zt_gpt2 *m = &t->model;
+    size_t NC = act_count(t);
+    double sum = 0.0;
+    zt_gpt2_use_slot(m, 0);
+    for (int vb = 0; vb < c->val_batches; vb++)
+        for (int k = 0; k < c->grad_accum; k++) {
+            read_batch(t, &t->val, (uint64_t)vb, k, c->grad_accum, 0);
+            if (!zt_trainer_first_stage(t))
+                zt_comm_recv(pp, t->recv_in, NC, ZT_F32, t->grid.pp_rank - 1, 0, NULL);
+            double part = zt_gpt2_forward(m, t->inputs, t->recv_in, t->targets, 0, 0.0f);
+            if (t->grid.tp_rank == 0) sum += part; // every tp rank has the same losses
+            if (!zt_trainer_last_stage(t))
+                zt_comm_send(pp, zt_gpt2_output(m), NC, ZT_F32, t->grid.pp_rank + 1, 0, NULL);
+        }
+    double total;
+    zt_comm_all_reduce(&t->grid.world_comm, &sum, &total, 1, ZT_F64, ZT_REDUCE_SUM, NULL);
+    return total / ((double)c->val_batches * c->grad_accum * c->micro_batch * c->seq * t->grid.dp);
+}
+
+// One step (docs/design.md §2): the schedule's forwards and backwards add into the flat
+// gradient buffer; the tied embedding's two copies are summed; dp reduces (all-reduce under
+// --zero 0, reduce-scatter under --zero 1); one world all-reduce gives the norm, the loss and
+// the non-finite count; the optimizer updates this rank's range; --zero 1 all-gathers.
+zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
+    const zt_config *c = t->cfg;
+    zt_grid *g = &t->grid;
+    zt_gpt2 *m = &t->model;
+    size_t total = m->layout.numel;
+    double global_tokens = (double)c->micro_batch * c->seq * c->grad_accum * g->dp;
+    int is_zero = c->zero == 1;
+    double t0 = zt_now_s();
+    zt_profile prof0 = t->prof;
+    t->be->ops->memset(t->be, m->grads, 0, total * sizeof(float));
+    double loss_sum = run_schedule(t, (uint64_t)step, (float)(1.0 / global_tokens));
+    // the tied embedding: sum the first and last stage's gradient copies over the
+    // whole tensor, before the dp reduction, so both stages then shard and update
+    // identical values (stages in the middle issue the same call with nothing in it)
+    zt_comm_all_reduce(g->embed_data, m->grads, m->grads,
+                       g->in_embed_group ? m->layout.tied_numel : 0, ZT_F32, ZT_REDUCE_SUM,
+                       NULL);
+    // sum gradients over dp: the loss scale already divides by the global tokens
+    if (is_zero)
+        zt_comm_reduce_scatter(g->dp_data, m->grads, m->grads + t->shard_lo, total, ZT_F32,
+                               ZT_REDUCE_SUM, NULL);
+    else
+        zt_comm_all_reduce(g->dp_data, m->grads, m->grads, total, ZT_F32, ZT_REDUCE_SUM, NULL);
+    // one world all-reduce: [sum of squares, non-finite count, loss sum, log failed]; with
+    // --zero 0 every dp rank holds the whole gradient, so only dp rank 0 counts it
+    double v[4] = {0, 0, 0, t->log_errno != 0}, r[4];
+    if (is_zero || g->dp_rank == 0)
+        zt_grad_sumsq(t->be, v, m->grads, &m->layout, t->shard_lo, t->shard_hi,
+                      g->tp_rank == 0, g->pp_rank == 0);
+    v[2] = g->tp_rank == 0 ? loss_sum : 0.0; // every tp rank has the same losses
+    zt_comm_all_reduce(&g->world_comm, v, r, 4, ZT_F64, ZT_REDUCE_SUM, NULL);
+    if (r[3] > 0)
+        return zt_errorf("cannot write the log file %s: %s; the run stopped at step %d",
+                         c->log, strerror(t->log_errno ? t->log_errno : EIO), step + 1);
+    double loss = r[2] / global_tokens, norm = sqrt(r[0]);
+    if (!isfinite(loss) || r[1] > 0)
+        return zt_errorf("the loss became %s at step %d (%.0f non-finite gradient values): "
+                         "training diverged; lower --lr (now %g), raise --warmup or check "
+                         "--grad-clip. Nothing was updated at this step.",
+                         isfinite(loss) ? "finite but gradients did not" : "NaN/Inf", step + 1,
+                         r[1], c->lr);
+    zt_adamw_config oc = {c->lr, c->beta1, c->beta2, c->eps, c->weight_decay};
+    float lr = zt_lr_at(c, step);
+    float clip = zt_clip_scale(norm, c->grad_clip);
+    if (t->plan.is_8bit) zt_adamw8bit_step(&t->opt8, m->params, m->grads, &m->layout, &oc, lr, clip);
+    else zt_adamw_step(&t->opt, m->params, m->grads, &m->layout, &oc, lr, clip);
+    if (is_zero)
+        zt_comm_all_gather(g->dp_data, m->params + t->shard_lo, m->params, total, ZT_F32, NULL);
+    t->be->ops->sync(t->be); // the step's work is done (and its errors seen) here
+    out->loss = loss;
+    out->norm = norm;
+    out->lr = lr;
+    out->ms = (zt_now_s() - t0) * 1000.0;
+    zt_profile_diff(&out->phases, &t->prof, &prof0);
+    return ZT_OK;
+}

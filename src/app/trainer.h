@@ -1,0 +1,106 @@
+// The trainer's state and its parts, shared by the files of the training run: train.c (set-up
+// and the loop), train_step.c (one step's data path), train_report.c (what is printed and
+// logged), train_checks.c (the checks before and after), train_export.c (--save).
+#ifndef ZT_TRAINER_H
+#define ZT_TRAINER_H
+
+#include <stdio.h>
+
+#include "adamw.h"
+#include "adamw8bit.h"
+#include "backend_profile.h"
+#include "ckpt.h"
+#include "comm_profile.h"
+#include "config.h"
+#include "data.h"
+#include "gpt2.h"
+#include "grid.h"
+#include "partition.h"
+#include "planner.h"
+#include "profile.h"
+#include "schedule.h"
+#include "train_sample.h"
+
+typedef struct {
+    const zt_config *cfg;
+    zt_ckpt_run ckpt_run;      // the checkpoint's view of cfg (ckpt.h)
+    const zt_backend *be;      // where the model, its buffers and the optimizer live
+    zt_grid grid;
+    zt_model_shape shape;
+    zt_partition part;
+    int unit_first, unit_last; // this rank's stage
+    zt_schedule sched;
+    zt_gpt2 model;
+    zt_plan_spec plan;         // the run as the planner sees it: layout, schedule, optimizer
+    zt_adamw opt;              // fp32 state (--optim adamw)
+    zt_adamw8bit opt8;         // 8-bit state (--optim adamw8bit)
+    zt_dataset train, val;
+    int has_val;
+    size_t shard_lo, shard_hi; // this rank's optimizer range of the flat buffer
+    int n_slots;               // micro-batches this stage holds at once
+    // device memory of `be`:
+    int32_t *inputs, *targets; // (n_slots, B*T) tokens of each held micro-batch
+    float *recv_in;            // (n_slots, N*C) activations received from the stage before
+    float *recv_dout;          // (n_slots, N*C) their gradients received from the stage after
+    float *dinput;             // (N*C) gradient of this stage's input, to send back
+    double compute_s, sched_s; // time in forward/backward, and in the whole schedule, last step
+    int step0;                 // completed steps at start (--resume), and
+    uint64_t sample0;          // training samples consumed by then
+    zt_train_sampler sampler;  // --sample-every
+    FILE *log;
+    int log_errno;             // rank 0: the errno of a failed log write (0 = none)
+    char last_mem[256];        // rank 0: the memory figures last printed
+    // --profile: `be` and the grid's tensor paths are timing decorators over the real ones
+    zt_profile prof;           // phase totals since the start
+    zt_profile prof_steps;     // summed over the timed steps (all but the run's first)
+    double prof_steps_s;       // their wall time
+    int prof_n;                // their number
+    zt_backend prof_be;
+    zt_backend_profile_state prof_be_st;
+    zt_comm prof_comm[4];
+    zt_comm_profile_state prof_comm_st[4];
+} zt_trainer;
+
+
+// What one step gave, for the report.
+typedef struct {
+    double loss, norm; // mean training loss, global gradient norm (before clipping)
+    float lr;
+    double ms;         // wall time of the step
+    zt_profile phases; // --profile: the step's phase times
+} zt_step_stats;
+
+static inline int zt_trainer_first_stage(const zt_trainer *t) { return t->grid.pp_rank == 0; }
+static inline int zt_trainer_last_stage(const zt_trainer *t) {
+    return t->grid.pp_rank == t->grid.pp - 1;
+}
+
+// train_step.c. Seconds on a monotonic clock.
+double zt_now_s(void);
+// One training step on every rank: forward and backward over the micro-batches, the
+// reductions, the clip and the update. ZT_ERR (the same on every rank) when the loss or a
+// gradient is not finite, or rank 0 could not write the log.
+zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out);
+// Mean validation loss over --val-batches global batches (the same samples in every layout).
+double zt_trainer_evaluate(zt_trainer *t);
+
+// train_report.c. Every rank joins each (they gather).
+void zt_trainer_print_start(zt_trainer *t);
+void zt_trainer_report_step(zt_trainer *t, int step, const zt_step_stats *st);
+void zt_trainer_log_rank_memory(zt_trainer *t);
+// Rank 0: notes a failed write of the log (the next step's all-reduce tells every rank).
+void zt_trainer_check_log_write(zt_trainer *t);
+
+// train_checks.c. Before anything is allocated: a run predicted not to fit, and (rank 0) a
+// resume with nothing to train or a --ckpt-dir holding newer checkpoints.
+zt_status zt_trainer_check_memory(const zt_trainer *t);
+zt_status zt_trainer_check_start(const zt_config *c);
+// After the last step: the copies that must be bit-identical are, and every rank issued
+// the same collectives. Collective; agreed on every rank.
+zt_status zt_trainer_check_invariants(zt_trainer *t);
+
+// train_export.c. --save: rank 0 assembles every stage's and tp rank's weights into one
+// Hugging Face directory. Collective over the dp 0 ranks.
+zt_status zt_trainer_save_model(zt_trainer *t);
+
+#endif
