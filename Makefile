@@ -41,7 +41,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 DEPS_OK  := $(BUILD)/.deps-ok
 
 .PHONY: all test demo data clean setup bench cuda test-cuda
-all: $(BUILD)/zerotrain $(BUILD)/zt_tests data
+all: $(BUILD)/zerotrain $(BUILD)/zt_tests $(BUILD)/libzt_faults.so data
 
 setup: $(DEPS_OK)
 $(DEPS_OK): scripts/setup.sh
@@ -77,6 +77,11 @@ $(BUILD)/tests/%.o: CFLAGS += -I$(BUILD)
 
 $(BUILD)/zt_tests: $(TEST_OBJ) $(BUILD)/libzt.a | $(BUILD)/mpi.libs
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# Fault injection for the shell tests (LD_PRELOAD), so no test hook sits in the program.
+$(BUILD)/libzt_faults.so: tests/preload/faults.c | $(DEPS_OK)
+	@mkdir -p $(BUILD)
+	$(CC) -O2 -g -std=c11 -Wall -Wextra -fPIC -shared -o $@ $< -ldl
 
 # The embedded default data: byte-level tokens of the GPL-3 text every Debian ships.
 DEFAULT_TEXT ?= /usr/share/common-licenses/GPL-3

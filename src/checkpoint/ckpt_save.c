@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -128,22 +127,6 @@ static int writes(const zt_ckpt_ctx *c) { return c->run->zero == 1 || c->grid->d
 
 static void shard_name(char *out, size_t size, int pp, int tp, int dp) {
     snprintf(out, size, "shard-pp%d-tp%d-dp%d.safetensors", pp, tp, dp);
-}
-
-// The test-only fault hook: ZT_TEST_CKPT_CRASH_AFTER_FILES=n kills this rank (the one
-// ZT_TEST_CKPT_CRASH_RANK names, 0 by default) with SIGKILL right after it has written
-// its n-th checkpoint file, before the checkpoint is committed.
-static void maybe_crash(int rank) {
-    static int written;
-    const char *n = getenv("ZT_TEST_CKPT_CRASH_AFTER_FILES");
-    const char *r = getenv("ZT_TEST_CKPT_CRASH_RANK");
-    written++;
-    if (n && atoi(n) == written && rank == (r ? atoi(r) : 0)) {
-        fprintf(stderr, "zerotrain: test hook: rank %d kills itself after %d checkpoint files\n",
-                rank, written);
-        fflush(stderr);
-        raise(SIGKILL);
-    }
 }
 
 static void json_config(FILE *f, const zt_ckpt_run *c, int dp) {
@@ -305,7 +288,6 @@ zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples) {
         mine[0] = 1;
         seg_free(&l);
         ckpt_unmap_state(c, &h, 0);
-        if (s == ZT_OK) maybe_crash(g->rank);
     }
     ZT_TRY(zt_comm_agree(&g->world_comm, s));
     uint64_t *rec = calloc((size_t)g->world * 3, sizeof *rec);

@@ -105,13 +105,10 @@ zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
     if (shape->vocab == ZT_GPT2_VOCAB) export_tokenizer(shape, tmp, dir);
     sync_dir(tmp);
     struct stat st;
-    // ZT_TEST_HF_NO_EXCHANGE=1: take the fallback, as on a file system without the exchange
-    const char *no_exchange = getenv("ZT_TEST_HF_NO_EXCHANGE");
     if (stat(dir, &st) != 0) {
         if (rename(tmp, dir) != 0) s = zt_errorf("cannot rename %s to %s: %s", tmp, dir,
                                                  strerror(errno));
-    } else if (!(no_exchange && no_exchange[0] == '1') &&
-               renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
+    } else if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
         retire_old(tmp, dir);
     } else { // a file system without the exchange: the files one by one, each atomic
         // the old export's tokenizer files go where the new export has none

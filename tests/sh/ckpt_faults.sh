@@ -38,12 +38,15 @@ die() { echo "FAIL: $*"; fail=1; }
 $MPI -np 2 build/zerotrain $common --steps 6 --zero 1 --micro-batch 2 --grad-accum 2 \
     --log $out/full.jsonl > $out/full.out 2>&1 || { cat $out/full.out; exit 1; }
 set +e
-ZT_TEST_CKPT_CRASH_AFTER_FILES=2 ZT_TEST_CKPT_CRASH_RANK=1 $MPI -x ZT_TEST_CKPT_CRASH_AFTER_FILES \
-    -x ZT_TEST_CKPT_CRASH_RANK -np 2 build/zerotrain $common --steps 6 --zero 1 --micro-batch 2 \
-    --grad-accum 2 --ckpt-dir $out/ck --ckpt-every 2 > $out/crash.out 2>&1
+# build/libzt_faults.so (tests/preload/faults.c): rank 1 dies after its second shard is on disk
+LD_PRELOAD=$PWD/build/libzt_faults.so ZT_FAULT_KILL_AFTER_SHARDS=2 ZT_FAULT_KILL_RANK=1 \
+    ZT_FAULT_LOG=$out/faults.log $MPI -x LD_PRELOAD -x ZT_FAULT_KILL_AFTER_SHARDS \
+    -x ZT_FAULT_KILL_RANK -x ZT_FAULT_LOG -np 2 build/zerotrain $common --steps 6 --zero 1 \
+    --micro-batch 2 --grad-accum 2 --ckpt-dir $out/ck --ckpt-every 2 > $out/crash.out 2>&1
 rc=$?
 set -e
-[ $rc -ne 0 ] || die "the crash hook did not stop the run"
+[ $rc -ne 0 ] || die "the injected kill did not stop the run"
+grep -q 'kill after checkpoint shard' $out/faults.log || die "no kill was injected"
 ls $out/ck
 [ -d $out/ck/tmp-step-4 ] && [ "$(cat $out/ck/latest)" = step-2 ] || die "expected step-2 complete, tmp-step-4 left"
 $MPI -np 2 build/zerotrain $common --steps 6 --zero 1 --micro-batch 2 --grad-accum 2 \

@@ -6,7 +6,8 @@
 # tokenizer files go with it (a byte-level model after a GPT-2 one leaves none behind), while a
 # user's files stay, a user's tokenizer files too (they carry no export mark), unless the new
 # export writes the same name. Both ways of replacing: the directory swap, and the file-by-file
-# fallback for file systems without RENAME_EXCHANGE (ZT_TEST_HF_NO_EXCHANGE=1). Needs the GPT-2
+# fallback for file systems without RENAME_EXCHANGE (build/libzt_faults.so refuses the exchange:
+# tests/preload/faults.c). Needs the GPT-2
 # vocabulary (tokenizer files are made from it); SKIPs (77) when it cannot be had.
 set -u
 cd "$(dirname "$0")/../.."
@@ -57,7 +58,8 @@ sys.exit(0 if all(ok for ok, _ in checks) else 1)
 PY
 
 for how in swap fallback; do
-  env=(); [ $how = fallback ] && env=(ZT_TEST_HF_NO_EXCHANGE=1)
+  env=(); [ $how = fallback ] && env=(LD_PRELOAD=$PWD/build/libzt_faults.so
+                                     ZT_FAULT_NO_RENAME_EXCHANGE=1 ZT_FAULT_LOG=$out/faults.log)
   d=$out/$how
   save 50257 $d
   echo "my notes" > $d/NOTES.txt
@@ -76,6 +78,8 @@ for how in swap fallback; do
     { echo "FAIL $how: the export's tokenizer files did not replace the user's"; fail=1; }
   [ "$(cat $d/NOTES.txt)" = "my notes" ] || { echo "FAIL $how: a user's file was lost"; fail=1; }
 done
+grep -q 'RENAME_EXCHANGE refused' $out/faults.log 2>/dev/null ||
+  { echo "FAIL: the fallback runs never met a refused exchange (build/libzt_faults.so not loaded?)"; fail=1; }
 [ -z "$(ls $out | grep tmp || true)" ] || { echo "FAIL: a temporary directory was left: $(ls $out)"; fail=1; }
 [ -z "$(ls $out/* | grep tmp || true)" ] || { echo "FAIL: a temporary file was left: $(ls $out/*)"; fail=1; }
 exit $fail

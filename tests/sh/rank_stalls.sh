@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # A rank that stalls (SIGSTOP: a hung node) ends the whole job once ZT_COMM_TIMEOUT_S has
 # passed, with a message naming the stalled rank, and the ranks that wait for it sleep
-# instead of spinning a core. Rank 1 stops itself at step 2 (the test hook
-# ZT_TEST_STALL_RANK / ZT_TEST_STALL_STEP in src/app/train.c): in a ZeRO-1 collective on 3 ranks
-# (with the CPU check), in pipeline send/recv, and in plain MPI collectives on 2 ranks.
+# instead of spinning a core. Once step 1 is logged, this script stops rank 1 (SIGSTOP), which
+# is then in step 2's work: ZeRO-1 on 3 ranks (with the CPU check), 3 pipeline stages (its
+# neighbours wait in send/recv), and plain MPI collectives on 2 ranks.
 set -u
 cd "$(dirname "$0")/../.."
 command -v mpirun >/dev/null || { echo "mpirun not found"; exit 77; }
 out=build/test_rank_stalls; rm -rf $out; mkdir -p $out
 TIMEOUT_S=3
 ARGS=(--n-layer 2 --n-head 2 --n-embd 48 --seq 32 --micro-batch 2 --steps 100000 --val-every 0)
-export OMP_NUM_THREADS=1 ZT_COMM_TIMEOUT_S=$TIMEOUT_S ZT_TEST_STALL_RANK=1 ZT_TEST_STALL_STEP=2
+export OMP_NUM_THREADS=1 ZT_COMM_TIMEOUT_S=$TIMEOUT_S
 t0=$(date +%s%N)
 timeout -k 5 60 mpirun --oversubscribe --allow-run-as-root -np 3 \
-    -x OMP_NUM_THREADS -x ZT_COMM_TIMEOUT_S -x ZT_TEST_STALL_RANK -x ZT_TEST_STALL_STEP \
+    -x OMP_NUM_THREADS -x ZT_COMM_TIMEOUT_S \
     build/zerotrain "${ARGS[@]}" --zero 1 --log $out/log.jsonl > $out/out.txt 2>&1 &
 job=$!
 
@@ -34,20 +34,23 @@ cpu_ticks() { sed 's/.*) //' /proc/$1/stat 2>/dev/null | awk '{print $12 + $13}'
 cleanup() { ranks; for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done; }
 trap cleanup EXIT
 
-# wait until rank 1 has stopped itself
-stopped=""
-for _ in $(seq 1 300); do
-  ranks
-  for p in "${pids[@]}"; do
-    [ "$(state_of "$p")" = T ] && [ "$(rank_of "$p")" = 1 ] && stopped=$p
+# once the log has step 1, stop rank 1 (a hung node); sets $stopped to its pid
+stop_rank1() { # log file, job pid
+  stopped=""
+  for _ in $(seq 1 600); do
+    if grep -q '"step":1,' "$1" 2>/dev/null; then
+      ranks
+      for p in "${pids[@]}"; do [ "$(rank_of "$p")" = 1 ] && stopped=$p; done
+      [ -n "$stopped" ] && kill -STOP "$stopped" && return
+    fi
+    kill -0 "$2" 2>/dev/null || return
+    sleep 0.05
   done
-  [ -n "$stopped" ] && break
-  kill -0 $job 2>/dev/null || break
-  sleep 0.1
-done
+}
+stop_rank1 $out/log.jsonl $job
 fail=0
 if [ -z "$stopped" ]; then
-  echo "FAIL: rank 1 never stopped"; cat $out/out.txt; kill $job; exit 1
+  echo "FAIL: rank 1 was never stopped"; cat $out/out.txt; kill $job; exit 1
 fi
 t_stop=$(date +%s%N)
 
@@ -86,9 +89,14 @@ ranks
 for case in "3|--pp 3 --dp 1 --n-layer 3|stage" "2|--zero 1|mpi"; do
   IFS='|' read -r np extra algo <<<"$case"
   t1=$(date +%s%N)
+  rm -f $out/case.jsonl
   ZT_COMM_MPI_ALGO=$algo timeout -k 5 60 mpirun --oversubscribe --allow-run-as-root -np "$np" \
-      -x OMP_NUM_THREADS -x ZT_COMM_TIMEOUT_S -x ZT_TEST_STALL_RANK -x ZT_TEST_STALL_STEP \
-      -x ZT_COMM_MPI_ALGO build/zerotrain "${ARGS[@]}" $extra > $out/case.txt 2>&1
+      -x OMP_NUM_THREADS -x ZT_COMM_TIMEOUT_S -x ZT_COMM_MPI_ALGO \
+      build/zerotrain "${ARGS[@]}" $extra --log $out/case.jsonl > $out/case.txt 2>&1 &
+  job=$!
+  stop_rank1 $out/case.jsonl $job
+  [ -n "$stopped" ] || { echo "FAIL: rank 1 was never stopped ($np ranks, $extra)"; fail=1; }
+  wait $job
   rc=$?
   dt=$(( ($(date +%s%N) - t1) / 1000000 ))
   grep "zerotrain: error" $out/case.txt

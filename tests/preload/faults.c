@@ -1,0 +1,84 @@
+// Fault injection for the shell tests, outside the production code: a library the tests load
+// with LD_PRELOAD, which wraps two libc calls and fails or kills on request.
+//
+//   ZT_FAULT_KILL_AFTER_SHARDS=n  this process SIGKILLs itself right after fsync of its n-th
+//                                 checkpoint shard (a file shard-*.safetensors under a
+//                                 tmp-step-* directory), before the checkpoint is committed;
+//   ZT_FAULT_KILL_RANK=r          only on world rank r (the launcher's rank variable; 0 when
+//                                 unset);
+//   ZT_FAULT_NO_RENAME_EXCHANGE=1 renameat2 with RENAME_EXCHANGE fails with EINVAL, as on a
+//                                 file system without the exchange;
+//   ZT_FAULT_LOG=file             each fault injected appends a line there (so a test knows
+//                                 the library was loaded and the fault happened).
+//
+// Built as build/libzt_faults.so (the Makefile); tests/sh/ckpt_faults.sh and
+// tests/sh/hf_tokenizer_files.sh use it.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int env_int(const char *name, int dflt) {
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : dflt;
+}
+
+static void note(const char *what) {
+    const char *path = getenv("ZT_FAULT_LOG");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+    if (!f) return;
+    fprintf(f, "%ld %s\n", (long)getpid(), what);
+    fclose(f);
+}
+
+static int world_rank(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i])) return env_int(vars[i], 0);
+    return 0;
+}
+
+static int is_ckpt_shard(int fd) {
+    char link[64], path[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n <= 0) return 0;
+    path[n] = 0;
+    return fnmatch("*/tmp-step-*/shard-*.safetensors", path, 0) == 0;
+}
+
+int fsync(int fd) {
+    static int (*real)(int);
+    static int shards;
+    if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+    int rc = real(fd);
+    int after = env_int("ZT_FAULT_KILL_AFTER_SHARDS", 0);
+    if (after > 0 && is_ckpt_shard(fd) && ++shards == after &&
+        world_rank() == env_int("ZT_FAULT_KILL_RANK", 0)) {
+        fprintf(stderr, "faults: rank %d kills itself after %d checkpoint shards\n",
+                world_rank(), shards);
+        note("kill after checkpoint shard");
+        raise(SIGKILL);
+    }
+    return rc;
+}
+
+int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+              unsigned int flags) {
+    static int (*real)(int, const char *, int, const char *, unsigned int);
+    if (!real)
+        real = (int (*)(int, const char *, int, const char *, unsigned int))dlsym(RTLD_NEXT,
+                                                                                  "renameat2");
+    if ((flags & RENAME_EXCHANGE) && env_int("ZT_FAULT_NO_RENAME_EXCHANGE", 0) == 1) {
+        note("renameat2 RENAME_EXCHANGE refused");
+        errno = EINVAL;
+        return -1;
+    }
+    return real(olddirfd, oldpath, newdirfd, newpath, flags);
+}
