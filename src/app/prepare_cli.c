@@ -69,105 +69,106 @@ static int prepare_outputs_clash(const char *out, const char *val_out, const cha
     return 0;
 }
 
-int zt_prepare_main(int argc, char **argv) {
-    const char *out = NULL, *val_out = NULL, *tokenizer = "bytes", *vocab = NULL;
-    const char **texts = calloc((size_t)argc + 1, sizeof *texts);
-    ZT_ASSERT(texts);
-    int n_texts = 0, invalid = ZT_BPE_INVALID_KEEP, rc = 1;
-    double val_frac = 0.1;
-    int val_frac_given = 0;
-    long chunk_kb = 0;
+// The command's options, as given.
+typedef struct {
+    const char *out, *val_out, *tokenizer, *vocab;
+    const char **texts; // (argc) the --text files, n_texts of them
+    int n_texts, invalid;
+    double val_frac;
+    int val_frac_given;
+    long chunk_kb;
+} prepare_args;
+
+// One option and its value `v` into *p; 0, or 1 after printing the error.
+static int parse_value(prepare_args *p, const char *a, const char *v) {
+    char *end;
+    if (strcmp(a, "--text") == 0) p->texts[p->n_texts++] = v;
+    else if (strcmp(a, "--out") == 0) p->out = v;
+    else if (strcmp(a, "--val-out") == 0) p->val_out = v;
+    else if (strcmp(a, "--vocab") == 0) p->vocab = v;
+    else if (strcmp(a, "--tokenizer") == 0) {
+        if (strcmp(v, "bytes") != 0 && strcmp(v, "gpt2") != 0)
+            return prepare_fail("--tokenizer %s: choose bytes or gpt2", v);
+        p->tokenizer = v;
+    } else if (strcmp(a, "--invalid-utf8") == 0) {
+        if (strcmp(v, "keep") == 0) p->invalid = ZT_BPE_INVALID_KEEP;
+        else if (strcmp(v, "replace") == 0) p->invalid = ZT_BPE_INVALID_REPLACE;
+        else return prepare_fail("--invalid-utf8 %s: choose keep or replace", v);
+    } else if (strcmp(a, "--chunk-kb") == 0) {
+        p->chunk_kb = strtol(v, &end, 10);
+        if (*end || end == v || p->chunk_kb < 1 || p->chunk_kb > (1L << 22))
+            return prepare_fail("--chunk-kb %s must be a whole number of KiB from 1 to 4194304", v);
+    } else if (strcmp(a, "--val-frac") == 0) {
+        p->val_frac = strtod(v, &end);
+        p->val_frac_given = 1;
+        if (*end || end == v || !(p->val_frac > 0.0 && p->val_frac < 1.0))
+            return prepare_fail("--val-frac %s must be a number between 0 and 1 (exclusive)", v);
+    }
+    return 0;
+}
+
+// The command line into *p, and the checks between options; 0, or 1 after printing the error.
+static int parse_args(prepare_args *p, int argc, char **argv) {
     static const char *const known[] = {"--text",      "--out",   "--val-out",      "--val-frac",
                                         "--tokenizer", "--vocab", "--invalid-utf8", "--chunk-kb"};
-    for (int i = 0; i < argc; i++) {
+    for (int i = 0; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) ok |= strcmp(a, known[k]) == 0;
-        if (!ok) {
-            prepare_fail("unknown option %s", a);
-            goto done;
-        }
-        if (!v) {
-            prepare_fail("%s needs a value", a);
-            goto done;
-        }
-        if (strcmp(a, "--text") == 0) texts[n_texts++] = v;
-        else if (strcmp(a, "--out") == 0) out = v;
-        else if (strcmp(a, "--val-out") == 0) val_out = v;
-        else if (strcmp(a, "--vocab") == 0) vocab = v;
-        else if (strcmp(a, "--tokenizer") == 0) {
-            if (strcmp(v, "bytes") != 0 && strcmp(v, "gpt2") != 0) {
-                prepare_fail("--tokenizer %s: choose bytes or gpt2", v);
-                goto done;
-            }
-            tokenizer = v;
-        } else if (strcmp(a, "--invalid-utf8") == 0) {
-            if (strcmp(v, "keep") == 0) invalid = ZT_BPE_INVALID_KEEP;
-            else if (strcmp(v, "replace") == 0) invalid = ZT_BPE_INVALID_REPLACE;
-            else {
-                prepare_fail("--invalid-utf8 %s: choose keep or replace", v);
-                goto done;
-            }
-        } else if (strcmp(a, "--chunk-kb") == 0) {
-            char *end;
-            chunk_kb = strtol(v, &end, 10);
-            if (*end || end == v || chunk_kb < 1 || chunk_kb > (1L << 22)) {
-                prepare_fail("--chunk-kb %s must be a whole number of KiB from 1 to 4194304", v);
-                goto done;
-            }
-        } else if (strcmp(a, "--val-frac") == 0) {
-            char *end;
-            val_frac = strtod(v, &end);
-            val_frac_given = 1;
-            if (*end || end == v || !(val_frac > 0.0 && val_frac < 1.0)) {
-                prepare_fail("--val-frac %s must be a number between 0 and 1 (exclusive)", v);
-                goto done;
-            }
-        }
-        i++;
+        if (!ok) return prepare_fail("unknown option %s", a);
+        if (!v) return prepare_fail("%s needs a value", a);
+        if (parse_value(p, a, v)) return 1;
     }
-    if (n_texts == 0 || !out) {
-        prepare_fail("%s", "--text FILE and --out FILE are required");
-        goto done;
+    if (p->n_texts == 0 || !p->out)
+        return prepare_fail("%s", "--text FILE and --out FILE are required");
+    if (prepare_outputs_clash(p->out, p->val_out, p->texts, p->n_texts, p->vocab)) return 1;
+    if (p->val_frac_given && !p->val_out)
+        return prepare_fail("%s", "--val-frac needs --val-out FILE (where the validation tokens "
+                                  "go)");
+    if (strcmp(p->tokenizer, "bytes") == 0 && p->n_texts != 1)
+        return prepare_fail("%s", "--tokenizer bytes takes exactly one --text (use --tokenizer "
+                                  "gpt2 for several documents)");
+    return 0;
+}
+
+// --tokenizer bytes: one text file, a token per byte.
+static int prepare_bytes(const prepare_args *p) {
+    if (zt_prepare_text(p->texts[0], p->out, p->val_out, p->val_frac) != ZT_OK) {
+        zt_error_report(1);
+        return 1;
     }
-    if (prepare_outputs_clash(out, val_out, texts, n_texts, vocab)) goto done;
-    if (val_frac_given && !val_out) {
-        prepare_fail("%s", "--val-frac needs --val-out FILE (where the validation tokens go)");
-        goto done;
-    }
-    if (strcmp(tokenizer, "bytes") == 0) {
-        if (n_texts != 1) {
-            prepare_fail("%s", "--tokenizer bytes takes exactly one --text (use --tokenizer gpt2 "
-                               "for several documents)");
-            goto done;
-        }
-        if (zt_prepare_text(texts[0], out, val_out, val_frac) != ZT_OK) {
-            zt_error_report(1);
-            goto done;
-        }
-        printf("wrote %s%s%s\n", out, val_out ? " and " : "", val_out ? val_out : "");
-        rc = 0;
-        goto done;
-    }
+    printf("wrote %s%s%s\n", p->out, p->val_out ? " and " : "", p->val_out ? p->val_out : "");
+    return 0;
+}
+
+// --tokenizer gpt2: every text a document, on every thread.
+static int prepare_gpt2(const prepare_args *p) {
     char default_vocab[1024];
     zt_bpe_default_vocab(default_vocab, sizeof default_vocab);
     zt_prepare_gpt2_opts o = {
-        .texts = texts, .n_texts = n_texts, .vocab = vocab ? vocab : default_vocab, .out = out,
-        .val_out = val_out, .val_frac = val_frac, .invalid = invalid,
-        .chunk_bytes = (size_t)chunk_kb << 10, .progress = -1,
+        .texts = p->texts, .n_texts = p->n_texts, .vocab = p->vocab ? p->vocab : default_vocab,
+        .out = p->out, .val_out = p->val_out, .val_frac = p->val_frac, .invalid = p->invalid,
+        .chunk_bytes = (size_t)p->chunk_kb << 10, .progress = -1,
     };
     zt_prepare_stats st;
     if (zt_prepare_gpt2(&o, &st) != ZT_OK) {
         zt_error_report(1);
-        goto done;
+        return 1;
     }
-    printf("wrote %s (%zu tokens)", out, st.tokens - st.val_tokens);
-    if (val_out && val_out[0]) printf(" and %s (%zu tokens)", val_out, st.val_tokens);
-    printf(": %d documents, %.1f MB of text in %.2f s (%.1f MB/s, %d threads)\n", n_texts,
+    printf("wrote %s (%zu tokens)", p->out, st.tokens - st.val_tokens);
+    if (p->val_out && p->val_out[0]) printf(" and %s (%zu tokens)", p->val_out, st.val_tokens);
+    printf(": %d documents, %.1f MB of text in %.2f s (%.1f MB/s, %d threads)\n", p->n_texts,
            (double)st.bytes / 1e6, st.seconds,
            st.seconds > 0 ? (double)st.bytes / 1e6 / st.seconds : 0.0, st.threads);
-    rc = 0;
-done:
-    free(texts);
+    return 0;
+}
+
+int zt_prepare_main(int argc, char **argv) {
+    prepare_args p = {.tokenizer = "bytes", .texts = calloc((size_t)argc + 1, sizeof(char *)),
+                      .invalid = ZT_BPE_INVALID_KEEP, .val_frac = 0.1};
+    ZT_ASSERT(p.texts);
+    int rc = parse_args(&p, argc, argv);
+    if (rc == 0) rc = strcmp(p.tokenizer, "bytes") == 0 ? prepare_bytes(&p) : prepare_gpt2(&p);
+    free(p.texts);
     return rc;
 }

@@ -287,7 +287,9 @@ static long b64_decode(const unsigned char *in, size_t n, unsigned char *out) {
     "run scripts/fetch_gpt2_vocab.sh (it extracts gpt2.tiktoken from the openai-whisper "   \
     "package on PyPI and checks its SHA-256) or pass the file with --vocab"
 
-static zt_status load_checked(zt_bpe *b, const char *path) {
+// The whole vocabulary file, with a '\n' past its end (*size bytes before it); the caller
+// frees *text.
+static zt_status read_vocab_file(const char *path, unsigned char **text, size_t *size) {
     FILE *f = fopen(path, "rb");
     if (!f)
         return zt_errorf("cannot open vocabulary file %s: %s; " ZT_BPE_FETCH_HINT, path,
@@ -297,117 +299,145 @@ static zt_status load_checked(zt_bpe *b, const char *path) {
         fclose(f);
         return zt_errorf("vocabulary file %s is not a regular file; " ZT_BPE_FETCH_HINT, path);
     }
-    size_t size = (size_t)st.st_size;
-    if (size > ((size_t)1 << 30)) {
+    *size = (size_t)st.st_size;
+    if (*size > ((size_t)1 << 30)) {
         fclose(f);
         return zt_errorf("vocabulary file %s is %zu bytes, too large for a BPE vocabulary (GPT-2's "
                          "is 835 KB); pass gpt2.tiktoken",
-                         path, size);
+                         path, *size);
     }
-    unsigned char *text = malloc(size + 1);
-    ZT_ASSERT(text);
-    size_t got = fread(text, 1, size, f);
+    *text = malloc(*size + 1);
+    ZT_ASSERT(*text);
+    size_t got = fread(*text, 1, *size, f);
     fclose(f);
-    if (got != size) {
-        free(text);
-        return zt_errorf("cannot read vocabulary file %s: read %zu of %zu bytes", path, got, size);
+    if (got != *size) {
+        free(*text);
+        *text = NULL;
+        return zt_errorf("cannot read vocabulary file %s: read %zu of %zu bytes", path, got, *size);
     }
-    text[size] = '\n';
-    // Lines: at most size/2 tokens (each needs >= 4 base64 chars); the pool is at most 3/4 of
-    // the file.
-    size_t max_tok = size / 2 + 1;
-    int32_t *rank_of_line = malloc(max_tok * sizeof *rank_of_line);
-    uint32_t *line_off = malloc((max_tok + 1) * sizeof *line_off);
-    unsigned char *bytes = malloc(size + 1);
-    ZT_ASSERT(rank_of_line && line_off && bytes);
-    zt_status s = ZT_OK;
-    size_t n = 0, nb = 0, line = 0;
-    for (size_t i = 0; i < size && s == ZT_OK;) {
+    (*text)[*size] = '\n';
+    return ZT_OK;
+}
+
+// The file's lines in file order: token k's rank, and its bytes at
+// bytes[line_off[k] .. line_off[k + 1]), for n tokens. The caller sizes the arrays for the
+// most lines the text can hold.
+typedef struct {
+    int32_t *rank_of_line; // (max lines)
+    uint32_t *line_off;    // (max lines + 1)
+    unsigned char *bytes;  // (file size + 1) the decoded tokens, back to back
+    size_t n;
+} vocab_lines;
+
+// A line that is not "<base64 token> <rank>", quoted as printable ASCII (a binary file's bytes
+// would reach the terminal).
+static zt_status bad_line(const char *path, size_t line, const unsigned char *t, size_t len) {
+    char shown[64];
+    size_t k = 0;
+    for (; k < len && k < 60; k++) shown[k] = t[k] >= 32 && t[k] < 127 ? (char)t[k] : '?';
+    shown[k] = 0;
+    return zt_errorf("vocabulary file %s line %zu is not \"<base64 token> <rank>\": \"%s\"; "
+                     "pass a tiktoken-format file such as gpt2.tiktoken (%s)",
+                     path, line, shown, "scripts/fetch_gpt2_vocab.sh fetches it");
+}
+
+static zt_status parse_lines(vocab_lines *v, const unsigned char *text, size_t size,
+                             const char *path) {
+    size_t nb = 0, line = 0;
+    v->n = 0;
+    for (size_t i = 0; i < size;) {
         line++;
         size_t e = i;
         while (text[e] != '\n') e++;
         size_t end = e;
         if (end > i && text[end - 1] == '\r') end--;
-        if (end == i) {  // blank line: tiktoken skips them too
+        if (end == i) { // blank line: tiktoken skips them too
             i = e + 1;
             continue;
         }
         size_t sp = i;
         while (sp < end && text[sp] != ' ') sp++;
-        long nbytes = sp < end ? b64_decode(text + i, sp - i, bytes + nb) : -1;
+        long nbytes = sp < end ? b64_decode(text + i, sp - i, v->bytes + nb) : -1;
         char *stop = NULL;
         long rank = -1;
         if (nbytes > 0 && sp + 1 < end && text[sp + 1] >= '0' && text[sp + 1] <= '9') {
             errno = 0;
             rank = strtol((const char *)text + sp + 1, &stop, 10);
-            if (errno || (unsigned char *)stop != text + end) rank = -1;
+            if (errno || (const unsigned char *)stop != text + end) rank = -1;
         }
-        if (nbytes <= 0 || rank < 0) {
-            // the line as printable ASCII (a binary file's bytes would reach the terminal)
-            char shown[64];
-            size_t k = 0;
-            for (size_t j = i; j < end && k < 60; j++, k++)
-                shown[k] = text[j] >= 32 && text[j] < 127 ? (char)text[j] : '?';
-            shown[k] = 0;
-            s = zt_errorf("vocabulary file %s line %zu is not \"<base64 token> <rank>\": \"%s\"; "
-                          "pass a tiktoken-format file such as gpt2.tiktoken (%s)",
-                          path, line, shown, "scripts/fetch_gpt2_vocab.sh fetches it");
-            break;
-        }
-        if (rank >= (long)INT32_MAX / 2) {
-            s = zt_errorf("vocabulary file %s line %zu: rank %ld is out of range", path, line, rank);
-            break;
-        }
-        rank_of_line[n] = (int32_t)rank;
-        line_off[n] = (uint32_t)nb;
+        if (nbytes <= 0 || rank < 0) return bad_line(path, line, text + i, end - i);
+        if (rank >= (long)INT32_MAX / 2)
+            return zt_errorf("vocabulary file %s line %zu: rank %ld is out of range", path, line,
+                             rank);
+        v->rank_of_line[v->n] = (int32_t)rank;
+        v->line_off[v->n] = (uint32_t)nb;
         nb += (size_t)nbytes;
-        n++;
+        v->n++;
         i = e + 1;
     }
-    line_off[n] = (uint32_t)nb;
+    v->line_off[v->n] = (uint32_t)nb;
+    return ZT_OK;
+}
+
+// Ranks must be exactly 0 .. n-1: then the id space is dense and the EOT id is n. Fills
+// line_of_rank (n entries).
+static zt_status order_by_rank(int32_t *line_of_rank, const vocab_lines *v, const char *path) {
+    size_t n = v->n;
+    for (size_t r = 0; r < n; r++) line_of_rank[r] = -1;
+    for (size_t k = 0; k < n; k++) {
+        int32_t r = v->rank_of_line[k];
+        if ((size_t)r >= n)
+            return zt_errorf("vocabulary file %s: rank %d is not below the number of tokens %zu "
+                             "(ranks must be 0 .. %zu, each once); the file is corrupt",
+                             path, (int)r, n, n - 1);
+        if (line_of_rank[r] >= 0)
+            return zt_errorf("vocabulary file %s: rank %d appears twice; the file is corrupt",
+                             path, (int)r);
+        line_of_rank[r] = (int32_t)k;
+    }
+    return ZT_OK;
+}
+
+static zt_status load_checked(zt_bpe *b, const char *path) {
+    unsigned char *text = NULL;
+    size_t size = 0;
+    ZT_TRY(read_vocab_file(path, &text, &size));
+    // Lines: at most size/2 tokens (each needs >= 4 base64 chars); the pool is at most 3/4 of
+    // the file.
+    size_t max_tok = size / 2 + 1;
+    vocab_lines v = {malloc(max_tok * sizeof *v.rank_of_line),
+                     malloc((max_tok + 1) * sizeof *v.line_off), malloc(size + 1), 0};
+    ZT_ASSERT(v.rank_of_line && v.line_off && v.bytes);
+    zt_status s = parse_lines(&v, text, size, path);
     free(text);
+    size_t n = v.n;
     if (s == ZT_OK && n < 256)
         s = zt_errorf("vocabulary file %s has %zu tokens, fewer than the 256 single bytes of a "
                       "byte-level BPE such as gpt2.tiktoken; " ZT_BPE_FETCH_HINT,
                       path, n);
-    // Ranks must be exactly 0 .. n-1: then the id space is dense and the EOT id is n.
-    int32_t *line_of_rank = NULL;
-    if (s == ZT_OK) {
-        line_of_rank = malloc(n * sizeof *line_of_rank);
-        ZT_ASSERT(line_of_rank);
-        for (size_t r = 0; r < n; r++) line_of_rank[r] = -1;
-        for (size_t k = 0; k < n && s == ZT_OK; k++) {
-            int32_t r = rank_of_line[k];
-            if ((size_t)r >= n)
-                s = zt_errorf("vocabulary file %s: rank %d is not below the number of tokens %zu "
-                              "(ranks must be 0 .. %zu, each once); the file is corrupt",
-                              path, (int)r, n, n - 1);
-            else if (line_of_rank[r] >= 0)
-                s = zt_errorf("vocabulary file %s: rank %d appears twice; the file is corrupt",
-                              path, (int)r);
-            else line_of_rank[r] = (int32_t)k;
-        }
-    }
+    int32_t *line_of_rank = s == ZT_OK ? malloc(n * sizeof *line_of_rank) : NULL;
+    ZT_ASSERT(s != ZT_OK || line_of_rank);
+    if (s == ZT_OK) s = order_by_rank(line_of_rank, &v, path);
     if (s == ZT_OK) {
         b->n_tokens = (int)n;
-        b->pool = malloc(nb + sizeof ZT_BPE_EOT_TEXT);
+        b->pool = malloc(v.line_off[n] + sizeof ZT_BPE_EOT_TEXT);
         b->off = malloc((n + 2) * sizeof *b->off);
         ZT_ASSERT(b->pool && b->off);
         uint32_t o = 0;
         for (size_t r = 0; r < n; r++) {
             size_t k = (size_t)line_of_rank[r];
-            uint32_t len = line_off[k + 1] - line_off[k];
+            uint32_t len = v.line_off[k + 1] - v.line_off[k];
             b->off[r] = o;
-            memcpy(b->pool + o, bytes + line_off[k], len);
+            memcpy(b->pool + o, v.bytes + v.line_off[k], len);
             o += len;
         }
         b->off[n] = o;
         s = finish(b, path);
     }
     free(line_of_rank);
-    free(rank_of_line);
-    free(line_off);
-    free(bytes);
+    free(v.rank_of_line);
+    free(v.line_off);
+    free(v.bytes);
     return s;
 }
 
