@@ -158,56 +158,95 @@ static zt_status run(zt_trainer *t) {
     return s;
 }
 
-zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *argv0) {
+// Before anything is allocated, the same on every rank (no agreement needed): the layout, the
+// options, the backend (the CPU's sets the thread count the plan sizes scratch by), the plan.
+static zt_status open_run(zt_trainer *t, zt_backend *backend, const zt_comm *world, int *dp) {
+    const zt_config *cfg = t->cfg;
+    ZT_TRY(zt_grid_layout(world->size, cfg->dp, cfg->pp, cfg->tp, dp));
+    ZT_TRY(zt_config_validate(cfg));
+    // A backend whose tensors the comm backends cannot move yet (the GPU's: NCCL is not
+    // wired into the grid) runs one rank.
+    const zt_backend_caps *caps = zt_backend_caps_of(cfg->backend);
+    if (caps && !caps->multi_rank && world->size > 1)
+        return zt_errorf("--backend %s runs on one rank for now (%d ranks given): several GPU "
+                         "ranks wait for the NCCL comm backend; run one rank or --backend cpu",
+                         cfg->backend, world->size);
+    zt_backend_options bo = {.device = 0, .threads = cfg->threads, .tf32 = cfg->tf32};
+    ZT_TRY(zt_backend_open(backend, cfg->backend, &bo));
+    t->be = backend;
+    return zt_plan_spec_from_config(&t->plan, cfg, *dp);
+}
+
+// This rank's optimizer range and state, and rank 0's log with its header line (the library
+// and kernels the products run on). Agreed on every rank.
+static zt_status init_optimizer_and_log(zt_trainer *t) {
+    const zt_config *cfg = t->cfg;
+    zt_status s = ZT_OK;
+    plan_shard(t);
+    if (t->plan.is_8bit)
+        s = zt_adamw8bit_init(&t->opt8, t->be, &t->model.layout, t->shard_lo, t->shard_hi,
+                              &t->plan.opt8);
+    else zt_adamw_init(&t->opt, t->be, t->shard_lo, t->shard_hi);
+    if (s == ZT_OK && t->grid.rank == 0 && cfg->log[0]) {
+        t->log = fopen(cfg->log, "w");
+        if (!t->log) s = zt_errorf("cannot write the log file %s", cfg->log);
+        else {
+            t->be->ops->write_json(t->be, t->log);
+            fputc('\n', t->log);
+        }
+    }
+    return zt_comm_agree(&t->grid.world_comm, s);
+}
+
+// Closes rank 0's log; a write that failed on the way turns a run that succeeded into an error.
+static zt_status close_log(zt_trainer *t, zt_status s) {
+    if (!t->log) return s;
+    zt_trainer_check_log_write(t);
+    if (fclose(t->log) != 0 && !t->log_errno) t->log_errno = errno;
+    if (t->log_errno && s == ZT_OK)
+        s = zt_errorf("cannot write the log file %s: %s", t->cfg->log, strerror(t->log_errno));
+    return s;
+}
+
+// Everything setup and the optimizer made, in reverse; accepts a half-built trainer.
+static void free_trainer(zt_trainer *t) {
+    if (t->be) {
+        zt_be_free(t->be, t->inputs);
+        zt_be_free(t->be, t->targets);
+        zt_be_free(t->be, t->recv_in);
+        zt_be_free(t->be, t->recv_dout);
+        zt_be_free(t->be, t->dinput);
+    }
+    zt_train_sampler_free(&t->sampler); // before the model whose weights it borrows
+    zt_schedule_free(&t->sched);
+    zt_partition_free(&t->part);
+    zt_adamw_free(&t->opt);
+    zt_adamw8bit_free(&t->opt8);
+    zt_gpt2_free(&t->model);
+    zt_dataset_close(&t->train);
+    zt_dataset_close(&t->val);
+    zt_grid_free(&t->grid);
+}
+
+zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0) {
     zt_trainer t;
     memset(&t, 0, sizeof t);
     t.cfg = cfg;
     t.ckpt_run = ckpt_run_of(cfg);
-    const zt_comm *world = world_comm;
-    int dp = 0;
-    zt_status s = zt_grid_layout(world->size, cfg->dp, cfg->pp, cfg->tp, &dp);
-    if (s == ZT_OK) s = zt_config_validate(cfg);
-    // the backend first: the CPU's sets the thread count the plan sizes scratch by
     zt_backend backend = {0};
-    zt_backend_options bo = {.device = 0, .threads = cfg->threads, .tf32 = cfg->tf32};
-    const zt_backend_caps *caps = zt_backend_caps_of(cfg->backend);
-    // A backend whose tensors the comm backends cannot move yet (the GPU's: NCCL is not
-    // wired into the grid) runs one rank.
-    if (s == ZT_OK && caps && !caps->multi_rank && world->size > 1)
-        s = zt_errorf("--backend %s runs on one rank for now (%d ranks given): several GPU "
-                      "ranks wait for the NCCL comm backend; run one rank or --backend cpu",
-                      cfg->backend, world->size);
-    if (s == ZT_OK) s = zt_backend_open(&backend, cfg->backend, &bo);
-    t.be = &backend;
-    if (s == ZT_OK) s = zt_plan_spec_from_config(&t.plan, cfg, dp);
-    if (s != ZT_OK) { // the same on every rank: no agreement needed
-        zt_backend_close(&backend);
-        return s;
-    }
-    ZT_TRY(zt_grid_init(&t.grid, world, dp, cfg->pp, cfg->tp));
-    if (cfg->profile) start_profile(&t);
-    t.plan.ranks_per_node = zt_host_local_ranks(t.grid.world);
-    s = zt_comm_agree(&t.grid.world_comm, t.grid.rank == 0 ? zt_trainer_check_start(cfg) : ZT_OK);
-    // the memory check first, as a step of its own, so no rank has allocated yet when
-    // another reads the machine's available memory
-    if (s == ZT_OK) s = zt_comm_agree(&t.grid.world_comm, zt_trainer_check_memory(&t));
-    if (s == ZT_OK) s = zt_comm_agree(&t.grid.world_comm, setup(&t, argv0));
+    int dp = 0;
+    zt_status s = open_run(&t, &backend, world, &dp);
+    if (s == ZT_OK) s = zt_grid_init(&t.grid, world, dp, cfg->pp, cfg->tp);
     if (s == ZT_OK) {
-        plan_shard(&t);
-        if (t.plan.is_8bit)
-            s = zt_adamw8bit_init(&t.opt8, t.be, &t.model.layout, t.shard_lo, t.shard_hi,
-                                  &t.plan.opt8);
-        else
-            zt_adamw_init(&t.opt, t.be, t.shard_lo, t.shard_hi);
-        if (t.grid.rank == 0 && cfg->log[0]) {
-            t.log = fopen(cfg->log, "w");
-            if (!t.log) s = zt_errorf("cannot write the log file %s", cfg->log);
-            else { // a header line: the library and kernels this run's products use
-                t.be->ops->write_json(t.be, t.log);
-                fputc('\n', t.log);
-            }
-        }
-        s = zt_comm_agree(&t.grid.world_comm, s);
+        if (cfg->profile) start_profile(&t);
+        t.plan.ranks_per_node = zt_host_local_ranks(t.grid.world);
+        const zt_comm *w = &t.grid.world_comm;
+        s = zt_comm_agree(w, t.grid.rank == 0 ? zt_trainer_check_start(cfg) : ZT_OK);
+        // the memory check first, as a step of its own, so no rank has allocated yet when
+        // another reads the machine's available memory
+        if (s == ZT_OK) s = zt_comm_agree(w, zt_trainer_check_memory(&t));
+        if (s == ZT_OK) s = zt_comm_agree(w, setup(&t, argv0));
+        if (s == ZT_OK) s = init_optimizer_and_log(&t);
     }
     if (s == ZT_OK && cfg->resume[0]) {
         zt_ckpt_ctx x = ckpt_ctx(&t);
@@ -217,26 +256,8 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world_comm, const char *
         zt_trainer_print_start(&t);
         s = run(&t);
     }
-    if (t.log) {
-        zt_trainer_check_log_write(&t);
-        if (fclose(t.log) != 0 && !t.log_errno) t.log_errno = errno;
-        if (t.log_errno && s == ZT_OK)
-            s = zt_errorf("cannot write the log file %s: %s", cfg->log, strerror(t.log_errno));
-    }
-    zt_be_free(t.be, t.inputs);
-    zt_be_free(t.be, t.targets);
-    zt_be_free(t.be, t.recv_in);
-    zt_be_free(t.be, t.recv_dout);
-    zt_be_free(t.be, t.dinput);
-    zt_train_sampler_free(&t.sampler); // before the model whose weights it borrows
-    zt_schedule_free(&t.sched);
-    zt_partition_free(&t.part);
-    zt_adamw_free(&t.opt);
-    zt_adamw8bit_free(&t.opt8);
-    zt_gpt2_free(&t.model);
-    zt_dataset_close(&t.train);
-    zt_dataset_close(&t.val);
-    zt_grid_free(&t.grid);
+    s = close_log(&t, s);
+    free_trainer(&t);
     zt_backend_close(&backend); // after everything allocated through it
     return s;
 }

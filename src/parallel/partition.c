@@ -74,19 +74,12 @@ double zt_partition_unit_params(const zt_model_shape *s, int unit) {
 
 // ---------------------------------------------------------------- the balancer
 
-void zt_partition_balance(const double *cost, int n, int k, int *first) {
-    ZT_ASSERT(cost && first);
-    ZT_ASSERTF(k >= 1 && k <= n, "balance: %d stages over %d units", k, n);
-    for (int u = 0; u < n; u++)
-        ZT_ASSERTF(isfinite(cost[u]) && cost[u] >= 0, "balance: cost[%d] = %g", u, cost[u]);
+// seg[i*W + j] = cost[i] + ... + cost[j-1] (W = n + 1), always summed in this order, so a
+// stage sum has one value wherever it is compared (no prefix-sum differences).
+static double *segment_sums(const double *cost, int n) {
     size_t W = (size_t)n + 1;
-    // seg[i*W + j] = cost[i] + ... + cost[j-1], always summed in this order, so a stage
-    // sum has one value wherever it is compared (no prefix-sum differences).
     double *seg = malloc(W * W * sizeof *seg);
-    double *f = calloc((size_t)k * W, sizeof *f); // (k, n+1): see phase 2
-    int *nxt = calloc((size_t)k * W, sizeof *nxt); // (k, n+1)
-    double *row0 = calloc(W, sizeof *row0), *row1 = calloc(W, sizeof *row1);
-    ZT_ASSERT(seg && f && nxt && row0 && row1);
+    ZT_ASSERT(seg);
     for (int i = 0; i < n; i++) {
         double acc = 0;
         seg[i * W + i] = 0;
@@ -95,11 +88,16 @@ void zt_partition_balance(const double *cost, int n, int k, int *first) {
             seg[i * W + j] = acc;
         }
     }
+    return seg;
+}
 
-    // Phase 1, the bottleneck: g_m(i) = the smallest possible largest stage sum when m
-    // stages cover units [i, n); g_1(i) = seg(i, n),
-    // g_m(i) = min over i < j <= n-m+1 of max(seg(i, j), g_{m-1}(j)).
-    double *prev = row0, *cur = row1;
+// Phase 1, the bottleneck: g_m(i) = the smallest possible largest stage sum when m stages
+// cover units [i, n); g_1(i) = seg(i, n), g_m(i) = min over i < j <= n-m+1 of
+// max(seg(i, j), g_{m-1}(j)). Returns g_k(0).
+static double bottleneck(const double *seg, int n, int k) {
+    size_t W = (size_t)n + 1;
+    double *prev = calloc(W, sizeof *prev), *cur = calloc(W, sizeof *cur);
+    ZT_ASSERT(prev && cur);
     for (int i = 0; i < n; i++) prev[i] = seg[i * W + n];
     for (int m = 2; m <= k; m++) {
         for (int i = 0; i <= n - m; i++) {
@@ -114,13 +112,22 @@ void zt_partition_balance(const double *cost, int n, int k, int *first) {
         prev = cur;
         cur = t;
     }
-    const double B = prev[0];
+    double B = prev[0];
+    free(prev);
+    free(cur);
+    return B;
+}
 
-    // Phase 2, the tie-break: among partitions whose every stage sum is <= B, the one
-    // with the smallest sum of squared stage sums, then the smallest boundaries.
-    // f_m(i) = that smallest sum of squares for m stages over [i, n) (INFINITY if none
-    // fits under B); nxt_m(i) = the end of the first of those m stages. Scanning j
-    // upwards and replacing only on a clearly smaller value keeps the smallest j.
+// Phase 2, the tie-break: among partitions whose every stage sum is <= B, the one with the
+// smallest sum of squared stage sums, then the smallest boundaries. f_m(i) = that smallest
+// sum of squares for m stages over [i, n) (INFINITY if none fits under B); nxt_m(i) = the
+// end of the first of those m stages. Scanning j upwards and replacing only on a clearly
+// smaller value keeps the smallest j. Writes the boundaries to first[0..k].
+static void tie_break(const double *seg, int n, int k, double B, int *first) {
+    size_t W = (size_t)n + 1;
+    double *f = calloc((size_t)k * W, sizeof *f); // (k, n+1)
+    int *nxt = calloc((size_t)k * W, sizeof *nxt); // (k, n+1)
+    ZT_ASSERT(f && nxt);
 #define F(m, i) f[(size_t)((m) - 1) * W + (size_t)(i)]
 #define NXT(m, i) nxt[(size_t)((m) - 1) * W + (size_t)(i)]
     for (int i = 0; i < n; i++) {
@@ -156,11 +163,18 @@ void zt_partition_balance(const double *cost, int n, int k, int *first) {
     first[k] = n;
 #undef F
 #undef NXT
-    free(seg);
     free(f);
     free(nxt);
-    free(row0);
-    free(row1);
+}
+
+void zt_partition_balance(const double *cost, int n, int k, int *first) {
+    ZT_ASSERT(cost && first);
+    ZT_ASSERTF(k >= 1 && k <= n, "balance: %d stages over %d units", k, n);
+    for (int u = 0; u < n; u++)
+        ZT_ASSERTF(isfinite(cost[u]) && cost[u] >= 0, "balance: cost[%d] = %g", u, cost[u]);
+    double *seg = segment_sums(cost, n);
+    tie_break(seg, n, k, bottleneck(seg, n, k), first);
+    free(seg);
 }
 
 // ---------------------------------------------------------------- spec parsers
