@@ -1,6 +1,7 @@
 // The communication interface: collectives and point-to-point on a communicator, one
-// interface struct with a size-1 `self` backend, an MPI backend (host memory) and, later,
-// an NCCL backend (device memory). docs/design.md §6.
+// interface struct with a size-1 `self` backend, an MPI backend (host memory) and an NCCL
+// backend (device memory; built by `make cuda`, not yet wired into the grid). docs/design.md
+// §6.
 //
 // Conventions every backend keeps (the zt_comm_* wrappers below check them once, so a
 // backend may assume them):
@@ -32,7 +33,7 @@
 // - Reductions: ZT_REDUCE_SUM and ZT_REDUCE_MAX on every dtype (U8 wraps on overflow; it
 //   exists for moving 8-bit optimizer state, not for summing it).
 // - Every operation takes `stream`: NULL for host backends (self, MPI — both check it);
-//   the NCCL backend will take a cudaStream_t there, so callers need not change.
+//   the NCCL backend takes the cudaStream_t its collectives are ordered on.
 // - Operations return nothing: a failure is a bug or a broken library, never user input,
 //   and ends the job with a message naming file, line and rank (the MPI backend calls
 //   MPI_Abort so no rank is left waiting in a collective).

@@ -1,4 +1,4 @@
-// The pieces of the global gradient norm that one rank contributes (docs/design.md §2.6).
+// The pieces of the global gradient norm that one rank contributes (docs/design.md §2).
 #ifndef ZT_GRAD_NORM_H
 #define ZT_GRAD_NORM_H
 

@@ -228,7 +228,7 @@ static void free_trainer(zt_trainer *t) {
     zt_grid_free(&t->grid);
 }
 
-zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0) {
+zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0, int start) {
     zt_trainer t;
     memset(&t, 0, sizeof t);
     t.cfg = cfg;
@@ -241,7 +241,7 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0
         if (cfg->profile) start_profile(&t);
         t.plan.ranks_per_node = zt_host_local_ranks(t.grid.world);
         const zt_comm *w = &t.grid.world_comm;
-        s = zt_comm_agree(w, t.grid.rank == 0 ? zt_trainer_check_start(cfg) : ZT_OK);
+        s = zt_comm_agree(w, t.grid.rank == 0 ? zt_trainer_check_start(cfg, start) : ZT_OK);
         // the memory check first, as a step of its own, so no rank has allocated yet when
         // another reads the machine's available memory
         if (s == ZT_OK) s = zt_comm_agree(w, zt_trainer_check_memory(&t));

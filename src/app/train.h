@@ -10,8 +10,9 @@
 float zt_lr_at(const zt_config *cfg, int step);
 
 // Trains as configured on the ranks of `world` (the layout is checked first). argv0
-// locates the embedded default data. Returns ZT_ERR with the message set on a
-// user-fixable problem (bad layout, data, NaN loss, ...), the same on every rank.
-zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0);
+// locates the embedded default data; start is the step a --resume begins at (its manifest's,
+// read once by the caller with zt_ckpt_peek; 0 without one). Returns ZT_ERR with the message
+// set on a user-fixable problem (bad layout, data, NaN loss, ...), the same on every rank.
+zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0, int start);
 
 #endif

@@ -29,20 +29,16 @@ zt_status zt_trainer_check_memory(const zt_trainer *t) {
 
 // Before anything is allocated or loaded (rank 0): a resume with nothing left to train, and
 // a --ckpt-dir holding checkpoints newer than this run's start (zt_ckpt_check_dir).
-zt_status zt_trainer_check_start(const zt_config *c) {
-    int start = 0;
-    if (c->resume[0]) {
-        ZT_TRY(zt_ckpt_peek(c->resume, NULL, &start));
-        if (start >= c->steps)
-            return zt_errorf("the checkpoint is at step %d and --steps %d is not beyond it: "
-                             "nothing to train; raise --steps to continue (zerotrain export "
-                             "turns a checkpoint into a model directory)", start, c->steps);
-    }
+zt_status zt_trainer_check_start(const zt_config *c, int start) {
+    if (c->resume[0] && start >= c->steps)
+        return zt_errorf("the checkpoint is at step %d and --steps %d is not beyond it: "
+                         "nothing to train; raise --steps to continue (zerotrain export "
+                         "turns a checkpoint into a model directory)", start, c->steps);
     return c->ckpt_dir[0] ? zt_ckpt_check_dir(c->ckpt_dir, start) : ZT_OK;
 }
 
 // The first and last stage each hold the tied embedding; they take identical updates
-// from identical gradients, so the copies must stay bit-identical (docs/design.md §2.4).
+// from identical gradients, so the copies must stay bit-identical (docs/design.md §2).
 static zt_status check_tied_copies(zt_trainer *t) {
     const zt_grid *g = &t->grid;
     zt_gpt2 *m = &t->model;

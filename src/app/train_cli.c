@@ -15,16 +15,17 @@
 #include "train.h"
 
 // --resume and --init-from carry the model shape: take it from the file (flags that
-// contradict it are an error).
-static zt_status adopt_file_shape(zt_config *cfg) {
+// contradict it are an error). *start: the step a --resume begins at (0 otherwise).
+static zt_status adopt_file_shape(zt_config *cfg, int *start) {
     zt_model_shape s;
     int head_known = 1;
+    *start = 0;
     if (cfg->resume[0] && cfg->init_from[0])
         return zt_errorf("give --resume %s (a checkpoint: weights, optimizer state and data "
                          "position) or --init-from %s (weights only), not both",
                          cfg->resume, cfg->init_from);
     if (cfg->resume[0]) {
-        ZT_TRY(zt_ckpt_peek(cfg->resume, &s, NULL));
+        ZT_TRY(zt_ckpt_peek(cfg->resume, &s, start));
         return zt_config_adopt_shape(cfg, &s, 1, cfg->resume);
     }
     if (!cfg->init_from[0]) return ZT_OK;
@@ -71,7 +72,7 @@ int zt_train_main(int argc, char **argv, const char *argv0) {
     zt_status s = zt_comm_agree(&world, zt_config_parse(&cfg, argc, argv));
     if (s == ZT_OK) s = zt_comm_agree(&world, same_options_on_every_rank(&cfg, &world));
     if (s == ZT_OK) s = zt_comm_mpi_check_env(); // the same environment on every rank
-    // --param-dtype bf16 is for `zerotrain memory` until the GPU backend exists
+    // --param-dtype bf16 is planned by `zerotrain memory`; training it is not built yet
     if (s == ZT_OK) s = zt_config_check_trainable(&cfg);
     // OMP_NUM_THREADS beyond what a rank can start crashed or ended in libgomp's words
     if (s == ZT_OK && cfg.threads == 0 && omp_get_max_threads() > ZT_MAX_THREADS)
@@ -82,8 +83,9 @@ int zt_train_main(int argc, char **argv, const char *argv0) {
     if (s == ZT_OK)
         s = zt_comm_agree(&world, world.rank == 0 ? zt_outputs_check(&cfg) : ZT_OK);
     if (s == ZT_OK) zt_signals_install(&cfg);
-    if (s == ZT_OK) s = zt_comm_agree(&world, adopt_file_shape(&cfg));
-    if (s == ZT_OK) s = zt_train(&cfg, &world, argv0);
+    int start = 0;
+    if (s == ZT_OK) s = zt_comm_agree(&world, adopt_file_shape(&cfg, &start));
+    if (s == ZT_OK) s = zt_train(&cfg, &world, argv0, start);
     zt_error_report(s != ZT_OK && world.rank == 0);
     zt_comm_free(&world);
     zt_comm_mpi_finalize();

@@ -92,9 +92,10 @@ void zt_trainer_log_rank_memory(zt_trainer *t);
 void zt_trainer_check_log_write(zt_trainer *t);
 
 // train_checks.c. Before anything is allocated: a run predicted not to fit, and (rank 0) a
-// resume with nothing to train or a --ckpt-dir holding newer checkpoints.
+// resume with nothing to train or a --ckpt-dir holding newer checkpoints (`start`: the step
+// the run begins at).
 zt_status zt_trainer_check_memory(const zt_trainer *t);
-zt_status zt_trainer_check_start(const zt_config *c);
+zt_status zt_trainer_check_start(const zt_config *c, int start);
 // After the last step: the copies that must be bit-identical are, and every rank issued
 // the same collectives. Collective; agreed on every rank.
 zt_status zt_trainer_check_invariants(zt_trainer *t);
