@@ -120,7 +120,8 @@ const opt_desc zt_opts[] = {
 
     {"param-dtype", OPT_STR, FIELD(param_dtype), "fp32", "NAME", k_param_dtypes, 0, "memory",
      "parameters, gradients and activations; bf16 keeps fp32 master weights in the optimizer "
-     "(bf16: `zerotrain memory` only until the GPU backend)"},
+     "(bf16: `zerotrain memory` only; training refuses it until bf16 mixed precision is "
+     "built)"},
     {"mem-limit", OPT_STR, FIELD(mem_limit), "", "BYTES", NULL, 0, "memory",
      "memory one rank may use, e.g. 16G or 512M (binary units); a run predicted to need more "
      "stops before allocating (if not set, train checks the machine's available memory)"},
