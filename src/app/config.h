@@ -62,7 +62,8 @@ typedef struct {
     int tf32;                 // --backend cuda: TF32 tensor cores in fp32 GEMMs
     int profile;              // time each op by phase (src/core/profile.h)
     // memory planning (src/planner/planner.h)
-    char param_dtype[8];      // fp32 | bf16 (bf16: planning only until the GPU backend)
+    char param_dtype[8];      // fp32 | bf16 (training refuses 16-bit parameters until bf16
+                              // mixed precision is built; plan them with `zerotrain memory`)
     char mem_limit[32];       // bytes one rank may use, "16G", "512M", ... ("" = none)
     int ranks_per_node;       // ranks sharing one machine, for `memory` (0 = all)
     unsigned shape_given;     // bits: --model, --n-layer, --n-head, --n-embd, --vocab, --n-ctx
@@ -85,9 +86,9 @@ zt_status zt_config_validate(const zt_config *cfg);
 const char *zt_config_first_difference(const zt_config *a, const zt_config *b);
 
 // What training itself cannot run yet, on top of zt_config_validate: --backend cuda in a
-// binary built without CUDA, --tf32 without it, --param-dtype bf16
-// (16-bit parameters with fp32 master weights are planned by `zerotrain memory` for the
-// GPU backend; the CPU trainer is fp32). ZT_ERR with a message naming the flag.
+// binary built without CUDA, --tf32 without it, --param-dtype bf16 (training refuses
+// 16-bit parameters until bf16 mixed precision is built; plan them with `zerotrain memory`).
+// ZT_ERR with a message naming the flag.
 zt_status zt_config_check_trainable(const zt_config *cfg);
 
 // --mem-limit in bytes (0 when not given). The syntax was checked by zt_config_validate:

@@ -1,0 +1,189 @@
+// The JSON config file given by --config: reading it, and setting options from its keys.
+#include "config_options.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *json_type_name(const cJSON *it) {
+    if (cJSON_IsBool(it)) return "a bool";
+    if (cJSON_IsNull(it)) return "null";
+    if (cJSON_IsNumber(it)) return "a number";
+    if (cJSON_IsString(it)) return "a string";
+    if (cJSON_IsArray(it)) return "an array";
+    if (cJSON_IsObject(it)) return "an object";
+    return "an invalid value";
+}
+
+// Sets option `o` from a JSON value. Numbers must be JSON numbers (a quoted "8" is a
+// mistake worth reporting, not guessing at), integers integral and in range.
+static zt_status set_from_json(zt_config *cfg, const opt_desc *o, const cJSON *it,
+                               const char *where) {
+    void *field = (char *)cfg + o->offset;
+    switch (o->type) {
+    case OPT_STR:
+        if (!cJSON_IsString(it) || !it->valuestring)
+            return zt_errorf("%s must be a string, got %s: write \"%s\": \"%s\"", where,
+                             json_type_name(it), o->name, o->def[0] ? o->def : "...");
+        return zt_opt_set_string(cfg, o, it->valuestring, where);
+    case OPT_BOOL:
+        if (!cJSON_IsBool(it))
+            return zt_errorf("%s must be true or false, got %s", where, json_type_name(it));
+        *(int *)field = cJSON_IsTrue(it) ? 1 : 0;
+        return ZT_OK;
+    case OPT_INT:
+    case OPT_U64: {
+        const char *kind = o->type == OPT_INT ? "an integer" : "a non-negative integer";
+        if (!cJSON_IsNumber(it))
+            return zt_errorf("%s must be %s (a JSON number, unquoted), got %s: write \"%s\": %s",
+                             where, kind, json_type_name(it), o->name, o->def);
+        double v = it->valuedouble;
+        if (!isfinite(v) || v != floor(v))
+            return zt_errorf("%s must be %s, got %g", where, kind, v);
+        if (o->type == OPT_INT) {
+            if (v < INT_MIN || v > INT_MAX)
+                return zt_errorf("%s: %.17g is out of range for an int", where, v);
+            *(int *)field = (int)v;
+        } else {
+            // JSON numbers arrive as doubles; above 2^53 the file's digits are already lost.
+            if (v < 0 || v > 9007199254740992.0)
+                return zt_errorf("%s: %.17g is outside [0, 2^53], where a JSON number is exact: "
+                                 "pass larger values with --%s",
+                                 where, v, o->name);
+            *(uint64_t *)field = (uint64_t)v;
+        }
+        return ZT_OK;
+    }
+    case OPT_FLOAT:
+        if (!cJSON_IsNumber(it))
+            return zt_errorf("%s must be a number (unquoted), got %s: write \"%s\": %s", where,
+                             json_type_name(it), o->name, o->def);
+        if (!isfinite(it->valuedouble) || fabs(it->valuedouble) > FLT_MAX)
+            return zt_errorf("%s: %g is not a finite 32-bit float", where, it->valuedouble);
+        *(float *)field = (float)it->valuedouble;
+        return ZT_OK;
+    }
+    ZT_ASSERTF(0, "option %s has an unknown type %d", o->name, (int)o->type);
+}
+
+// Reads the whole file into a NUL-terminated buffer the caller frees. Reads in a loop
+// rather than trusting ftell, so pipes and /dev/fd paths work too: zt_read_file (common.h)
+// takes regular files only, and its NULL does not tell opening from reading.
+static zt_status read_whole_file(const char *path, char **out, size_t *out_len) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return zt_errorf("cannot open config file %s: %s: check the path given to --config",
+                         path, strerror(errno));
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    ZT_ASSERTF(buf, "out of memory reading %s", path);
+    for (;;) {
+        if (len + 1 == cap) {
+            cap *= 2;
+            char *nb = realloc(buf, cap);
+            ZT_ASSERTF(nb, "out of memory reading %s", path);
+            buf = nb;
+        }
+        size_t got = fread(buf + len, 1, cap - 1 - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    int err = ferror(f) ? errno : 0;
+    fclose(f);
+    if (err) {
+        free(buf);
+        return zt_errorf("cannot read config file %s: %s: --config needs a readable JSON file",
+                         path, strerror(err));
+    }
+    buf[len] = '\0';
+    *out = buf;
+    *out_len = len;
+    return ZT_OK;
+}
+
+static zt_status apply_json_object(zt_config *cfg, const cJSON *root, const char *path,
+                                   unsigned char *set) {
+    for (const cJSON *it = root->child; it; it = it->next) {
+        const char *key = it->string ? it->string : "";
+        // a key twice in one file is an editing slip (flags may repeat: the last wins)
+        for (const cJSON *before = root->child; before != it; before = before->next)
+            if (before->string && strcmp(before->string, key) == 0)
+                return zt_errorf("config file %s: key \"%s\" appears twice: keep one", path,
+                                 key);
+        if (strcmp(key, "config") == 0)
+            return zt_errorf("config file %s: key \"config\" is not allowed in a config file "
+                             "(files do not include other files): remove it",
+                             path);
+        const opt_desc *o = zt_opt_find(key, strlen(key));
+        if (!o) {
+            const char *s = zt_opt_suggest(key, strlen(key), 0);
+            if (s)
+                return zt_errorf("config file %s: unknown key \"%s\"; did you mean \"%s\"? "
+                                 "(keys are the flag names without \"--\"; zerotrain --help "
+                                 "lists them)",
+                                 path, key, s);
+            return zt_errorf("config file %s: unknown key \"%s\" (keys are the flag names "
+                             "without \"--\"; zerotrain --help lists them)",
+                             path, key);
+        }
+        char where[ZT_PATH_MAX + 64];
+        snprintf(where, sizeof where, "config file %s: key \"%s\"", path, o->name);
+        ZT_TRY(set_from_json(cfg, o, it, where));
+        set[o - zt_opts] = 1;
+    }
+    return ZT_OK;
+}
+
+zt_status zt_config_file_apply(zt_config *cfg, const char *path, unsigned char *set) {
+    if (!path[0]) return zt_errorf("--config is empty: write --config FILE.json");
+    char *buf = NULL;
+    size_t len = 0;
+    ZT_TRY(read_whole_file(path, &buf, &len));
+    if (memchr(buf, '\0', len)) {
+        free(buf);
+        return zt_errorf("config file %s contains a NUL byte: it must be a JSON text file", path);
+    }
+    if (buf[strspn(buf, " \t\r\n")] == '\0') {
+        free(buf);
+        return zt_errorf("config file %s is empty: write a JSON object such as {\"steps\": 100}",
+                         path);
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(buf, &end, 1);
+    if (!root) {
+        // cJSON reports where it stopped; turn that into a line and column.
+        if (!end || end < buf || end > buf + len) end = buf + len;
+        int line = 1, col = 1;
+        for (const char *p = buf; p < end; p++) {
+            if (*p == '\n') {
+                line++;
+                col = 1;
+            } else {
+                col++;
+            }
+        }
+        // Quote the rest of the offending line (at most 20 characters) for context.
+        int near = (int)strcspn(end, "\r\n");
+        if (near > 20) near = 20;
+        zt_status st = zt_errorf("config file %s is not valid JSON: error at line %d, column %d "
+                                 "(%s%.*s%s): fix the syntax there",
+                                 path, line, col, near ? "near \"" : "at the end of the line",
+                                 near, end, near ? "\"" : "");
+        free(buf);
+        return st;
+    }
+    zt_status st = ZT_OK;
+    if (!cJSON_IsObject(root))
+        st = zt_errorf("config file %s: the top level must be a JSON object such as "
+                       "{\"steps\": 100}, got %s",
+                       path, json_type_name(root));
+    else
+        st = apply_json_object(cfg, root, path, set);
+    cJSON_Delete(root);
+    free(buf);
+    return st;
+}

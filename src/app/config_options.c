@@ -1,0 +1,196 @@
+// The option table, and what reads it by name: lookup, "did you mean", the ranks' comparison.
+#include "config_options.h"
+
+#include "backend.h" // the backends by name, and what each supports
+
+#include <limits.h>
+#include <string.h>
+
+#define FIELD(f) offsetof(zt_config, f), sizeof(((zt_config *)0)->f)
+
+static const char *const k_optims[] = {"adamw", "adamw8bit", NULL};
+static const char *const k_lr_schedules[] = {"constant", "cosine", NULL};
+static const char *const k_schedules[] = {"1f1b", "gpipe", NULL};
+static const char *const k_param_dtypes[] = {"fp32", "bf16", NULL};
+
+// Every option, once. The shape keys default to 0, which the preset always replaces.
+const opt_desc zt_opts[] = {
+    {"model", OPT_STR, FIELD(model), "tiny", "NAME", NULL, 0, "model",
+     "preset for the shape keys not given explicitly"},
+    {"n-layer", OPT_INT, FIELD(n_layer), "0", "N", NULL, 1, "model", "transformer blocks (L)"},
+    {"n-head", OPT_INT, FIELD(n_head), "0", "N", NULL, 1, "model", "attention heads (NH)"},
+    {"n-embd", OPT_INT, FIELD(n_embd), "0", "N", NULL, 1, "model", "channels (C)"},
+    {"vocab", OPT_INT, FIELD(vocab), "0", "N", NULL, 1, "model",
+     "vocabulary size (V)"},
+    {"n-ctx", OPT_INT, FIELD(n_ctx), "0", "N", NULL, 1, "model",
+     "learned positions (longest --seq)"},
+
+    {"micro-batch", OPT_INT, FIELD(micro_batch), "8", "N", NULL, 0, "batch",
+     "sequences per micro-batch (B)"},
+    {"seq", OPT_INT, FIELD(seq), "128", "N", NULL, 0, "batch", "tokens per sequence (T)"},
+    {"grad-accum", OPT_INT, FIELD(grad_accum), "1", "N", NULL, 0, "batch",
+     "micro-batches per step per dp rank"},
+    {"steps", OPT_INT, FIELD(steps), "200", "N", NULL, 0, "batch", "optimizer steps"},
+
+    {"optim", OPT_STR, FIELD(optim), "adamw", "NAME", k_optims, 0, "optimizer", "optimizer"},
+    {"optim-block", OPT_INT, FIELD(optim_block), "256", "N", NULL, 0, "optimizer",
+     "adamw8bit: values per quantization block (bitsandbytes: 256; a power of two, 64-256)"},
+    {"optim-min-8bit", OPT_INT, FIELD(optim_min_8bit), "4096", "N", NULL, 0, "optimizer",
+     "adamw8bit: tensors with fewer values keep fp32 state (bitsandbytes: 4096)"},
+    {"optim-fp32-embedding", OPT_BOOL, FIELD(optim_fp32_embedding), "false", "", NULL, 0,
+     "optimizer", "adamw8bit: keep the token embedding's state in fp32"},
+    {"lr", OPT_FLOAT, FIELD(lr), "6e-4", "X", NULL, 0, "optimizer", "peak learning rate"},
+    {"lr-final-frac", OPT_FLOAT, FIELD(lr_final_frac), "0.1", "X", NULL, 0, "optimizer",
+     "final learning rate as a fraction of --lr"},
+    {"lr-schedule", OPT_STR, FIELD(lr_schedule), "cosine", "NAME", k_lr_schedules, 0,
+     "optimizer", "decay after warmup"},
+    {"warmup", OPT_INT, FIELD(warmup), "20", "N", NULL, 0, "optimizer",
+     "linear warmup steps"},
+    {"weight-decay", OPT_FLOAT, FIELD(weight_decay), "0.1", "X", NULL, 0, "optimizer",
+     "AdamW decoupled weight decay (matrices only)"},
+    {"beta1", OPT_FLOAT, FIELD(beta1), "0.9", "X", NULL, 0, "optimizer",
+     "AdamW first-moment decay"},
+    {"beta2", OPT_FLOAT, FIELD(beta2), "0.95", "X", NULL, 0, "optimizer",
+     "AdamW second-moment decay"},
+    {"eps", OPT_FLOAT, FIELD(eps), "1e-8", "X", NULL, 0, "optimizer", "AdamW epsilon"},
+    {"grad-clip", OPT_FLOAT, FIELD(grad_clip), "1.0", "X", NULL, 0, "optimizer",
+     "clip the global gradient norm to this (0 = off)"},
+    {"seed", OPT_U64, FIELD(seed), "1337", "N", NULL, 0, "optimizer",
+     "random seed (initialization, shuffling)"},
+
+    {"data", OPT_STR, FIELD(data), "", "PATH", NULL, 0, "data",
+     "training tokens (llm.c .bin format; if not set, the embedded default text, with its "
+     "validation split)"},
+    {"val-data", OPT_STR, FIELD(val_data), "", "PATH", NULL, 0, "data",
+     "validation tokens (if not set, no validation)"},
+    {"val-every", OPT_INT, FIELD(val_every), "50", "N", NULL, 0, "data",
+     "validate every N steps (0 = never)"},
+    {"val-batches", OPT_INT, FIELD(val_batches), "8", "N", NULL, 0, "data",
+     "global batches per validation (the same samples whatever the layout)"},
+    {"sample-every", OPT_INT, FIELD(sample_every), "0", "N", NULL, 0, "data",
+     "every N steps and at the end, print a sampled continuation of the training data's "
+     "first token (temperature 1, --seed; 0 = never)"},
+    {"sample-len", OPT_INT, FIELD(sample_len), "64", "N", NULL, 0, "data",
+     "tokens per --sample-every sample"},
+    {"shuffle", OPT_BOOL, FIELD(shuffle), "false", "", NULL, 0, "data",
+     "shuffle the training sequences (--shuffle=false: off)"},
+    {"init-from", OPT_STR, FIELD(init_from), "", "PATH", NULL, 0, "data",
+     "start from a Hugging Face GPT-2 directory or model.safetensors, or an llm.c fp32 file; "
+     "the model shape comes from the file"},
+    {"log", OPT_STR, FIELD(log), "", "PATH", NULL, 0, "data", "write metrics as JSON lines"},
+    {"save", OPT_STR, FIELD(save), "", "DIR", NULL, 0, "data",
+     "at the end, write the weights as a Hugging Face GPT-2 directory (model.safetensors + "
+     "config.json, and GPT-2's tokenizer files when the vocabulary is 50257)"},
+    {"ckpt-dir", OPT_STR, FIELD(ckpt_dir), "", "DIR", NULL, 0, "checkpoints",
+     "write sharded checkpoints DIR/step-N (docs/checkpoints.md)"},
+    {"ckpt-every", OPT_INT, FIELD(ckpt_every), "0", "N", NULL, 0, "checkpoints",
+     "checkpoint every N steps (and after the last; 0 = only after the last)"},
+    {"ckpt-keep", OPT_INT, FIELD(ckpt_keep), "0", "K", NULL, 0, "checkpoints",
+     "keep the K newest checkpoints (0 = all)"},
+    {"resume", OPT_STR, FIELD(resume), "", "DIR", NULL, 0, "checkpoints",
+     "continue from the latest complete checkpoint in DIR (or a step-N directory), in any "
+     "layout"},
+
+    {"zero", OPT_INT, FIELD(zero), "0", "N", NULL, 0, "parallel",
+     "1 = shard optimizer state over dp (ZeRO-1)"},
+    {"dp", OPT_INT, FIELD(dp), "0", "N", NULL, 0, "parallel",
+     "data-parallel degree (0 = world size / (pp*tp))"},
+    {"pp", OPT_INT, FIELD(pp), "1", "N", NULL, 0, "parallel", "pipeline stages"},
+    {"tp", OPT_INT, FIELD(tp), "1", "N", NULL, 0, "parallel", "tensor-parallel degree"},
+    {"schedule", OPT_STR, FIELD(schedule), "1f1b", "NAME", k_schedules, 0, "parallel",
+     "pipeline schedule"},
+    {"partition", OPT_STR, FIELD(partition), "uniform", "SPEC", NULL, 0, "parallel",
+     "uniform | parameters | memory | type:... | 0:11,11:24,..."},
+    {"loss-chunk", OPT_INT, FIELD(loss_chunk), "0", "N", NULL, 0, "parallel",
+     "tokens per chunk of the loss (0 = automatic)"},
+    {"threads", OPT_INT, FIELD(threads), "0", "N", NULL, 0, "parallel",
+     "OpenMP threads per rank (0 = runtime default)"},
+    {"peak-tflops", OPT_FLOAT, FIELD(peak_tflops), "0", "X", NULL, 0, "parallel",
+     "one rank's peak TFLOP/s: the progress line then shows the model FLOPs utilization "
+     "(0 = only the achieved TFLOP/s)"},
+    {"backend", OPT_STR, FIELD(backend), "cpu", "NAME", zt_backend_names, 0, "parallel",
+     "where tensors live and kernels run: cpu, or cuda (one GPU; a binary built with "
+     "`make cuda`: build/zerotrain-cuda)"},
+    {"tf32", OPT_BOOL, FIELD(tf32), "false", "", NULL, 0, "parallel",
+     "--backend cuda: allow TF32 tensor cores in fp32 matrix products (faster, ~1e-3 "
+     "relative error; off: exact fp32 as on the CPU)"},
+    {"profile", OPT_BOOL, FIELD(profile), "false", "", NULL, 0, "parallel",
+     "time every kernel and transfer by phase (gemm, attention, loss, element-wise, "
+     "optimizer, grad norm, memory, comm): a table at the end, \"phases\" in the --log"},
+
+    {"param-dtype", OPT_STR, FIELD(param_dtype), "fp32", "NAME", k_param_dtypes, 0, "memory",
+     "parameters, gradients and activations; bf16 keeps fp32 master weights in the optimizer "
+     "(bf16: `zerotrain memory` only; training refuses it until bf16 mixed precision is "
+     "built)"},
+    {"mem-limit", OPT_STR, FIELD(mem_limit), "", "BYTES", NULL, 0, "memory",
+     "memory one rank may use, e.g. 16G or 512M (binary units); a run predicted to need more "
+     "stops before allocating (if not set, train checks the machine's available memory)"},
+    {"ranks-per-node", OPT_INT, FIELD(ranks_per_node), "0", "N", NULL, 0, "memory",
+     "`zerotrain memory`: consecutive ranks sharing one machine (0 = all; sizes the MPI "
+     "staging windows)"},
+};
+_Static_assert(sizeof zt_opts / sizeof zt_opts[0] == ZT_N_OPTS,
+               "ZT_N_OPTS (config_options.h) must count the options of zt_opts");
+
+// ---------------------------------------------------------------- lookup
+
+const opt_desc *zt_opt_find(const char *name, size_t len) {
+    for (int i = 0; i < ZT_N_OPTS; i++)
+        if (strlen(zt_opts[i].name) == len && strncmp(zt_opts[i].name, name, len) == 0)
+            return &zt_opts[i];
+    return NULL;
+}
+
+// Levenshtein distance, for "did you mean". Inputs longer than 63 are not worth a
+// suggestion and return a large distance.
+static int edit_distance(const char *a, size_t na, const char *b) {
+    size_t nb = strlen(b);
+    if (na > 63 || nb > 63) return INT_MAX;
+    int row[64];
+    for (size_t j = 0; j <= nb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= na; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= nb; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[nb];
+}
+
+// The distance must also be below the typed length, so "--q" is not "corrected" to "--dp".
+const char *zt_opt_suggest(const char *name, size_t len, int with_config) {
+    const char *best = NULL;
+    int best_d = 4;
+    for (int i = 0; i <= ZT_N_OPTS; i++) {
+        const char *cand = i < ZT_N_OPTS ? zt_opts[i].name : with_config ? "config" : NULL;
+        if (!cand) break;
+        int d = edit_distance(name, len, cand);
+        if (d < best_d && d < (int)len) {
+            best_d = d;
+            best = cand;
+        }
+    }
+    return best;
+}
+
+// ---------------------------------------------------------------- comparing
+
+const char *zt_config_first_difference(const zt_config *a, const zt_config *b) {
+    for (int i = 0; i < ZT_N_OPTS; i++) {
+        const opt_desc *o = &zt_opts[i];
+        // a path may differ between machines (a node-local copy); what it holds is checked
+        // where it is read (a data file's length, a checkpoint's manifest)
+        if (!strcmp(o->meta, "PATH") || !strcmp(o->meta, "DIR")) continue;
+        const char *x = (const char *)a + o->offset, *y = (const char *)b + o->offset;
+        // strings up to their end (parse leaves the bytes after it unspecified)
+        if (o->type == OPT_STR ? strncmp(x, y, o->size) != 0 : memcmp(x, y, o->size) != 0)
+            return o->name;
+    }
+    return NULL;
+}
