@@ -23,6 +23,45 @@ const zt_backend_caps *zt_backend_caps_of(const char *name) {
     return e ? &e->caps : NULL;
 }
 
+// Every backend fills every slot: a missing op is a bug found when the backend opens, never
+// a NULL call in the middle of a run.
+#define HAS(op) ZT_ASSERTF(o->op != NULL, "the %s backend lacks the op " #op, o->name)
+static void check_ops(const zt_backend_i *o) {
+    HAS(describe);
+    HAS(write_json);
+    HAS(alloc);
+    HAS(free);
+    HAS(memset);
+    HAS(copy);
+    HAS(map);
+    HAS(unmap);
+    HAS(sync);
+    HAS(stream);
+    HAS(gemm);
+    HAS(encoder_forward);
+    HAS(encoder_backward);
+    HAS(layernorm_forward);
+    HAS(layernorm_backward);
+    HAS(matmul_forward);
+    HAS(matmul_backward);
+    HAS(matmul_in_out_forward);
+    HAS(matmul_in_out_backward);
+    HAS(gelu_forward);
+    HAS(gelu_backward);
+    HAS(add);
+    HAS(attention_forward);
+    HAS(attention_backward);
+    HAS(attention_decode);
+    HAS(ce_slice_stats);
+    HAS(ce_slice_sumexp);
+    HAS(ce_slice_finish);
+    HAS(sum);
+    HAS(sumsq);
+    HAS(adamw);
+    HAS(adamw8bit);
+}
+#undef HAS
+
 zt_status zt_backend_check(const char *name, const zt_backend_options *opt) {
     const zt_backend_entry *e = entry_of(name);
     if (!e) return zt_errorf("--backend %s is not known: use cpu or cuda", name ? name : "");
@@ -39,7 +78,9 @@ zt_status zt_backend_check(const char *name, const zt_backend_options *opt) {
 zt_status zt_backend_open(zt_backend *be, const char *name, const zt_backend_options *opt) {
     memset(be, 0, sizeof *be);
     ZT_TRY(zt_backend_check(name, opt));
-    return entry_of(name)->open(be, opt);
+    ZT_TRY(entry_of(name)->open(be, opt));
+    check_ops(be->ops);
+    return ZT_OK;
 }
 
 void zt_backend_close(zt_backend *be) {

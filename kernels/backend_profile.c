@@ -37,6 +37,11 @@ static void p_unmap(const zt_backend *be, void *dev, void *host, size_t bytes, i
     TIMED(ZT_PHASE_MEMORY, 0, in->ops->unmap(in, dev, host, bytes, write));
 }
 static void p_sync(const zt_backend *be) { IN(be)->ops->sync(IN(be)); }
+static void *p_stream(const zt_backend *be) { return IN(be)->ops->stream(IN(be)); }
+static void p_describe(const zt_backend *be, char *buf, size_t size) {
+    IN(be)->ops->describe(IN(be), buf, size);
+}
+static void p_write_json(const zt_backend *be, FILE *f) { IN(be)->ops->write_json(IN(be), f); }
 
 static void p_gemm(const zt_backend *be, int ta, int tb, int M, int N, int K, float alpha,
                    const float *A, int lda, const float *B, int ldb, float beta, float *C,
@@ -159,7 +164,11 @@ static void p_adamw8bit(const zt_backend *be, float *p, const float *g, uint8_t 
 }
 
 static const zt_backend_i profile_ops = {
-    .name = NULL, // the inner backend's (zt_backend_profile_init)
+    .name = NULL,    // the inner backend's (zt_backend_profile_init)
+    .library = NULL, // the same
+    .describe = p_describe,
+    .write_json = p_write_json,
+    .stream = p_stream,
     .alloc = p_alloc,
     .free = p_free,
     .memset = p_memset,
@@ -195,11 +204,13 @@ void zt_backend_profile_init(zt_backend *out, zt_backend_profile_state *st,
                              const zt_backend *inner, zt_profile *acc) {
     st->inner = inner;
     st->acc = acc;
-    // callers that ask for the backend's name (the banner) or for an optional op
-    // (attention_decode may be NULL) see the inner backend's
+    // callers that ask for the backend's name, capabilities or threads (the banner, the
+    // attention scratch) see the inner backend's
     st->ops = profile_ops;
     st->ops.name = inner->ops->name;
-    if (!inner->ops->attention_decode) st->ops.attention_decode = NULL;
+    st->ops.library = inner->ops->library;
     out->ops = &st->ops;
+    out->caps = inner->caps;
+    out->threads = inner->threads;
     out->impl = st;
 }

@@ -100,18 +100,10 @@ static void alloc_buffers(zt_decoder *d, const zt_model_shape *s, int tp) {
         *(void **)dec_slot(d, b[i].off) = zt_be_alloc(d->be, b[i].cat, b[i].n * sizeof(float));
 }
 
-static zt_status check_backend(const zt_backend *be) {
-    if (!be->ops->attention_decode)
-        return zt_errorf("the %s backend has no attention_decode kernel yet: generate with "
-                         "--backend cpu", be->ops->name);
-    return ZT_OK;
-}
-
 zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_shape *s,
                           int unit_first, int unit_last, int tp, int tp_rank,
                           const zt_comm *tp_data, const zt_comm *pp_data) {
     memset(d, 0, sizeof *d);
-    ZT_TRY(check_backend(be));
     d->be = be;
     d->tp = tp;
     d->tp_rank = tp_rank;
@@ -133,7 +125,6 @@ zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_sh
 zt_status zt_decoder_init_over(zt_decoder *d, const zt_gpt2 *m, const zt_comm *tp_data,
                                const zt_comm *pp_data) {
     memset(d, 0, sizeof *d);
-    ZT_TRY(check_backend(m->be));
     d->be = m->be;
     d->tp = m->layout.tp;
     d->tp_rank = m->layout.tp_rank;
