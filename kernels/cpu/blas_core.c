@@ -17,6 +17,8 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "launcher.h"
+
 #define MARKER_ENV "ZT_BLAS_REEXEC"
 #define EMULATE_ENV "ZT_BLAS_EMULATE_FALLBACK"
 
@@ -84,18 +86,6 @@ static zt_isa cpu_isa(int *bf16) {
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return ZT_ISA_AVX2;
     if (__builtin_cpu_supports("avx")) return ZT_ISA_AVX;
     return ZT_ISA_SSE;
-}
-
-// The launcher's rank before MPI_Init (Open MPI, PMIx, MPICH/Hydra, Slurm), so that only
-// the first rank warns; 0 when not launched by one.
-static int launcher_rank(void) {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
-                                       "SLURM_PROCID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v) return atoi(v);
-    }
-    return 0;
 }
 
 static void query(zt_blas_info *in) {
@@ -184,7 +174,7 @@ void zt_blas_write_json(FILE *f) {
 
 void zt_blas_init(char **argv) {
     const zt_blas_info *in = zt_blas_info_get();
-    int speak = launcher_rank() == 0;
+    int speak = zt_launcher_rank() == 0; // only the first rank warns
     const char *target = zt_blas_core_for(in->cpu_isa, in->cpu_bf16);
     if (!in->generic || !target) return;
     if (in->origin == ZT_BLAS_BY_USER) {

@@ -8,6 +8,7 @@
 #include "config.h"
 #include "export_cli.h"
 #include "generate_cli.h"
+#include "launcher.h"
 #include "memory_cli.h"
 #include "prepare_cli.h"
 #include "train_cli.h"
@@ -61,25 +62,6 @@ static int blas(int slow) {
     return slow;
 }
 
-// The ranks a launcher started (Open MPI, MPICH/Hydra, Slurm) and this process's rank
-// among them, from the environment (before, and without, MPI_Init); 1 and 0 when none.
-static int env_int(const char *const *vars, int n, int dflt) {
-    for (int i = 0; i < n; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v) return atoi(v);
-    }
-    return dflt;
-}
-static int launched_ranks(void) {
-    // SLURM_STEP_NUM_TASKS, not SLURM_NTASKS: a batch script itself is one process
-    static const char *const v[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"};
-    return env_int(v, 3, 1);
-}
-static int launched_rank(void) {
-    static const char *const v[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
-    return env_int(v, 3, 0);
-}
-
 int main(int argc, char **argv) {
     // Before anything else (MPI_Init, the first product): may re-execute this binary with
     // OPENBLAS_CORETYPE set, where OpenBLAS fell back to generic kernels.
@@ -125,11 +107,11 @@ int main(int argc, char **argv) {
     // its own kernels, which is how a launch's ranks are checked)
     static const char *const k_one_process[] = {"prepare", "memory", "export"};
     for (size_t i = 0; i < sizeof k_one_process / sizeof *k_one_process; i++)
-        if (strcmp(cmd, k_one_process[i]) == 0 && launched_ranks() > 1) {
-            if (launched_rank() == 0)
+        if (strcmp(cmd, k_one_process[i]) == 0 && zt_launcher_size() > 1) {
+            if (zt_launcher_rank() == 0)
                 fprintf(stderr, "zerotrain: error: `zerotrain %s` runs in one process, but "
                                 "this launch started %d: run it without mpirun or srun\n",
-                        cmd, launched_ranks());
+                        cmd, zt_launcher_size());
             return 1;
         }
     if (strcmp(cmd, "blas") == 0) return blas(slow);

@@ -11,6 +11,7 @@
 
 #include "host_memory.h"
 #include "hf_import.h"
+#include "launcher.h"
 #include "plan_spec.h"
 #include "trainer.h"
 
@@ -239,7 +240,8 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0
     if (s == ZT_OK) s = zt_grid_init(&t.grid, world, dp, cfg->pp, cfg->tp);
     if (s == ZT_OK) {
         if (cfg->profile) start_profile(&t);
-        t.plan.ranks_per_node = zt_host_local_ranks(t.grid.world);
+        // the launcher says which ranks share a machine; else all (the conservative guess)
+        t.plan.ranks_per_node = zt_launcher_local_size(t.grid.world);
         const zt_comm *w = &t.grid.world_comm;
         s = zt_comm_agree(w, t.grid.rank == 0 ? zt_trainer_check_start(cfg, start) : ZT_OK);
         // the memory check first, as a step of its own, so no rank has allocated yet when

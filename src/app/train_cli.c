@@ -10,6 +10,7 @@
 #include "comm.h"
 #include "config.h"
 #include "hf_import.h"
+#include "launcher.h"
 #include "outputs.h"
 #include "signals.h"
 #include "train.h"
@@ -56,17 +57,12 @@ int zt_train_main(int argc, char **argv, const char *argv0) {
     zt_set_fatal_hook(zt_comm_mpi_abort);
     // a launcher asked for several tasks but this process sees a world of one: each task
     // would train alone (srun without --mpi, or an MPI library the launcher cannot reach)
-    static const char *const k_task_vars[] = {"SLURM_NTASKS", "SLURM_NPROCS", "PMI_SIZE",
-                                              "OMPI_COMM_WORLD_SIZE"};
-    for (size_t i = 0; world.size == 1 && i < sizeof k_task_vars / sizeof *k_task_vars; i++) {
-        const char *v = getenv(k_task_vars[i]);
-        if (v && atoi(v) > 1) {
-            fprintf(stderr, "zerotrain: warning: %s=%s but this job's MPI world has 1 rank: "
-                            "it was not launched through MPI (use mpirun, or srun --mpi=pmix), "
-                            "so every task trains alone\n", k_task_vars[i], v);
-            break;
-        }
-    }
+    const char *var = NULL;
+    int tasks = zt_launcher_tasks(&var);
+    if (world.size == 1 && tasks > 1)
+        fprintf(stderr, "zerotrain: warning: %s=%s but this job's MPI world has 1 rank: "
+                        "it was not launched through MPI (use mpirun, or srun --mpi=pmix), "
+                        "so every task trains alone\n", var, getenv(var));
     zt_config cfg;
     // A config file may be missing on some nodes only: agree before going on.
     zt_status s = zt_comm_agree(&world, zt_config_parse(&cfg, argc, argv));

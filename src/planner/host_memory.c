@@ -48,16 +48,3 @@ double zt_host_rank_limit_bytes(void) {
     if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 0;
     return (double)r.rlim_cur;
 }
-
-int zt_host_local_ranks(int world) {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                                       "SLURM_NTASKS_PER_NODE"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && isdigit((unsigned char)v[0])) { // Slurm may write "4(x2)": the first count
-            int n = atoi(v);
-            if (n >= 1 && n <= world) return n;
-        }
-    }
-    return world;
-}

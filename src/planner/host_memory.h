@@ -12,8 +12,5 @@ double zt_host_available_bytes(void);
 // The address-space limit of one process (ulimit -v, RLIMIT_AS) in bytes; 0 when none.
 double zt_host_rank_limit_bytes(void);
 
-// The world ranks on this machine as the launcher says (Open MPI, MPICH/Hydra, Slurm),
-// else `world` (all of them: the conservative guess for the fits-check).
-int zt_host_local_ranks(int world);
 
 #endif

@@ -1,0 +1,22 @@
+// What the launcher (Open MPI, PMIx, MPICH/Hydra, Slurm) told this process in its environment,
+// readable before and without MPI_Init: the one reader of those variables.
+#ifndef ZT_LAUNCHER_H
+#define ZT_LAUNCHER_H
+
+// This process's rank in the launch; 0 when no launcher set one.
+int zt_launcher_rank(void);
+
+// The processes this launch step started; 1 when none. Slurm's step count, not the job's
+// (SLURM_NTASKS): a batch script itself is one process of its job.
+int zt_launcher_size(void);
+
+// The tasks the job asked for, from any launcher's variable, and that variable's name in
+// *var (e.g. SLURM_NTASKS=4 seen by a process launched without MPI); 1 and NULL when none
+// asks for more than one.
+int zt_launcher_tasks(const char **var);
+
+// Consecutive ranks per machine, 1..world; `world` when the launcher does not say. Slurm may
+// write "4(x2)": the first count.
+int zt_launcher_local_size(int world);
+
+#endif
