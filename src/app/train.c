@@ -13,6 +13,7 @@
 #include "hf_import.h"
 #include "launcher.h"
 #include "plan_spec.h"
+#include "signals.h"
 #include "trainer.h"
 
 // The embedded default data sits next to the binary (build/data/default_*.bin).
@@ -122,6 +123,19 @@ static zt_ckpt_ctx ckpt_ctx(zt_trainer *t) {
     return x;
 }
 
+// A preemption signal reached a rank (SIGTERM, SIGUSR1: signals.h) and the checkpoint of
+// `step` is written: the run ends there, without the end-of-run checks and --save, which a
+// scheduler's grace period need not wait for.
+static zt_status preempted(zt_trainer *t, int step) {
+    t->preempted = 1;
+    if (t->grid.rank == 0)
+        printf("preempted: a stop signal arrived; saved %s/step-%d and stopped (exit %d). "
+               "Resume with --resume %s\n", t->cfg->ckpt_dir, step, ZT_EXIT_PREEMPTED,
+               t->cfg->ckpt_dir);
+    fflush(stdout);
+    return ZT_OK;
+}
+
 // The steps, with validation, samples and checkpoints between them; then the end-of-run
 // report, the invariant checks and --save.
 static zt_status run(zt_trainer *t) {
@@ -142,12 +156,14 @@ static zt_status run(zt_trainer *t) {
         }
         if (c->sample_every > 0 && ((step + 1) % c->sample_every == 0 || last))
             zt_train_sample(&t->sampler, c->sample_len, c->seed, step + 1, g->rank == 0);
-        if (c->ckpt_dir[0] && ((c->ckpt_every > 0 && (step + 1) % c->ckpt_every == 0) || last)) {
+        int every = c->ckpt_every > 0 && (step + 1) % c->ckpt_every == 0;
+        if (c->ckpt_dir[0] && (every || last || st.stop)) {
             zt_ckpt_ctx x = ckpt_ctx(t);
             uint64_t per_step = (uint64_t)c->micro_batch * c->grad_accum * g->dp;
             ZT_TRY(zt_ckpt_save(&x, step + 1,
                                 t->sample0 + (uint64_t)(step + 1 - t->step0) * per_step));
         }
+        if (st.stop && !last) return preempted(t, step + 1);
     }
     if (g->rank == 0) printf("done: %d steps in %.1f s\n", c->steps, zt_now_s() - t_start);
     if (g->rank == 0 && c->profile && t->prof_n > 0)
@@ -229,7 +245,8 @@ static void free_trainer(zt_trainer *t) {
     zt_grid_free(&t->grid);
 }
 
-zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0, int start) {
+zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0, int start,
+                   int *preempted_out) {
     zt_trainer t;
     memset(&t, 0, sizeof t);
     t.cfg = cfg;
@@ -259,6 +276,7 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0
         s = run(&t);
     }
     s = close_log(&t, s);
+    *preempted_out = t.preempted;
     free_trainer(&t);
     zt_backend_close(&backend); // after everything allocated through it
     return s;

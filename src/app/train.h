@@ -13,6 +13,8 @@ float zt_lr_at(const zt_config *cfg, int step);
 // locates the embedded default data; start is the step a --resume begins at (its manifest's,
 // read once by the caller with zt_ckpt_peek; 0 without one). Returns ZT_ERR with the message
 // set on a user-fixable problem (bad layout, data, NaN loss, ...), the same on every rank.
-zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0, int start);
+// *preempted: 1 where a preemption signal stopped the run after a checkpoint (signals.h).
+zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0, int start,
+                   int *preempted);
 
 #endif

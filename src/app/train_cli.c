@@ -81,9 +81,10 @@ int zt_train_main(int argc, char **argv, const char *argv0) {
     if (s == ZT_OK) zt_signals_install(&cfg);
     int start = 0;
     if (s == ZT_OK) s = zt_comm_agree(&world, adopt_file_shape(&cfg, &start));
-    if (s == ZT_OK) s = zt_train(&cfg, &world, argv0, start);
+    int preempted = 0;
+    if (s == ZT_OK) s = zt_train(&cfg, &world, argv0, start, &preempted);
     zt_error_report(s != ZT_OK && world.rank == 0);
     zt_comm_free(&world);
     zt_comm_mpi_finalize();
-    return s == ZT_OK ? 0 : 1;
+    return s != ZT_OK ? 1 : preempted ? ZT_EXIT_PREEMPTED : 0;
 }

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "grad_norm.h"
+#include "signals.h"
 #include "train.h"
 
 float zt_lr_at(const zt_config *cfg, int step) {
@@ -160,14 +161,15 @@ zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
                                ZT_REDUCE_SUM, NULL);
     else
         zt_comm_all_reduce(g->dp_data, m->grads, m->grads, total, ZT_F32, ZT_REDUCE_SUM, NULL);
-    // one world all-reduce: [sum of squares, non-finite count, loss sum, log failed]; with
-    // --zero 0 every dp rank holds the whole gradient, so only dp rank 0 counts it
-    double v[4] = {0, 0, 0, t->log_errno != 0}, r[4];
+    // one world all-reduce: [sum of squares, non-finite count, loss sum, log failed, stop
+    // requested]; with --zero 0 every dp rank holds the whole gradient, so only dp rank 0
+    // counts it
+    double v[5] = {0, 0, 0, t->log_errno != 0, zt_signals_stop_requested()}, r[5];
     if (is_zero || g->dp_rank == 0)
         zt_grad_sumsq(t->be, v, m->grads, &m->layout, t->shard_lo, t->shard_hi,
                       g->tp_rank == 0, g->pp_rank == 0);
     v[2] = g->tp_rank == 0 ? loss_sum : 0.0; // every tp rank has the same losses
-    zt_comm_all_reduce(&g->world_comm, v, r, 4, ZT_F64, ZT_REDUCE_SUM, NULL);
+    zt_comm_all_reduce(&g->world_comm, v, r, 5, ZT_F64, ZT_REDUCE_SUM, NULL);
     if (r[3] > 0)
         return zt_errorf("cannot write the log file %s: %s; the run stopped at step %d",
                          c->log, strerror(t->log_errno ? t->log_errno : EIO), step + 1);
@@ -186,6 +188,7 @@ zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
     if (is_zero)
         zt_comm_all_gather(g->dp_data, m->params + t->shard_lo, m->params, total, ZT_F32, NULL);
     t->be->ops->sync(t->be); // the step's work is done (and its errors seen) here
+    out->stop = r[4] > 0; // a rank was asked to stop: every rank stops after this step
     out->loss = loss;
     out->norm = norm;
     out->lr = lr;

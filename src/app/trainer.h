@@ -47,6 +47,7 @@ typedef struct {
     int step0;                 // completed steps at start (--resume), and
     uint64_t sample0;          // training samples consumed by then
     zt_train_sampler sampler;  // --sample-every
+    int preempted;             // stopped by a preemption signal, after a checkpoint
     FILE *log;
     int log_errno;             // rank 0: the errno of a failed log write (0 = none)
     char last_mem[256];        // rank 0: the memory figures last printed
@@ -68,6 +69,7 @@ typedef struct {
     float lr;
     double ms;         // wall time of the step
     zt_profile phases; // --profile: the step's phase times
+    int stop;          // a preemption signal reached some rank: save and stop after it
 } zt_step_stats;
 
 static inline int zt_trainer_first_stage(const zt_trainer *t) { return t->grid.pp_rank == 0; }
