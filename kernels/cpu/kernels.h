@@ -9,12 +9,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bf16_math.h"
+
 // Row-major C = alpha * op(A) @ op(B) + beta * C, op(X) = X or X^T. (M, N) result, K inner.
 // Large products run on all OpenMP threads as tiles of C (gemm_cpu.c); called inside a
 // parallel region it runs on the calling thread. The tiling follows the thread count, so
 // (as with BLAS's own threading) the last bits of C may differ between thread counts.
 void zt_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
              const float *B, int ldb, float beta, float *C, int ldc);
+
+// bf16 (bf16_cpu.c): out[i] = zt_bf16_from_fp32(in[i]) (round to nearest even) and
+// out[i] = zt_bf16_to_fp32(in[i]) (exact), on all OpenMP threads for large n.
+void zt_bf16_from_fp32_array(zt_bf16 *out, const float *in, size_t n);
+void zt_bf16_to_fp32_array(float *out, const zt_bf16 *in, size_t n);
+// out (rows, cols), leading dimension ld_out = in (rows, cols), leading dimension ld_in,
+// widened to fp32 (exact); rows in parallel.
+void zt_bf16_to_fp32_matrix(float *out, int ld_out, const zt_bf16 *in, int ld_in, int rows,
+                            int cols);
 
 // out (N, C) = wte[tokens] + wpe[position]; token n sits at position n % T.
 // wte holds rows [vocab_lo, vocab_lo + vocab_rows) of the padded vocabulary; tokens
