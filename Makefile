@@ -29,7 +29,8 @@ INCLUDES := $(addprefix -I,$(SRC_DIRS))
 CFLAGS   ?= -O2 -g -march=native
 CFLAGS   += -fno-math-errno -std=c11 -Wall -Wextra -Wno-unused-parameter -fopenmp -D_GNU_SOURCE \
             -MMD -MP $(INCLUDES) $(MPI_CFLAGS)
-LDLIBS   += $(MPI_LIBS) -lopenblas -lcjson -lpcre2-8 -lxxhash -lm -fopenmp
+# oneDNN (-ldnnl): the bf16 GEMM on CPUs with bf16 instructions (kernels/cpu/gemm_bf16_cpu.c).
+LDLIBS   += $(MPI_LIBS) -lopenblas -ldnnl -lcjson -lpcre2-8 -lxxhash -lm -fopenmp
 
 # kernels/cuda/backend_cuda.c and comm/comm_nccl.c need the CUDA toolkit: `make cuda` only.
 CUDA_C_SRC := kernels/cuda/backend_cuda.c comm/comm_nccl.c
