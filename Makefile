@@ -103,8 +103,10 @@ demo: all
 	    --micro-batch 2 --grad-accum 4 --steps 300 --lr 1e-3 --log $(BUILD)/demo.jsonl
 
 # Benchmarks (bench/RESULTS.md): `make bench` builds them; the bench/*.sh scripts run them.
-bench: $(BUILD)/comm_bw
+bench: $(BUILD)/comm_bw $(BUILD)/gemm_bf16
 $(BUILD)/comm_bw: bench/comm_bw.c $(BUILD)/libzt.a | $(BUILD)/mpi.cflags $(BUILD)/mpi.libs
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/gemm_bf16: bench/gemm_bf16.c $(BUILD)/libzt.a | $(BUILD)/mpi.cflags $(BUILD)/mpi.libs
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # ---- The CUDA build (`make cuda`): build/zerotrain-cuda and build/zt_tests_cuda ----
