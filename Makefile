@@ -29,7 +29,8 @@ INCLUDES := $(addprefix -I,$(SRC_DIRS))
 CFLAGS   ?= -O2 -g -march=native
 CFLAGS   += -fno-math-errno -std=c11 -Wall -Wextra -Wno-unused-parameter -fopenmp -D_GNU_SOURCE \
             -MMD -MP $(INCLUDES) $(MPI_CFLAGS)
-LDLIBS   += $(MPI_LIBS) -lopenblas -lcjson -lpcre2-8 -lxxhash -lm -fopenmp
+# oneDNN (-ldnnl): the bf16 GEMM on CPUs with bf16 instructions (kernels/cpu/gemm_bf16_cpu.c).
+LDLIBS   += $(MPI_LIBS) -lopenblas -ldnnl -lcjson -lpcre2-8 -lxxhash -lm -fopenmp
 
 # kernels/cuda/backend_cuda.c and comm/comm_nccl.c need the CUDA toolkit: `make cuda` only.
 CUDA_C_SRC := kernels/cuda/backend_cuda.c comm/comm_nccl.c
@@ -102,8 +103,10 @@ demo: all
 	    --micro-batch 2 --grad-accum 4 --steps 300 --lr 1e-3 --log $(BUILD)/demo.jsonl
 
 # Benchmarks (bench/RESULTS.md): `make bench` builds them; the bench/*.sh scripts run them.
-bench: $(BUILD)/comm_bw
+bench: $(BUILD)/comm_bw $(BUILD)/gemm_bf16
 $(BUILD)/comm_bw: bench/comm_bw.c $(BUILD)/libzt.a | $(BUILD)/mpi.cflags $(BUILD)/mpi.libs
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/gemm_bf16: bench/gemm_bf16.c $(BUILD)/libzt.a | $(BUILD)/mpi.cflags $(BUILD)/mpi.libs
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # ---- The CUDA build (`make cuda`): build/zerotrain-cuda and build/zt_tests_cuda ----

@@ -5,6 +5,8 @@ set -euo pipefail
 pkgs=(
   build-essential            # gcc, make
   libopenblas-openmp-dev     # BLAS sharing the program's OpenMP pool (docs/machine.md: one pool)
+  libdnnl-dev                # oneDNN: the bf16 GEMM on CPUs with AVX512-BF16/AMX (OpenBLAS 0.3.21
+                             # has no sbgemm); Debian builds it on OpenMP, so the same one pool
   libopenmpi-dev openmpi-bin # MPI: launcher, bootstrap, CPU collectives
   libcjson-dev               # JSON config
   libpcre2-dev               # GPT-2 BPE pre-tokenizer (Unicode regex)

@@ -9,12 +9,64 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bf16_math.h"
+#include "common.h"
+
 // Row-major C = alpha * op(A) @ op(B) + beta * C, op(X) = X or X^T. (M, N) result, K inner.
 // Large products run on all OpenMP threads as tiles of C (gemm_cpu.c); called inside a
 // parallel region it runs on the calling thread. The tiling follows the thread count, so
 // (as with BLAS's own threading) the last bits of C may differ between thread counts.
 void zt_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
              const float *B, int ldb, float beta, float *C, int ldc);
+
+// bf16 (bf16_cpu.c): out[i] = zt_bf16_from_fp32(in[i]) (round to nearest even) and
+// out[i] = zt_bf16_to_fp32(in[i]) (exact), on all OpenMP threads for large n.
+void zt_bf16_from_fp32_array(zt_bf16 *out, const float *in, size_t n);
+void zt_bf16_to_fp32_array(float *out, const zt_bf16 *in, size_t n);
+// out (rows, cols), leading dimension ld_out = in (rows, cols), leading dimension ld_in,
+// widened to fp32 (exact); rows in parallel.
+void zt_bf16_to_fp32_matrix(float *out, int ld_out, const zt_bf16 *in, int ld_in, int rows,
+                            int cols);
+
+// The bf16 GEMM (gemm_bf16_cpu.c): zt_gemm's arguments and meaning with bf16 A and B,
+// fp32 C, alpha, beta: C = alpha * op(A) @ op(B) + beta * C, row-major. Two paths:
+//   ZT_BF16_GEMM_DNNL      oneDNN's dnnl_gemm_bf16bf16f32, on CPUs with AVX512-BF16 or
+//                          AMX-BF16 (its threads are the program's OpenMP pool);
+//   ZT_BF16_GEMM_FALLBACK  A and B widened to fp32 in `work` (exact), then zt_gemm.
+// Either way the products of two bf16 are exact in fp32 and the sums are fp32: the paths
+// differ only in summation order (docs/design.md, "bf16").
+typedef enum {
+    ZT_BF16_GEMM_AUTO = 0, // oneDNN where the CPU has bf16 instructions, else the fallback
+    ZT_BF16_GEMM_DNNL,
+    ZT_BF16_GEMM_FALLBACK,
+} zt_bf16_gemm_path;
+
+// What the CPU and the linked oneDNN offer.
+typedef struct {
+    int avx512_bf16; // AVX512-BF16 (vdpbf16ps), with the OS's AVX-512 state
+    int amx_bf16;    // AMX-BF16 (tdpbf16ps), with the OS's tile state
+    int dnnl_isa;    // dnnl_get_effective_cpu_isa(): the most oneDNN dispatches to
+} zt_bf16_cpu;
+
+// This CPU (detected once).
+const zt_bf16_cpu *zt_bf16_cpu_get(void);
+// ZT_OK when oneDNN has bf16 instructions to run on `cpu`; else ZT_ERR with the reason
+// (zt_error_message). Pure, for tests.
+zt_status zt_gemm_bf16_dnnl_check(const zt_bf16_cpu *cpu);
+// Chooses the path (tests, benches; call before the GEMMs run, not during). DNNL where the
+// check fails: ZT_ERR with its message, the path unchanged.
+zt_status zt_gemm_bf16_set_path(zt_bf16_gemm_path path);
+// The path that runs (DNNL or FALLBACK, never AUTO).
+zt_bf16_gemm_path zt_gemm_bf16_path(void);
+// One line for a banner, e.g. "bf16 GEMM: fp32 fallback (widen + OpenBLAS sgemm; CPU has
+// no AVX512-BF16 or AMX-BF16)".
+void zt_gemm_bf16_describe(char *buf, size_t size);
+// Floats of `work` the running path needs for an (M, N, K) product: M*K + K*N on the
+// fallback (op(A) and op(B) widened), 0 on oneDNN (work may then be NULL). Size it after
+// the path is chosen.
+size_t zt_gemm_bf16_workspace(int M, int N, int K);
+void zt_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const zt_bf16 *A,
+                  int lda, const zt_bf16 *B, int ldb, float beta, float *C, int ldc, float *work);
 
 // out (N, C) = wte[tokens] + wpe[position]; token n sits at position n % T.
 // wte holds rows [vocab_lo, vocab_lo + vocab_rows) of the padded vocabulary; tokens

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# bf16 GEMM at GPT-2 shapes: fp32 sgemm, bf16 through oneDNN (where the CPU has AVX512-BF16 or
+# AMX-BF16) and the bf16 fallback (widen to fp32 + sgemm), same run, 2 OpenMP threads.
+#
+#   make bench && bash bench/gemm_bf16.sh   # table + section in bench/RESULTS.md
+#   REPS=15 bash bench/gemm_bf16.sh
+#   NO_RESULTS=1 bash bench/gemm_bf16.sh    # print only
+#
+# Runs `OMP_NUM_THREADS=2 build/gemm_bf16 --reps REPS` (bench/gemm_bf16.c has the method:
+# medians of REPS, implementations interleaved, every result compared with fp32's).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PY:-/usr/bin/python3}
+OUT=build/bench
+REPS=${REPS:-7}
+export OMP_NUM_THREADS=2
+mkdir -p "$OUT"
+[ -x build/gemm_bf16 ] || { echo "gemm_bf16.sh: build/gemm_bf16 missing; run make bench" >&2; exit 1; }
+
+DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
+MODEL=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
+FLAGS=$(lscpu | sed -n 's/^Flags: *//p')
+flag() { [[ " $FLAGS " == *" $1 "* ]] && echo "$1 present" || echo "no $1"; }
+CPU="$MODEL, $(nproc --all) cores; lscpu flags: $(flag avx512_bf16), $(flag amx_bf16)"
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+build/gemm_bf16 --reps "$REPS" | tee "$OUT/gemm_bf16.out" >&2
+LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
+
+table=$("$PY" - "$OUT/gemm_bf16.out" <<'EOF'
+import math, sys
+rows = {}
+for line in open(sys.argv[1]):
+    if not line.startswith("RESULT "):
+        continue
+    kv = dict(x.split("=", 1) for x in line.split()[1:])
+    rows.setdefault((kv["op"], kv["shape"], kv["form"]), {})[kv["impl"]] = kv
+def cell(kv):
+    g = float(kv["gflops"])
+    return "n/a" if math.isnan(g) else f"{g:.1f} ({float(kv['best_gflops']):.1f})"
+def ratio(a, b, key):
+    return f"{float(a[key]) / float(b[key]):.2f}"
+print("| product | M x K x N | form | fp32 sgemm GFLOP/s | bf16 oneDNN GFLOP/s "
+      "| bf16 fallback GFLOP/s | fallback / fp32 (best) |")
+print("|---|---|---|---|---|---|---|")
+for (op, shape, form), r in rows.items():
+    f32, dn, fb = r["fp32"], r["bf16_dnnl"], r["bf16_fallback"]
+    print(f"| {op} | {shape.replace('x', ' x ')} | {form} | {cell(f32)} | {cell(dn)} "
+          f"| {cell(fb)} | {ratio(fb, f32, 'gflops')} ({ratio(fb, f32, 'best_gflops')}) |")
+EOF
+)
+BLAS=$(sed -n 's/^blas: //p' "$OUT/gemm_bf16.out")
+PATHLINE=$(grep '^bf16 GEMM:' "$OUT/gemm_bf16.out")
+echo
+echo "$table"
+
+if [ -z "${NO_RESULTS:-}" ]; then
+    "$PY" bench/results_section.py bench/RESULTS.md "## bf16 GEMM on the CPU" <<EOF
+## bf16 GEMM on the CPU
+
+$CPU.
+$BLAS. The run chose: "$PATHLINE".
+Measured $DATE, $OMP_NUM_THREADS OpenMP threads; load average $LOAD0 before, $LOAD1 after
+(the cores are shared: $REPS repetitions, the three implementations interleaved).
+
+GFLOP/s = 2MNK / time: the median, in brackets the best (the nearer to an idle machine).
+GPT-2 124M's forward products at 256 tokens (1024 for c_fc), in the model's forms: NT for
+weights stored (out, in), NN for c_proj's (in, out). Every implementation multiplies the same
+bf16-rounded values (fp32 gets them widened), beta = 0, and gets the same C as fp32 sgemm
+(the driver checks). "bf16 fallback" is \`zt_gemm_bf16\` forced to its fallback: both operands
+widened to fp32 (exact) in a preallocated workspace, then \`zt_gemm\`; its time includes the
+widening, M·K + K·N values, and that step's own parallel regions, which wait on a preempted
+thread when the machine is loaded. "bf16 oneDNN" is \`dnnl_gemm_bf16bf16f32\` (oneDNN
+$(dpkg-query -W -f='${Version}' libdnnl2 2>/dev/null || echo "?")), run only where the CPU has AVX512-BF16 or AMX-BF16 ("n/a" otherwise).
+
+$table
+
+Command: \`make bench && bash bench/gemm_bf16.sh\` (REPS=$REPS), which runs
+
+    OMP_NUM_THREADS=2 build/gemm_bf16 --reps $REPS
+EOF
+    echo "wrote bench/RESULTS.md" >&2
+fi
