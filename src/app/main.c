@@ -65,6 +65,7 @@ static int blas(int slow) {
 int main(int argc, char **argv) {
     // Before anything else (MPI_Init, the first product): may re-execute this binary with
     // OPENBLAS_CORETYPE set, where OpenBLAS fell back to generic kernels.
+    zt_launcher_capture(); // before MPI_Init adds variables of its own
     int slow = zt_backends_start(argv);
     const char *cmd = "train";
     int first = 1;
@@ -107,11 +108,11 @@ int main(int argc, char **argv) {
     // its own kernels, which is how a launch's ranks are checked)
     static const char *const k_one_process[] = {"prepare", "memory", "export"};
     for (size_t i = 0; i < sizeof k_one_process / sizeof *k_one_process; i++)
-        if (strcmp(cmd, k_one_process[i]) == 0 && zt_launcher_size() > 1) {
+        if (strcmp(cmd, k_one_process[i]) == 0 && zt_launcher_size(NULL) > 1) {
             if (zt_launcher_rank() == 0)
                 fprintf(stderr, "zerotrain: error: `zerotrain %s` runs in one process, but "
                                 "this launch started %d: run it without mpirun or srun\n",
-                        cmd, zt_launcher_size());
+                        cmd, zt_launcher_size(NULL));
             return 1;
         }
     if (strcmp(cmd, "blas") == 0) return blas(slow);

@@ -51,18 +51,38 @@ static zt_status same_options_on_every_rank(const zt_config *cfg, const zt_comm 
                      world->rank, differs);
 }
 
+// A world of one rank where the launcher started several processes (srun without a PMI that
+// this MPI can use): each would train the same model alone, and all would exit 0. Refused,
+// printed by the launch's first process; 0 then. A job that asked for several tasks but
+// started this one process (a batch script running zerotrain itself) is warned.
+static int launched_through_mpi(void) {
+    const char *var = NULL;
+    int started = zt_launcher_size(&var);
+    if (started > 1) {
+        if (zt_launcher_rank() == 0)
+            fprintf(stderr, "zerotrain: error: this launch started %d processes (%s=%d) but MPI "
+                            "sees a world of 1 rank in each: every one would train alone. Launch "
+                            "through MPI: mpirun -np %d, or srun --mpi=pmix (`srun --mpi=list` "
+                            "shows the plugins this Slurm has)\n", started, var, started, started);
+        return 0;
+    }
+    int tasks = zt_launcher_tasks(&var);
+    if (tasks > 1)
+        fprintf(stderr, "zerotrain: warning: %s=%s but this job's MPI world has 1 rank: "
+                        "it was not launched through MPI (use mpirun, or srun --mpi=pmix), "
+                        "so the other tasks stay idle\n", var, getenv(var));
+    return 1;
+}
+
 int zt_train_main(int argc, char **argv, const char *argv0) {
     zt_comm world;
     zt_comm_mpi_init_world(&world, NULL, NULL);
     zt_set_fatal_hook(zt_comm_mpi_abort);
-    // a launcher asked for several tasks but this process sees a world of one: each task
-    // would train alone (srun without --mpi, or an MPI library the launcher cannot reach)
-    const char *var = NULL;
-    int tasks = zt_launcher_tasks(&var);
-    if (world.size == 1 && tasks > 1)
-        fprintf(stderr, "zerotrain: warning: %s=%s but this job's MPI world has 1 rank: "
-                        "it was not launched through MPI (use mpirun, or srun --mpi=pmix), "
-                        "so every task trains alone\n", var, getenv(var));
+    if (world.size == 1 && !launched_through_mpi()) {
+        zt_comm_free(&world);
+        zt_comm_mpi_finalize();
+        return 1;
+    }
     zt_config cfg;
     // A config file may be missing on some nodes only: agree before going on.
     zt_status s = zt_comm_agree(&world, zt_config_parse(&cfg, argc, argv));

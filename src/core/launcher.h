@@ -3,12 +3,17 @@
 #ifndef ZT_LAUNCHER_H
 #define ZT_LAUNCHER_H
 
+// Reads the variables, once: call first in main(), before MPI_Init may add its own. The
+// functions below call it too, so a program without that call (a test) still works.
+void zt_launcher_capture(void);
+
 // This process's rank in the launch; 0 when no launcher set one.
 int zt_launcher_rank(void);
 
 // The processes this launch step started; 1 when none. Slurm's step count, not the job's
-// (SLURM_NTASKS): a batch script itself is one process of its job.
-int zt_launcher_size(void);
+// (SLURM_NTASKS): a batch script itself is one process of its job. *var (may be NULL): the
+// variable that said so.
+int zt_launcher_size(const char **var);
 
 // The tasks the job asked for, from any launcher's variable, and that variable's name in
 // *var (e.g. SLURM_NTASKS=4 seen by a process launched without MPI); 1 and NULL when none
