@@ -82,12 +82,17 @@ zt_status zt_config_adopt_shape(zt_config *cfg, const zt_model_shape *file, int 
         }
         *mine[k] = theirs[k];
     }
-    if (!head_known && !((cfg->shape_given >> 2) & 1u)) {
-        // tensor shapes do not hold the head count: GPT-2's heads are 64 wide
-        if (cfg->n_embd % 64)
-            return zt_errorf("%s has no config.json and n_embd %d is not a multiple of GPT-2's "
-                             "head size 64: give --n-head", what, cfg->n_embd);
-        cfg->n_head = cfg->n_embd / 64;
+    // Tensor shapes do not hold the head count, and a guess (GPT-2's heads are 64 wide) loads
+    // an 8-head model of 256 channels as 4 heads without a word: it must be said, by
+    // --n-head or by a --model preset.
+    if (!head_known && !((cfg->shape_given >> 2) & 1u) && !(model_given && p)) {
+        char hint[96] = "";
+        if (cfg->n_embd % 64 == 0)
+            snprintf(hint, sizeof hint, " (GPT-2's own models have heads 64 wide: --n-head %d)",
+                     cfg->n_embd / 64);
+        return zt_errorf("%s has no config.json, and its tensors do not say how many attention "
+                         "heads the model has: give --n-head%s, or load the directory with its "
+                         "config.json", what, hint);
     }
     return ZT_OK;
 }
