@@ -79,11 +79,11 @@ expect_error() { # name pattern command...
 cp -r $out/ck/step-6 $out/bad
 f=$out/bad/shard-pp0-tp0-dp1.safetensors
 printf '\x55' | dd of=$f bs=1 seek=2000 conv=notrunc status=none
-expect_error corrupt "zerotrain: error: checkpoint file .*shard-pp0-tp0-dp1.safetensors is corrupt: its XXH3-64 checksum" \
+expect_error corrupt "zerotrain: error: \(rank 1\) checkpoint file .*shard-pp0-tp0-dp1.safetensors is corrupt: its XXH3-64 checksum" \
     $MPI -np 2 build/zerotrain $common --steps 8 --zero 1 --micro-batch 2 --grad-accum 2 --resume $out/bad
 cp -r $out/v1 $out/bad1
 printf '\x55' | dd of=$out/bad1/shard-pp0-tp0-dp1.safetensors bs=1 seek=2000 conv=notrunc status=none
-expect_error corrupt1 "zerotrain: error: checkpoint file .*shard-pp0-tp0-dp1.safetensors is corrupt: its FNV-1a 64 checksum" \
+expect_error corrupt1 "zerotrain: error: \(rank 1\) checkpoint file .*shard-pp0-tp0-dp1.safetensors is corrupt: its FNV-1a 64 checksum" \
     $MPI -np 2 build/zerotrain $common --steps 6 --zero 1 --micro-batch 2 --grad-accum 2 --resume $out/bad1
 # scripts/read_ckpt.py: the same digests (XXH3-64 through xxhash, FNV-1a in Python), the same
 # corruption found
