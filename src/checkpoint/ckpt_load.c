@@ -56,7 +56,7 @@ static zt_status resolve(const char *dir, char *out, size_t size, int say) {
     snprintf(p, sizeof p, "%s/latest", dir);
     char *lt = zt_read_file(p, NULL);
     if (!lt && errno != ENOENT && say)
-        printf("checkpoint: ignoring %s: %s\n", p, strerror(errno));
+        printf("checkpoint: ignoring %s: %s\n", p, zt_file_error(errno));
     if (lt) {
         char name[256];
         if (sscanf(lt, "%255s", name) == 1) {
@@ -134,7 +134,7 @@ static zt_status manifest_read(manifest *m, const char *dir, int say) {
     char p[PATHN + 32];
     snprintf(p, sizeof p, "%s/manifest.json", m->dir);
     char *text = zt_read_file(p, NULL);
-    if (!text) return zt_errorf("cannot read %s: %s", p, strerror(errno));
+    if (!text) return zt_errorf("cannot read %s: %s", p, zt_file_error(errno));
     m->root = cJSON_Parse(text);
     free(text);
     const cJSON *r = m->root, *fmt = cJSON_GetObjectItemCaseSensitive(r, "format");
@@ -206,14 +206,13 @@ zt_status zt_ckpt_peek(const char *dir, zt_model_shape *shape, int *step) {
 static zt_status verify_file(const manifest *m, int i) {
     char p[PATHN + 160];
     snprintf(p, sizeof p, "%s/%s", m->dir, m->fname[i]);
-    FILE *f = fopen(p, "rb");
-    if (!f) return zt_errorf("checkpoint file %s is missing: %s", p, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return zt_errorf("checkpoint file %s is not a regular file (a directory?): the "
-                         "checkpoint is damaged; resume from another", p);
-    }
+    FILE *f = zt_fopen_regular(p);
+    if (!f && errno == ENOENT)
+        return zt_errorf("checkpoint file %s is missing: %s", p, strerror(errno));
+    if (!f)
+        return zt_errorf("checkpoint file %s is %s: the checkpoint is damaged; resume from "
+                         "another", p, errno == EISDIR || errno == EINVAL ?
+                         "not a regular file (a directory, a FIFO?)" : strerror(errno));
     int xxh = m->checksum == CK_XXH3_64;
     XXH3_state_t *st = xxh ? XXH3_createState() : NULL;
     ZT_ASSERT(!xxh || (st && XXH3_64bits_reset(st) == XXH_OK));

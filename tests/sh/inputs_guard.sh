@@ -64,9 +64,17 @@ cp -r "$tmp/ck" "$tmp/ckm"; rm "$tmp/ckm/step-4/manifest.json"; mkdir "$tmp/ckm/
 expect_error manifest_is_directory "$tmp/ckm/step-4 holds no complete checkpoint" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ckm/step-4"
 expect_error export_manifest_is_directory "$tmp/ckm/step-4 holds no complete checkpoint" -- "$ZT" export "$tmp/ckm/step-4" --out "$tmp/x"
 
+# `latest` a FIFO: said, and the newest complete checkpoint taken (was a hang)
+cp -r "$tmp/ck" "$tmp/ckf"; rm "$tmp/ckf/latest"; mkfifo "$tmp/ckf/latest"
+expect_ok latest_is_fifo '^step +5/5' -- "$ZT" "${T[@]}" --steps 5 --resume "$tmp/ckf"
+grep -q "ignoring $tmp/ckf/latest: not a regular file" "$tmp/latest_is_fifo.out" && echo "ok   latest_is_fifo_said" ||
+  { echo "FAIL latest_is_fifo_said"; show "$tmp/latest_is_fifo.out"; failed+=("latest a FIFO: not said"); }
+# a shard that is a FIFO (was a hang in the checksum pass)
+cp -r "$tmp/ck" "$tmp/ckp"; f=$(ls "$tmp"/ckp/step-4/shard-*.safetensors | head -1); rm "$f"; mkfifo "$f"
+expect_error shard_is_fifo "is not a regular file (a directory, a FIFO?)" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ckp"
 # a shard that is a directory
 cp -r "$tmp/ck" "$tmp/cks"; f=$(ls "$tmp"/cks/step-4/shard-*.safetensors | head -1); rm "$f"; mkdir "$f"
-expect_error shard_is_directory "is not a regular file (a directory?)" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/cks"
+expect_error shard_is_directory "is not a regular file (a directory, a FIFO?)" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/cks"
 expect_error optim_min_8bit_negative "--optim-min-8bit must be at least 0" -- "$ZT" "${T[@]}" --steps 1 --optim adamw8bit --optim-min-8bit -1
 
 # a manifest edited to impossible values
