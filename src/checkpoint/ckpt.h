@@ -49,8 +49,9 @@ typedef struct {
 // checkpoint intact. ZT_ERR (agreed on every rank) when a file cannot be written.
 zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples);
 
-// Collective: loads the checkpoint that `dir` names (a checkpoint directory, whose
-// `latest` or newest complete step-N is taken, or a step-N directory itself) into this
+// Collective: loads the checkpoint that `dir` names (a checkpoint directory, whose newest
+// complete step-N is taken: what `latest` names, or a newer one committed by a save that
+// stopped before updating `latest`; or a step-N directory itself) into this
 // rank's parameters and optimizer state, in whatever layout it was written. Sets *step
 // (completed steps) and *samples. Verifies every file's checksum first. 8-bit state
 // moves exactly where its quantization blocks map onto blocks of the new layout, and is

@@ -22,17 +22,10 @@
 
 // ---------------------------------------------------------------- finding and reading
 
-// Resolves `dir` to a complete step directory (one holding manifest.json).
-static zt_status resolve(const char *dir, char *out, size_t size, int say) {
+// The newest complete step-N in `dir` (holding manifest.json), -1 if none; what it passes
+// over is said once (say): interrupted saves, step directories without a manifest.
+static int newest_complete(DIR *d, const char *dir, int say) {
     char p[2 * PATHN];
-    snprintf(p, sizeof p, "%s/manifest.json", dir);
-    if (ckpt_file_exists(p)) {
-        snprintf(out, size, "%s", dir);
-        return ZT_OK;
-    }
-    // incomplete ones, said once
-    DIR *d = opendir(dir);
-    if (!d) return zt_errorf("cannot open the checkpoint directory %s: %s", dir, strerror(errno));
     int best = -1;
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -52,27 +45,57 @@ static zt_status resolve(const char *dir, char *out, size_t size, int say) {
         }
         if (st > best) best = st;
     }
-    closedir(d);
+    return best;
+}
+
+// What `dir`/latest names when that is a complete checkpoint (name, its step or -1 when the
+// name is not step-N); 0 when it names none (said once).
+static int latest_names(const char *dir, char *name, size_t size, int *step, int say) {
+    char p[PATHN + 16], q[2 * PATHN];
     snprintf(p, sizeof p, "%s/latest", dir);
     char *lt = zt_read_file(p, NULL);
     if (!lt && errno != ENOENT && say)
         printf("checkpoint: ignoring %s: %s\n", p, zt_file_error(errno));
-    if (lt) {
-        char name[256];
-        if (sscanf(lt, "%255s", name) == 1) {
-            char q[2 * PATHN];
-            snprintf(q, sizeof q, "%s/%s/manifest.json", dir, name);
-            if (ckpt_file_exists(q)) {
-                free(lt);
-                snprintf(out, size, "%s/%s", dir, name);
-                return ZT_OK;
-            }
-            if (say) printf("checkpoint: %s names %s, which is not complete\n", p, name);
-        }
-        free(lt);
+    int ok = 0;
+    char tail;
+    if (lt && sscanf(lt, "%255s", name) == 1 && size > 255) {
+        snprintf(q, sizeof q, "%s/%s/manifest.json", dir, name);
+        ok = ckpt_file_exists(q);
+        if (!ok && say) printf("checkpoint: %s names %s, which is not complete\n", p, name);
+        if (sscanf(name, "step-%d%c", step, &tail) != 1) *step = -1;
+    }
+    free(lt);
+    return ok;
+}
+
+// Resolves `dir` to a complete step directory (one holding manifest.json): dir itself, or
+// its newest complete step-N. `latest` is written after the commit (the rename to step-N),
+// so a save stopped between the two leaves a complete step-N newer than `latest`: that one
+// is the run's newest checkpoint, committed but not yet pointed to. `latest` is taken as
+// it is only when nothing newer is complete (or it names a directory that is not step-N).
+static zt_status resolve(const char *dir, char *out, size_t size, int say) {
+    char p[2 * PATHN];
+    snprintf(p, sizeof p, "%s/manifest.json", dir);
+    if (ckpt_file_exists(p)) {
+        snprintf(out, size, "%s", dir);
+        return ZT_OK;
+    }
+    DIR *d = opendir(dir);
+    if (!d) return zt_errorf("cannot open the checkpoint directory %s: %s", dir, strerror(errno));
+    int best = newest_complete(d, dir, say);
+    closedir(d);
+    char name[256];
+    int lstep = -1, named = latest_names(dir, name, sizeof name, &lstep, say);
+    if (named && (lstep < 0 || lstep >= best)) {
+        snprintf(out, size, "%s/%s", dir, name);
+        return ZT_OK;
     }
     if (best < 0)
         return zt_errorf("%s holds no complete checkpoint (no step-N/manifest.json)", dir);
+    if (named && say)
+        printf("checkpoint: %s/latest names %s, but step-%d is complete and newer (its save "
+               "stopped after the commit, before updating latest): taking step-%d\n", dir,
+               name, best, best);
     snprintf(out, size, "%s/step-%d", dir, best);
     return ZT_OK;
 }
