@@ -58,6 +58,15 @@ zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples);
 // requantized (with a message) where they do not. Errors name the file.
 zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint64_t *samples);
 
+// Takes the lock of a --ckpt-dir (creating the directory): an exclusive flock on DIR/lock,
+// kept until zt_ckpt_unlock (the run's end; the kernel drops it when the process dies), with
+// the holder's pid, host and start time written in it. A second run is refused (ZT_ERR)
+// with a message naming the holder: two runs writing one directory interleave their
+// checkpoints and prune each other's. A file system without flock gives a warning and
+// *fd = -1. Rank 0, before zt_ckpt_check_dir.
+zt_status zt_ckpt_lock(const char *dir, int *fd);
+void zt_ckpt_unlock(int fd);
+
 // Refuses (ZT_ERR) a --ckpt-dir that holds a complete checkpoint newer than `start`, the
 // step this run begins at (0, or the resumed one): rolled back to an older step, the new
 // run's checkpoints would interleave with the abandoned ones, `latest` would jump between

@@ -4,6 +4,7 @@
 // format; in short:
 //
 //   DIR/latest                       "step-N\n": the newest complete checkpoint
+//   DIR/lock                         held by the run writing into DIR
 //   DIR/step-N/manifest.json         step, data position, seed, optimizer t, config,
 //                                    layout, model shape, tensors, files + XXH3-64
 //                                    (version 1, still read: FNV-1a 64)
@@ -31,6 +32,9 @@
 #define CKPT_VERSION 2
 #define CKPT_CHECKSUM "xxh3-64"
 #define PATHN 4096
+// DIR/lock: flock'ed by the run writing into DIR (rank 0), for its whole life; it holds
+// "pid P on host H, started T" of that run (ckpt_lock.c)
+#define CKPT_LOCK "lock"
 
 // Host views of one rank's state (the save reads them, the resume writes them).
 typedef struct {
