@@ -118,7 +118,7 @@ static zt_ckpt_run ckpt_run_of(const zt_config *c) {
 // What a checkpoint of this rank holds (src/checkpoint/ckpt.h).
 static zt_ckpt_ctx ckpt_ctx(zt_trainer *t) {
     zt_ckpt_ctx x = {&t->ckpt_run, &t->grid, &t->part, &t->model, t->plan.is_8bit, &t->opt,
-                     &t->opt8, t->shard_lo, t->shard_hi};
+                     &t->opt8, t->shard_lo, t->shard_hi, t->step0, t->sample0};
     return x;
 }
 

@@ -39,6 +39,8 @@ typedef struct {
     zt_adamw *opt;           // --optim adamw
     zt_adamw8bit *opt8;      // --optim adamw8bit
     size_t lo, hi;           // this rank's optimizer range of the flat buffer
+    int step0;               // where this run began: step and samples (0, or its resume's)
+    uint64_t samples0;
 } zt_ckpt_ctx;
 
 // Collective over the world: writes run->dir/step-<step> after `step` completed

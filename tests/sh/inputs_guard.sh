@@ -78,9 +78,11 @@ cp -r "$tmp/ck" "$tmp/cks"; f=$(ls "$tmp"/cks/step-4/shard-*.safetensors | head 
 expect_error shard_is_directory "is not a regular file (a directory, a FIFO?)" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/cks"
 expect_error optim_min_8bit_negative "--optim-min-8bit must be at least 0" -- "$ZT" "${T[@]}" --steps 1 --optim adamw8bit --optim-min-8bit -1
 
-# a manifest edited to impossible values
+# a manifest edited to impossible values, and resealed (tests/ckpt/reseal.py) so that the
+# checks behind its checksum see the values (tests/sh/ckpt_manifest.sh: the seal itself)
 edit() { # name sed-expression want
   rm -rf "$tmp/cke"; cp -r "$tmp/ck" "$tmp/cke"; sed -i "$2" "$tmp/cke/step-4/manifest.json"
+  "$PY" tests/ckpt/reseal.py "$tmp/cke/step-4"
   cmp -s "$tmp/cke/step-4/manifest.json" "$tmp/ck/step-4/manifest.json" && { echo "FAIL $1: the edit did not apply"; failed+=("$1: edit"); return; }
   expect_error "$1" "$3" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/cke"
 }
