@@ -122,11 +122,10 @@ struct zt_comm {
 
 // Agrees on a status across every rank of c (collective): ZT_OK on every rank only if
 // every rank passed ZT_OK. Otherwise every rank gets ZT_ERR; the lowest failing rank's
-// message is the one that counts: that rank prints it here unless it is rank 0 (rank 0
-// prints its own pending message later, once), and the other ranks' pending message
-// becomes a pointer to it. So an error found on some ranks only (a file one node cannot
-// see) ends every rank, printed once, and no rank waits in a collective for one that
-// gave up.
+// message is the one that counts: it is broadcast and becomes every rank's pending
+// message, "(rank N) " in front when N is not 0, and rank 0 prints it once at the end.
+// So an error found on some ranks only (a file one node cannot see) ends every rank,
+// printed once, and no rank waits in a collective for one that gave up.
 zt_status zt_comm_agree(const zt_comm *c, zt_status s);
 
 // ---- backends ----

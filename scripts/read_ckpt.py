@@ -4,11 +4,14 @@
     read_ckpt.py CKPT [--hf] [--state] [--verify | --no-verify]
                                            prints every tensor's name, shape and norm
 
-CKPT is a checkpoint directory (its `latest` is taken) or one step-N directory.
-Every file's size and checksum are checked against the manifest: XXH3-64 (format version 2)
-through the PyPI package xxhash, FNV-1a 64 (version 1) in pure Python (about 15 MB/s: use
---no-verify for a large old checkpoint). Without xxhash a version 2 checkpoint is read
-unverified, with one line saying so; --verify makes that an error.
+CKPT is a checkpoint directory (its newest complete step-N is taken: what `latest` names, or a
+newer one a save committed before it stopped) or one step-N directory.
+Every file's size and checksum are checked against the manifest: XXH3-64 (format versions 2
+and 3) through the PyPI package xxhash, FNV-1a 64 (version 1) in pure Python (about 15 MB/s:
+use --no-verify for a large old checkpoint). Version 3 manifests are sealed: manifest.json's
+own XXH3-64 is in manifest.json.xxh3, checked first, and its data position is cross-checked
+(samples = run_start's + global_batch per step since). Without xxhash a version 2 or 3
+checkpoint is read unverified, with one line saying so; --verify makes that an error.
 As a module: load(ckpt, hf=False, state=False, verify=None) returns (manifest,
 {name: array}), raising ChecksumError on a mismatch (verify None: when xxhash allows it); with
 state=True also "<name>:m" and "<name>:v" (8-bit state dequantized with the maps of
@@ -49,10 +52,10 @@ def checksum_of(man):
     v = man.get("version")
     if v == 1:
         return "fnv1a-64", "fnv1a64"
-    if v == 2 and man.get("checksum") == "xxh3-64":
+    if v in (2, 3) and man.get("checksum") == "xxh3-64":
         return "xxh3-64", "digest"
     raise ValueError(f"manifest version {v} with checksum {man.get('checksum')!r}: "
-                     "this script reads versions 1 (fnv1a-64) and 2 (xxh3-64)")
+                     "this script reads versions 1 (fnv1a-64), 2 and 3 (xxh3-64)")
 
 
 def will_verify(alg, verify):
@@ -82,14 +85,34 @@ def q8_map(signed, decades=7):
 
 
 def resolve(path):
-    if os.path.exists(os.path.join(path, "manifest.json")):
+    """As zerotrain resolves it (src/checkpoint/ckpt_load.c): the newest complete step-N."""
+    if os.path.isfile(os.path.join(path, "manifest.json")):
         return path
-    latest = os.path.join(path, "latest")
-    if os.path.exists(latest):
-        return os.path.join(path, open(latest).read().strip())
-    steps = [d for d in os.listdir(path) if d.startswith("step-")
-             and os.path.exists(os.path.join(path, d, "manifest.json"))]
-    return os.path.join(path, max(steps, key=lambda d: int(d[5:])))
+    steps = [d for d in os.listdir(path) if d.startswith("step-") and d[5:].isdigit()
+             and os.path.isfile(os.path.join(path, d, "manifest.json"))]
+    if steps:
+        return os.path.join(path, max(steps, key=lambda d: int(d[5:])))
+    return os.path.join(path, open(os.path.join(path, "latest")).read().strip())
+
+
+def check_manifest(d, raw, man, verify):
+    """A version 3 manifest: its bytes against manifest.json.xxh3 (when verifying), and its
+    data position against where its run began (docs/checkpoints.md)."""
+    path, side = os.path.join(d, "manifest.json"), os.path.join(d, "manifest.json.xxh3")
+    if man["version"] < 3:
+        return
+    if not os.path.isfile(side):
+        raise ChecksumError(f"{path} has format version 3 but no manifest.json.xxh3 beside it")
+    if verify:
+        want = open(side).read().split()[0]
+        h = xxhash.xxh3_64_intdigest(raw)
+        if h != int(want, 16):
+            raise ChecksumError(f"{path} does not match its checksum in {side} "
+                                f"({h:016x}, recorded {want})")
+    rs, gb = man["run_start"], man["config"]["global_batch"]
+    if man["samples"] != rs["samples"] + (man["step"] - rs["step"]) * gb:
+        raise ChecksumError(f"{path} is corrupt: samples {man['samples']}, but its run began at "
+                            f"step {rs['step']} with {rs['samples']} samples and reads {gb} a step")
 
 
 def read_safetensors(raw):
@@ -103,11 +126,13 @@ def read_safetensors(raw):
 
 def load(ckpt, hf=False, state=False, verify=None):
     d = resolve(ckpt)
-    man = json.load(open(os.path.join(d, "manifest.json")))
+    raw = open(os.path.join(d, "manifest.json"), "rb").read()
+    man = json.loads(raw)
     alg, hkey = checksum_of(man)
     if verify is None and not will_verify(alg, None):
         print(f"read_ckpt: {NO_XXHASH}: the xxh3-64 checksums are not verified", file=sys.stderr)
     verify = will_verify(alg, verify)
+    check_manifest(d, raw, man, verify)
     shapes = {t["name"]: t for t in man["tensors"]}
     out, B = {}, man["optimizer"]["block_size"]
     maps = {"qm": q8_map(True), "qv": q8_map(False)}

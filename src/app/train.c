@@ -119,7 +119,7 @@ static zt_ckpt_run ckpt_run_of(const zt_config *c) {
 // What a checkpoint of this rank holds (src/checkpoint/ckpt.h).
 static zt_ckpt_ctx ckpt_ctx(zt_trainer *t) {
     zt_ckpt_ctx x = {&t->ckpt_run, &t->grid, &t->part, &t->model, t->plan.is_8bit, &t->opt,
-                     &t->opt8, t->shard_lo, t->shard_hi};
+                     &t->opt8, t->shard_lo, t->shard_hi, t->step0, t->sample0};
     return x;
 }
 
@@ -251,6 +251,7 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0
     memset(&t, 0, sizeof t);
     t.cfg = cfg;
     t.ckpt_run = ckpt_run_of(cfg);
+    t.ckpt_lock = -1;
     zt_backend backend = {0};
     int dp = 0;
     zt_status s = open_run(&t, &backend, world, &dp);
@@ -260,7 +261,8 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0
         // the launcher says which ranks share a machine; else all (the conservative guess)
         t.plan.ranks_per_node = zt_launcher_local_size(t.grid.world);
         const zt_comm *w = &t.grid.world_comm;
-        s = zt_comm_agree(w, t.grid.rank == 0 ? zt_trainer_check_start(cfg, start) : ZT_OK);
+        s = zt_comm_agree(w, t.grid.rank == 0 ? zt_trainer_check_start(cfg, start, &t.ckpt_lock)
+                                              : ZT_OK);
         // the memory check first, as a step of its own, so no rank has allocated yet when
         // another reads the machine's available memory
         if (s == ZT_OK) s = zt_comm_agree(w, zt_trainer_check_memory(&t));
@@ -278,6 +280,7 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0
     s = close_log(&t, s);
     *preempted_out = t.preempted;
     free_trainer(&t);
+    zt_ckpt_unlock(t.ckpt_lock); // after the last save, and whatever ended the run
     zt_backend_close(&backend); // after everything allocated through it
     return s;
 }

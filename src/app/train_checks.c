@@ -27,14 +27,18 @@ zt_status zt_trainer_check_memory(const zt_trainer *t) {
                               "cgroup's limit)");
 }
 
-// Before anything is allocated or loaded (rank 0): a resume with nothing left to train, and
-// a --ckpt-dir holding checkpoints newer than this run's start (zt_ckpt_check_dir).
-zt_status zt_trainer_check_start(const zt_config *c, int start) {
+// Before anything is allocated or loaded (rank 0): a resume with nothing left to train; the
+// --ckpt-dir's lock (*lock: its descriptor, held until the run ends), taken before the
+// directory is looked at so that no other run changes it from here on; and a --ckpt-dir
+// holding checkpoints newer than this run's start (zt_ckpt_check_dir).
+zt_status zt_trainer_check_start(const zt_config *c, int start, int *lock) {
     if (c->resume[0] && start >= c->steps)
         return zt_errorf("the checkpoint is at step %d and --steps %d is not beyond it: "
                          "nothing to train; raise --steps to continue (zerotrain export "
                          "turns a checkpoint into a model directory)", start, c->steps);
-    return c->ckpt_dir[0] ? zt_ckpt_check_dir(c->ckpt_dir, start) : ZT_OK;
+    if (!c->ckpt_dir[0]) return ZT_OK;
+    ZT_TRY(zt_ckpt_lock(c->ckpt_dir, lock));
+    return zt_ckpt_check_dir(c->ckpt_dir, start);
 }
 
 // The first and last stage each hold the tied embedding; they take identical updates

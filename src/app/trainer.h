@@ -24,6 +24,7 @@
 typedef struct {
     const zt_config *cfg;
     zt_ckpt_run ckpt_run;      // the checkpoint's view of cfg (ckpt.h)
+    int ckpt_lock;             // rank 0: the --ckpt-dir's lock, held for the run (-1: none)
     const zt_backend *be;      // where the model, its buffers and the optimizer live
     zt_grid grid;
     zt_model_shape shape;
@@ -94,10 +95,10 @@ void zt_trainer_log_rank_memory(zt_trainer *t);
 void zt_trainer_check_log_write(zt_trainer *t);
 
 // train_checks.c. Before anything is allocated: a run predicted not to fit, and (rank 0) a
-// resume with nothing to train or a --ckpt-dir holding newer checkpoints (`start`: the step
-// the run begins at).
+// resume with nothing to train, the --ckpt-dir's lock (*lock, released by zt_ckpt_unlock)
+// and a --ckpt-dir holding newer checkpoints (`start`: the step the run begins at).
 zt_status zt_trainer_check_memory(const zt_trainer *t);
-zt_status zt_trainer_check_start(const zt_config *c, int start);
+zt_status zt_trainer_check_start(const zt_config *c, int start, int *lock);
 // After the last step: the copies that must be bit-identical are, and every rank issued
 // the same collectives. Collective; agreed on every rank.
 zt_status zt_trainer_check_invariants(zt_trainer *t);

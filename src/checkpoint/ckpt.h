@@ -39,6 +39,8 @@ typedef struct {
     zt_adamw *opt;           // --optim adamw
     zt_adamw8bit *opt8;      // --optim adamw8bit
     size_t lo, hi;           // this rank's optimizer range of the flat buffer
+    int step0;               // where this run began: step and samples (0, or its resume's)
+    uint64_t samples0;
 } zt_ckpt_ctx;
 
 // Collective over the world: writes run->dir/step-<step> after `step` completed
@@ -49,13 +51,23 @@ typedef struct {
 // checkpoint intact. ZT_ERR (agreed on every rank) when a file cannot be written.
 zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples);
 
-// Collective: loads the checkpoint that `dir` names (a checkpoint directory, whose
-// `latest` or newest complete step-N is taken, or a step-N directory itself) into this
+// Collective: loads the checkpoint that `dir` names (a checkpoint directory, whose newest
+// complete step-N is taken: what `latest` names, or a newer one committed by a save that
+// stopped before updating `latest`; or a step-N directory itself) into this
 // rank's parameters and optimizer state, in whatever layout it was written. Sets *step
 // (completed steps) and *samples. Verifies every file's checksum first. 8-bit state
 // moves exactly where its quantization blocks map onto blocks of the new layout, and is
 // requantized (with a message) where they do not. Errors name the file.
 zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint64_t *samples);
+
+// Takes the lock of a --ckpt-dir (creating the directory): an exclusive flock on DIR/lock,
+// kept until zt_ckpt_unlock (the run's end; the kernel drops it when the process dies), with
+// the holder's pid, host and start time written in it. A second run is refused (ZT_ERR)
+// with a message naming the holder: two runs writing one directory interleave their
+// checkpoints and prune each other's. A file system without flock gives a warning and
+// *fd = -1. Rank 0, before zt_ckpt_check_dir.
+zt_status zt_ckpt_lock(const char *dir, int *fd);
+void zt_ckpt_unlock(int fd);
 
 // Refuses (ZT_ERR) a --ckpt-dir that holds a complete checkpoint newer than `start`, the
 // step this run begins at (0, or the resumed one): rolled back to an older step, the new

@@ -4,9 +4,11 @@
 // format; in short:
 //
 //   DIR/latest                       "step-N\n": the newest complete checkpoint
-//   DIR/step-N/manifest.json         step, data position, seed, optimizer t, config,
-//                                    layout, model shape, tensors, files + XXH3-64
+//   DIR/lock                         held by the run writing into DIR
+//   DIR/step-N/manifest.json         step, data position, run start, seed, optimizer t,
+//                                    config, layout, model shape, tensors, files + XXH3-64
 //                                    (version 1, still read: FNV-1a 64)
+//   DIR/step-N/manifest.json.xxh3    the manifest's XXH3-64 (version 3)
 //   DIR/step-N/shard-ppP-tpT-dpD.safetensors
 //       one per writing rank; every tensor key is a segment
 //           "<hf name>|<kind>|<g>|<phase>|<blk>|<rest>"
@@ -26,11 +28,19 @@
 #include "ckpt.h"
 
 #define CKPT_FORMAT "zerotrain-checkpoint"
+// Version 3: manifest.json sealed by its XXH3-64 in manifest.json.xxh3, and "run_start"
+// (the step and samples this run began at) for the cross-check of samples.
 // Version 2: files checksummed with XXH3-64 ("checksum": "xxh3-64", per file "digest").
-// Version 1 (FNV-1a 64, per file "fnv1a64") is still read, so nothing saved is lost.
-#define CKPT_VERSION 2
+// Version 1 (FNV-1a 64, per file "fnv1a64") and 2 are still read (their manifests
+// unverified, with a note), so nothing saved is lost.
+#define CKPT_VERSION 3
+#define CKPT_MANIFEST "manifest.json"
+#define CKPT_MANIFEST_SUM "manifest.json.xxh3" // "<16 hex digits>  manifest.json\n"
 #define CKPT_CHECKSUM "xxh3-64"
 #define PATHN 4096
+// DIR/lock: flock'ed by the run writing into DIR (rank 0), for its whole life; it holds
+// "pid P on host H, started T" of that run (ckpt_lock.c)
+#define CKPT_LOCK "lock"
 
 // Host views of one rank's state (the save reads them, the resume writes them).
 typedef struct {

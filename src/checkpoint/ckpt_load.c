@@ -22,17 +22,10 @@
 
 // ---------------------------------------------------------------- finding and reading
 
-// Resolves `dir` to a complete step directory (one holding manifest.json).
-static zt_status resolve(const char *dir, char *out, size_t size, int say) {
+// The newest complete step-N in `dir` (holding manifest.json), -1 if none; what it passes
+// over is said once (say): interrupted saves, step directories without a manifest.
+static int newest_complete(DIR *d, const char *dir, int say) {
     char p[2 * PATHN];
-    snprintf(p, sizeof p, "%s/manifest.json", dir);
-    if (ckpt_file_exists(p)) {
-        snprintf(out, size, "%s", dir);
-        return ZT_OK;
-    }
-    // incomplete ones, said once
-    DIR *d = opendir(dir);
-    if (!d) return zt_errorf("cannot open the checkpoint directory %s: %s", dir, strerror(errno));
     int best = -1;
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -52,27 +45,57 @@ static zt_status resolve(const char *dir, char *out, size_t size, int say) {
         }
         if (st > best) best = st;
     }
-    closedir(d);
+    return best;
+}
+
+// What `dir`/latest names when that is a complete checkpoint (name, its step or -1 when the
+// name is not step-N); 0 when it names none (said once).
+static int latest_names(const char *dir, char *name, size_t size, int *step, int say) {
+    char p[PATHN + 16], q[2 * PATHN];
     snprintf(p, sizeof p, "%s/latest", dir);
     char *lt = zt_read_file(p, NULL);
     if (!lt && errno != ENOENT && say)
-        printf("checkpoint: ignoring %s: %s\n", p, strerror(errno));
-    if (lt) {
-        char name[256];
-        if (sscanf(lt, "%255s", name) == 1) {
-            char q[2 * PATHN];
-            snprintf(q, sizeof q, "%s/%s/manifest.json", dir, name);
-            if (ckpt_file_exists(q)) {
-                free(lt);
-                snprintf(out, size, "%s/%s", dir, name);
-                return ZT_OK;
-            }
-            if (say) printf("checkpoint: %s names %s, which is not complete\n", p, name);
-        }
-        free(lt);
+        printf("checkpoint: ignoring %s: %s\n", p, zt_file_error(errno));
+    int ok = 0;
+    char tail;
+    if (lt && sscanf(lt, "%255s", name) == 1 && size > 255) {
+        snprintf(q, sizeof q, "%s/%s/manifest.json", dir, name);
+        ok = ckpt_file_exists(q);
+        if (!ok && say) printf("checkpoint: %s names %s, which is not complete\n", p, name);
+        if (sscanf(name, "step-%d%c", step, &tail) != 1) *step = -1;
+    }
+    free(lt);
+    return ok;
+}
+
+// Resolves `dir` to a complete step directory (one holding manifest.json): dir itself, or
+// its newest complete step-N. `latest` is written after the commit (the rename to step-N),
+// so a save stopped between the two leaves a complete step-N newer than `latest`: that one
+// is the run's newest checkpoint, committed but not yet pointed to. `latest` is taken as
+// it is only when nothing newer is complete (or it names a directory that is not step-N).
+static zt_status resolve(const char *dir, char *out, size_t size, int say) {
+    char p[2 * PATHN];
+    snprintf(p, sizeof p, "%s/manifest.json", dir);
+    if (ckpt_file_exists(p)) {
+        snprintf(out, size, "%s", dir);
+        return ZT_OK;
+    }
+    DIR *d = opendir(dir);
+    if (!d) return zt_errorf("cannot open the checkpoint directory %s: %s", dir, strerror(errno));
+    int best = newest_complete(d, dir, say);
+    closedir(d);
+    char name[256];
+    int lstep = -1, named = latest_names(dir, name, sizeof name, &lstep, say);
+    if (named && (lstep < 0 || lstep >= best)) {
+        snprintf(out, size, "%s/%s", dir, name);
+        return ZT_OK;
     }
     if (best < 0)
         return zt_errorf("%s holds no complete checkpoint (no step-N/manifest.json)", dir);
+    if (named && say)
+        printf("checkpoint: %s/latest names %s, but step-%d is complete and newer (its save "
+               "stopped after the commit, before updating latest): taking step-%d\n", dir,
+               name, best, best);
     snprintf(out, size, "%s/step-%d", dir, best);
     return ZT_OK;
 }
@@ -83,6 +106,7 @@ typedef enum { CK_XXH3_64, CK_FNV1A_64 } checksum_kind;
 typedef struct {
     char dir[PATHN];
     cJSON *root;
+    int version;
     checksum_kind checksum;
     int step, t, dp, pp, tp, zero;
     uint64_t samples;
@@ -128,50 +152,71 @@ static void manifest_free(manifest *m) {
     memset(m, 0, sizeof *m);
 }
 
-static zt_status manifest_read(manifest *m, const char *dir, int say) {
-    memset(m, 0, sizeof *m);
-    ZT_TRY(resolve(dir, m->dir, sizeof m->dir, say));
-    char p[PATHN + 32];
-    snprintf(p, sizeof p, "%s/manifest.json", m->dir);
-    char *text = zt_read_file(p, NULL);
-    if (!text) return zt_errorf("cannot read %s: %s", p, strerror(errno));
-    m->root = cJSON_Parse(text);
-    free(text);
+// The manifest's text (*len bytes), checked against manifest.json.xxh3 when it has one
+// (*sealed): a value edited after the save (samples: another data position; step, t, the
+// layout) would be taken silently. Whether a manifest must have one depends on its version,
+// checked once it is parsed (manifest_header).
+static zt_status manifest_text(const char *dir, char **text, int *sealed) {
+    char p[PATHN + 32], side[PATHN + 32];
+    snprintf(p, sizeof p, "%s/" CKPT_MANIFEST, dir);
+    snprintf(side, sizeof side, "%s/" CKPT_MANIFEST_SUM, dir);
+    size_t len;
+    *text = zt_read_file(p, &len);
+    if (!*text) return zt_errorf("cannot read %s: %s", p, zt_file_error(errno));
+    *sealed = 0;
+    struct stat st;
+    if (lstat(side, &st) != 0 && errno == ENOENT) return ZT_OK;
+    char *sum = zt_read_file(side, NULL), hex[17] = "";
+    int ok = sum && sscanf(sum, "%16[0-9a-f]", hex) == 1 && strlen(hex) == 16;
+    free(sum);
+    if (!ok)
+        return zt_errorf("%s is damaged (not 16 hex digits and the name manifest.json): the "
+                         "checkpoint's manifest cannot be verified; resume from another "
+                         "checkpoint", side);
+    unsigned long long h = XXH3_64bits(*text, len);
+    if (h != strtoull(hex, NULL, 16))
+        return zt_errorf("%s does not match its checksum in %s (XXH3-64 %016llx, recorded %s): "
+                         "it was edited or damaged after the save, and its step or data "
+                         "position cannot be trusted; resume from another checkpoint",
+                         p, side, h, hex);
+    *sealed = 1;
+    return ZT_OK;
+}
+
+// Format, version and checksum keys; a version 3 manifest must have been sealed, an older
+// one is read unverified with a note (say).
+static zt_status manifest_header(manifest *m, const char *p, int sealed, int say,
+                                 const char **hkey) {
     const cJSON *r = m->root, *fmt = cJSON_GetObjectItemCaseSensitive(r, "format");
     if (!cJSON_IsObject(r) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, CKPT_FORMAT) != 0)
         return zt_errorf("%s is corrupt or not a zerotrain checkpoint manifest", p);
-    int version = 0;
-    jint(r, "version", &version);
-    if (version < 1 || version > CKPT_VERSION)
+    m->version = 0;
+    jint(r, "version", &m->version);
+    if (m->version < 1 || m->version > CKPT_VERSION)
         return zt_errorf("%s has format version %d; this zerotrain reads versions 1 to %d: "
-                         "load it with the zerotrain that wrote it", p, version, CKPT_VERSION);
-    const char *hkey = "fnv1a64"; // a file's checksum key
+                         "load it with the zerotrain that wrote it", p, m->version, CKPT_VERSION);
+    if (m->version >= 3 && !sealed)
+        return zt_errorf("%s has format version %d but no %s beside it: the checkpoint is "
+                         "damaged or was edited; resume from another checkpoint", p, m->version,
+                         CKPT_MANIFEST_SUM);
+    if (m->version < 3 && say)
+        printf("checkpoint: %s is format version %d, from before manifests were checksummed: "
+               "its values are read unverified (its shard files are verified)\n", p, m->version);
+    *hkey = "fnv1a64"; // a file's checksum key
     m->checksum = CK_FNV1A_64;
-    if (version >= 2) {
+    if (m->version >= 2) {
         const cJSON *ck = cJSON_GetObjectItemCaseSensitive(r, "checksum");
         if (!cJSON_IsString(ck) || strcmp(ck->valuestring, CKPT_CHECKSUM) != 0)
             return zt_errorf("%s is corrupt: its \"checksum\" must be \"%s\" in format version %d",
-                             p, CKPT_CHECKSUM, version);
-        hkey = "digest";
+                             p, CKPT_CHECKSUM, m->version);
+        *hkey = "digest";
         m->checksum = CK_XXH3_64;
     }
-    const cJSON *mo = cJSON_GetObjectItemCaseSensitive(r, "model");
-    const cJSON *op = cJSON_GetObjectItemCaseSensitive(r, "optimizer");
-    const cJSON *la = cJSON_GetObjectItemCaseSensitive(r, "layout");
-    const cJSON *sa = cJSON_GetObjectItemCaseSensitive(r, "samples");
-    const cJSON *fl = cJSON_GetObjectItemCaseSensitive(r, "files");
-    int ok = jint(r, "step", &m->step) && juint(sa, &m->samples) && jint(op, "t", &m->t) &&
-             jint(mo, "n_layer", &m->shape.n_layer) && jint(mo, "n_head", &m->shape.n_head) &&
-             jint(mo, "n_embd", &m->shape.n_embd) && jint(mo, "vocab", &m->shape.vocab) &&
-             jint(mo, "n_ctx", &m->shape.n_ctx) && jint(la, "dp", &m->dp) &&
-             jint(la, "pp", &m->pp) && jint(la, "tp", &m->tp) && jint(la, "zero", &m->zero) &&
-             cJSON_IsArray(fl);
-    if (!ok) return zt_errorf("%s is corrupt: it lacks step, samples, model, optimizer, layout "
-                              "or files, or one of them is not a whole number >= 0", p);
-    if (m->t > m->step || m->dp < 1 || m->pp < 1 || m->tp < 1 || m->zero > 1)
-        return zt_errorf("%s is corrupt: optimizer t %d with step %d, layout dp %d pp %d tp %d "
-                         "zero %d (t <= step, degrees >= 1, zero 0 or 1)",
-                         p, m->t, m->step, m->dp, m->pp, m->tp, m->zero);
+    return ZT_OK;
+}
+
+// Every shard file's name, byte count and digest (under hkey).
+static zt_status manifest_files(manifest *m, const char *p, const cJSON *fl, const char *hkey) {
     m->n_files = cJSON_GetArraySize(fl);
     m->fname = calloc((size_t)m->n_files + 1, sizeof *m->fname);
     m->fbytes = calloc((size_t)m->n_files + 1, sizeof *m->fbytes);
@@ -193,6 +238,79 @@ static zt_status manifest_read(manifest *m, const char *dir, int say) {
     return ZT_OK;
 }
 
+// Values that must agree with each other: the world is the layout's product, the global
+// batch is micro-batch x grad-accum x dp, and (version 3) the data position is where the
+// run began plus a global batch per step since, and every writing rank left one file. A
+// manifest passing its checksum fails these only by a writer's bug or a resealed edit.
+static zt_status manifest_check(const manifest *m, const char *p) {
+    const cJSON *r = m->root, *la = cJSON_GetObjectItemCaseSensitive(r, "layout");
+    const cJSON *cf = cJSON_GetObjectItemCaseSensitive(r, "config");
+    int world = 0, mb = 0, ga = 0, gb = 0;
+    if (!jint(la, "world", &world) || (long long)m->dp * m->pp * m->tp != world)
+        return zt_errorf("%s is corrupt: layout world is not dp %d x pp %d x tp %d", p, m->dp,
+                         m->pp, m->tp);
+    int has_batch = jint(cf, "micro_batch", &mb) && jint(cf, "grad_accum", &ga) &&
+                    jint(cf, "global_batch", &gb);
+    if (has_batch && (long long)mb * ga * m->dp != gb)
+        return zt_errorf("%s is corrupt: config global_batch %d is not micro_batch %d x "
+                         "grad_accum %d x dp %d", p, gb, mb, ga, m->dp);
+    if (m->version < 3) return ZT_OK;
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(r, "run_start");
+    int step0 = 0;
+    uint64_t samples0 = 0;
+    if (!has_batch || !jint(rs, "step", &step0) ||
+        !juint(cJSON_GetObjectItemCaseSensitive(rs, "samples"), &samples0) || step0 > m->step)
+        return zt_errorf("%s is corrupt: it lacks the config's batch or run_start (step <= "
+                         "%d, samples), which format version %d records", p, m->step,
+                         m->version);
+    uint64_t want = samples0 + (uint64_t)(m->step - step0) * (uint64_t)gb;
+    if (m->samples != want)
+        return zt_errorf("%s is corrupt: samples %llu, but its run began at step %d with %llu "
+                         "samples and reads %d a step (global_batch), so step %d stands at %llu: "
+                         "resume from another checkpoint", p, (unsigned long long)m->samples,
+                         step0, (unsigned long long)samples0, gb, m->step,
+                         (unsigned long long)want);
+    int writers = m->zero ? world : m->pp * m->tp;
+    if (m->n_files != writers)
+        return zt_errorf("%s is corrupt: %d files listed, but %d ranks write one each (world %d, "
+                         "zero %d)", p, m->n_files, writers, world, m->zero);
+    return ZT_OK;
+}
+
+static zt_status manifest_read(manifest *m, const char *dir, int say) {
+    memset(m, 0, sizeof *m);
+    ZT_TRY(resolve(dir, m->dir, sizeof m->dir, say));
+    char p[PATHN + 32], *text;
+    snprintf(p, sizeof p, "%s/" CKPT_MANIFEST, m->dir);
+    int sealed;
+    zt_status s = manifest_text(m->dir, &text, &sealed);
+    if (s == ZT_OK) m->root = cJSON_Parse(text);
+    free(text);
+    const char *hkey;
+    ZT_TRY(s);
+    ZT_TRY(manifest_header(m, p, sealed, say, &hkey));
+    const cJSON *r = m->root;
+    const cJSON *mo = cJSON_GetObjectItemCaseSensitive(r, "model");
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(r, "optimizer");
+    const cJSON *la = cJSON_GetObjectItemCaseSensitive(r, "layout");
+    const cJSON *sa = cJSON_GetObjectItemCaseSensitive(r, "samples");
+    const cJSON *fl = cJSON_GetObjectItemCaseSensitive(r, "files");
+    int ok = jint(r, "step", &m->step) && juint(sa, &m->samples) && jint(op, "t", &m->t) &&
+             jint(mo, "n_layer", &m->shape.n_layer) && jint(mo, "n_head", &m->shape.n_head) &&
+             jint(mo, "n_embd", &m->shape.n_embd) && jint(mo, "vocab", &m->shape.vocab) &&
+             jint(mo, "n_ctx", &m->shape.n_ctx) && jint(la, "dp", &m->dp) &&
+             jint(la, "pp", &m->pp) && jint(la, "tp", &m->tp) && jint(la, "zero", &m->zero) &&
+             cJSON_IsArray(fl);
+    if (!ok) return zt_errorf("%s is corrupt: it lacks step, samples, model, optimizer, layout "
+                              "or files, or one of them is not a whole number >= 0", p);
+    if (m->t > m->step || m->dp < 1 || m->pp < 1 || m->tp < 1 || m->zero > 1)
+        return zt_errorf("%s is corrupt: optimizer t %d with step %d, layout dp %d pp %d tp %d "
+                         "zero %d (t <= step, degrees >= 1, zero 0 or 1)",
+                         p, m->t, m->step, m->dp, m->pp, m->tp, m->zero);
+    ZT_TRY(manifest_files(m, p, fl, hkey));
+    return manifest_check(m, p);
+}
+
 zt_status zt_ckpt_peek(const char *dir, zt_model_shape *shape, int *step) {
     manifest m;
     zt_status s = manifest_read(&m, dir, 0);
@@ -206,14 +324,13 @@ zt_status zt_ckpt_peek(const char *dir, zt_model_shape *shape, int *step) {
 static zt_status verify_file(const manifest *m, int i) {
     char p[PATHN + 160];
     snprintf(p, sizeof p, "%s/%s", m->dir, m->fname[i]);
-    FILE *f = fopen(p, "rb");
-    if (!f) return zt_errorf("checkpoint file %s is missing: %s", p, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return zt_errorf("checkpoint file %s is not a regular file (a directory?): the "
-                         "checkpoint is damaged; resume from another", p);
-    }
+    FILE *f = zt_fopen_regular(p);
+    if (!f && errno == ENOENT)
+        return zt_errorf("checkpoint file %s is missing: %s", p, strerror(errno));
+    if (!f)
+        return zt_errorf("checkpoint file %s is %s: the checkpoint is damaged; resume from "
+                         "another", p, errno == EISDIR || errno == EINVAL ?
+                         "not a regular file (a directory, a FIFO?)" : strerror(errno));
     int xxh = m->checksum == CK_XXH3_64;
     XXH3_state_t *st = xxh ? XXH3_createState() : NULL;
     ZT_ASSERT(!xxh || (st && XXH3_64bits_reset(st) == XXH_OK));

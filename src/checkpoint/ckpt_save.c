@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "planner.h"
 #include "safetensors.h"
 
@@ -156,9 +158,10 @@ static zt_status write_manifest(const zt_ckpt_ctx *c, const char *tmp, int step,
     if (!f) return zt_errorf("cannot write %s: %s", path, strerror(errno));
     int t = c->is_8bit ? c->opt8->t : c->opt->t;
     fprintf(f, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n  \"checksum\": \"%s\",\n"
-               "  \"step\": %d,\n  \"samples\": %llu,\n  \"seed\": %llu,\n",
+               "  \"step\": %d,\n  \"samples\": %llu,\n"
+               "  \"run_start\": {\"step\": %d, \"samples\": %llu},\n  \"seed\": %llu,\n",
             CKPT_FORMAT, CKPT_VERSION, CKPT_CHECKSUM, step, (unsigned long long)samples,
-            (unsigned long long)cfg->seed);
+            c->step0, (unsigned long long)c->samples0, (unsigned long long)cfg->seed);
     fprintf(f, "  \"optimizer\": {\"name\": \"%s\", \"t\": %d, \"block_size\": %d, "
                "\"min_8bit_size\": %d, \"fp32_embedding\": %s},\n",
             c->is_8bit ? "adamw8bit" : "adamw", t, cfg->optim_block, cfg->optim_min_8bit,
@@ -207,6 +210,25 @@ static zt_status write_manifest(const zt_ckpt_ctx *c, const char *tmp, int step,
     int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = fclose(f) == 0 && ok;
     return ok ? ZT_OK : zt_errorf("writing %s failed: %s", path, strerror(errno));
+}
+
+// Rank 0: manifest.json's checksum into its sidecar manifest.json.xxh3, from the bytes on
+// disk (what a reader will hash), fsync'ed. A manifest edited afterwards (its samples, say:
+// the resume would read from another data position) no longer matches.
+static zt_status seal_manifest(const char *tmp) {
+    char path[PATHN + 32], side[PATHN + 32];
+    snprintf(path, sizeof path, "%s/" CKPT_MANIFEST, tmp);
+    snprintf(side, sizeof side, "%s/" CKPT_MANIFEST_SUM, tmp);
+    size_t n;
+    char *text = zt_read_file(path, &n);
+    if (!text) return zt_errorf("cannot read back %s: %s", path, zt_file_error(errno));
+    unsigned long long h = XXH3_64bits(text, n);
+    free(text);
+    FILE *f = fopen(side, "w");
+    int ok = f && fprintf(f, "%016llx  " CKPT_MANIFEST "\n", h) > 0 && fflush(f) == 0 &&
+             fsync(fileno(f)) == 0;
+    ok = f && fclose(f) == 0 && ok;
+    return ok ? ZT_OK : zt_errorf("cannot write %s: %s", side, strerror(errno));
 }
 
 // The steps of the complete checkpoints in `dir` (step-N directories holding a
@@ -295,6 +317,7 @@ zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples) {
     zt_comm_all_gather(&g->world_comm, mine, rec, (size_t)g->world * 3, ZT_I64, NULL);
     if (g->rank == 0) {
         s = write_manifest(c, tmp, step, samples, rec);
+        if (s == ZT_OK) s = seal_manifest(tmp);
         // commit: the directory's entries, then the rename, then the pointer
         if (s == ZT_OK) s = fsync_path(tmp);
         if (s == ZT_OK) {

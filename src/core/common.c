@@ -1,10 +1,12 @@
-// Error reporting: the pending user-facing message and fatal checks.
+// Error reporting: the pending user-facing message and fatal checks; opening input files.
 #include "common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static char g_error[2048];
 static int g_rank;
@@ -41,13 +43,51 @@ void zt_fatal(const char *file, int line, const char *fmt, ...) {
 void zt_set_log_rank(int rank) { g_rank = rank; }
 int zt_log_rank(void) { return g_rank; }
 
+int zt_open_regular(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return -1;
+    struct stat st;
+    int ok = fstat(fd, &st) == 0;
+    if (!ok || !S_ISREG(st.st_mode)) {
+        int e = !ok ? errno : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    // blocking again: a regular file's reads never wait for a writer, and some readers
+    // (stdio, mmap) expect the usual semantics
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+FILE *zt_fopen_regular(const char *path) {
+    int fd = zt_open_regular(path);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
+const char *zt_file_error(int e) {
+    return e == EINVAL ? "not a regular file (a FIFO, a device or a socket)" : strerror(e);
+}
+
 char *zt_read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = zt_fopen_regular(path);
     if (!f) return NULL;
     struct stat st;
-    int ok = fstat(fileno(f), &st) == 0;
-    if (!ok || !S_ISREG(st.st_mode)) {
-        int e = ok && S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+    if (fstat(fileno(f), &st) != 0) {
+        int e = errno;
         fclose(f);
         errno = e;
         return NULL;

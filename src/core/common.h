@@ -20,9 +20,21 @@ const char *zt_error_message(void);
 // so that only rank 0 speaks for a problem every rank found.
 void zt_error_report(int print);
 
+// Opens `path` for reading only if it is a regular file. The open is non-blocking: a FIFO
+// without a writer (or a tty, some devices) would otherwise block it forever; fstat then
+// refuses anything that is not a regular file, and the reads are made blocking again. -1
+// (NULL) with errno: open's, EISDIR for a directory, EINVAL for any other file that is not
+// regular (zt_file_error words it). Every input that must be a file opens through these;
+// --config alone reads pipes (config_file.c).
+int zt_open_regular(const char *path);
+FILE *zt_fopen_regular(const char *path);
+// strerror(e), except EINVAL (zt_open_regular's refusal): "not a regular file (a FIFO, a
+// device or a socket)".
+const char *zt_file_error(int e);
+
 // A regular file's whole text, NUL-terminated (*len its bytes; len may be NULL); NULL with
 // errno set when it cannot be read: EISDIR, or EINVAL for another non-regular file (a
-// directory's "size" would be taken as a length). The caller frees it.
+// directory's "size" would be taken as a length, a FIFO would block). The caller frees it.
 char *zt_read_file(const char *path, size_t *len);
 
 // Propagate a status: ZT_TRY(f(x)); returns from the caller on error.

@@ -33,10 +33,17 @@ static int is_file(const char *p) {
     struct stat st;
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
+// Something that is not a regular file stands at p (a FIFO, a device, a directory): refused
+// by name, since taking it for absent would load another model than the one named (a
+// FIFO config.json ignored, the shape guessed), and opening a FIFO blocks.
+static int is_other(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && !S_ISREG(st.st_mode);
+}
 
 // 1: an llm.c file (its magic, or the token-data magic), 0: otherwise.
 static int is_llmc(const char *path) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = zt_fopen_regular(path);
     if (!f) return 0;
     int32_t magic = 0;
     size_t got = fread(&magic, 4, 1, f);
@@ -53,6 +60,10 @@ static zt_status resolve(const char *path, hf_paths *p) {
         char ck[4200], lt[4200];
         snprintf(ck, sizeof ck, "%s/manifest.json", path);
         snprintf(lt, sizeof lt, "%s/latest", path);
+        if (is_other(p->st))
+            return zt_errorf("--init-from %s: %s is not a regular file (a FIFO, a device, a "
+                             "directory?); give a directory whose model.safetensors is a file",
+                             path, p->st);
         if (!is_file(p->st) && (is_file(ck) || is_file(lt)))
             return zt_errorf("--init-from %s is a zerotrain checkpoint: continue its run with "
                              "--resume %s (train), or make a model directory of it with "
@@ -63,12 +74,19 @@ static zt_status resolve(const char *path, hf_paths *p) {
                              "Face GPT-2 directory holds model.safetensors and config.json; "
                              "pytorch_model.bin is not read: convert it with safetensors)", path);
     } else {
+        if (is_other(path))
+            return zt_errorf("--init-from %s is not a regular file or a directory (a FIFO, a "
+                             "device?): give a model file or a model directory", path);
         if (!is_file(path)) return zt_errorf("cannot open --init-from %s: %s", path, strerror(errno));
         snprintf(p->st, sizeof p->st, "%s", path);
         const char *slash = strrchr(path, '/');
         int dl = slash ? (int)(slash - path) : 1;
         snprintf(p->config, sizeof p->config, "%.*s/config.json", dl, slash ? path : ".");
     }
+    if (is_other(p->config))
+        return zt_errorf("--init-from %s: %s is not a regular file (a FIFO, a device, a "
+                         "directory?): make it the model's config.json, or remove it to take "
+                         "the shape from the tensors", path, p->config);
     if (!is_file(p->config)) p->config[0] = 0;
     return ZT_OK;
 }
@@ -112,7 +130,7 @@ static zt_status check_config_math(const char *path, const cJSON *root) {
 
 static zt_status read_config_json(const char *path, zt_model_shape *s) {
     char *buf = zt_read_file(path, NULL);
-    if (!buf) return zt_errorf("cannot read %s: %s", path, strerror(errno));
+    if (!buf) return zt_errorf("cannot read %s: %s", path, zt_file_error(errno));
     cJSON *root = cJSON_Parse(buf);
     free(buf);
     if (!cJSON_IsObject(root)) {

@@ -32,11 +32,10 @@ static const struct {
 #define N_LAYER_TENSORS ((int)(sizeof k_layer_tensors / sizeof k_layer_tensors[0]))
 
 static zt_status read_header(const char *path, int32_t h[256]) {
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return zt_errorf("checkpoint %s is not a regular file (a directory?): --init-from takes "
-                         "an llm.c model file such as gpt2_124M.bin", path);
-    FILE *f = fopen(path, "rb");
+    FILE *f = zt_fopen_regular(path);
+    if (!f && (errno == EISDIR || errno == EINVAL))
+        return zt_errorf("checkpoint %s is not a regular file (a directory, a FIFO?): "
+                         "--init-from takes an llm.c model file such as gpt2_124M.bin", path);
     if (!f) return zt_errorf("cannot open checkpoint %s: %s", path, strerror(errno));
     size_t got = fread(h, sizeof(int32_t), 256, f);
     fclose(f);
@@ -97,8 +96,8 @@ zt_status zt_llmc_load(zt_gpt2 *m, const char *path) {
     size_t lnfw_off = off, lnfb_off = off + C;
     off += 2 * C;
 
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return zt_errorf("cannot open checkpoint %s: %s", path, strerror(errno));
+    int fd = zt_open_regular(path);
+    if (fd < 0) return zt_errorf("cannot open checkpoint %s: %s", path, zt_file_error(errno));
     struct stat st;
     size_t want = 1024 + off * sizeof(float);
     if (fstat(fd, &st) != 0 || (size_t)st.st_size != want) {

@@ -181,12 +181,14 @@ static zt_status parse_entry(zt_st_file *f, const cJSON *e, size_t data_bytes) {
 zt_status zt_st_open(zt_st_file *f, const char *path) {
     memset(f, 0, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", path);
-    int fd = open(path, O_RDONLY);
+    int fd = zt_open_regular(path);
+    if (fd < 0 && (errno == EISDIR || errno == EINVAL))
+        return zt_errorf("%s is not a regular file", path);
     if (fd < 0) return zt_errorf("cannot open %s: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
         close(fd);
-        return zt_errorf("%s is not a regular file", path);
+        return zt_errorf("cannot read %s: %s", path, strerror(errno));
     }
     size_t size = (size_t)st.st_size;
     if (size < 8) {

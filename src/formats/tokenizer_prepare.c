@@ -91,8 +91,9 @@ static zt_status encode_chunks(prep *p, const unsigned char *buf, const size_t *
 }
 
 static zt_status encode_file(prep *p, const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return zt_errorf("cannot open text file %s: %s; check the path given to --text", path, strerror(errno));
+    FILE *f = zt_fopen_regular(path); // checked above, but it may have changed since
+    if (!f) return zt_errorf("cannot open text file %s: %s; check the path given to --text", path,
+                             zt_file_error(errno));
     int32_t eot = zt_bpe_eot(p->bpe);
     zt_status s = write_ids(p, &eot, 1);
     // A batch fills the buffer to n_slots chunks plus one (the carry is under a chunk unless

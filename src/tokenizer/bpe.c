@@ -290,14 +290,16 @@ static long b64_decode(const unsigned char *in, size_t n, unsigned char *out) {
 // The whole vocabulary file, with a '\n' past its end (*size bytes before it); the caller
 // frees *text.
 static zt_status read_vocab_file(const char *path, unsigned char **text, size_t *size) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = zt_fopen_regular(path);
+    if (!f && (errno == EISDIR || errno == EINVAL))
+        return zt_errorf("vocabulary file %s is not a regular file; " ZT_BPE_FETCH_HINT, path);
     if (!f)
         return zt_errorf("cannot open vocabulary file %s: %s; " ZT_BPE_FETCH_HINT, path,
                          strerror(errno));
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fileno(f), &st) != 0) {
         fclose(f);
-        return zt_errorf("vocabulary file %s is not a regular file; " ZT_BPE_FETCH_HINT, path);
+        return zt_errorf("cannot read vocabulary file %s: %s", path, strerror(errno));
     }
     *size = (size_t)st.st_size;
     if (*size > ((size_t)1 << 30)) {

@@ -185,7 +185,7 @@ zt_status zt_hf_tokenizer_export(const char *vocab_path, int n_ctx, const char *
 int zt_hf_tokenizer_marked(const char *dir) {
     char path[4400];
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    FILE *f = fopen(path, "rb");
+    FILE *f = zt_fopen_regular(path); // not a regular file: not the export's
     if (!f) return 0;
     char buf[65536];
     size_t n = fread(buf, 1, sizeof buf - 1, f);

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Rewrites a checkpoint step directory in place into format version 1, as zerotrain wrote it
-before version 2: the manifest without "checksum", version 1, and each file's FNV-1a 64 under
-"fnv1a64" instead of its XXH3-64 "digest" (the shard files themselves did not change). The
-manifest is edited as text, so it is byte for byte what the version-1 writer printed.
+before version 2: the manifest without "checksum" (and without version 3's "run_start" and
+seal, manifest.json.xxh3), version 1, and each file's FNV-1a 64 under "fnv1a64" instead of its
+XXH3-64 "digest" (the shard files themselves did not change). The manifest is edited as text,
+so it is byte for byte what the version-1 writer printed.
 
     to_v1.py STEP_DIR"""
 import os
@@ -15,8 +16,11 @@ from read_ckpt import fnv1a64  # noqa: E402
 d = sys.argv[1]
 path = os.path.join(d, "manifest.json")
 text = open(path).read()
-assert '"version": 2,\n  "checksum": "xxh3-64",\n' in text, f"{path} is not a version 2 manifest"
-text = text.replace('"version": 2,\n  "checksum": "xxh3-64",\n', '"version": 1,\n')
+assert '"version": 3,\n  "checksum": "xxh3-64",\n' in text, f"{path} is not a version 3 manifest"
+text = text.replace('"version": 3,\n  "checksum": "xxh3-64",\n', '"version": 1,\n')
+text, n = re.subn(r'  "run_start": \{[^}]*\},\n', '', text)
+assert n == 1, f"{path}: no run_start"
+os.remove(os.path.join(d, "manifest.json.xxh3"))
 
 
 def old(m):

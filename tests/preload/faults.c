@@ -8,11 +8,19 @@
 //                                 unset);
 //   ZT_FAULT_NO_RENAME_EXCHANGE=1 renameat2 with RENAME_EXCHANGE fails with EINVAL, as on a
 //                                 file system without the exchange;
+//   ZT_FAULT_KILL_AT_RENAME=glob  this process SIGKILLs itself just before the n-th rename
+//                                 (n = ZT_FAULT_RENAME_NTH, default 1) whose new path
+//                                 matches glob: "*/latest" stops a save after step-N is
+//                                 committed and before `latest` names it (latest.tmp left);
+//                                 on ZT_FAULT_KILL_RANK only, as above;
+//   ZT_FAULT_PAUSE_AT_RENAME=glob the same rename waits instead, until the file named by
+//                                 ZT_FAULT_CONTINUE exists (at most 60 s): a run held alive
+//                                 at a known point while a test starts another;
 //   ZT_FAULT_LOG=file             each fault injected appends a line there (so a test knows
 //                                 the library was loaded and the fault happened).
 //
-// Built as build/libzt_faults.so (the Makefile); tests/sh/ckpt_faults.sh and
-// tests/sh/hf_tokenizer_files.sh use it.
+// Built as build/libzt_faults.so (the Makefile); tests/sh/ckpt_faults.sh, ckpt_latest.sh,
+// ckpt_lock.sh and tests/sh/hf_tokenizer_files.sh use it.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -22,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int env_int(const char *name, int dflt) {
@@ -81,4 +90,33 @@ int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpa
         return -1;
     }
     return real(olddirfd, oldpath, newdirfd, newpath, flags);
+}
+
+// ZT_FAULT_PAUSE_AT_RENAME's wait: until ZT_FAULT_CONTINUE exists, at most 60 s.
+static void pause_until_continued(void) {
+    const char *go = getenv("ZT_FAULT_CONTINUE");
+    struct stat st;
+    note("paused before rename");
+    for (int i = 0; i < 600 && go && *go && stat(go, &st) != 0; i++) usleep(100000);
+}
+
+int rename(const char *oldpath, const char *newpath) {
+    static int (*real)(const char *, const char *);
+    static int seen;
+    if (!real) real = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
+    const char *kill_at = getenv("ZT_FAULT_KILL_AT_RENAME");
+    const char *pause_at = getenv("ZT_FAULT_PAUSE_AT_RENAME");
+    const char *glob = kill_at && *kill_at ? kill_at : pause_at;
+    if (glob && *glob && fnmatch(glob, newpath, 0) == 0 &&
+        ++seen == env_int("ZT_FAULT_RENAME_NTH", 1)) {
+        if (glob == pause_at) {
+            pause_until_continued();
+        } else if (world_rank() == env_int("ZT_FAULT_KILL_RANK", 0)) {
+            fprintf(stderr, "faults: rank %d kills itself before renaming %s to %s\n",
+                    world_rank(), oldpath, newpath);
+            note("kill before rename");
+            raise(SIGKILL);
+        }
+    }
+    return real(oldpath, newpath);
 }

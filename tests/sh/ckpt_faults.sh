@@ -57,17 +57,19 @@ $PY tests/ckpt/compare_losses.py $out/full.jsonl $out/res.jsonl || fail=1
 
 # --- the previous format: version 1, FNV-1a 64
 grep -q '"checksum": "xxh3-64"' $out/ck/step-2/manifest.json || die "step-2 is not an xxh3-64 checkpoint"
+# (a fresh checkpoint is version 3: its manifest sealed in manifest.json.xxh3; to_v1.py drops it)
 cp -r $out/ck/step-2 $out/v1
 $PY tests/ckpt/to_v1.py $out/v1
 grep -q '"version": 1,' $out/v1/manifest.json && grep -q '"fnv1a64"' $out/v1/manifest.json \
     || die "to_v1.py did not write a version 1 manifest"
 $MPI -np 2 build/zerotrain $common --steps 6 --zero 1 --micro-batch 2 --grad-accum 2 \
     --resume $out/v1 --log $out/v1.jsonl > $out/v1.out 2>&1 || { cat $out/v1.out; exit 1; }
+grep -q "is format version 1, from before manifests were checksummed" $out/v1.out || die "no note that the version 1 manifest is unverified"
 echo "== version 1 (FNV-1a 64) checkpoint, resumed from step 2"
 $PY tests/ckpt/compare_losses.py $out/full.jsonl $out/v1.jsonl || fail=1
 build/zerotrain export $out/v1 --out $out/v1exp > /dev/null && build/zerotrain export $out/ck/step-2 \
     --out $out/v2exp > /dev/null || die "export failed"
-cmp $out/v1exp/model.safetensors $out/v2exp/model.safetensors && echo "export of version 1 == version 2" \
+cmp $out/v1exp/model.safetensors $out/v2exp/model.safetensors && echo "export of version 1 == version 3" \
     || die "the version 1 export differs"
 
 # --- truncated, corrupted, mismatched
@@ -79,11 +81,11 @@ expect_error() { # name pattern command...
 cp -r $out/ck/step-6 $out/bad
 f=$out/bad/shard-pp0-tp0-dp1.safetensors
 printf '\x55' | dd of=$f bs=1 seek=2000 conv=notrunc status=none
-expect_error corrupt "zerotrain: error: checkpoint file .*shard-pp0-tp0-dp1.safetensors is corrupt: its XXH3-64 checksum" \
+expect_error corrupt "zerotrain: error: \(rank 1\) checkpoint file .*shard-pp0-tp0-dp1.safetensors is corrupt: its XXH3-64 checksum" \
     $MPI -np 2 build/zerotrain $common --steps 8 --zero 1 --micro-batch 2 --grad-accum 2 --resume $out/bad
 cp -r $out/v1 $out/bad1
 printf '\x55' | dd of=$out/bad1/shard-pp0-tp0-dp1.safetensors bs=1 seek=2000 conv=notrunc status=none
-expect_error corrupt1 "zerotrain: error: checkpoint file .*shard-pp0-tp0-dp1.safetensors is corrupt: its FNV-1a 64 checksum" \
+expect_error corrupt1 "zerotrain: error: \(rank 1\) checkpoint file .*shard-pp0-tp0-dp1.safetensors is corrupt: its FNV-1a 64 checksum" \
     $MPI -np 2 build/zerotrain $common --steps 6 --zero 1 --micro-batch 2 --grad-accum 2 --resume $out/bad1
 # scripts/read_ckpt.py: the same digests (XXH3-64 through xxhash, FNV-1a in Python), the same
 # corruption found
@@ -110,7 +112,7 @@ expect_error truncated "shard-pp0-tp0-dp1.safetensors is truncated" \
     build/zerotrain $common --steps 8 --micro-batch 2 --grad-accum 4 --resume $out/bad
 expect_error mismatched "--n-layer 3 contradicts n_layer 2 of $out/ck" \
     build/zerotrain $common --n-layer 3 --steps 6 --resume $out/ck
-echo '{}' > $out/bad/manifest.json
+echo '{}' > $out/bad/manifest.json; rm $out/bad/manifest.json.xxh3   # unsealed: read, and refused
 expect_error garbage "manifest.json is corrupt or not a zerotrain checkpoint manifest" \
     build/zerotrain $common --resume $out/bad
 

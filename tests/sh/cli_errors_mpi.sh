@@ -56,5 +56,21 @@ expect_error mpi2_data_truncated_on_rank1 "is truncated" -- \
   "${MPI[@]}" -np 1 "$ZT" "${TINY[@]}" --data "$tmp/good.bin" : -np 1 "$ZT" "${TINY[@]}" --data "$tmp/truncated.bin"
 expect_error mpi2_config_missing_on_rank1 "cannot open config file" -- \
   "${MPI[@]}" -np 1 "$ZT" "${TINY[@]}" --data "$tmp/good.bin" : -np 1 "$ZT" --config "$tmp/nope.json" "${TINY[@]}" --data "$tmp/good.bin"
+# a checkpoint shard that rank 1 verifies (files are dealt out over the ranks) is corrupt
+"${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --zero 1 --steps 2 --data "$tmp/good.bin" --ckpt-dir "$tmp/ck" \
+  >"$tmp/ck.out" 2>&1 || { show "$tmp/ck.out"; exit 1; }
+printf '\x55' | dd of="$tmp/ck/step-2/shard-pp0-tp0-dp1.safetensors" bs=1 seek=2000 conv=notrunc status=none
+expect_error mpi2_shard_corrupt_on_rank1 "shard-pp0-tp0-dp1.safetensors is corrupt" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --zero 1 --steps 3 --data "$tmp/good.bin" --resume "$tmp/ck"
+
+# an error found by one rank is printed once, by rank 0, with the finder's rank: one
+# "zerotrain: error" line in all (was the finder's line and rank 0's "rank 1 failed during
+# setup (its message is above)")
+for c in mpi2_data_truncated_on_rank1 mpi2_config_missing_on_rank1 mpi2_shard_corrupt_on_rank1; do
+  n=$(grep -c "zerotrain: error" "$tmp/$c.err")
+  if [ "$n" = 1 ] && grep -q "zerotrain: error: (rank 1) " "$tmp/$c.err"; then
+    echo "ok   ${c}_once: $(grep "zerotrain: error" "$tmp/$c.err")"
+  else echo "FAIL ${c}_once: $n error lines"; show "$tmp/$c.err"; failed+=("$c: $n error lines"); fi
+done
 
 report_and_exit cli_errors_mpi

@@ -35,9 +35,10 @@ expect_error prepare_out_empty "--out is empty" -- "$ZT" prepare --text "$tmp/t.
 [ -f "$tmp/ck/step-4/manifest.json" ] && [ -f "$tmp/ck/step-2/manifest.json" ] || { echo "FAIL: no checkpoints"; exit 1; }
 cp -r "$tmp/ck" "$tmp/ck.keep"
 
-# rolled back to step 2 in the same directory: refused, nothing deleted
+# rolled back to step 2 in the same directory: refused, nothing deleted (the unheld lock
+# file aside: the refused run held it, ckpt_lock.c)
 expect_error ckpt_dir_rollback "--ckpt-dir $tmp/ck holds step-4, newer than this run's start at step 2" -- "$ZT" "${T[@]}" --steps 3 --resume "$tmp/ck/step-2" --ckpt-dir "$tmp/ck" --ckpt-every 1 --ckpt-keep 1
-if diff -r "$tmp/ck" "$tmp/ck.keep" >/dev/null; then echo "ok   ckpt_dir_rollback_kept: every checkpoint still there"
+if diff -r -x lock "$tmp/ck" "$tmp/ck.keep" >/dev/null; then echo "ok   ckpt_dir_rollback_kept: every checkpoint still there"
 else echo "FAIL ckpt_dir_rollback_kept"; failed+=("rollback changed the checkpoint directory"); fi
 # the same rollback into a fresh directory trains
 expect_ok ckpt_rollback_elsewhere '^checkpoint .*step-3' -- "$ZT" "${T[@]}" --steps 3 --resume "$tmp/ck/step-2" --ckpt-dir "$tmp/ck_b" --ckpt-every 1 --ckpt-keep 1
@@ -45,7 +46,7 @@ expect_ok ckpt_rollback_elsewhere '^checkpoint .*step-3' -- "$ZT" "${T[@]}" --st
 # --ckpt-keep 1 deletes older checkpoints only: a user's step-0 directory without a manifest stays
 mkdir -p "$tmp/ck2/step-0"; echo notes >"$tmp/ck2/step-0/notes.txt"
 expect_ok ckpt_keep_runs '^checkpoint .*step-3' -- "$ZT" "${T[@]}" --steps 3 --ckpt-dir "$tmp/ck2" --ckpt-every 1 --ckpt-keep 1
-if [ "$(ls "$tmp/ck2" | tr '\n' ' ')" = "latest step-0 step-3 " ] && [ -f "$tmp/ck2/step-0/notes.txt" ]; then
+if [ "$(ls "$tmp/ck2" | tr '\n' ' ')" = "latest lock step-0 step-3 " ] && [ -f "$tmp/ck2/step-0/notes.txt" ]; then
   echo "ok   ckpt_keep_only_checkpoints: step-1 and step-2 gone, step-0 (no manifest) kept"
 else echo "FAIL ckpt_keep_only_checkpoints: $(ls "$tmp/ck2" | tr '\n' ' ')"; failed+=("ckpt-keep"); fi
 
@@ -64,14 +65,24 @@ cp -r "$tmp/ck" "$tmp/ckm"; rm "$tmp/ckm/step-4/manifest.json"; mkdir "$tmp/ckm/
 expect_error manifest_is_directory "$tmp/ckm/step-4 holds no complete checkpoint" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ckm/step-4"
 expect_error export_manifest_is_directory "$tmp/ckm/step-4 holds no complete checkpoint" -- "$ZT" export "$tmp/ckm/step-4" --out "$tmp/x"
 
+# `latest` a FIFO: said, and the newest complete checkpoint taken (was a hang)
+cp -r "$tmp/ck" "$tmp/ckf"; rm "$tmp/ckf/latest"; mkfifo "$tmp/ckf/latest"
+expect_ok latest_is_fifo '^step +5/5' -- "$ZT" "${T[@]}" --steps 5 --resume "$tmp/ckf"
+grep -q "ignoring $tmp/ckf/latest: not a regular file" "$tmp/latest_is_fifo.out" && echo "ok   latest_is_fifo_said" ||
+  { echo "FAIL latest_is_fifo_said"; show "$tmp/latest_is_fifo.out"; failed+=("latest a FIFO: not said"); }
+# a shard that is a FIFO (was a hang in the checksum pass)
+cp -r "$tmp/ck" "$tmp/ckp"; f=$(ls "$tmp"/ckp/step-4/shard-*.safetensors | head -1); rm "$f"; mkfifo "$f"
+expect_error shard_is_fifo "is not a regular file (a directory, a FIFO?)" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ckp"
 # a shard that is a directory
 cp -r "$tmp/ck" "$tmp/cks"; f=$(ls "$tmp"/cks/step-4/shard-*.safetensors | head -1); rm "$f"; mkdir "$f"
-expect_error shard_is_directory "is not a regular file (a directory?)" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/cks"
+expect_error shard_is_directory "is not a regular file (a directory, a FIFO?)" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/cks"
 expect_error optim_min_8bit_negative "--optim-min-8bit must be at least 0" -- "$ZT" "${T[@]}" --steps 1 --optim adamw8bit --optim-min-8bit -1
 
-# a manifest edited to impossible values
+# a manifest edited to impossible values, and resealed (tests/ckpt/reseal.py) so that the
+# checks behind its checksum see the values (tests/sh/ckpt_manifest.sh: the seal itself)
 edit() { # name sed-expression want
   rm -rf "$tmp/cke"; cp -r "$tmp/ck" "$tmp/cke"; sed -i "$2" "$tmp/cke/step-4/manifest.json"
+  "$PY" tests/ckpt/reseal.py "$tmp/cke/step-4"
   cmp -s "$tmp/cke/step-4/manifest.json" "$tmp/ck/step-4/manifest.json" && { echo "FAIL $1: the edit did not apply"; failed+=("$1: edit"); return; }
   expect_error "$1" "$3" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/cke"
 }
@@ -87,7 +98,7 @@ edit manifest_file_in_subdir 's/"name": "shard/"name": "x\/shard/' "not a shard 
 expect_error log_is_manifest "is inside the checkpoint $tmp/ck/step-4" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ck" --log "$tmp/ck/step-4/manifest.json"
 expect_error log_is_shard "is inside the checkpoint $tmp/ck/step-4" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ck" --log "$(ls "$tmp"/ck/step-4/shard-*.safetensors | head -1)"
 expect_error log_is_latest "is latest of --resume $tmp/ck" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ck" --log "$tmp/ck/latest"
-if diff -r "$tmp/ck" "$tmp/ck.keep" >/dev/null; then echo "ok   outputs_kept_checkpoint: unchanged"
+if diff -r -x lock "$tmp/ck" "$tmp/ck.keep" >/dev/null; then echo "ok   outputs_kept_checkpoint: unchanged"
 else echo "FAIL outputs_kept_checkpoint"; failed+=("a refused output changed the checkpoint"); fi
 "$ZT" export "$tmp/ck" --out "$tmp/hf" >/dev/null 2>&1 || { echo "FAIL: export"; exit 1; }
 cp -r "$tmp/hf" "$tmp/hf.keep"

@@ -62,6 +62,23 @@ fi
 # ---- files that are not regular files ----
 both data_fifo "not a regular file" -- "${TINY[@]}" --data "$tmp/fifo"
 expect_error prepare_text_fifo "not a regular file" -- "$ZT" prepare --text "$tmp/fifo" --out "$tmp/p.bin"
+# a FIFO where a file must be is refused at once (each was a hang: an open that waits for
+# a writer), by name; the model directory's config.json was ignored (the shape guessed)
+one init_from_fifo "--init-from $tmp/fifo is not a regular file or a directory" -- "${TINY[@]}" --data "$tmp/good.bin" --init-from "$tmp/fifo"
+"$ZT" "${TINY[@]}" --data "$tmp/good.bin" --save "$tmp/mdl" >"$tmp/mdl.out" 2>&1 || { show "$tmp/mdl.out"; exit 1; }
+cp -r "$tmp/mdl" "$tmp/mdl_cfg"; rm "$tmp/mdl_cfg/config.json"; mkfifo "$tmp/mdl_cfg/config.json"
+one init_from_config_fifo "$tmp/mdl_cfg/config.json is not a regular file" -- "${TINY[@]}" --data "$tmp/good.bin" --init-from "$tmp/mdl_cfg"
+expect_error generate_config_fifo "$tmp/mdl_cfg/config.json is not a regular file" -- "$ZT" generate --init-from "$tmp/mdl_cfg" --prompt-ids 1 --max-new 2 --ids
+cp -r "$tmp/mdl" "$tmp/mdl_st"; rm "$tmp/mdl_st/model.safetensors"; mkfifo "$tmp/mdl_st/model.safetensors"
+one init_from_safetensors_fifo "$tmp/mdl_st/model.safetensors is not a regular file" -- "${TINY[@]}" --data "$tmp/good.bin" --init-from "$tmp/mdl_st"
+expect_error prepare_vocab_fifo "vocabulary file $tmp/fifo is not a regular file" -- "$ZT" prepare --tokenizer gpt2 --vocab "$tmp/fifo" --text "$tmp/cfg.json" --out "$tmp/p.bin"
+# a save over an export whose tokenizer_config.json is a FIFO: not the export's mark, kept
+cp -r "$tmp/mdl" "$tmp/mdl_tok"; mkfifo "$tmp/mdl_tok/tokenizer_config.json"
+expect_ok save_over_tokenizer_config_fifo 'saved .*mdl_tok' -- "$ZT" "${TINY[@]}" --data "$tmp/good.bin" --save "$tmp/mdl_tok"
+# --config still reads a pipe and /dev/fd (the one input that may be a stream)
+mkfifo "$tmp/cfg_fifo"; timeout 30 bash -c 'printf "{\"steps\": 1}\n" >"$0"' "$tmp/cfg_fifo" &
+expect_ok config_from_fifo '^step +1/1' -- "$ZT" --config "$tmp/cfg_fifo" "${TINY[@]}" --data "$tmp/good.bin"
+expect_ok config_from_dev_fd '^step +1/1' -- bash -c '"$@" 3<"$0"' "$tmp/cfg.json" "$ZT" --config /dev/fd/3 "${TINY[@]}" --data "$tmp/good.bin"
 
 # ---- outputs: checked before step 1, never an input ----
 cp "$tmp/good.bin" "$tmp/keep.bin"

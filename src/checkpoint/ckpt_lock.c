@@ -1,0 +1,74 @@
+// The lock of a checkpoint directory: one run at a time writes into a --ckpt-dir. Two runs
+// in one directory interleave their step-N and `latest`, and one's --ckpt-keep deletes the
+// other's newest checkpoint (seen: `latest` naming a deleted step-20). docs/checkpoints.md.
+#include "ckpt_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+// Who holds the lock, as its holder wrote it in the file ("" when it has not yet).
+static void read_holder(int fd, char *out, size_t size) {
+    ssize_t n = pread(fd, out, size - 1, 0);
+    out[n > 0 ? n : 0] = 0;
+    out[strcspn(out, "\n")] = 0;
+}
+
+// Writes this process's identity into the lock file it holds: pid, host, start time.
+static void write_holder(int fd) {
+    char host[256] = "?", when[64] = "?", line[512];
+    gethostname(host, sizeof host);
+    host[sizeof host - 1] = 0;
+    time_t now = time(NULL);
+    struct tm tm;
+    if (localtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %z", &tm);
+    int n = snprintf(line, sizeof line, "pid %ld on host %s, started %s\n", (long)getpid(),
+                     host, when);
+    // best effort: the lock is the flock; the text only names its holder to a second run
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)n, 0) != n) return;
+}
+
+zt_status zt_ckpt_lock(const char *dir, int *fd_out) {
+    *fd_out = -1;
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return zt_errorf("cannot create the checkpoint directory %s: %s", dir, strerror(errno));
+    char path[PATHN];
+    snprintf(path, sizeof path, "%s/" CKPT_LOCK, dir);
+    // O_NONBLOCK and O_NOFOLLOW: whatever else stands at the name is refused, not waited on
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        return zt_errorf("%s is not a regular file: it is the checkpoint directory's lock; "
+                         "remove it", path);
+    }
+    if (fd < 0)
+        return zt_errorf("cannot open %s, the checkpoint directory's lock: %s", path,
+                         strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        write_holder(fd);
+        *fd_out = fd;
+        return ZT_OK;
+    }
+    int e = errno;
+    if (e != EWOULDBLOCK) {
+        // a file system without locks (an NFS mount without lockd): the run goes on
+        close(fd);
+        fprintf(stderr, "zerotrain: warning: cannot lock %s: %s; a second run in --ckpt-dir %s "
+                        "at the same time would not be refused\n", path, strerror(e), dir);
+        return ZT_OK;
+    }
+    char who[512];
+    read_holder(fd, who, sizeof who);
+    close(fd);
+    return zt_errorf("--ckpt-dir %s is in use by another run (%s; its lock: %s): two runs in "
+                     "one directory mix their checkpoints and delete each other's; wait for "
+                     "it to end, or give another --ckpt-dir", dir,
+                     who[0] ? who : "it has not written who it is yet", path);
+}
+
+void zt_ckpt_unlock(int fd) {
+    if (fd >= 0) close(fd); // the lock goes with the descriptor; the file stays
+}
