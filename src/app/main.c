@@ -8,6 +8,7 @@
 #include "config.h"
 #include "export_cli.h"
 #include "generate_cli.h"
+#include "launch_cli.h"
 #include "launcher.h"
 #include "memory_cli.h"
 #include "prepare_cli.h"
@@ -39,6 +40,9 @@ static void usage(FILE *f) {
             "                                 merges a sharded checkpoint (any layout) into one\n"
             "                                 Hugging Face directory (with GPT-2's tokenizer\n"
             "                                 files when the vocabulary is 50257)\n"
+            "  zerotrain launch -np N [COMMAND] [flags ...]\n"
+            "                                 runs a command on N ranks of this machine through\n"
+            "                                 mpirun, adding what a small machine or root needs\n"
             "  zerotrain help                 this text\n"
             "\n"
             "train ");
@@ -93,6 +97,10 @@ int main(int argc, char **argv) {
         zt_export_usage(stdout);
         return 0;
     }
+    if (help && strcmp(cmd, "launch") == 0) {
+        zt_launch_usage(stdout);
+        return 0;
+    }
     if (help && strcmp(cmd, "blas") == 0) {
         printf("usage: zerotrain blas\n"
                "  prints the BLAS library and the kernels (core) its products run on, as JSON;\n"
@@ -119,10 +127,11 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "prepare") == 0) return zt_prepare_main(argc - first, argv + first);
     if (strcmp(cmd, "memory") == 0) return zt_memory_main(argc - first, argv + first);
     if (strcmp(cmd, "export") == 0) return zt_export_main(argc - first, argv + first);
+    if (strcmp(cmd, "launch") == 0) return zt_launch_main(argc - first, argv + first);
     if (strcmp(cmd, "generate") == 0) return zt_generate_main(argc - first, argv + first);
     if (strcmp(cmd, "train") == 0) return zt_train_main(argc - first, argv + first, argv[0]);
     fprintf(stderr, "zerotrain: unknown command '%s' (commands: train, memory, prepare, export, "
-                    "generate, blas, help)\n",
+                    "launch, generate, blas, help)\n",
             cmd);
     return 1;
 }

@@ -247,5 +247,8 @@ expect_error prepare_unknown_option "unknown option --bogus" -- "$ZT" prepare --
 # the same unknown option as the last argument: still "unknown option", not "needs a value"
 expect_error prepare_unknown_option_last "unknown option --bogus" -- "$ZT" prepare --text "$tmp/text.txt" --out "$tmp/p.bin" --bogus
 expect_error unknown_command "unknown command 'frobnicate'" -- "$ZT" frobnicate
+expect_error launch_no_np "give the number of ranks first" -- "$ZT" launch train --steps 1
+expect_error launch_bad_np "-np 0: give a whole number of ranks" -- "$ZT" launch -np 0 train
+expect_error launch_under_mpi "already one of several launched processes" -- env OMPI_COMM_WORLD_SIZE=2 "$ZT" launch -np 2 train
 
 report_and_exit cli_errors

@@ -1,0 +1,77 @@
+// `zerotrain launch` (launch_cli.h): mpirun as a first run on one machine needs it. Open MPI
+// refuses more ranks than cores without --oversubscribe and root without --allow-run-as-root,
+// and N ranks each starting one OpenMP thread per core fight over the cores
+// (docs/machine.md, "Threads"): the launch adds what is needed, prints the command, and execs.
+#include "launch_cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "launcher.h"
+
+void zt_launch_usage(FILE *f) {
+    fprintf(f, "usage: zerotrain launch -np N [COMMAND] [flags ...]\n"
+               "  runs `zerotrain COMMAND flags ...` on N ranks of this machine through mpirun,\n"
+               "  adding --oversubscribe where N exceeds the cores, --allow-run-as-root as root,\n"
+               "  and OMP_NUM_THREADS = cores / N (at least 1) unless set; prints the mpirun\n"
+               "  command first. For several machines, call mpirun (or srun) yourself.\n");
+}
+
+static int usable_cores(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static int launch_fail(const char *msg, const char *arg) {
+    fprintf(stderr, "zerotrain launch: error: ");
+    fprintf(stderr, msg, arg);
+    fprintf(stderr, "\n");
+    return 1;
+}
+
+int zt_launch_main(int argc, char **argv) {
+    if (zt_launcher_size(NULL) > 1)
+        return launch_fail("%s", "already one of several launched processes: run the command "
+                                 "without `launch` under mpirun or srun");
+    if (argc < 2 || (strcmp(argv[0], "-np") && strcmp(argv[0], "--np")))
+        return launch_fail("%s", "give the number of ranks first: zerotrain launch -np N ...");
+    char *end;
+    long np = strtol(argv[1], &end, 10);
+    if (*end || end == argv[1] || np < 1 || np > 4096)
+        return launch_fail("-np %s: give a whole number of ranks from 1 to 4096", argv[1]);
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return launch_fail("cannot find this program's path: %s", strerror(errno));
+    exe[n] = 0;
+    int cores = usable_cores();
+    char threads[16];
+    snprintf(threads, sizeof threads, "%ld", cores / np > 1 ? cores / np : 1);
+    if (!getenv("OMP_NUM_THREADS")) setenv("OMP_NUM_THREADS", threads, 1);
+    char **args = calloc((size_t)argc + 12, sizeof *args);
+    if (!args) return launch_fail("%s", "out of memory");
+    int k = 0;
+    args[k++] = "mpirun";
+    if (np > cores) args[k++] = "--oversubscribe";
+    if (geteuid() == 0) args[k++] = "--allow-run-as-root";
+    args[k++] = "-x";
+    args[k++] = "OMP_NUM_THREADS";
+    args[k++] = "-np";
+    args[k++] = argv[1];
+    args[k++] = exe;
+    for (int i = 2; i < argc; i++) args[k++] = argv[i];
+    fprintf(stderr, "zerotrain launch: OMP_NUM_THREADS=%s", getenv("OMP_NUM_THREADS"));
+    for (int i = 0; i < k; i++) fprintf(stderr, " %s", args[i]);
+    fprintf(stderr, "  (%ld ranks on %d cores)\n", np, cores);
+    fflush(NULL);
+    execvp("mpirun", args);
+    int err = errno;
+    free(args);
+    return launch_fail("cannot run mpirun: %s; install Open MPI (make setup) or call your MPI's "
+                       "launcher yourself", strerror(err));
+}
