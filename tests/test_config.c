@@ -531,3 +531,25 @@ ZT_TEST(config_help) {
     CHECK(ok);
     return ZT_PASS;
 }
+
+// eval keeps the options it uses and resets the others (a --config shared with training).
+ZT_TEST(config_keep_only) {
+    zt_config c, d;
+    CHECK_EQ_INT(PARSE(&c, "--steps", "0", "--lr", "0", "--log", "x.jsonl", "--seq", "32",
+                       "--resume", "ck", "--n-layer", "3"),
+                 ZT_OK);
+    CHECK_EQ_INT(PARSE_NONE(&d), ZT_OK);
+    static const char *const keep[] = {"seq", "resume", "model", "n-layer", "n-head", "n-embd",
+                                       "vocab", "n-ctx", NULL};
+    zt_config_keep_only(&c, keep);
+    CHECK_EQ_INT(c.steps, d.steps);
+    CHECK(c.lr == d.lr);
+    CHECK(c.log[0] == 0);
+    CHECK_EQ_INT(c.seq, 32);
+    CHECK(strcmp(c.resume, "ck") == 0);
+    CHECK_EQ_INT(c.n_layer, 3);
+    CHECK(zt_config_validate(&c) == ZT_OK); // --steps 0 and --lr 0 are gone
+    CHECK(zt_config_is_option("steps", 5) && zt_config_is_option("val-batches=", 11));
+    CHECK(!zt_config_is_option("json", 4) && !zt_config_is_option("config", 6));
+    return ZT_PASS;
+}

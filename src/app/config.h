@@ -77,6 +77,14 @@ typedef struct {
 // `--help` is not handled here (see zt_config_print_help).
 zt_status zt_config_parse(zt_config *cfg, int argc, char **argv);
 
+// Whether name[0..len) (without "--") is an option of the table.
+int zt_config_is_option(const char *name, size_t len);
+
+// Resets every option whose name (without "--") is not in the NULL-terminated `keep` to its
+// default: a command that uses some options only (eval) ignores the others that a --config
+// file shared with training holds.
+void zt_config_keep_only(zt_config *cfg, const char *const *keep);
+
 // Checks the values against each other (n_embd % n_head, seq <= n_ctx, ...).
 zt_status zt_config_validate(const zt_config *cfg);
 

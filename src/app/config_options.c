@@ -141,6 +141,8 @@ const opt_desc *zt_opt_find(const char *name, size_t len) {
     return NULL;
 }
 
+int zt_config_is_option(const char *name, size_t len) { return zt_opt_find(name, len) != NULL; }
+
 // Levenshtein distance, for "did you mean". Inputs longer than 63 are not worth a
 // suggestion and return a large distance.
 static int edit_distance(const char *a, size_t na, const char *b) {

@@ -34,7 +34,9 @@ typedef struct {
     zt_plan_spec plan;         // the run as the planner sees it: layout, schedule, optimizer
     zt_adamw opt;              // fp32 state (--optim adamw)
     zt_adamw8bit opt8;         // 8-bit state (--optim adamw8bit)
+    int eval_only;             // `zerotrain eval`: no training data, optimizer or log
     zt_dataset train, val;
+    char val_path[ZT_PATH_MAX];
     int has_val;
     size_t shard_lo, shard_hi; // this rank's optimizer range of the flat buffer
     int n_slots;               // micro-batches this stage holds at once
