@@ -61,6 +61,7 @@ typedef struct {
     char backend[8];          // cpu | cuda (kernels/backend.h)
     int tf32;                 // --backend cuda: TF32 tensor cores in fp32 GEMMs
     int profile;              // time each op by phase (src/core/profile.h)
+    int log_every;            // the step line on stdout every N steps (and the first, last)
     // memory planning (src/planner/planner.h)
     char param_dtype[8];      // fp32 | bf16 (training refuses 16-bit parameters until bf16
                               // mixed precision is built; plan them with `zerotrain memory`)
@@ -117,6 +118,11 @@ zt_status zt_config_adopt_shape(zt_config *cfg, const zt_model_shape *file, int 
 
 // The model shape the config describes, with Vp padded for `tp`.
 zt_model_shape zt_config_shape(const zt_config *cfg);
+
+// Writes every option as one JSON object, {"model":"tiny",...,"seed":1337,...}: keys are the
+// flag names, values the resolved ones (the preset's shape filled in); a string option not
+// given is null. With the nulls left out it is a --config file giving the same options.
+void zt_config_write_json(FILE *f, const zt_config *cfg);
 
 // Prints every option with its default and help to `f`.
 void zt_config_print_help(FILE *f);

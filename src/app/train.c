@@ -160,7 +160,7 @@ static zt_status preempted(zt_trainer *t, int step) {
 static zt_status run(zt_trainer *t) {
     const zt_config *c = t->cfg;
     const zt_grid *g = &t->grid;
-    double t_start = zt_now_s();
+    t->run_t0 = zt_now_s();
     for (int step = t->step0; step < c->steps; step++) {
         zt_step_stats st;
         ZT_TRY(zt_trainer_step(t, step, &st));
@@ -184,7 +184,7 @@ static zt_status run(zt_trainer *t) {
         }
         if (st.stop && !last) return preempted(t, step + 1);
     }
-    if (g->rank == 0) printf("done: %d steps in %.1f s\n", c->steps, zt_now_s() - t_start);
+    if (g->rank == 0) printf("done: %d steps in %.1f s\n", c->steps, zt_now_s() - t->run_t0);
     if (g->rank == 0 && c->profile && t->prof_n > 0)
         zt_profile_print(stdout, &t->prof_steps, t->prof_n, t->prof_steps_s / t->prof_n,
                          omp_get_max_threads());
@@ -213,8 +213,9 @@ static zt_status open_run(zt_trainer *t, zt_backend *backend, const zt_comm *wor
     return zt_plan_spec_from_config(&t->plan, cfg, *dp);
 }
 
-// This rank's optimizer range and state, and rank 0's log with its header line (the library
-// and kernels the products run on). Agreed on every rank.
+// This rank's optimizer range and state, and rank 0's log with its first record (the library
+// and kernels the products run on, the version, the layout and every option). Agreed on every
+// rank.
 static zt_status init_optimizer_and_log(zt_trainer *t) {
     const zt_config *cfg = t->cfg;
     zt_status s = ZT_OK;
@@ -226,10 +227,7 @@ static zt_status init_optimizer_and_log(zt_trainer *t) {
     if (s == ZT_OK && t->grid.rank == 0 && cfg->log[0]) {
         t->log = fopen(cfg->log, "w");
         if (!t->log) s = zt_errorf("cannot write the log file %s", cfg->log);
-        else {
-            t->be->ops->write_json(t->be, t->log);
-            fputc('\n', t->log);
-        }
+        else zt_trainer_write_log_header(t);
     }
     return zt_comm_agree(&t->grid.world_comm, s);
 }

@@ -50,6 +50,8 @@ typedef struct {
     uint64_t sample0;          // training samples consumed by then
     zt_train_sampler sampler;  // --sample-every
     int preempted;             // stopped by a preemption signal, after a checkpoint
+    double run_t0;             // when the loop began (zt_now_s)
+    double first_step_s;       // rank 0: seconds from run_t0 to the end of the run's first step
     FILE *log;
     int log_errno;             // rank 0: the errno of a failed log write (0 = none)
     char last_mem[256];        // rank 0: the memory figures last printed
@@ -92,6 +94,8 @@ double zt_trainer_evaluate(zt_trainer *t);
 void zt_trainer_print_start(zt_trainer *t);
 void zt_trainer_report_step(zt_trainer *t, int step, const zt_step_stats *st);
 void zt_trainer_log_rank_memory(zt_trainer *t);
+// Rank 0: the log's first record (the backend, version, layout and every option).
+void zt_trainer_write_log_header(zt_trainer *t);
 // Rank 0: notes a failed write of the log (the next step's all-reduce tells every rank).
 void zt_trainer_check_log_write(zt_trainer *t);
 
