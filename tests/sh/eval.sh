@@ -35,13 +35,15 @@ $ZT $model $batch --grad-accum 2 --steps 4 --lr 1e-3 --val-every 4 --save $out/s
     --ckpt-dir $out/ck --log $out/run.jsonl > $out/run.out 2>&1 || { cat $out/run.out; exit 1; }
 logged=$(grep val_loss $out/run.jsonl | tail -1 | sed 's/.*"val_loss":\([0-9.e+-]*\).*/\1/')
 
-# eval NAME NP ARGS...: runs eval --json into $out/NAME.json, prints its loss
+# eval NAME NP ARGS...: runs eval --json into $out/NAME.json, prints its loss. Called in
+# $(...): a failure goes to stderr and ends the script (set -e).
 ev() {
   local name=$1 np=$2; shift 2
   if [ "$np" = 1 ]; then $ZT eval "$@" --json > $out/$name.json 2> $out/$name.err
   else $MPI -np $np $ZT eval "$@" --json > $out/$name.json 2> $out/$name.err; fi \
-    || { echo "eval $name failed:"; cat $out/$name.json $out/$name.err; exit 1; }
-  [ "$(wc -l < $out/$name.json)" = 1 ] || bad "$name: not one line of output: $(cat $out/$name.json)"
+    || { echo "FAIL eval $name:" >&2; cat $out/$name.json $out/$name.err >&2; exit 1; }
+  [ "$(wc -l < $out/$name.json)" = 1 ] ||
+    { echo "FAIL eval $name: not one line of output: $(cat $out/$name.json)" >&2; exit 1; }
   $PY -c 'import json,sys; print(repr(json.load(open(sys.argv[1]))["loss"]))' $out/$name.json
 }
 # same A B TOL WHAT: |A - B| <= TOL |B| (TOL 0: equal)
