@@ -68,6 +68,18 @@ $(BUILD)/zerotrain: $(BUILD)/src/app/main.o $(BUILD)/libzt.a | $(BUILD)/mpi.libs
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 	ln -sf $(BUILD)/zerotrain zerotrain
 
+# zerotrain's version (src/app/version.c: the log's first record names it): `git describe`
+# of the checkout being built, "unknown" outside one. The stamp is rewritten only when the
+# version changes, so version.o (and the binaries) rebuild then and only then.
+ZT_VERSION := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
+$(BUILD)/version.stamp: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(ZT_VERSION)' | cmp -s - $@ || echo '$(ZT_VERSION)' > $@
+$(BUILD)/src/app/version.o: $(BUILD)/version.stamp
+$(BUILD)/src/app/version.o: CFLAGS += -DZT_VERSION='"$(ZT_VERSION)"'
+.PHONY: FORCE
+FORCE:
+
 # The test runner's name table is generated from the ZT_TEST(name) definitions.
 $(BUILD)/test_table.h: $(TEST_SRC) tests/gen_table.sh
 	@mkdir -p $(BUILD)

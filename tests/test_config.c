@@ -1,5 +1,6 @@
 // Tests of the run configuration: defaults, presets, file and flag precedence, every
 // user error's message, and the range checks of zt_config_validate.
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -529,5 +530,78 @@ ZT_TEST(config_help) {
     if (!ok) fputs(text, stderr);
     free(text);
     CHECK(ok);
+    return ZT_PASS;
+}
+
+// eval keeps the options it uses and resets the others (a --config shared with training).
+ZT_TEST(config_keep_only) {
+    zt_config c, d;
+    CHECK_EQ_INT(PARSE(&c, "--steps", "0", "--lr", "0", "--log", "x.jsonl", "--seq", "32",
+                       "--resume", "ck", "--n-layer", "3"),
+                 ZT_OK);
+    CHECK_EQ_INT(PARSE_NONE(&d), ZT_OK);
+    static const char *const keep[] = {"seq", "resume", "model", "n-layer", "n-head", "n-embd",
+                                       "vocab", "n-ctx", NULL};
+    zt_config_keep_only(&c, keep);
+    CHECK_EQ_INT(c.steps, d.steps);
+    CHECK(c.lr == d.lr);
+    CHECK(c.log[0] == 0);
+    CHECK_EQ_INT(c.seq, 32);
+    CHECK(strcmp(c.resume, "ck") == 0);
+    CHECK_EQ_INT(c.n_layer, 3);
+    CHECK(zt_config_validate(&c) == ZT_OK); // --steps 0 and --lr 0 are gone
+    CHECK(zt_config_is_option("steps", 5) && zt_config_is_option("val-batches=", 11));
+    CHECK(!zt_config_is_option("json", 4) && !zt_config_is_option("config", 6));
+    return ZT_PASS;
+}
+
+// The log's configuration record: every option --help lists is a key, and the object with
+// its nulls left out, given back as a --config file, is the same configuration (strings with
+// a quote, a backslash and a tab included).
+ZT_TEST(config_write_json_round_trip) {
+    zt_config c, back;
+    CHECK_EQ_INT(PARSE(&c, "--model", "gpt2", "--n-layer", "3", "--lr", "3e-4", "--seed",
+                       "18446744073709551615", "--shuffle", "--log-every", "7", "--data",
+                       "a \"q\" \\b\tc.bin", "--partition", "memory", "--eps", "1e-7"),
+                 ZT_OK);
+    char *json = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&json, &n);
+    zt_config_write_json(f, &c);
+    fclose(f);
+    cJSON *root = cJSON_Parse(json);
+    CHECK(cJSON_IsObject(root));
+    // every option of --help is a key
+    char *help = NULL;
+    f = open_memstream(&help, &n);
+    zt_config_print_help(f);
+    fclose(f);
+    int keys = 0;
+    for (const char *p = help; (p = strstr(p, "\n  --")); p += 5) {
+        char name[64];
+        if (sscanf(p + 5, "%63[a-z0-9-]", name) != 1 || strcmp(name, "config") == 0) continue;
+        if (!cJSON_HasObjectItem(root, name)) fprintf(stderr, "  no key \"%s\"\n", name);
+        CHECK(cJSON_HasObjectItem(root, name));
+        keys++;
+    }
+    CHECK_EQ_INT(keys, cJSON_GetArraySize(root));
+    CHECK(strstr(json, "\"lr\":0.0003,") && strstr(json, "\"eps\":1e-07,"));
+    CHECK(strstr(json, "\"seed\":18446744073709551615,") && strstr(json, "\"save\":null"));
+    // without the nulls and the seed (a JSON config holds integers up to 2^53), as a file
+    for (cJSON *it = root->child, *next; it; it = next) {
+        next = it->next;
+        if (cJSON_IsNull(it) || !strcmp(it->string, "seed")) cJSON_DeleteItemFromObject(root, it->string);
+    }
+    char *text = cJSON_PrintUnformatted(root), path[32];
+    CHECK(write_tmp(path, text) == 0);
+    zt_status st = PARSE(&back, "--config", path, "--seed", "18446744073709551615");
+    unlink(path);
+    CHECK_EQ_INT(st, ZT_OK);
+    CHECK(zt_config_first_difference(&c, &back) == NULL);
+    CHECK(strcmp(back.data, "a \"q\" \\b\tc.bin") == 0 && back.log_every == 7);
+    cJSON_free(text);
+    cJSON_Delete(root);
+    free(json);
+    free(help);
     return ZT_PASS;
 }

@@ -14,6 +14,18 @@ static void set_defaults(zt_config *cfg) {
     }
 }
 
+void zt_config_keep_only(zt_config *cfg, const char *const *keep) {
+    zt_config def;
+    set_defaults(&def);
+    for (int i = 0; i < ZT_N_OPTS; i++) {
+        const opt_desc *o = &zt_opts[i];
+        int kept = 0;
+        for (const char *const *k = keep; *k && !kept; k++) kept = strcmp(*k, o->name) == 0;
+        if (!kept)
+            memcpy((char *)cfg + o->offset, (const char *)&def + o->offset, o->size);
+    }
+}
+
 zt_status zt_config_parse(zt_config *cfg, int argc, char **argv) {
     unsigned char set[ZT_N_OPTS] = {0}; // given explicitly (file or flag): the preset keeps off
     set_defaults(cfg);

@@ -61,6 +61,7 @@ typedef struct {
     char backend[8];          // cpu | cuda (kernels/backend.h)
     int tf32;                 // --backend cuda: TF32 tensor cores in fp32 GEMMs
     int profile;              // time each op by phase (src/core/profile.h)
+    int log_every;            // the step line on stdout every N steps (and the first, last)
     // memory planning (src/planner/planner.h)
     char param_dtype[8];      // fp32 | bf16 (training refuses 16-bit parameters until bf16
                               // mixed precision is built; plan them with `zerotrain memory`)
@@ -76,6 +77,14 @@ typedef struct {
 // or flag and what to do (unknown key, malformed JSON, wrong type, value out of range).
 // `--help` is not handled here (see zt_config_print_help).
 zt_status zt_config_parse(zt_config *cfg, int argc, char **argv);
+
+// Whether name[0..len) (without "--") is an option of the table.
+int zt_config_is_option(const char *name, size_t len);
+
+// Resets every option whose name (without "--") is not in the NULL-terminated `keep` to its
+// default: a command that uses some options only (eval) ignores the others that a --config
+// file shared with training holds.
+void zt_config_keep_only(zt_config *cfg, const char *const *keep);
 
 // Checks the values against each other (n_embd % n_head, seq <= n_ctx, ...).
 zt_status zt_config_validate(const zt_config *cfg);
@@ -109,6 +118,11 @@ zt_status zt_config_adopt_shape(zt_config *cfg, const zt_model_shape *file, int 
 
 // The model shape the config describes, with Vp padded for `tp`.
 zt_model_shape zt_config_shape(const zt_config *cfg);
+
+// Writes every option as one JSON object, {"model":"tiny",...,"seed":1337,...}: keys are the
+// flag names, values the resolved ones (the preset's shape filled in); a string option not
+// given is null. With the nulls left out it is a --config file giving the same options.
+void zt_config_write_json(FILE *f, const zt_config *cfg);
 
 // Prints every option with its default and help to `f`.
 void zt_config_print_help(FILE *f);

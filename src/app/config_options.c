@@ -77,7 +77,10 @@ const opt_desc zt_opts[] = {
     {"init-from", OPT_STR, FIELD(init_from), "", "PATH", NULL, 0, "data",
      "start from a Hugging Face GPT-2 directory or model.safetensors, or an llm.c fp32 file; "
      "the model shape comes from the file"},
-    {"log", OPT_STR, FIELD(log), "", "PATH", NULL, 0, "data", "write metrics as JSON lines"},
+    {"log", OPT_STR, FIELD(log), "", "PATH", NULL, 0, "data",
+     "write metrics as JSON lines: first the run's configuration, then one record per step"},
+    {"log-every", OPT_INT, FIELD(log_every), "1", "N", NULL, 0, "data",
+     "print the step line every N steps, and the first and last (--log records every step)"},
     {"save", OPT_STR, FIELD(save), "", "DIR", NULL, 0, "data",
      "at the end, write the weights as a Hugging Face GPT-2 directory (model.safetensors + "
      "config.json, and GPT-2's tokenizer files when the vocabulary is 50257)"},
@@ -140,6 +143,8 @@ const opt_desc *zt_opt_find(const char *name, size_t len) {
             return &zt_opts[i];
     return NULL;
 }
+
+int zt_config_is_option(const char *name, size_t len) { return zt_opt_find(name, len) != NULL; }
 
 // Levenshtein distance, for "did you mean". Inputs longer than 63 are not worth a
 // suggestion and return a large distance.

@@ -1,11 +1,12 @@
-// zerotrain's command line: `train` (the default command), `memory`, `prepare`, `generate`,
-// `export`, `blas`, `help`.
+// zerotrain's command line: `train` (the default command), `eval`, `memory`, `prepare`,
+// `generate`, `export`, `blas`, `help`.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 #include "config.h"
+#include "eval_cli.h"
 #include "export_cli.h"
 #include "generate_cli.h"
 #include "launch_cli.h"
@@ -20,6 +21,11 @@ static void usage(FILE *f) {
             "\n"
             "usage:\n"
             "  [mpirun -np N] zerotrain [train] [--flag value ...]   train (the default command)\n"
+            "  [mpirun -np N] zerotrain eval [--resume CKPT | --init-from PATH] [--val-data FILE]\n"
+            "                    [--val-batches N] [--pp N] [--tp N] [--json] [--flag value ...]\n"
+            "                                 the loss and perplexity of a model over validation\n"
+            "                                 tokens, without training (training's validation\n"
+            "                                 pass; any layout); eval --help says more\n"
             "  zerotrain memory [--dp N] [--pp N] [--tp N] [--json] [--flag value ...]\n"
             "                                 the bytes every rank of that layout would need,\n"
             "                                 by category, without allocating (one process, no\n"
@@ -89,6 +95,10 @@ int main(int argc, char **argv) {
         zt_generate_usage(stdout);
         return 0;
     }
+    if (help && strcmp(cmd, "eval") == 0) {
+        zt_eval_usage(stdout);
+        return 0;
+    }
     if (help && strcmp(cmd, "memory") == 0) {
         zt_memory_usage(stdout);
         return 0;
@@ -130,8 +140,9 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "launch") == 0) return zt_launch_main(argc - first, argv + first);
     if (strcmp(cmd, "generate") == 0) return zt_generate_main(argc - first, argv + first);
     if (strcmp(cmd, "train") == 0) return zt_train_main(argc - first, argv + first, argv[0]);
-    fprintf(stderr, "zerotrain: unknown command '%s' (commands: train, memory, prepare, export, "
-                    "launch, generate, blas, help)\n",
+    if (strcmp(cmd, "eval") == 0) return zt_eval_main(argc - first, argv + first, argv[0]);
+    fprintf(stderr, "zerotrain: unknown command '%s' (commands: train, eval, memory, prepare, "
+                    "export, launch, generate, blas, help)\n",
             cmd);
     return 1;
 }

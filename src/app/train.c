@@ -38,40 +38,59 @@ static void start_profile(zt_trainer *t) {
     }
 }
 
-static zt_status setup(zt_trainer *t, const char *argv0) {
+// The validation file holds fewer sequences than --val-batches reads: say so (rank 0).
+static void warn_short_val(const zt_trainer *t, const char *val_path) {
+    const zt_config *c = t->cfg;
+    uint64_t batch = (uint64_t)c->grad_accum * c->micro_batch * t->grid.dp;
+    // evaluate() reads val_batches global batches; beyond the file it wraps around
+    uint64_t want = (uint64_t)c->val_batches * batch, fit = t->val.n_samples / batch;
+    char fix[96] = "a smaller --micro-batch or --grad-accum";
+    if (fit > 0) snprintf(fix, sizeof fix, "--val-batches %llu or less", (unsigned long long)fit);
+    if (want > t->val.n_samples && t->grid.rank == 0)
+        fprintf(stderr, "zerotrain: warning: validation reads %llu sequences of %d tokens "
+                "but %s holds %llu, so some are counted more than once; use %s\n",
+                (unsigned long long)want, c->seq, val_path, (unsigned long long)t->val.n_samples,
+                fix);
+}
+
+// The token files. Training reads --data (else the embedded default text) and validates on
+// --val-data (else, with the default text, its validation split). Evaluation reads only the
+// validation file: --val-data, else --data, else the default split.
+static zt_status open_data(zt_trainer *t, const char *argv0) {
     const zt_config *c = t->cfg;
     const zt_grid *g = &t->grid;
-    t->shape = zt_config_shape(c);
-    char path[ZT_PATH_MAX];
+    char path[ZT_PATH_MAX], def_val[ZT_PATH_MAX];
     const char *train_path = c->data, *val_path = c->val_data;
-    char def_val[ZT_PATH_MAX];
     if (!train_path[0]) {
         default_data_path(path, sizeof path, argv0, "default_train.bin");
         default_data_path(def_val, sizeof def_val, argv0, "default_val.bin");
         train_path = path;
         if (!val_path[0]) val_path = def_val;
     }
-    ZT_TRY(zt_dataset_open(&t->train, train_path, c->seq, t->shape.vocab, c->shuffle, c->seed));
-    uint64_t batch = (uint64_t)c->grad_accum * c->micro_batch * g->dp;
-    if (t->train.n_samples < batch && g->rank == 0)
-        fprintf(stderr, "zerotrain: warning: one step reads %llu sequences of %d tokens but %s "
-                "holds %llu, so every step repeats them; give more data, or a smaller "
-                "--micro-batch, --grad-accum or --seq\n", (unsigned long long)batch, c->seq,
-                train_path, (unsigned long long)t->train.n_samples);
-    if (val_path[0]) {
-        ZT_TRY(zt_dataset_open(&t->val, val_path, c->seq, t->shape.vocab, 0, c->seed));
-        t->has_val = c->val_every > 0;
-        // evaluate() reads val_batches global batches; beyond the file it wraps around
-        uint64_t want = (uint64_t)c->val_batches * c->grad_accum * c->micro_batch * g->dp;
-        uint64_t fit = t->val.n_samples / ((uint64_t)c->grad_accum * c->micro_batch * g->dp);
-        char fix[96] = "a smaller --micro-batch or --grad-accum";
-        if (fit > 0) snprintf(fix, sizeof fix, "--val-batches %llu or less", (unsigned long long)fit);
-        if (t->has_val && want > t->val.n_samples && g->rank == 0)
-            fprintf(stderr, "zerotrain: warning: validation reads %llu sequences of %d tokens "
-                    "but %s holds %llu, so some are counted more than once; use %s\n",
-                    (unsigned long long)want, c->seq, val_path,
-                    (unsigned long long)t->val.n_samples, fix);
+    if (t->eval_only && !c->val_data[0]) val_path = c->data[0] ? c->data : def_val;
+    snprintf(t->val_path, sizeof t->val_path, "%s", val_path);
+    if (!t->eval_only) {
+        ZT_TRY(zt_dataset_open(&t->train, train_path, c->seq, t->shape.vocab, c->shuffle,
+                               c->seed));
+        uint64_t batch = (uint64_t)c->grad_accum * c->micro_batch * g->dp;
+        if (t->train.n_samples < batch && g->rank == 0)
+            fprintf(stderr, "zerotrain: warning: one step reads %llu sequences of %d tokens but "
+                    "%s holds %llu, so every step repeats them; give more data, or a smaller "
+                    "--micro-batch, --grad-accum or --seq\n", (unsigned long long)batch, c->seq,
+                    train_path, (unsigned long long)t->train.n_samples);
     }
+    if (!val_path[0]) return ZT_OK;
+    ZT_TRY(zt_dataset_open(&t->val, val_path, c->seq, t->shape.vocab, 0, c->seed));
+    t->has_val = t->eval_only || c->val_every > 0;
+    if (t->has_val) warn_short_val(t, val_path);
+    return ZT_OK;
+}
+
+static zt_status setup(zt_trainer *t, const char *argv0) {
+    const zt_config *c = t->cfg;
+    const zt_grid *g = &t->grid;
+    t->shape = zt_config_shape(c);
+    ZT_TRY(open_data(t, argv0));
     ZT_TRY(zt_plan_partition(&t->plan, &t->part));
     t->unit_first = t->part.first[g->pp_rank];
     t->unit_last = t->part.first[g->pp_rank + 1];
@@ -141,7 +160,7 @@ static zt_status preempted(zt_trainer *t, int step) {
 static zt_status run(zt_trainer *t) {
     const zt_config *c = t->cfg;
     const zt_grid *g = &t->grid;
-    double t_start = zt_now_s();
+    t->run_t0 = zt_now_s();
     for (int step = t->step0; step < c->steps; step++) {
         zt_step_stats st;
         ZT_TRY(zt_trainer_step(t, step, &st));
@@ -151,7 +170,7 @@ static zt_status run(zt_trainer *t) {
             double vl = zt_trainer_evaluate(t);
             if (g->rank == 0) {
                 printf("step %5d/%d | val loss %.4f\n", step + 1, c->steps, vl);
-                if (t->log) fprintf(t->log, "{\"step\":%d,\"val_loss\":%.6f}\n", step + 1, vl);
+                if (t->log) fprintf(t->log, "{\"step\":%d,\"val_loss\":%.9g}\n", step + 1, vl);
             }
         }
         if (c->sample_every > 0 && ((step + 1) % c->sample_every == 0 || last))
@@ -165,7 +184,7 @@ static zt_status run(zt_trainer *t) {
         }
         if (st.stop && !last) return preempted(t, step + 1);
     }
-    if (g->rank == 0) printf("done: %d steps in %.1f s\n", c->steps, zt_now_s() - t_start);
+    if (g->rank == 0) printf("done: %d steps in %.1f s\n", c->steps, zt_now_s() - t->run_t0);
     if (g->rank == 0 && c->profile && t->prof_n > 0)
         zt_profile_print(stdout, &t->prof_steps, t->prof_n, t->prof_steps_s / t->prof_n,
                          omp_get_max_threads());
@@ -194,8 +213,9 @@ static zt_status open_run(zt_trainer *t, zt_backend *backend, const zt_comm *wor
     return zt_plan_spec_from_config(&t->plan, cfg, *dp);
 }
 
-// This rank's optimizer range and state, and rank 0's log with its header line (the library
-// and kernels the products run on). Agreed on every rank.
+// This rank's optimizer range and state, and rank 0's log with its first record (the library
+// and kernels the products run on, the version, the layout and every option). Agreed on every
+// rank.
 static zt_status init_optimizer_and_log(zt_trainer *t) {
     const zt_config *cfg = t->cfg;
     zt_status s = ZT_OK;
@@ -207,10 +227,7 @@ static zt_status init_optimizer_and_log(zt_trainer *t) {
     if (s == ZT_OK && t->grid.rank == 0 && cfg->log[0]) {
         t->log = fopen(cfg->log, "w");
         if (!t->log) s = zt_errorf("cannot write the log file %s", cfg->log);
-        else {
-            t->be->ops->write_json(t->be, t->log);
-            fputc('\n', t->log);
-        }
+        else zt_trainer_write_log_header(t);
     }
     return zt_comm_agree(&t->grid.world_comm, s);
 }
@@ -245,6 +262,27 @@ static void free_trainer(zt_trainer *t) {
     zt_grid_free(&t->grid);
 }
 
+// The backend, the grid, the checks before any allocation (the start, for a training run;
+// the memory, as a step of its own so that no rank has allocated yet when another reads the
+// machine's available memory), then the data and the model. Agreed on every rank.
+static zt_status open_trainer(zt_trainer *t, zt_backend *backend, const zt_comm *world,
+                              const char *argv0, int start) {
+    const zt_config *cfg = t->cfg;
+    int dp = 0;
+    ZT_TRY(open_run(t, backend, world, &dp));
+    ZT_TRY(zt_grid_init(&t->grid, world, dp, cfg->pp, cfg->tp));
+    if (cfg->profile) start_profile(t);
+    // the launcher says which ranks share a machine; else all (the conservative guess)
+    t->plan.ranks_per_node = zt_launcher_local_size(t->grid.world);
+    const zt_comm *w = &t->grid.world_comm;
+    if (!t->eval_only)
+        ZT_TRY(zt_comm_agree(w, t->grid.rank == 0
+                                    ? zt_trainer_check_start(cfg, start, &t->ckpt_lock)
+                                    : ZT_OK));
+    ZT_TRY(zt_comm_agree(w, zt_trainer_check_memory(t)));
+    return zt_comm_agree(w, setup(t, argv0));
+}
+
 zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0, int start,
                    int *preempted_out) {
     zt_trainer t;
@@ -253,22 +291,8 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0
     t.ckpt_run = ckpt_run_of(cfg);
     t.ckpt_lock = -1;
     zt_backend backend = {0};
-    int dp = 0;
-    zt_status s = open_run(&t, &backend, world, &dp);
-    if (s == ZT_OK) s = zt_grid_init(&t.grid, world, dp, cfg->pp, cfg->tp);
-    if (s == ZT_OK) {
-        if (cfg->profile) start_profile(&t);
-        // the launcher says which ranks share a machine; else all (the conservative guess)
-        t.plan.ranks_per_node = zt_launcher_local_size(t.grid.world);
-        const zt_comm *w = &t.grid.world_comm;
-        s = zt_comm_agree(w, t.grid.rank == 0 ? zt_trainer_check_start(cfg, start, &t.ckpt_lock)
-                                              : ZT_OK);
-        // the memory check first, as a step of its own, so no rank has allocated yet when
-        // another reads the machine's available memory
-        if (s == ZT_OK) s = zt_comm_agree(w, zt_trainer_check_memory(&t));
-        if (s == ZT_OK) s = zt_comm_agree(w, setup(&t, argv0));
-        if (s == ZT_OK) s = init_optimizer_and_log(&t);
-    }
+    zt_status s = open_trainer(&t, &backend, world, argv0, start);
+    if (s == ZT_OK) s = init_optimizer_and_log(&t);
     if (s == ZT_OK && cfg->resume[0]) {
         zt_ckpt_ctx x = ckpt_ctx(&t);
         s = zt_ckpt_resume(&x, cfg->resume, &t.step0, &t.sample0);
@@ -282,5 +306,32 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0
     free_trainer(&t);
     zt_ckpt_unlock(t.ckpt_lock); // after the last save, and whatever ended the run
     zt_backend_close(&backend); // after everything allocated through it
+    return s;
+}
+
+zt_status zt_evaluate(const zt_config *cfg, const zt_comm *world, const char *argv0,
+                      zt_eval_result *out) {
+    zt_trainer t;
+    memset(&t, 0, sizeof t);
+    memset(out, 0, sizeof *out);
+    t.cfg = cfg;
+    t.eval_only = 1;
+    zt_backend backend = {0};
+    zt_status s = open_trainer(&t, &backend, world, argv0, 0);
+    out->step = -1;
+    // no optimizer: a checkpoint gives its weights only (setup loaded --init-from's)
+    if (s == ZT_OK && cfg->resume[0])
+        s = zt_ckpt_load_weights(&t.grid, &t.model, cfg->resume, &out->step);
+    if (s == ZT_OK) {
+        out->loss = zt_trainer_evaluate(&t); // the validation pass training runs
+        out->sequences = (uint64_t)cfg->val_batches * cfg->grad_accum * cfg->micro_batch *
+                         t.grid.dp;
+        out->dp = t.grid.dp;
+        out->pp = t.grid.pp;
+        out->tp = t.grid.tp;
+        snprintf(out->data, sizeof out->data, "%s", t.val_path);
+    }
+    free_trainer(&t);
+    zt_backend_close(&backend);
     return s;
 }

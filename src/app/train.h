@@ -2,6 +2,8 @@
 #ifndef ZT_TRAIN_H
 #define ZT_TRAIN_H
 
+#include <stdint.h>
+
 #include "comm.h"
 #include "config.h"
 
@@ -16,5 +18,22 @@ float zt_lr_at(const zt_config *cfg, int step);
 // *preempted: 1 where a preemption signal stopped the run after a checkpoint (signals.h).
 zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0, int start,
                    int *preempted);
+
+// What `zerotrain eval` measured.
+typedef struct {
+    double loss;            // mean cross-entropy per token (nats) over the sequences read
+    uint64_t sequences;     // --val-batches global batches of micro-batch x grad-accum x dp
+    char data[ZT_PATH_MAX]; // the token file read
+    int step;               // --resume: the checkpoint's completed steps; -1 otherwise
+    int dp, pp, tp;
+} zt_eval_result;
+
+// The validation pass of training (zt_trainer_evaluate) alone, on the weights of --resume
+// (parameters only), --init-from, or random ones from --seed, in any layout of `world`: the
+// loss over --val-batches global batches of --val-data (else --data, else the embedded
+// default validation split). The same samples as a training run's validation with the same
+// global batch. ZT_ERR, the same on every rank, as zt_train.
+zt_status zt_evaluate(const zt_config *cfg, const zt_comm *world, const char *argv0,
+                      zt_eval_result *out);
 
 #endif

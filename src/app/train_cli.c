@@ -52,7 +52,7 @@ static zt_status same_options_on_every_rank(const zt_config *cfg, const zt_comm 
 }
 
 // A world of one rank where the launcher started several processes (srun without a PMI that
-// this MPI can use): each would train the same model alone, and all would exit 0. Refused,
+// this MPI can use): each would run the same model alone, and all would exit 0. Refused,
 // printed by the launch's first process; 0 then. A job that asked for several tasks but
 // started this one process (a batch script running zerotrain itself) is warned.
 static int launched_through_mpi(void) {
@@ -74,37 +74,54 @@ static int launched_through_mpi(void) {
     return 1;
 }
 
-int zt_train_main(int argc, char **argv, const char *argv0) {
-    zt_comm world;
-    zt_comm_mpi_init_world(&world, NULL, NULL);
+int zt_run_init_world(zt_comm *world) {
+    zt_comm_mpi_init_world(world, NULL, NULL);
     zt_set_fatal_hook(zt_comm_mpi_abort);
-    if (world.size == 1 && !launched_through_mpi()) {
-        zt_comm_free(&world);
-        zt_comm_mpi_finalize();
-        return 1;
-    }
-    zt_config cfg;
+    if (world->size > 1 || launched_through_mpi()) return 1;
+    zt_comm_free(world);
+    zt_comm_mpi_finalize();
+    return 0;
+}
+
+zt_status zt_run_options(const zt_comm *world, zt_config *cfg, int argc, char **argv,
+                         const char *const *only, int *start) {
+    int training = only == NULL;
     // A config file may be missing on some nodes only: agree before going on.
-    zt_status s = zt_comm_agree(&world, zt_config_parse(&cfg, argc, argv));
-    if (s == ZT_OK) s = zt_comm_agree(&world, same_options_on_every_rank(&cfg, &world));
+    zt_status s = zt_comm_agree(world, zt_config_parse(cfg, argc, argv));
+    // eval: the training options of a --config file shared with training are not its own
+    if (s == ZT_OK && only) zt_config_keep_only(cfg, only);
+    if (s == ZT_OK) s = zt_comm_agree(world, same_options_on_every_rank(cfg, world));
     if (s == ZT_OK) s = zt_comm_mpi_check_env(); // the same environment on every rank
     // --param-dtype bf16 is planned by `zerotrain memory`; training it is not built yet
-    if (s == ZT_OK) s = zt_config_check_trainable(&cfg);
+    if (s == ZT_OK) s = zt_config_check_trainable(cfg);
     // OMP_NUM_THREADS beyond what a rank can start crashed or ended in libgomp's words
-    if (s == ZT_OK && cfg.threads == 0 && omp_get_max_threads() > ZT_MAX_THREADS)
+    if (s == ZT_OK && cfg->threads == 0 && omp_get_max_threads() > ZT_MAX_THREADS)
         s = zt_errorf("OMP_NUM_THREADS asks for %d OpenMP threads per rank, more than %d: set "
                       "it (or --threads) to at most one thread per core", omp_get_max_threads(),
                       ZT_MAX_THREADS);
     // outputs before any work; rank 0 writes them, every rank hears its answer
-    if (s == ZT_OK)
-        s = zt_comm_agree(&world, world.rank == 0 ? zt_outputs_check(&cfg) : ZT_OK);
-    if (s == ZT_OK) zt_signals_install(&cfg);
-    int start = 0;
-    if (s == ZT_OK) s = zt_comm_agree(&world, adopt_file_shape(&cfg, &start));
-    int preempted = 0;
-    if (s == ZT_OK) s = zt_train(&cfg, &world, argv0, start, &preempted);
-    zt_error_report(s != ZT_OK && world.rank == 0);
-    zt_comm_free(&world);
+    if (s == ZT_OK && training)
+        s = zt_comm_agree(world, world->rank == 0 ? zt_outputs_check(cfg) : ZT_OK);
+    if (s == ZT_OK && training) zt_signals_install(cfg);
+    *start = 0;
+    if (s == ZT_OK) s = zt_comm_agree(world, adopt_file_shape(cfg, start));
+    return s;
+}
+
+int zt_run_end(zt_comm *world, zt_status s) {
+    zt_error_report(s != ZT_OK && world->rank == 0);
+    zt_comm_free(world);
     zt_comm_mpi_finalize();
-    return s != ZT_OK ? 1 : preempted ? ZT_EXIT_PREEMPTED : 0;
+    return s != ZT_OK;
+}
+
+int zt_train_main(int argc, char **argv, const char *argv0) {
+    zt_comm world;
+    zt_config cfg;
+    int start = 0, preempted = 0;
+    if (!zt_run_init_world(&world)) return 1;
+    zt_status s = zt_run_options(&world, &cfg, argc, argv, NULL, &start);
+    if (s == ZT_OK) s = zt_train(&cfg, &world, argv0, start, &preempted);
+    int failed = zt_run_end(&world, s);
+    return failed ? 1 : preempted ? ZT_EXIT_PREEMPTED : 0;
 }

@@ -2,6 +2,8 @@
 // memory), one line and one log record per step, and every rank's memory peaks at the end.
 #include "trainer.h"
 
+#include "version.h"
+
 #include <errno.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -61,8 +63,86 @@ void zt_trainer_print_start(zt_trainer *t) {
     free(all);
 }
 
-// The step's line on stdout and its record in the log; --profile's totals; the pipeline
-// bubble (a collective: every rank joins).
+// The log's first record: the backend's fields as before (the BLAS library and the kernels
+// its products run on: tools read them from the first line), then zerotrain's version, the
+// layout, the threads and every option with its resolved value (zt_config_write_json).
+void zt_trainer_write_log_header(zt_trainer *t) {
+    char *be_json = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&be_json, &n);
+    ZT_ASSERT(m);
+    t->be->ops->write_json(t->be, m);
+    ZT_ASSERT(fclose(m) == 0);
+    char *close = strrchr(be_json, '}');
+    ZT_ASSERT(be_json[0] == '{' && close);
+    *close = 0; // the backend's fields stay open for ours
+    const zt_grid *g = &t->grid;
+    char describe[512];
+    t->be->ops->describe(t->be, describe, sizeof describe);
+    fprintf(t->log, "%s%s\"zerotrain_version\":", be_json, close > be_json + 1 ? "," : "");
+    zt_json_string(t->log, zt_version());
+    fprintf(t->log, ",\"backend\":");
+    zt_json_string(t->log, t->be->ops->name);
+    fprintf(t->log, ",\"backend_describe\":");
+    zt_json_string(t->log, describe);
+    fprintf(t->log, ",\"layout\":{\"world\":%d,\"dp\":%d,\"pp\":%d,\"tp\":%d},"
+            "\"threads_per_rank\":%d,\"config\":", g->world, g->dp, g->pp, g->tp,
+            omp_get_max_threads());
+    zt_config_write_json(t->log, t->cfg);
+    fputs("}\n", t->log);
+    free(be_json);
+}
+
+// A duration as m:ss, or h:mm:ss from an hour on; "-" when not known (negative).
+static void format_duration(char *out, size_t size, double s) {
+    if (s < 0) {
+        snprintf(out, size, "-");
+        return;
+    }
+    long r = (long)(s + 0.5);
+    if (r >= 3600) snprintf(out, size, "%ld:%02ld:%02ld", r / 3600, r / 60 % 60, r % 60);
+    else snprintf(out, size, "%ld:%02ld", r / 60, r % 60);
+}
+
+// The wall time since the loop began, and the estimated time to the last step: the steps
+// left times the mean time per step after the run's first (which warms caches and pages;
+// validation and checkpoints between steps count, as they will in the steps left).
+// *eta is -1 after the first step: there is nothing to average yet.
+static void progress(zt_trainer *t, int step, double *elapsed, double *eta) {
+    *elapsed = zt_now_s() - t->run_t0;
+    if (step == t->step0) {
+        t->first_step_s = *elapsed;
+        *eta = -1.0;
+        return;
+    }
+    double mean = (*elapsed - t->first_step_s) / (step - t->step0);
+    *eta = mean * (t->cfg->steps - step - 1);
+}
+
+// The step's record in the log (every step, whatever --log-every says).
+static void log_step(zt_trainer *t, int step, const zt_step_stats *st, double tps,
+                     double bubble, double elapsed, double eta) {
+    fprintf(t->log,
+            "{\"step\":%d,\"loss\":%.9g,\"lr\":%.6e,\"grad_norm\":%.6f,\"ms\":%.3f,"
+            "\"tokens_per_s\":%.1f,\"bubble\":%.4f,\"elapsed_s\":%.3f,\"eta_s\":",
+            step + 1, st->loss, st->lr, st->norm, st->ms, tps, bubble, elapsed);
+    if (eta < 0) fputs("null", t->log);
+    else fprintf(t->log, "%.3f", eta);
+    fputs(",\"mem\":{", t->log);
+    for (int cat = 0; cat < ZT_MEM_NCAT; cat++)
+        fprintf(t->log, "%s\"%s\":%zu", cat ? "," : "", zt_mem_category_name((zt_mem_category)cat),
+                zt_mem_current((zt_mem_category)cat));
+    fputc('}', t->log);
+    if (t->cfg->profile) {
+        fputs(",\"phases\":", t->log);
+        zt_profile_write_json(t->log, &st->phases, st->ms / 1000.0);
+    }
+    fprintf(t->log, "}\n");
+    zt_trainer_check_log_write(t);
+}
+
+// The step's line on stdout (every --log-every steps, the run's first and its last) and its
+// record in the log; --profile's totals; the pipeline bubble (a collective: every rank joins).
 void zt_trainer_report_step(zt_trainer *t, int step, const zt_step_stats *st) {
     const zt_config *c = t->cfg;
     const zt_grid *g = &t->grid;
@@ -80,9 +160,13 @@ void zt_trainer_report_step(zt_trainer *t, int step, const zt_step_stats *st) {
         bubble /= g->world;
     }
     if (g->rank != 0) return;
+    double elapsed, eta;
+    progress(t, step, &elapsed, &eta);
+    if (t->log) log_step(t, step, st, tps, bubble, elapsed, eta);
+    if (step != t->step0 && step + 1 != c->steps && (step + 1) % c->log_every != 0) return;
     // model FLOPs per token: 6 per parameter (forward and backward) plus attention's
     // 12 * L * C * T (the PaLM paper's appendix B); MFU against --peak-tflops
-    char mem[256], perf[64] = "";
+    char mem[256], perf[64] = "", el[32], left[32];
     zt_mem_format(mem, sizeof mem);
     double tflops = (6.0 * zt_model_param_count(&t->shape) +
                      12.0 * t->shape.n_layer * t->shape.n_embd * c->seq) * tps / 1e12;
@@ -90,28 +174,15 @@ void zt_trainer_report_step(zt_trainer *t, int step, const zt_step_stats *st) {
         snprintf(perf, sizeof perf, " | MFU %4.1f%%",
                  100.0 * tflops / ((double)c->peak_tflops * g->world));
     else snprintf(perf, sizeof perf, " | %6.3f TFLOP/s", tflops);
+    format_duration(el, sizeof el, elapsed);
+    format_duration(left, sizeof left, eta);
     // the memory figures only when they change (first step, then rarely)
     int mem_new = strcmp(mem, t->last_mem) != 0;
     if (mem_new) snprintf(t->last_mem, sizeof t->last_mem, "%s", mem);
-    printf("step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s%s%s%s\n",
-           step + 1, c->steps, st->loss, st->lr, st->norm, st->ms, tps, perf, mem_new ? " | " : "",
-           mem_new ? mem : "");
+    printf("step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s%s | "
+           "elapsed %s | ETA %s%s%s\n", step + 1, c->steps, st->loss, st->lr, st->norm, st->ms,
+           tps, perf, el, left, mem_new ? " | " : "", mem_new ? mem : "");
     fflush(stdout);
-    if (!t->log) return;
-    fprintf(t->log,
-            "{\"step\":%d,\"loss\":%.9g,\"lr\":%.6e,\"grad_norm\":%.6f,\"ms\":%.3f,"
-            "\"tokens_per_s\":%.1f,\"bubble\":%.4f,\"mem\":{",
-            step + 1, st->loss, st->lr, st->norm, st->ms, tps, bubble);
-    for (int cat = 0; cat < ZT_MEM_NCAT; cat++)
-        fprintf(t->log, "%s\"%s\":%zu", cat ? "," : "", zt_mem_category_name((zt_mem_category)cat),
-                zt_mem_current((zt_mem_category)cat));
-    fputc('}', t->log);
-    if (c->profile) {
-        fputs(",\"phases\":", t->log);
-        zt_profile_write_json(t->log, &st->phases, st->ms / 1000.0);
-    }
-    fprintf(t->log, "}\n");
-    zt_trainer_check_log_write(t);
 }
 
 // Every rank's memory peaks, per category and in total, and its peak resident set, as

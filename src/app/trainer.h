@@ -35,7 +35,9 @@ typedef struct {
     zt_plan_spec plan;         // the run as the planner sees it: layout, schedule, optimizer
     zt_adamw opt;              // fp32 state (--optim adamw)
     zt_adamw8bit opt8;         // 8-bit state (--optim adamw8bit)
+    int eval_only;             // `zerotrain eval`: no training data, optimizer or log
     zt_dataset train, val;
+    char val_path[ZT_PATH_MAX];
     int has_val;
     size_t shard_lo, shard_hi; // this rank's optimizer range of the flat buffer
     int n_slots;               // micro-batches this stage holds at once
@@ -49,6 +51,8 @@ typedef struct {
     uint64_t sample0;          // training samples consumed by then
     zt_train_sampler sampler;  // --sample-every
     int preempted;             // stopped by a preemption signal, after a checkpoint
+    double run_t0;             // when the loop began (zt_now_s)
+    double first_step_s;       // rank 0: seconds from run_t0 to the end of the run's first step
     FILE *log;
     int log_errno;             // rank 0: the errno of a failed log write (0 = none)
     char last_mem[256];        // rank 0: the memory figures last printed
@@ -91,6 +95,8 @@ double zt_trainer_evaluate(zt_trainer *t);
 void zt_trainer_print_start(zt_trainer *t);
 void zt_trainer_report_step(zt_trainer *t, int step, const zt_step_stats *st);
 void zt_trainer_log_rank_memory(zt_trainer *t);
+// Rank 0: the log's first record (the backend, version, layout and every option).
+void zt_trainer_write_log_header(zt_trainer *t);
 // Rank 0: notes a failed write of the log (the next step's all-reduce tells every rank).
 void zt_trainer_check_log_write(zt_trainer *t);
 

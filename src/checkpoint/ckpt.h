@@ -69,6 +69,12 @@ zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint6
 zt_status zt_ckpt_lock(const char *dir, int *fd);
 void zt_ckpt_unlock(int fd);
 
+// Collective: only the parameters of the checkpoint `dir` names (resolved and verified as
+// zt_ckpt_resume does), into this rank's slice of `m` in whatever layout it runs now; no
+// optimizer state is read and nothing is printed (`zerotrain eval`). Sets *step (completed
+// steps).
+zt_status zt_ckpt_load_weights(const zt_grid *g, zt_gpt2 *m, const char *dir, int *step);
+
 // Refuses (ZT_ERR) a --ckpt-dir that holds a complete checkpoint newer than `start`, the
 // step this run begins at (0, or the resumed one): rolled back to an older step, the new
 // run's checkpoints would interleave with the abandoned ones, `latest` would jump between

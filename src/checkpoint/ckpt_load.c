@@ -729,26 +729,33 @@ static zt_status load_into(const zt_ckpt_ctx *c, ckpt_index *x, size_t *counts) 
     return s;
 }
 
+// Collective: the checkpoint `dir` names, its manifest read (`say`: rank 0 reports the
+// incomplete saves it skips), its shape checked against the model's, every file's checksum
+// verified (the files dealt out over the ranks) and its index opened. Agreed on every rank;
+// the caller frees *x whatever the outcome.
+static zt_status open_verified(const zt_ckpt_ctx *c, const char *dir, ckpt_index *x, int say) {
+    const zt_grid *g = c->grid;
+    memset(x, 0, sizeof *x);
+    zt_status s = manifest_read(&x->man, dir, say && g->rank == 0);
+    const zt_model_shape *ms = &c->model->shape;
+    if (s == ZT_OK && (x->man.shape.n_layer != ms->n_layer || x->man.shape.n_head != ms->n_head ||
+                       x->man.shape.n_embd != ms->n_embd || x->man.shape.vocab != ms->vocab ||
+                       x->man.shape.n_ctx != ms->n_ctx))
+        s = zt_errorf("%s/manifest.json holds another model shape than this run's", x->man.dir);
+    s = zt_comm_agree(&g->world_comm, s);
+    if (s != ZT_OK) return s;
+    for (int i = g->rank; s == ZT_OK && i < x->man.n_files; i += g->world)
+        s = verify_file(&x->man, i);
+    s = zt_comm_agree(&g->world_comm, s);
+    if (s == ZT_OK) s = zt_comm_agree(&g->world_comm, index_open(x));
+    return s;
+}
+
 zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint64_t *samples) {
     const zt_grid *g = c->grid;
     double t0 = ckpt_now_s();
     ckpt_index x;
-    memset(&x, 0, sizeof x);
-    zt_status s = manifest_read(&x.man, dir, g->rank == 0);
-    const zt_model_shape *ms = &c->model->shape;
-    if (s == ZT_OK && (x.man.shape.n_layer != ms->n_layer || x.man.shape.n_head != ms->n_head ||
-                       x.man.shape.n_embd != ms->n_embd || x.man.shape.vocab != ms->vocab ||
-                       x.man.shape.n_ctx != ms->n_ctx))
-        s = zt_errorf("%s/manifest.json holds another model shape than this run's", x.man.dir);
-    s = zt_comm_agree(&g->world_comm, s);
-    if (s != ZT_OK) {
-        index_free(&x);
-        return s;
-    }
-    // checksums: the files dealt out over the ranks
-    for (int i = g->rank; s == ZT_OK && i < x.man.n_files; i += g->world) s = verify_file(&x.man, i);
-    s = zt_comm_agree(&g->world_comm, s);
-    if (s == ZT_OK) s = zt_comm_agree(&g->world_comm, index_open(&x));
+    zt_status s = open_verified(c, dir, &x, 1);
     size_t counts[2] = {0, 0};
     if (s == ZT_OK) s = zt_comm_agree(&g->world_comm, load_into(c, &x, counts));
     if (s == ZT_OK) {
@@ -770,6 +777,30 @@ zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint6
         *step = x.man.step;
         *samples = x.man.samples;
     }
+    index_free(&x);
+    return s;
+}
+
+// This rank's parameters only, as load_into reads them (padding zero).
+static zt_status load_params(const zt_ckpt_ctx *c, ckpt_index *x) {
+    zt_gpt2 *m = c->model;
+    size_t bytes = m->layout.numel * sizeof(float);
+    float *params = zt_be_map(m->be, m->params, bytes, 0);
+    memset(params, 0, bytes);
+    loader L = {.c = c, .x = x};
+    zt_status s = ZT_OK;
+    for (int i = 0; s == ZT_OK && i < m->layout.n; i++)
+        s = each_run(&L, &m->layout.t[i], 0, m->layout.t[i].numel, load_params_run, params);
+    zt_be_unmap(m->be, m->params, params, bytes, 1);
+    return s;
+}
+
+zt_status zt_ckpt_load_weights(const zt_grid *g, zt_gpt2 *m, const char *dir, int *step) {
+    zt_ckpt_ctx c = {.grid = g, .model = m};
+    ckpt_index x;
+    zt_status s = open_verified(&c, dir, &x, 0);
+    if (s == ZT_OK) s = zt_comm_agree(&g->world_comm, load_params(&c, &x));
+    if (s == ZT_OK) *step = x.man.step;
     index_free(&x);
     return s;
 }

@@ -37,6 +37,10 @@ const char *zt_file_error(int e);
 // directory's "size" would be taken as a length, a FIFO would block). The caller frees it.
 char *zt_read_file(const char *path, size_t *len);
 
+// Writes `s` as a JSON string: quoted, with '"', '\\' and control characters escaped (other
+// bytes as they are: paths are written as the file system holds them).
+void zt_json_string(FILE *f, const char *s);
+
 // Propagate a status: ZT_TRY(f(x)); returns from the caller on error.
 #define ZT_TRY(expr)                          \
     do {                                      \
