@@ -118,6 +118,6 @@ if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
   want=0; head -1 $out/machine.jsonl | grep -q '"blas_generic":true' && want=1
   [ "$(warnings $out/machine.err)" -eq $want ] || bad "machine: $(warnings $out/machine.err) warnings, want $want"
 else
-  echo "== OPENBLAS_CORETYPE is not set here: the library's pick is checked above"
+  echo "== OPENBLAS_CORETYPE is not set here (or empty): the library's pick is checked above"
 fi
 exit $fail
