@@ -13,7 +13,9 @@ run_one() { # name, command...
   local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   local dt=$((ms / 1000)).$(( (ms % 1000) / 100 ))
   if [ $rc -eq 0 ]; then pass=$((pass+1)); echo "PASS $name (${dt}s)"
-  elif [ $rc -eq 77 ]; then skip=$((skip+1)); echo "SKIP $name"
+  elif [ $rc -eq 77 ]; then # the reason: the test's last line (before zt_tests's own "SKIP name")
+    local why; why=$(printf '%s\n' "$out" | grep -v "^SKIP $name\$" | grep . | tail -1 | sed 's/^ *//; s/^SKIP:* *//')
+    skip=$((skip+1)); echo "SKIP $name${why:+: $why}"
   else fail=$((fail+1)); failed+=("$name"); echo "FAIL $name (exit $rc)"; echo "$out" | tail -40 | sed 's/^/    /'
   fi
   [ -n "${VERBOSE:-}" ] && echo "$out" | sed 's/^/    /'

@@ -88,6 +88,15 @@ static zt_isa cpu_isa(int *bf16) {
     return ZT_ISA_SSE;
 }
 
+// An empty OPENBLAS_CORETYPE is no choice (how `VAR=${X:-}` spells "not set"), while
+// OpenBLAS reads it as an unknown name: 0.3.21 then takes the best core the CPU's flags
+// allow, older releases Prescott. So it counts as unset: the library's pick, and fixed
+// where that pick is below the CPU.
+const char *zt_blas_user_coretype(void) {
+    const char *v = getenv("OPENBLAS_CORETYPE");
+    return v && *v ? v : NULL;
+}
+
 static void query(zt_blas_info *in) {
     memset(in, 0, sizeof *in);
     snprintf(in->config, sizeof in->config, "%s", openblas_get_config());
@@ -96,7 +105,7 @@ static void query(zt_blas_info *in) {
     in->cpu_isa = cpu_isa(&in->cpu_bf16);
     // The marker counts only in the process that set it (exec keeps the pid): a marker
     // inherited from elsewhere is stale.
-    const char *marker = getenv(MARKER_ENV), *user = getenv("OPENBLAS_CORETYPE");
+    const char *marker = getenv(MARKER_ENV), *user = zt_blas_user_coretype();
     const char *emulate = getenv(EMULATE_ENV);
     long pid = -1;
     char lib[32] = "";
@@ -135,7 +144,7 @@ void zt_blas_describe(char *buf, size_t size) {
     if (in->origin == ZT_BLAS_BY_ZEROTRAIN)
         snprintf(why, sizeof why, "set by zerotrain: the library picked %s", in->library_core);
     else if (in->origin == ZT_BLAS_BY_USER)
-        snprintf(why, sizeof why, "OPENBLAS_CORETYPE=%.40s", getenv("OPENBLAS_CORETYPE"));
+        snprintf(why, sizeof why, "OPENBLAS_CORETYPE=%.40s", zt_blas_user_coretype());
     else
         snprintf(why, sizeof why, "the library's choice");
     snprintf(buf, size, "%s core %s (%s; CPU: %s%s)%s", lib, in->core, why,
@@ -181,7 +190,7 @@ void zt_blas_init(char **argv) {
         if (speak)
             fprintf(stderr, "zerotrain: warning: OPENBLAS_CORETYPE=%s (yours) runs OpenBLAS's "
                             "%s kernels on a CPU with %s: unset it to let zerotrain choose %s\n",
-                    getenv("OPENBLAS_CORETYPE"), in->core, zt_isa_name(in->cpu_isa), target);
+                    zt_blas_user_coretype(), in->core, zt_isa_name(in->cpu_isa), target);
         return;
     }
     if (in->origin == ZT_BLAS_BY_ZEROTRAIN) { // re-executed, and the library ignored us

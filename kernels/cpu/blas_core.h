@@ -17,8 +17,8 @@ typedef enum {
 
 // Who chose the core that runs.
 typedef enum {
-    ZT_BLAS_BY_LIBRARY = 0, // OpenBLAS's own detection (OPENBLAS_CORETYPE unset)
-    ZT_BLAS_BY_USER,        // the user's OPENBLAS_CORETYPE (always wins over ours)
+    ZT_BLAS_BY_LIBRARY = 0, // OpenBLAS's own detection (OPENBLAS_CORETYPE unset or empty)
+    ZT_BLAS_BY_USER,        // the user's non-empty OPENBLAS_CORETYPE (always wins over ours)
     ZT_BLAS_BY_ZEROTRAIN,   // zt_blas_init re-executed the program with OPENBLAS_CORETYPE set
 } zt_blas_origin;
 
@@ -35,14 +35,18 @@ typedef struct {
 
 // Call first in main(), before MPI_Init and before any BLAS call, with main's argv. Where
 // the library chose a core below what the CPU offers (and the CPU has AVX2 or better), the
-// user did not set OPENBLAS_CORETYPE and this process was not re-executed yet, it sets
-// OPENBLAS_CORETYPE to the core that zt_blas_core_for picks and re-executes the same
-// binary with the same argv (same pid, so mpirun still knows the rank); it does not return
-// then. Otherwise (or if the exec fails, with a warning on stderr) it returns and the
-// process runs on. The marker ZT_BLAS_REEXEC="<pid>:<library's core>" prevents a second
-// re-exec. ZT_BLAS_EMULATE_FALLBACK=1 (tests, benches) treats an OPENBLAS_CORETYPE that
-// is set as the library's own choice, to emulate a library that does not know the CPU.
+// user did not set OPENBLAS_CORETYPE (empty counts as not set) and this process was not
+// re-executed yet, it sets OPENBLAS_CORETYPE to the core that zt_blas_core_for picks and
+// re-executes the same binary with the same argv (same pid, so mpirun still knows the
+// rank); it does not return then. Otherwise (or if the exec fails, with a warning on
+// stderr) it returns and the process runs on. The marker ZT_BLAS_REEXEC="<pid>:<library's
+// core>" prevents a second re-exec. ZT_BLAS_EMULATE_FALLBACK=1 (tests, benches) treats an
+// OPENBLAS_CORETYPE that is set as the library's own choice, to emulate a library that
+// does not know the CPU.
 void zt_blas_init(char **argv);
+
+// The user's OPENBLAS_CORETYPE, or NULL where unset or empty (empty is no choice).
+const char *zt_blas_user_coretype(void);
 
 // The state of this process (the same every call). Owned by this module.
 const zt_blas_info *zt_blas_info_get(void);

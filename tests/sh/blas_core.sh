@@ -7,10 +7,16 @@
 #     OPENBLAS_CORETYPE=Prescott as the library's own choice) is fixed by one re-exec, also
 #     with a stale marker inherited from the environment;
 #   - under mpirun (2 ranks, with and without -x) every rank is fixed, and a 2-rank training
-#     run through the re-exec trains and logs the same losses as without it.
-# Run from the repository root.
+#     run through the re-exec trains and logs the same losses as without it;
+#   - one training run each with an explicit OPENBLAS_CORETYPE, only values safe on any CPU
+#     this runs on (no core above the CPU's): Prescott, slower than the CPU's (kept, one
+#     warning, named in the banner and the log's header line; one warning from 2 ranks too);
+#     empty (no choice: the library's pick, fixed where below the CPU, no warning); and the
+#     machine's own value where it sets one (kept, warned about only if below the CPU).
+# Every other run here clears OPENBLAS_CORETYPE for its own process: they test zerotrain's
+# choice. Run from the repository root.
 set -u
-ZT=build/zerotrain
+ZT=${ZT:-build/zerotrain}
 [ -x "$ZT" ] || { echo "$ZT not built"; exit 1; }
 out=build/test_blas; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
@@ -64,4 +70,54 @@ grep -q '^blas (rank 0): .*set by zerotrain: the library picked Prescott' $out/b
 head -1 $out/b.jsonl | grep -q '"blas_core_by":"zerotrain"' || bad "the log's header line lacks the fix"
 diff <(grep -o '"loss":[^,]*' $out/a.jsonl) <(grep -o '"loss":[^,]*' $out/b.jsonl) \
     || bad "losses differ between the plain and the re-executed run (same kernels)"
+
+# One zerotrain process training one step, its stdout, stderr and --log apart: name, then
+# env's arguments (-u VAR, VAR=value) for this run alone.
+tiny=(--n-layer 1 --n-head 2 --n-embd 32 --vocab 256 --n-ctx 32 --seq 16 --micro-batch 1 --steps 1
+      --val-every 0)
+train_one() {
+  local name=$1; shift
+  env -u ZT_BLAS_REEXEC -u ZT_BLAS_EMULATE_FALLBACK "$@" timeout 60 $ZT "${tiny[@]}" \
+      --log $out/$name.jsonl > $out/$name.out 2> $out/$name.err
+  local rc=$?
+  cat $out/$name.err; grep '^blas' $out/$name.out; head -1 $out/$name.jsonl 2>/dev/null
+  [ $rc -eq 0 ] || bad "$name: the run failed (exit $rc)"
+}
+warnings() { grep -c 'warning' "$1"; }
+
+echo "== a slower core than the CPU's (OPENBLAS_CORETYPE=Prescott): kept, warned once, named"
+train_one slow -u OPENBLAS_CORETYPE OPENBLAS_CORETYPE=Prescott
+[ "$(warnings $out/slow.err)" -eq 1 ] || bad "slow: $(warnings $out/slow.err) warning lines, want 1"
+grep -q "^zerotrain: warning: OPENBLAS_CORETYPE=Prescott (yours) runs OpenBLAS's Prescott kernels" \
+    $out/slow.err || bad "slow: the warning does not name the user's Prescott"
+head -1 $out/slow.jsonl | grep -q '"blas_core":"Prescott","blas_core_by":"user","blas_generic":true' \
+    || bad "slow: the log's header line does not name the user's Prescott"
+grep -q '"blas_library_core"' $out/slow.jsonl && bad "slow: re-executed over the user's choice"
+grep -q '^blas (rank 0): .* core Prescott (OPENBLAS_CORETYPE=Prescott; ' $out/slow.out \
+    || bad "slow: the banner does not name the user's Prescott"
+"${clean[@]}" OPENBLAS_CORETYPE=Prescott timeout 60 "${MPIRUN[@]}" -np 2 $ZT blas > $out/slow2.out \
+    2> $out/slow2.err
+n=$(grep -c '"blas_core":"Prescott","blas_core_by":"user"' $out/slow2.out)
+echo "mpirun -np 2: $n of 2 ranks keep Prescott, $(warnings $out/slow2.err) warning line(s)"
+[ "$n" -eq 2 ] && [ "$(warnings $out/slow2.err)" -eq 1 ] || { cat $out/slow2.err; bad "slow, 2 ranks"; }
+
+echo "== OPENBLAS_CORETYPE= (empty): no choice, so the library's pick, fixed where below the CPU"
+train_one empty -u OPENBLAS_CORETYPE OPENBLAS_CORETYPE=
+[ "$(warnings $out/empty.err)" -eq 0 ] || bad "empty: a warning"
+head -1 $out/empty.jsonl | grep -q '"blas_core_by":"\(library\|zerotrain\)".*"blas_generic":false' \
+    || bad "empty: the log's header line does not report the library's (or zerotrain's) pick"
+grep -q "^blas (rank 0): .* (\(the library's choice\|set by zerotrain: \)" $out/empty.out \
+    || bad "empty: the banner does not say the library (or zerotrain) chose"
+
+if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
+  v=$OPENBLAS_CORETYPE
+  echo "== this machine's OPENBLAS_CORETYPE=$v: kept, warned about only where below the CPU"
+  train_one machine
+  head -1 $out/machine.jsonl | grep -q '"blas_core_by":"user"' || bad "machine: the user's value was not kept"
+  grep -qF "(OPENBLAS_CORETYPE=$v; " $out/machine.out || bad "machine: the banner does not name $v"
+  want=0; head -1 $out/machine.jsonl | grep -q '"blas_generic":true' && want=1
+  [ "$(warnings $out/machine.err)" -eq $want ] || bad "machine: $(warnings $out/machine.err) warnings, want $want"
+else
+  echo "== OPENBLAS_CORETYPE is not set here (or empty): the library's pick is checked above"
+fi
 exit $fail

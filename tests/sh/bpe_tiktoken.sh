@@ -11,16 +11,14 @@ cd "$(dirname "$0")/../.."
 ZT=${ZT:-build/zerotrain}
 PY=${PYTHON:-/usr/bin/python3}
 [ -x "$ZT" ] || { echo "bpe_tiktoken: $ZT is not built"; exit 1; }
-VOCAB=${ZT_GPT2_VOCAB:-${XDG_CACHE_HOME:-$HOME/.cache}/zerotrain/gpt2.tiktoken}
-if [ ! -f "$VOCAB" ]; then
-  bash scripts/fetch_gpt2_vocab.sh "$VOCAB" || { echo "SKIP: no gpt2.tiktoken and cannot fetch it (offline?)"; exit 77; }
-fi
+source tests/env.sh
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/zt_bpe_tiktoken.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+zt_gpt2_vocab "$tmp/cache" || { echo "SKIP: no gpt2.tiktoken and cannot fetch it (offline?)"; exit 77; }
 if ! "$PY" -c "import tiktoken, numpy" 2>/dev/null; then
   "$PY" -m pip install -q tiktoken 2>/dev/null || "$PY" -m pip install -q --break-system-packages tiktoken ||
     { echo "SKIP: tiktoken is not installed and pip cannot install it (offline?)"; exit 77; }
 fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/zt_bpe_tiktoken.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 cases=$("$PY" tests/bpe_tiktoken.py corpus "$tmp/c") || exit 1
 fail=0
 run() { # name, mode, chunk-kb, files...
@@ -41,7 +39,8 @@ all=(); for c in $cases; do all+=("$tmp/c/$c.txt"); done
 run all-keep-1k keep 1 "${all[@]}"
 run all-replace-1k replace 1 "${all[@]}"
 # Threads must not change the ids: one thread against the default.
+texts=(); for f in "${all[@]}"; do texts+=(--text "$f"); done  # TMPDIR may hold spaces
 OMP_NUM_THREADS=1 "$ZT" prepare --tokenizer gpt2 --vocab "$VOCAB" --chunk-kb 1 \
-  $(for f in "${all[@]}"; do printf -- '--text %s ' "$f"; done) --out "$tmp/one.bin" >/dev/null &&
+  "${texts[@]}" --out "$tmp/one.bin" >/dev/null &&
   cmp "$tmp/one.bin" "$tmp/all-keep-1k.bin" && echo "same ids with 1 thread" || { echo "FAIL: 1 thread differs"; fail=1; }
 exit $fail

@@ -6,7 +6,8 @@
 set -u
 cd "$(dirname "$0")/../.."
 real=$(command -v mpicc) || { echo "fresh_make: no mpicc here"; exit 77; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/zt_fresh_make.XXXXXX")
+# under build/, not TMPDIR: make cannot take a BUILD path with spaces
+mkdir -p build && tmp=$(mktemp -d "$PWD/build/fresh_make.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 

@@ -11,11 +11,10 @@
 # (77) without them.
 set -u
 cd "$(dirname "$0")/../.."
+source tests/env.sh
 PY=${PYTHON:-/usr/bin/python3}
-VOCAB=${XDG_CACHE_HOME:-$HOME/.cache}/zerotrain/gpt2.tiktoken  # where the export looks
-if [ ! -f "$VOCAB" ]; then
-  bash scripts/fetch_gpt2_vocab.sh "$VOCAB" || { echo "SKIP: no $VOCAB and cannot fetch it (offline?)"; exit 77; }
-fi
+out=build/test_hf_tokenizer; rm -rf $out; mkdir -p $out
+zt_gpt2_vocab $out/cache || { echo "SKIP: no gpt2.tiktoken and cannot fetch it (offline?)"; exit 77; }
 if ! "$PY" -c "import torch, transformers, tokenizers" 2>/dev/null; then
   echo "SKIP: torch and transformers are not installed for $PY (pip install torch transformers)"
   exit 77
@@ -24,7 +23,6 @@ if ! "$PY" -c "import tiktoken, numpy" 2>/dev/null; then
   "$PY" -m pip install -q tiktoken 2>/dev/null || "$PY" -m pip install -q --break-system-packages tiktoken ||
     { echo "SKIP: tiktoken is not installed and pip cannot install it (offline?)"; exit 77; }
 fi
-out=build/test_hf_tokenizer; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 build/zerotrain --n-layer 1 --n-head 2 --n-embd 32 --vocab 50257 --n-ctx 64 --seq 16 --micro-batch 1 \
     --steps 2 --val-every 0 --save $out/saved --ckpt-dir $out/ck > $out/run.out 2>&1 || { cat $out/run.out; exit 1; }

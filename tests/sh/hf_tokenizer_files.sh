@@ -11,18 +11,17 @@
 # vocabulary (tokenizer files are made from it); SKIPs (77) when it cannot be had.
 set -u
 cd "$(dirname "$0")/../.."
+source tests/env.sh
+export LC_ALL=C  # ls and sort in byte order: NOTES.txt before config.json
 PY=${PYTHON:-/usr/bin/python3}
-VOCAB=${XDG_CACHE_HOME:-$HOME/.cache}/zerotrain/gpt2.tiktoken  # where the export looks
-if [ ! -f "$VOCAB" ]; then
-  bash scripts/fetch_gpt2_vocab.sh "$VOCAB" || { echo "SKIP: no $VOCAB and cannot fetch it (offline?)"; exit 77; }
-fi
 out=build/test_hf_tokenizer_files; rm -rf $out; mkdir -p $out
+zt_gpt2_vocab $out/cache || { echo "SKIP: no gpt2.tiktoken and cannot fetch it (offline?)"; exit 77; }
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 small="--n-layer 1 --n-head 2 --n-embd 32 --n-ctx 32 --seq 16 --micro-batch 1 --steps 1 --val-every 0"
 save() { # vocab, dir, [env...]
   local v=$1 d=$2; shift 2
   env "$@" build/zerotrain $small --vocab $v --save $d > $out/run.out 2>&1 || { cat $out/run.out; exit 1; }
-  if grep -q warning $out/run.out; then echo "FAIL: a warning:"; cat $out/run.out; fail=1; fi
+  if without_env_warnings $out/run.out | grep -q warning; then echo "FAIL: a warning:"; cat $out/run.out; fail=1; fi
 }
 fail=0
 files_are() { # dir, expected names (sorted, space-separated), what

@@ -75,8 +75,9 @@ expect_ok text_paper_formula 'Pos 31\.4 GB \(formula 31\.4\)' -- "$ZT" memory --
 expect_ok text_mem_limit_fits 'every rank fits' -- "$ZT" memory --dp 2 --mem-limit 16G
 expect_ok text_mem_limit_advice '^  fits with --' -- "$ZT" memory --model gpt2 --dp 2 --micro-batch 8 --seq 1024 --mem-limit 4G
 # the text's largest rank is the JSON's
-"$ZT" memory --model gpt2-medium --dp 2 --pp 4 --zero 1 --grad-accum 8 >"$tmp/text.out" 2>&1
-"$ZT" memory --model gpt2-medium --dp 2 --pp 4 --zero 1 --grad-accum 8 --json >"$tmp/text.json" 2>&1
+# (stdout alone: stderr may carry the environment's warnings, tests/env.sh)
+"$ZT" memory --model gpt2-medium --dp 2 --pp 4 --zero 1 --grad-accum 8 >"$tmp/text.out" 2>"$tmp/text.err"
+"$ZT" memory --model gpt2-medium --dp 2 --pp 4 --zero 1 --grad-accum 8 --json >"$tmp/text.json" 2>"$tmp/text.err"
 if "$PY" - "$tmp/text.out" "$tmp/text.json" <<'EOF'
 import json, re, sys
 text = open(sys.argv[1]).read()

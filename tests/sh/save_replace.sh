@@ -3,6 +3,7 @@
 # one is written into a sibling directory and swapped in by one rename (the directory itself
 # is a new one afterwards), files a user added stay, and no temporary directory is left.
 set -euo pipefail
+export LC_ALL=C  # ls and sort in byte order: NOTES.txt before config.json
 out=build/test_save_replace; rm -rf $out; mkdir -p $out
 ZT="build/zerotrain --model tiny --seq 32 --micro-batch 2 --val-every 0"
 $ZT --steps 1 --save $out/model > $out/run1.out
