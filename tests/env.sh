@@ -2,7 +2,7 @@
 # user's environment (README, "The two commands": what the suite assumes).
 
 # zerotrain's warnings about the environment rather than about the run: the BLAS kernels a
-# user's OPENBLAS_CORETYPE forces (src/blas_core.c). Set on purpose on some machines, so a
+# user's OPENBLAS_CORETYPE forces (kernels/cpu/blas_core.c). Set on purpose on some machines, so a
 # test that counts a run's warnings leaves them out (tests/sh/blas_core.sh tests them).
 ZT_ENV_WARNING='^zerotrain: warning: (OPENBLAS_CORETYPE=.* \(yours\)|OpenBLAS )'
 
