@@ -7,7 +7,9 @@
 set -u
 cd "$(dirname "$0")/../.."
 command -v mpirun >/dev/null || { echo "mpirun not found"; exit 77; }
-out=build/test_rank_stalls; rm -rf $out; mkdir -p $out
+# absolute: the rank processes are found by their --log path, which no other checkout's run
+# shares (another copy of this test may run on the machine)
+out=$PWD/build/test_rank_stalls; rm -rf $out; mkdir -p $out
 TIMEOUT_S=3
 ARGS=(--n-layer 2 --n-head 2 --n-embd 48 --seq 32 --micro-batch 2 --steps 100000 --val-every 0)
 export OMP_NUM_THREADS=1 ZT_COMM_TIMEOUT_S=$TIMEOUT_S
@@ -22,7 +24,7 @@ pids=()
 ranks() {
   pids=()
   local p
-  for p in $(pgrep -f "build/zerotrain ${ARGS[*]}"); do
+  for p in $(pgrep -f -- "--log $out/"); do
     # the executable, not comm: after the BLAS re-exec (kernels/cpu/blas_core.c, execv of
     # /proc/self/exe) a rank's comm is "exe"
     [ "$(basename "$(readlink /proc/$p/exe 2>/dev/null)")" = zerotrain ] && pids+=("$p")
