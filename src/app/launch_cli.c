@@ -17,8 +17,9 @@ void zt_launch_usage(FILE *f) {
     fprintf(f, "usage: zerotrain launch -np N [COMMAND] [flags ...]\n"
                "  runs `zerotrain COMMAND flags ...` on N ranks of this machine through mpirun,\n"
                "  adding --oversubscribe where N exceeds the cores, --allow-run-as-root as root,\n"
-               "  and OMP_NUM_THREADS = cores / N (at least 1) unless set; prints the mpirun\n"
-               "  command first. For several machines, call mpirun (or srun) yourself.\n");
+               "  and OMP_NUM_THREADS = cores / N (at least 1) unless a value that fits is set;\n"
+               "  prints the mpirun command first. For several machines, call mpirun (or srun)\n"
+               "  yourself.\n");
 }
 
 static int usable_cores(void) {
@@ -50,9 +51,19 @@ int zt_launch_main(int argc, char **argv) {
     if (n <= 0) return launch_fail("cannot find this program's path: %s", strerror(errno));
     exe[n] = 0;
     int cores = usable_cores();
+    long fit = cores / np > 1 ? cores / np : 1;
+    // The user's OMP_NUM_THREADS where the ranks' threads fit the cores; else one pool per
+    // core at most: threads that spin on a shared core slow a step many times (docs/machine.md)
+    const char *user = getenv("OMP_NUM_THREADS");
+    long want = user ? strtol(user, &end, 10) : 0;
+    int keep = user && *end == 0 && want >= 1 && want * np <= (cores > np ? cores : np);
+    if (user && !keep)
+        fprintf(stderr, "zerotrain launch: OMP_NUM_THREADS=%s x %ld ranks would exceed the %d "
+                        "cores: each rank runs %ld (--threads N in the command sets it for "
+                        "zerotrain itself)\n", user, np, cores, fit);
     char threads[16];
-    snprintf(threads, sizeof threads, "%ld", cores / np > 1 ? cores / np : 1);
-    if (!getenv("OMP_NUM_THREADS")) setenv("OMP_NUM_THREADS", threads, 1);
+    snprintf(threads, sizeof threads, "%ld", fit);
+    if (!keep) setenv("OMP_NUM_THREADS", threads, 1);
     char **args = calloc((size_t)argc + 12, sizeof *args);
     if (!args) return launch_fail("%s", "out of memory");
     int k = 0;
