@@ -37,10 +37,14 @@ static const char ZT_BPE_GPT2_PATTERN[] =
 static const char ZT_BPE_EOT_TEXT[] = "<|endoftext|>";
 
 // Pieces up to this many bytes merge in a flat array (quadratic, cache friendly, like
-// tiktoken); longer ones (long whitespace runs, repeated characters) through a heap.
+// tiktoken); longer ones (long whitespace runs, repeated characters) through a heap in
+// bounded memory (merge_long).
 #define ZT_BPE_ARRAY_MAX 128
 
 #define NO_ID UINT32_MAX
+
+// Keys a long piece's merge holds at most (8 bytes each: 1 byte per byte of the piece).
+#define ZT_BPE_HEAP_CAP(n) ((n) / 8 + 64)
 
 struct zt_bpe {
     int n_tokens;              // byte-pair tokens; the end-of-text id is n_tokens
@@ -484,6 +488,26 @@ static void ids_reserve(zt_bpe_ids *o, size_t more) {
     o->cap = cap;
 }
 
+// Room for exactly `more` ids: a long piece's parts take n of them, and doubling would
+// reserve up to 4n bytes more (address space counts under ulimit -v).
+static void ids_reserve_exact(zt_bpe_ids *o, size_t more) {
+    if (o->n + more <= o->cap) return;
+    o->ids = realloc(o->ids, (o->n + more) * sizeof *o->ids);
+    ZT_ASSERTF(o->ids, "out of memory for %zu token ids", o->n + more);
+    o->cap = o->n + more;
+}
+
+// Gives back what a long piece's parts took beyond its ids: the list may live on (prepare
+// keeps one per chunk).
+static void ids_shrink(zt_bpe_ids *o) {
+    size_t cap = o->n > 256 ? o->n : 256;
+    if (o->cap < cap + ((size_t)1 << 18)) return;
+    int32_t *p = realloc(o->ids, cap * sizeof *o->ids);
+    if (!p) return;  // keeping the larger block is fine
+    o->ids = p;
+    o->cap = cap;
+}
+
 static inline void ids_push(zt_bpe_ids *o, uint32_t id) {
     if (o->n == o->cap) ids_reserve(o, 1);
     o->ids[o->n++] = (int32_t)id;
@@ -530,71 +554,279 @@ static void heap_push(uint64_t *h, size_t *n, uint64_t v) {
     h[i] = v;
 }
 
-static uint64_t heap_pop(uint64_t *h, size_t *n) {
-    uint64_t top = h[0], v = h[--*n];
-    size_t i = 0, m = *n;
+// Restores the heap order below h[i]: a min-heap, or a max-heap when max is set.
+static void sift_down(uint64_t *h, size_t n, size_t i, int max) {
+    uint64_t v = h[i];
     for (;;) {
         size_t c = 2 * i + 1;
-        if (c >= m) break;
-        if (c + 1 < m && h[c + 1] < h[c]) c++;
-        if (v <= h[c]) break;
+        if (c >= n) break;
+        if (c + 1 < n && (max ? h[c + 1] > h[c] : h[c + 1] < h[c])) c++;
+        if (max ? v >= h[c] : v <= h[c]) break;
         h[i] = h[c];
         i = c;
     }
-    if (m) h[i] = v;
+    h[i] = v;
+}
+
+static uint64_t heap_pop(uint64_t *h, size_t *n) {
+    uint64_t top = h[0];
+    h[0] = h[--*n];
+    if (*n) sift_down(h, *n, 0, 0);
     return top;
 }
 
-// Long pieces: parts as a linked list over byte positions, candidate pairs in a heap checked
-// when popped (a pair whose parts changed since its push no longer has that rank: a rank
-// fixes the pair's bytes, and a part only grows). Same merges as merge_array, O(n log n).
-static void merge_heap(const zt_bpe *b, const unsigned char *p, size_t n, zt_bpe_ids *out) {
-    ZT_ASSERT(n < UINT32_MAX);
-    uint32_t *part = malloc(n * sizeof *part), *next = malloc(n * sizeof *next),
-             *prev = malloc(n * sizeof *prev);
-    // Each merge pushes at most two pairs: n - 1 at the start, 2 (n - 1) more.
-    uint64_t *heap = malloc(3 * n * sizeof *heap);
-    ZT_ASSERTF(part && next && prev && heap, "out of memory merging a %zu-byte piece", n);
-    size_t hn = 0;
-    for (size_t i = 0; i < n; i++) {
-        part[i] = b->byte_id[p[i]];
-        next[i] = (uint32_t)(i + 1);
-        prev[i] = i ? (uint32_t)(i - 1) : UINT32_MAX;
-    }
-    for (size_t i = 0; i + 1 < n; i++) {
-        uint32_t r = pair_get(b, part[i], part[i + 1]);
-        if (r != NO_ID) heap_push(heap, &hn, (uint64_t)r << 32 | i);
-    }
-    while (hn) {
-        uint64_t top = heap_pop(heap, &hn);
-        uint32_t r = (uint32_t)(top >> 32), at = (uint32_t)top;
-        if (part[at] == NO_ID) continue;  // merged into its left neighbour
-        uint32_t nx = next[at];
-        if (nx >= n || pair_get(b, part[at], part[nx]) != r) continue;  // stale
-        part[at] = r;
-        part[nx] = NO_ID;
-        next[at] = next[nx];
-        if (next[at] < n) prev[next[at]] = at;
-        if (prev[at] != UINT32_MAX) {
-            uint32_t q = prev[at], rr = pair_get(b, part[q], part[at]);
-            if (rr != NO_ID) heap_push(heap, &hn, (uint64_t)rr << 32 | q);
-        }
-        if (next[at] < n) {
-            uint32_t rr = pair_get(b, part[at], part[next[at]]);
-            if (rr != NO_ID) heap_push(heap, &hn, (uint64_t)rr << 32 | at);
-        }
-    }
-    for (uint32_t i = 0; i < n; i = next[i]) ids_push(out, part[i]);
-    free(part);
-    free(next);
-    free(prev);
-    free(heap);
+// Sorting and selecting keys in place (glibc's qsort is a merge sort that mallocs a copy: one
+// more byte per byte of a long piece): quicksort and quickselect around a median of three,
+// insertion sort on short ranges, heapsort when the partitions go too deep.
+static inline void swap_keys(uint64_t *x, uint64_t *y) {
+    uint64_t t = *x;
+    *x = *y;
+    *y = t;
 }
 
-void zt_bpe_merge_piece(const zt_bpe *b, const unsigned char *p, size_t n, int use_heap,
+static void insertion_sort(uint64_t *k, size_t n) {
+    for (size_t i = 1; i < n; i++) {
+        uint64_t v = k[i];
+        size_t j = i;
+        for (; j > 0 && k[j - 1] > v; j--) k[j] = k[j - 1];
+        k[j] = v;
+    }
+}
+
+static void heap_sort(uint64_t *k, size_t n) {
+    for (size_t i = n / 2; i-- > 0;) sift_down(k, n, i, 1);
+    for (size_t e = n; e-- > 1;) {
+        swap_keys(k, k + e);
+        sift_down(k, e, 0, 1);
+    }
+}
+
+// Hoare partition of k[0 .. n) (n >= 3) around the median of the first, lower-middle and last
+// keys: returns p with k[0 .. p) <= k[p .. n), both non-empty.
+static size_t partition_keys(uint64_t *k, size_t n) {
+    size_t mid = (n - 1) / 2;
+    if (k[mid] < k[0]) swap_keys(k + mid, k);
+    if (k[n - 1] < k[0]) swap_keys(k + n - 1, k);
+    if (k[n - 1] < k[mid]) swap_keys(k + n - 1, k + mid);
+    uint64_t pivot = k[mid];
+    size_t i = 0, j = n - 1;
+    for (;;) {
+        while (k[i] < pivot) i++;
+        while (k[j] > pivot) j--;
+        if (i >= j) return j + 1;
+        swap_keys(k + i++, k + j--);
+    }
+}
+
+static int depth_limit(size_t n) {
+    int d = 0;
+    while (n >>= 1) d += 2;
+    return d;
+}
+
+static void sort_keys(uint64_t *k, size_t n, int depth) {
+    while (n > 16) {
+        if (depth-- == 0) {
+            heap_sort(k, n);
+            return;
+        }
+        size_t p = partition_keys(k, n);
+        if (p < n - p) {  // recurse on the smaller side: the stack stays O(log n)
+            sort_keys(k, p, depth);
+            k += p;
+            n -= p;
+        } else {
+            sort_keys(k + p, n - p, depth);
+            n = p;
+        }
+    }
+    insertion_sort(k, n);
+}
+
+// Reorders k[0 .. n) so that k[nth] holds what sorting would put there, smaller keys before it
+// and larger after.
+static void select_keys(uint64_t *k, size_t n, size_t nth) {
+    int depth = depth_limit(n);
+    while (n > 16) {
+        if (depth-- == 0) break;
+        size_t p = partition_keys(k, n);
+        if (nth < p) {
+            n = p;
+        } else {
+            k += p;
+            n -= p;
+            nth -= p;
+        }
+    }
+    sort_keys(k, n, depth_limit(n));
+}
+
+// Long pieces in 6 bytes per byte (a run of one letter, a line without spaces: the piece may
+// be the whole input, so its state must stay a small multiple of it).
+//
+// Parts: one uint32 per byte of the piece, in the output list itself (the parts become the
+// ids). A part's first byte holds PART_START | its id, its last byte its id (so the part to
+// the left of position s is the one named at s - 1), the bytes between hold anything without
+// PART_START. A part is as long as its token, so no links are stored: 4 bytes per byte.
+//
+// Candidates: keys (rank << 32 | start of the left part), taken smallest first: the lowest
+// rank, then the leftmost, tiktoken's order. At most cap = n / 8 + 64 of them are held (1 byte
+// per byte of the piece), so not every pair at once: every valid pair whose key is below
+// `limit` is held, plus stale ones (a pair whose parts changed since it was offered no longer
+// has that rank: a rank fixes the pair's bytes, and parts only grow; checked when taken).
+// Pairs at or above limit are found again by rescanning the parts when none is held. A valid
+// key taken is then the smallest of all valid pairs: any smaller one is below limit, so held.
+// A rescan loads cap keys (or all, and limit becomes UINT64_MAX); at most three leave per
+// merge (its own, and the pairs on either side it ends), and a trim keeps 3/4 of them, so a
+// rescan is followed by at least cap / 4 merges: at most 4n / cap + 1 = 33 rescans of the
+// parts, each O(n).
+//
+// The held keys are a sorted run (what the last rescan or trim loaded, taken from its front)
+// at the top of the array, and a min-heap of the pairs merges made below limit at its
+// bottom; the smaller front of the two is taken. Most merges take from the run in O(1): the
+// pairs a merge makes usually rank above what is loaded, so most pushes are dropped.
+#define PART_START 0x80000000u
+#define PART_ID(v) ((v) & ~PART_START)
+
+typedef struct {
+    const zt_bpe *b;
+    uint32_t *a;     // (n) the parts
+    size_t n;
+    uint64_t *k;     // (cap): the heap at k[0 .. hn), the sorted run at k[qi .. cap)
+    size_t hn, qi, cap;
+    uint64_t limit;  // every valid pair with a key below it is held
+} long_merge;
+
+// The rank of the pair whose left part starts at s (a part start), or NO_ID.
+static inline uint32_t pair_at(const long_merge *m, size_t s) {
+    uint32_t left = PART_ID(m->a[s]);
+    size_t nx = s + tok_len(m->b, left);
+    return nx < m->n ? pair_get(m->b, left, PART_ID(m->a[nx])) : NO_ID;
+}
+
+static inline int key_valid(const long_merge *m, uint64_t key) {
+    uint32_t s = (uint32_t)key;
+    return (m->a[s] & PART_START) && pair_at(m, s) == (uint32_t)(key >> 32);
+}
+
+// Of the valid keys k[0 .. j), keeps the smallest `keep` (lowering limit to the smallest key
+// dropped), sorted, as the run at the top of the array.
+static void lm_set_run(long_merge *m, size_t j, size_t keep, int sorted) {
+    if (j > keep) {
+        select_keys(m->k, j, keep);
+        m->limit = m->k[keep];
+        j = keep;
+        sorted = 0;
+    }
+    if (!sorted) sort_keys(m->k, j, depth_limit(j));
+    memmove(m->k + m->cap - j, m->k, j * sizeof *m->k);
+    m->qi = m->cap - j;
+    m->hn = 0;
+}
+
+// Nothing is held, so no valid pair is below limit: loads the smallest keys of the valid
+// pairs, as many as fit, and moves limit to the smallest key left out (UINT64_MAX when none
+// was). While scanning, k[0 .. j) holds every valid key seen below `below`; when it is full,
+// the largest quarter is dropped (quickselect; keys come in position order within a rank, so
+// often sorted, and then a larger key is simply left out).
+static void lm_load(long_merge *m) {
+    size_t j = 0, keep = m->cap - 1 - m->cap / 4;
+    uint64_t below = UINT64_MAX;
+    int sorted = 1;
+    for (size_t s = 0; s < m->n; s += tok_len(m->b, PART_ID(m->a[s]))) {
+        uint32_t r = pair_at(m, s);
+        uint64_t key = (uint64_t)r << 32 | s;
+        if (r == NO_ID || key >= below) continue;
+        if (j == m->cap) {
+            if (sorted && key > m->k[j - 1]) {  // all held are smaller: leave this one out
+                below = key;
+                continue;
+            }
+            if (!sorted) select_keys(m->k, j, keep);
+            below = m->k[keep];
+            j = keep;
+            if (key >= below) continue;
+        }
+        sorted = sorted && (j == 0 || m->k[j - 1] < key);
+        m->k[j++] = key;
+    }
+    m->limit = below;
+    lm_set_run(m, j, j, sorted);
+}
+
+// The heap has grown into the run: drops the stale keys of both and, if that frees less than a
+// quarter, the largest keys too.
+static void lm_trim(long_merge *m) {
+    size_t j = 0;
+    for (size_t i = 0; i < m->hn; i++)
+        if (key_valid(m, m->k[i])) m->k[j++] = m->k[i];
+    for (size_t i = m->qi; i < m->cap; i++)  // j <= i: forward copy
+        if (key_valid(m, m->k[i])) m->k[j++] = m->k[i];
+    lm_set_run(m, j, m->cap - 1 - m->cap / 4, 0);  // room for a quarter of pushes
+}
+
+static void lm_push(long_merge *m, uint32_t r, size_t s) {
+    if (r == NO_ID) return;
+    uint64_t key = (uint64_t)r << 32 | s;
+    if (key >= m->limit) return;  // a rescan finds it
+    if (m->hn == m->qi) {
+        lm_trim(m);
+        if (key >= m->limit) return;
+    }
+    heap_push(m->k, &m->hn, key);
+}
+
+// Takes the smallest key held; if its pair is still there, merges it and offers the pairs the
+// merged part makes with its two neighbours.
+static void lm_step(long_merge *m) {
+    uint64_t top;
+    if (m->qi < m->cap && (m->hn == 0 || m->k[m->qi] < m->k[0])) top = m->k[m->qi++];
+    else top = heap_pop(m->k, &m->hn);
+    if (!key_valid(m, top)) return;
+    const zt_bpe *b = m->b;
+    uint32_t r = (uint32_t)(top >> 32);
+    size_t s = (uint32_t)top, nx = s + tok_len(b, PART_ID(m->a[s])), end = s + tok_len(b, r);
+    m->a[nx] &= ~PART_START;  // the right part's start is inside the merged part now
+    m->a[end - 1] = r;
+    m->a[s] = PART_START | r;
+    if (s > 0) {
+        uint32_t left = PART_ID(m->a[s - 1]);
+        lm_push(m, pair_get(b, left, r), s - tok_len(b, left));
+    }
+    if (end < m->n) lm_push(m, pair_get(b, r, PART_ID(m->a[end])), s);
+}
+
+// heap_cap: how many keys may be held (ZT_BPE_HEAP_CAP(n) when encoding; tests pass tiny
+// ones to exercise the rescans and trims).
+static void merge_long(const zt_bpe *b, const unsigned char *p, size_t n, size_t heap_cap,
+                       zt_bpe_ids *out) {
+    ZT_ASSERTF(n < PART_START, "a %zu-byte piece is over the 2 GiB a piece may have", n);
+    ZT_ASSERT(heap_cap >= 2);  // a load keeps cap - 1 - cap / 4 >= 1 keys
+    ids_reserve_exact(out, n);
+    long_merge m = {b, (uint32_t *)(out->ids + out->n), n, NULL, 0, heap_cap, heap_cap, 0};
+    m.k = malloc(m.cap * sizeof *m.k);
+    ZT_ASSERTF(m.k, "out of memory merging a %zu-byte piece", n);
+    for (size_t i = 0; i < n; i++) m.a[i] = PART_START | b->byte_id[p[i]];
+    for (;;) {
+        if (m.hn == 0 && m.qi == m.cap) {
+            if (m.limit == UINT64_MAX) break;  // every pair was loaded: none is left
+            lm_load(&m);
+            if (m.qi == m.cap) break;
+        }
+        lm_step(&m);
+    }
+    free(m.k);
+    // The parts, front to back, become the ids (k <= i: nothing unread is overwritten).
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += tok_len(b, PART_ID(m.a[i]))) m.a[k++] = PART_ID(m.a[i]);
+    out->n += k;
+    ids_shrink(out);
+}
+
+void zt_bpe_merge_piece(const zt_bpe *b, const unsigned char *p, size_t n, size_t heap_cap,
                         zt_bpe_ids *out) {
     if (n == 0) return;
-    if (use_heap || n > ZT_BPE_ARRAY_MAX) merge_heap(b, p, n, out);
+    if (heap_cap || n > ZT_BPE_ARRAY_MAX) merge_long(b, p, n, heap_cap ? heap_cap : ZT_BPE_HEAP_CAP(n), out);
     else merge_array(b, p, n, out);
 }
 
