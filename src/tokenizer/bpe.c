@@ -497,11 +497,11 @@ static void ids_reserve_exact(zt_bpe_ids *o, size_t more) {
     o->cap = o->n + more;
 }
 
-// Gives back what a long piece's parts took beyond its ids: the list may live on (prepare
-// keeps one per chunk).
+// Gives back what encoding reserved beyond the ids (a long piece's parts too): the list may
+// live on (prepare keeps one per chunk).
 static void ids_shrink(zt_bpe_ids *o) {
     size_t cap = o->n > 256 ? o->n : 256;
-    if (o->cap < cap + ((size_t)1 << 18)) return;
+    if (o->cap < cap + ((size_t)1 << 22)) return;  // a chunk's worth: keep it for the next
     int32_t *p = realloc(o->ids, cap * sizeof *o->ids);
     if (!p) return;  // keeping the larger block is fine
     o->ids = p;
@@ -800,7 +800,8 @@ static void lm_step(long_merge *m) {
 // ones to exercise the rescans and trims).
 static void merge_long(const zt_bpe *b, const unsigned char *p, size_t n, size_t heap_cap,
                        zt_bpe_ids *out) {
-    ZT_ASSERTF(n < PART_START, "a %zu-byte piece is over the 2 GiB a piece may have", n);
+    // Positions are the low 32 bits of a key.
+    ZT_ASSERTF(n <= UINT32_MAX, "a %zu-byte piece is over the 4 GiB a piece may have", n);
     ZT_ASSERT(heap_cap >= 2);  // a load keeps cap - 1 - cap / 4 >= 1 keys
     ids_reserve_exact(out, n);
     long_merge m = {b, (uint32_t *)(out->ids + out->n), n, NULL, 0, heap_cap, heap_cap, 0};
@@ -820,7 +821,6 @@ static void merge_long(const zt_bpe *b, const unsigned char *p, size_t n, size_t
     size_t k = 0;
     for (size_t i = 0; i < n; i += tok_len(b, PART_ID(m.a[i]))) m.a[k++] = PART_ID(m.a[i]);
     out->n += k;
-    ids_shrink(out);
 }
 
 void zt_bpe_merge_piece(const zt_bpe *b, const unsigned char *p, size_t n, size_t heap_cap,
@@ -942,7 +942,9 @@ void zt_bpe_encode(const zt_bpe *b, const void *text, size_t n, int invalid, zt_
     ZT_ASSERT(b && out && (text || n == 0));
     ZT_ASSERT(invalid == ZT_BPE_INVALID_KEEP || invalid == ZT_BPE_INVALID_REPLACE);
     const unsigned char *p = text;
-    ids_reserve(out, n / 4 + 16);  // GPT-2 averages ~4 bytes a token on English
+    // At most one id per byte: reserved once, so the list never doubles (address space counts
+    // under ulimit -v) and a long piece's parts fit in it (zt_bpe_encode_bytes).
+    ids_reserve_exact(out, n);
     matcher m;
     matcher_init(&m, b);
     if (invalid == ZT_BPE_INVALID_REPLACE && valid_end(p, n, 0) < n) {
@@ -962,12 +964,21 @@ void zt_bpe_encode(const zt_bpe *b, const void *text, size_t n, int invalid, zt_
                 i++;
             }
         }
+        ids_reserve_exact(out, o);
         encode_valid(b, &m, q, o, out);
         free(q);
     } else {
         encode_keep(b, &m, p, n, out);
     }
     matcher_free(&m);
+    ids_shrink(out);
+}
+
+size_t zt_bpe_encode_bytes(size_t n, int invalid) {
+    size_t ids = 4 * n, hold = 8 * ZT_BPE_HEAP_CAP(n);
+    if (invalid == ZT_BPE_INVALID_REPLACE)  // the text with U+FFFD for each invalid byte
+        return 3 * n + 3 * ids + 8 * ZT_BPE_HEAP_CAP(3 * n);
+    return ids + hold;
 }
 
 // ---------------------------------------------------------------------------------------------
