@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bpe.h"
@@ -294,6 +295,92 @@ ZT_TEST(bpe_vocab_errors) {
     CHECK(write_file(path, "{\"!\": 0, \"\\\"\": 1}\n"));  // encoder.json is not this format
     CHECK(load_fails(path, "line 1", NULL));
     unlink(path);
+    return ZT_PASS;
+}
+
+// One "<base64 of p> <rank>" line of a tiktoken file.
+static void put_token(FILE *f, const unsigned char *p, size_t n, int rank) {
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t w = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+                     (i + 2 < n ? p[i + 2] : 0);
+        char q[4] = {b64[w >> 18], b64[(w >> 12) & 63], i + 1 < n ? b64[(w >> 6) & 63] : '=',
+                     i + 2 < n ? b64[w & 63] : '='};
+        fwrite(q, 1, 4, f);
+    }
+    fprintf(f, " %d\n", rank);
+}
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+// A vocabulary file with long tokens loads in linear time (finding every split of a token into
+// two tokens by hashing both halves was quadratic: these four took 13 s of CPU, a 1 MB token
+// minutes), and its pair table is right: for every two short tokens, the pair is the token of
+// their concatenation, and the long tokens' splits are there.
+ZT_TEST(bpe_long_token_vocab) {
+    enum { H = 50000, N_SHORT = 120 };
+    char path[] = "/tmp/zt_test_bpe_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    FILE *f = fdopen(fd, "wb");
+    CHECK(f);
+    unsigned char *big = malloc(2 * H);
+    CHECK(big);
+    int rank = 0;
+    for (int c = 0; c < 256; c++, rank++) put_token(f, (unsigned char[]){(unsigned char)c}, 1, rank);
+    // Short tokens over "abc" (the duplicates of earlier ones are left out).
+    unsigned seed = 5;
+    unsigned char s[N_SHORT][8];
+    size_t sl[N_SHORT];
+    for (int i = 0; i < N_SHORT; i++) {
+        sl[i] = 2 + (size_t)(rand_r(&seed) % 6);
+        for (size_t k = 0; k < sl[i]; k++) s[i][k] = (unsigned char)"abc"[rand_r(&seed) % 3];
+        int dup = 0;
+        for (int j = 0; j < i; j++) dup |= sl[j] == sl[i] && memcmp(s[j], s[i], sl[i]) == 0;
+        if (dup) sl[i] = 0;
+        else put_token(f, s[i], sl[i], rank++);
+    }
+    // A = a^H, B = b^H, then A + B and A + A.
+    int id_a = rank, id_b = rank + 1, id_ab = rank + 2, id_aa = rank + 3;
+    memset(big, 'a', H);
+    memset(big + H, 'b', H);
+    put_token(f, big, H, rank++);
+    put_token(f, big + H, H, rank++);
+    put_token(f, big, 2 * H, rank++);
+    memset(big + H, 'a', H);
+    put_token(f, big, 2 * H, rank++);
+    CHECK(fclose(f) == 0);
+    zt_bpe *b = NULL;
+    double t0 = seconds_now();
+    zt_status st = zt_bpe_load(&b, path);
+    double dt = seconds_now() - t0;
+    unlink(path);
+    CHECK(st == ZT_OK);
+    fprintf(stderr, "  loaded %d tokens, two of %d bytes, in %.3f s\n", rank, 2 * H, dt);
+    CHECK(dt < 1.0);
+    CHECK_EQ_INT(zt_bpe_pair(b, id_a, id_b), id_ab);
+    CHECK_EQ_INT(zt_bpe_pair(b, id_a, id_a), id_aa);
+    CHECK_EQ_INT(zt_bpe_pair(b, id_b, id_a), -1);
+    CHECK_EQ_INT(zt_bpe_lookup(b, big, 2 * H), id_aa);
+    // Every two short tokens (and single bytes of "abc"): pair == lookup of the concatenation.
+    for (int i = -3; i < N_SHORT; i++)
+        for (int j = -3; j < N_SHORT; j++) {
+            const unsigned char *pi = i < 0 ? (const unsigned char *)"abc" + i + 3 : s[i];
+            const unsigned char *pj = j < 0 ? (const unsigned char *)"abc" + j + 3 : s[j];
+            size_t li = i < 0 ? 1 : sl[i], lj = j < 0 ? 1 : sl[j];
+            if (!li || !lj) continue;
+            unsigned char cat[16];
+            memcpy(cat, pi, li);
+            memcpy(cat + li, pj, lj);
+            int32_t want = zt_bpe_lookup(b, cat, li + lj);
+            CHECK_EQ_INT(zt_bpe_pair(b, zt_bpe_lookup(b, pi, li), zt_bpe_lookup(b, pj, lj)), want);
+        }
+    free(big);
+    zt_bpe_free(b);
     return ZT_PASS;
 }
 

@@ -124,6 +124,108 @@ static uint64_t pow2_at_least(uint64_t x) {
     return p;
 }
 
+// The pair table needs every split of every token into two tokens. Looking both halves of
+// each split up by hash is quadratic in a token's length (a 1 MB token took minutes); instead
+// each token's prefix tokens and suffix tokens come from two forests.
+//
+// parent[t] is the longest token that is a proper prefix (suffix, for the reversed forest) of
+// token t, or -1: the prefix tokens of t are then parent[t], parent[parent[t]], ... In the
+// tokens sorted by their bytes (read from the end, reversed), the tokens with u as a prefix
+// follow u, so a stack of the current token's prefix tokens finds each parent: each token is
+// pushed and popped once, each test costs the popped or the parent token's length: O(total
+// bytes) after an O(n log n)-comparison sort.
+typedef struct {
+    const zt_bpe *b;
+    int rev;
+} token_order;
+
+static int cmp_tokens(const void *x, const void *y, void *ctx) {
+    const token_order *o = ctx;
+    uint32_t s = *(const uint32_t *)x, t = *(const uint32_t *)y;
+    size_t ls = tok_len(o->b, s), lt = tok_len(o->b, t), m = ls < lt ? ls : lt;
+    const unsigned char *ps = o->b->pool + o->b->off[s], *pt = o->b->pool + o->b->off[t];
+    if (!o->rev) {
+        int c = memcmp(ps, pt, m);
+        if (c) return c;
+    } else {
+        for (size_t i = 1; i <= m; i++)
+            if (ps[ls - i] != pt[lt - i]) return ps[ls - i] < pt[lt - i] ? -1 : 1;
+    }
+    return (ls > lt) - (ls < lt);
+}
+
+// Whether token u is a proper prefix (rev: suffix) of token t.
+static int token_affix(const zt_bpe *b, uint32_t u, uint32_t t, int rev) {
+    size_t lu = tok_len(b, u), lt = tok_len(b, t);
+    return lu < lt && memcmp(b->pool + b->off[u], b->pool + b->off[t] + (rev ? lt - lu : 0), lu) == 0;
+}
+
+static void token_parents(const zt_bpe *b, int rev, int32_t *parent) {
+    size_t n = (size_t)b->n_tokens, top = 0;
+    uint32_t *order = malloc(n * sizeof *order), *stack = malloc(n * sizeof *stack);
+    ZT_ASSERT(order && stack);
+    for (size_t i = 0; i < n; i++) order[i] = (uint32_t)i;
+    token_order o = {b, rev};
+    qsort_r(order, n, sizeof *order, cmp_tokens, &o);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t t = order[k];
+        while (top && !token_affix(b, stack[top - 1], t, rev)) top--;
+        parent[t] = top ? (int32_t)stack[top - 1] : -1;
+        stack[top++] = t;
+    }
+    free(order);
+    free(stack);
+}
+
+// The splits of token id into two tokens (O(its prefix and suffix tokens)): its suffix tokens
+// are stamped by where they start, then each prefix token looks up its end. Counts them, and
+// enters them into the pair table when fill is set. at and stamp hold the longest token.
+static size_t token_splits(zt_bpe *b, const int32_t *pre, const int32_t *suf, int32_t *at,
+                           uint32_t *stamp, uint32_t id, int fill) {
+    size_t len = tok_len(b, id), found = 0;
+    for (int32_t u = suf[id]; u >= 0; u = suf[u]) {
+        size_t k = len - tok_len(b, (uint32_t)u);
+        at[k] = u;
+        stamp[k] = id + 1;
+    }
+    for (int32_t u = pre[id]; u >= 0; u = pre[u]) {
+        size_t k = tok_len(b, (uint32_t)u);
+        if (stamp[k] != id + 1) continue;
+        found++;
+        if (!fill) continue;
+        uint64_t key = (uint64_t)(uint32_t)u << 32 | (uint32_t)at[k];
+        uint64_t i = mix64(key) & b->pair_mask;
+        while (b->pair_keys[i] != UINT64_MAX) i = (i + 1) & b->pair_mask;
+        b->pair_keys[i] = key;
+        b->pair_vals[i] = id;
+    }
+    return found;
+}
+
+// The pair table: every split of every token into two tokens. Count first, then fill.
+static void build_pairs(zt_bpe *b) {
+    size_t n = (size_t)b->n_tokens, longest = 1, n_pairs = 0;
+    for (size_t id = 0; id < n; id++)
+        if (tok_len(b, (uint32_t)id) > longest) longest = tok_len(b, (uint32_t)id);
+    int32_t *pre = malloc(n * sizeof *pre), *suf = malloc(n * sizeof *suf);
+    int32_t *at = malloc(longest * sizeof *at);
+    uint32_t *stamp = calloc(longest, sizeof *stamp);
+    ZT_ASSERT(pre && suf && at && stamp);
+    token_parents(b, 0, pre);
+    token_parents(b, 1, suf);
+    for (size_t id = 0; id < n; id++) n_pairs += token_splits(b, pre, suf, at, stamp, (uint32_t)id, 0);
+    b->pair_mask = pow2_at_least((uint64_t)n_pairs * 2 + 1) - 1;
+    b->pair_keys = malloc((b->pair_mask + 1) * sizeof *b->pair_keys);
+    b->pair_vals = malloc((b->pair_mask + 1) * sizeof *b->pair_vals);
+    ZT_ASSERT(b->pair_keys && b->pair_vals);
+    memset(b->pair_keys, 0xff, (b->pair_mask + 1) * sizeof *b->pair_keys);
+    for (size_t id = 0; id < n; id++) token_splits(b, pre, suf, at, stamp, (uint32_t)id, 1);
+    free(pre);
+    free(suf);
+    free(at);
+    free(stamp);
+}
+
 // From the pool and offsets (n tokens in rank order), builds both hash tables. Errors name
 // `what` (the file) for duplicates or missing single bytes.
 static zt_status build_tables(zt_bpe *b, const char *what) {
@@ -154,34 +256,7 @@ static zt_status build_tables(zt_bpe *b, const char *what) {
                              what, c);
         b->byte_id[c] = (uint32_t)id;
     }
-    // Pairs: every split of every token into two tokens. Count first, then fill.
-    size_t n_pairs = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) {
-            b->pair_mask = pow2_at_least((uint64_t)n_pairs * 2 + 1) - 1;
-            b->pair_keys = malloc((b->pair_mask + 1) * sizeof *b->pair_keys);
-            b->pair_vals = malloc((b->pair_mask + 1) * sizeof *b->pair_vals);
-            ZT_ASSERT(b->pair_keys && b->pair_vals);
-            memset(b->pair_keys, 0xff, (b->pair_mask + 1) * sizeof *b->pair_keys);
-        }
-        for (int t = 0; t < n; t++) {
-            const unsigned char *p = b->pool + b->off[t];
-            size_t len = tok_len(b, (uint32_t)t);
-            for (size_t k = 1; k < len; k++) {
-                int32_t a = zt_bpe_lookup(b, p, k), c = zt_bpe_lookup(b, p + k, len - k);
-                if (a < 0 || c < 0) continue;
-                if (pass == 0) {
-                    n_pairs++;
-                    continue;
-                }
-                uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)c;
-                uint64_t i = mix64(key) & b->pair_mask;
-                while (b->pair_keys[i] != UINT64_MAX) i = (i + 1) & b->pair_mask;
-                b->pair_keys[i] = key;
-                b->pair_vals[i] = (uint32_t)t;
-            }
-        }
-    }
+    build_pairs(b);
     return ZT_OK;
 }
 
