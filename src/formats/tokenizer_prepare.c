@@ -7,7 +7,9 @@
 // chunks are encoded in parallel, each into its own id list, and appended in order; what
 // follows the last cut is carried into the next batch. At the end of a file the rest is the
 // last chunk. A stretch with no safe cut (a megabyte without a newline or a change between
-// letters, digits and symbols) stays in the carry and the buffer grows until one comes.
+// letters, digits and symbols) stays in the carry and the buffer grows by half until one comes;
+// before each growth, check_stretch makes sure encoding it whole will fit (about 6 bytes per
+// byte) or stops with one error.
 #include "tokenizer_prepare.h"
 
 #include <errno.h>

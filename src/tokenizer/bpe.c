@@ -736,7 +736,7 @@ static void select_keys(uint64_t *k, size_t n, size_t nth) {
     sort_keys(k, n, depth_limit(n));
 }
 
-// Long pieces in 6 bytes per byte (a run of one letter, a line without spaces: the piece may
+// Long pieces in 5 bytes per byte (a run of one letter, a line without spaces: the piece may
 // be the whole input, so its state must stay a small multiple of it).
 //
 // Parts: one uint32 per byte of the piece, in the output list itself (the parts become the
