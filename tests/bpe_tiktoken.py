@@ -8,9 +8,10 @@ offline from the same gpt2.tiktoken file zerotrain reads.
                         FILE is one piece, merged whole by tiktoken). Exit 1 on the first
                         difference, with context.
   bench VOCAB FILE THREADS   prints tiktoken's MB/s on FILE (encode_ordinary_batch on lines' chunks)
-  long DIR MIB          writes long single pieces of MIB MiB each into DIR (one letter, two
+  long DIR MIB [NAME...]
+                        writes long single pieces of MIB MiB each into DIR (one letter, two
                         alternating letters, digits, spaces, a two-byte letter, random ACGT, random
-                        lowercase, invalid bytes): the regex makes each file one piece
+                        lowercase, invalid bytes; or only the NAMEs): each file is one piece
   measure AS_KB CMD...  runs CMD (address space limited to AS_KB KiB unless 0) and prints
                         "rc peak_rss_kib peak_vm_kib" (VmPeak polled from /proc while it runs)
   uniform VOCAB TOKENS SMALL
@@ -148,24 +149,27 @@ def bench(vocab, path, threads):
     print(f"tiktoken threads={threads}: {mb:.1f} MB, {n} tokens, {dt:.2f} s, {mb / dt:.1f} MB/s")
 
 
-def long_pieces(d, mib):
+def long_pieces(d, mib, only=None):
     os.makedirs(d, exist_ok=True)
+    import numpy as np
     n = mib << 20
-    rnd = random.Random(27)
-    cases = {
-        "run_a": b"a" * n,
-        "run_ab": b"ab" * (n // 2),
-        "run_digits": b"1234567890" * (n // 10),
-        "run_spaces": b" " * n,
-        "run_e_acute": "\u00e9".encode() * (n // 2),
-        "run_acgt": bytes(rnd.choice(b"ACGT") for _ in range(n)),
-        "run_lower": bytes(rnd.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(n)),
-        "run_invalid": b"\xff" * (n // 4),
+    rnd = np.random.default_rng(27)
+    pick = lambda alphabet: rnd.choice(np.frombuffer(alphabet, np.uint8), n).tobytes()
+    cases = {  # made on demand: a 100 MiB run is 100 MiB of memory
+        "run_a": lambda: b"a" * n,
+        "run_ab": lambda: b"ab" * (n // 2),
+        "run_digits": lambda: b"1234567890" * (n // 10),
+        "run_spaces": lambda: b" " * n,
+        "run_e_acute": lambda: "\u00e9".encode() * (n // 2),
+        "run_acgt": lambda: pick(b"ACGT"),
+        "run_lower": lambda: pick(b"abcdefghijklmnopqrstuvwxyz"),
+        "run_invalid": lambda: b"\xff" * (n // 4),
     }
-    for name, data in cases.items():
+    names = sorted(only or cases)
+    for name in names:
         with open(os.path.join(d, name + ".txt"), "wb") as f:
-            f.write(data)
-    print(" ".join(sorted(cases)))
+            f.write(cases[name]())
+    print(" ".join(names))
 
 
 def measure(as_kb, cmd):
@@ -207,6 +211,6 @@ if __name__ == "__main__":
     if cmd == "corpus": corpus(sys.argv[2])
     elif cmd == "check": sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]))
     elif cmd == "bench": bench(sys.argv[2], sys.argv[3], int(sys.argv[4]))
-    elif cmd == "long": long_pieces(sys.argv[2], int(sys.argv[3]))
+    elif cmd == "long": long_pieces(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
     elif cmd == "measure": measure(int(sys.argv[2]), sys.argv[3:])
     elif cmd == "uniform": sys.exit(uniform(sys.argv[2], sys.argv[3], sys.argv[4]))
