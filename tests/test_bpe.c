@@ -39,10 +39,12 @@ static int ids_are(const zt_bpe_ids *got, const int32_t *want, size_t n) {
     int ok = got->n == n;
     for (size_t i = 0; ok && i < n; i++) ok = got->ids[i] == want[i];
     if (!ok) {
-        fprintf(stderr, "  got %zu ids:", got->n);
-        for (size_t i = 0; i < got->n; i++) fprintf(stderr, " %d", got->ids[i]);
-        fprintf(stderr, "\n  want %zu ids:", n);
-        for (size_t i = 0; i < n; i++) fprintf(stderr, " %d", want[i]);
+        size_t at = 0;  // the first difference, shown with what follows
+        while (at < got->n && at < n && got->ids[at] == want[at]) at++;
+        fprintf(stderr, "  got %zu ids, want %zu; from id %zu on:\n  got: ", got->n, n, at);
+        for (size_t i = at; i < got->n && i < at + 24; i++) fprintf(stderr, " %d", got->ids[i]);
+        fprintf(stderr, "\n  want:");
+        for (size_t i = at; i < n && i < at + 24; i++) fprintf(stderr, " %d", want[i]);
         fprintf(stderr, "\n");
     }
     return ok;
@@ -140,17 +142,82 @@ static int loops_agree(const zt_bpe *b, const unsigned char *p, size_t n) {
     return ok;
 }
 
+// 256 single bytes, then `extra` random strings over "abcd" of 2 to 6 bytes in random order:
+// unlike GPT-2's, a token may rank below the tokens it is made of, so a merge often makes a
+// pair that ranks below everything pending (the long-piece loop must then push it under its
+// limit, trim when full, and still take the smallest first).
+static zt_bpe *scrambled(unsigned seed, int extra) {
+    static unsigned char store[256 + 400][6];
+    const unsigned char *tok[256 + 400];
+    size_t len[256 + 400];
+    int n = 0;
+    for (; n < 256; n++) {
+        store[n][0] = (unsigned char)n;
+        tok[n] = store[n];
+        len[n] = 1;
+    }
+    while (n < 256 + extra) {
+        len[n] = 2 + (size_t)(rand_r(&seed) % 5);
+        for (size_t i = 0; i < len[n]; i++) store[n][i] = (unsigned char)"abcd"[rand_r(&seed) % 4];
+        tok[n] = store[n];
+        int dup = 0;
+        for (int j = 256; j < n; j++) dup |= len[j] == len[n] && memcmp(store[j], store[n], len[n]) == 0;
+        if (!dup) n++;
+    }
+    zt_bpe *b = NULL;
+    if (zt_bpe_from_tokens(&b, tok, len, n) != ZT_OK) return NULL;
+    return b;
+}
+
 ZT_TEST(bpe_heap_matches_array) {
-    zt_bpe *b = tiny();
-    CHECK(b);
     unsigned seed = 14;
     unsigned char buf[400];
-    for (int trial = 0; trial < 2000; trial++) {
-        size_t n = 1 + (size_t)(rand_r(&seed) % (trial % 2 ? 128 : 400));
-        for (size_t i = 0; i < n; i++) buf[i] = "abcdxyz"[rand_r(&seed) % 7];
-        CHECK(loops_agree(b, buf, n));
+    for (int v = 0; v < 2; v++) {
+        zt_bpe *b = v == 0 ? tiny() : scrambled(3, 400);
+        CHECK(b);
+        for (int trial = 0; trial < 1500; trial++) {
+            size_t n = 1 + (size_t)(rand_r(&seed) % (trial % 2 ? 128 : 400));
+            for (size_t i = 0; i < n; i++) buf[i] = (v ? "abcd" : "abcdxyz")[rand_r(&seed) % (v ? 4 : 7)];
+            CHECK(loops_agree(b, buf, n));
+        }
+        zt_bpe_free(b);
     }
-    zt_bpe_free(b);
+    return ZT_PASS;
+}
+
+static int cmp_u64(const void *x, const void *y) {
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+// The long-piece loop's sort and selection against qsort, on the patterns that break naive
+// quicksorts (sorted, reversed, all equal, organ pipe, few distinct, random), with the
+// heapsort fallback forced too.
+ZT_TEST(bpe_sort_select) {
+    unsigned seed = 8;
+    static uint64_t k[3000], want[3000];
+    for (int trial = 0; trial < 600; trial++) {
+        size_t n = trial < 40 ? (size_t)trial : (size_t)(rand_r(&seed) % 3000);
+        int pattern = trial % 6;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t v = (uint64_t)rand_r(&seed) << 20 ^ (uint64_t)rand_r(&seed);
+            if (pattern == 1) v = i;
+            if (pattern == 2) v = n - i;
+            if (pattern == 3) v = 7;
+            if (pattern == 4) v = i < n / 2 ? i : n - i;
+            if (pattern == 5) v %= 5;
+            k[i] = want[i] = v;
+        }
+        qsort(want, n, sizeof *want, cmp_u64);
+        zt_bpe_sort_keys(k, n, trial % 3 == 0 ? 0 : 64);
+        CHECK(memcmp(k, want, n * sizeof *k) == 0);
+        if (n == 0) continue;
+        for (size_t i = 0; i < n; i++) k[n - 1 - i] = want[(i * 7919) % n];  // shuffled
+        size_t nth = (size_t)rand_r(&seed) % n;
+        zt_bpe_select_keys(k, n, nth);
+        CHECK(k[nth] == want[nth]);
+        for (size_t i = 0; i < n; i++) CHECK(i < nth ? k[i] <= k[nth] : k[i] >= k[nth]);
+    }
     return ZT_PASS;
 }
 
@@ -360,7 +427,7 @@ ZT_TEST(bpe_long_token_vocab) {
     double dt = seconds_now() - t0;
     unlink(path);
     CHECK(st == ZT_OK);
-    fprintf(stderr, "  loaded %d tokens, two of %d bytes, in %.3f s\n", rank, 2 * H, dt);
+    if (dt >= 1.0) fprintf(stderr, "  %d tokens, two of %d bytes, took %.1f s to load\n", rank, 2 * H, dt);
     CHECK(dt < 1.0);
     CHECK_EQ_INT(zt_bpe_pair(b, id_a, id_b), id_ab);
     CHECK_EQ_INT(zt_bpe_pair(b, id_a, id_a), id_aa);
@@ -431,6 +498,37 @@ ZT_TEST(bpe_gpt2_roundtrip) {
         CHECK(loops_agree(b, buf, n < 700 ? n : 700));
     }
     zt_bpe_ids_free(&ids);
+    zt_bpe_free(b);
+    return ZT_PASS;
+}
+
+// Long pieces of few distinct characters (the runs that make one piece of a whole file) with
+// GPT-2's merges: many rank levels, and with tiny holds of candidate pairs many rescans and
+// trims; the long-piece loop must merge as tiktoken's rule does.
+ZT_TEST(bpe_gpt2_long_pieces) {
+    zt_bpe *b;
+    int got = load_gpt2(&b);
+    if (got != ZT_PASS) return got;
+    static const struct {
+        const char *chars;
+        int random;  // drawn at random, else repeated in order
+    } runs[] = {{"a", 0},   {"ab", 0},         {"1234567890", 0},
+                {"ACGT", 1}, {"abcdefghijklmnopqrstuvwxyz", 1}, {"\xc3\xa9", 0},
+                {"aab", 0}, {"!-=", 1},        {"0", 0}};
+    unsigned seed = 11;
+    static unsigned char buf[3000];
+    for (size_t c = 0; c < sizeof runs / sizeof runs[0]; c++) {
+        const char *al = runs[c].chars;
+        size_t m = strlen(al), n = 0;
+        while (n + m <= sizeof buf) {
+            if (runs[c].random) buf[n++] = (unsigned char)al[rand_r(&seed) % m];
+            else for (size_t i = 0; i < m; i++) buf[n++] = (unsigned char)al[i];
+        }
+        if (!loops_agree(b, buf, n)) {
+            fprintf(stderr, "  alphabet \"%s\"\n", al);
+            return ZT_FAIL;
+        }
+    }
     zt_bpe_free(b);
     return ZT_PASS;
 }

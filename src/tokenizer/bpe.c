@@ -699,7 +699,7 @@ static int depth_limit(size_t n) {
     return d;
 }
 
-static void sort_keys(uint64_t *k, size_t n, int depth) {
+void zt_bpe_sort_keys(uint64_t *k, size_t n, int depth) {
     while (n > 16) {
         if (depth-- == 0) {
             heap_sort(k, n);
@@ -707,20 +707,18 @@ static void sort_keys(uint64_t *k, size_t n, int depth) {
         }
         size_t p = partition_keys(k, n);
         if (p < n - p) {  // recurse on the smaller side: the stack stays O(log n)
-            sort_keys(k, p, depth);
+            zt_bpe_sort_keys(k, p, depth);
             k += p;
             n -= p;
         } else {
-            sort_keys(k + p, n - p, depth);
+            zt_bpe_sort_keys(k + p, n - p, depth);
             n = p;
         }
     }
     insertion_sort(k, n);
 }
 
-// Reorders k[0 .. n) so that k[nth] holds what sorting would put there, smaller keys before it
-// and larger after.
-static void select_keys(uint64_t *k, size_t n, size_t nth) {
+void zt_bpe_select_keys(uint64_t *k, size_t n, size_t nth) {
     int depth = depth_limit(n);
     while (n > 16) {
         if (depth-- == 0) break;
@@ -733,7 +731,7 @@ static void select_keys(uint64_t *k, size_t n, size_t nth) {
             nth -= p;
         }
     }
-    sort_keys(k, n, depth_limit(n));
+    zt_bpe_sort_keys(k, n, depth_limit(n));
 }
 
 // Long pieces in 5 bytes per byte (a run of one letter, a line without spaces: the piece may
@@ -788,12 +786,12 @@ static inline int key_valid(const long_merge *m, uint64_t key) {
 // dropped), sorted, as the run at the top of the array.
 static void lm_set_run(long_merge *m, size_t j, size_t keep, int sorted) {
     if (j > keep) {
-        select_keys(m->k, j, keep);
+        zt_bpe_select_keys(m->k, j, keep);
         m->limit = m->k[keep];
         j = keep;
         sorted = 0;
     }
-    if (!sorted) sort_keys(m->k, j, depth_limit(j));
+    if (!sorted) zt_bpe_sort_keys(m->k, j, depth_limit(j));
     memmove(m->k + m->cap - j, m->k, j * sizeof *m->k);
     m->qi = m->cap - j;
     m->hn = 0;
@@ -817,7 +815,7 @@ static void lm_load(long_merge *m) {
                 below = key;
                 continue;
             }
-            if (!sorted) select_keys(m->k, j, keep);
+            if (!sorted) zt_bpe_select_keys(m->k, j, keep);
             below = m->k[keep];
             j = keep;
             if (key >= below) continue;

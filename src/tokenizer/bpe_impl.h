@@ -21,6 +21,12 @@ int32_t zt_bpe_pair(const zt_bpe *bpe, int32_t a, int32_t b);
 void zt_bpe_merge_piece(const zt_bpe *bpe, const unsigned char *p, size_t n, size_t heap_cap,
                         zt_bpe_ids *out);
 
+// The long-piece loop's in-place sort (quicksort; heapsort once `depth` partitions deep, so 0
+// forces it) and selection (k[nth] ends where a sort would put it, smaller keys before it,
+// larger after) of its candidate keys.
+void zt_bpe_sort_keys(uint64_t *k, size_t n, int depth);
+void zt_bpe_select_keys(uint64_t *k, size_t n, size_t nth);
+
 // The length of the well-formed UTF-8 sequence at p (n bytes left), or 0 if p[0] starts none.
 size_t zt_bpe_utf8_len(const unsigned char *p, size_t n);
 
