@@ -78,7 +78,7 @@ void zt_bpe_encode(const zt_bpe *bpe, const void *text, size_t n, int invalid, z
 // ids) and 8 (m / 8 + 64) ~ m bytes of candidate pairs for the longest piece (m <= n): about 5
 // bytes per byte. With ZT_BPE_INVALID_REPLACE and invalid bytes, the text with U+FFFD for each
 // (up to 3 n) and the same for it: up to 18 n. Reserved ids beyond those used are given back
-// at the end.
+// at the end when they are over 16 MB.
 size_t zt_bpe_encode_bytes(size_t n, int invalid);
 
 // The bytes of one id (*len of them; not NUL-terminated, owned by bpe), or NULL when id is
