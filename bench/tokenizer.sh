@@ -4,6 +4,17 @@
 # UTF-8 text (vocabulary loading excluded on both sides). The corpus: the GPL-3 text repeated
 # to BENCH_MB (default 32) MB, plus tests/bpe_tiktoken.py's many-scripts sample. The ids are
 # checked equal first. Usage: bash bench/tokenizer.sh   (results: bench/RESULTS.md)
+#
+# MODE=long bash bench/tokenizer.sh: long pieces instead (one thread; results: bench/RESULTS.md,
+# "Long pieces"):
+#   - tiktoken's ids on every kind of tests/bpe_tiktoken.py long at CHECK_MB MiB (default 10;
+#     0 for none);
+#   - LONG_KINDS (default: one letter, digits, random lowercase) at LONG_MB MiB (default 100):
+#     wall time and peak RSS from /usr/bin/time -v, for ZT and for BASE (an older build, e.g. the
+#     one before the bounded merge; optional), whose ids must be equal (two exact implementations);
+#     TIKTOKEN_LONG=1 also compares ZT with tiktoken on them (slow: ~2 min and 5 GB per 100 MiB);
+#   - loading gpt2.tiktoken plus one token of 100 KB, 1 MB and 4 MB of 'a' (BASE: 100 KB only,
+#     it is quadratic).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ZT=${ZT:-build/zerotrain}
@@ -15,6 +26,45 @@ THREADS=${THREADS:-$(nproc)}
 "$PY" -c "import tiktoken" 2>/dev/null || "$PY" -m pip install -q --break-system-packages tiktoken
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/zt_bench_tok.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+
+# One prepare on one thread under /usr/bin/time -v: "wall_s peak_rss_kib" on stdout.
+timed_prepare() { # zerotrain, vocab, text, out
+  OMP_NUM_THREADS=1 /usr/bin/time -v "$1" prepare --tokenizer gpt2 --vocab "$2" --text "$3" --out "$4" \
+    >/dev/null 2>"$tmp/time.txt" || { echo "prepare failed:" >&2; tail -3 "$tmp/time.txt" >&2; return 1; }
+  awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]}
+              /Maximum resident set size/ {m = $2} END {printf "%.2f %d\n", s, m}' "$tmp/time.txt"
+}
+
+long_pieces() {
+  echo "long pieces: $(nproc) cores; $(lscpu | sed -n 's/^Model name: *//p'); load $(cut -d' ' -f1-3 /proc/loadavg)"
+  local kinds c
+  kinds=""  # CHECK_MB=0: none
+  [ "${CHECK_MB:-10}" != 0 ] && kinds=$("$PY" tests/bpe_tiktoken.py long "$tmp/small" "${CHECK_MB:-10}")
+  for c in $kinds; do
+    local ref=keep; [ "$c" = run_spaces ] && ref=piece  # tiktoken's regex overflows on them
+    timed_prepare "$ZT" "$VOCAB" "$tmp/small/$c.txt" "$tmp/zt.bin" >/dev/null
+    "$PY" tests/bpe_tiktoken.py check "$VOCAB" "$tmp/zt.bin" "$ref" "$tmp/small/$c.txt"
+  done
+  kinds=$("$PY" tests/bpe_tiktoken.py long "$tmp/big" "${LONG_MB:-100}" ${LONG_KINDS:-run_a run_digits run_lower})
+  for c in $kinds; do
+    echo "$c ${LONG_MB:-100} MiB: zerotrain wall_s peak_rss_kib $(timed_prepare "$ZT" "$VOCAB" "$tmp/big/$c.txt" "$tmp/zt.bin")"
+    if [ -n "${BASE:-}" ]; then
+      echo "$c ${LONG_MB:-100} MiB: base      wall_s peak_rss_kib $(timed_prepare "$BASE" "$VOCAB" "$tmp/big/$c.txt" "$tmp/base.bin")"
+      cmp -s "$tmp/zt.bin" "$tmp/base.bin" && echo "$c: same ids as base" || echo "$c: DIFFERENT ids from base"
+    fi
+    [ -n "${TIKTOKEN_LONG:-}" ] && "$PY" tests/bpe_tiktoken.py check "$VOCAB" "$tmp/zt.bin" piece "$tmp/big/$c.txt"
+    rm -f "$tmp/big/$c.txt"
+  done
+  printf 'a\n' > "$tmp/tiny.txt"
+  for kb in 100 1000 4000; do
+    "$PY" -c "import base64, sys; open(sys.argv[2], 'wb').write(open(sys.argv[1], 'rb').read() +
+              base64.b64encode(b'a' * int(sys.argv[3]) * 1000) + b' 50256\n')" "$VOCAB" "$tmp/v.tiktoken" "$kb"
+    echo "vocabulary + one ${kb} KB token: zerotrain load+prepare wall_s peak_rss_kib $(timed_prepare "$ZT" "$tmp/v.tiktoken" "$tmp/tiny.txt" "$tmp/t.bin")"
+    [ -n "${BASE:-}" ] && [ "$kb" = 100 ] &&
+      echo "vocabulary + one ${kb} KB token: base      load+prepare wall_s peak_rss_kib $(timed_prepare "$BASE" "$tmp/v.tiktoken" "$tmp/tiny.txt" "$tmp/t.bin")"
+  done
+}
+if [ "${MODE:-}" = long ]; then long_pieces; exit; fi
 "$PY" tests/bpe_tiktoken.py corpus "$tmp/c" >/dev/null
 "$PY" - "$tmp/corpus.txt" "$MB" "$tmp/c/scripts.txt" <<'PYEOF'
 import sys

@@ -4,9 +4,21 @@ offline from the same gpt2.tiktoken file zerotrain reads.
   corpus DIR            writes the test corpus (one file per case) into DIR
   check VOCAB TOKENS MODE FILE...
                         TOKENS is zerotrain's token file for the FILEs as documents (each after
-                        <|endoftext|>); MODE keep|replace is its --invalid-utf8. Exit 1 on the first
+                        <|endoftext|>); MODE keep|replace is its --invalid-utf8 (piece: each
+                        FILE is one piece, merged whole by tiktoken). Exit 1 on the first
                         difference, with context.
   bench VOCAB FILE THREADS   prints tiktoken's MB/s on FILE (encode_ordinary_batch on lines' chunks)
+  long DIR MIB [NAME...]
+                        writes long single pieces of MIB MiB each into DIR (one letter, two
+                        alternating letters, digits, spaces, a two-byte letter, random ACGT, random
+                        lowercase, invalid bytes; or only the NAMEs): each file is one piece
+  measure AS_KB CMD...  runs CMD (address space limited to AS_KB KiB unless 0) and prints
+                        "rc peak_rss_kib peak_vm_kib" (VmPeak polled from /proc while it runs)
+  uniform VOCAB TOKENS SMALL
+                        TOKENS holds the ids of a long run of one byte after <|endoftext|>; SMALL
+                        is 1 MiB of that byte: tiktoken's ids for SMALL must be one id repeated,
+                        and TOKENS that id repeated for the whole run (what tiktoken gives on a
+                        100 MB run too, bench/RESULTS.md)
 """
 import os, random, sys, time
 
@@ -22,7 +34,11 @@ def encoding(vocab):
 
 
 def reference(enc, data, mode):
-    """tiktoken ids for bytes: valid UTF-8 exactly as encode_ordinary; invalid bytes per mode."""
+    """tiktoken ids for bytes: valid UTF-8 exactly as encode_ordinary; invalid bytes per mode;
+    mode "piece": data is one piece of the pattern (a run of spaces: tiktoken's regex overflows
+    its stack on 1 MiB of them), byte-pair merged whole."""
+    if mode == "piece":
+        return enc._encode_single_piece(data)
     s = data.decode("utf-8", "surrogateescape")  # each invalid byte -> one lone surrogate
     if mode == "replace":
         return enc.encode_ordinary(s)  # tiktoken turns each lone surrogate into U+FFFD
@@ -133,8 +149,68 @@ def bench(vocab, path, threads):
     print(f"tiktoken threads={threads}: {mb:.1f} MB, {n} tokens, {dt:.2f} s, {mb / dt:.1f} MB/s")
 
 
+def long_pieces(d, mib, only=None):
+    os.makedirs(d, exist_ok=True)
+    import numpy as np
+    n = mib << 20
+    rnd = np.random.default_rng(27)
+    pick = lambda alphabet: rnd.choice(np.frombuffer(alphabet, np.uint8), n).tobytes()
+    cases = {  # made on demand: a 100 MiB run is 100 MiB of memory
+        "run_a": lambda: b"a" * n,
+        "run_ab": lambda: b"ab" * (n // 2),
+        "run_digits": lambda: b"1234567890" * (n // 10),
+        "run_spaces": lambda: b" " * n,
+        "run_e_acute": lambda: "\u00e9".encode() * (n // 2),
+        "run_acgt": lambda: pick(b"ACGT"),
+        "run_lower": lambda: pick(b"abcdefghijklmnopqrstuvwxyz"),
+        "run_invalid": lambda: b"\xff" * (n // 4),
+    }
+    names = sorted(only or cases)
+    for name in names:
+        with open(os.path.join(d, name + ".txt"), "wb") as f:
+            f.write(cases[name]())
+    print(" ".join(names))
+
+
+def measure(as_kb, cmd):
+    import resource, subprocess
+    def limit():
+        if as_kb > 0:
+            resource.setrlimit(resource.RLIMIT_AS, (as_kb << 10, as_kb << 10))
+    p = subprocess.Popen(cmd, preexec_fn=limit)
+    vm = 0
+    while p.poll() is None:
+        try:
+            for line in open(f"/proc/{p.pid}/status"):
+                if line.startswith("VmPeak:"):
+                    vm = max(vm, int(line.split()[1]))
+        except OSError:
+            pass
+        time.sleep(0.002)
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
+    print(p.returncode, rss, vm)
+
+
+def uniform(vocab, tokens, small):
+    import numpy as np
+    enc = encoding(vocab)
+    want = enc.encode_ordinary(open(small, "rb").read().decode())
+    got = np.fromfile(tokens, dtype=np.uint16, offset=1024)
+    if len(set(want)) != 1:
+        print(f"tiktoken's ids for {small} are not one id repeated: {want[:8]}")
+        return 1
+    if got[0] != EOT or not (got[1:] == want[0]).all():
+        print(f"DIFFERENT: {tokens} is not <|endoftext|> then {want[0]} repeated: {got[:8]}")
+        return 1
+    print(f"same ids as tiktoken's pattern: {len(got) - 1} times {want[0]}")
+    return 0
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "corpus": corpus(sys.argv[2])
     elif cmd == "check": sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]))
     elif cmd == "bench": bench(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif cmd == "long": long_pieces(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
+    elif cmd == "measure": measure(int(sys.argv[2]), sys.argv[3:])
+    elif cmd == "uniform": sys.exit(uniform(sys.argv[2], sys.argv[3], sys.argv[4]))

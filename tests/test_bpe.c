@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bpe.h"
@@ -38,10 +39,12 @@ static int ids_are(const zt_bpe_ids *got, const int32_t *want, size_t n) {
     int ok = got->n == n;
     for (size_t i = 0; ok && i < n; i++) ok = got->ids[i] == want[i];
     if (!ok) {
-        fprintf(stderr, "  got %zu ids:", got->n);
-        for (size_t i = 0; i < got->n; i++) fprintf(stderr, " %d", got->ids[i]);
-        fprintf(stderr, "\n  want %zu ids:", n);
-        for (size_t i = 0; i < n; i++) fprintf(stderr, " %d", want[i]);
+        size_t at = 0;  // the first difference, shown with what follows
+        while (at < got->n && at < n && got->ids[at] == want[at]) at++;
+        fprintf(stderr, "  got %zu ids, want %zu; from id %zu on:\n  got: ", got->n, n, at);
+        for (size_t i = at; i < got->n && i < at + 24; i++) fprintf(stderr, " %d", got->ids[i]);
+        fprintf(stderr, "\n  want:");
+        for (size_t i = at; i < n && i < at + 24; i++) fprintf(stderr, " %d", want[i]);
         fprintf(stderr, "\n");
     }
     return ok;
@@ -96,28 +99,125 @@ ZT_TEST(bpe_merges_tiny) {
     return ZT_PASS;
 }
 
-// The array loop (short pieces) and the heap loop (long ones) must merge identically.
+// tiktoken's byte_pair_merge spelled out (quadratic): merge the pair of lowest rank, the
+// leftmost of equals, until none is a token. The reference for both loops of bpe.c.
+static void merge_reference(const zt_bpe *b, const unsigned char *p, size_t n, zt_bpe_ids *out) {
+    int32_t *part = malloc(n * sizeof *part);
+    for (size_t i = 0; i < n; i++) part[i] = zt_bpe_lookup(b, p + i, 1);
+    for (;;) {
+        int32_t best = -1;
+        size_t at = 0;
+        for (size_t i = 0; i + 1 < n; i++) {
+            int32_t r = zt_bpe_pair(b, part[i], part[i + 1]);
+            if (r >= 0 && (best < 0 || r < best)) {
+                best = r;
+                at = i;
+            }
+        }
+        if (best < 0) break;
+        part[at] = best;
+        memmove(part + at + 1, part + at + 2, (n - at - 2) * sizeof *part);
+        n--;
+    }
+    out->ids = part;
+    out->n = out->cap = n;
+}
+
+// The array loop (short pieces) and the long-piece loop, with its default hold of candidate
+// pairs and with tiny ones (a hold of 2 to 5 rescans the parts after nearly every merge and
+// trims on nearly every push), must all merge as the reference does.
 static int loops_agree(const zt_bpe *b, const unsigned char *p, size_t n) {
-    zt_bpe_ids x = {0}, y = {0};
-    zt_bpe_merge_piece(b, p, n, 0, &x);
-    zt_bpe_merge_piece(b, p, n, 1, &y);
-    int ok = ids_are(&x, y.ids, y.n);
-    zt_bpe_ids_free(&x);
-    zt_bpe_ids_free(&y);
+    zt_bpe_ids want = {0};
+    merge_reference(b, p, n, &want);
+    static const size_t caps[] = {0, 2, 3, 5, 17, 1000};
+    int ok = 1;
+    for (size_t c = 0; ok && c < sizeof caps / sizeof caps[0]; c++) {
+        zt_bpe_ids got = {0};
+        zt_bpe_merge_piece(b, p, n, caps[c], &got);
+        ok = ids_are(&got, want.ids, want.n);
+        if (!ok) fprintf(stderr, "  hold %zu (0: default), piece of %zu bytes\n", caps[c], n);
+        zt_bpe_ids_free(&got);
+    }
+    zt_bpe_ids_free(&want);
     return ok;
 }
 
-ZT_TEST(bpe_heap_matches_array) {
-    zt_bpe *b = tiny();
-    CHECK(b);
-    unsigned seed = 14;
-    unsigned char buf[128];
-    for (int trial = 0; trial < 2000; trial++) {
-        size_t n = 1 + (size_t)(rand_r(&seed) % 128);
-        for (size_t i = 0; i < n; i++) buf[i] = "abcdxyz"[rand_r(&seed) % 7];
-        CHECK(loops_agree(b, buf, n));
+// 256 single bytes, then `extra` random strings over "abcd" of 2 to 6 bytes in random order:
+// unlike GPT-2's, a token may rank below the tokens it is made of, so a merge often makes a
+// pair that ranks below everything pending (the long-piece loop must then push it under its
+// limit, trim when full, and still take the smallest first).
+static zt_bpe *scrambled(unsigned seed, int extra) {
+    static unsigned char store[256 + 400][6];
+    const unsigned char *tok[256 + 400];
+    size_t len[256 + 400];
+    int n = 0;
+    for (; n < 256; n++) {
+        store[n][0] = (unsigned char)n;
+        tok[n] = store[n];
+        len[n] = 1;
     }
-    zt_bpe_free(b);
+    while (n < 256 + extra) {
+        len[n] = 2 + (size_t)(rand_r(&seed) % 5);
+        for (size_t i = 0; i < len[n]; i++) store[n][i] = (unsigned char)"abcd"[rand_r(&seed) % 4];
+        tok[n] = store[n];
+        int dup = 0;
+        for (int j = 256; j < n; j++) dup |= len[j] == len[n] && memcmp(store[j], store[n], len[n]) == 0;
+        if (!dup) n++;
+    }
+    zt_bpe *b = NULL;
+    if (zt_bpe_from_tokens(&b, tok, len, n) != ZT_OK) return NULL;
+    return b;
+}
+
+ZT_TEST(bpe_heap_matches_array) {
+    unsigned seed = 14;
+    unsigned char buf[400];
+    for (int v = 0; v < 2; v++) {
+        zt_bpe *b = v == 0 ? tiny() : scrambled(3, 400);
+        CHECK(b);
+        for (int trial = 0; trial < 1500; trial++) {
+            size_t n = 1 + (size_t)(rand_r(&seed) % (trial % 2 ? 128 : 400));
+            for (size_t i = 0; i < n; i++) buf[i] = (v ? "abcd" : "abcdxyz")[rand_r(&seed) % (v ? 4 : 7)];
+            CHECK(loops_agree(b, buf, n));
+        }
+        zt_bpe_free(b);
+    }
+    return ZT_PASS;
+}
+
+static int cmp_u64(const void *x, const void *y) {
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+// The long-piece loop's sort and selection against qsort, on the patterns that break naive
+// quicksorts (sorted, reversed, all equal, organ pipe, few distinct, random), with the
+// heapsort fallback forced too.
+ZT_TEST(bpe_sort_select) {
+    unsigned seed = 8;
+    static uint64_t k[3000], want[3000];
+    for (int trial = 0; trial < 600; trial++) {
+        size_t n = trial < 40 ? (size_t)trial : (size_t)(rand_r(&seed) % 3000);
+        int pattern = trial % 6;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t v = (uint64_t)rand_r(&seed) << 20 ^ (uint64_t)rand_r(&seed);
+            if (pattern == 1) v = i;
+            if (pattern == 2) v = n - i;
+            if (pattern == 3) v = 7;
+            if (pattern == 4) v = i < n / 2 ? i : n - i;
+            if (pattern == 5) v %= 5;
+            k[i] = want[i] = v;
+        }
+        qsort(want, n, sizeof *want, cmp_u64);
+        zt_bpe_sort_keys(k, n, trial % 3 == 0 ? 0 : 64);
+        CHECK(memcmp(k, want, n * sizeof *k) == 0);
+        if (n == 0) continue;
+        for (size_t i = 0; i < n; i++) k[n - 1 - i] = want[(i * 7919) % n];  // shuffled
+        size_t nth = (size_t)rand_r(&seed) % n;
+        zt_bpe_select_keys(k, n, nth);
+        CHECK(k[nth] == want[nth]);
+        for (size_t i = 0; i < n; i++) CHECK(i < nth ? k[i] <= k[nth] : k[i] >= k[nth]);
+    }
     return ZT_PASS;
 }
 
@@ -265,6 +365,92 @@ ZT_TEST(bpe_vocab_errors) {
     return ZT_PASS;
 }
 
+// One "<base64 of p> <rank>" line of a tiktoken file.
+static void put_token(FILE *f, const unsigned char *p, size_t n, int rank) {
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t w = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+                     (i + 2 < n ? p[i + 2] : 0);
+        char q[4] = {b64[w >> 18], b64[(w >> 12) & 63], i + 1 < n ? b64[(w >> 6) & 63] : '=',
+                     i + 2 < n ? b64[w & 63] : '='};
+        fwrite(q, 1, 4, f);
+    }
+    fprintf(f, " %d\n", rank);
+}
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+// A vocabulary file with long tokens loads in linear time (finding every split of a token into
+// two tokens by hashing both halves was quadratic: these four took 13 s of CPU, a 1 MB token
+// minutes), and its pair table is right: for every two short tokens, the pair is the token of
+// their concatenation, and the long tokens' splits are there.
+ZT_TEST(bpe_long_token_vocab) {
+    enum { H = 50000, N_SHORT = 120 };
+    char path[] = "/tmp/zt_test_bpe_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    FILE *f = fdopen(fd, "wb");
+    CHECK(f);
+    unsigned char *big = malloc(2 * H);
+    CHECK(big);
+    int rank = 0;
+    for (int c = 0; c < 256; c++, rank++) put_token(f, (unsigned char[]){(unsigned char)c}, 1, rank);
+    // Short tokens over "abc" (the duplicates of earlier ones are left out).
+    unsigned seed = 5;
+    unsigned char s[N_SHORT][8];
+    size_t sl[N_SHORT];
+    for (int i = 0; i < N_SHORT; i++) {
+        sl[i] = 2 + (size_t)(rand_r(&seed) % 6);
+        for (size_t k = 0; k < sl[i]; k++) s[i][k] = (unsigned char)"abc"[rand_r(&seed) % 3];
+        int dup = 0;
+        for (int j = 0; j < i; j++) dup |= sl[j] == sl[i] && memcmp(s[j], s[i], sl[i]) == 0;
+        if (dup) sl[i] = 0;
+        else put_token(f, s[i], sl[i], rank++);
+    }
+    // A = a^H, B = b^H, then A + B and A + A.
+    int id_a = rank, id_b = rank + 1, id_ab = rank + 2, id_aa = rank + 3;
+    memset(big, 'a', H);
+    memset(big + H, 'b', H);
+    put_token(f, big, H, rank++);
+    put_token(f, big + H, H, rank++);
+    put_token(f, big, 2 * H, rank++);
+    memset(big + H, 'a', H);
+    put_token(f, big, 2 * H, rank++);
+    CHECK(fclose(f) == 0);
+    zt_bpe *b = NULL;
+    double t0 = seconds_now();
+    zt_status st = zt_bpe_load(&b, path);
+    double dt = seconds_now() - t0;
+    unlink(path);
+    CHECK(st == ZT_OK);
+    if (dt >= 1.0) fprintf(stderr, "  %d tokens, two of %d bytes, took %.1f s to load\n", rank, 2 * H, dt);
+    CHECK(dt < 1.0);
+    CHECK_EQ_INT(zt_bpe_pair(b, id_a, id_b), id_ab);
+    CHECK_EQ_INT(zt_bpe_pair(b, id_a, id_a), id_aa);
+    CHECK_EQ_INT(zt_bpe_pair(b, id_b, id_a), -1);
+    CHECK_EQ_INT(zt_bpe_lookup(b, big, 2 * H), id_aa);
+    // Every two short tokens (and single bytes of "abc"): pair == lookup of the concatenation.
+    for (int i = -3; i < N_SHORT; i++)
+        for (int j = -3; j < N_SHORT; j++) {
+            const unsigned char *pi = i < 0 ? (const unsigned char *)"abc" + i + 3 : s[i];
+            const unsigned char *pj = j < 0 ? (const unsigned char *)"abc" + j + 3 : s[j];
+            size_t li = i < 0 ? 1 : sl[i], lj = j < 0 ? 1 : sl[j];
+            if (!li || !lj) continue;
+            unsigned char cat[16];
+            memcpy(cat, pi, li);
+            memcpy(cat + li, pj, lj);
+            int32_t want = zt_bpe_lookup(b, cat, li + lj);
+            CHECK_EQ_INT(zt_bpe_pair(b, zt_bpe_lookup(b, pi, li), zt_bpe_lookup(b, pj, lj)), want);
+        }
+    free(big);
+    zt_bpe_free(b);
+    return ZT_PASS;
+}
+
 // The installed GPT-2 vocabulary into *b: ZT_PASS, ZT_SKIP when it is absent, ZT_FAIL when
 // it does not load.
 static int load_gpt2(zt_bpe **b) {
@@ -308,10 +494,41 @@ ZT_TEST(bpe_gpt2_roundtrip) {
         CHECK_EQ_INT(len, n);
         CHECK(memcmp(text, buf, n) == 0);
         free(text);
-        // Long pieces take the heap loop: it must agree with the array loop on real merges.
-        CHECK(loops_agree(b, buf, n < 2000 ? n : 2000));
+        // The merge loops must agree with the reference on real merges.
+        CHECK(loops_agree(b, buf, n < 700 ? n : 700));
     }
     zt_bpe_ids_free(&ids);
+    zt_bpe_free(b);
+    return ZT_PASS;
+}
+
+// Long pieces of few distinct characters (the runs that make one piece of a whole file) with
+// GPT-2's merges: many rank levels, and with tiny holds of candidate pairs many rescans and
+// trims; the long-piece loop must merge as tiktoken's rule does.
+ZT_TEST(bpe_gpt2_long_pieces) {
+    zt_bpe *b;
+    int got = load_gpt2(&b);
+    if (got != ZT_PASS) return got;
+    static const struct {
+        const char *chars;
+        int random;  // drawn at random, else repeated in order
+    } runs[] = {{"a", 0},   {"ab", 0},         {"1234567890", 0},
+                {"ACGT", 1}, {"abcdefghijklmnopqrstuvwxyz", 1}, {"\xc3\xa9", 0},
+                {"aab", 0}, {"!-=", 1},        {"0", 0}};
+    unsigned seed = 11;
+    static unsigned char buf[3000];
+    for (size_t c = 0; c < sizeof runs / sizeof runs[0]; c++) {
+        const char *al = runs[c].chars;
+        size_t m = strlen(al), n = 0;
+        while (n + m <= sizeof buf) {
+            if (runs[c].random) buf[n++] = (unsigned char)al[rand_r(&seed) % m];
+            else for (size_t i = 0; i < m; i++) buf[n++] = (unsigned char)al[i];
+        }
+        if (!loops_agree(b, buf, n)) {
+            fprintf(stderr, "  alphabet \"%s\"\n", al);
+            return ZT_FAIL;
+        }
+    }
     zt_bpe_free(b);
     return ZT_PASS;
 }

@@ -8,6 +8,7 @@
 #include "bpe.h"
 #include "common.h"
 #include "data.h"
+#include "host_memory.h"
 #include "outputs.h"
 #include "tokenizer_prepare.h"
 
@@ -149,6 +150,7 @@ static int prepare_gpt2(const prepare_args *p) {
         .texts = p->texts, .n_texts = p->n_texts, .vocab = p->vocab ? p->vocab : default_vocab,
         .out = p->out, .val_out = p->val_out, .val_frac = p->val_frac, .invalid = p->invalid,
         .chunk_bytes = (size_t)p->chunk_kb << 10, .progress = -1,
+        .as_limit = zt_host_rank_limit_bytes(), .mem_room = zt_host_available_bytes(),
     };
     zt_prepare_stats st;
     if (zt_prepare_gpt2(&o, &st) != ZT_OK) {

@@ -7,7 +7,9 @@
 // chunks are encoded in parallel, each into its own id list, and appended in order; what
 // follows the last cut is carried into the next batch. At the end of a file the rest is the
 // last chunk. A stretch with no safe cut (a megabyte without a newline or a change between
-// letters, digits and symbols) stays in the carry and the buffer grows until one comes.
+// letters, digits and symbols) stays in the carry and the buffer grows by half until one comes;
+// before each growth, check_stretch makes sure encoding it whole will fit (about 6 bytes per
+// byte) or stops with one error.
 #include "tokenizer_prepare.h"
 
 #include <errno.h>
@@ -21,6 +23,7 @@
 
 #include "bpe.h"
 #include "data.h"
+#include "memory.h"
 
 #define ZT_PREPARE_CHUNK_DEFAULT ((size_t)1 << 20)
 #define ZT_PREPARE_CHUNKS_PER_THREAD 4
@@ -40,8 +43,8 @@ typedef struct {
     int threads;
     zt_bpe_ids *ids;       // (n_slots) one id list per chunk of a batch
     int n_slots;
-    uint16_t *u16;         // (u16_cap) ids narrowed for the file
-    size_t u16_cap;
+    // what the process may still use, for a stretch with no safe cut (check_stretch)
+    double as_limit, mem_room, rss0;
     // progress
     int progress, tty;
     size_t total, done;
@@ -61,16 +64,18 @@ static void report_progress(prep *p, int final) {
     fflush(stderr);
 }
 
-// Appends ids (n) to the file as uint16 (every GPT-2 id is below 65536: checked at start).
-static zt_status write_ids(prep *p, const int32_t *ids, size_t n) {
-    if (n > p->u16_cap) {
-        free(p->u16);
-        p->u16_cap = n;
-        p->u16 = malloc(n * sizeof *p->u16);
-        ZT_ASSERTF(p->u16, "out of memory for %zu tokens", n);
+// Appends ids (n) to the file as uint16 (every GPT-2 id is below 65536: checked at start),
+// narrowed in place: a copy would cost 2 bytes per token more, and a long piece's ids may be
+// as many as its bytes. The ids are not needed after. memcpy: the bytes change type.
+static zt_status write_ids(prep *p, int32_t *ids, size_t n) {
+    unsigned char *raw = (unsigned char *)ids;
+    for (size_t i = 0; i < n; i++) {  // uint16 i overlaps int32 i / 2, already read
+        int32_t v;
+        memcpy(&v, raw + 4 * i, 4);
+        uint16_t u = (uint16_t)v;
+        memcpy(raw + 2 * i, &u, 2);
     }
-    for (size_t i = 0; i < n; i++) p->u16[i] = (uint16_t)ids[i];
-    return zt_token_writer_append(&p->w, p->u16, n);
+    return zt_token_writer_append(&p->w, (const uint16_t *)(const void *)ids, n);
 }
 
 // Encodes the chunks buf[cut[i], cut[i+1]) for i < n in parallel and appends them in order.
@@ -90,6 +95,42 @@ static zt_status encode_chunks(prep *p, const unsigned char *buf, const size_t *
     return ZT_OK;
 }
 
+// A stretch of text with no safe cut is encoded as one chunk, and may be one piece: before the
+// buffer grows from cap to cap_new bytes for it, whether what that takes fits what this process
+// may still use: the larger buffer, and encoding cap_new bytes at once
+// (zt_bpe_encode_bytes: about 5 bytes per byte). Else one error (nothing allocated yet) naming
+// the stretch, the need, the limit and the fixes.
+static zt_status check_stretch(const prep *p, const char *path, size_t at, size_t len,
+                               size_t cap, size_t cap_new) {
+    double need = (double)(cap_new - cap) + (double)zt_bpe_encode_bytes(cap_new, p->invalid);
+    double room = -1, vm = zt_mem_proc_bytes("/proc/self/status", "VmSize");
+    double rss = zt_mem_proc_bytes("/proc/self/status", "VmRSS");
+    const char *what = "";
+    if (p->as_limit > 0 && vm > 0) {
+        room = p->as_limit - vm;
+        what = "the address space left under its limit (ulimit -v)";
+    }
+    if (p->mem_room > 0 && (room < 0 || p->mem_room - (rss - p->rss0) < room)) {
+        room = p->mem_room - (rss - p->rss0);
+        what = "the memory available (MemAvailable, or the memory cgroup's limit)";
+    }
+    if (cap_new > UINT32_MAX) {  // a piece's positions are 32-bit
+        room = 0;
+        what = "the 4 GiB a stretch without a cut may have";
+    }
+    if (room < 0 || need <= room) return ZT_OK;
+    return zt_errorf("text file %s: the %zu bytes from byte %zu on have no place where GPT-2's "
+                     "pattern allows a cut (a newline after a character that is not white space, "
+                     "or a change between letters, digits and other symbols), so they are "
+                     "encoded as one chunk; reading more of it needs %.0f MiB (the text and "
+                     "about %d bytes per byte to encode it), more than %s, %.0f MiB; raise the "
+                     "limit, or break the stretch (with newlines, or a character of another "
+                     "kind) where a different tokenization there does not matter",
+                     path, len, at, need / 1048576.0,
+                     p->invalid == ZT_BPE_INVALID_REPLACE ? 18 : 5, what,
+                     room > 0 ? room / 1048576.0 : 0.0);
+}
+
 static zt_status encode_file(prep *p, const char *path) {
     FILE *f = zt_fopen_regular(path); // checked above, but it may have changed since
     if (!f) return zt_errorf("cannot open text file %s: %s; check the path given to --text", path,
@@ -104,10 +145,13 @@ static zt_status encode_file(prep *p, const char *path) {
     size_t *cut = malloc(((size_t)p->n_slots + 1) * sizeof *cut);
     ZT_ASSERTF(buf && cut, "out of memory for %zu bytes of text buffer", cap);
     int eof = 0;
+    size_t at = 0;  // where buf[0] is in the file
     while (s == ZT_OK && !eof) {
-        size_t want = len < target ? target - len : len;  // no cut yet: double
-        if (len + want > cap) {  // a long stretch without a safe cut: grow
-            cap = 2 * (len + want);
+        size_t want = len < target ? target - len : len / 2;  // no cut yet: grow by half
+        if (len + want > cap) {  // a long stretch without a safe cut: grow, if it will fit
+            s = check_stretch(p, path, at, len, cap, len + want);
+            if (s != ZT_OK) break;
+            cap = len + want;
             buf = realloc(buf, cap);
             ZT_ASSERTF(buf, "out of memory for %zu bytes of text buffer", cap);
         }
@@ -144,6 +188,7 @@ static zt_status encode_file(prep *p, const char *path) {
         if (n > 0) s = encode_chunks(p, buf, cut, n);
         memmove(buf, buf + start, len - start);
         len -= start;
+        at += start;
     }
     fclose(f);
     free(buf);
@@ -181,6 +226,9 @@ zt_status zt_prepare_gpt2(const zt_prepare_gpt2_opts *o, zt_prepare_stats *stats
                       "files hold",
                       o->vocab, zt_bpe_vocab_size(p.bpe));
     p.invalid = o->invalid;
+    p.as_limit = o->as_limit;
+    p.mem_room = o->mem_room;
+    p.rss0 = zt_mem_proc_bytes("/proc/self/status", "VmRSS");
     p.chunk = o->chunk_bytes ? o->chunk_bytes : ZT_PREPARE_CHUNK_DEFAULT;
     p.threads = omp_get_max_threads();
     p.n_slots = p.threads * ZT_PREPARE_CHUNKS_PER_THREAD;
@@ -215,7 +263,6 @@ zt_status zt_prepare_gpt2(const zt_prepare_gpt2_opts *o, zt_prepare_stats *stats
     }
     for (int i = 0; i < p.n_slots; i++) zt_bpe_ids_free(&p.ids[i]);
     free(p.ids);
-    free(p.u16);
     zt_bpe_free(p.bpe);
     return s;
 }

@@ -16,6 +16,10 @@ typedef struct {
     int invalid;               // ZT_BPE_INVALID_KEEP or ZT_BPE_INVALID_REPLACE
     size_t chunk_bytes;        // bytes per parallel chunk (0: 1 MiB)
     int progress;              // 1 always, 0 never, -1 when the input is 32 MiB or more
+    // What this process may use, for a stretch of text with no safe cut (encoded as one chunk,
+    // about 6 bytes per byte with the text): the address-space limit (ulimit -v) and the
+    // memory it may still take at the start (MemAvailable, the memory cgroup); 0 = unknown.
+    double as_limit, mem_room;
 } zt_prepare_gpt2_opts;
 
 typedef struct {
@@ -31,8 +35,11 @@ typedef struct {
 // The text is read in chunks cut where the GPT-2 pattern cannot join across them
 // (zt_bpe_safe_cut), so memory stays a few chunks per thread whatever the corpus size; the
 // chunks are encoded by all OpenMP threads and written in order: the ids are those of encoding
-// each file whole. Fails with one message (nothing written) for a missing or unreadable text
-// file, a missing or malformed vocabulary, or a write error. stats may be NULL.
+// each file whole. A stretch with no safe cut is held whole, so memory grows with the longest
+// one (about 6 bytes per byte: the text and zt_bpe_encode_bytes). Fails with one message
+// (nothing written) for a missing or unreadable text file, a missing or malformed vocabulary,
+// a stretch with no safe cut that would not fit as_limit or mem_room (checked before it is
+// read further), or a write error. stats may be NULL.
 zt_status zt_prepare_gpt2(const zt_prepare_gpt2_opts *o, zt_prepare_stats *stats);
 
 #endif

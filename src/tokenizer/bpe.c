@@ -37,10 +37,14 @@ static const char ZT_BPE_GPT2_PATTERN[] =
 static const char ZT_BPE_EOT_TEXT[] = "<|endoftext|>";
 
 // Pieces up to this many bytes merge in a flat array (quadratic, cache friendly, like
-// tiktoken); longer ones (long whitespace runs, repeated characters) through a heap.
+// tiktoken); longer ones (long whitespace runs, repeated characters) through a heap in
+// bounded memory (merge_long).
 #define ZT_BPE_ARRAY_MAX 128
 
 #define NO_ID UINT32_MAX
+
+// Keys a long piece's merge holds at most (8 bytes each: 1 byte per byte of the piece).
+#define ZT_BPE_HEAP_CAP(n) ((n) / 8 + 64)
 
 struct zt_bpe {
     int n_tokens;              // byte-pair tokens; the end-of-text id is n_tokens
@@ -120,6 +124,108 @@ static uint64_t pow2_at_least(uint64_t x) {
     return p;
 }
 
+// The pair table needs every split of every token into two tokens. Looking both halves of
+// each split up by hash is quadratic in a token's length (a 1 MB token took minutes); instead
+// each token's prefix tokens and suffix tokens come from two forests.
+//
+// parent[t] is the longest token that is a proper prefix (suffix, for the reversed forest) of
+// token t, or -1: the prefix tokens of t are then parent[t], parent[parent[t]], ... In the
+// tokens sorted by their bytes (read from the end, reversed), the tokens with u as a prefix
+// follow u, so a stack of the current token's prefix tokens finds each parent: each token is
+// pushed and popped once, each test costs the popped or the parent token's length: O(total
+// bytes) after an O(n log n)-comparison sort.
+typedef struct {
+    const zt_bpe *b;
+    int rev;
+} token_order;
+
+static int cmp_tokens(const void *x, const void *y, void *ctx) {
+    const token_order *o = ctx;
+    uint32_t s = *(const uint32_t *)x, t = *(const uint32_t *)y;
+    size_t ls = tok_len(o->b, s), lt = tok_len(o->b, t), m = ls < lt ? ls : lt;
+    const unsigned char *ps = o->b->pool + o->b->off[s], *pt = o->b->pool + o->b->off[t];
+    if (!o->rev) {
+        int c = memcmp(ps, pt, m);
+        if (c) return c;
+    } else {
+        for (size_t i = 1; i <= m; i++)
+            if (ps[ls - i] != pt[lt - i]) return ps[ls - i] < pt[lt - i] ? -1 : 1;
+    }
+    return (ls > lt) - (ls < lt);
+}
+
+// Whether token u is a proper prefix (rev: suffix) of token t.
+static int token_affix(const zt_bpe *b, uint32_t u, uint32_t t, int rev) {
+    size_t lu = tok_len(b, u), lt = tok_len(b, t);
+    return lu < lt && memcmp(b->pool + b->off[u], b->pool + b->off[t] + (rev ? lt - lu : 0), lu) == 0;
+}
+
+static void token_parents(const zt_bpe *b, int rev, int32_t *parent) {
+    size_t n = (size_t)b->n_tokens, top = 0;
+    uint32_t *order = malloc(n * sizeof *order), *stack = malloc(n * sizeof *stack);
+    ZT_ASSERT(order && stack);
+    for (size_t i = 0; i < n; i++) order[i] = (uint32_t)i;
+    token_order o = {b, rev};
+    qsort_r(order, n, sizeof *order, cmp_tokens, &o);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t t = order[k];
+        while (top && !token_affix(b, stack[top - 1], t, rev)) top--;
+        parent[t] = top ? (int32_t)stack[top - 1] : -1;
+        stack[top++] = t;
+    }
+    free(order);
+    free(stack);
+}
+
+// The splits of token id into two tokens (O(its prefix and suffix tokens)): its suffix tokens
+// are stamped by where they start, then each prefix token looks up its end. Counts them, and
+// enters them into the pair table when fill is set. at and stamp hold the longest token.
+static size_t token_splits(zt_bpe *b, const int32_t *pre, const int32_t *suf, int32_t *at,
+                           uint32_t *stamp, uint32_t id, int fill) {
+    size_t len = tok_len(b, id), found = 0;
+    for (int32_t u = suf[id]; u >= 0; u = suf[u]) {
+        size_t k = len - tok_len(b, (uint32_t)u);
+        at[k] = u;
+        stamp[k] = id + 1;
+    }
+    for (int32_t u = pre[id]; u >= 0; u = pre[u]) {
+        size_t k = tok_len(b, (uint32_t)u);
+        if (stamp[k] != id + 1) continue;
+        found++;
+        if (!fill) continue;
+        uint64_t key = (uint64_t)(uint32_t)u << 32 | (uint32_t)at[k];
+        uint64_t i = mix64(key) & b->pair_mask;
+        while (b->pair_keys[i] != UINT64_MAX) i = (i + 1) & b->pair_mask;
+        b->pair_keys[i] = key;
+        b->pair_vals[i] = id;
+    }
+    return found;
+}
+
+// The pair table: every split of every token into two tokens. Count first, then fill.
+static void build_pairs(zt_bpe *b) {
+    size_t n = (size_t)b->n_tokens, longest = 1, n_pairs = 0;
+    for (size_t id = 0; id < n; id++)
+        if (tok_len(b, (uint32_t)id) > longest) longest = tok_len(b, (uint32_t)id);
+    int32_t *pre = malloc(n * sizeof *pre), *suf = malloc(n * sizeof *suf);
+    int32_t *at = malloc(longest * sizeof *at);
+    uint32_t *stamp = calloc(longest, sizeof *stamp);
+    ZT_ASSERT(pre && suf && at && stamp);
+    token_parents(b, 0, pre);
+    token_parents(b, 1, suf);
+    for (size_t id = 0; id < n; id++) n_pairs += token_splits(b, pre, suf, at, stamp, (uint32_t)id, 0);
+    b->pair_mask = pow2_at_least((uint64_t)n_pairs * 2 + 1) - 1;
+    b->pair_keys = malloc((b->pair_mask + 1) * sizeof *b->pair_keys);
+    b->pair_vals = malloc((b->pair_mask + 1) * sizeof *b->pair_vals);
+    ZT_ASSERT(b->pair_keys && b->pair_vals);
+    memset(b->pair_keys, 0xff, (b->pair_mask + 1) * sizeof *b->pair_keys);
+    for (size_t id = 0; id < n; id++) token_splits(b, pre, suf, at, stamp, (uint32_t)id, 1);
+    free(pre);
+    free(suf);
+    free(at);
+    free(stamp);
+}
+
 // From the pool and offsets (n tokens in rank order), builds both hash tables. Errors name
 // `what` (the file) for duplicates or missing single bytes.
 static zt_status build_tables(zt_bpe *b, const char *what) {
@@ -150,34 +256,7 @@ static zt_status build_tables(zt_bpe *b, const char *what) {
                              what, c);
         b->byte_id[c] = (uint32_t)id;
     }
-    // Pairs: every split of every token into two tokens. Count first, then fill.
-    size_t n_pairs = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) {
-            b->pair_mask = pow2_at_least((uint64_t)n_pairs * 2 + 1) - 1;
-            b->pair_keys = malloc((b->pair_mask + 1) * sizeof *b->pair_keys);
-            b->pair_vals = malloc((b->pair_mask + 1) * sizeof *b->pair_vals);
-            ZT_ASSERT(b->pair_keys && b->pair_vals);
-            memset(b->pair_keys, 0xff, (b->pair_mask + 1) * sizeof *b->pair_keys);
-        }
-        for (int t = 0; t < n; t++) {
-            const unsigned char *p = b->pool + b->off[t];
-            size_t len = tok_len(b, (uint32_t)t);
-            for (size_t k = 1; k < len; k++) {
-                int32_t a = zt_bpe_lookup(b, p, k), c = zt_bpe_lookup(b, p + k, len - k);
-                if (a < 0 || c < 0) continue;
-                if (pass == 0) {
-                    n_pairs++;
-                    continue;
-                }
-                uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)c;
-                uint64_t i = mix64(key) & b->pair_mask;
-                while (b->pair_keys[i] != UINT64_MAX) i = (i + 1) & b->pair_mask;
-                b->pair_keys[i] = key;
-                b->pair_vals[i] = (uint32_t)t;
-            }
-        }
-    }
+    build_pairs(b);
     return ZT_OK;
 }
 
@@ -484,6 +563,26 @@ static void ids_reserve(zt_bpe_ids *o, size_t more) {
     o->cap = cap;
 }
 
+// Room for exactly `more` ids: a long piece's parts take n of them, and doubling would
+// reserve up to 4n bytes more (address space counts under ulimit -v).
+static void ids_reserve_exact(zt_bpe_ids *o, size_t more) {
+    if (o->n + more <= o->cap) return;
+    o->ids = realloc(o->ids, (o->n + more) * sizeof *o->ids);
+    ZT_ASSERTF(o->ids, "out of memory for %zu token ids", o->n + more);
+    o->cap = o->n + more;
+}
+
+// Gives back what encoding reserved beyond the ids (a long piece's parts too): the list may
+// live on (prepare keeps one per chunk).
+static void ids_shrink(zt_bpe_ids *o) {
+    size_t cap = o->n > 256 ? o->n : 256;
+    if (o->cap < cap + ((size_t)1 << 22)) return;  // a chunk's worth: keep it for the next
+    int32_t *p = realloc(o->ids, cap * sizeof *o->ids);
+    if (!p) return;  // keeping the larger block is fine
+    o->ids = p;
+    o->cap = cap;
+}
+
 static inline void ids_push(zt_bpe_ids *o, uint32_t id) {
     if (o->n == o->cap) ids_reserve(o, 1);
     o->ids[o->n++] = (int32_t)id;
@@ -530,71 +629,277 @@ static void heap_push(uint64_t *h, size_t *n, uint64_t v) {
     h[i] = v;
 }
 
-static uint64_t heap_pop(uint64_t *h, size_t *n) {
-    uint64_t top = h[0], v = h[--*n];
-    size_t i = 0, m = *n;
+// Restores the heap order below h[i]: a min-heap, or a max-heap when max is set.
+static void sift_down(uint64_t *h, size_t n, size_t i, int max) {
+    uint64_t v = h[i];
     for (;;) {
         size_t c = 2 * i + 1;
-        if (c >= m) break;
-        if (c + 1 < m && h[c + 1] < h[c]) c++;
-        if (v <= h[c]) break;
+        if (c >= n) break;
+        if (c + 1 < n && (max ? h[c + 1] > h[c] : h[c + 1] < h[c])) c++;
+        if (max ? v >= h[c] : v <= h[c]) break;
         h[i] = h[c];
         i = c;
     }
-    if (m) h[i] = v;
+    h[i] = v;
+}
+
+static uint64_t heap_pop(uint64_t *h, size_t *n) {
+    uint64_t top = h[0];
+    h[0] = h[--*n];
+    if (*n) sift_down(h, *n, 0, 0);
     return top;
 }
 
-// Long pieces: parts as a linked list over byte positions, candidate pairs in a heap checked
-// when popped (a pair whose parts changed since its push no longer has that rank: a rank
-// fixes the pair's bytes, and a part only grows). Same merges as merge_array, O(n log n).
-static void merge_heap(const zt_bpe *b, const unsigned char *p, size_t n, zt_bpe_ids *out) {
-    ZT_ASSERT(n < UINT32_MAX);
-    uint32_t *part = malloc(n * sizeof *part), *next = malloc(n * sizeof *next),
-             *prev = malloc(n * sizeof *prev);
-    // Each merge pushes at most two pairs: n - 1 at the start, 2 (n - 1) more.
-    uint64_t *heap = malloc(3 * n * sizeof *heap);
-    ZT_ASSERTF(part && next && prev && heap, "out of memory merging a %zu-byte piece", n);
-    size_t hn = 0;
-    for (size_t i = 0; i < n; i++) {
-        part[i] = b->byte_id[p[i]];
-        next[i] = (uint32_t)(i + 1);
-        prev[i] = i ? (uint32_t)(i - 1) : UINT32_MAX;
-    }
-    for (size_t i = 0; i + 1 < n; i++) {
-        uint32_t r = pair_get(b, part[i], part[i + 1]);
-        if (r != NO_ID) heap_push(heap, &hn, (uint64_t)r << 32 | i);
-    }
-    while (hn) {
-        uint64_t top = heap_pop(heap, &hn);
-        uint32_t r = (uint32_t)(top >> 32), at = (uint32_t)top;
-        if (part[at] == NO_ID) continue;  // merged into its left neighbour
-        uint32_t nx = next[at];
-        if (nx >= n || pair_get(b, part[at], part[nx]) != r) continue;  // stale
-        part[at] = r;
-        part[nx] = NO_ID;
-        next[at] = next[nx];
-        if (next[at] < n) prev[next[at]] = at;
-        if (prev[at] != UINT32_MAX) {
-            uint32_t q = prev[at], rr = pair_get(b, part[q], part[at]);
-            if (rr != NO_ID) heap_push(heap, &hn, (uint64_t)rr << 32 | q);
-        }
-        if (next[at] < n) {
-            uint32_t rr = pair_get(b, part[at], part[next[at]]);
-            if (rr != NO_ID) heap_push(heap, &hn, (uint64_t)rr << 32 | at);
-        }
-    }
-    for (uint32_t i = 0; i < n; i = next[i]) ids_push(out, part[i]);
-    free(part);
-    free(next);
-    free(prev);
-    free(heap);
+// Sorting and selecting keys in place (glibc's qsort is a merge sort that mallocs a copy: one
+// more byte per byte of a long piece): quicksort and quickselect around a median of three,
+// insertion sort on short ranges, heapsort when the partitions go too deep.
+static inline void swap_keys(uint64_t *x, uint64_t *y) {
+    uint64_t t = *x;
+    *x = *y;
+    *y = t;
 }
 
-void zt_bpe_merge_piece(const zt_bpe *b, const unsigned char *p, size_t n, int use_heap,
+static void insertion_sort(uint64_t *k, size_t n) {
+    for (size_t i = 1; i < n; i++) {
+        uint64_t v = k[i];
+        size_t j = i;
+        for (; j > 0 && k[j - 1] > v; j--) k[j] = k[j - 1];
+        k[j] = v;
+    }
+}
+
+static void heap_sort(uint64_t *k, size_t n) {
+    for (size_t i = n / 2; i-- > 0;) sift_down(k, n, i, 1);
+    for (size_t e = n; e-- > 1;) {
+        swap_keys(k, k + e);
+        sift_down(k, e, 0, 1);
+    }
+}
+
+// Hoare partition of k[0 .. n) (n >= 3) around the median of the first, lower-middle and last
+// keys: returns p with k[0 .. p) <= k[p .. n), both non-empty.
+static size_t partition_keys(uint64_t *k, size_t n) {
+    size_t mid = (n - 1) / 2;
+    if (k[mid] < k[0]) swap_keys(k + mid, k);
+    if (k[n - 1] < k[0]) swap_keys(k + n - 1, k);
+    if (k[n - 1] < k[mid]) swap_keys(k + n - 1, k + mid);
+    uint64_t pivot = k[mid];
+    size_t i = 0, j = n - 1;
+    for (;;) {
+        while (k[i] < pivot) i++;
+        while (k[j] > pivot) j--;
+        if (i >= j) return j + 1;
+        swap_keys(k + i++, k + j--);
+    }
+}
+
+static int depth_limit(size_t n) {
+    int d = 0;
+    while (n >>= 1) d += 2;
+    return d;
+}
+
+void zt_bpe_sort_keys(uint64_t *k, size_t n, int depth) {
+    while (n > 16) {
+        if (depth-- == 0) {
+            heap_sort(k, n);
+            return;
+        }
+        size_t p = partition_keys(k, n);
+        if (p < n - p) {  // recurse on the smaller side: the stack stays O(log n)
+            zt_bpe_sort_keys(k, p, depth);
+            k += p;
+            n -= p;
+        } else {
+            zt_bpe_sort_keys(k + p, n - p, depth);
+            n = p;
+        }
+    }
+    insertion_sort(k, n);
+}
+
+void zt_bpe_select_keys(uint64_t *k, size_t n, size_t nth) {
+    int depth = depth_limit(n);
+    while (n > 16) {
+        if (depth-- == 0) break;
+        size_t p = partition_keys(k, n);
+        if (nth < p) {
+            n = p;
+        } else {
+            k += p;
+            n -= p;
+            nth -= p;
+        }
+    }
+    zt_bpe_sort_keys(k, n, depth_limit(n));
+}
+
+// Long pieces in 5 bytes per byte (a run of one letter, a line without spaces: the piece may
+// be the whole input, so its state must stay a small multiple of it).
+//
+// Parts: one uint32 per byte of the piece, in the output list itself (the parts become the
+// ids). A part's first byte holds PART_START | its id, its last byte its id (so the part to
+// the left of position s is the one named at s - 1), the bytes between hold anything without
+// PART_START. A part is as long as its token, so no links are stored: 4 bytes per byte.
+//
+// Candidates: keys (rank << 32 | start of the left part), taken smallest first: the lowest
+// rank, then the leftmost, tiktoken's order. At most cap = n / 8 + 64 of them are held (1 byte
+// per byte of the piece), so not every pair at once: every valid pair whose key is below
+// `limit` is held, plus stale ones (a pair whose parts changed since it was offered no longer
+// has that rank: a rank fixes the pair's bytes, and parts only grow; checked when taken).
+// Pairs at or above limit are found again by rescanning the parts when none is held. A valid
+// key taken is then the smallest of all valid pairs: any smaller one is below limit, so held.
+// A rescan loads cap keys (or all, and limit becomes UINT64_MAX); at most three leave per
+// merge (its own, and the pairs on either side it ends), and a trim keeps 3/4 of them, so a
+// rescan is followed by at least cap / 4 merges: at most 4n / cap + 1 = 33 rescans of the
+// parts, each O(n).
+//
+// The held keys are a sorted run (what the last rescan or trim loaded, taken from its front)
+// at the top of the array, and a min-heap of the pairs merges made below limit at its
+// bottom; the smaller front of the two is taken. Most merges take from the run in O(1): the
+// pairs a merge makes usually rank above what is loaded, so most pushes are dropped.
+#define PART_START 0x80000000u
+#define PART_ID(v) ((v) & ~PART_START)
+
+typedef struct {
+    const zt_bpe *b;
+    uint32_t *a;     // (n) the parts
+    size_t n;
+    uint64_t *k;     // (cap): the heap at k[0 .. hn), the sorted run at k[qi .. cap)
+    size_t hn, qi, cap;
+    uint64_t limit;  // every valid pair with a key below it is held
+} long_merge;
+
+// The rank of the pair whose left part starts at s (a part start), or NO_ID.
+static inline uint32_t pair_at(const long_merge *m, size_t s) {
+    uint32_t left = PART_ID(m->a[s]);
+    size_t nx = s + tok_len(m->b, left);
+    return nx < m->n ? pair_get(m->b, left, PART_ID(m->a[nx])) : NO_ID;
+}
+
+static inline int key_valid(const long_merge *m, uint64_t key) {
+    uint32_t s = (uint32_t)key;
+    return (m->a[s] & PART_START) && pair_at(m, s) == (uint32_t)(key >> 32);
+}
+
+// Of the valid keys k[0 .. j), keeps the smallest `keep` (lowering limit to the smallest key
+// dropped), sorted, as the run at the top of the array.
+static void lm_set_run(long_merge *m, size_t j, size_t keep, int sorted) {
+    if (j > keep) {
+        zt_bpe_select_keys(m->k, j, keep);
+        m->limit = m->k[keep];
+        j = keep;
+        sorted = 0;
+    }
+    if (!sorted) zt_bpe_sort_keys(m->k, j, depth_limit(j));
+    memmove(m->k + m->cap - j, m->k, j * sizeof *m->k);
+    m->qi = m->cap - j;
+    m->hn = 0;
+}
+
+// Nothing is held, so no valid pair is below limit: loads the smallest keys of the valid
+// pairs, as many as fit, and moves limit to the smallest key left out (UINT64_MAX when none
+// was). While scanning, k[0 .. j) holds every valid key seen below `below`; when it is full,
+// the largest quarter is dropped (quickselect; keys come in position order within a rank, so
+// often sorted, and then a larger key is simply left out).
+static void lm_load(long_merge *m) {
+    size_t j = 0, keep = m->cap - 1 - m->cap / 4;
+    uint64_t below = UINT64_MAX;
+    int sorted = 1;
+    for (size_t s = 0; s < m->n; s += tok_len(m->b, PART_ID(m->a[s]))) {
+        uint32_t r = pair_at(m, s);
+        uint64_t key = (uint64_t)r << 32 | s;
+        if (r == NO_ID || key >= below) continue;
+        if (j == m->cap) {
+            if (sorted && key > m->k[j - 1]) {  // all held are smaller: leave this one out
+                below = key;
+                continue;
+            }
+            if (!sorted) zt_bpe_select_keys(m->k, j, keep);
+            below = m->k[keep];
+            j = keep;
+            if (key >= below) continue;
+        }
+        sorted = sorted && (j == 0 || m->k[j - 1] < key);
+        m->k[j++] = key;
+    }
+    m->limit = below;
+    lm_set_run(m, j, j, sorted);
+}
+
+// The heap has grown into the run: drops the stale keys of both and, if that frees less than a
+// quarter, the largest keys too.
+static void lm_trim(long_merge *m) {
+    size_t j = 0;
+    for (size_t i = 0; i < m->hn; i++)
+        if (key_valid(m, m->k[i])) m->k[j++] = m->k[i];
+    for (size_t i = m->qi; i < m->cap; i++)  // j <= i: forward copy
+        if (key_valid(m, m->k[i])) m->k[j++] = m->k[i];
+    lm_set_run(m, j, m->cap - 1 - m->cap / 4, 0);  // room for a quarter of pushes
+}
+
+static void lm_push(long_merge *m, uint32_t r, size_t s) {
+    if (r == NO_ID) return;
+    uint64_t key = (uint64_t)r << 32 | s;
+    if (key >= m->limit) return;  // a rescan finds it
+    if (m->hn == m->qi) {
+        lm_trim(m);
+        if (key >= m->limit) return;
+    }
+    heap_push(m->k, &m->hn, key);
+}
+
+// Takes the smallest key held; if its pair is still there, merges it and offers the pairs the
+// merged part makes with its two neighbours.
+static void lm_step(long_merge *m) {
+    uint64_t top;
+    if (m->qi < m->cap && (m->hn == 0 || m->k[m->qi] < m->k[0])) top = m->k[m->qi++];
+    else top = heap_pop(m->k, &m->hn);
+    if (!key_valid(m, top)) return;
+    const zt_bpe *b = m->b;
+    uint32_t r = (uint32_t)(top >> 32);
+    size_t s = (uint32_t)top, nx = s + tok_len(b, PART_ID(m->a[s])), end = s + tok_len(b, r);
+    m->a[nx] &= ~PART_START;  // the right part's start is inside the merged part now
+    m->a[end - 1] = r;
+    m->a[s] = PART_START | r;
+    if (s > 0) {
+        uint32_t left = PART_ID(m->a[s - 1]);
+        lm_push(m, pair_get(b, left, r), s - tok_len(b, left));
+    }
+    if (end < m->n) lm_push(m, pair_get(b, r, PART_ID(m->a[end])), s);
+}
+
+// heap_cap: how many keys may be held (ZT_BPE_HEAP_CAP(n) when encoding; tests pass tiny
+// ones to exercise the rescans and trims).
+static void merge_long(const zt_bpe *b, const unsigned char *p, size_t n, size_t heap_cap,
+                       zt_bpe_ids *out) {
+    // Positions are the low 32 bits of a key.
+    ZT_ASSERTF(n <= UINT32_MAX, "a %zu-byte piece is over the 4 GiB a piece may have", n);
+    ZT_ASSERT(heap_cap >= 2);  // a load keeps cap - 1 - cap / 4 >= 1 keys
+    ids_reserve_exact(out, n);
+    long_merge m = {b, (uint32_t *)(out->ids + out->n), n, NULL, 0, heap_cap, heap_cap, 0};
+    m.k = malloc(m.cap * sizeof *m.k);
+    ZT_ASSERTF(m.k, "out of memory merging a %zu-byte piece", n);
+    for (size_t i = 0; i < n; i++) m.a[i] = PART_START | b->byte_id[p[i]];
+    for (;;) {
+        if (m.hn == 0 && m.qi == m.cap) {
+            if (m.limit == UINT64_MAX) break;  // every pair was loaded: none is left
+            lm_load(&m);
+            if (m.qi == m.cap) break;
+        }
+        lm_step(&m);
+    }
+    free(m.k);
+    // The parts, front to back, become the ids (k <= i: nothing unread is overwritten).
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += tok_len(b, PART_ID(m.a[i]))) m.a[k++] = PART_ID(m.a[i]);
+    out->n += k;
+}
+
+void zt_bpe_merge_piece(const zt_bpe *b, const unsigned char *p, size_t n, size_t heap_cap,
                         zt_bpe_ids *out) {
     if (n == 0) return;
-    if (use_heap || n > ZT_BPE_ARRAY_MAX) merge_heap(b, p, n, out);
+    if (heap_cap || n > ZT_BPE_ARRAY_MAX) merge_long(b, p, n, heap_cap ? heap_cap : ZT_BPE_HEAP_CAP(n), out);
     else merge_array(b, p, n, out);
 }
 
@@ -710,7 +1015,9 @@ void zt_bpe_encode(const zt_bpe *b, const void *text, size_t n, int invalid, zt_
     ZT_ASSERT(b && out && (text || n == 0));
     ZT_ASSERT(invalid == ZT_BPE_INVALID_KEEP || invalid == ZT_BPE_INVALID_REPLACE);
     const unsigned char *p = text;
-    ids_reserve(out, n / 4 + 16);  // GPT-2 averages ~4 bytes a token on English
+    // At most one id per byte: reserved once, so the list never doubles (address space counts
+    // under ulimit -v) and a long piece's parts fit in it (zt_bpe_encode_bytes).
+    ids_reserve_exact(out, n);
     matcher m;
     matcher_init(&m, b);
     if (invalid == ZT_BPE_INVALID_REPLACE && valid_end(p, n, 0) < n) {
@@ -730,12 +1037,21 @@ void zt_bpe_encode(const zt_bpe *b, const void *text, size_t n, int invalid, zt_
                 i++;
             }
         }
+        ids_reserve_exact(out, o);
         encode_valid(b, &m, q, o, out);
         free(q);
     } else {
         encode_keep(b, &m, p, n, out);
     }
     matcher_free(&m);
+    ids_shrink(out);
+}
+
+size_t zt_bpe_encode_bytes(size_t n, int invalid) {
+    size_t ids = 4 * n, hold = 8 * ZT_BPE_HEAP_CAP(n);
+    if (invalid == ZT_BPE_INVALID_REPLACE)  // the text with U+FFFD for each invalid byte
+        return 3 * n + 3 * ids + 8 * ZT_BPE_HEAP_CAP(3 * n);
+    return ids + hold;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -72,6 +72,15 @@ int zt_bpe_eot(const zt_bpe *bpe);
 // running out of memory is fatal.
 void zt_bpe_encode(const zt_bpe *bpe, const void *text, size_t n, int invalid, zt_bpe_ids *out);
 
+// The most memory zt_bpe_encode takes for n bytes of text, its new ids included (the text
+// itself not): with ZT_BPE_INVALID_KEEP, 4 n for the ids, reserved up front at one per byte (a
+// piece over 128 bytes merges in them: its parts are one uint32 per byte, which become its
+// ids) and 8 (m / 8 + 64) ~ m bytes of candidate pairs for the longest piece (m <= n): about 5
+// bytes per byte. With ZT_BPE_INVALID_REPLACE and invalid bytes, the text with U+FFFD for each
+// (up to 3 n) and the same for it: up to 18 n. Reserved ids beyond those used are given back
+// at the end when they are over 16 MB.
+size_t zt_bpe_encode_bytes(size_t n, int invalid);
+
 // The bytes of one id (*len of them; not NUL-terminated, owned by bpe), or NULL when id is
 // out of range. The end-of-text id gives "<|endoftext|>". For streaming output: a token may
 // hold part of a UTF-8 character, so print bytes, not characters.

@@ -15,9 +15,17 @@ int32_t zt_bpe_lookup(const zt_bpe *bpe, const void *bytes, size_t n);
 int32_t zt_bpe_pair(const zt_bpe *bpe, int32_t a, int32_t b);
 
 // Byte-pair merges of one piece (no whole-piece lookup, no regex), appended to *out: with the
-// array loop (use_heap 0) or the heap loop that long pieces take (use_heap 1). Both must agree.
-void zt_bpe_merge_piece(const zt_bpe *bpe, const unsigned char *p, size_t n, int use_heap,
+// array loop that pieces up to 128 bytes take (heap_cap 0), else the long-piece loop holding
+// at most heap_cap candidate pairs (0: its default, n / 8 + 64; a small one makes it rescan
+// and trim often). All must agree.
+void zt_bpe_merge_piece(const zt_bpe *bpe, const unsigned char *p, size_t n, size_t heap_cap,
                         zt_bpe_ids *out);
+
+// The long-piece loop's in-place sort (quicksort; heapsort once `depth` partitions deep, so 0
+// forces it) and selection (k[nth] ends where a sort would put it, smaller keys before it,
+// larger after) of its candidate keys.
+void zt_bpe_sort_keys(uint64_t *k, size_t n, int depth);
+void zt_bpe_select_keys(uint64_t *k, size_t n, size_t nth);
 
 // The length of the well-formed UTF-8 sequence at p (n bytes left), or 0 if p[0] starts none.
 size_t zt_bpe_utf8_len(const unsigned char *p, size_t n);
