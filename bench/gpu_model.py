@@ -410,7 +410,8 @@ def main():
       f"{latency_loop(N / UNROLL, LAT_DRAM) * 1e3:.2f} ms whatever their width; the encoder "
       f"backward (one thread per channel) loads, adds and stores wte and wpe rows in a "
       f"chain the compiler may not reorder (the pointers may alias): about "
-      f"{2 * LAT_DRAM + LAT_L2} cycles a token, {latency_loop(N, 2 * LAT_DRAM + LAT_L2) * 1e3:.0f} ms.")
+      f"{2 * LAT_DRAM + LAT_L2} cycles a token, "
+      f"{latency_loop(N, 2 * LAT_DRAM + LAT_L2) * 1e3:.0f} ms.")
     w("3. *Everything coalesced* (GELU, adds, AdamW, the sums, the encoder forward, "
       f"fill_bias) streams at {BW_EFF:.0%} of HBM; cuBLAS as in *predicted*. fill_bias is also "
       f"held to its {FILL_BIAS_INT_OPS} integer operations an element (`i % OC`).")
