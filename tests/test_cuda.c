@@ -9,7 +9,7 @@
 //
 // The *_host tests run everywhere: they check on the host what the GPU tests rely on, the
 // AdamW bounds against an emulation of nvcc's contraction (cuda_adamw_contraction_host and
-// its 8-bit twin).
+// its 8-bit twin) and the kernels' index arithmetic (launch_math.h, cuda_launch_math_host).
 //
 // The seed is fresh per run (printed; ZT_SEED=N repeats one). Tolerances, with u = 2^-24
 // the fp32 unit roundoff, budget only how the two backends may differ: FMA contraction
@@ -28,6 +28,7 @@
 #include "comm_nccl.h"
 #include "generate.h"
 #include "kernels.h"
+#include "launch_math.h"
 #include "memory.h"
 #include "quant8_math.h"
 #include "rng.h"
@@ -1028,5 +1029,210 @@ ZT_TEST(cuda_nccl_single_rank) {
     }
     zt_comm_free(&nc);
     gpu_close();
+    return ZT_PASS;
+}
+
+// ---------------------------------------------------------------------------------------
+// The CUDA kernels' index arithmetic (launch_math.h), on the host: the kernels call these
+// functions, so this checks the grids, the pieces and the offsets that run on the GPU, and
+// the cuBLAS arguments of backend_cuda.c's cuda_gemm against a column-major reference.
+
+// BLAS's column-major sgemm, by its definition: C (m, n) = alpha op(A) op(B) + beta C with
+// op(A) (m, k), element (r, c) of a matrix at r + c ld.
+static void ref_sgemm_col_major(int ta, int tb, int m, int n, int k, float alpha, const float *A,
+                                int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    for (int c = 0; c < n; c++)
+        for (int r = 0; r < m; r++) {
+            float s = 0.0f;
+            for (int l = 0; l < k; l++)
+                s += (ta ? A[l + (size_t)r * lda] : A[r + (size_t)l * lda]) *
+                     (tb ? B[c + (size_t)l * ldb] : B[l + (size_t)c * ldb]);
+            C[r + (size_t)c * ldc] = alpha * s + beta * C[r + (size_t)c * ldc];
+        }
+}
+
+// Marks [off, off + len) in a count array of n; 0 where a mark falls outside.
+static int mark(unsigned char *seen, size_t n, size_t off, size_t len) {
+    if (off > n || len > n - off) return 0;
+    for (size_t i = off; i < off + len; i++) seen[i]++;
+    return 1;
+}
+static int all_once(const unsigned char *seen, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (seen[i] != 1) return 0;
+    return 1;
+}
+
+ZT_TEST(cuda_launch_math_host) {
+    // grids: the fewest blocks that cover n; grid-stride grids at least 1, at most the cap
+    const size_t ns[] = {0, 1, 255, 256, 257, 100003, (size_t)ZT_CUDA_MAX_GRID * 256 - 1,
+                         (size_t)ZT_CUDA_MAX_GRID * 256 + 1, (size_t)3 << 31};
+    for (size_t a = 0; a < sizeof ns / sizeof *ns; a++) {
+        size_t n = ns[a];
+        unsigned g = ZT_CUDA_GRID(n), gs = zt_grid_stride(n, ZT_CUDA_THREADS);
+        CHECK((size_t)g * ZT_CUDA_THREADS >= n &&
+              (g == 0 || (size_t)(g - 1) * ZT_CUDA_THREADS < n));
+        CHECK(gs >= 1 && gs <= ZT_CUDA_MAX_GRID && (gs == ZT_CUDA_MAX_GRID || gs == (g ? g : 1)));
+    }
+    // pieces tile [0, n) in order, none longer than ceil(n / nt)
+    const size_t big = (size_t)3 << 31;
+    for (size_t n = 0; n <= 300; n += n < 40 ? 1 : 37)
+        for (size_t nt = 1; nt <= 40; nt++) {
+            size_t prev = 0, lo, hi;
+            for (size_t t = 0; t < nt; t++) {
+                zt_piece(n, t, nt, &lo, &hi);
+                CHECK(lo == prev && lo <= hi && hi - lo <= (n + nt - 1) / nt);
+                int ilo, ihi; // the threads' int form: the same pieces
+                zt_piece_int((int)n, (int)t, (int)nt, &ilo, &ihi);
+                CHECK((size_t)ilo == lo && (size_t)ihi == hi);
+                prev = hi;
+            }
+            CHECK(prev == n);
+        }
+    size_t lo, hi;
+    zt_piece(big, 255, 256, &lo, &hi);
+    CHECK(hi == big && lo == 255 * ((big + 255) / 256));
+    // the sums' grid, and every value in exactly one block's piece and one thread's stride
+    CHECK(zt_reduce_blocks(0, 256, 512) == 1 && zt_reduce_blocks(1, 256, 512) == 1);
+    CHECK(zt_reduce_blocks(1000, 256, 512) == 2 &&
+          zt_reduce_blocks(256 * 512 - 1, 256, 512) == 256);
+    CHECK(zt_reduce_blocks(big, 256, 512) == 256);
+    const size_t rn[] = {0, 1, 1000, 256 * 512 + 1, 1000037};
+    for (size_t a = 0; a < sizeof rn / sizeof *rn; a++) {
+        size_t n = rn[a];
+        unsigned nb = zt_reduce_blocks(n, 256, 512);
+        unsigned char *seen = calloc(n + 1, 1);
+        ZT_ASSERT(seen);
+        for (unsigned b = 0; b < nb; b++) {
+            zt_piece(n, b, nb, &lo, &hi);
+            for (size_t t = 0; t < 512; t++)
+                for (size_t i = lo + t; i < hi; i += 512) seen[i]++;
+        }
+        int ok = all_once(seen, n);
+        free(seen);
+        CHECK(ok);
+    }
+
+    // attention: blocks <-> (b, h, i); every output, lse and gradient element written by
+    // exactly one block; the rowsum kernel's parked D in the q block's own slice only
+    const int shapes[][4] = {{2, 37, 3, 13}, {1, 1, 1, 1}, {3, 8, 4, 4}}; // B, T, NH, hs
+    for (size_t a = 0; a < sizeof shapes / sizeof *shapes; a++) {
+        int B = shapes[a][0], T = shapes[a][1], NH = shapes[a][2], hs = shapes[a][3];
+        int C = NH * hs;
+        size_t nblk = (size_t)B * NH * T, nqkv = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
+        unsigned char *s_blk = calloc(nblk, 1), *s_lse = calloc(nblk, 1), *s_out = calloc(no, 1);
+        unsigned char *s_fwd = calloc(nqkv, 1), *s_bwd = calloc(nqkv, 1), *s_kv = calloc(nqkv, 1);
+        ZT_ASSERT(s_blk && s_lse && s_out && s_fwd && s_bwd && s_kv);
+        int ok = 1;
+        for (unsigned blk = 0; blk < nblk; blk++) {
+            zt_att_row r = zt_att_row_of(blk, T, NH);
+            ok &= r.b >= 0 && r.b < B && r.h >= 0 && r.h < NH && r.i >= 0 && r.i < T;
+            ok &= ((size_t)r.b * NH + r.h) * T + r.i == blk;
+            s_blk[blk]++;
+            ok &= mark(s_lse, nblk, zt_lse_at(r.b, r.h, r.i, T, NH), 1);
+            ok &= mark(s_out, no, zt_btc_at(r.b, r.i, r.h, T, C, hs), hs);
+            for (int which = 0; which < 3; which++) // what the forward reads: q, k, v slices
+                ok &= mark(s_fwd, nqkv, zt_qkv_at(r.b, r.i, which, r.h, T, C, hs), hs);
+            // backward: the kv block of key row i writes dk, dv; the q block of row i, dq
+            ok &= mark(s_kv, nqkv, zt_qkv_at(r.b, r.i, 1, r.h, T, C, hs), hs);
+            ok &= mark(s_kv, nqkv, zt_qkv_at(r.b, r.i, 2, r.h, T, C, hs), hs);
+            ok &= mark(s_bwd, nqkv, zt_qkv_at(r.b, r.i, 0, r.h, T, C, hs), hs);
+        }
+        for (size_t i = 0; i < nqkv; i++) s_bwd[i] += s_kv[i];
+        ok &= all_once(s_blk, nblk) && all_once(s_lse, nblk) && all_once(s_out, no) &&
+              all_once(s_fwd, nqkv) && all_once(s_bwd, nqkv);
+        // the rowsum kernel parks D_i at dq's first element of row i (the kv kernel reads it,
+        // then the q kernel of row i reads it before overwriting): no kv block writes there
+        for (unsigned blk = 0; blk < nblk; blk++) {
+            zt_att_row r = zt_att_row_of(blk, T, NH);
+            ok &= s_kv[zt_qkv_at(r.b, r.i, 0, r.h, T, C, hs)] == 0;
+        }
+        free(s_blk), free(s_lse), free(s_out), free(s_fwd), free(s_bwd), free(s_kv);
+        CHECK(ok);
+    }
+    // shared memory: GPT-2's rows (T 1024, head size 64) fit every kernel; the kv kernel's,
+    // the largest, sets the longest sequence (5568 at head size 64)
+    CHECK(zt_att_shared_forward(1024, 64) <= ZT_ATT_SHARED_MAX &&
+          zt_att_shared_rowsum(64) <= ZT_ATT_SHARED_MAX &&
+          zt_att_shared_kv(1024, 64) <= ZT_ATT_SHARED_MAX &&
+          zt_att_shared_q(1024, 64) <= ZT_ATT_SHARED_MAX);
+    CHECK(zt_att_shared_kv(5568, 64) <= ZT_ATT_SHARED_MAX &&
+          zt_att_shared_kv(5569, 64) > ZT_ATT_SHARED_MAX);
+    CHECK(zt_att_shared_forward(5568, 64) <= zt_att_shared_kv(5568, 64) &&
+          zt_att_shared_q(5568, 64) <= zt_att_shared_kv(5568, 64));
+
+    // 8-bit AdamW: blocks tile n, the last one short; a block's threads hold each of its
+    // values exactly once, for every block size up to ZT_Q8_MAX_BLOCK
+    const int q8_per = ZT_Q8_PER_THREAD(ZT_Q8_MAX_BLOCK);
+    CHECK((size_t)q8_per * ZT_Q8_THREADS >= ZT_Q8_MAX_BLOCK);
+    const int qblocks[] = {1, 7, 256, 2048, ZT_Q8_MAX_BLOCK};
+    for (size_t a = 0; a < sizeof qblocks / sizeof *qblocks; a++) {
+        int block = qblocks[a];
+        size_t qn[] = {1, (size_t)block, 3 * (size_t)block + 77};
+        for (size_t c = 0; c < 3; c++) {
+            size_t n = qn[c], nb = (n + block - 1) / block, total = 0;
+            for (size_t j = 0; j < nb; j++) {
+                int len = zt_q8_block_len(n, j, block);
+                CHECK(len > 0 && len <= block && (j + 1 == nb || len == block));
+                total += (size_t)len;
+                unsigned char seen[ZT_Q8_MAX_BLOCK] = {0};
+                for (int t = 0; t < ZT_Q8_THREADS; t++)
+                    for (int k = 0; k < q8_per; k++) {
+                        int i = t + k * ZT_Q8_THREADS;
+                        if (i < len) seen[i]++;
+                    }
+                CHECK(all_once(seen, (size_t)len));
+            }
+            CHECK(total == n);
+        }
+    }
+
+    // cross entropy: a row's threads own pieces of the valid columns, then stride over the
+    // padding: every column of [0, ld) exactly once (crossentropy_cuda.cu, 256 threads)
+    const int ce[][2] = {{120, 131}, {50257, 50304}, {0, 5}, {7, 7}, {300, 300}};
+    for (size_t a = 0; a < sizeof ce / sizeof *ce; a++) {
+        int n_valid = ce[a][0], ld = ce[a][1];
+        unsigned char *seen = calloc((size_t)ld, 1);
+        ZT_ASSERT(seen);
+        for (int t = 0; t < 256; t++) {
+            int ilo, ihi;
+            zt_piece_int(n_valid, t, 256, &ilo, &ihi);
+            for (int i = ilo; i < ihi; i++) seen[i]++;
+            for (int i = n_valid + t; i < ld; i += 256) seen[i]++;
+        }
+        int ok = all_once(seen, (size_t)ld);
+        free(seen);
+        CHECK(ok);
+    }
+
+    // cuBLAS: the column-major call zt_gemm_row_to_col gives computes the row-major product
+    // the CPU backend computes, for every transpose and padded leading dimensions (small
+    // integers: every sum exact, whatever the order)
+    const int M = 5, N = 7, K = 3, pad = 2;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+            float A[64], B[64], C0[64], Cg[64], Cc[64];
+            for (int i = 0; i < 64; i++) {
+                A[i] = (float)((i * 7) % 5 - 2), B[i] = (float)((i * 3) % 7 - 3);
+                C0[i] = Cg[i] = Cc[i] = (float)(i % 4 - 1);
+            }
+            zt_col_major_gemm g = zt_gemm_row_to_col(ta, tb, M, N, K, A, lda, B, ldb);
+            ref_sgemm_col_major(g.trans_first, g.trans_second, g.m, g.n, g.k, 2.0f, g.first,
+                                g.ld_first, g.second, g.ld_second, -1.0f, Cg, ldc);
+            CPU->ops->gemm(CPU, ta, tb, M, N, K, 2.0f, A, lda, B, ldb, -1.0f, Cc, ldc);
+            for (int r = 0; r < M; r++)
+                for (int c = 0; c < ldc; c++) {
+                    float want = C0[r * ldc + c];
+                    if (c < N) {
+                        float s = 0.0f;
+                        for (int l = 0; l < K; l++)
+                            s += (ta ? A[l * lda + r] : A[r * lda + l]) *
+                                 (tb ? B[c * ldb + l] : B[l * ldb + c]);
+                        want = 2.0f * s - want;
+                    }
+                    CHECK(Cg[r * ldc + c] == want && Cc[r * ldc + c] == want);
+                }
+        }
     return ZT_PASS;
 }
