@@ -16,9 +16,8 @@
 
 #define ATT_THREADS 128
 static_assert(ATT_THREADS <= ZT_REDUCE_MAX_THREADS, "zt_block_reduce's buffer");
-// Dynamic shared memory per block: 48 KiB without opting in to more (cudaFuncSetAttribute),
-// less the block reduction's 4 KiB of static shared memory.
-#define ATT_SHARED_MAX (44 * 1024)
+// The index arithmetic (which row a block takes, where q, k, v of a head sit, the shared
+// memory each kernel asks for) is launch_math.h's, checked on the host.
 
 static __device__ inline float dot(const float *a, const float *b, int n) {
     float s = 0.0f;
@@ -26,20 +25,23 @@ static __device__ inline float dot(const float *a, const float *b, int n) {
     return s;
 }
 
-// qkv (B, T, 3C): row t of batch b at qkv + (b*T + t)*3C; q, k, v of head h at offset
-// h*hs, C + h*hs, 2C + h*hs.
-#define QKV_ROW(qkv, b, t, T, C) ((qkv) + ((size_t)(b) * (T) + (t)) * 3 * (C))
+// qkv (B, T, 3C): q, k, v of head h of row (b, t) at zt_qkv_at(b, t, 0 | 1 | 2, h, ...); the
+// macros take the kernel's own h, T, C and hs.
+#define Q_AT(p, b, t) ((p) + zt_qkv_at(b, t, 0, h, T, C, hs))
+#define K_AT(p, b, t) ((p) + zt_qkv_at(b, t, 1, h, T, C, hs))
+#define V_AT(p, b, t) ((p) + zt_qkv_at(b, t, 2, h, T, C, hs))
 
-// Block (bh, i): out row i of head h; lse[bh*T + i].
+// Block (b, h, i): out row i of head h; its lse.
 static __global__ void attention_forward_kernel(float *out, float *lse, const float *qkv, int T,
                                                 int C, int NH, float scale) {
     extern __shared__ float sh[];
-    int hs = C / NH, bh = blockIdx.x / T, i = blockIdx.x % T, b = bh / NH, h = bh % NH;
+    zt_att_row r = zt_att_row_of(blockIdx.x, T, NH);
+    int hs = C / NH, b = r.b, h = r.h, i = r.i;
     float *s = sh, *qs = sh + T; // s: (i + 1) scores, then probabilities; qs: (hs)
-    for (int d = threadIdx.x; d < hs; d += blockDim.x) qs[d] = QKV_ROW(qkv, b, i, T, C)[h * hs + d];
+    for (int d = threadIdx.x; d < hs; d += blockDim.x) qs[d] = Q_AT(qkv, b, i)[d];
     __syncthreads();
     for (int j = threadIdx.x; j <= i; j += blockDim.x)
-        s[j] = dot(qs, QKV_ROW(qkv, b, j, T, C) + C + h * hs, hs); // unscaled q.k
+        s[j] = dot(qs, K_AT(qkv, b, j), hs); // unscaled q.k
     __syncthreads();
     int lo, hi;
     zt_thread_piece(i + 1, threadIdx.x, blockDim.x, &lo, &hi);
@@ -49,13 +51,13 @@ static __global__ void attention_forward_kernel(float *out, float *lse, const fl
     pr.s = hi > lo ? zt_row_sumexp(s + lo, hi - lo, scale, pr.m) : 0.0f;
     pr = zt_block_reduce(pr, zt_op_softmax_merge());
     float l = pr.m + logf(pr.s);
-    if (threadIdx.x == 0) lse[(size_t)bh * T + i] = l;
+    if (threadIdx.x == 0) lse[zt_lse_at(b, h, i, T, NH)] = l;
     for (int j = threadIdx.x; j <= i; j += blockDim.x) s[j] = expf(scale * s[j] - l);
     __syncthreads();
-    float *o = out + ((size_t)b * T + i) * C + h * hs;
+    float *o = out + zt_btc_at(b, i, h, T, C, hs);
     for (int d = threadIdx.x; d < hs; d += blockDim.x) {
         float acc = 0.0f;
-        for (int j = 0; j <= i; j++) acc += s[j] * QKV_ROW(qkv, b, j, T, C)[2 * C + h * hs + d];
+        for (int j = 0; j <= i; j++) acc += s[j] * V_AT(qkv, b, j)[d];
         o[d] = acc;
     }
 }
@@ -79,54 +81,55 @@ static __global__ void attention_backward_rowsum_kernel(float *dqkv, const float
                                                         const float *qkv, const float *lse,
                                                         int T, int C, int NH, float scale) {
     extern __shared__ float sh[];
-    int hs = C / NH, bh = blockIdx.x / T, i = blockIdx.x % T, b = bh / NH, h = bh % NH;
+    zt_att_row r = zt_att_row_of(blockIdx.x, T, NH);
+    int hs = C / NH, b = r.b, h = r.h, i = r.i;
     float *qs = sh, *dos = sh + hs;
     for (int d = threadIdx.x; d < hs; d += blockDim.x) {
-        qs[d] = QKV_ROW(qkv, b, i, T, C)[h * hs + d];
-        dos[d] = dout[((size_t)b * T + i) * C + h * hs + d];
+        qs[d] = Q_AT(qkv, b, i)[d];
+        dos[d] = dout[zt_btc_at(b, i, h, T, C, hs) + d];
     }
     __syncthreads();
-    float l = lse[(size_t)bh * T + i], acc = 0.0f;
+    float l = lse[zt_lse_at(b, h, i, T, NH)], acc = 0.0f;
     for (int j = threadIdx.x; j <= i; j += blockDim.x) {
-        const float *row = QKV_ROW(qkv, b, j, T, C);
         float p, dp;
-        probs_at(&p, &dp, qs, row + C + h * hs, row + 2 * C + h * hs, dos, l, hs, scale);
+        probs_at(&p, &dp, qs, K_AT(qkv, b, j), V_AT(qkv, b, j), dos, l, hs, scale);
         acc += p * dp;
     }
     acc = zt_block_reduce(acc, zt_op_sum_f());
-    if (threadIdx.x == 0) dqkv[((size_t)b * T + i) * 3 * C + h * hs] = acc;
+    if (threadIdx.x == 0) *Q_AT(dqkv, b, i) = acc; // parked in dq's first element of row i
 }
 
 static __global__ void attention_backward_kv_kernel(float *dqkv, const float *dout,
                                                     const float *qkv, const float *lse, int T,
                                                     int C, int NH, float scale) {
     extern __shared__ float sh[];
-    int hs = C / NH, bh = blockIdx.x / T, j = blockIdx.x % T, b = bh / NH, h = bh % NH;
+    zt_att_row rj = zt_att_row_of(blockIdx.x, T, NH);
+    int hs = C / NH, b = rj.b, h = rj.h, j = rj.i;
     int ni = T - j; // rows i = j .. T-1
     float *ks = sh, *vs = sh + hs, *P = sh + 2 * hs, *dS = P + ni;
     for (int d = threadIdx.x; d < hs; d += blockDim.x) {
-        ks[d] = QKV_ROW(qkv, b, j, T, C)[C + h * hs + d];
-        vs[d] = QKV_ROW(qkv, b, j, T, C)[2 * C + h * hs + d];
+        ks[d] = K_AT(qkv, b, j)[d];
+        vs[d] = V_AT(qkv, b, j)[d];
     }
     __syncthreads();
     for (int r = threadIdx.x; r < ni; r += blockDim.x) {
         int i = j + r;
-        const float *qi = QKV_ROW(qkv, b, i, T, C) + h * hs;
-        const float *doi = dout + ((size_t)b * T + i) * C + h * hs;
-        float D = dqkv[((size_t)b * T + i) * 3 * C + h * hs];
+        const float *qi = Q_AT(qkv, b, i);
+        const float *doi = dout + zt_btc_at(b, i, h, T, C, hs);
+        float D = *Q_AT(dqkv, b, i);
         float p, dp;
-        probs_at(&p, &dp, qi, ks, vs, doi, lse[(size_t)bh * T + i], hs, scale);
+        probs_at(&p, &dp, qi, ks, vs, doi, lse[zt_lse_at(b, h, i, T, NH)], hs, scale);
         P[r] = p;
         dS[r] = p * (dp - D);
     }
     __syncthreads();
-    float *dk = dqkv + ((size_t)b * T + j) * 3 * C + C + h * hs, *dv = dk + C;
+    float *dk = K_AT(dqkv, b, j), *dv = V_AT(dqkv, b, j);
     for (int d = threadIdx.x; d < hs; d += blockDim.x) {
         float ak = 0.0f, av = 0.0f;
         for (int r = 0; r < ni; r++) {
             int i = j + r;
-            ak += dS[r] * QKV_ROW(qkv, b, i, T, C)[h * hs + d];
-            av += P[r] * dout[((size_t)b * T + i) * C + h * hs + d];
+            ak += dS[r] * Q_AT(qkv, b, i)[d];
+            av += P[r] * dout[zt_btc_at(b, i, h, T, C, hs) + d];
         }
         dk[d] = scale * ak;
         dv[d] = av;
@@ -137,36 +140,36 @@ static __global__ void attention_backward_q_kernel(float *dqkv, const float *dou
                                                    const float *qkv, const float *lse, int T,
                                                    int C, int NH, float scale) {
     extern __shared__ float sh[];
-    int hs = C / NH, bh = blockIdx.x / T, i = blockIdx.x % T, b = bh / NH, h = bh % NH;
+    zt_att_row r = zt_att_row_of(blockIdx.x, T, NH);
+    int hs = C / NH, b = r.b, h = r.h, i = r.i;
     float *qs = sh, *dos = sh + hs, *dS = sh + 2 * hs;
-    float *dq = dqkv + ((size_t)b * T + i) * 3 * C + h * hs;
+    float *dq = Q_AT(dqkv, b, i);
     for (int d = threadIdx.x; d < hs; d += blockDim.x) {
-        qs[d] = QKV_ROW(qkv, b, i, T, C)[h * hs + d];
-        dos[d] = dout[((size_t)b * T + i) * C + h * hs + d];
+        qs[d] = Q_AT(qkv, b, i)[d];
+        dos[d] = dout[zt_btc_at(b, i, h, T, C, hs) + d];
     }
     float D = dq[0]; // parked by the rowsum kernel; read by all before anyone writes dq
     __syncthreads();
-    float l = lse[(size_t)bh * T + i];
+    float l = lse[zt_lse_at(b, h, i, T, NH)];
     for (int j = threadIdx.x; j <= i; j += blockDim.x) {
-        const float *row = QKV_ROW(qkv, b, j, T, C);
         float p, dp;
-        probs_at(&p, &dp, qs, row + C + h * hs, row + 2 * C + h * hs, dos, l, hs, scale);
+        probs_at(&p, &dp, qs, K_AT(qkv, b, j), V_AT(qkv, b, j), dos, l, hs, scale);
         dS[j] = p * (dp - D);
     }
     __syncthreads();
     for (int d = threadIdx.x; d < hs; d += blockDim.x) {
         float acc = 0.0f;
-        for (int j = 0; j <= i; j++) acc += dS[j] * QKV_ROW(qkv, b, j, T, C)[C + h * hs + d];
+        for (int j = 0; j <= i; j++) acc += dS[j] * K_AT(qkv, b, j)[d];
         dq[d] = scale * acc;
     }
 }
 
 static unsigned attention_grid(int B, int T, int C, int NH, size_t shared) {
     ZT_ASSERT(B > 0 && T > 0 && NH > 0 && C % NH == 0);
-    ZT_ASSERTF(shared <= ATT_SHARED_MAX,
+    ZT_ASSERTF(shared <= ZT_ATT_SHARED_MAX,
                "CUDA attention: T = %d needs %zu bytes of shared memory per block, more than "
                "the %d this kernel takes (TODO: tile longer rows)",
-               T, shared, ATT_SHARED_MAX);
+               T, shared, ZT_ATT_SHARED_MAX);
     size_t blocks = (size_t)B * NH * T;
     ZT_ASSERTF(blocks <= 2147483647u, "CUDA attention: %zu blocks exceed the grid", blocks);
     return (unsigned)blocks;
@@ -176,7 +179,7 @@ extern "C" void zt_cuda_attention_forward(cudaStream_t st, float *out, float *ls
                                           const float *qkv, int B, int T, int C, int NH) {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
-    size_t shared = (size_t)(T + hs) * sizeof(float);
+    size_t shared = zt_att_shared_forward(T, hs);
     unsigned g = attention_grid(B, T, C, NH, shared);
     attention_forward_kernel<<<g, ATT_THREADS, shared, st>>>(out, lse, qkv, T, C, NH, scale);
     ZT_CUDA_LAUNCHED(st, "attention_forward");
@@ -187,9 +190,8 @@ extern "C" void zt_cuda_attention_backward(cudaStream_t st, float *dqkv, const f
                                            int C, int NH) {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
-    size_t sh_row = (size_t)2 * hs * sizeof(float);
-    size_t sh_kv = (size_t)(2 * hs + 2 * T) * sizeof(float);
-    size_t sh_q = (size_t)(2 * hs + T) * sizeof(float);
+    size_t sh_row = zt_att_shared_rowsum(hs), sh_kv = zt_att_shared_kv(T, hs);
+    size_t sh_q = zt_att_shared_q(T, hs);
     unsigned g = attention_grid(B, T, C, NH, sh_kv);
     attention_backward_rowsum_kernel<<<g, ATT_THREADS, sh_row, st>>>(dqkv, dout, qkv, lse, T, C,
                                                                      NH, scale);

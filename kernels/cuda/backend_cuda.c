@@ -11,6 +11,7 @@
 #include "backend_impl.h"
 #include "cuda_check.h"
 #include "kernels_cuda.h"
+#include "launch_math.h"
 
 #define ZT_CHECK_CUBLAS(call)                                                             \
     do {                                                                                  \
@@ -139,14 +140,17 @@ static void cuda_sync(const zt_backend *be) {
 // ---- GEMM and the linear layers ----
 
 // Row-major C (M, N) = alpha op(A) op(B) + beta C is column-major C^T (N, M) = alpha
-// op(B)^T op(A)^T + beta C^T: the same buffers, operands swapped, dimensions swapped.
+// op(B)^T op(A)^T + beta C^T: the same buffers, operands swapped, dimensions swapped
+// (launch_math.h's zt_gemm_row_to_col, checked on the host against a column-major
+// reference in cuda_launch_math_host).
 static void cuda_gemm(const zt_backend *be, int ta, int tb, int M, int N, int K, float alpha,
                       const float *A, int lda, const float *B, int ldb, float beta, float *C,
                       int ldc) {
     if (M <= 0 || N <= 0) return;
-    ZT_CHECK_CUBLAS(cublasSgemm(impl_of(be)->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B, ldb, A, lda,
-                                &beta, C, ldc));
+    zt_col_major_gemm g = zt_gemm_row_to_col(ta, tb, M, N, K, A, lda, B, ldb);
+    ZT_CHECK_CUBLAS(cublasSgemm(impl_of(be)->cublas, g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &alpha,
+                                g.first, g.ld_first, g.second, g.ld_second, &beta, C, ldc));
 }
 
 static void cuda_matmul_forward(const zt_backend *be, float *out, const float *inp,

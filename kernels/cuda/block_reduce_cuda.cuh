@@ -4,6 +4,7 @@
 #ifndef ZT_BLOCK_REDUCE_CUDA_CUH
 #define ZT_BLOCK_REDUCE_CUDA_CUH
 
+#include "launch_math.h"
 #include "softmax_math.h"
 
 // Largest block these helpers take (every caller launches at most this many threads).
@@ -53,12 +54,10 @@ struct zt_op_softmax_merge {
     }
 };
 
-// The contiguous piece [lo, hi) of [0, n) that thread t of nt owns (pieces, not a
-// stride, so the shared row functions run on plain arrays).
+// The contiguous piece [lo, hi) of [0, n) that thread t of nt owns (launch_math.h's
+// zt_piece_int).
 static __device__ inline void zt_thread_piece(int n, int t, int nt, int *lo, int *hi) {
-    int per = (n + nt - 1) / nt;
-    *lo = t * per < n ? t * per : n;
-    *hi = *lo + per < n ? *lo + per : n;
+    zt_piece_int(n, t, nt, lo, hi);
 }
 
 #endif

@@ -17,6 +17,7 @@ extern "C" {
 #ifdef __cplusplus
 }
 #endif
+#include "launch_math.h" // ZT_CUDA_THREADS, ZT_CUDA_GRID and the kernels' other geometry
 
 #define ZT_CHECK_CUDA(call)                                                              \
     do {                                                                                 \
@@ -42,9 +43,5 @@ extern "C" {
 #else
 #define ZT_CUDA_LAUNCHED(st, name) ZT_CHECK_CUDA(cudaGetLastError())
 #endif
-
-// Threads per block for the one-thread-per-element kernels, and the grid for n of them.
-#define ZT_CUDA_THREADS 256
-#define ZT_CUDA_GRID(n) ((unsigned)(((size_t)(n) + ZT_CUDA_THREADS - 1) / ZT_CUDA_THREADS))
 
 #endif

@@ -44,10 +44,7 @@ static __global__ void bias_backward_kernel(float *dbias, const float *dout, int
 }
 
 // Enough blocks to fill the GPU, not one per element (grid-stride loops do the rest).
-static unsigned elementwise_grid(size_t n) {
-    unsigned g = ZT_CUDA_GRID(n);
-    return g < 65535u * 8u ? (g ? g : 1u) : 65535u * 8u;
-}
+static unsigned elementwise_grid(size_t n) { return zt_grid_stride(n, ZT_CUDA_THREADS); }
 
 extern "C" void zt_cuda_gelu_forward(cudaStream_t st, float *out, const float *inp, size_t n) {
     if (!n) return;

@@ -40,9 +40,7 @@ extern "C" void zt_cuda_encoder_forward(cudaStream_t st, float *out, const int32
                                         int vocab_rows, int N, int T, int C) {
     ZT_ASSERT(N >= 0 && T > 0 && C > 0);
     if (!N) return;
-    size_t n = (size_t)N * C;
-    unsigned g = ZT_CUDA_GRID(n);
-    if (g > 65535u * 8u) g = 65535u * 8u;
+    unsigned g = zt_grid_stride((size_t)N * C, ZT_CUDA_THREADS);
     encoder_forward_kernel<<<g, ZT_CUDA_THREADS, 0, st>>>(out, tokens, wte, wpe, vocab_lo,
                                                           vocab_rows, N, T, C);
     ZT_CUDA_LAUNCHED(st, "encoder_forward");

@@ -9,8 +9,8 @@ static_assert(REDUCE_THREADS <= ZT_REDUCE_MAX_THREADS, "zt_block_reduce's buffer
 
 // Block b sums its contiguous range of x; work[2 + 2b], work[3 + 2b] get the partials.
 static __global__ void reduce_partial_kernel(double *work, const float *x, size_t n, int mode) {
-    size_t per = (n + gridDim.x - 1) / gridDim.x;
-    size_t lo = blockIdx.x * per, hi = lo + per < n ? lo + per : n;
+    size_t lo, hi;
+    zt_piece(n, blockIdx.x, gridDim.x, &lo, &hi);
     double s = 0.0, bad = 0.0;
     for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         double v = x[i];
@@ -40,9 +40,7 @@ static __global__ void reduce_final_kernel(double *work, int nblocks) {
 extern "C" void zt_cuda_reduce(cudaStream_t st, double *work, const float *x, size_t n,
                                int mode) {
     ZT_ASSERT(mode == 0 || mode == 1);
-    unsigned nb = ZT_CUDA_REDUCE_BLOCKS;
-    if (n < (size_t)nb * REDUCE_THREADS) nb = (unsigned)((n + REDUCE_THREADS - 1) / REDUCE_THREADS);
-    if (nb == 0) nb = 1; // n == 0: one block writes zeros
+    unsigned nb = zt_reduce_blocks(n, ZT_CUDA_REDUCE_BLOCKS, REDUCE_THREADS);
     reduce_partial_kernel<<<nb, REDUCE_THREADS, 0, st>>>(work, x, n, mode);
     ZT_CUDA_LAUNCHED(st, "reduce_partial");
     reduce_final_kernel<<<1, 32, 0, st>>>(work, (int)nb);
@@ -59,8 +57,7 @@ static __global__ void adamw_kernel(float *p, float *m, float *v, const float *g
 extern "C" void zt_cuda_adamw(cudaStream_t st, float *p, float *m, float *v, const float *g,
                               size_t n, float wd, zt_adamw_hparams h) {
     if (!n) return;
-    unsigned grid = ZT_CUDA_GRID(n);
-    if (grid > 65535u * 8u) grid = 65535u * 8u;
+    unsigned grid = zt_grid_stride(n, ZT_CUDA_THREADS);
     adamw_kernel<<<grid, ZT_CUDA_THREADS, 0, st>>>(p, m, v, g, n, wd, h);
     ZT_CUDA_LAUNCHED(st, "adamw");
 }
@@ -69,9 +66,9 @@ extern "C" void zt_cuda_adamw(cudaStream_t st, float *p, float *m, float *v, con
 // thread dequantizes and updates its values (held in registers), the block takes the
 // new absmax (max is exact in any order), then each thread requantizes its values. The
 // maps come by value and are copied to shared memory for the binary searches.
-#define Q8_THREADS 256
+#define Q8_THREADS ZT_Q8_THREADS
 static_assert(Q8_THREADS <= ZT_REDUCE_MAX_THREADS, "zt_block_reduce's buffer");
-#define Q8_PER_THREAD (ZT_Q8_MAX_BLOCK / Q8_THREADS)
+#define Q8_PER_THREAD ZT_Q8_PER_THREAD(ZT_Q8_MAX_BLOCK)
 
 static __global__ void adamw8bit_kernel(float *p, const float *g, uint8_t *qm, uint8_t *qv,
                                         float *absmax_m, float *absmax_v, size_t n, int block,
@@ -83,7 +80,7 @@ static __global__ void adamw8bit_kernel(float *p, const float *g, uint8_t *qm, u
     }
     __syncthreads();
     size_t j = blockIdx.x, s = j * (size_t)block;
-    int len = (int)(n - s < (size_t)block ? n - s : (size_t)block);
+    int len = zt_q8_block_len(n, j, block);
     float am = absmax_m[j], av = absmax_v[j], new_am = 0.0f, new_av = 0.0f;
     float m[Q8_PER_THREAD], v[Q8_PER_THREAD];
 #pragma unroll
