@@ -77,6 +77,7 @@ int main(int argc, char **argv) {
     // OPENBLAS_CORETYPE set, where OpenBLAS fell back to generic kernels.
     zt_launcher_capture(); // before MPI_Init adds variables of its own
     int slow = zt_backends_start(argv);
+    zt_launcher_watch(); // after the re-exec: a rank whose mpirun is killed stops at once
     const char *cmd = "train";
     int first = 1;
     if (argc > 1 && argv[1][0] != '-') {

@@ -124,9 +124,17 @@ static zt_status check_out_dir(const zt_config *c, const char *flag, const char 
     char parent[ZT_PATH_MAX];
     snprintf(parent, sizeof parent, "%s", d);
     const char *p = dirname(parent);
-    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+    // (a parent that is a file was said "does not exist", sending the user to look for it)
+    if (stat(p, &st) != 0 && errno == ENOENT)
         return zt_errorf("cannot create the %s directory %s: its parent %s does not exist", flag,
                          d, p);
+    if (stat(p, &st) != 0)
+        return zt_errorf("cannot create the %s directory %s: its parent %s cannot be reached: "
+                         "%s; give %s a path inside a directory", flag, d, p, strerror(errno),
+                         flag);
+    if (!S_ISDIR(st.st_mode))
+        return zt_errorf("cannot create the %s directory %s: its parent %s is not a directory "
+                         "(a file); give %s a path inside a directory", flag, d, p, flag);
     if (access(p, W_OK | X_OK) != 0 || !can_create_in(p))
         return zt_errorf("cannot %s the %s directory %s in %s: %s",
                          exists ? "replace" : "create", flag, d, p, strerror(errno));

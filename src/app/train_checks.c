@@ -29,7 +29,8 @@ zt_status zt_trainer_check_memory(const zt_trainer *t) {
 
 // Before anything is allocated or loaded (rank 0): a resume with nothing left to train; the
 // --ckpt-dir's lock (*lock: its descriptor, held until the run ends), taken before the
-// directory is looked at so that no other run changes it from here on; and a --ckpt-dir
+// directory is looked at so that no other run changes it from here on; the interrupted saves
+// there (tmp-step-*) removed; and a --ckpt-dir
 // holding checkpoints newer than this run's start (zt_ckpt_check_dir).
 zt_status zt_trainer_check_start(const zt_config *c, int start, int *lock) {
     if (c->resume[0] && start >= c->steps)
@@ -38,6 +39,8 @@ zt_status zt_trainer_check_start(const zt_config *c, int start, int *lock) {
                          "turns a checkpoint into a model directory)", start, c->steps);
     if (!c->ckpt_dir[0]) return ZT_OK;
     ZT_TRY(zt_ckpt_lock(c->ckpt_dir, lock));
+    // held (not a file system without flock): no other run writes there
+    if (*lock >= 0) ZT_TRY(zt_ckpt_remove_interrupted(c->ckpt_dir));
     return zt_ckpt_check_dir(c->ckpt_dir, start);
 }
 

@@ -75,6 +75,11 @@ void zt_ckpt_unlock(int fd);
 // steps).
 zt_status zt_ckpt_load_weights(const zt_grid *g, zt_gpt2 *m, const char *dir, int *step);
 
+// Removes every tmp-step-* in `dir` (saying so): the saves of runs that stopped before their
+// commit (killed, out of disk). Only by the holder of dir's lock (zt_ckpt_lock with a
+// descriptor): then no other run is writing there, so each is provably a dead run's.
+zt_status zt_ckpt_remove_interrupted(const char *dir);
+
 // Refuses (ZT_ERR) a --ckpt-dir that holds a complete checkpoint newer than `start`, the
 // step this run begins at (0, or the resumed one): rolled back to an older step, the new
 // run's checkpoints would interleave with the abandoned ones, `latest` would jump between

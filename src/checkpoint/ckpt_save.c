@@ -22,10 +22,11 @@ static zt_status fsync_path(const char *path) {
     return r == 0 ? ZT_OK : zt_errorf("fsync %s failed: %s", path, strerror(errno));
 }
 
-// Removes a directory and the plain files in it (checkpoint directories are flat).
-static void remove_dir(const char *path) {
+// Removes a directory and the plain files in it (checkpoint directories are flat); 0 when
+// the directory stays (something in it is not a plain file).
+static int remove_dir(const char *path) {
     DIR *d = opendir(path);
-    if (!d) return;
+    if (!d) return rmdir(path) == 0;
     struct dirent *e;
     char p[PATHN];
     while ((e = readdir(d))) {
@@ -34,7 +35,7 @@ static void remove_dir(const char *path) {
         unlink(p);
     }
     closedir(d);
-    rmdir(path);
+    return rmdir(path) == 0;
 }
 
 // The 8-bit optimizer's piece for tensor index i, or NULL.
@@ -280,6 +281,87 @@ zt_status zt_ckpt_check_dir(const char *dir, int start) {
                      "step-N directories away", dir, newest, start);
 }
 
+zt_status zt_ckpt_remove_interrupted(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return ZT_OK;
+    struct dirent *e;
+    char p[2 * PATHN];
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "tmp-step-", 9) != 0) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (remove_dir(p))
+            printf("checkpoint: removed %s, the save of a run that stopped before its commit "
+                   "(this run holds %s/" CKPT_LOCK ", so no other run writes there)\n", p, dir);
+        else
+            fprintf(stderr, "zerotrain: warning: %s, an interrupted save, is kept: it holds "
+                            "what a save does not write; move it away or remove it\n", p);
+    }
+    closedir(d);
+    fflush(stdout);
+    return ZT_OK;
+}
+
+// Every rank: its shard into `tmp` (the writing ranks), then the agreement.
+static zt_status write_shards(const zt_ckpt_ctx *c, const char *tmp, uint64_t mine[3]) {
+    const zt_grid *g = c->grid;
+    zt_status s = ZT_OK;
+    if (writes(c)) {
+        ckpt_host_state h;
+        ckpt_map_state(c, &h, 1);
+        seglist l = {0};
+        collect(c, &l, &h);
+        char name[128], path[PATHN + 128];
+        shard_name(name, sizeof name, g->pp_rank, g->tp_rank, g->dp_rank);
+        snprintf(path, sizeof path, "%s/%s", tmp, name);
+        s = zt_safetensors_write_ex(path, l.t, l.n, "\"format\":\"" CKPT_FORMAT "-shard\"", 1,
+                                    &mine[2], &mine[1]);
+        mine[0] = 1;
+        seg_free(&l);
+        ckpt_unmap_state(c, &h, 0);
+    }
+    return zt_comm_agree(&g->world_comm, s);
+}
+
+// Rank 0: `latest` through latest.tmp, fsync'ed, renamed, and the directory synced.
+static zt_status write_latest(const char *dir, int step) {
+    char lt[PATHN], lp[PATHN];
+    snprintf(lt, sizeof lt, "%s/latest.tmp", dir);
+    snprintf(lp, sizeof lp, "%s/latest", dir);
+    FILE *f = fopen(lt, "w");
+    int ok = f && fprintf(f, "step-%d\n", step) > 0 && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = f && fclose(f) == 0 && ok;
+    if (!ok || rename(lt, lp) != 0) return zt_errorf("cannot write %s: %s", lp, strerror(errno));
+    return fsync_path(dir);
+}
+
+// Rank 0: the manifest and its seal, then the commit: the directory's entries, the rename,
+// then the pointer; --ckpt-keep's pruning and the line saying what was written.
+static zt_status commit(const zt_ckpt_ctx *c, const char *tmp, const char *fin, int step,
+                        uint64_t samples, const uint64_t *rec, double t0) {
+    const char *dir = c->run->dir;
+    ZT_TRY(write_manifest(c, tmp, step, samples, rec));
+    ZT_TRY(seal_manifest(tmp));
+    ZT_TRY(fsync_path(tmp));
+    remove_dir(fin); // an older save of the same step (a rerun)
+    if (rename(tmp, fin) != 0)
+        return zt_errorf("cannot rename %s to %s: %s", tmp, fin, strerror(errno));
+    ZT_TRY(fsync_path(dir));
+    ZT_TRY(write_latest(dir, step));
+    prune(dir, c->run->keep, step);
+    const zt_grid *g = c->grid;
+    uint64_t total = 0, most = 0;
+    int files = 0;
+    for (int r = 0; r < g->world; r++) {
+        total += rec[3 * r + 1];
+        most = rec[3 * r + 1] > most ? rec[3 * r + 1] : most;
+        files += (int)rec[3 * r];
+    }
+    printf("checkpoint %s: %.1f MiB in %d files (largest %.1f MiB) in %.2f s\n", fin,
+           total / 1048576.0, files, most / 1048576.0, ckpt_now_s() - t0);
+    fflush(stdout);
+    return ZT_OK;
+}
+
 zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples) {
     const zt_grid *g = c->grid;
     double t0 = ckpt_now_s();
@@ -297,61 +379,17 @@ zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples) {
     }
     ZT_TRY(zt_comm_agree(&g->world_comm, s));
     uint64_t mine[3] = {0, 0, 0};
-    if (writes(c)) {
-        ckpt_host_state h;
-        ckpt_map_state(c, &h, 1);
-        seglist l = {0};
-        collect(c, &l, &h);
-        char name[128], path[PATHN + 128];
-        shard_name(name, sizeof name, g->pp_rank, g->tp_rank, g->dp_rank);
-        snprintf(path, sizeof path, "%s/%s", tmp, name);
-        s = zt_safetensors_write_ex(path, l.t, l.n, "\"format\":\"" CKPT_FORMAT "-shard\"", 1,
-                                    &mine[2], &mine[1]);
-        mine[0] = 1;
-        seg_free(&l);
-        ckpt_unmap_state(c, &h, 0);
+    s = write_shards(c, tmp, mine);
+    if (s == ZT_OK) {
+        uint64_t *rec = calloc((size_t)g->world * 3, sizeof *rec);
+        ZT_ASSERT(rec);
+        zt_comm_all_gather(&g->world_comm, mine, rec, (size_t)g->world * 3, ZT_I64, NULL);
+        if (g->rank == 0) s = commit(c, tmp, fin, step, samples, rec, t0);
+        free(rec);
+        s = zt_comm_agree(&g->world_comm, s);
     }
-    ZT_TRY(zt_comm_agree(&g->world_comm, s));
-    uint64_t *rec = calloc((size_t)g->world * 3, sizeof *rec);
-    ZT_ASSERT(rec);
-    zt_comm_all_gather(&g->world_comm, mine, rec, (size_t)g->world * 3, ZT_I64, NULL);
-    if (g->rank == 0) {
-        s = write_manifest(c, tmp, step, samples, rec);
-        if (s == ZT_OK) s = seal_manifest(tmp);
-        // commit: the directory's entries, then the rename, then the pointer
-        if (s == ZT_OK) s = fsync_path(tmp);
-        if (s == ZT_OK) {
-            remove_dir(fin); // an older save of the same step (a rerun)
-            if (rename(tmp, fin) != 0)
-                s = zt_errorf("cannot rename %s to %s: %s", tmp, fin, strerror(errno));
-        }
-        if (s == ZT_OK) s = fsync_path(dir);
-        if (s == ZT_OK) {
-            char lt[PATHN], lp[PATHN];
-            snprintf(lt, sizeof lt, "%s/latest.tmp", dir);
-            snprintf(lp, sizeof lp, "%s/latest", dir);
-            FILE *f = fopen(lt, "w");
-            int ok = f && fprintf(f, "step-%d\n", step) > 0 && fflush(f) == 0 &&
-                     fsync(fileno(f)) == 0;
-            ok = f && fclose(f) == 0 && ok;
-            if (!ok || rename(lt, lp) != 0)
-                s = zt_errorf("cannot write %s: %s", lp, strerror(errno));
-            if (s == ZT_OK) s = fsync_path(dir);
-        }
-        if (s == ZT_OK) prune(dir, c->run->keep, step);
-        if (s == ZT_OK) {
-            uint64_t total = 0, most = 0;
-            int files = 0;
-            for (int r = 0; r < g->world; r++) {
-                total += rec[3 * r + 1];
-                most = rec[3 * r + 1] > most ? rec[3 * r + 1] : most;
-                files += (int)rec[3 * r];
-            }
-            printf("checkpoint %s: %.1f MiB in %d files (largest %.1f MiB) in %.2f s\n", fin,
-                   total / 1048576.0, files, most / 1048576.0, ckpt_now_s() - t0);
-            fflush(stdout);
-        }
-    }
-    free(rec);
-    return zt_comm_agree(&g->world_comm, s);
+    // A failed save (a full disk) removes what it wrote: every rank has stopped writing
+    // (agreed), and before the commit nothing in tmp is a checkpoint; after it tmp is gone.
+    if (s != ZT_OK && g->rank == 0) remove_dir(tmp);
+    return s;
 }

@@ -3,8 +3,13 @@
 #include "launcher.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct {
     int rank, size, tasks, local_size; // local_size: -1 when no launcher says
@@ -71,4 +76,46 @@ int zt_launcher_tasks(const char **var) {
 int zt_launcher_local_size(int world) {
     int n = get()->local_size;
     return n >= 1 && n <= world ? n : world;
+}
+
+// ---------------------------------------------------------------- the launcher's watch
+
+static pid_t g_parent;       // the launcher, as this process was started by it
+static char g_gone_msg[256]; // composed before the thread starts
+
+// Polls every 100 ms (a system call each: nothing next to a step). Not prctl's
+// PR_SET_PDEATHSIG: it fires when the parent *thread* that forked this process ends, which
+// in a launcher with threads (orted, mpirun) is not the launcher's end.
+static void *watch(void *arg) {
+    (void)arg;
+    const struct timespec tick = {0, 100 * 1000 * 1000};
+    while (getppid() == g_parent) nanosleep(&tick, NULL);
+    // the job is over: stop at once, as a kill would (checkpoints are crash-safe). The line
+    // reaches whoever kept this rank's stderr (a file); a closed pipe ends the process too.
+    ssize_t r = write(STDERR_FILENO, g_gone_msg, strlen(g_gone_msg));
+    (void)r;
+    _exit(1);
+    return NULL;
+}
+
+void zt_launcher_watch(void) {
+    static int started;
+    if (started || !get()->size_var) return; // no launcher set a size: nothing to watch
+    g_parent = getppid();
+    if (g_parent <= 1) return; // already init's (or a container's first process)
+    snprintf(g_gone_msg, sizeof g_gone_msg,
+             "zerotrain: rank %d stops: its launcher (process %ld) is gone, the job was killed "
+             "(kill -9 of mpirun?); the checkpoints already written are intact\n",
+             get()->rank, (long)g_parent);
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int e = pthread_create(&t, &a, watch, NULL); // (default stack: the libraries' static TLS)
+    pthread_attr_destroy(&a);
+    started = e == 0;
+    if (e != 0)
+        fprintf(stderr, "zerotrain: warning: (rank %d) cannot start the launcher's watch: %s; "
+                        "if mpirun is killed, this rank stops only when MPI notices\n",
+                get()->rank, strerror(e));
 }

@@ -24,4 +24,13 @@ int zt_launcher_tasks(const char **var);
 // write "4(x2)": the first count.
 int zt_launcher_local_size(int world);
 
+// Under a launcher (mpirun, orted, srun's slurmstepd: the process that started this one),
+// starts a thread that ends this process within a fraction of a second once that parent is
+// gone (kill -9 of mpirun): getppid() changes when the parent dies and the process is
+// reparented. The ranks otherwise trained on for about a second (Open MPI's own
+// lost-connection abort), committing checkpoints nobody asked for, heard by no one.
+// Nothing without a launcher (a run under nohup outlives its shell, as it should) or when
+// the parent is already init. Call once, after any re-exec (zt_backends_start).
+void zt_launcher_watch(void);
+
 #endif

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -45,7 +47,7 @@ static void retire_old(const char *old, const char *dir) {
     if (!d) return;
     int tok_ours = zt_hf_tokenizer_marked(old);
     struct dirent *e;
-    char from[4200], to[4200];
+    char from[4700], to[4700];
     while ((e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
         snprintf(from, sizeof from, "%s/%s", old, e->d_name);
@@ -78,6 +80,89 @@ static void export_tokenizer(const zt_model_shape *shape, const char *tmp, const
                 zt_error_message());
 }
 
+// Whether an entry of an export's temporary directory is an export's own: its files, and
+// their writers' temporary names ("model.safetensors.tmp.<pid>").
+static int export_own_entry(const char *name, int tok_ours) {
+    if (export_own(name, tok_ours)) return 1;
+    const char *t = strstr(name, ".tmp.");
+    if (!t || !t[5] || strspn(t + 5, "0123456789") != strlen(t + 5)) return 0;
+    char own[256];
+    snprintf(own, sizeof own, "%.*s", (int)(t - name), name);
+    return export_own(own, tok_ours);
+}
+
+// Empties an export's temporary directory of the export's own files and removes it. 0 when
+// something else is in it (a user's notes of an older export swapped out, not yet moved
+// back): that stays, and *kept names it.
+static int clear_export_tmp(const char *tmp, char *kept, size_t size) {
+    DIR *d = opendir(tmp);
+    if (!d) return rmdir(tmp) == 0;
+    int tok_ours = zt_hf_tokenizer_marked(tmp);
+    struct dirent *e;
+    char p[4700];
+    kept[0] = 0;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        snprintf(p, sizeof p, "%s/%s", tmp, e->d_name);
+        if (!export_own_entry(e->d_name, tok_ours) || unlink(p) != 0)
+            snprintf(kept, size, "%s", e->d_name);
+    }
+    closedir(d);
+    return rmdir(tmp) == 0;
+}
+
+// An export of `dir` writes into "<dir>.tmp.<pid>.<host>": the name says whose it is.
+static void export_tmp_name(const char *dir, char *out, size_t size) {
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    snprintf(out, size, "%s.tmp.%ld.%s", dir, (long)getpid(), host);
+}
+
+// The pid of `name` when it is the temporary directory of an export of `base` that died on
+// this host: its pid runs no process here (kill gives ESRCH). -1 otherwise: another host's,
+// a live process's, or not an export's name. Only those are provably no one else's.
+static long dead_export_tmp(const char *name, const char *base) {
+    size_t n = strlen(base);
+    char host[256] = "", *end;
+    if (strncmp(name, base, n) != 0 || strncmp(name + n, ".tmp.", 5) != 0) return -1;
+    const char *num = name + n + 5;
+    if (*num < '0' || *num > '9') return -1;
+    long pid = strtol(num, &end, 10);
+    gethostname(host, sizeof host - 1);
+    if (*end != '.' || strcmp(end + 1, host) != 0 || pid <= 0 || pid == (long)getpid())
+        return -1;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH ? pid : -1;
+}
+
+// What an export killed before its rename leaves (a kill -9, a crash, a full disk): its
+// temporary directory, up to a whole model's size, which no later export removed. Each one
+// whose process died on this host is removed here, and said.
+static void remove_dead_exports(const char *dir) {
+    char pd[4200], bd[4200];
+    snprintf(pd, sizeof pd, "%s", dir);
+    snprintf(bd, sizeof bd, "%s", dir);
+    const char *parent = dirname(pd), *base = basename(bd);
+    DIR *d = opendir(parent);
+    if (!d) return;
+    struct dirent *e;
+    char p[4400], kept[256];
+    while ((e = readdir(d)) != NULL) {
+        long pid = dead_export_tmp(e->d_name, base);
+        if (pid < 0) continue;
+        snprintf(p, sizeof p, "%s/%s", parent, e->d_name);
+        if (clear_export_tmp(p, kept, sizeof kept))
+            printf("zerotrain: removed %s, the temporary directory of an export of %s that did "
+                   "not finish (pid %ld on this host, no longer running)\n", p, dir, pid);
+        else
+            fprintf(stderr, "zerotrain: warning: %s, the temporary directory of an export of %s "
+                            "that did not finish (pid %ld), is kept: it holds %s, which an export "
+                            "does not write; move it away or remove it\n", p, dir, pid,
+                    kept[0] ? kept : "entries it could not remove");
+    }
+    closedir(d);
+    fflush(stdout);
+}
+
 zt_status zt_hf_export_check_dir(const char *dir) {
     struct stat st;
     if (!dir[0]) return zt_errorf("the export directory is empty: give it a path");
@@ -93,13 +178,14 @@ zt_status zt_hf_export_check_dir(const char *dir) {
 zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
                        const float *const *params, int n_parts, const char *dir) {
     ZT_TRY(zt_hf_export_check_dir(dir));
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", dir, (int)getpid());
+    remove_dead_exports(dir);
+    char tmp[4500], kept[256];
+    export_tmp_name(dir, tmp, sizeof tmp);
     if (mkdir(tmp, 0755) != 0)
         return zt_errorf("cannot create directory %s: %s", tmp, strerror(errno));
     zt_status s = export_files(shape, lays, params, n_parts, tmp);
     if (s != ZT_OK) {
-        rmdir(tmp); // the writers removed their temporary files
+        clear_export_tmp(tmp, kept, sizeof kept); // a file written before a full disk, say
         return s;
     }
     if (shape->vocab == ZT_GPT2_VOCAB) export_tokenizer(shape, tmp, dir);
@@ -115,7 +201,7 @@ zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
         int old_tok = zt_hf_tokenizer_marked(dir);
         const char *files[2 + ZT_HF_TOKENIZER_NFILES] = {"model.safetensors", "config.json"};
         for (int i = 0; i < ZT_HF_TOKENIZER_NFILES; i++) files[2 + i] = zt_hf_tokenizer_files[i];
-        char from[4300], to[4300];
+        char from[4700], to[4700];
         for (int i = 0; i < 2 + ZT_HF_TOKENIZER_NFILES && s == ZT_OK; i++) {
             snprintf(from, sizeof from, "%s/%s", tmp, files[i]);
             snprintf(to, sizeof to, "%s/%s", dir, files[i]);
@@ -143,7 +229,7 @@ zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
 static zt_status write_config(const zt_model_shape *sh, const char *path) {
     char eot[16] = "null";
     if (sh->vocab == ZT_GPT2_VOCAB) snprintf(eot, sizeof eot, "%d", ZT_BPE_GPT2_EOT);
-    char tmp[4500];
+    char tmp[4800];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) return zt_errorf("cannot write %s: %s", tmp, strerror(errno));
@@ -226,7 +312,7 @@ static zt_status export_files(const zt_model_shape *shape, const zt_layout *lays
             }
             n++;
         }
-    char path[4400];
+    char path[4700];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     zt_status s = zt_safetensors_write(path, t, n);
     for (int i = 0; i < n; i++) free(owned[i]);

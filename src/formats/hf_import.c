@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "backend.h"
+#include "json_keys.h"
 #include "layernorm_math.h"
 #include "llmc_checkpoint.h"
 #include "safetensors.h"
@@ -137,6 +138,13 @@ static zt_status read_config_json(const char *path, zt_model_shape *s) {
         cJSON_Delete(root);
         return zt_errorf("%s is not a JSON object (a Hugging Face config.json)", path);
     }
+    const char *twice = zt_json_duplicate_key(root);
+    if (twice) { // cJSON finds the first, Python's json (transformers) keeps the last
+        zt_status st = zt_errorf("%s gives '%s' twice: zerotrain would read the first value, "
+                                 "transformers the last; keep one", path, twice);
+        cJSON_Delete(root);
+        return st;
+    }
     const char *keys[] = {"n_layer", "n_head", "n_embd", "vocab_size", "n_positions"};
     int *fields[] = {&s->n_layer, &s->n_head, &s->n_embd, &s->vocab, &s->n_ctx};
     zt_status st = ZT_OK;
@@ -159,24 +167,70 @@ static zt_status read_config_json(const char *path, zt_model_shape *s) {
     return st;
 }
 
-// Shape from the tensors themselves (n_head is not among them).
+// The layer a tensor name "h.N.*" (or "transformer.h.N.*") belongs to; -1 for others.
+// Parsed wide: "h.2147483647.*" overflowed an int's count of layers (-2147483648).
+static long long layer_of(const char *name) {
+    if (strncmp(name, "transformer.", 12) == 0) name += 12;
+    if (strncmp(name, "h.", 2) != 0 || name[2] < '0' || name[2] > '9') return -1;
+    char *end;
+    errno = 0;
+    unsigned long long l = strtoull(name + 2, &end, 10);
+    if (*end != '.') return -1;
+    return errno == ERANGE || l > LLONG_MAX ? LLONG_MAX : (long long)l;
+}
+
+// Dimension k of tensor i as one of the shape's counts: past an int it wrapped (a vocabulary
+// of 2^31 read as -2^31, then blamed on --vocab, a flag never given).
+static zt_status shape_count(const zt_st_file *f, int i, int k, const char *what, int *out) {
+    int64_t d = f->t[i].shape[k];
+    if (d < 1 || d > INT_MAX)
+        return zt_errorf("%s: tensor '%s' gives %s %lld (dimension %d of its shape), not a count "
+                         "from 1 to %d: the file is damaged or not a GPT-2 model", f->path,
+                         f->t[i].name, what, (long long)d, k, INT_MAX);
+    *out = (int)d;
+    return ZT_OK;
+}
+
+// Shape from the tensors themselves (n_head is not among them). The layer count is the
+// highest h.N plus one; an N that the file's h.* tensors cannot all reach is refused by
+// name (layers are numbered from 0 without gaps), before it becomes a count of layers.
 static zt_status infer_shape(const zt_st_file *f, zt_model_shape *s) {
     int wte = find_hf(f, "wte.weight"), wpe = find_hf(f, "wpe.weight");
     if (wte < 0 || wpe < 0 || f->t[wte].ndim != 2 || f->t[wpe].ndim != 2)
         return zt_errorf("%s has no 2-D wte.weight and wpe.weight (with or without the "
                          "transformer. prefix): not a GPT-2 model", f->path);
-    s->vocab = (int)f->t[wte].shape[0];
-    s->n_embd = (int)f->t[wte].shape[1];
-    s->n_ctx = (int)f->t[wpe].shape[0];
-    int L = 0;
+    ZT_TRY(shape_count(f, wte, 0, "vocab", &s->vocab));
+    ZT_TRY(shape_count(f, wte, 1, "n_embd", &s->n_embd));
+    ZT_TRY(shape_count(f, wpe, 0, "n_ctx", &s->n_ctx));
+    long long top = -1;
+    int n_h = 0, at = -1;
     for (int i = 0; i < f->n; i++) {
-        const char *nm = f->t[i].name;
-        if (strncmp(nm, "transformer.", 12) == 0) nm += 12;
-        int l;
-        if (sscanf(nm, "h.%d.", &l) == 1 && l + 1 > L) L = l + 1;
+        long long l = layer_of(f->t[i].name);
+        if (l < 0) continue;
+        n_h++;
+        if (l > top) top = l, at = i;
     }
-    if (L == 0) return zt_errorf("%s has no h.N.* tensors: not a GPT-2 model", f->path);
-    s->n_layer = L;
+    if (top < 0) return zt_errorf("%s has no h.N.* tensors: not a GPT-2 model", f->path);
+    if (top >= n_h)
+        return zt_errorf("%s: tensor '%s' names layer %lld, but the file holds %d h.N tensors, "
+                         "too few for layers 0 to %lld (they are numbered from 0 without "
+                         "gaps): the file is damaged", f->path, f->t[at].name, top, n_h, top);
+    s->n_layer = (int)top + 1;
+    return ZT_OK;
+}
+
+// A tensor of a layer the shape does not have (config.json's n_layer 3 over a 4-layer
+// file) was never read: the model lost its last layers without a word.
+static zt_status check_layers_within(const zt_st_file *f, int n_layer, const char *config) {
+    for (int i = 0; i < f->n; i++) {
+        long long l = layer_of(f->t[i].name);
+        if (l >= n_layer)
+            return zt_errorf("%s holds tensor '%s' of layer %lld, but %s says n_layer %d: the "
+                             "weights and the config disagree; fix n_layer in %s (or load the "
+                             "weights it belongs to)", f->path, f->t[i].name, l,
+                             config[0] ? config : "the model shape", n_layer,
+                             config[0] ? config : "the shape flags");
+    }
     return ZT_OK;
 }
 
@@ -214,6 +268,7 @@ static zt_status hf_load(zt_gpt2 *m, const char *path) {
     ZT_TRY(resolve(path, &p));
     zt_st_file f;
     zt_status st = zt_st_open(&f, p.st);
+    if (st == ZT_OK) st = check_layers_within(&f, m->shape.n_layer, p.config);
     const zt_layout *lay = &m->layout;
     float *buf = NULL, *other = NULL;
     float *params = zt_be_map(m->be, m->params, lay->numel * sizeof(float), 0);

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+
+#include "json_keys.h"
 
 static const char *dtype_name(zt_st_dtype d) {
     switch (d) {
@@ -131,51 +134,164 @@ void zt_st_close(zt_st_file *f) {
     memset(f, 0, sizeof *f);
 }
 
-static zt_status parse_entry(zt_st_file *f, const cJSON *e, size_t data_bytes) {
-    zt_st_entry *t = &f->t[f->n];
-    memset(t, 0, sizeof *t);
-    const char *path = f->path;
-    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
-    const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
-    if (!cJSON_IsObject(e) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off) ||
-        cJSON_GetArraySize(off) != 2)
-        return zt_errorf("%s is corrupt: tensor '%s' lacks dtype, shape or data_offsets", path,
-                         e->string);
-    const char *d = dt->valuestring;
+// What every refusal of a bad header ends with: such a file is not ours to repair.
+#define REWRITE "write or download the file again"
+
+// A count or byte offset from the header. JSON numbers are doubles: one is taken only when
+// it is a whole number in [0, 2^53] (exact in a double, and past any file); the range is
+// checked before the cast, since a double outside size_t's range converts to anything
+// (undefined behaviour: 8.9e49 passed every later check as some offset).
+static int whole_count(const cJSON *v, uint64_t *out) {
+    if (!cJSON_IsNumber(v)) return 0;
+    double d = v->valuedouble;
+    if (!(d >= 0 && d <= 9007199254740992.0)) return 0;
+    *out = (uint64_t)d;
+    return (double)*out == d; // 256.5 is no count (it was read as 256)
+}
+
+static zt_status parse_dtype(const char *path, const char *key, const char *d, zt_st_entry *t) {
     if (strcmp(d, "F32") == 0) t->dtype = ZT_ST_F32;
     else if (strcmp(d, "F16") == 0) t->dtype = ZT_ST_F16;
     else if (strcmp(d, "BF16") == 0) t->dtype = ZT_ST_BF16;
     else if (strcmp(d, "U8") == 0) t->dtype = ZT_ST_U8;
     else
         return zt_errorf("%s: tensor '%s' has dtype %s; zerotrain reads F32, BF16, F16 (and U8 "
-                         "optimizer codes)", path, e->string, d);
+                         "optimizer codes)", path, key, d);
+    return ZT_OK;
+}
+
+// The shape's dimensions and their product, which must count in 64 bits with its bytes:
+// [2^40, 2^24] is 2^64 elements, 0 once wrapped, and matched data_offsets [0, 0].
+static zt_status parse_shape(const char *path, const char *key, const cJSON *sh, zt_st_entry *t) {
     t->ndim = cJSON_GetArraySize(sh);
-    if (t->ndim > 4) return zt_errorf("%s: tensor '%s' has %d dimensions", path, e->string, t->ndim);
-    t->numel = 1;
+    if (t->ndim > 4) return zt_errorf("%s: tensor '%s' has %d dimensions", path, key, t->ndim);
+    char dims[160] = "";
+    int wrapped = 0;
+    uint64_t numel = 1;
     for (int k = 0; k < t->ndim; k++) {
         const cJSON *v = cJSON_GetArrayItem(sh, k);
-        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 1e15)
-            return zt_errorf("%s is corrupt: tensor '%s' has a bad shape", path, e->string);
-        t->shape[k] = (int64_t)v->valuedouble;
-        t->numel *= (size_t)t->shape[k];
+        uint64_t d;
+        if (!whole_count(v, &d))
+            return zt_errorf("%s is corrupt: tensor '%s' has dimension %.15g in its shape, not a "
+                             "whole number from 0 to 2^53: " REWRITE, path, key,
+                             cJSON_IsNumber(v) ? v->valuedouble : NAN);
+        t->shape[k] = (int64_t)d;
+        wrapped |= __builtin_mul_overflow(numel, d, &numel);
+        size_t len = strlen(dims);
+        snprintf(dims + len, sizeof dims - len, "%s%llu", k ? ", " : "", (unsigned long long)d);
     }
+    uint64_t bytes;
+    if (wrapped || __builtin_mul_overflow(numel, (uint64_t)dtype_size(t->dtype), &bytes))
+        return zt_errorf("%s is corrupt: tensor '%s' has shape [%s], more bytes than 64 bits "
+                         "count: " REWRITE, path, key, dims);
+    t->numel = (size_t)numel;
+    return ZT_OK;
+}
+
+static zt_status parse_offsets(const char *path, const char *key, const cJSON *off,
+                               size_t data_bytes, zt_st_entry *t) {
     const cJSON *b = cJSON_GetArrayItem(off, 0), *en = cJSON_GetArrayItem(off, 1);
-    if (!cJSON_IsNumber(b) || !cJSON_IsNumber(en) || b->valuedouble < 0 ||
-        en->valuedouble < b->valuedouble)
-        return zt_errorf("%s is corrupt: tensor '%s' has bad data_offsets", path, e->string);
-    t->begin = (size_t)b->valuedouble;
-    t->end = (size_t)en->valuedouble;
+    uint64_t begin, end;
+    if (!whole_count(b, &begin) || !whole_count(en, &end) || end < begin)
+        return zt_errorf("%s is corrupt: tensor '%s' has data_offsets [%.15g, %.15g], not two "
+                         "whole numbers from 0 to 2^53 in order: " REWRITE, path, key,
+                         cJSON_IsNumber(b) ? b->valuedouble : NAN,
+                         cJSON_IsNumber(en) ? en->valuedouble : NAN);
+    t->begin = (size_t)begin;
+    t->end = (size_t)end;
     if (t->end - t->begin != t->numel * dtype_size(t->dtype))
-        return zt_errorf("%s is corrupt: tensor '%s' has %zu bytes for %zu %s values", path,
-                         e->string, t->end - t->begin, t->numel, d);
+        return zt_errorf("%s is corrupt: tensor '%s' has %zu bytes for %zu %s values", path, key,
+                         t->end - t->begin, t->numel, dtype_name(t->dtype));
     if (t->end > data_bytes)
         return zt_errorf("%s is truncated: tensor '%s' ends at byte %zu of a %zu-byte data "
-                         "section", path, e->string, t->end, data_bytes);
-    t->name = strdup(e->string);
+                         "section", path, key, t->end, data_bytes);
+    return ZT_OK;
+}
+
+static zt_status parse_entry(zt_st_file *f, const cJSON *e, size_t data_bytes) {
+    zt_st_entry *t = &f->t[f->n];
+    memset(t, 0, sizeof *t);
+    const char *path = f->path, *key = e->string;
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+    if (!cJSON_IsObject(e) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off) ||
+        cJSON_GetArraySize(off) != 2)
+        return zt_errorf("%s is corrupt: tensor '%s' lacks dtype, shape or data_offsets", path,
+                         key);
+    const char *twice = zt_json_duplicate_key(e);
+    if (twice)
+        return zt_errorf("%s is corrupt: tensor '%s' gives '%s' twice: " REWRITE, path, key,
+                         twice);
+    ZT_TRY(parse_dtype(path, key, dt->valuestring, t));
+    ZT_TRY(parse_shape(path, key, sh, t));
+    ZT_TRY(parse_offsets(path, key, off, data_bytes, t));
+    t->name = strdup(key);
     ZT_ASSERT(t->name);
     f->n++;
     return ZT_OK;
+}
+
+// __metadata__ is safetensors' free-form text: an object of strings, or absent.
+static zt_status check_metadata(const char *path, const cJSON *meta) {
+    const cJSON *v;
+    int ok = cJSON_IsObject(meta);
+    if (ok) cJSON_ArrayForEach(v, meta) ok &= cJSON_IsString(v);
+    if (!ok)
+        return zt_errorf("%s is corrupt: its '__metadata__' is not an object of strings (the "
+                         "safetensors format keeps free-form text there): " REWRITE, path);
+    return ZT_OK;
+}
+
+// An entry's byte range and its place in the header, sorted by begin (ties in header order).
+typedef struct {
+    size_t begin;
+    int i;
+} st_place;
+static int by_begin(const void *a, const void *b) {
+    const st_place *x = a, *y = b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    return x->i - y->i;
+}
+
+// Two tensors sharing bytes (every ln_1 weight pointing at one range) load as one tensor
+// several times: a writer's bug, never a file of independent tensors.
+static zt_status check_overlaps(const zt_st_file *f) {
+    st_place *order = malloc((size_t)(f->n + 1) * sizeof *order);
+    ZT_ASSERT(order);
+    for (int i = 0; i < f->n; i++) order[i] = (st_place){f->t[i].begin, i};
+    qsort(order, (size_t)f->n, sizeof *order, by_begin);
+    const zt_st_entry *last = NULL; // the nonempty entry reaching furthest so far
+    zt_status s = ZT_OK;
+    for (int k = 0; k < f->n && s == ZT_OK; k++) {
+        const zt_st_entry *t = &f->t[order[k].i];
+        if (t->end == t->begin) continue;
+        if (last && t->begin < last->end)
+            s = zt_errorf("%s is corrupt: tensors '%s' and '%s' share bytes (data_offsets "
+                          "[%zu, %zu] and [%zu, %zu]); each tensor needs bytes of its own: "
+                          REWRITE, f->path, last->name, t->name, last->begin, last->end,
+                          t->begin, t->end);
+        if (!last || t->end > last->end) last = t;
+    }
+    free(order);
+    return s;
+}
+
+// The header's top level: each key once (cJSON keeps both of a pair and finds the first;
+// Python's safetensors keeps the last), __metadata__ as the format says, every tensor.
+static zt_status parse_header(zt_st_file *f, const cJSON *root, size_t data_bytes) {
+    const char *twice = zt_json_duplicate_key(root);
+    if (twice)
+        return zt_errorf("%s is corrupt: its header names '%s' twice (zerotrain would read the "
+                         "first, Python's safetensors the last): write the file again with each name "
+                         "once",
+                         f->path, twice);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, root) {
+        if (strcmp(e->string, "__metadata__") == 0) ZT_TRY(check_metadata(f->path, e));
+        else ZT_TRY(parse_entry(f, e, data_bytes));
+    }
+    return check_overlaps(f);
 }
 
 zt_status zt_st_open(zt_st_file *f, const char *path) {
@@ -220,12 +336,7 @@ zt_status zt_st_open(zt_st_file *f, const char *path) {
     size_t data_bytes = size - 8 - (size_t)hlen;
     f->t = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *f->t);
     ZT_ASSERT(f->t);
-    zt_status s = ZT_OK;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, root) {
-        if (strcmp(e->string, "__metadata__") == 0) continue;
-        if ((s = parse_entry(f, e, data_bytes)) != ZT_OK) break;
-    }
+    zt_status s = parse_header(f, root, data_bytes);
     cJSON_Delete(root);
     return s;
 }

@@ -16,11 +16,14 @@
 //   ZT_FAULT_PAUSE_AT_RENAME=glob the same rename waits instead, until the file named by
 //                                 ZT_FAULT_CONTINUE exists (at most 60 s): a run held alive
 //                                 at a known point while a test starts another;
+//   ZT_FAULT_ENOSPC_AT_FSYNC=glob fsync of a file whose path matches glob fails with ENOSPC
+//                                 (the data not synced), as a full disk shows on a file
+//                                 system that allocates late; every rank (a shared disk);
 //   ZT_FAULT_LOG=file             each fault injected appends a line there (so a test knows
 //                                 the library was loaded and the fault happened).
 //
 // Built as build/libzt_faults.so (the Makefile); tests/sh/ckpt_faults.sh, ckpt_latest.sh,
-// ckpt_lock.sh and tests/sh/hf_tokenizer_files.sh use it.
+// ckpt_lock.sh, tmp_cleanup.sh, kill_campaign.sh and tests/sh/hf_tokenizer_files.sh use it.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -53,19 +56,28 @@ static int world_rank(void) {
     return 0;
 }
 
-static int is_ckpt_shard(int fd) {
+// Whether the file open as fd has a path matching glob.
+static int fd_matches(int fd, const char *glob) {
     char link[64], path[PATH_MAX];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     ssize_t n = readlink(link, path, sizeof path - 1);
     if (n <= 0) return 0;
     path[n] = 0;
-    return fnmatch("*/tmp-step-*/shard-*.safetensors", path, 0) == 0;
+    return fnmatch(glob, path, 0) == 0;
 }
+
+static int is_ckpt_shard(int fd) { return fd_matches(fd, "*/tmp-step-*/shard-*.safetensors"); }
 
 int fsync(int fd) {
     static int (*real)(int);
     static int shards;
     if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+    const char *full = getenv("ZT_FAULT_ENOSPC_AT_FSYNC");
+    if (full && *full && fd_matches(fd, full)) {
+        note("fsync fails with ENOSPC");
+        errno = ENOSPC;
+        return -1;
+    }
     int rc = real(fd);
     int after = env_int("ZT_FAULT_KILL_AFTER_SHARDS", 0);
     if (after > 0 && is_ckpt_shard(fd) && ++shards == after &&

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checkpoint faults, export and Hugging Face import (docs/checkpoints.md):
 # - a rank killed (SIGKILL, test hook) in the middle of a save leaves the previous
-#   checkpoint loadable; the half-written one is ignored with a message; the resumed run
+#   checkpoint loadable; the half-written one is removed by the resuming run (which holds
+#   the directory's lock) with a message; the resumed run
 #   equals the uninterrupted one bit for bit;
 # - a truncated, corrupted or mismatched checkpoint stops with one error naming the file;
 # - a checkpoint in the previous format (version 1: FNV-1a 64 checksums instead of XXH3-64;
@@ -51,7 +52,8 @@ ls $out/ck
 [ -d $out/ck/tmp-step-4 ] && [ "$(cat $out/ck/latest)" = step-2 ] || die "expected step-2 complete, tmp-step-4 left"
 $MPI -np 2 build/zerotrain $common --steps 6 --zero 1 --micro-batch 2 --grad-accum 2 \
     --resume $out/ck --ckpt-dir $out/ck --ckpt-every 2 --log $out/res.jsonl > $out/res.out 2>&1 || { cat $out/res.out; exit 1; }
-grep "ignoring" $out/res.out || die "no message about the incomplete checkpoint"
+# (the run holds ck's lock: the dead run's tmp-step-4 is removed, and said)
+grep "removed $out/ck/tmp-step-4" $out/res.out && [ ! -e $out/ck/tmp-step-4 ] || die "no message about the incomplete checkpoint"
 echo "== crash during save, resumed from step 2"
 $PY tests/ckpt/compare_losses.py $out/full.jsonl $out/res.jsonl || fail=1
 
