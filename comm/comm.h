@@ -141,13 +141,23 @@ void zt_comm_self_init(zt_comm *out);
 // `out` a duplicate of MPI_COMM_WORLD (free it with zt_comm_free before finalizing).
 // argc/argv may be NULL. Failure is fatal.
 void zt_comm_mpi_init_world(zt_comm *out, int *argc, char ***argv);
-// Checks ZT_COMM_MPI_ALGO, ZT_COMM_MPI_STAGE_KIB and ZT_COMM_TIMEOUT_S: ZT_ERR naming the
-// variable and its allowed values on a bad one (main calls it before any communicator is
-// split). ZT_COMM_TIMEOUT_S=S (seconds, default 0 = off), read by zt_comm_mpi_init_world:
-// an operation of the MPI backend that waits more than S seconds for another rank (one that
-// stopped or hangs) prints which rank did not arrive and ends the job (MPI_Abort); waiting
-// ranks sleep between polls instead of spinning (comm_mpi.c, "the collective timeout").
+// Checks ZT_COMM_MPI_ALGO, ZT_COMM_MPI_STAGE_KIB, ZT_COMM_TIMEOUT_S and
+// ZT_COMM_TIMEOUT_FLOOR_S: ZT_ERR naming the variable and its allowed values on a bad one
+// (main calls it before any communicator is split). ZT_COMM_TIMEOUT_S=S (seconds), read by
+// zt_comm_mpi_init_world: an operation of the MPI backend that waits more than S seconds for
+// another rank (one that stopped or hangs) prints which rank did not arrive and ends the job
+// (MPI_Abort); waiting ranks sleep between polls instead of spinning (comm_mpi.c, "the
+// collective timeout"). 0: wait forever. Unset or "auto" (the default): a watchdog thread
+// over the blocking calls, armed by zt_comm_mpi_watch (comm_mpi.c, "the default timeout").
 zt_status zt_comm_mpi_check_env(void);
+// The default timeout (ZT_COMM_TIMEOUT_S unset): arms it, or raises its deadline, for what
+// follows: no healthy call waits longer than about one step of another rank's work, so the
+// deadline is the longer of ZT_COMM_TIMEOUT_FLOOR_S (300 s) and 10 x `longest_s`, the
+// longest step seen so far (a step with its validation, sample and checkpoint; 0 before the
+// first). unwatch disarms it (work of unmeasured length on one rank: the final export).
+// No-ops with ZT_COMM_TIMEOUT_S set, on one rank, and before zt_comm_mpi_init_world.
+void zt_comm_mpi_watch(double longest_s);
+void zt_comm_mpi_unwatch(void);
 // MPI_Finalize, if zt_comm_mpi_init_world initialized MPI and it is not yet finalized.
 // Every rank must call it (it is collective); free all communicators first.
 void zt_comm_mpi_finalize(void);

@@ -17,14 +17,19 @@
 //                    mpi          MPI's collectives everywhere, no window
 //   ZT_COMM_MPI_STAGE_KIB=N       bytes of one staging slot, in KiB (default 256)
 //   ZT_COMM_TIMEOUT_S=S           end the job when one operation waits more than S seconds
-//                                 for another rank (default 0: wait forever; see "the
-//                                 collective timeout" below)
+//                                 for another rank, polling nonblocking calls; 0: wait
+//                                 forever; unset or "auto" (the default): a watchdog over
+//                                 the blocking calls, its deadline measured (see "the
+//                                 collective timeout" and "the default timeout" below)
+//   ZT_COMM_TIMEOUT_FLOOR_S=F     the default timeout's floor (300 s)
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -44,6 +49,9 @@
 #define ZT_STAGE_HDR_BYTES 4096
 // Largest ZT_COMM_TIMEOUT_S (about 11.6 days: "forever" for any run).
 #define ZT_COMM_TIMEOUT_MAX_S 1e6
+// The default timeout: the longer of a floor and this many times the longest step seen.
+#define ZT_WATCH_FLOOR_S 300.0
+#define ZT_WATCH_STEPS 10
 
 typedef struct {
     MPI_Comm comm;
@@ -57,11 +65,17 @@ typedef struct {
     size_t hdr_bytes;     // ZT_STAGE_HDR_BYTES with the timeout on, else 0 (no header)
     unsigned long chunks; // chunks staged so far; its parity picks the half (same on all ranks)
     uint64_t entered;     // collectives this rank entered on comm, with the timeout on
+    // The world ranks of the members, first + q * stride (grid groups are such progressions;
+    // stride 0: not one): the watchdog names them without calling MPI from its thread.
+    int world_first, world_stride;
+    int rank;             // this rank in comm
 } zt_mpi_comm;
 
 static int g_init_here;                 // MPI was initialized by zt_comm_mpi_init_world
 static size_t g_max_count = INT_MAX;    // elements per MPI call (zt_comm_mpi_set_max_count)
 static double g_timeout_s;              // ZT_COMM_TIMEOUT_S at zt_comm_mpi_init_world; 0 = off
+static int g_timeout_auto;              // ZT_COMM_TIMEOUT_S unset or "auto": the watchdog
+static double g_watch_floor_s = ZT_WATCH_FLOOR_S; // ZT_COMM_TIMEOUT_FLOOR_S
 
 // ---- the failure path ----
 
@@ -288,24 +302,211 @@ static void wait_timed(const zt_comm *c, const char *what, int n, MPI_Request *r
             ZT_CHECK_MPI(nonblocking(__VA_ARGS__, &zt_rq_));                          \
             wait_timed(c, what, 1, &zt_rq_, MPI_STATUSES_IGNORE, &zt_coll_peer_);     \
         } else {                                                                      \
+            if (g_timeout_auto) coll_enter(c); /* the record the watchdog reads */    \
+            watch_begin(c, what, -1);                                                 \
             ZT_CHECK_MPI(blocking(__VA_ARGS__));                                      \
+            watch_end();                                                              \
         }                                                                             \
     } while (0)
 
-// The timeout from the environment: 0 (off) when unset or empty; ZT_ERR on a bad value.
-static zt_status parse_timeout(double *out) {
-    const char *v = getenv("ZT_COMM_TIMEOUT_S");
+// The timeout from the environment: *out = S for a fixed one, 0 for off or the default;
+// *dflt = 1 for the default (unset, empty or "auto"), with its floor in *floor_s. ZT_ERR on
+// a bad value.
+static zt_status parse_timeout(double *out, int *dflt, double *floor_s) {
+    const char *v = getenv("ZT_COMM_TIMEOUT_S"), *f = getenv("ZT_COMM_TIMEOUT_FLOOR_S");
     *out = 0;
-    if (!v || !*v) return ZT_OK;
+    *dflt = !v || !*v || !strcmp(v, "auto");
+    *floor_s = ZT_WATCH_FLOOR_S;
     char *end = NULL;
+    if (f && *f) {
+        double t = strtod(f, &end);
+        if (!(!*end && t > 0 && t <= ZT_COMM_TIMEOUT_MAX_S))
+            return zt_errorf("ZT_COMM_TIMEOUT_FLOOR_S=%s: give the default timeout's floor in "
+                             "seconds, a number in (0, %.0f] (default %.0f)", f,
+                             ZT_COMM_TIMEOUT_MAX_S, ZT_WATCH_FLOOR_S);
+        *floor_s = t;
+    }
+    if (*dflt) return ZT_OK;
     double t = strtod(v, &end);
     if (!(!*end && t >= 0 && t <= ZT_COMM_TIMEOUT_MAX_S)) // also refuses nan
         return zt_errorf("ZT_COMM_TIMEOUT_S=%s: give the seconds one operation may wait for "
-                         "another rank, a number in 0..%.0f (0, the default, waits forever)",
-                         v, ZT_COMM_TIMEOUT_MAX_S);
+                         "another rank, a number in 0..%.0f (0 waits forever), or auto (the "
+                         "default: measured from the steps)", v, ZT_COMM_TIMEOUT_MAX_S);
     *out = t;
     return ZT_OK;
 }
+
+// ---- the default timeout: a watchdog over the blocking calls ----
+//
+// Why not the collective timeout above by default: its nonblocking collectives cost (Open
+// MPI's libnbc, advanced only when polled; bench/RESULTS.md, "Collective timeout"). The
+// watchdog costs two clock reads per operation: each blocking call records when it began
+// (watch_begin) and that it ended; a thread looks twice a second and, once one call has
+// waited past the deadline, prints the line naming who did not arrive (from the members'
+// world ranks kept in each communicator: no MPI call from this thread, FUNNELED) and ends
+// this process; mpirun then ends the job. The waiting ranks spin meanwhile (Open MPI's
+// blocking wait), as without a timeout.
+//
+// The deadline: the longer of the floor (ZT_COMM_TIMEOUT_FLOOR_S, 300 s) and ZT_WATCH_STEPS x
+// the longest step the trainer has seen (a step with its validation, sample and checkpoint:
+// one call waits at most about one step of another rank's work). Armed by the trainer
+// around its steps only (zt_comm_mpi_watch): the set-up, a resume's loading and the final
+// export are one-sided work of unmeasured length.
+
+static struct {
+    int on;                       // the thread runs (the default timeout, world > 1)
+    int64_t deadline_ns;          // 0: disarmed
+    double longest_s;             // the longest step seen, for the message
+    int64_t since_ns;             // when the current blocking call began; 0: none
+    const zt_comm *comm;          // that call's communicator, name and peer (-1: collective)
+    const char *what;
+    int peer;
+} g_watch;
+
+static int64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// Heartbeats: the watchdog thread writes the time (CLOCK_MONOTONIC, one clock for the whole
+// machine) every tick into word 1 of its header in every staging window (registered here
+// by stage_init), so a waiting rank tells a stopped or frozen member (its heartbeat stale)
+// from one merely busy or waiting too. The lock keeps a window from being freed under it.
+#define ZT_WATCH_MAX_WINDOWS 64
+static pthread_mutex_t g_hb_mu = PTHREAD_MUTEX_INITIALIZER;
+static zt_mpi_comm *g_hb[ZT_WATCH_MAX_WINDOWS];
+static int g_hb_n;
+
+static int64_t *heartbeat_slot(const zt_mpi_comm *m, int q) { return (int64_t *)m->part[q] + 1; }
+
+static void hb_beat_all(int64_t now) {
+    pthread_mutex_lock(&g_hb_mu);
+    for (int i = 0; i < g_hb_n; i++)
+        __atomic_store_n(heartbeat_slot(g_hb[i], g_hb[i]->rank), now, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&g_hb_mu);
+}
+
+static void hb_register(zt_mpi_comm *m) {
+    if (!g_watch.on || !m->hdr_bytes) return;
+    __atomic_store_n(heartbeat_slot(m, m->rank), mono_ns(), __ATOMIC_RELEASE);
+    pthread_mutex_lock(&g_hb_mu);
+    if (g_hb_n < ZT_WATCH_MAX_WINDOWS) g_hb[g_hb_n++] = m;
+    pthread_mutex_unlock(&g_hb_mu);
+}
+
+static void hb_unregister(zt_mpi_comm *m) {
+    pthread_mutex_lock(&g_hb_mu);
+    for (int i = 0; i < g_hb_n; i++)
+        if (g_hb[i] == m) g_hb[i--] = g_hb[--g_hb_n];
+    pthread_mutex_unlock(&g_hb_mu);
+}
+
+static void watch_begin(const zt_comm *c, const char *what, int peer) {
+    if (!g_watch.on) return;
+    g_watch.comm = c;
+    g_watch.what = what;
+    g_watch.peer = peer;
+    __atomic_store_n(&g_watch.since_ns, mono_ns(), __ATOMIC_RELEASE);
+}
+static void watch_end(void) {
+    if (g_watch.on) __atomic_store_n(&g_watch.since_ns, 0, __ATOMIC_RELEASE);
+}
+
+// Appends the world rank of member q of m (through its progression) to buf.
+static void append_member(char *buf, size_t cap, const zt_mpi_comm *m, int q) {
+    size_t len = strlen(buf);
+    if (len < cap) snprintf(buf + len, cap - len, "%s%d", len ? "," : "",
+                            m->world_first + q * m->world_stride);
+}
+
+// Whether member q of c has not arrived where this rank waits: the peer of a point-to-point
+// call; in a collective the other of two, or, through the staging window's headers (plain
+// loads: a stopped process's memory stays mapped), one whose count of collectives entered is
+// behind this rank's or whose heartbeat is 2 s old (stopped inside the collective).
+static int behind(const zt_comm *c, int q) {
+    const zt_mpi_comm *m = c->impl;
+    if (g_watch.peer >= 0) return q == g_watch.peer;
+    if (q == c->rank) return 0;
+    if (c->size == 2) return 1;
+    if (m->win == MPI_WIN_NULL || !m->hdr_bytes) return 0;
+    int64_t hb = __atomic_load_n(heartbeat_slot(m, q), __ATOMIC_ACQUIRE);
+    return __atomic_load_n(entered_slot(m, q), __ATOMIC_ACQUIRE) < m->entered ||
+           (hb > 0 && mono_ns() - hb > 2000000000);
+}
+
+// The deadline passed: the line, then this process ends (mpirun ends the others).
+static void watch_fire(double waited) {
+    const zt_comm *c = g_watch.comm;
+    const zt_mpi_comm *m = c->impl;
+    char group[256] = "", missing[128] = "", where[320];
+    if (m->world_stride > 0)
+        for (int q = 0; q < c->size; q++) {
+            append_member(group, sizeof group, m, q);
+            if (behind(c, q)) append_member(missing, sizeof missing, m, q);
+        }
+    if (g_watch.peer >= 0 || !group[0]) snprintf(where, sizeof where, "%s", g_watch.what);
+    else snprintf(where, sizeof where, "%s on the communicator of ranks %s", g_watch.what, group);
+    // one write(2), no stdio: the main thread may hold a stream's lock where it is stuck
+    char line[1024];
+    int n = snprintf(line, sizeof line, "zerotrain: error: (rank %d) waited %.0f s in %s: %s%s "
+                     "did not arrive (stopped or hung); ending the job (the default timeout, "
+                     "%.0f s: the longer of ZT_COMM_TIMEOUT_FLOOR_S=%g and %d x the longest "
+                     "step so far, %.2f s; ZT_COMM_TIMEOUT_S=S sets one, 0 waits forever)\n",
+                     zt_log_rank(), waited, where, missing[0] ? "rank " : "a rank of that group",
+                     missing, (double)g_watch.deadline_ns * 1e-9, g_watch_floor_s,
+                     ZT_WATCH_STEPS, g_watch.longest_s);
+    ssize_t w = write(STDERR_FILENO, line, n > 0 && n < (int)sizeof line ? (size_t)n : sizeof line - 1);
+    (void)w;
+    _exit(1);
+}
+
+// Time this process did not run (stopped itself, or the machine suspended) is not waiting:
+// a tick that took a second longer than asked adds its excess to `lost`, which the wait of
+// the same call leaves out. (A stopped rank, continued by mpirun's teardown, said it had
+// waited all along for a rank that was waiting for it.)
+static void *watch_thread(void *arg) {
+    (void)arg;
+    const int64_t tick_ns = 500 * 1000 * 1000;
+    const struct timespec tick = {0, tick_ns};
+    int64_t last = mono_ns(), lost = 0, seen = 0;
+    for (;;) {
+        nanosleep(&tick, NULL);
+        int64_t now = mono_ns(), dl = __atomic_load_n(&g_watch.deadline_ns, __ATOMIC_ACQUIRE);
+        int64_t since = __atomic_load_n(&g_watch.since_ns, __ATOMIC_ACQUIRE);
+        hb_beat_all(now);
+        if (since != seen) seen = since, lost = 0;
+        if (now - last > tick_ns + 1000000000) lost += now - last - tick_ns;
+        last = now;
+        if (dl > 0 && since > 0 && now - since - lost > dl)
+            watch_fire((double)(now - since - lost) * 1e-9);
+    }
+    return NULL;
+}
+
+static void watch_start(int world_size) {
+    if (!g_timeout_auto || world_size < 2 || g_watch.on) return;
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    g_watch.on = pthread_create(&t, &a, watch_thread, NULL) == 0;
+    pthread_attr_destroy(&a);
+    if (!g_watch.on)
+        fprintf(stderr, "zerotrain: warning: (rank %d) cannot start the collective timeout's "
+                        "watchdog: a stopped rank would hang the job (ZT_COMM_TIMEOUT_S=S "
+                        "times out by polling instead)\n", zt_log_rank());
+}
+
+void zt_comm_mpi_watch(double longest_s) {
+    if (!g_watch.on) return;
+    g_watch.longest_s = longest_s > g_watch.longest_s ? longest_s : g_watch.longest_s;
+    double d = ZT_WATCH_STEPS * g_watch.longest_s;
+    if (d < g_watch_floor_s) d = g_watch_floor_s;
+    __atomic_store_n(&g_watch.deadline_ns, (int64_t)(d * 1e9), __ATOMIC_RELEASE);
+}
+
+void zt_comm_mpi_unwatch(void) { __atomic_store_n(&g_watch.deadline_ns, 0, __ATOMIC_RELEASE); }
 
 // ---- node-local collectives through a shared-memory staging window ----
 //
@@ -453,10 +654,10 @@ static zt_status parse_env(int *kib_out, int *stage_ag) {
 }
 
 zt_status zt_comm_mpi_check_env(void) {
-    int kib, ag;
-    double t;
+    int kib, ag, dflt;
+    double t, f;
     zt_status s = parse_env(&kib, &ag);
-    return s == ZT_OK ? parse_timeout(&t) : s;
+    return s == ZT_OK ? parse_timeout(&t, &dflt, &f) : s;
 }
 
 // Read when a communicator is made. A bad value takes the defaults here (the world's
@@ -484,7 +685,8 @@ static void stage_init(zt_mpi_comm *m, int size) {
     // The ranks must agree, or some would wait in a window creation the others skip (or in
     // a blocking collective that never matches the others' nonblocking one).
     int stage_ag = 0, kib = stage_kib_from_env(&stage_ag);
-    double v = kib * 2 + stage_ag, mine[4] = {v, -v, g_timeout_s, -g_timeout_s}, all[4];
+    double v = kib * 2 + stage_ag, t = g_timeout_auto ? -1 : g_timeout_s;
+    double mine[4] = {v, -v, t, -t}, all[4];
     ZT_CHECK_MPI(MPI_Allreduce(mine, all, 4, MPI_DOUBLE, MPI_MAX, m->comm));
     ZT_MPI_ASSERTF(all[0] == -all[1] && all[2] == -all[3],
                    "ZT_COMM_MPI_ALGO / ZT_COMM_MPI_STAGE_KIB / ZT_COMM_TIMEOUT_S differ between "
@@ -499,7 +701,7 @@ static void stage_init(zt_mpi_comm *m, int size) {
     if (node_size != size) return;
     m->slot_bytes = (size_t)kib << 10;
     m->stage_ag = stage_ag;
-    m->hdr_bytes = g_timeout_s > 0 ? ZT_STAGE_HDR_BYTES : 0;
+    m->hdr_bytes = g_timeout_s > 0 || g_timeout_auto ? ZT_STAGE_HDR_BYTES : 0;
     size_t bytes = m->hdr_bytes + 2 * (size_t)size * m->slot_bytes;
     MPI_Info info;
     ZT_CHECK_MPI(MPI_Info_create(&info));
@@ -518,7 +720,7 @@ static void stage_init(zt_mpi_comm *m, int size) {
     ZT_CHECK_MPI(MPI_Info_free(&info));
     ZT_CHECK_MPI(MPI_Win_set_errhandler(m->win, MPI_ERRORS_RETURN));
     // TODO: the window's bytes are MPI's allocation, outside the ZT_MEM_COMM count
-    // (2 * size * 256 KiB per rank and communicator, and 4 KiB more with the timeout on:
+    // (2 * size * 256 KiB per rank and communicator, and 4 KiB more with a timeout on:
     // the planner leaves those out); only this pointer table is counted.
     m->part = zt_mem_alloc(ZT_MEM_COMM, (size_t)size * sizeof(char *));
     m->ag_counts = zt_mem_alloc(ZT_MEM_COMM, 2 * (size_t)size * sizeof(int));
@@ -532,10 +734,12 @@ static void stage_init(zt_mpi_comm *m, int size) {
     memset(base, 0, bytes); // touch the pages now, not in the first step
     // One passive epoch for the window's whole life; stage_sync orders the accesses.
     ZT_CHECK_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, m->win));
+    hb_register(m);
 }
 
 static void stage_free(zt_mpi_comm *m) {
     if (m->win == MPI_WIN_NULL) return;
+    hb_unregister(m);
     ZT_CHECK_MPI(MPI_Win_unlock_all(m->win));
     ZT_CHECK_MPI(MPI_Win_free(&m->win));
     zt_mem_free(m->part);
@@ -650,7 +854,9 @@ static void mpi_send(const zt_comm *c, const void *buf, size_t count, zt_dtype d
                                    &rq));
             wait_timed(c, "send", 1, &rq, MPI_STATUSES_IGNORE, &peer);
         } else {
+            watch_begin(c, "send", peer);
             ZT_CHECK_MPI(MPI_Send(p, piece_len(count, i), mpi_type(dt), peer, tag, mpi_comm(c)));
+            watch_end();
         }
     }
 }
@@ -676,7 +882,9 @@ static void mpi_recv(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int
             ZT_CHECK_MPI(MPI_Irecv(p, n, mpi_type(dt), peer, tag, mpi_comm(c), &rq));
             wait_timed(c, "recv", 1, &rq, &st, &peer);
         } else {
+            watch_begin(c, "recv", peer);
             ZT_CHECK_MPI(MPI_Recv(p, n, mpi_type(dt), peer, tag, mpi_comm(c), &st));
+            watch_end();
         }
         check_received(&st, dt, n, peer);
     }
@@ -703,7 +911,12 @@ static void mpi_send_recv(const zt_comm *c, const void *sendbuf, size_t send_cou
                                    piece_len(send_count, i), mpi_type(dt), dst, tag, mpi_comm(c),
                                    &req[1]));
         if (g_timeout_s > 0) wait_timed(c, "send_recv", 2, req, st, (const int[]){src, dst});
-        else ZT_CHECK_MPI(MPI_Waitall(2, req, st));
+        else {
+            // (the receive is what waits on the other rank: its source is named)
+            watch_begin(c, "send_recv", src);
+            ZT_CHECK_MPI(MPI_Waitall(2, req, st));
+            watch_end();
+        }
         if (i < nr) check_received(&st[0], dt, rn, src);
     }
 }
@@ -751,6 +964,26 @@ static const zt_comm_i zt_comm_mpi_ops = {
     .free = mpi_free,
 };
 
+// The members' world ranks as first + q * stride, when they are such a progression (a single
+// member: stride 1); stride 0 otherwise.
+static void world_progression(MPI_Comm comm, int size, zt_mpi_comm *m) {
+    int *mine = malloc(2 * (size_t)size * sizeof *mine), *w = mine + size;
+    ZT_ASSERT(mine);
+    MPI_Group g, world;
+    ZT_CHECK_MPI(MPI_Comm_group(comm, &g));
+    ZT_CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    for (int q = 0; q < size; q++) mine[q] = q;
+    ZT_CHECK_MPI(MPI_Group_translate_ranks(g, size, mine, world, w));
+    ZT_CHECK_MPI(MPI_Group_free(&g));
+    ZT_CHECK_MPI(MPI_Group_free(&world));
+    m->world_first = w[0];
+    m->world_stride = size > 1 ? w[1] - w[0] : 1;
+    for (int q = 2; q < size && m->world_stride; q++)
+        if (w[q] - w[q - 1] != m->world_stride) m->world_stride = 0;
+    if (m->world_stride < 0) m->world_stride = 0;
+    free(mine);
+}
+
 // Takes ownership of `comm` (freed by zt_comm_free).
 static void mpi_wrap(MPI_Comm comm, zt_comm *out) {
     // Inherited from the parent already; set anyway so no communicator of ours can abort
@@ -762,6 +995,8 @@ static void mpi_wrap(MPI_Comm comm, zt_comm *out) {
     out->impl = m;
     ZT_CHECK_MPI(MPI_Comm_rank(comm, &out->rank));
     ZT_CHECK_MPI(MPI_Comm_size(comm, &out->size));
+    m->rank = out->rank;
+    world_progression(comm, out->size, m);
     stage_init(m, out->size);
 }
 
@@ -786,10 +1021,13 @@ void zt_comm_mpi_init_world(zt_comm *out, int *argc, char ***argv) {
     }
     ZT_CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     // A bad value runs without the timeout here; main refuses it (zt_comm_mpi_check_env).
-    if (parse_timeout(&g_timeout_s) != ZT_OK) g_timeout_s = 0;
-    int rank = 0;
+    if (parse_timeout(&g_timeout_s, &g_timeout_auto, &g_watch_floor_s) != ZT_OK)
+        g_timeout_s = 0, g_timeout_auto = 0;
+    int rank = 0, size = 1;
     ZT_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    ZT_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
     zt_set_log_rank(rank);
+    watch_start(size);
     // Our own handle: the runtime's traffic never matches messages of other MPI users.
     MPI_Comm world = MPI_COMM_NULL;
     ZT_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &world));

@@ -14,7 +14,8 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/zt_launcher_gone.XXXXXX")
 ranks() { # this test's rank processes (mpirun's own command line holds the path too)
   local p
   for p in $(pgrep -f -- "--log $out/run.jsonl"); do
-    [ "$(ps -o comm= -p "$p")" = zerotrain ] && echo "$p"
+    # the executable, not comm: after the BLAS re-exec (execv of /proc/self/exe) it is "exe"
+    [ "$(basename "$(readlink /proc/$p/exe 2>/dev/null)")" = zerotrain ] && echo "$p"
   done
 }
 cleanup() { local p; for p in $(ranks); do kill -9 "$p" 2>/dev/null; done; rm -rf "$out"; }
