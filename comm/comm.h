@@ -53,8 +53,7 @@
 #include <string.h>
 
 #include "common.h"
-
-typedef enum { ZT_F32 = 0, ZT_F64, ZT_I32, ZT_I64, ZT_U8, ZT_DTYPE_COUNT } zt_dtype;
+#include "dtype.h"
 
 typedef enum { ZT_REDUCE_SUM = 0, ZT_REDUCE_MAX, ZT_REDUCE_COUNT } zt_reduce_op;
 
@@ -65,16 +64,6 @@ typedef enum { ZT_REDUCE_SUM = 0, ZT_REDUCE_MAX, ZT_REDUCE_COUNT } zt_reduce_op;
 
 // Largest tag send/recv accept (the minimum MPI guarantees for MPI_TAG_UB).
 #define ZT_COMM_TAG_MAX 32767
-
-static inline size_t zt_dtype_size(zt_dtype dt) {
-    static const size_t sizes[ZT_DTYPE_COUNT] = {4, 8, 4, 8, 1};
-    ZT_ASSERTF(dt >= 0 && dt < ZT_DTYPE_COUNT, "bad dtype %d", (int)dt);
-    return sizes[dt];
-}
-static inline const char *zt_dtype_name(zt_dtype dt) {
-    static const char *const names[ZT_DTYPE_COUNT] = {"f32", "f64", "i32", "i64", "u8"};
-    return dt >= 0 && dt < ZT_DTYPE_COUNT ? names[dt] : "?";
-}
 
 typedef struct zt_comm zt_comm;
 

@@ -60,6 +60,21 @@ static void check_ops(const zt_backend_i *o) {
     HAS(adamw);
     HAS(adamw8bit);
 }
+
+static void check_bf16_ops(const zt_backend_i *o) {
+    HAS(gemm_mixed);
+    HAS(bias_forward_bf16);
+    HAS(bias_backward_bf16);
+    HAS(encoder_forward_bf16);
+    HAS(encoder_backward_bf16);
+    HAS(layernorm_forward_bf16);
+    HAS(layernorm_backward_bf16);
+    HAS(sumsq_bf16);
+    HAS(adamw_bf16);
+    HAS(adamw8bit_bf16);
+    HAS(bf16_from_fp32);
+    HAS(bf16_to_fp32);
+}
 #undef HAS
 
 zt_status zt_backend_check(const char *name, const zt_backend_options *opt) {
@@ -80,6 +95,7 @@ zt_status zt_backend_open(zt_backend *be, const char *name, const zt_backend_opt
     ZT_TRY(zt_backend_check(name, opt));
     ZT_TRY(entry_of(name)->open(be, opt));
     check_ops(be->ops);
+    if (be->caps->bf16) check_bf16_ops(be->ops);
     return ZT_OK;
 }
 

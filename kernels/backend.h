@@ -23,7 +23,9 @@
 #include <stdio.h>
 
 #include "adamw_math.h"
+#include "bf16_math.h"
 #include "common.h"
+#include "dtype.h"
 #include "memory.h"
 
 typedef enum { ZT_COPY_H2D = 0, ZT_COPY_D2H, ZT_COPY_D2D } zt_copy_kind;
@@ -129,6 +131,56 @@ typedef struct zt_backend_i {
     void (*adamw8bit)(const zt_backend *be, float *p, const float *g, uint8_t *qm, uint8_t *qv,
                       float *absmax_m, float *absmax_v, size_t n, int block, const float *map_m,
                       const float *map_v, float wd, const zt_adamw_hparams *h);
+
+    // ---- bf16 mixed precision (docs/design.md, "bf16") ----
+    // NULL on a backend whose caps.bf16 is 0. Parameters and their gradients are bf16,
+    // activations fp32. A kernel that adds into a bf16 gradient sums its own contributions
+    // in fp32 and rounds once per element per call (round to nearest even, bf16_math.h).
+    //
+    // C (M, N) = alpha op(A) op(B) + beta C, row-major with gemm's arguments, A, B and C
+    // each fp32 or bf16 (at, bt, ct). The products have bf16 operands: an fp32 A or B is
+    // rounded to bf16 first (what a tensor core or a bf16 dot product computes); the sums
+    // are fp32. A bf16 C is widened for beta and rounded once at the end. work: the
+    // caller's scratch of caps.gemm_mixed_workspace bytes (any M, N, K: the backend tiles).
+    void (*gemm_mixed)(const zt_backend *be, int trans_a, int trans_b, int M, int N, int K,
+                       float alpha, const void *A, zt_dtype at, int lda, const void *B,
+                       zt_dtype bt, int ldb, float beta, void *C, zt_dtype ct, int ldc,
+                       void *work);
+    // out (N, OC) += bias (OC).
+    void (*bias_forward_bf16)(const zt_backend *be, float *out, const zt_bf16 *bias, int N,
+                              int OC);
+    // dbias (OC) += column sums of dout (N, OC).
+    void (*bias_backward_bf16)(const zt_backend *be, zt_bf16 *dbias, const float *dout, int N,
+                               int OC);
+    // encoder_forward / encoder_backward with bf16 wte, wpe and their gradients.
+    void (*encoder_forward_bf16)(const zt_backend *be, float *out, const int32_t *tokens,
+                                 const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
+                                 int vocab_rows, int N, int T, int C);
+    void (*encoder_backward_bf16)(const zt_backend *be, zt_bf16 *dwte, zt_bf16 *dwpe,
+                                  const float *dout, const int32_t *tokens, int vocab_lo,
+                                  int vocab_rows, int N, int T, int C);
+    // layernorm_forward / layernorm_backward with bf16 weight, bias and their gradients.
+    void (*layernorm_forward_bf16)(const zt_backend *be, float *out, float *mean, float *rstd,
+                                   const float *inp, const zt_bf16 *w, const zt_bf16 *b, int N,
+                                   int C);
+    void (*layernorm_backward_bf16)(const zt_backend *be, float *dinp, zt_bf16 *dw, zt_bf16 *db,
+                                    const float *dout, const float *inp, const zt_bf16 *w,
+                                    const float *mean, const float *rstd, int N, int C);
+    // sumsq over bf16 values (the gradient's norm): out[0] += sum of the finite x[i]^2 in
+    // double, out[1] += count of the non-finite ones.
+    void (*sumsq_bf16)(const zt_backend *be, double out[2], const zt_bf16 *x, size_t n);
+    // AdamW on n elements with fp32 master weights: master, m, v updated from the bf16
+    // gradient g exactly as adamw updates p (adamw_math.h), then p = master rounded to bf16.
+    void (*adamw_bf16)(const zt_backend *be, float *master, zt_bf16 *p, float *m, float *v,
+                       const zt_bf16 *g, size_t n, float wd, const zt_adamw_hparams *h);
+    // adamw8bit with fp32 master weights and a bf16 gradient, p = master rounded to bf16.
+    void (*adamw8bit_bf16)(const zt_backend *be, float *master, zt_bf16 *p, const zt_bf16 *g,
+                           uint8_t *qm, uint8_t *qv, float *absmax_m, float *absmax_v, size_t n,
+                           int block, const float *map_m, const float *map_v, float wd,
+                           const zt_adamw_hparams *h);
+    // out[i] = in[i] rounded to bf16 (nearest even) / widened to fp32 (exact), device memory.
+    void (*bf16_from_fp32)(const zt_backend *be, zt_bf16 *out, const float *in, size_t n);
+    void (*bf16_to_fp32)(const zt_backend *be, float *out, const zt_bf16 *in, size_t n);
 } zt_backend_i;
 
 // What a backend supports, known without opening it: the option checks and the planner ask.
@@ -138,6 +190,8 @@ typedef struct {
     int tf32;          // honours zt_backend_options.tf32
     int multi_rank;    // several ranks' tensors can move through the comm backends
     int device_memory; // tensors live off the host (a GPU's memory)
+    int bf16;          // the bf16 mixed-precision ops (zt_backend_i's last group)
+    size_t gemm_mixed_workspace; // bytes of scratch gemm_mixed takes (0: none)
     // Floats of scratch the attention kernels need for sequences of T positions when the
     // kernels run on `threads` host threads (0: none).
     size_t (*attention_workspace)(int threads, int T);
