@@ -5,11 +5,23 @@
 
 #include "adamw_math.h"
 
-void zt_adamw_init(zt_adamw *o, const zt_backend *be, size_t lo, size_t hi) {
+float *zt_master_alloc(const zt_backend *be, zt_dtype dtype, size_t n) {
+    ZT_ASSERT(dtype == ZT_F32 || dtype == ZT_BF16);
+    return dtype == ZT_BF16 ? zt_be_alloc(be, ZT_MEM_OPTIMIZER, n * sizeof(float)) : NULL;
+}
+
+void zt_master_from_params(const zt_backend *be, float *master, const void *params, size_t lo,
+                           size_t hi) {
+    if (hi > lo) be->ops->bf16_to_fp32(be, master, (const zt_bf16 *)params + lo, hi - lo);
+}
+
+void zt_adamw_init(zt_adamw *o, const zt_backend *be, size_t lo, size_t hi, zt_dtype dtype) {
     ZT_ASSERT(lo <= hi);
     o->be = be;
     o->lo = lo;
     o->hi = hi;
+    o->dtype = dtype;
+    o->master = zt_master_alloc(be, dtype, hi - lo);
     o->m = zt_be_alloc(be, ZT_MEM_OPTIMIZER, (hi - lo) * sizeof(float));
     o->v = zt_be_alloc(be, ZT_MEM_OPTIMIZER, (hi - lo) * sizeof(float));
     o->t = 0;
@@ -17,10 +29,11 @@ void zt_adamw_init(zt_adamw *o, const zt_backend *be, size_t lo, size_t hi) {
 
 void zt_adamw_free(zt_adamw *o) {
     if (o->be) {
+        zt_be_free(o->be, o->master);
         zt_be_free(o->be, o->m);
         zt_be_free(o->be, o->v);
     }
-    o->m = o->v = NULL;
+    o->master = o->m = o->v = NULL;
 }
 
 zt_adamw_hparams zt_adamw_hparams_at(const zt_adamw_config *c, int t, float lr, float grad_scale) {
@@ -34,7 +47,7 @@ zt_adamw_hparams zt_adamw_hparams_at(const zt_adamw_config *c, int t, float lr, 
     return h;
 }
 
-void zt_adamw_step(zt_adamw *o, float *params, const float *grads, const zt_layout *lay,
+void zt_adamw_step(zt_adamw *o, void *params, const void *grads, const zt_layout *lay,
                    const zt_adamw_config *c, float lr, float grad_scale) {
     o->t++;
     zt_adamw_hparams h = zt_adamw_hparams_at(c, o->t, lr, grad_scale);
@@ -44,7 +57,12 @@ void zt_adamw_step(zt_adamw *o, float *params, const float *grads, const zt_layo
         size_t b = zt_min_sz(t->offset + t->numel, o->hi);
         if (a >= b) continue;
         float wd = t->decay ? c->weight_decay : 0.0f;
-        o->be->ops->adamw(o->be, params + a, o->m + (a - o->lo), o->v + (a - o->lo), grads + a,
-                          b - a, wd, &h);
+        float *m = o->m + (a - o->lo), *v = o->v + (a - o->lo);
+        if (o->dtype == ZT_BF16)
+            o->be->ops->adamw_bf16(o->be, o->master + (a - o->lo), (zt_bf16 *)params + a, m, v,
+                                   (const zt_bf16 *)grads + a, b - a, wd, &h);
+        else
+            o->be->ops->adamw(o->be, (float *)params + a, m, v, (const float *)grads + a, b - a,
+                              wd, &h);
     }
 }

@@ -94,12 +94,15 @@ size_t zt_adamw8bit_state_bytes(const zt_layout *lay, size_t lo, size_t hi,
 }
 
 zt_status zt_adamw8bit_init(zt_adamw8bit *o, const zt_backend *be, const zt_layout *lay,
-                            size_t lo, size_t hi, const zt_adamw8bit_options *opt) {
+                            size_t lo, size_t hi, const zt_adamw8bit_options *opt,
+                            zt_dtype dtype) {
     memset(o, 0, sizeof *o);
     ZT_TRY(zt_adamw8bit_check_options(opt, lay->align));
     o->be = be;
     o->lo = lo;
     o->hi = hi;
+    o->dtype = dtype;
+    o->master = zt_master_alloc(be, dtype, hi - lo);
     o->opt = *opt;
     sizes s = plan(lay, lo, hi, opt, NULL);
     o->pieces = zt_mem_alloc(ZT_MEM_OPTIMIZER, (size_t)s.n_pieces * sizeof *o->pieces);
@@ -130,6 +133,7 @@ zt_status zt_adamw8bit_init(zt_adamw8bit *o, const zt_backend *be, const zt_layo
 void zt_adamw8bit_free(zt_adamw8bit *o) {
     zt_mem_free(o->pieces);
     if (o->be) {
+        zt_be_free(o->be, o->master);
         zt_be_free(o->be, o->m32);
         zt_be_free(o->be, o->v32);
         zt_be_free(o->be, o->qm);
@@ -138,13 +142,29 @@ void zt_adamw8bit_free(zt_adamw8bit *o) {
         zt_be_free(o->be, o->absmax_v);
     }
     o->pieces = NULL;
-    o->m32 = o->v32 = o->absmax_m = o->absmax_v = NULL;
+    o->master = o->m32 = o->v32 = o->absmax_m = o->absmax_v = NULL;
     o->qm = o->qv = NULL;
     o->n_pieces = 0;
     o->n32 = o->n8 = o->n_blocks = 0;
 }
 
-void zt_adamw8bit_step(zt_adamw8bit *o, float *params, const float *grads, const zt_layout *lay,
+// One piece's update under bf16: the fp32 masters, rounded into params.
+static void step_piece_bf16(const zt_adamw8bit *o, const zt_adamw8bit_piece *p, zt_bf16 *params,
+                            const zt_bf16 *grads, float wd, const zt_adamw_hparams *h) {
+    const zt_backend *be = o->be;
+    float *master = o->master + (p->a - o->lo);
+    size_t n = p->b - p->a;
+    if (!p->is_8bit)
+        be->ops->adamw_bf16(be, master, params + p->a, o->m32 + p->state, o->v32 + p->state,
+                            grads + p->a, n, wd, h);
+    else
+        be->ops->adamw8bit_bf16(be, master, params + p->a, grads + p->a, o->qm + p->state,
+                                o->qv + p->state, o->absmax_m + p->block,
+                                o->absmax_v + p->block, n, o->opt.block_size, o->map_m,
+                                o->map_v, wd, h);
+}
+
+void zt_adamw8bit_step(zt_adamw8bit *o, void *params, const void *grads, const zt_layout *lay,
                        const zt_adamw_config *c, float lr, float grad_scale) {
     o->t++;
     // the same constants zt_adamw_step uses, so fp32 pieces match zt_adamw bit for bit
@@ -158,12 +178,16 @@ void zt_adamw8bit_step(zt_adamw8bit *o, float *params, const float *grads, const
                    "adamw8bit step given a different layout than init (%s)", t->name);
         float wd = t->decay ? c->weight_decay : 0.0f;
         size_t n = p->b - p->a;
-        if (!p->is_8bit)
-            be->ops->adamw(be, params + p->a, o->m32 + p->state, o->v32 + p->state,
-                           grads + p->a, n, wd, &h);
+        float *pf = params;
+        const float *gf = grads;
+        if (o->dtype == ZT_BF16)
+            step_piece_bf16(o, p, params, grads, wd, &h);
+        else if (!p->is_8bit)
+            be->ops->adamw(be, pf + p->a, o->m32 + p->state, o->v32 + p->state, gf + p->a, n, wd,
+                           &h);
         else
-            be->ops->adamw8bit(be, params + p->a, grads + p->a, o->qm + p->state,
-                               o->qv + p->state, o->absmax_m + p->block, o->absmax_v + p->block,
-                               n, o->opt.block_size, o->map_m, o->map_v, wd, &h);
+            be->ops->adamw8bit(be, pf + p->a, gf + p->a, o->qm + p->state, o->qv + p->state,
+                               o->absmax_m + p->block, o->absmax_v + p->block, n,
+                               o->opt.block_size, o->map_m, o->map_v, wd, &h);
     }
 }

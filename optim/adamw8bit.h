@@ -85,6 +85,8 @@ typedef struct {
     int n_pieces;
     size_t n32, n8, n_blocks;       // fp32 state values, 8-bit state values, blocks
     const zt_backend *be;           // where the state below lives and the update runs
+    zt_dtype dtype;                 // the parameters' and gradients' type: ZT_F32 or ZT_BF16
+    float *master;                  // (hi - lo) fp32 master weights under bf16, else NULL
     float *m32, *v32;               // (n32) moments of the fp32 pieces, piece after piece
     uint8_t *qm;                    // (n8) m codes into map_m
     uint8_t *qv;                    // (n8) v codes into map_v
@@ -104,9 +106,10 @@ size_t zt_adamw8bit_state_bytes(const zt_layout *lay, size_t lo, size_t hi,
 // Returns ZT_ERR (nothing allocated) when the options fail zt_adamw8bit_check_options for lay->align. lo and hi must be multiples of
 // the block size (asserted: docs/design.md §3 guarantees it). Free with zt_adamw8bit_free,
 // which accepts a half-built or zeroed object.
+// dtype ZT_BF16 adds fp32 master weights for [lo, hi) (as zt_adamw_init).
 zt_status zt_adamw8bit_init(zt_adamw8bit *o, const zt_backend *be, const zt_layout *lay,
-                            size_t lo, size_t hi,
-                            const zt_adamw8bit_options *opt);
+                            size_t lo, size_t hi, const zt_adamw8bit_options *opt,
+                            zt_dtype dtype);
 void zt_adamw8bit_free(zt_adamw8bit *o);
 
 // One step on params[lo, hi) from grads[lo, hi) (device memory of the backend given to
@@ -114,7 +117,7 @@ void zt_adamw8bit_free(zt_adamw8bit *o);
 // gradient first multiplied by grad_scale (clipping); `lay` must be the layout given to
 // init. Weight decay applies to the tensors the layout marks `decay`; padding is left
 // alone. Tensors with fp32 state get bit-for-bit zt_adamw's result.
-void zt_adamw8bit_step(zt_adamw8bit *o, float *params, const float *grads, const zt_layout *lay,
+void zt_adamw8bit_step(zt_adamw8bit *o, void *params, const void *grads, const zt_layout *lay,
                        const zt_adamw_config *c, float lr, float grad_scale);
 
 #endif

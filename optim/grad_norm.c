@@ -5,8 +5,16 @@
 
 // Runs of adjacent counted tensors go to the backend as one range: one pass (and on the
 // CPU one parallel region) instead of one per tensor, most of them small.
-void zt_grad_sumsq(const zt_backend *be, double out[2], const float *grads, const zt_layout *lay,
-                   size_t lo, size_t hi, int count_replicated, int count_tied) {
+// One range's sum of squares, by the gradient's dtype.
+static void sumsq_range(const zt_backend *be, double out[2], const void *grads, zt_dtype dt,
+                        size_t a, size_t b) {
+    if (dt == ZT_BF16) be->ops->sumsq_bf16(be, out, (const zt_bf16 *)grads + a, b - a);
+    else be->ops->sumsq(be, out, (const float *)grads + a, b - a);
+}
+
+void zt_grad_sumsq(const zt_backend *be, double out[2], const void *grads, zt_dtype dt,
+                   const zt_layout *lay, size_t lo, size_t hi, int count_replicated,
+                   int count_tied) {
     out[0] = out[1] = 0.0;
     size_t run_a = 0, run_b = 0; // the pending range [run_a, run_b)
     for (int i = 0; i < lay->n; i++) {
@@ -16,12 +24,12 @@ void zt_grad_sumsq(const zt_backend *be, double out[2], const float *grads, cons
         size_t b = zt_min_sz(t->offset + t->numel, hi);
         if (a >= b) continue;
         if (a != run_b) {
-            if (run_b > run_a) be->ops->sumsq(be, out, grads + run_a, run_b - run_a);
+            if (run_b > run_a) sumsq_range(be, out, grads, dt, run_a, run_b);
             run_a = a;
         }
         run_b = b;
     }
-    if (run_b > run_a) be->ops->sumsq(be, out, grads + run_a, run_b - run_a);
+    if (run_b > run_a) sumsq_range(be, out, grads, dt, run_a, run_b);
 }
 
 float zt_clip_scale(double norm, float max_norm) {

@@ -8,12 +8,13 @@
 #include "layout.h"
 
 // Sum of squares and count of non-finite values of grads[lo, hi) (device memory of `be`,
-// flat indexing), over
+// flat indexing, elements of dtype dt: ZT_F32 or ZT_BF16), over
 // the tensors this rank must count: a tensor replicated across tp only when
 // count_replicated (tp_rank 0), the tied embedding only when count_tied (the first
 // stage). out[0] = sum of squares, out[1] = non-finite count.
-void zt_grad_sumsq(const zt_backend *be, double out[2], const float *grads, const zt_layout *lay,
-                   size_t lo, size_t hi, int count_replicated, int count_tied);
+void zt_grad_sumsq(const zt_backend *be, double out[2], const void *grads, zt_dtype dt,
+                   const zt_layout *lay, size_t lo, size_t hi, int count_replicated,
+                   int count_tied);
 
 // min(1, max_norm / (norm + 1e-6)) as torch.nn.utils.clip_grad_norm_; 1 when max_norm
 // is 0 (clipping off).

@@ -700,7 +700,7 @@ static int check_adamw_step(const zt_layout *lay, size_t lo, size_t hi) {
     float *params0 = copy_f(params, n);
     double *P = to_double(params, n), *M = dvec(n), *V = dvec(n);
     zt_adamw o;
-    zt_adamw_init(&o, zt_backend_cpu(), lo, hi);
+    zt_adamw_init(&o, zt_backend_cpu(), lo, hi, ZT_F32);
     for (int t = 1; t <= steps; t++) {
         fill_randn(grads, n, 902 + t, 1.0f); // nonzero in the padding too
         zt_adamw_step(&o, params, grads, lay, &c, lr, gscale);
@@ -810,7 +810,7 @@ ZT_TEST(kernel_grad_sumsq) {
             for (int ct = 0; ct <= 1; ct++) {
                 double got[2], want[2];
                 size_t lo = ranges[ri][0], hi = ranges[ri][1];
-                zt_grad_sumsq(zt_backend_cpu(), got, grads, &lay, lo, hi, cr, ct);
+                zt_grad_sumsq(zt_backend_cpu(), got, grads, ZT_F32, &lay, lo, hi, cr, ct);
                 expected_sumsq(want, grads, &lay, lo, hi, cr, ct);
                 printf("  [%zu, %zu) replicated=%d tied=%d: sumsq %.6f (want %.6f), "
                        "non-finite %.0f (want %.0f)\n",

@@ -147,7 +147,7 @@ static void add_step_bound(float *bound, const zt_gpt2 *m, const zt_adamw *o, fl
     float bc2 = 1.0f - powf(0.95f, (float)o->t);
     for (int i = 0; i < lay->n; i++) {
         const zt_tensor_desc *t = &lay->t[i];
-        const float *g = m->grads + t->offset;
+        const float *g = (const float *)m->grads + t->offset, *p = m->params;
         double dg = GRAD_RTOL * max_abs(g, t->numel);
         if (ref_fmt) {
             const record *r = find(rs, ref_fmt, t->name);
@@ -161,7 +161,7 @@ static void add_step_bound(float *bound, const zt_gpt2 *m, const zt_adamw *o, fl
             size_t j = t->offset + k;
             double s = sqrt(o->v[j] / bc2) + 1e-8;
             double b = lr * 2.0 * dg / s;
-            bound[j] += (float)((b < 2.0 * lr ? b : 2.0 * lr) + 4e-7 * fabs(m->params[j]));
+            bound[j] += (float)((b < 2.0 * lr ? b : 2.0 * lr) + 4e-7 * fabs(p[j]));
         }
     }
 }
@@ -199,7 +199,7 @@ ZT_TEST(reference_pytorch) {
 
     // A loss chunk of 7 tokens: chunks that do not divide B*T exercise the chunked head.
     zt_gpt2 m;
-    CHECK(zt_gpt2_init(&m, zt_backend_cpu(), &s, 0, zt_unit_count(&s), 1, 0, 256, 256, B, T, 7, 1, NULL) == ZT_OK);
+    CHECK(zt_gpt2_init(&m, zt_backend_cpu(), &s, 0, zt_unit_count(&s), 1, 0, 256, 256, B, T, 7, 1, NULL, ZT_F32) == ZT_OK);
     CHECK(fabsf(oc.beta2 - 0.95f) < 1e-7f); // add_step_bound assumes it
     snprintf(path, sizeof path, "%s/model.bin", dir);
     CHECK(zt_llmc_load(&m, path) == ZT_OK);
@@ -211,7 +211,7 @@ ZT_TEST(reference_pytorch) {
     float *logits = malloc(sizeof(float) * (size_t)N * s.padded_vocab);
     float *lv = malloc(sizeof(float) * (size_t)N * s.vocab);
     zt_adamw opt;
-    zt_adamw_init(&opt, zt_backend_cpu(), 0, m.layout.numel);
+    zt_adamw_init(&opt, zt_backend_cpu(), 0, m.layout.numel, ZT_F32);
     float *bound = calloc(m.layout.numel, sizeof(float));
     float scale = 1.0f / (float)(accum * N);
     int bad = 0;
@@ -250,7 +250,7 @@ ZT_TEST(reference_pytorch) {
         bad |= compare_tensors(&m, m.grads, &rs, grad_prefix,
                                step == 0 ? GRAD_RTOL : GRAD_DRIFT_RTOL, NULL, 0);
         double ss[2];
-        zt_grad_sumsq(zt_backend_cpu(), ss, m.grads, &m.layout, 0, m.layout.numel, 1, 1);
+        zt_grad_sumsq(zt_backend_cpu(), ss, m.grads, ZT_F32, &m.layout, 0, m.layout.numel, 1, 1);
         float norm = (float)sqrt(ss[0]);
         bad |= zt_check_close("grad_norm", &norm, find(&rs, "grad_norm.step%s", key)->data, 1, 0,
                               1e-5);

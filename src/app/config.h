@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "dtype.h"
 #include "layout.h"
 
 #define ZT_PATH_MAX 512
@@ -63,8 +64,8 @@ typedef struct {
     int profile;              // time each op by phase (src/core/profile.h)
     int log_every;            // the step line on stdout every N steps (and the first, last)
     // memory planning (src/planner/planner.h)
-    char param_dtype[8];      // fp32 | bf16 (training refuses 16-bit parameters until bf16
-                              // mixed precision is built; plan them with `zerotrain memory`)
+    char param_dtype[8];      // fp32 | bf16 (bf16 parameters and gradients, fp32 master
+                              // weights in the optimizer: docs/design.md, "bf16")
     char mem_limit[32];       // bytes one rank may use, "16G", "512M", ... ("" = none)
     int ranks_per_node;       // ranks sharing one machine, for `memory` (0 = all)
     unsigned shape_given;     // bits: --model, --n-layer, --n-head, --n-embd, --vocab, --n-ctx
@@ -95,8 +96,8 @@ zt_status zt_config_validate(const zt_config *cfg);
 const char *zt_config_first_difference(const zt_config *a, const zt_config *b);
 
 // What training itself cannot run yet, on top of zt_config_validate: --backend cuda in a
-// binary built without CUDA, --tf32 without it, --param-dtype bf16 (training refuses
-// 16-bit parameters until bf16 mixed precision is built; plan them with `zerotrain memory`).
+// binary built without CUDA, --tf32 without it, --param-dtype bf16 on a backend without
+// bf16 kernels or with --sample-every.
 // ZT_ERR with a message naming the flag.
 zt_status zt_config_check_trainable(const zt_config *cfg);
 
@@ -118,6 +119,9 @@ zt_status zt_config_adopt_shape(zt_config *cfg, const zt_model_shape *file, int 
 
 // The model shape the config describes, with Vp padded for `tp`.
 zt_model_shape zt_config_shape(const zt_config *cfg);
+
+// The model's parameter dtype: ZT_BF16 for --param-dtype bf16, else ZT_F32.
+zt_dtype zt_config_param_dtype(const zt_config *cfg);
 
 // Writes every option as one JSON object, {"model":"tiny",...,"seed":1337,...}: keys are the
 // flag names, values the resolved ones (the preset's shape filled in); a string option not

@@ -122,9 +122,8 @@ const opt_desc zt_opts[] = {
      "optimizer, grad norm, memory, comm): a table at the end, \"phases\" in the --log"},
 
     {"param-dtype", OPT_STR, FIELD(param_dtype), "fp32", "NAME", k_param_dtypes, 0, "memory",
-     "parameters, gradients and activations; bf16 keeps fp32 master weights in the optimizer "
-     "(bf16: `zerotrain memory` only; training refuses it until bf16 mixed precision is "
-     "built)"},
+     "parameters and gradients: bf16 keeps fp32 master weights in the optimizer (sharded by "
+     "--zero 1), fp32 activations and bf16 products with fp32 sums (--backend cpu)"},
     {"mem-limit", OPT_STR, FIELD(mem_limit), "", "BYTES", NULL, 0, "memory",
      "memory one rank may use, e.g. 16G or 512M (binary units); a run predicted to need more "
      "stops before allocating (if not set, train checks the machine's available memory)"},

@@ -108,3 +108,7 @@ zt_model_shape zt_config_shape(const zt_config *cfg) {
     };
     return s;
 }
+
+zt_dtype zt_config_param_dtype(const zt_config *cfg) {
+    return strcmp(cfg->param_dtype, "bf16") == 0 ? ZT_BF16 : ZT_F32;
+}

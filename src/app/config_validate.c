@@ -185,11 +185,14 @@ zt_status zt_config_validate(const zt_config *c) {
 zt_status zt_config_check_trainable(const zt_config *c) {
     ZT_TRY(zt_backend_check(c->backend, &(zt_backend_options){.threads = c->threads,
                                                                .tf32 = c->tf32}));
-    if (strcmp(c->param_dtype, "fp32") != 0)
-        return zt_errorf("--param-dtype %s: training runs fp32 parameters (CPU and CUDA); 16-bit "
-                         "parameters with fp32 master weights are not built yet (plan "
-                         "them with `zerotrain memory --param-dtype %s`); use --param-dtype fp32",
-                         c->param_dtype, c->param_dtype);
+    if (strcmp(c->param_dtype, "bf16") != 0) return ZT_OK;
+    if (!zt_backend_caps_of(c->backend)->bf16)
+        return zt_errorf("--param-dtype bf16: the %s backend has no bf16 kernels yet; train bf16 "
+                         "with --backend cpu, or use --param-dtype fp32 here", c->backend);
+    if (c->sample_every > 0)
+        return zt_errorf("--sample-every with --param-dtype bf16: the sampler decodes fp32 weights "
+                         "only; sample after training with `zerotrain generate` on the --save "
+                         "directory, or train with --param-dtype fp32");
     return ZT_OK;
 }
 

@@ -100,7 +100,7 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
     size_t pad = (size_t)g->dp * ZT_ALIGN_ELEMS;
     ZT_TRY(zt_gpt2_init(&t->model, t->be, &t->shape, t->unit_first, t->unit_last, g->tp,
                         g->tp_rank, ZT_ALIGN_ELEMS, pad, c->micro_batch, c->seq, c->loss_chunk,
-                        t->n_slots, g->tp_data));
+                        t->n_slots, g->tp_data, zt_config_param_dtype(c)));
     // with --resume, zt_ckpt_resume fills the weights once the optimizer exists
     if (c->init_from[0] && !c->resume[0]) ZT_TRY(zt_init_load(&t->model, c->init_from));
     else zt_gpt2_init_random(&t->model, c->seed);
@@ -232,8 +232,13 @@ static zt_status init_optimizer_and_log(zt_trainer *t) {
     plan_shard(t);
     if (t->plan.is_8bit)
         s = zt_adamw8bit_init(&t->opt8, t->be, &t->model.layout, t->shard_lo, t->shard_hi,
-                              &t->plan.opt8);
-    else zt_adamw_init(&t->opt, t->be, t->shard_lo, t->shard_hi);
+                              &t->plan.opt8, t->model.dtype);
+    else zt_adamw_init(&t->opt, t->be, t->shard_lo, t->shard_hi, t->model.dtype);
+    // bf16: the masters start as the weights set so far (random or --init-from, in bf16);
+    // a --resume then loads the checkpoint's fp32 values into them
+    float *master = t->plan.is_8bit ? t->opt8.master : t->opt.master;
+    if (s == ZT_OK && master)
+        zt_master_from_params(t->be, master, t->model.params, t->shard_lo, t->shard_hi);
     if (s == ZT_OK && t->grid.rank == 0 && cfg->log[0]) {
         t->log = fopen(cfg->log, "w");
         if (!t->log) s = zt_errorf("cannot write the log file %s", cfg->log);

@@ -51,7 +51,7 @@ static zt_status check_tied_copies(zt_trainer *t) {
     zt_gpt2 *m = &t->model;
     if (g->pp == 1 || !g->in_embed_group) return ZT_OK;
     size_t n = m->layout.tied_numel;
-    float *mine = zt_be_map(t->be, m->params, n * sizeof(float), 1);
+    float *mine = zt_gpt2_params_map(m, 1);
     int same = 1;
     if (zt_trainer_last_stage(t)) {
         zt_comm_send(&g->embed_comm, mine, n, ZT_F32, 0, 0, NULL);
@@ -62,7 +62,7 @@ static zt_status check_tied_copies(zt_trainer *t) {
         same = memcmp(other, mine, n * sizeof(float)) == 0;
         free(other);
     }
-    zt_be_unmap(t->be, m->params, mine, n * sizeof(float), 0);
+    zt_gpt2_params_unmap(m, mine, 0);
     if (zt_trainer_last_stage(t)) return ZT_OK;
     if (!same)
         return zt_errorf("the tied embedding copies of the first and last stage differ (dp rank "
@@ -79,12 +79,11 @@ static zt_status check_tp_replicas(zt_trainer *t) {
     const zt_layout *lay = &t->model.layout;
     if (g->tp == 1) return ZT_OK;
     uint64_t h = ZT_FNV1A_BASIS;
-    size_t bytes = lay->numel * sizeof(float);
-    const float *params = zt_be_map(t->be, t->model.params, bytes, 1);
+    float *params = zt_gpt2_params_map(&t->model, 1);
     for (int i = 0; i < lay->n; i++)
         if (lay->t[i].replicated)
             h = zt_hash_bytes(h, params + lay->t[i].offset, lay->t[i].numel * sizeof(float));
-    zt_be_unmap(t->be, t->model.params, (void *)params, bytes, 0);
+    zt_gpt2_params_unmap(&t->model, params, 0);
     uint64_t *all = calloc((size_t)g->tp, sizeof *all);
     ZT_ASSERT(all);
     zt_comm_all_gather(&g->tp_comm, &h, all, (size_t)g->tp, ZT_I64, NULL);

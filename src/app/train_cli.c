@@ -92,7 +92,7 @@ zt_status zt_run_options(const zt_comm *world, zt_config *cfg, int argc, char **
     if (s == ZT_OK && only) zt_config_keep_only(cfg, only);
     if (s == ZT_OK) s = zt_comm_agree(world, same_options_on_every_rank(cfg, world));
     if (s == ZT_OK) s = zt_comm_mpi_check_env(); // the same environment on every rank
-    // --param-dtype bf16 is planned by `zerotrain memory`; training it is not built yet
+    // what the backend cannot train (--param-dtype bf16 on CUDA, for one)
     if (s == ZT_OK) s = zt_config_check_trainable(cfg);
     // OMP_NUM_THREADS beyond what a rank can start crashed or ended in libgomp's words
     if (s == ZT_OK && cfg->threads == 0 && omp_get_max_threads() > ZT_MAX_THREADS)

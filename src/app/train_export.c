@@ -13,11 +13,10 @@ zt_status zt_trainer_save_model(zt_trainer *t) {
     const zt_config *c = t->cfg;
     if (g->dp_rank != 0) return ZT_OK;
     zt_gpt2 *m = &t->model;
-    size_t bytes = m->layout.numel * sizeof(float);
-    float *mine = zt_be_map(t->be, m->params, bytes, 1);
+    float *mine = zt_gpt2_params_map(m, 1); // fp32, whatever the model's dtype
     if (g->rank != 0) {
         zt_comm_send(&g->world_comm, mine, m->layout.numel, ZT_F32, 0, 0, NULL);
-        zt_be_unmap(t->be, m->params, mine, bytes, 0);
+        zt_gpt2_params_unmap(m, mine, 0);
         return ZT_OK;
     }
     int n = g->pp * g->tp; // part k = stage k / tp, tp rank k % tp
@@ -49,7 +48,7 @@ zt_status zt_trainer_save_model(zt_trainer *t) {
     free(lays);
     free(params);
     free(owned);
-    zt_be_unmap(t->be, m->params, mine, bytes, 0);
+    zt_gpt2_params_unmap(m, mine, 0);
     return s;
 }
 

@@ -142,31 +142,32 @@ zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
     const zt_config *c = t->cfg;
     zt_grid *g = &t->grid;
     zt_gpt2 *m = &t->model;
-    size_t total = m->layout.numel;
+    size_t total = m->layout.numel, elem = zt_gpt2_elem_size(m);
+    zt_dtype dt = m->dtype; // of the flat buffers: bf16 gradients reduce in bf16 (design.md)
+    char *grads = m->grads, *params = m->params;
     double global_tokens = (double)c->micro_batch * c->seq * c->grad_accum * g->dp;
     int is_zero = c->zero == 1;
     double t0 = zt_now_s();
     zt_profile prof0 = t->prof;
-    t->be->ops->memset(t->be, m->grads, 0, total * sizeof(float));
+    t->be->ops->memset(t->be, m->grads, 0, total * elem);
     double loss_sum = run_schedule(t, (uint64_t)step, (float)(1.0 / global_tokens));
     // the tied embedding: sum the first and last stage's gradient copies over the
     // whole tensor, before the dp reduction, so both stages then shard and update
     // identical values (stages in the middle issue the same call with nothing in it)
-    zt_comm_all_reduce(g->embed_data, m->grads, m->grads,
-                       g->in_embed_group ? m->layout.tied_numel : 0, ZT_F32, ZT_REDUCE_SUM,
-                       NULL);
+    zt_comm_all_reduce(g->embed_data, grads, grads, g->in_embed_group ? m->layout.tied_numel : 0,
+                       dt, ZT_REDUCE_SUM, NULL);
     // sum gradients over dp: the loss scale already divides by the global tokens
     if (is_zero)
-        zt_comm_reduce_scatter(g->dp_data, m->grads, m->grads + t->shard_lo, total, ZT_F32,
+        zt_comm_reduce_scatter(g->dp_data, grads, grads + t->shard_lo * elem, total, dt,
                                ZT_REDUCE_SUM, NULL);
     else
-        zt_comm_all_reduce(g->dp_data, m->grads, m->grads, total, ZT_F32, ZT_REDUCE_SUM, NULL);
+        zt_comm_all_reduce(g->dp_data, grads, grads, total, dt, ZT_REDUCE_SUM, NULL);
     // one world all-reduce: [sum of squares, non-finite count, loss sum, log failed, stop
     // requested]; with --zero 0 every dp rank holds the whole gradient, so only dp rank 0
     // counts it
     double v[5] = {0, 0, 0, t->log_errno != 0, zt_signals_stop_requested()}, r[5];
     if (is_zero || g->dp_rank == 0)
-        zt_grad_sumsq(t->be, v, m->grads, &m->layout, t->shard_lo, t->shard_hi,
+        zt_grad_sumsq(t->be, v, grads, dt, &m->layout, t->shard_lo, t->shard_hi,
                       g->tp_rank == 0, g->pp_rank == 0);
     v[2] = g->tp_rank == 0 ? loss_sum : 0.0; // every tp rank has the same losses
     zt_comm_all_reduce(&g->world_comm, v, r, 5, ZT_F64, ZT_REDUCE_SUM, NULL);
@@ -186,7 +187,7 @@ zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
     if (t->plan.is_8bit) zt_adamw8bit_step(&t->opt8, m->params, m->grads, &m->layout, &oc, lr, clip);
     else zt_adamw_step(&t->opt, m->params, m->grads, &m->layout, &oc, lr, clip);
     if (is_zero)
-        zt_comm_all_gather(g->dp_data, m->params + t->shard_lo, m->params, total, ZT_F32, NULL);
+        zt_comm_all_gather(g->dp_data, params + t->shard_lo * elem, params, total, dt, NULL);
     t->be->ops->sync(t->be); // the step's work is done (and its errors seen) here
     out->stop = r[4] > 0; // a rank was asked to stop: every rank stops after this step
     out->loss = loss;

@@ -784,14 +784,12 @@ zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint6
 // This rank's parameters only, as load_into reads them (padding zero).
 static zt_status load_params(const zt_ckpt_ctx *c, ckpt_index *x) {
     zt_gpt2 *m = c->model;
-    size_t bytes = m->layout.numel * sizeof(float);
-    float *params = zt_be_map(m->be, m->params, bytes, 0);
-    memset(params, 0, bytes);
+    float *params = zt_gpt2_params_map(m, 0); // zeros
     loader L = {.c = c, .x = x};
     zt_status s = ZT_OK;
     for (int i = 0; s == ZT_OK && i < m->layout.n; i++)
         s = each_run(&L, &m->layout.t[i], 0, m->layout.t[i].numel, load_params_run, params);
-    zt_be_unmap(m->be, m->params, params, bytes, 1);
+    zt_gpt2_params_unmap(m, params, 1);
     return s;
 }
 

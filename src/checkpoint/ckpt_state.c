@@ -13,11 +13,29 @@ static void unview(const zt_backend *be, void *dev, void *host, size_t bytes, in
     if (bytes) zt_be_unmap(be, dev, host, bytes, write);
 }
 
+// The fp32 master weights of this rank's range [lo, hi) under bf16, else NULL.
+static float *master_of(const zt_ckpt_ctx *c) {
+    return c->is_8bit ? c->opt8->master : c->opt->master;
+}
+
+// Under bf16 a checkpoint's parameters are the fp32 masters (docs/checkpoints.md): they
+// replace the widened bf16 values in [lo, hi) of the host view, or are set from it.
+static void copy_masters(const zt_ckpt_ctx *c, float *params, int to_master) {
+    float *master = master_of(c);
+    size_t n = c->hi - c->lo, bytes = n * sizeof(float);
+    if (!master || !n) return;
+    const zt_backend *be = c->model->be;
+    float *host = zt_be_map(be, master, bytes, !to_master);
+    if (to_master) memcpy(host, params + c->lo, bytes);
+    else memcpy(params + c->lo, host, bytes);
+    zt_be_unmap(be, master, host, bytes, to_master);
+}
+
 void ckpt_map_state(const zt_ckpt_ctx *c, ckpt_host_state *h, int read) {
     zt_gpt2 *m = c->model;
-    const zt_backend *be = m->be;
     memset(h, 0, sizeof *h);
-    h->params = view(be, m->params, m->layout.numel * sizeof(float), read);
+    h->params = zt_gpt2_params_map(m, read); // fp32 whatever the dtype
+    if (read) copy_masters(c, h->params, 0);
     if (!c->is_8bit) {
         size_t n = (c->opt->hi - c->opt->lo) * sizeof(float);
         h->m = view(c->opt->be, c->opt->m, n, read);
@@ -35,7 +53,8 @@ void ckpt_map_state(const zt_ckpt_ctx *c, ckpt_host_state *h, int read) {
 
 void ckpt_unmap_state(const zt_ckpt_ctx *c, ckpt_host_state *h, int write) {
     zt_gpt2 *m = c->model;
-    unview(m->be, m->params, h->params, m->layout.numel * sizeof(float), write);
+    if (write) copy_masters(c, h->params, 1);
+    zt_gpt2_params_unmap(m, h->params, write);
     if (!c->is_8bit) {
         size_t n = (c->opt->hi - c->opt->lo) * sizeof(float);
         unview(c->opt->be, c->opt->m, h->m, n, write);

@@ -271,7 +271,7 @@ static zt_status hf_load(zt_gpt2 *m, const char *path) {
     if (st == ZT_OK) st = check_layers_within(&f, m->shape.n_layer, p.config);
     const zt_layout *lay = &m->layout;
     float *buf = NULL, *other = NULL;
-    float *params = zt_be_map(m->be, m->params, lay->numel * sizeof(float), 0);
+    float *params = zt_gpt2_params_map(m, 0);
     for (int i = 0; st == ZT_OK && i < lay->n; i++) {
         const zt_tensor_desc *t = &lay->t[i];
         int e = find_hf(&f, t->name);
@@ -322,7 +322,7 @@ static zt_status hf_load(zt_gpt2 *m, const char *path) {
         }
         gather(lay, t, &m->shape, buf, params + t->offset);
     }
-    zt_be_unmap(m->be, m->params, params, lay->numel * sizeof(float), st == ZT_OK);
+    zt_gpt2_params_unmap(m, params, st == ZT_OK);
     free(buf);
     free(other);
     zt_st_close(&f);
@@ -333,8 +333,7 @@ static zt_status hf_load(zt_gpt2 *m, const char *path) {
 // greedy token 0: name the tensor at load instead.
 static zt_status check_finite(const zt_gpt2 *m, const char *path) {
     const zt_layout *lay = &m->layout;
-    size_t bytes = lay->numel * sizeof(float);
-    float *params = zt_be_map(m->be, m->params, bytes, 1);
+    float *params = zt_gpt2_params_map(m, 1);
     zt_status st = ZT_OK;
     for (int i = 0; st == ZT_OK && i < lay->n; i++) {
         const zt_tensor_desc *t = &lay->t[i];
@@ -347,7 +346,7 @@ static zt_status check_finite(const zt_gpt2 *m, const char *path) {
                 break;
             }
     }
-    zt_be_unmap(m->be, m->params, params, bytes, 0);
+    zt_gpt2_params_unmap(m, params, 0);
     return st;
 }
 

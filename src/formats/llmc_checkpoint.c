@@ -113,7 +113,7 @@ zt_status zt_llmc_load(zt_gpt2 *m, const char *path) {
     const float *file = (const float *)((const char *)map + 1024);
 
     const zt_layout *lay = &m->layout;
-    float *params = zt_be_map(m->be, m->params, lay->numel * sizeof(float), 0);
+    float *params = zt_gpt2_params_map(m, 0);
     for (int i = 0; i < lay->n; i++) {
         const zt_tensor_desc *t = &lay->t[i];
         const float *src = NULL;
@@ -139,7 +139,7 @@ zt_status zt_llmc_load(zt_gpt2 *m, const char *path) {
             dst[k] = (t->split == ZT_SPLIT_VOCAB && g >= real) ? 0.0f : src[g];
         }
     }
-    zt_be_unmap(m->be, m->params, params, lay->numel * sizeof(float), 1);
+    zt_gpt2_params_unmap(m, params, 1);
     munmap(map, want);
     return ZT_OK;
 }

@@ -34,23 +34,25 @@ static void tp_sum(const zt_gpt2 *m, float *x, size_t n) {
         zt_comm_all_reduce(m->tp_comm, x, x, n, ZT_F32, ZT_REDUCE_SUM, NULL);
 }
 
-static float *view(const zt_layout *lay, float *base, const char *name) {
+static int is_bf16(const zt_gpt2 *m) { return m->dtype == ZT_BF16; }
+
+static void *view(const zt_layout *lay, void *base, size_t elem, const char *name) {
     int i = zt_layout_find(lay, name);
-    return i < 0 ? NULL : base + lay->t[i].offset;
+    return i < 0 ? NULL : (char *)base + lay->t[i].offset * elem;
 }
 
-static void bind(zt_gpt2_tensors *v, const zt_layout *lay, float *base, int L) {
-    v->wte = view(lay, base, "wte.weight");
-    v->wpe = view(lay, base, "wpe.weight");
-    v->lnfw = view(lay, base, "ln_f.weight");
-    v->lnfb = view(lay, base, "ln_f.bias");
+static void bind(zt_gpt2_tensors *v, const zt_layout *lay, void *base, size_t elem, int L) {
+    v->wte = view(lay, base, elem, "wte.weight");
+    v->wpe = view(lay, base, elem, "wpe.weight");
+    v->lnfw = view(lay, base, elem, "ln_f.weight");
+    v->lnfb = view(lay, base, elem, "ln_f.bias");
     char name[64];
     for (int l = 0; l < L; l++) {
         zt_block_tensors *b = &v->h[l];
 #define V(field, suffix)                                   \
     do {                                                   \
         snprintf(name, sizeof name, "h.%d.%s", l, suffix); \
-        b->field = view(lay, base, name);                  \
+        b->field = view(lay, base, elem, name);            \
     } while (0)
         V(ln1w, "ln_1.weight");
         V(ln1b, "ln_1.bias");
@@ -128,6 +130,7 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     a->dfch = carve(ws, N * 4 * Cl);
     a->scratch = carve(ws, N * C);
     a->attn_work = carve(ws, nl ? m->attn_work_n : 0);
+    a->gemm_work = carve(ws, m->gemm_work_n);
     a->logits = carve(lg, head ? (size_t)m->loss_chunk * Vl : 0);
     a->ce_work = carve(lg, head ? 3 * (size_t)m->loss_chunk : 0);
 }
@@ -135,9 +138,13 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
 // Fills everything but the allocations: shape, layout, sizes, loss chunk.
 static zt_status plan(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
                       int tp_rank, size_t align, size_t pad_multiple, int B, int T,
-                      int loss_chunk, int n_slots, size_t attn_work) {
+                      int loss_chunk, int n_slots, size_t attn_work, zt_dtype dtype,
+                      size_t gemm_work_bytes) {
     memset(m, 0, sizeof *m);
+    ZT_ASSERT(dtype == ZT_F32 || dtype == ZT_BF16);
+    m->dtype = dtype;
     m->attn_work_n = attn_work;
+    m->gemm_work_n = dtype == ZT_BF16 ? (gemm_work_bytes + sizeof(float) - 1) / sizeof(float) : 0;
     m->shape = *s;
     ZT_ASSERT(n_slots >= 1);
     m->n_slots = n_slots;
@@ -152,14 +159,15 @@ static zt_status plan(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int u
 
 zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int unit_first,
                             int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
-                            int B, int T, int loss_chunk, int n_slots, size_t attn_work) {
+                            int B, int T, int loss_chunk, int n_slots, size_t attn_work,
+                            zt_dtype dtype, size_t gemm_work_bytes) {
     zt_gpt2 m;
     ZT_TRY(plan(&m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk,
-                n_slots, attn_work));
+                n_slots, attn_work, dtype, gemm_work_bytes));
     carver act = {0}, ws = {0}, lg = {0};
     carve_acts(&m.a, &act, &ws, &lg, &m);
     memset(bytes, 0, ZT_MEM_NCAT * sizeof(size_t));
-    bytes[ZT_MEM_PARAMS] = bytes[ZT_MEM_GRADS] = m.layout.numel * sizeof(float);
+    bytes[ZT_MEM_PARAMS] = bytes[ZT_MEM_GRADS] = m.layout.numel * zt_dtype_size(dtype);
     bytes[ZT_MEM_ACTIVATIONS] = act.used * sizeof(float) * (size_t)n_slots;
     bytes[ZT_MEM_WORKSPACE] = ws.used * sizeof(float);
     bytes[ZT_MEM_LOGITS] = lg.used * sizeof(float);
@@ -169,20 +177,23 @@ zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, 
 
 zt_status zt_gpt2_init(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s, int unit_first,
                        int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
-                       int B, int T, int loss_chunk, int n_slots, const zt_comm *tp_comm) {
+                       int B, int T, int loss_chunk, int n_slots, const zt_comm *tp_comm,
+                       zt_dtype dtype) {
+    ZT_ASSERT(dtype == ZT_F32 || be->caps->bf16);
     ZT_TRY(plan(m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk,
-                n_slots, zt_backend_attention_workspace(be, T)));
+                n_slots, zt_backend_attention_workspace(be, T), dtype,
+                be->caps->gemm_mixed_workspace));
     m->be = be;
     ZT_ASSERT(tp == 1 || (tp_comm && tp_comm->size == tp && tp_comm->rank == tp_rank));
     m->tp_comm = tp > 1 ? tp_comm : NULL;
-    size_t n = m->layout.numel;
-    m->params = zt_be_alloc(be, ZT_MEM_PARAMS, n * sizeof(float));
-    m->grads = zt_be_alloc(be, ZT_MEM_GRADS, n * sizeof(float));
+    size_t n = m->layout.numel, elem = zt_dtype_size(dtype);
+    m->params = zt_be_alloc(be, ZT_MEM_PARAMS, n * elem);
+    m->grads = zt_be_alloc(be, ZT_MEM_GRADS, n * elem);
     m->p.h = calloc((size_t)s->n_layer, sizeof(zt_block_tensors));
     m->g.h = calloc((size_t)s->n_layer, sizeof(zt_block_tensors));
     ZT_ASSERT(m->p.h && m->g.h);
-    bind(&m->p, &m->layout, m->params, s->n_layer);
-    bind(&m->g, &m->layout, m->grads, s->n_layer);
+    bind(&m->p, &m->layout, m->params, elem, s->n_layer);
+    bind(&m->g, &m->layout, m->grads, elem, s->n_layer);
     carver act = {0}, ws = {0}, lg = {0};
     carve_acts(&m->a, &act, &ws, &lg, m);
     m->slot_floats = act.used;
@@ -221,8 +232,7 @@ void zt_gpt2_free(zt_gpt2 *m) {
 void zt_gpt2_init_random(zt_gpt2 *m, uint64_t seed) {
     const zt_layout *lay = &m->layout;
     float proj_std = 0.02f / sqrtf(2.0f * m->shape.n_layer);
-    size_t bytes = lay->numel * sizeof(float);
-    float *params = zt_be_map(m->be, m->params, bytes, 0);
+    float *params = zt_gpt2_params_map(m, 0);
     for (int i = 0; i < lay->n; i++) {
         const zt_tensor_desc *t = &lay->t[i];
         float *p = params + t->offset;
@@ -247,7 +257,36 @@ void zt_gpt2_init_random(zt_gpt2 *m, uint64_t seed) {
             p[k] = (t->split == ZT_SPLIT_VOCAB && g >= real_rows_end) ? 0.0f : std * zt_normal(key, g);
         }
     }
-    zt_be_unmap(m->be, m->params, params, bytes, 1);
+    zt_gpt2_params_unmap(m, params, 1);
+}
+
+float *zt_gpt2_params_map(const zt_gpt2 *m, int read) {
+    size_t n = m->layout.numel;
+    if (!is_bf16(m)) return zt_be_map(m->be, m->params, n * sizeof(float), read);
+    float *host = calloc(n ? n : 1, sizeof(float));
+    ZT_ASSERTF(host, "out of host memory for a %zu-value parameter view", n);
+    if (read) {
+        const zt_bf16 *p = zt_be_map(m->be, m->params, n * sizeof(zt_bf16), 1);
+#pragma omp parallel for
+        for (size_t i = 0; i < n; i++) host[i] = zt_bf16_to_fp32(p[i]);
+        zt_be_unmap(m->be, m->params, (void *)p, n * sizeof(zt_bf16), 0);
+    }
+    return host;
+}
+
+void zt_gpt2_params_unmap(const zt_gpt2 *m, float *host, int write) {
+    size_t n = m->layout.numel;
+    if (!is_bf16(m)) {
+        zt_be_unmap(m->be, m->params, host, n * sizeof(float), write);
+        return;
+    }
+    if (write) {
+        zt_bf16 *p = zt_be_map(m->be, m->params, n * sizeof(zt_bf16), 0);
+#pragma omp parallel for
+        for (size_t i = 0; i < n; i++) p[i] = zt_bf16_from_fp32(host[i]);
+        zt_be_unmap(m->be, m->params, p, n * sizeof(zt_bf16), 1);
+    }
+    free(host);
 }
 
 // This tp rank's per-layer sizes: Cl = C/tp channels of its heads, NHl = NH/tp heads.
@@ -270,8 +309,67 @@ static dims dims_of(const zt_gpt2 *m) {
 }
 
 // A row-parallel layer's bias is whole on every rank: only rank 0 adds it before the sum.
-static const float *row_bias(const zt_gpt2 *m, const float *b) {
+static const void *row_bias(const zt_gpt2 *m, const void *b) {
     return m->layout.tp_rank == 0 ? b : NULL;
+}
+
+// The kernels that touch parameters, by dtype: fp32 runs the fused fp32 ops; bf16 the
+// mixed-precision group (bf16 weights and weight gradients, fp32 activations).
+
+// out (N, OC) = inp (N, C) @ W + bias, W stored (OC, C) or, `in_out`, (C, OC) (layout.h).
+static void linear_forward(zt_gpt2 *m, float *out, const float *inp, const void *w,
+                           const void *bias, int N, int C, int OC, int in_out) {
+    if (!is_bf16(m)) {
+        if (in_out) K(matmul_in_out_forward, out, inp, w, bias, N, C, OC);
+        else K(matmul_forward, out, inp, w, bias, N, C, OC);
+        return;
+    }
+    K(gemm_mixed, 0, !in_out, N, OC, C, 1.0f, inp, ZT_F32, C, w, ZT_BF16, in_out ? OC : C, 0.0f,
+                  out, ZT_F32, OC, m->a.gemm_work);
+    if (bias) K(bias_forward_bf16, out, bias, N, OC);
+}
+
+// dinp (N, C) = dout @ W^T (written); dw += the weight gradient, dbias += dout's column sums.
+static void linear_backward(zt_gpt2 *m, float *dinp, void *dw, void *dbias, const float *dout,
+                            const float *inp, const void *w, int N, int C, int OC, int in_out) {
+    if (!is_bf16(m)) {
+        if (in_out) K(matmul_in_out_backward, dinp, dw, dbias, dout, inp, w, N, C, OC, 0);
+        else K(matmul_backward, dinp, dw, dbias, dout, inp, w, N, C, OC, 0);
+        return;
+    }
+    void *work = m->a.gemm_work;
+    K(gemm_mixed, 0, in_out, N, C, OC, 1.0f, dout, ZT_F32, OC, w, ZT_BF16, in_out ? OC : C, 0.0f,
+                  dinp, ZT_F32, C, work);
+    if (in_out) // dw (C, OC) += inp^T @ dout
+        K(gemm_mixed, 1, 0, C, OC, N, 1.0f, inp, ZT_F32, C, dout, ZT_F32, OC, 1.0f, dw, ZT_BF16,
+                      OC, work);
+    else // dw (OC, C) += dout^T @ inp
+        K(gemm_mixed, 1, 0, OC, C, N, 1.0f, dout, ZT_F32, OC, inp, ZT_F32, C, 1.0f, dw, ZT_BF16, C,
+                      work);
+    if (dbias) K(bias_backward_bf16, dbias, dout, N, OC);
+}
+
+static void layernorm_forward(zt_gpt2 *m, float *out, float *mean, float *rstd, const float *inp,
+                              const void *w, const void *b, int N, int C) {
+    if (is_bf16(m)) K(layernorm_forward_bf16, out, mean, rstd, inp, w, b, N, C);
+    else K(layernorm_forward, out, mean, rstd, inp, w, b, N, C);
+}
+
+static void layernorm_backward(zt_gpt2 *m, float *dinp, void *dw, void *db, const float *dout,
+                               const float *inp, const void *w, const float *mean,
+                               const float *rstd, int N, int C) {
+    if (is_bf16(m)) K(layernorm_backward_bf16, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    else K(layernorm_backward, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+
+// C (M, N) = op(A) @ op(B) + beta C with B a parameter (or, ct bf16, C a gradient): the
+// lm-head's products with wte.
+static void head_gemm(const zt_gpt2 *m, int ta, int tb, int M, int N, int Kd, const float *A, int lda,
+                      const void *B, zt_dtype bt, int ldb, float beta, void *C, zt_dtype ct,
+                      int ldc) {
+    if (!is_bf16(m)) K(gemm, ta, tb, M, N, Kd, 1.0f, A, lda, B, ldb, beta, C, ldc);
+    else K(gemm_mixed, ta, tb, M, N, Kd, 1.0f, A, ZT_F32, lda, B, bt, ldb, beta, C, ct, ldc,
+                       m->a.gemm_work);
 }
 
 static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const float *x) {
@@ -282,19 +380,18 @@ static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const f
     float *lse = a->lse + (size_t)li * N * d.NHl, *res2 = a->res2 + li * d.NC;
     float *ln2 = a->ln2 + li * d.NC, *fch = a->fch + li * 4 * d.NCl;
     float *fch_gelu = a->fch_gelu + li * 4 * d.NCl, *res3 = a->res3 + li * d.NC;
-    K(layernorm_forward, ln1, a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, x,
-                         w->ln1w, w->ln1b, N, C);
-    K(matmul_forward, qkv, ln1, w->qkvw, w->qkvb, N, C, 3 * Cl);
+    layernorm_forward(m, ln1, a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, x,
+                      w->ln1w, w->ln1b, N, C);
+    linear_forward(m, qkv, ln1, w->qkvw, w->qkvb, N, C, 3 * Cl, 0);
     K(attention_forward, atty, lse, qkv, a->attn_work, d.B, d.T, Cl, d.NHl);
-    K(matmul_in_out_forward, a->scratch, atty, w->attprojw, row_bias(m, w->attprojb), N, Cl, C);
+    linear_forward(m, a->scratch, atty, w->attprojw, row_bias(m, w->attprojb), N, Cl, C, 1);
     tp_sum(m, a->scratch, d.NC);
     K(add, res2, x, a->scratch, d.NC);
-    K(layernorm_forward, ln2, a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, res2,
-                         w->ln2w, w->ln2b, N, C);
-    K(matmul_forward, fch, ln2, w->fcw, w->fcb, N, C, 4 * Cl);
+    layernorm_forward(m, ln2, a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, res2,
+                      w->ln2w, w->ln2b, N, C);
+    linear_forward(m, fch, ln2, w->fcw, w->fcb, N, C, 4 * Cl, 0);
     K(gelu_forward, fch_gelu, fch, 4 * d.NCl);
-    K(matmul_in_out_forward, a->scratch, fch_gelu, w->fcprojw, row_bias(m, w->fcprojb), N, 4 * Cl,
-                             C);
+    linear_forward(m, a->scratch, fch_gelu, w->fcprojw, row_bias(m, w->fcprojb), N, 4 * Cl, C, 1);
     tp_sum(m, a->scratch, d.NC);
     K(add, res3, res2, a->scratch, d.NC);
 }
@@ -313,21 +410,21 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
     const float *ln2 = a->ln2 + li * d.NC, *fch = a->fch + li * 4 * d.NCl;
     const float *fch_gelu = a->fch_gelu + li * 4 * d.NCl;
     // MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2))))
-    K(matmul_in_out_backward, a->dfch, g->fcprojw, g->fcprojb, a->dres, fch_gelu, w->fcprojw, N,
-                              4 * Cl, C, 0);
+    linear_backward(m, a->dfch, g->fcprojw, g->fcprojb, a->dres, fch_gelu, w->fcprojw, N, 4 * Cl,
+                    C, 1);
     K(gelu_backward, a->dfch, fch, a->dfch, 4 * d.NCl);
-    K(matmul_backward, a->dln, g->fcw, g->fcb, a->dfch, ln2, w->fcw, N, C, 4 * Cl, 0);
+    linear_backward(m, a->dln, g->fcw, g->fcb, a->dfch, ln2, w->fcw, N, C, 4 * Cl, 0);
     tp_sum(m, a->dln, d.NC); // column-parallel: each rank holds part of d(ln_2 out)
-    K(layernorm_backward, a->dres, g->ln2w, g->ln2b, a->dln, res2, w->ln2w,
-                          a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, N, C);
+    layernorm_backward(m, a->dres, g->ln2w, g->ln2b, a->dln, res2, w->ln2w,
+                       a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, N, C);
     // attention: res2 = x + c_proj(attn(c_attn(ln_1(x))))
-    K(matmul_in_out_backward, a->datty, g->attprojw, g->attprojb, a->dres, atty, w->attprojw, N, Cl,
-                              C, 0);
+    linear_backward(m, a->datty, g->attprojw, g->attprojb, a->dres, atty, w->attprojw, N, Cl, C,
+                    1);
     K(attention_backward, a->dqkv, a->datty, qkv, lse, a->attn_work, d.B, d.T, Cl, d.NHl);
-    K(matmul_backward, a->dln, g->qkvw, g->qkvb, a->dqkv, ln1, w->qkvw, N, C, 3 * Cl, 0);
+    linear_backward(m, a->dln, g->qkvw, g->qkvb, a->dqkv, ln1, w->qkvw, N, C, 3 * Cl, 0);
     tp_sum(m, a->dln, d.NC);
-    K(layernorm_backward, a->dres, g->ln1w, g->ln1b, a->dln, x, w->ln1w,
-                          a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, N, C);
+    layernorm_backward(m, a->dres, g->ln1w, g->ln1b, a->dln, x, w->ln1w,
+                       a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, N, C);
 }
 
 // Block li's input: the previous block's output, or the stage input (the embedding
@@ -353,25 +450,25 @@ static double head_forward(zt_gpt2 *m, const float *x, const int32_t *targets, i
                            float loss_scale) {
     zt_gpt2_acts *a = &m->a;
     int N = m->B * m->T, C = m->shape.n_embd, Vl = vocab_rows(m);
-    K(layernorm_forward, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.lnfw, m->p.lnfb, N, C);
+    layernorm_forward(m, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.lnfw, m->p.lnfb, N, C);
     for (int n0 = 0; n0 < N; n0 += m->loss_chunk) {
         int nc = (int)zt_min_sz((size_t)m->loss_chunk, (size_t)(N - n0));
         const float *lnf = a->lnf + (size_t)n0 * C;
-        K(gemm, 0, 1, nc, Vl, C, 1.0f, lnf, C, m->p.wte, C, 0.0f, a->logits, Vl);
+        head_gemm(m, 0, 1, nc, Vl, C, lnf, C, m->p.wte, m->dtype, C, 0.0f, a->logits, ZT_F32, Vl);
         zt_vocab_parallel_ce(m->be, m->tp_comm, a->logits, a->losses + n0, a->logits,
                              targets + n0, loss_scale, nc, m->shape.vocab, m->shape.padded_vocab,
                              a->ce_work);
         if (!backward) continue;
-        K(gemm, 0, 0, nc, C, Vl, 1.0f, a->logits, Vl, m->p.wte, C, 0.0f, a->dln + (size_t)n0 * C,
-                C);
-        K(gemm, 1, 0, Vl, C, nc, 1.0f, a->logits, Vl, lnf, C, 1.0f, m->g.wte, C);
+        head_gemm(m, 0, 0, nc, C, Vl, a->logits, Vl, m->p.wte, m->dtype, C, 0.0f,
+                  a->dln + (size_t)n0 * C, ZT_F32, C);
+        head_gemm(m, 1, 0, Vl, C, nc, a->logits, Vl, lnf, ZT_F32, C, 1.0f, m->g.wte, m->dtype, C);
     }
     double sum = m->be->ops->sum(m->be, a->losses, (size_t)N);
     if (backward) { // kept per micro-batch: GPipe runs the backward later
         tp_sum(m, a->dln, (size_t)N * C); // each vocabulary slice adds its part
         m->be->ops->memset(m->be, a->dhead, 0, (size_t)N * C * sizeof(float));
-        K(layernorm_backward, a->dhead, m->g.lnfw, m->g.lnfb, a->dln, x, m->p.lnfw, a->lnf_mean,
-                              a->lnf_rstd, N, C);
+        layernorm_backward(m, a->dhead, m->g.lnfw, m->g.lnfb, a->dln, x, m->p.lnfw, a->lnf_mean,
+                           a->lnf_rstd, N, C);
     }
     return sum;
 }
@@ -382,9 +479,13 @@ double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
     if (has_embed(m)) {
         // a token's row lives on one tp rank (the others add zeros), positions on rank 0:
         // the sum is exact, as at tp = 1
-        K(encoder_forward, m->a.encoded, tokens, m->p.wte,
-                           m->layout.tp_rank == 0 ? m->p.wpe : NULL, vocab_lo(m), vocab_rows(m),
-                           N, m->T, C);
+        const void *wpe = m->layout.tp_rank == 0 ? m->p.wpe : NULL;
+        if (is_bf16(m))
+            K(encoder_forward_bf16, m->a.encoded, tokens, m->p.wte, wpe, vocab_lo(m),
+                                    vocab_rows(m), N, m->T, C);
+        else
+            K(encoder_forward, m->a.encoded, tokens, m->p.wte, wpe, vocab_lo(m), vocab_rows(m), N,
+                               m->T, C);
         tp_sum(m, m->a.encoded, (size_t)N * C);
     } else {
         m->be->ops->copy(m->be, m->a.encoded, input, (size_t)N * C * sizeof(float), ZT_COPY_D2D);
@@ -403,7 +504,10 @@ void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, floa
                      ZT_COPY_D2D);
     for (int li = n_local_layers(m) - 1; li >= 0; li--)
         block_backward(m, li, &m->p.h[L0 + li], &m->g.h[L0 + li], block_input(m, li));
-    if (has_embed(m))
+    if (has_embed(m) && is_bf16(m))
+        K(encoder_backward_bf16, m->g.wte, m->g.wpe, m->a.dres, tokens, vocab_lo(m),
+                                 vocab_rows(m), N, m->T, C);
+    else if (has_embed(m))
         K(encoder_backward, m->g.wte, m->g.wpe, m->a.dres, tokens, vocab_lo(m), vocab_rows(m), N,
                             m->T, C);
     else if (dinput)
@@ -412,5 +516,6 @@ void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, floa
 
 void zt_gpt2_logits(const zt_gpt2 *m, float *out) {
     int N = m->B * m->T, C = m->shape.n_embd, Vl = vocab_rows(m);
-    K(gemm, 0, 1, N, Vl, C, 1.0f, m->a.lnf, C, m->p.wte, C, 0.0f, out, Vl);
+    head_gemm(m, 0, 1, N, Vl, C, m->a.lnf, C, m->p.wte, m->dtype, C, 0.0f, out, ZT_F32,
+              Vl);
 }

@@ -7,27 +7,30 @@
 
 #include "backend.h"
 #include "comm.h"
+#include "dtype.h"
 #include "layout.h"
 #include "memory.h"
 
-// Views of one transformer block's tensors (into params or grads). Shapes are this
-// tp rank's: C channels, C3 = 3C/tp, C4 = 4C/tp, Cp = C/tp.
+// Views of one transformer block's tensors (into params or grads), of the model's dtype:
+// float under fp32, zt_bf16 under bf16. Shapes are this tp rank's: C channels, C3 = 3C/tp,
+// C4 = 4C/tp, Cp = C/tp.
 typedef struct {
-    float *ln1w, *ln1b;       // (C), (C)
-    float *qkvw, *qkvb;       // (C3, C), (C3)
-    float *attprojw;          // (Cp, C) stored (in, out): row-parallel
-    float *attprojb;          // (C)
-    float *ln2w, *ln2b;       // (C), (C)
-    float *fcw, *fcb;         // (C4, C), (C4)
-    float *fcprojw;           // (C4, C) stored (in, out): row-parallel
-    float *fcprojb;           // (C)
+    void *ln1w, *ln1b;        // (C), (C)
+    void *qkvw, *qkvb;        // (C3, C), (C3)
+    void *attprojw;           // (Cp, C) stored (in, out): row-parallel
+    void *attprojb;           // (C)
+    void *ln2w, *ln2b;        // (C), (C)
+    void *fcw, *fcb;          // (C4, C), (C4)
+    void *fcprojw;            // (C4, C) stored (in, out): row-parallel
+    void *fcprojb;            // (C)
 } zt_block_tensors;
 
+// Views of the whole stage's tensors, of the model's dtype (float or zt_bf16).
 typedef struct {
-    float *wte;               // (Vp/tp, C) tied: embedding and lm-head
-    float *wpe;               // (maxT, C)
+    void *wte;                // (Vp/tp, C) tied: embedding and lm-head
+    void *wpe;                // (maxT, C)
     zt_block_tensors *h;      // (L) entries, NULL pointers for blocks on other stages
-    float *lnfw, *lnfb;       // (C), (C)
+    void *lnfw, *lnfb;        // (C), (C)
 } zt_gpt2_tensors;
 
 // Activations of one micro-batch of B sequences of T tokens (N = B*T) on this stage.
@@ -54,6 +57,7 @@ typedef struct {
     float *logits;                  // (loss_chunk, Vp/tp) one chunk of logits, then its grads
     float *ce_work;                 // (3 * loss_chunk) the loss's per-row max, sums, targets
     float *attn_work;               // (attn_work_n) the backend's attention scratch
+    void *gemm_work;                // the backend's gemm_mixed scratch (bf16 only)
 } zt_gpt2_acts;
 
 typedef struct {
@@ -62,9 +66,13 @@ typedef struct {
     zt_layout layout;
     int B, T, loss_chunk;
     size_t attn_work_n; // floats of attention scratch the backend needs for T
+    size_t gemm_work_n; // floats of gemm_mixed scratch (bf16 only)
     const zt_comm *tp_comm;   // this stage's tp group's tensor path (NULL when tp = 1)
-    float *params;            // (layout.numel) flat, device memory
-    float *grads;             // (layout.numel) flat, same layout, device memory
+    // ZT_F32, or ZT_BF16: parameters and gradients bf16 (the optimizer keeps fp32
+    // masters), activations fp32, products with bf16 operands (docs/design.md, "bf16")
+    zt_dtype dtype;
+    void *params;             // (layout.numel) flat of dtype, device memory
+    void *grads;              // (layout.numel) flat, same layout and dtype, device memory
     zt_gpt2_tensors p, g;     // views into params and grads
     zt_gpt2_acts a;
     int n_slots;              // micro-batches whose activations can be held at once
@@ -84,9 +92,11 @@ typedef struct {
 // zt_gpt2_use_slot picks another. Weights are zero until zt_gpt2_init_random or a
 // checkpoint fills them. With tp > 1, tp_comm is the stage's tp group (rank tp_rank
 // of size tp): forward and backward issue its all-reduces. Free with zt_gpt2_free.
+// dtype: ZT_F32, or ZT_BF16 on a backend whose caps.bf16 is 1.
 zt_status zt_gpt2_init(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s, int unit_first,
                        int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
-                       int B, int T, int loss_chunk, int n_slots, const zt_comm *tp_comm);
+                       int B, int T, int loss_chunk, int n_slots, const zt_comm *tp_comm,
+                       zt_dtype dtype);
 
 // Points the activations (m->a, not the shared backward scratch) at slot `slot`: the
 // forward and backward of one micro-batch must use the same slot.
@@ -95,10 +105,23 @@ void zt_gpt2_free(zt_gpt2 *m);
 
 // The bytes zt_gpt2_init with the same arguments would allocate, per memory category,
 // computed without allocating (so a run that cannot fit is refused before it starts).
-// attn_work: the floats of attention scratch the backend asks for (zt_backend_caps).
+// attn_work: the floats of attention scratch the backend asks for, gemm_work_bytes its
+// gemm_mixed scratch (zt_backend_caps; used under bf16 only).
 zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int unit_first,
                             int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
-                            int B, int T, int loss_chunk, int n_slots, size_t attn_work);
+                            int B, int T, int loss_chunk, int n_slots, size_t attn_work,
+                            zt_dtype dtype, size_t gemm_work_bytes);
+
+// Bytes of one parameter (or gradient) element of the model.
+static inline size_t zt_gpt2_elem_size(const zt_gpt2 *m) { return zt_dtype_size(m->dtype); }
+
+// The parameters as one fp32 host array (layout.numel floats), whatever the dtype: for host
+// code outside the step (initialization, loaders, checks, export). With `read` it holds the
+// parameters (bf16 widened, exact), without it zeros. Unmap with `write` stores it back
+// (rounded to nearest even under bf16) and releases it. Under fp32 this is the backend's
+// map; under bf16 a host copy.
+float *zt_gpt2_params_map(const zt_gpt2 *m, int read);
+void zt_gpt2_params_unmap(const zt_gpt2 *m, float *host, int write);
 
 // The automatic loss chunk for a vocabulary and a micro-batch of N tokens.
 int zt_gpt2_auto_loss_chunk(int padded_vocab, int N);

@@ -50,27 +50,23 @@ static zt_status plan_stage(const zt_plan_spec *s, int first, int last, int tp_r
     size_t m[ZT_MEM_NCAT], pad = (size_t)s->dp * ZT_ALIGN_ELEMS;
     size_t work = s->backend->attention_workspace
                       ? s->backend->attention_workspace(s->threads, s->seq) : 0;
+    zt_dtype dtype = s->param_bytes == 2 ? ZT_BF16 : ZT_F32;
     ZT_TRY(zt_gpt2_footprint(m, &s->shape, first, last, s->tp, tp_rank, ZT_ALIGN_ELEMS, pad,
-                             s->micro_batch, s->seq, s->loss_chunk, slots, work));
+                             s->micro_batch, s->seq, s->loss_chunk, slots, work, dtype,
+                             s->backend->gemm_mixed_workspace));
     memset(o, 0, sizeof *o);
     o->unit_first = first;
     o->unit_last = last;
     o->n_slots = slots;
     o->tp_rank = tp_rank;
-    o->numel = m[ZT_MEM_PARAMS] / sizeof(float);
+    o->numel = m[ZT_MEM_PARAMS] / zt_dtype_size(dtype);
     for (int k = 0; k < ZT_MEM_NCAT; k++) o->bytes[k] = (double)m[k];
-    // 16-bit values where the model holds parameters and activations (planner.h)
-    double scale = s->param_bytes / 4.0;
-    o->bytes[ZT_MEM_PARAMS] *= scale;
-    o->bytes[ZT_MEM_GRADS] *= scale;
-    o->bytes[ZT_MEM_ACTIVATIONS] *= scale;
-    o->bytes[ZT_MEM_LOGITS] *= scale;
     // the trainer's own buffers: token ids of every held micro-batch (inputs and
     // targets), the activations received from the stage before and their gradients from
     // the stage after, per slot, and the gradient of the stage's input
     double BT = (double)s->micro_batch * s->seq, NC = BT * s->shape.n_embd;
     o->bytes[ZT_MEM_WORKSPACE] += 2.0 * slots * BT * sizeof(int32_t);
-    o->bytes[ZT_MEM_COMM] += (2.0 * slots + 1.0) * NC * s->param_bytes;
+    o->bytes[ZT_MEM_COMM] += (2.0 * slots + 1.0) * NC * sizeof(float); // fp32 activations
     if (s->sample) { // the --sample-every decoder's own buffers (fp32, src/model/generate.h)
         size_t dec[ZT_MEM_NCAT];
         zt_decoder_bytes(dec, &s->shape, first, last, s->tp);

@@ -21,10 +21,10 @@
 //             The MPI backend's shared-memory staging windows (2 * size * slot bytes per
 //             node-local communicator of 2 or more ranks) are MPI's allocation, outside
 //             the allocator's count: reported as comm_window, counted in the peak.
-// 16-bit parameters (param_bytes 2, the GPU backend's layout; training refuses it for
-// now): params, grads, activations, logits and the pipeline buffers take 2 bytes per
-// value instead of 4, and the optimizer adds an fp32 master copy of the shard (4 bytes
-// per element). Workspace (token ids, backward scratch) stays as the CPU runtime has it.
+// bf16 (param_bytes 2, docs/design.md "bf16"): params and grads take 2 bytes per value,
+// the optimizer adds an fp32 master copy of its range (4 bytes per element, sharded like m
+// and v), the backward scratch the backend's gemm_mixed scratch; activations, logits and
+// the pipeline buffers stay fp32.
 #ifndef ZT_PLANNER_H
 #define ZT_PLANNER_H
 
@@ -49,7 +49,7 @@ typedef struct {
     char partition[256];          // the --partition spec
     int is_8bit;                  // --optim adamw8bit
     zt_adamw8bit_options opt8;
-    int param_bytes;              // 4: fp32; 2: 16-bit params/grads/activations + fp32 master
+    int param_bytes;              // 4: fp32; 2: bf16 params and grads + fp32 master
     int ranks_per_node;           // consecutive world ranks per machine; 0 = all on one
     int stage_kib;                // the MPI backend's staging slot (KiB; 0 = no windows):
                                   // zt_comm_mpi_stage_kib()
