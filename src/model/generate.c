@@ -130,6 +130,8 @@ zt_status zt_decoder_init_over(zt_decoder *d, const zt_gpt2 *m, const zt_comm *t
     d->tp_rank = m->layout.tp_rank;
     d->tp_data = d->tp > 1 ? tp_data : NULL;
     d->pp_data = pp_data && pp_data->size > 1 ? pp_data : NULL;
+    ZT_ASSERTF(m->dtype == ZT_F32, "the decoder runs fp32 weights (the config check refuses "
+                                   "--sample-every with bf16)");
     d->w = m;
     place(d, &m->shape, m->layout.unit_first, m->layout.unit_last);
     alloc_buffers(d, &m->shape, d->tp);
@@ -162,7 +164,7 @@ static void decode_chunk(zt_decoder *d, int r) {
     if (d->unit_first == 0) {
         // each token's row lives on one tp rank (the others add zeros), positions on rank 0
         K(encoder_forward, d->x, d->token, m->p.wte,
-          d->tp_rank == 0 ? m->p.wpe + (size_t)pos * C : NULL, lo, Vl, r, r, C);
+          d->tp_rank == 0 ? (const float *)m->p.wpe + (size_t)pos * C : NULL, lo, Vl, r, r, C);
         tp_sum(d, d->x, rC);
     } else { // the residual stream of the chunk from the stage before
         zt_comm_recv(d->pp_data, d->x, rC, ZT_F32, d->pp_data->rank - 1, 0, NULL);
