@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "gpt2_ops.h"
 #include "memory.h"
 #include "rng.h"
 #include "vocab_loss.h"
@@ -137,9 +138,8 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
 
 // Fills everything but the allocations: shape, layout, sizes, loss chunk.
 static zt_status plan(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
-                      int tp_rank, size_t align, size_t pad_multiple, int B, int T,
-                      int loss_chunk, int n_slots, size_t attn_work, zt_dtype dtype,
-                      size_t gemm_work_bytes) {
+                      int tp_rank, size_t align, size_t pad_multiple, int B, int T, int loss_chunk,
+                      int n_slots, size_t attn_work, zt_dtype dtype, size_t gemm_work_bytes) {
     memset(m, 0, sizeof *m);
     ZT_ASSERT(dtype == ZT_F32 || dtype == ZT_BF16);
     m->dtype = dtype;
@@ -176,9 +176,8 @@ zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, 
 }
 
 zt_status zt_gpt2_init(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s, int unit_first,
-                       int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
-                       int B, int T, int loss_chunk, int n_slots, const zt_comm *tp_comm,
-                       zt_dtype dtype) {
+                       int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple, int B,
+                       int T, int loss_chunk, int n_slots, const zt_comm *tp_comm, zt_dtype dtype) {
     ZT_ASSERT(dtype == ZT_F32 || be->caps->bf16);
     ZT_TRY(plan(m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk,
                 n_slots, zt_backend_attention_workspace(be, T), dtype,
@@ -254,7 +253,8 @@ void zt_gpt2_init_random(zt_gpt2 *m, uint64_t seed) {
 #pragma omp parallel for
         for (size_t k = 0; k < t->numel; k++) {
             size_t g = zt_layout_global_index(lay, t, k);
-            p[k] = (t->split == ZT_SPLIT_VOCAB && g >= real_rows_end) ? 0.0f : std * zt_normal(key, g);
+            p[k] =
+                (t->split == ZT_SPLIT_VOCAB && g >= real_rows_end) ? 0.0f : std * zt_normal(key, g);
         }
     }
     zt_gpt2_params_unmap(m, params, 1);
@@ -313,65 +313,6 @@ static const void *row_bias(const zt_gpt2 *m, const void *b) {
     return m->layout.tp_rank == 0 ? b : NULL;
 }
 
-// The kernels that touch parameters, by dtype: fp32 runs the fused fp32 ops; bf16 the
-// mixed-precision group (bf16 weights and weight gradients, fp32 activations).
-
-// out (N, OC) = inp (N, C) @ W + bias, W stored (OC, C) or, `in_out`, (C, OC) (layout.h).
-static void linear_forward(zt_gpt2 *m, float *out, const float *inp, const void *w,
-                           const void *bias, int N, int C, int OC, int in_out) {
-    if (!is_bf16(m)) {
-        if (in_out) K(matmul_in_out_forward, out, inp, w, bias, N, C, OC);
-        else K(matmul_forward, out, inp, w, bias, N, C, OC);
-        return;
-    }
-    K(gemm_mixed, 0, !in_out, N, OC, C, 1.0f, inp, ZT_F32, C, w, ZT_BF16, in_out ? OC : C, 0.0f,
-                  out, ZT_F32, OC, m->a.gemm_work);
-    if (bias) K(bias_forward_bf16, out, bias, N, OC);
-}
-
-// dinp (N, C) = dout @ W^T (written); dw += the weight gradient, dbias += dout's column sums.
-static void linear_backward(zt_gpt2 *m, float *dinp, void *dw, void *dbias, const float *dout,
-                            const float *inp, const void *w, int N, int C, int OC, int in_out) {
-    if (!is_bf16(m)) {
-        if (in_out) K(matmul_in_out_backward, dinp, dw, dbias, dout, inp, w, N, C, OC, 0);
-        else K(matmul_backward, dinp, dw, dbias, dout, inp, w, N, C, OC, 0);
-        return;
-    }
-    void *work = m->a.gemm_work;
-    K(gemm_mixed, 0, in_out, N, C, OC, 1.0f, dout, ZT_F32, OC, w, ZT_BF16, in_out ? OC : C, 0.0f,
-                  dinp, ZT_F32, C, work);
-    if (in_out) // dw (C, OC) += inp^T @ dout
-        K(gemm_mixed, 1, 0, C, OC, N, 1.0f, inp, ZT_F32, C, dout, ZT_F32, OC, 1.0f, dw, ZT_BF16,
-                      OC, work);
-    else // dw (OC, C) += dout^T @ inp
-        K(gemm_mixed, 1, 0, OC, C, N, 1.0f, dout, ZT_F32, OC, inp, ZT_F32, C, 1.0f, dw, ZT_BF16, C,
-                      work);
-    if (dbias) K(bias_backward_bf16, dbias, dout, N, OC);
-}
-
-static void layernorm_forward(zt_gpt2 *m, float *out, float *mean, float *rstd, const float *inp,
-                              const void *w, const void *b, int N, int C) {
-    if (is_bf16(m)) K(layernorm_forward_bf16, out, mean, rstd, inp, w, b, N, C);
-    else K(layernorm_forward, out, mean, rstd, inp, w, b, N, C);
-}
-
-static void layernorm_backward(zt_gpt2 *m, float *dinp, void *dw, void *db, const float *dout,
-                               const float *inp, const void *w, const float *mean,
-                               const float *rstd, int N, int C) {
-    if (is_bf16(m)) K(layernorm_backward_bf16, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
-    else K(layernorm_backward, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
-}
-
-// C (M, N) = op(A) @ op(B) + beta C with B a parameter (or, ct bf16, C a gradient): the
-// lm-head's products with wte.
-static void head_gemm(const zt_gpt2 *m, int ta, int tb, int M, int N, int Kd, const float *A, int lda,
-                      const void *B, zt_dtype bt, int ldb, float beta, void *C, zt_dtype ct,
-                      int ldc) {
-    if (!is_bf16(m)) K(gemm, ta, tb, M, N, Kd, 1.0f, A, lda, B, ldb, beta, C, ldc);
-    else K(gemm_mixed, ta, tb, M, N, Kd, 1.0f, A, ZT_F32, lda, B, bt, ldb, beta, C, ct, ldc,
-                       m->a.gemm_work);
-}
-
 static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const float *x) {
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
@@ -380,18 +321,19 @@ static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const f
     float *lse = a->lse + (size_t)li * N * d.NHl, *res2 = a->res2 + li * d.NC;
     float *ln2 = a->ln2 + li * d.NC, *fch = a->fch + li * 4 * d.NCl;
     float *fch_gelu = a->fch_gelu + li * 4 * d.NCl, *res3 = a->res3 + li * d.NC;
-    layernorm_forward(m, ln1, a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, x,
-                      w->ln1w, w->ln1b, N, C);
-    linear_forward(m, qkv, ln1, w->qkvw, w->qkvb, N, C, 3 * Cl, 0);
+    zt_gpt2_layernorm_forward(m, ln1, a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, x,
+                              w->ln1w, w->ln1b, N, C);
+    zt_gpt2_linear_forward(m, qkv, ln1, w->qkvw, w->qkvb, N, C, 3 * Cl, 0);
     K(attention_forward, atty, lse, qkv, a->attn_work, d.B, d.T, Cl, d.NHl);
-    linear_forward(m, a->scratch, atty, w->attprojw, row_bias(m, w->attprojb), N, Cl, C, 1);
+    zt_gpt2_linear_forward(m, a->scratch, atty, w->attprojw, row_bias(m, w->attprojb), N, Cl, C, 1);
     tp_sum(m, a->scratch, d.NC);
     K(add, res2, x, a->scratch, d.NC);
-    layernorm_forward(m, ln2, a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, res2,
-                      w->ln2w, w->ln2b, N, C);
-    linear_forward(m, fch, ln2, w->fcw, w->fcb, N, C, 4 * Cl, 0);
+    zt_gpt2_layernorm_forward(m, ln2, a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N,
+                              res2, w->ln2w, w->ln2b, N, C);
+    zt_gpt2_linear_forward(m, fch, ln2, w->fcw, w->fcb, N, C, 4 * Cl, 0);
     K(gelu_forward, fch_gelu, fch, 4 * d.NCl);
-    linear_forward(m, a->scratch, fch_gelu, w->fcprojw, row_bias(m, w->fcprojb), N, 4 * Cl, C, 1);
+    zt_gpt2_linear_forward(m, a->scratch, fch_gelu, w->fcprojw, row_bias(m, w->fcprojb), N, 4 * Cl,
+                           C, 1);
     tp_sum(m, a->scratch, d.NC);
     K(add, res3, res2, a->scratch, d.NC);
 }
@@ -410,21 +352,21 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
     const float *ln2 = a->ln2 + li * d.NC, *fch = a->fch + li * 4 * d.NCl;
     const float *fch_gelu = a->fch_gelu + li * 4 * d.NCl;
     // MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2))))
-    linear_backward(m, a->dfch, g->fcprojw, g->fcprojb, a->dres, fch_gelu, w->fcprojw, N, 4 * Cl,
-                    C, 1);
+    zt_gpt2_linear_backward(m, a->dfch, g->fcprojw, g->fcprojb, a->dres, fch_gelu, w->fcprojw, N,
+                            4 * Cl, C, 1);
     K(gelu_backward, a->dfch, fch, a->dfch, 4 * d.NCl);
-    linear_backward(m, a->dln, g->fcw, g->fcb, a->dfch, ln2, w->fcw, N, C, 4 * Cl, 0);
+    zt_gpt2_linear_backward(m, a->dln, g->fcw, g->fcb, a->dfch, ln2, w->fcw, N, C, 4 * Cl, 0);
     tp_sum(m, a->dln, d.NC); // column-parallel: each rank holds part of d(ln_2 out)
-    layernorm_backward(m, a->dres, g->ln2w, g->ln2b, a->dln, res2, w->ln2w,
-                       a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, N, C);
+    zt_gpt2_layernorm_backward(m, a->dres, g->ln2w, g->ln2b, a->dln, res2, w->ln2w,
+                               a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, N, C);
     // attention: res2 = x + c_proj(attn(c_attn(ln_1(x))))
-    linear_backward(m, a->datty, g->attprojw, g->attprojb, a->dres, atty, w->attprojw, N, Cl, C,
-                    1);
+    zt_gpt2_linear_backward(m, a->datty, g->attprojw, g->attprojb, a->dres, atty, w->attprojw, N,
+                            Cl, C, 1);
     K(attention_backward, a->dqkv, a->datty, qkv, lse, a->attn_work, d.B, d.T, Cl, d.NHl);
-    linear_backward(m, a->dln, g->qkvw, g->qkvb, a->dqkv, ln1, w->qkvw, N, C, 3 * Cl, 0);
+    zt_gpt2_linear_backward(m, a->dln, g->qkvw, g->qkvb, a->dqkv, ln1, w->qkvw, N, C, 3 * Cl, 0);
     tp_sum(m, a->dln, d.NC);
-    layernorm_backward(m, a->dres, g->ln1w, g->ln1b, a->dln, x, w->ln1w,
-                       a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, N, C);
+    zt_gpt2_layernorm_backward(m, a->dres, g->ln1w, g->ln1b, a->dln, x, w->ln1w,
+                               a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, N, C);
 }
 
 // Block li's input: the previous block's output, or the stage input (the embedding
@@ -450,25 +392,26 @@ static double head_forward(zt_gpt2 *m, const float *x, const int32_t *targets, i
                            float loss_scale) {
     zt_gpt2_acts *a = &m->a;
     int N = m->B * m->T, C = m->shape.n_embd, Vl = vocab_rows(m);
-    layernorm_forward(m, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.lnfw, m->p.lnfb, N, C);
+    zt_gpt2_layernorm_forward(m, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.lnfw, m->p.lnfb, N, C);
     for (int n0 = 0; n0 < N; n0 += m->loss_chunk) {
         int nc = (int)zt_min_sz((size_t)m->loss_chunk, (size_t)(N - n0));
         const float *lnf = a->lnf + (size_t)n0 * C;
-        head_gemm(m, 0, 1, nc, Vl, C, lnf, C, m->p.wte, m->dtype, C, 0.0f, a->logits, ZT_F32, Vl);
-        zt_vocab_parallel_ce(m->be, m->tp_comm, a->logits, a->losses + n0, a->logits,
-                             targets + n0, loss_scale, nc, m->shape.vocab, m->shape.padded_vocab,
-                             a->ce_work);
+        zt_gpt2_weight_gemm(m, 0, 1, nc, Vl, C, lnf, C, m->p.wte, m->dtype, C, 0.0f, a->logits,
+                            ZT_F32, Vl);
+        zt_vocab_parallel_ce(m->be, m->tp_comm, a->logits, a->losses + n0, a->logits, targets + n0,
+                             loss_scale, nc, m->shape.vocab, m->shape.padded_vocab, a->ce_work);
         if (!backward) continue;
-        head_gemm(m, 0, 0, nc, C, Vl, a->logits, Vl, m->p.wte, m->dtype, C, 0.0f,
-                  a->dln + (size_t)n0 * C, ZT_F32, C);
-        head_gemm(m, 1, 0, Vl, C, nc, a->logits, Vl, lnf, ZT_F32, C, 1.0f, m->g.wte, m->dtype, C);
+        zt_gpt2_weight_gemm(m, 0, 0, nc, C, Vl, a->logits, Vl, m->p.wte, m->dtype, C, 0.0f,
+                            a->dln + (size_t)n0 * C, ZT_F32, C);
+        zt_gpt2_weight_gemm(m, 1, 0, Vl, C, nc, a->logits, Vl, lnf, ZT_F32, C, 1.0f, m->g.wte,
+                            m->dtype, C);
     }
     double sum = m->be->ops->sum(m->be, a->losses, (size_t)N);
-    if (backward) { // kept per micro-batch: GPipe runs the backward later
+    if (backward) {                       // kept per micro-batch: GPipe runs the backward later
         tp_sum(m, a->dln, (size_t)N * C); // each vocabulary slice adds its part
         m->be->ops->memset(m->be, a->dhead, 0, (size_t)N * C * sizeof(float));
-        layernorm_backward(m, a->dhead, m->g.lnfw, m->g.lnfb, a->dln, x, m->p.lnfw, a->lnf_mean,
-                           a->lnf_rstd, N, C);
+        zt_gpt2_layernorm_backward(m, a->dhead, m->g.lnfw, m->g.lnfb, a->dln, x, m->p.lnfw,
+                                   a->lnf_mean, a->lnf_rstd, N, C);
     }
     return sum;
 }
@@ -479,20 +422,15 @@ double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
     if (has_embed(m)) {
         // a token's row lives on one tp rank (the others add zeros), positions on rank 0:
         // the sum is exact, as at tp = 1
-        const void *wpe = m->layout.tp_rank == 0 ? m->p.wpe : NULL;
-        if (is_bf16(m))
-            K(encoder_forward_bf16, m->a.encoded, tokens, m->p.wte, wpe, vocab_lo(m),
-                                    vocab_rows(m), N, m->T, C);
-        else
-            K(encoder_forward, m->a.encoded, tokens, m->p.wte, wpe, vocab_lo(m), vocab_rows(m), N,
-                               m->T, C);
+        zt_gpt2_encoder_forward(m, m->a.encoded, tokens, m->p.wte,
+                                m->layout.tp_rank == 0 ? m->p.wpe : NULL, vocab_lo(m),
+                                vocab_rows(m), N, m->T, C);
         tp_sum(m, m->a.encoded, (size_t)N * C);
     } else {
         m->be->ops->copy(m->be, m->a.encoded, input, (size_t)N * C * sizeof(float), ZT_COPY_D2D);
     }
     int nl = n_local_layers(m);
-    for (int li = 0; li < nl; li++)
-        block_forward(m, li, &m->p.h[L0 + li], block_input(m, li));
+    for (int li = 0; li < nl; li++) block_forward(m, li, &m->p.h[L0 + li], block_input(m, li));
     if (!has_head(m)) return 0.0;
     return head_forward(m, block_input(m, nl), targets, backward, loss_scale);
 }
@@ -504,18 +442,15 @@ void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, floa
                      ZT_COPY_D2D);
     for (int li = n_local_layers(m) - 1; li >= 0; li--)
         block_backward(m, li, &m->p.h[L0 + li], &m->g.h[L0 + li], block_input(m, li));
-    if (has_embed(m) && is_bf16(m))
-        K(encoder_backward_bf16, m->g.wte, m->g.wpe, m->a.dres, tokens, vocab_lo(m),
+    if (has_embed(m))
+        zt_gpt2_encoder_backward(m, m->g.wte, m->g.wpe, m->a.dres, tokens, vocab_lo(m),
                                  vocab_rows(m), N, m->T, C);
-    else if (has_embed(m))
-        K(encoder_backward, m->g.wte, m->g.wpe, m->a.dres, tokens, vocab_lo(m), vocab_rows(m), N,
-                            m->T, C);
     else if (dinput)
         m->be->ops->copy(m->be, dinput, m->a.dres, NC * sizeof(float), ZT_COPY_D2D);
 }
 
 void zt_gpt2_logits(const zt_gpt2 *m, float *out) {
     int N = m->B * m->T, C = m->shape.n_embd, Vl = vocab_rows(m);
-    head_gemm(m, 0, 1, N, Vl, C, m->a.lnf, C, m->p.wte, m->dtype, C, 0.0f, out, ZT_F32,
-              Vl);
+    zt_gpt2_weight_gemm(m, 0, 1, N, Vl, C, m->a.lnf, C, m->p.wte, m->dtype, C, 0.0f, out, ZT_F32,
+                        Vl);
 }

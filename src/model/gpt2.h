@@ -132,8 +132,8 @@ int zt_gpt2_auto_loss_chunk(int padded_vocab, int N);
 void zt_gpt2_init_random(zt_gpt2 *m, uint64_t seed);
 
 // Forward of this stage's units over tokens (B, T) (used when the stage has the
-// embedding; else `input` (N, C) is the previous stage's output; all device memory) and, on the last
-// stage, the loss against targets. With `backward`, the head also computes its
+// embedding; else `input` (N, C) is the previous stage's output; all device memory) and,
+// on the last stage, the loss against targets. With `backward`, the head also computes its
 // gradient (scaled by `loss_scale`, e.g. 1/tokens in the global batch) as it goes.
 // Returns the sum of the per-token losses of the micro-batch on the last stage, else 0.
 double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,

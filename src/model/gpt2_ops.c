@@ -1,0 +1,94 @@
+// The kernels that read or write parameters, by the model's dtype (docs/design.md, "bf16"):
+// fp32 runs the fused fp32 ops, bf16 the mixed-precision group (bf16 weights and weight
+// gradients, fp32 activations). Shared by training (gpt2.c) and the decoder (generate.c).
+#include "gpt2_ops.h"
+
+// A kernel call on the model's backend: K(layernorm_forward, out, ...).
+#define K(fn, ...) m->be->ops->fn(m->be, __VA_ARGS__)
+
+static int is_bf16(const zt_gpt2 *m) { return m->dtype == ZT_BF16; }
+
+// out (N, OC) = inp (N, C) @ W + bias, W stored (OC, C) or, `in_out`, (C, OC) (layout.h).
+void zt_gpt2_linear_forward(const zt_gpt2 *m, float *out, const float *inp, const void *w,
+                            const void *bias, int N, int C, int OC, int in_out) {
+    if (!is_bf16(m)) {
+        if (in_out)
+            K(matmul_in_out_forward, out, inp, w, bias, N, C, OC);
+        else
+            K(matmul_forward, out, inp, w, bias, N, C, OC);
+        return;
+    }
+    K(gemm_mixed, 0, !in_out, N, OC, C, 1.0f, inp, ZT_F32, C, w, ZT_BF16, in_out ? OC : C, 0.0f,
+      out, ZT_F32, OC, m->a.gemm_work);
+    if (bias) K(bias_forward_bf16, out, bias, N, OC);
+}
+
+// dinp (N, C) = dout @ W^T (written); dw += the weight gradient, dbias += dout's column sums.
+void zt_gpt2_linear_backward(const zt_gpt2 *m, float *dinp, void *dw, void *dbias,
+                             const float *dout, const float *inp, const void *w, int N, int C,
+                             int OC, int in_out) {
+    if (!is_bf16(m)) {
+        if (in_out)
+            K(matmul_in_out_backward, dinp, dw, dbias, dout, inp, w, N, C, OC, 0);
+        else
+            K(matmul_backward, dinp, dw, dbias, dout, inp, w, N, C, OC, 0);
+        return;
+    }
+    void *work = m->a.gemm_work;
+    K(gemm_mixed, 0, in_out, N, C, OC, 1.0f, dout, ZT_F32, OC, w, ZT_BF16, in_out ? OC : C, 0.0f,
+      dinp, ZT_F32, C, work);
+    if (in_out) // dw (C, OC) += inp^T @ dout
+        K(gemm_mixed, 1, 0, C, OC, N, 1.0f, inp, ZT_F32, C, dout, ZT_F32, OC, 1.0f, dw, ZT_BF16, OC,
+          work);
+    else // dw (OC, C) += dout^T @ inp
+        K(gemm_mixed, 1, 0, OC, C, N, 1.0f, dout, ZT_F32, OC, inp, ZT_F32, C, 1.0f, dw, ZT_BF16, C,
+          work);
+    if (dbias) K(bias_backward_bf16, dbias, dout, N, OC);
+}
+
+void zt_gpt2_layernorm_forward(const zt_gpt2 *m, float *out, float *mean, float *rstd,
+                               const float *inp, const void *w, const void *b, int N, int C) {
+    if (is_bf16(m))
+        K(layernorm_forward_bf16, out, mean, rstd, inp, w, b, N, C);
+    else
+        K(layernorm_forward, out, mean, rstd, inp, w, b, N, C);
+}
+
+void zt_gpt2_layernorm_backward(const zt_gpt2 *m, float *dinp, void *dw, void *db,
+                                const float *dout, const float *inp, const void *w,
+                                const float *mean, const float *rstd, int N, int C) {
+    if (is_bf16(m))
+        K(layernorm_backward_bf16, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    else
+        K(layernorm_backward, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+
+// C (M, N) = op(A) @ op(B) + beta C with B a parameter (or, ct bf16, C a gradient): the
+// lm-head's products with wte.
+void zt_gpt2_weight_gemm(const zt_gpt2 *m, int ta, int tb, int M, int N, int Kd, const float *A,
+                         int lda, const void *B, zt_dtype bt, int ldb, float beta, void *C,
+                         zt_dtype ct, int ldc) {
+    if (!is_bf16(m))
+        K(gemm, ta, tb, M, N, Kd, 1.0f, A, lda, B, ldb, beta, C, ldc);
+    else
+        K(gemm_mixed, ta, tb, M, N, Kd, 1.0f, A, ZT_F32, lda, B, bt, ldb, beta, C, ct, ldc,
+          m->a.gemm_work);
+}
+
+// out (N, C) = wte[tokens] + wpe[positions] (kernels.h's encoder_forward), by dtype.
+void zt_gpt2_encoder_forward(const zt_gpt2 *m, float *out, const int32_t *tokens, const void *wte,
+                             const void *wpe, int vocab_lo, int vocab_rows, int N, int T, int C) {
+    if (is_bf16(m))
+        K(encoder_forward_bf16, out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);
+    else
+        K(encoder_forward, out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);
+}
+
+void zt_gpt2_encoder_backward(const zt_gpt2 *m, void *dwte, void *dwpe, const float *dout,
+                              const int32_t *tokens, int vocab_lo, int vocab_rows, int N, int T,
+                              int C) {
+    if (is_bf16(m))
+        K(encoder_backward_bf16, dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
+    else
+        K(encoder_backward, dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
+}

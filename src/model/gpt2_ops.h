@@ -1,0 +1,38 @@
+// The kernels that read or write parameters, by the model's dtype (fp32 or bf16): what
+// training (gpt2.c) and the decoder (generate.c) call instead of the backend's ops, so the
+// choice between the fp32 ops and the bf16 group is made once (docs/design.md, "bf16").
+// Pointers are device memory; parameters and their gradients are of m->dtype, activations
+// fp32. Products with bf16 weights use the model's gemm_mixed scratch (m->a.gemm_work).
+#ifndef ZT_GPT2_OPS_H
+#define ZT_GPT2_OPS_H
+
+#include "gpt2.h"
+
+// out (N, OC) = inp (N, C) @ W + bias (bias NULL: none), W stored (OC, C) or, `in_out`,
+// (C, OC) (the row-parallel layers: layout.h).
+void zt_gpt2_linear_forward(const zt_gpt2 *m, float *out, const float *inp, const void *w,
+                            const void *bias, int N, int C, int OC, int in_out);
+// dinp (N, C) = dout @ W^T (written); dw += the weight gradient; dbias += dout's column sums
+// (NULL: none).
+void zt_gpt2_linear_backward(const zt_gpt2 *m, float *dinp, void *dw, void *dbias,
+                             const float *dout, const float *inp, const void *w, int N, int C,
+                             int OC, int in_out);
+// kernels.h's layernorm_forward / layernorm_backward with weights of the model's dtype.
+void zt_gpt2_layernorm_forward(const zt_gpt2 *m, float *out, float *mean, float *rstd,
+                               const float *inp, const void *w, const void *b, int N, int C);
+void zt_gpt2_layernorm_backward(const zt_gpt2 *m, float *dinp, void *dw, void *db,
+                                const float *dout, const float *inp, const void *w,
+                                const float *mean, const float *rstd, int N, int C);
+// C (M, N) = op(A) @ op(B) + beta C with A fp32 and B or C of type bt / ct (a parameter or
+// a gradient of the model's dtype, or ZT_F32): the lm-head's products with wte.
+void zt_gpt2_weight_gemm(const zt_gpt2 *m, int ta, int tb, int M, int N, int Kd, const float *A,
+                         int lda, const void *B, zt_dtype bt, int ldb, float beta, void *C,
+                         zt_dtype ct, int ldc);
+// kernels.h's encoder_forward / encoder_backward with wte, wpe of the model's dtype.
+void zt_gpt2_encoder_forward(const zt_gpt2 *m, float *out, const int32_t *tokens, const void *wte,
+                             const void *wpe, int vocab_lo, int vocab_rows, int N, int T, int C);
+void zt_gpt2_encoder_backward(const zt_gpt2 *m, void *dwte, void *dwpe, const float *dout,
+                              const int32_t *tokens, int vocab_lo, int vocab_rows, int N, int T,
+                              int C);
+
+#endif
