@@ -380,8 +380,8 @@ ZT_TEST(cuda_generate_decoder) {
     zt_model_shape s = {.vocab = 300, .n_ctx = 20, .n_layer = 2, .n_head = 4, .n_embd = 32};
     s.padded_vocab = zt_padded_vocab(s.vocab, 1);
     zt_decoder dc, dg;
-    CHECK(zt_decoder_init(&dc, CPU, &s, 0, zt_unit_count(&s), 1, 0, NULL, NULL) == ZT_OK);
-    CHECK(zt_decoder_init(&dg, GPU, &s, 0, zt_unit_count(&s), 1, 0, NULL, NULL) == ZT_OK);
+    CHECK(zt_decoder_init(&dc, CPU, &s, 0, zt_unit_count(&s), 1, 0, NULL, NULL, ZT_F32) == ZT_OK);
+    CHECK(zt_decoder_init(&dg, GPU, &s, 0, zt_unit_count(&s), 1, 0, NULL, NULL, ZT_F32) == ZT_OK);
     zt_gpt2_init_random(&dc.model, 9);
     zt_gpt2_init_random(&dg.model, 9);
     float *lc = hpoison((size_t)s.padded_vocab), *lg = hpoison((size_t)s.padded_vocab);

@@ -29,7 +29,7 @@ static int decode_case_init(decode_case *c, int n_ctx) {
     CHECK(zt_gpt2_init(&c->ref, be, &c->s, 0, zt_unit_count(&c->s), 1, 0, 256, 256, 1, T, 0, 1,
                        NULL, ZT_F32) == ZT_OK);
     zt_gpt2_init_random(&c->ref, 5);
-    CHECK(zt_decoder_init(&c->d, be, &c->s, 0, zt_unit_count(&c->s), 1, 0, NULL, NULL) == ZT_OK);
+    CHECK(zt_decoder_init(&c->d, be, &c->s, 0, zt_unit_count(&c->s), 1, 0, NULL, NULL, ZT_F32) == ZT_OK);
     zt_gpt2_init_random(&c->d.model, 5);
     c->tokens = calloc((size_t)T, sizeof *c->tokens);
     int32_t *targets = calloc((size_t)T, sizeof *targets);

@@ -189,10 +189,6 @@ zt_status zt_config_check_trainable(const zt_config *c) {
     if (!zt_backend_caps_of(c->backend)->bf16)
         return zt_errorf("--param-dtype bf16: the %s backend has no bf16 kernels yet; train bf16 "
                          "with --backend cpu, or use --param-dtype fp32 here", c->backend);
-    if (c->sample_every > 0)
-        return zt_errorf("--sample-every with --param-dtype bf16: the sampler decodes fp32 weights "
-                         "only; sample after training with `zerotrain generate` on the --save "
-                         "directory, or train with --param-dtype fp32");
     return ZT_OK;
 }
 

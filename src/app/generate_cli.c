@@ -166,6 +166,9 @@ static zt_status read_config(zt_config *cfg, int argc, char **argv) {
     if (caps && !caps->multi_rank && cfg->tp > 1)
         return zt_errorf("generate --backend %s runs on one rank for now (--tp %d given): "
                          "use --backend cpu for --tp", cfg->backend, cfg->tp);
+    if (caps && !caps->bf16 && zt_config_param_dtype(cfg) == ZT_BF16)
+        return zt_errorf("--param-dtype bf16: the %s backend has no bf16 kernels yet; use "
+                         "--backend cpu or --param-dtype fp32", cfg->backend);
     if (caps && !caps->multi_rank && cfg->pp > 1)
         return zt_errorf("generate --backend %s runs on one rank for now (--pp %d given): "
                          "use --backend cpu for --pp", cfg->backend, cfg->pp);
@@ -273,7 +276,7 @@ static zt_status run(const gen_opts *o, const zt_config *cfg, const zt_grid *g,
     zt_model_shape shape = zt_config_shape(cfg);
     if (s == ZT_OK) {
         s = zt_decoder_init(&d, be, &shape, part->first[g->pp_rank], part->first[g->pp_rank + 1],
-                            g->tp, g->tp_rank, g->tp_data, g->pp_data);
+                            g->tp, g->tp_rank, g->tp_data, g->pp_data, zt_config_param_dtype(cfg));
         if (s == ZT_OK && cfg->init_from[0]) s = zt_init_load(&d.model, cfg->init_from);
         else if (s == ZT_OK) zt_gpt2_init_random(&d.model, cfg->seed);
         s = zt_comm_agree(&g->world_comm, s);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "bpe.h"
+#include "gpt2_ops.h"
 #include "rng.h"
 
 // A kernel call on the decoder's backend: K(layernorm_forward, out, ...).
@@ -102,7 +103,7 @@ static void alloc_buffers(zt_decoder *d, const zt_model_shape *s, int tp) {
 
 zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_shape *s,
                           int unit_first, int unit_last, int tp, int tp_rank,
-                          const zt_comm *tp_data, const zt_comm *pp_data) {
+                          const zt_comm *tp_data, const zt_comm *pp_data, zt_dtype dtype) {
     memset(d, 0, sizeof *d);
     d->be = be;
     d->tp = tp;
@@ -113,7 +114,7 @@ zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_sh
     place(d, s, unit_first, unit_last);
     // B = T = 1: the training activations zt_gpt2_init allocates are a few rows
     ZT_TRY(zt_gpt2_init(&d->model, be, s, unit_first, unit_last, tp, tp_rank, ZT_ALIGN_ELEMS, 1,
-                        1, 1, 1, 1, d->tp_data, ZT_F32));
+                        1, 1, 1, 1, d->tp_data, dtype));
     // generation has no backward: give the gradient buffer (as large as the weights) back
     zt_be_free(be, d->model.grads);
     d->model.grads = NULL;
@@ -130,8 +131,6 @@ zt_status zt_decoder_init_over(zt_decoder *d, const zt_gpt2 *m, const zt_comm *t
     d->tp_rank = m->layout.tp_rank;
     d->tp_data = d->tp > 1 ? tp_data : NULL;
     d->pp_data = pp_data && pp_data->size > 1 ? pp_data : NULL;
-    ZT_ASSERTF(m->dtype == ZT_F32, "the decoder runs fp32 weights (the config check refuses "
-                                   "--sample-every with bf16)");
     d->w = m;
     place(d, &m->shape, m->layout.unit_first, m->layout.unit_last);
     alloc_buffers(d, &m->shape, d->tp);
@@ -163,8 +162,9 @@ static void decode_chunk(zt_decoder *d, int r) {
     float *mean = d->stats, *rstd = d->stats + d->rows;
     if (d->unit_first == 0) {
         // each token's row lives on one tp rank (the others add zeros), positions on rank 0
-        K(encoder_forward, d->x, d->token, m->p.wte,
-          d->tp_rank == 0 ? (const float *)m->p.wpe + (size_t)pos * C : NULL, lo, Vl, r, r, C);
+        const char *wpe = d->tp_rank == 0 ? m->p.wpe : NULL;
+        if (wpe) wpe += (size_t)pos * C * zt_gpt2_elem_size(m);
+        zt_gpt2_encoder_forward(m, d->x, d->token, m->p.wte, wpe, lo, Vl, r, r, C);
         tp_sum(d, d->x, rC);
     } else { // the residual stream of the chunk from the stage before
         zt_comm_recv(d->pp_data, d->x, rC, ZT_F32, d->pp_data->rank - 1, 0, NULL);
@@ -172,12 +172,12 @@ static void decode_chunk(zt_decoder *d, int r) {
     for (int l = d->block_first; l < d->block_first + d->n_blocks; l++) {
         const zt_block_tensors *w = &m->p.h[l];
         // a row-parallel bias is whole on every rank: rank 0 adds it before the sum
-        const float *attprojb = d->tp_rank == 0 ? w->attprojb : NULL;
-        const float *fcprojb = d->tp_rank == 0 ? w->fcprojb : NULL;
+        const void *attprojb = d->tp_rank == 0 ? w->attprojb : NULL;
+        const void *fcprojb = d->tp_rank == 0 ? w->fcprojb : NULL;
         size_t cache = (size_t)(l - d->block_first) * T * Cl;
         float *kc = d->kcache + cache, *vc = d->vcache + cache;
-        K(layernorm_forward, d->ln, mean, rstd, d->x, w->ln1w, w->ln1b, r, C);
-        K(matmul_forward, d->qkv, d->ln, w->qkvw, w->qkvb, r, C, 3 * Cl);
+        zt_gpt2_layernorm_forward(m, d->ln, mean, rstd, d->x, w->ln1w, w->ln1b, r, C);
+        zt_gpt2_linear_forward(m, d->qkv, d->ln, w->qkvw, w->qkvb, r, C, 3 * Cl, 0);
         for (int i = 0; i < r; i++) {
             const float *row = d->qkv + (size_t)i * 3 * Cl;
             size_t at = (size_t)(pos + i) * Cl;
@@ -186,13 +186,13 @@ static void decode_chunk(zt_decoder *d, int r) {
         }
         // each position attends to the cache up to itself (causal)
         K(attention_decode, d->att, d->qkv, kc, vc, d->work, r, pos + r, Cl, NHl);
-        K(matmul_in_out_forward, d->proj, d->att, w->attprojw, attprojb, r, Cl, C);
+        zt_gpt2_linear_forward(m, d->proj, d->att, w->attprojw, attprojb, r, Cl, C, 1);
         tp_sum(d, d->proj, rC);
         K(add, d->x, d->x, d->proj, rC);
-        K(layernorm_forward, d->ln, mean, rstd, d->x, w->ln2w, w->ln2b, r, C);
-        K(matmul_forward, d->fch, d->ln, w->fcw, w->fcb, r, C, 4 * Cl);
+        zt_gpt2_layernorm_forward(m, d->ln, mean, rstd, d->x, w->ln2w, w->ln2b, r, C);
+        zt_gpt2_linear_forward(m, d->fch, d->ln, w->fcw, w->fcb, r, C, 4 * Cl, 0);
         K(gelu_forward, d->fch_gelu, d->fch, (size_t)r * 4 * Cl);
-        K(matmul_in_out_forward, d->proj, d->fch_gelu, w->fcprojw, fcprojb, r, 4 * Cl, C);
+        zt_gpt2_linear_forward(m, d->proj, d->fch_gelu, w->fcprojw, fcprojb, r, 4 * Cl, C, 1);
         tp_sum(d, d->proj, rC);
         K(add, d->x, d->x, d->proj, rC);
     }
@@ -220,10 +220,11 @@ void zt_decoder_feed(zt_decoder *d, const int32_t *tokens, int n, float *logits)
     }
     if (d->unit_last == zt_unit_count(s)) { // the head: the logits of the last position only
         const float *last = d->x + (size_t)(r - 1) * C;
-        K(layernorm_forward, d->ln, d->stats, d->stats + d->rows, last, m->p.lnfw, m->p.lnfb, 1,
-          C);
+        zt_gpt2_layernorm_forward(m, d->ln, d->stats, d->stats + d->rows, last, m->p.lnfw,
+                                  m->p.lnfb, 1, C);
         // this rank's slice straight into its place in the row, then the in-place gather
-        K(gemm, 0, 1, 1, Vl, C, 1.0f, d->ln, C, m->p.wte, C, 0.0f, d->logits + lo, Vl);
+        zt_gpt2_weight_gemm(m, 0, 1, 1, Vl, C, d->ln, C, m->p.wte, m->dtype, C, 0.0f,
+                            d->logits + lo, ZT_F32, Vl);
         if (d->tp_data)
             zt_comm_all_gather(d->tp_data, d->logits + lo, d->logits, (size_t)Vp, ZT_F32, NULL);
     }

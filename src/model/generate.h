@@ -50,10 +50,11 @@ typedef struct {
 // logits back to all. Allocates everything at once (the stage's weights, its blocks'
 // caches of n_ctx positions); weights are zero until the caller fills d->model. ZT_ERR
 // (message) on a shape the layout refuses or a backend without attention_decode. Free with
-// zt_decoder_free (also after a failed init).
+// zt_decoder_free (also after a failed init). dtype: the weights' (ZT_F32, or ZT_BF16 on a
+// backend with the bf16 ops: bf16 weights, bf16 products with fp32 sums, fp32 activations).
 zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_shape *s,
                           int unit_first, int unit_last, int tp, int tp_rank,
-                          const zt_comm *tp_data, const zt_comm *pp_data);
+                          const zt_comm *tp_data, const zt_comm *pp_data, zt_dtype dtype);
 void zt_decoder_free(zt_decoder *d);
 
 // A decoder over `m`'s weights, which it borrows and never changes (a training model's
