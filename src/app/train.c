@@ -132,7 +132,8 @@ static zt_ckpt_run ckpt_run_of(const zt_config *c) {
         .weight_decay = c->weight_decay, .beta1 = c->beta1, .beta2 = c->beta2, .eps = c->eps,
         .grad_clip = c->grad_clip, .lr_schedule = c->lr_schedule, .optim = c->optim,
         .optim_block = c->optim_block, .optim_min_8bit = c->optim_min_8bit,
-        .optim_fp32_embedding = c->optim_fp32_embedding, .seed = c->seed};
+        .optim_fp32_embedding = c->optim_fp32_embedding, .seed = c->seed,
+        .param_dtype = c->param_dtype};
 }
 
 // What a checkpoint of this rank holds (src/checkpoint/ckpt.h).

@@ -26,6 +26,7 @@ typedef struct {
     const char *optim;
     int optim_block, optim_min_8bit, optim_fp32_embedding;
     uint64_t seed;
+    const char *param_dtype; // fp32 | bf16: either way the parameters saved are fp32
 } zt_ckpt_run;
 
 // What one rank checkpoints: its model slice, its optimizer and where it stands. The

@@ -675,6 +675,12 @@ static void note_config(const ckpt_index *x, const zt_ckpt_run *c, int dp) {
     if (cJSON_IsString(v) && strcmp(v->valuestring, c->optim))
         printf("resume: note: the checkpoint's optimizer state is %s, this run's %s: its moments "
                "are converted\n", v->valuestring, c->optim);
+    v = cJSON_GetObjectItemCaseSensitive(o, "param_dtype");
+    const char *was = cJSON_IsString(v) ? v->valuestring : "fp32"; // before bf16 existed
+    if (strcmp(was, c->param_dtype))
+        printf("resume: note: the checkpoint's run trained %s parameters, this run %s: its fp32 "
+               "parameters become this run's%s\n", was, c->param_dtype,
+               strcmp(c->param_dtype, "bf16") ? "" : " fp32 masters and, rounded, its bf16 weights");
 }
 
 static zt_status load_into(const zt_ckpt_ctx *c, ckpt_index *x, size_t *counts) {

@@ -139,12 +139,12 @@ static void json_config(FILE *f, const zt_ckpt_run *c, int dp) {
             "\"lr_schedule\": \"%s\", \"warmup\": %d, \"weight_decay\": %.9g, \"beta1\": %.9g, "
             "\"beta2\": %.9g, \"eps\": %.9g, \"grad_clip\": %.9g, \"shuffle\": %s, "
             "\"seed\": %llu, \"optim\": \"%s\", \"optim_block\": %d, \"optim_min_8bit\": %d, "
-            "\"optim_fp32_embedding\": %s},\n",
+            "\"optim_fp32_embedding\": %s, \"param_dtype\": \"%s\"},\n",
             c->micro_batch, c->seq, c->grad_accum, c->micro_batch * c->grad_accum * dp, c->steps,
             c->lr, c->lr_final_frac, c->lr_schedule, c->warmup, c->weight_decay, c->beta1,
             c->beta2, c->eps, c->grad_clip, c->shuffle ? "true" : "false",
             (unsigned long long)c->seed, c->optim, c->optim_block, c->optim_min_8bit,
-            c->optim_fp32_embedding ? "true" : "false");
+            c->optim_fp32_embedding ? "true" : "false", c->param_dtype);
 }
 
 // Rank 0: manifest.json in `tmp`, from every rank's (written, bytes, hash).
