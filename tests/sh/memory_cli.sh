@@ -159,7 +159,9 @@ json_check json_mem_limit_fits 'assert j["fits"] is True and j["advice"] == []' 
 if command -v mpirun >/dev/null; then
   mk_tokens "$tmp/good.bin" 4096 256
   for cfg in "4|--dp 2 --pp 2 --grad-accum 4 --n-layer 2" "2|--dp 2 --zero 1 --optim adamw8bit" \
-             "1|--dp 1 --loss-chunk 8" "4|--dp 1 --pp 2 --tp 2 --schedule gpipe --grad-accum 3 --n-layer 3"; do
+             "1|--dp 1 --loss-chunk 8" "4|--dp 1 --pp 2 --tp 2 --schedule gpipe --grad-accum 3 --n-layer 3" \
+             "2|--dp 2 --zero 1 --param-dtype bf16" "2|--dp 2 --zero 1 --optim adamw8bit --param-dtype bf16" \
+             "4|--dp 1 --pp 2 --tp 2 --grad-accum 2 --n-layer 3 --param-dtype bf16"; do
     np=${cfg%%|*}; flags=${cfg#*|}
     name="run_np${np}_$(echo "$flags" | tr -c 'a-z0-9' _)"
     # shellcheck disable=SC2086  # flags are several words
@@ -186,8 +188,8 @@ fi
 if "$PY" bench/memory_report.py --selftest >"$tmp/selftest.out" 2>&1; then echo "ok   bench_report_selftest"
 else echo "FAIL bench_report_selftest"; show "$tmp/selftest.out"; failed+=("bench_report_selftest"); fi
 
-# ---- training refuses 16-bit parameters (for now) -----------------------------------------
-expect_error train_refuses_bf16 "--param-dtype bf16: training runs fp32" -- "$ZT" "${TINY[@]}" --param-dtype bf16
+# ---- bf16 training: the run says so ----------------------------------------------------------
+expect_ok train_bf16 'precision: bf16 weights and gradients' -- "$ZT" "${TINY[@]}" --param-dtype bf16
 
 # ---- bad inputs ---------------------------------------------------------------------------
 # --dp defaults to 1, as --pp and --tp do
