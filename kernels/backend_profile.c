@@ -163,6 +163,70 @@ static void p_adamw8bit(const zt_backend *be, float *p, const float *g, uint8_t 
           in->ops->adamw8bit(in, p, g, qm, qv, absmax_m, absmax_v, n, block, map_m, map_v, wd, h));
 }
 
+// ---- bf16 mixed precision: each op in the phase of its fp32 counterpart ----
+static void p_gemm_mixed(const zt_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                         const void *A, zt_dtype at, int lda, const void *B, zt_dtype bt, int ldb,
+                         float beta, void *C, zt_dtype ct, int ldc, void *work) {
+    TIMED(ZT_PHASE_GEMM, 2.0 * M * N * K,
+          in->ops->gemm_mixed(in, ta, tb, M, N, K, alpha, A, at, lda, B, bt, ldb, beta, C, ct,
+                              ldc, work));
+}
+static void p_bias_forward_bf16(const zt_backend *be, float *out, const zt_bf16 *bias, int N,
+                                int OC) {
+    TIMED(ZT_PHASE_ELEMENTWISE, 0, in->ops->bias_forward_bf16(in, out, bias, N, OC));
+}
+static void p_bias_backward_bf16(const zt_backend *be, zt_bf16 *dbias, const float *dout, int N,
+                                 int OC) {
+    TIMED(ZT_PHASE_ELEMENTWISE, 0, in->ops->bias_backward_bf16(in, dbias, dout, N, OC));
+}
+static void p_encoder_forward_bf16(const zt_backend *be, float *out, const int32_t *tokens,
+                                   const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
+                                   int vocab_rows, int N, int T, int C) {
+    TIMED(ZT_PHASE_ELEMENTWISE, 0,
+          in->ops->encoder_forward_bf16(in, out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C));
+}
+static void p_encoder_backward_bf16(const zt_backend *be, zt_bf16 *dwte, zt_bf16 *dwpe,
+                                    const float *dout, const int32_t *tokens, int vocab_lo,
+                                    int vocab_rows, int N, int T, int C) {
+    TIMED(ZT_PHASE_ELEMENTWISE, 0,
+          in->ops->encoder_backward_bf16(in, dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T,
+                                         C));
+}
+static void p_layernorm_forward_bf16(const zt_backend *be, float *out, float *mean, float *rstd,
+                                     const float *inp, const zt_bf16 *w, const zt_bf16 *b, int N,
+                                     int C) {
+    TIMED(ZT_PHASE_ELEMENTWISE, 0,
+          in->ops->layernorm_forward_bf16(in, out, mean, rstd, inp, w, b, N, C));
+}
+static void p_layernorm_backward_bf16(const zt_backend *be, float *dinp, zt_bf16 *dw,
+                                      zt_bf16 *db, const float *dout, const float *inp,
+                                      const zt_bf16 *w, const float *mean, const float *rstd,
+                                      int N, int C) {
+    TIMED(ZT_PHASE_ELEMENTWISE, 0,
+          in->ops->layernorm_backward_bf16(in, dinp, dw, db, dout, inp, w, mean, rstd, N, C));
+}
+static void p_sumsq_bf16(const zt_backend *be, double out[2], const zt_bf16 *x, size_t n) {
+    TIMED(ZT_PHASE_GRAD_NORM, 0, in->ops->sumsq_bf16(in, out, x, n));
+}
+static void p_adamw_bf16(const zt_backend *be, float *master, zt_bf16 *p, float *m, float *v,
+                         const zt_bf16 *g, size_t n, float wd, const zt_adamw_hparams *h) {
+    TIMED(ZT_PHASE_OPTIMIZER, 0, in->ops->adamw_bf16(in, master, p, m, v, g, n, wd, h));
+}
+static void p_adamw8bit_bf16(const zt_backend *be, float *master, zt_bf16 *p, const zt_bf16 *g,
+                             uint8_t *qm, uint8_t *qv, float *absmax_m, float *absmax_v, size_t n,
+                             int block, const float *map_m, const float *map_v, float wd,
+                             const zt_adamw_hparams *h) {
+    TIMED(ZT_PHASE_OPTIMIZER, 0,
+          in->ops->adamw8bit_bf16(in, master, p, g, qm, qv, absmax_m, absmax_v, n, block, map_m,
+                                  map_v, wd, h));
+}
+static void p_bf16_from_fp32(const zt_backend *be, zt_bf16 *out, const float *x, size_t n) {
+    TIMED(ZT_PHASE_ELEMENTWISE, 0, in->ops->bf16_from_fp32(in, out, x, n));
+}
+static void p_bf16_to_fp32(const zt_backend *be, float *out, const zt_bf16 *x, size_t n) {
+    TIMED(ZT_PHASE_ELEMENTWISE, 0, in->ops->bf16_to_fp32(in, out, x, n));
+}
+
 static const zt_backend_i profile_ops = {
     .name = NULL,    // the inner backend's (zt_backend_profile_init)
     .library = NULL, // the same
@@ -198,7 +262,35 @@ static const zt_backend_i profile_ops = {
     .sumsq = p_sumsq,
     .adamw = p_adamw,
     .adamw8bit = p_adamw8bit,
+    .gemm_mixed = p_gemm_mixed,
+    .bias_forward_bf16 = p_bias_forward_bf16,
+    .bias_backward_bf16 = p_bias_backward_bf16,
+    .encoder_forward_bf16 = p_encoder_forward_bf16,
+    .encoder_backward_bf16 = p_encoder_backward_bf16,
+    .layernorm_forward_bf16 = p_layernorm_forward_bf16,
+    .layernorm_backward_bf16 = p_layernorm_backward_bf16,
+    .sumsq_bf16 = p_sumsq_bf16,
+    .adamw_bf16 = p_adamw_bf16,
+    .adamw8bit_bf16 = p_adamw8bit_bf16,
+    .bf16_from_fp32 = p_bf16_from_fp32,
+    .bf16_to_fp32 = p_bf16_to_fp32,
 };
+
+// The bf16 group is NULL on a backend without it (caps.bf16 0): so it stays wrapped.
+static void drop_bf16_ops(zt_backend_i *o) {
+    o->gemm_mixed = NULL;
+    o->bias_forward_bf16 = NULL;
+    o->bias_backward_bf16 = NULL;
+    o->encoder_forward_bf16 = NULL;
+    o->encoder_backward_bf16 = NULL;
+    o->layernorm_forward_bf16 = NULL;
+    o->layernorm_backward_bf16 = NULL;
+    o->sumsq_bf16 = NULL;
+    o->adamw_bf16 = NULL;
+    o->adamw8bit_bf16 = NULL;
+    o->bf16_from_fp32 = NULL;
+    o->bf16_to_fp32 = NULL;
+}
 
 void zt_backend_profile_init(zt_backend *out, zt_backend_profile_state *st,
                              const zt_backend *inner, zt_profile *acc) {
@@ -209,6 +301,7 @@ void zt_backend_profile_init(zt_backend *out, zt_backend_profile_state *st,
     st->ops = profile_ops;
     st->ops.name = inner->ops->name;
     st->ops.library = inner->ops->library;
+    if (!inner->caps->bf16) drop_bf16_ops(&st->ops);
     out->ops = &st->ops;
     out->caps = inner->caps;
     out->threads = inner->threads;

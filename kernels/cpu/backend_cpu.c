@@ -155,21 +155,37 @@ static double cpu_sum(const zt_backend *be, const float *x, size_t n) {
 // the pass itself: one thread does it.
 #define ZT_SUMSQ_PARALLEL_MIN 32768
 #define ZT_ADAMW_PARALLEL_MIN 4096
-static void cpu_sumsq(const zt_backend *be, double out[2], const float *x, size_t n) {
+// Adds x[0..ZT_SUMSQ_LANES)'s squares (in double) into acc and x * 0 into zero.
+static inline void sumsq_lanes(double *acc, float *zero, const float *x) {
+#pragma omp simd
+    for (int l = 0; l < ZT_SUMSQ_LANES; l++) {
+        acc[l] += (double)x[l] * x[l];
+        zero[l] += x[l] * 0.0f;
+    }
+}
+
+static inline float value_at(const void *x, zt_dtype dt, size_t k) {
+    return dt == ZT_BF16 ? zt_bf16_to_fp32(((const zt_bf16 *)x)[k]) : ((const float *)x)[k];
+}
+
+// sumsq over fp32 or bf16 values (widened: exact). The lanes read a bf16 block through a
+// widened copy on the stack; the branch is per block of lanes, not per value.
+static void sumsq(double out[2], const void *x, zt_dtype dt, size_t n) {
     double s = 0.0;
     float poison = 0.0f;
     size_t blocks = n / ZT_SUMSQ_LANES;
 #pragma omp parallel reduction(+ : s, poison) if (n >= ZT_SUMSQ_PARALLEL_MIN)
     {
         double acc[ZT_SUMSQ_LANES] = {0};
-        float zero[ZT_SUMSQ_LANES] = {0};
+        float zero[ZT_SUMSQ_LANES] = {0}, wide[ZT_SUMSQ_LANES];
 #pragma omp for schedule(static)
         for (size_t b = 0; b < blocks; b++) {
-            const float *xb = x + b * ZT_SUMSQ_LANES;
-#pragma omp simd
-            for (int l = 0; l < ZT_SUMSQ_LANES; l++) {
-                acc[l] += (double)xb[l] * xb[l];
-                zero[l] += xb[l] * 0.0f;
+            size_t k = b * ZT_SUMSQ_LANES;
+            if (dt == ZT_BF16) {
+                for (int l = 0; l < ZT_SUMSQ_LANES; l++) wide[l] = value_at(x, ZT_BF16, k + l);
+                sumsq_lanes(acc, zero, wide);
+            } else {
+                sumsq_lanes(acc, zero, (const float *)x + k);
             }
         }
         for (int l = 0; l < ZT_SUMSQ_LANES; l++) {
@@ -178,8 +194,9 @@ static void cpu_sumsq(const zt_backend *be, double out[2], const float *x, size_
         }
     }
     for (size_t k = blocks * ZT_SUMSQ_LANES; k < n; k++) {
-        s += (double)x[k] * x[k];
-        poison += x[k] * 0.0f;
+        float v = value_at(x, dt, k);
+        s += (double)v * v;
+        poison += v * 0.0f;
     }
     if (poison == 0.0f) {
         out[0] += s;
@@ -189,11 +206,19 @@ static void cpu_sumsq(const zt_backend *be, double out[2], const float *x, size_
     s = 0.0;
 #pragma omp parallel for reduction(+ : s, bad) schedule(static)
     for (size_t k = 0; k < n; k++) {
-        if (isfinite(x[k])) s += (double)x[k] * x[k];
+        float v = value_at(x, dt, k);
+        if (isfinite(v)) s += (double)v * v;
         else bad += 1.0;
     }
     out[0] += s;
     out[1] += bad;
+}
+
+static void cpu_sumsq(const zt_backend *be, double out[2], const float *x, size_t n) {
+    sumsq(out, x, ZT_F32, n);
+}
+static void cpu_sumsq_bf16(const zt_backend *be, double out[2], const zt_bf16 *x, size_t n) {
+    sumsq(out, x, ZT_BF16, n);
 }
 
 // Each thread reads the hyperparameters into its own copy: through `h`, which the
@@ -206,6 +231,21 @@ static void cpu_adamw(const zt_backend *be, float *p, float *m, float *v, const 
         const zt_adamw_hparams hp = *h;
 #pragma omp for simd schedule(static)
         for (size_t k = 0; k < n; k++) zt_adamw_update(&p[k], &m[k], &v[k], g[k], wd, &hp);
+    }
+}
+
+// adamw with fp32 master weights and a bf16 gradient: the master is cpu_adamw's p, bit for
+// bit, on the widened gradient.
+static void cpu_adamw_bf16(const zt_backend *be, float *master, zt_bf16 *p, float *m, float *v,
+                           const zt_bf16 *g, size_t n, float wd, const zt_adamw_hparams *h) {
+#pragma omp parallel if (n >= ZT_ADAMW_PARALLEL_MIN)
+    {
+        const zt_adamw_hparams hp = *h; // a thread's own copy, as in cpu_adamw
+#pragma omp for simd schedule(static)
+        for (size_t k = 0; k < n; k++) {
+            zt_adamw_update(&master[k], &m[k], &v[k], zt_bf16_to_fp32(g[k]), wd, &hp);
+            p[k] = zt_bf16_from_fp32(master[k]);
+        }
     }
 }
 
@@ -233,22 +273,88 @@ static void adamw8bit_block(float *p, const float *g, uint8_t *qm, uint8_t *qv, 
     }
 }
 
-static void cpu_adamw8bit(const zt_backend *be, float *p, const float *g, uint8_t *qm,
-                          uint8_t *qv, float *absmax_m, float *absmax_v, size_t n, int block,
-                          const float *map_m, const float *map_v, float wd,
-                          const zt_adamw_hparams *h) {
+// The 8-bit pieces, fp32 (p16 NULL, g fp32) or mixed: g bf16, widened a block at a time
+// into the stack, p the fp32 master and p16 = p rounded to bf16 after each block's update.
+static void adamw8bit(float *p, zt_bf16 *p16, const void *g, zt_dtype gt, uint8_t *qm,
+                      uint8_t *qv, float *absmax_m, float *absmax_v, size_t n, int block,
+                      const float *map_m, const float *map_v, float wd,
+                      const zt_adamw_hparams *h) {
     size_t B = (size_t)block, nb = (n + B - 1) / B;
     ZT_ASSERT(block > 0 && block <= ZT_Q8_MAX_BLOCK);
 #pragma omp parallel
     {
         const zt_adamw_hparams hp = *h; // a thread's own copy, as in cpu_adamw
+        float wide[gt == ZT_BF16 ? ZT_Q8_MAX_BLOCK : 1];
 #pragma omp for schedule(static)
         for (size_t j = 0; j < nb; j++) {
-            size_t s = j * B;
-            adamw8bit_block(p + s, g + s, qm + s, qv + s, absmax_m + j, absmax_v + j,
-                            zt_min_sz(B, n - s), map_m, map_v, wd, &hp);
+            size_t s = j * B, len = zt_min_sz(B, n - s);
+            const float *gb = (const float *)g + s;
+            if (gt == ZT_BF16) {
+                for (size_t i = 0; i < len; i++) wide[i] = zt_bf16_to_fp32(((const zt_bf16 *)g)[s + i]);
+                gb = wide;
+            }
+            adamw8bit_block(p + s, gb, qm + s, qv + s, absmax_m + j, absmax_v + j, len, map_m,
+                            map_v, wd, &hp);
+            for (size_t i = 0; p16 && i < len; i++) p16[s + i] = zt_bf16_from_fp32(p[s + i]);
         }
     }
+}
+
+static void cpu_adamw8bit(const zt_backend *be, float *p, const float *g, uint8_t *qm,
+                          uint8_t *qv, float *absmax_m, float *absmax_v, size_t n, int block,
+                          const float *map_m, const float *map_v, float wd,
+                          const zt_adamw_hparams *h) {
+    adamw8bit(p, NULL, g, ZT_F32, qm, qv, absmax_m, absmax_v, n, block, map_m, map_v, wd, h);
+}
+
+static void cpu_adamw8bit_bf16(const zt_backend *be, float *master, zt_bf16 *p, const zt_bf16 *g,
+                               uint8_t *qm, uint8_t *qv, float *absmax_m, float *absmax_v,
+                               size_t n, int block, const float *map_m, const float *map_v,
+                               float wd, const zt_adamw_hparams *h) {
+    adamw8bit(master, p, g, ZT_BF16, qm, qv, absmax_m, absmax_v, n, block, map_m, map_v, wd, h);
+}
+
+// ---- bf16 mixed precision: kernels.h's *_bf16 and zt_gemm_mixed ----
+static void cpu_gemm_mixed(const zt_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                           const void *A, zt_dtype at, int lda, const void *B, zt_dtype bt,
+                           int ldb, float beta, void *C, zt_dtype ct, int ldc, void *work) {
+    zt_gemm_mixed(ta, tb, M, N, K, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, work,
+                  be->caps->gemm_mixed_workspace);
+}
+static void cpu_bias_forward_bf16(const zt_backend *be, float *out, const zt_bf16 *bias, int N,
+                                  int OC) {
+    zt_bias_forward_bf16(out, bias, N, OC);
+}
+static void cpu_bias_backward_bf16(const zt_backend *be, zt_bf16 *dbias, const float *dout, int N,
+                                   int OC) {
+    zt_bias_backward_bf16(dbias, dout, N, OC);
+}
+static void cpu_encoder_forward_bf16(const zt_backend *be, float *out, const int32_t *tokens,
+                                     const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
+                                     int vocab_rows, int N, int T, int C) {
+    zt_encoder_forward_bf16(out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);
+}
+static void cpu_encoder_backward_bf16(const zt_backend *be, zt_bf16 *dwte, zt_bf16 *dwpe,
+                                      const float *dout, const int32_t *tokens, int vocab_lo,
+                                      int vocab_rows, int N, int T, int C) {
+    zt_encoder_backward_bf16(dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
+}
+static void cpu_layernorm_forward_bf16(const zt_backend *be, float *out, float *mean, float *rstd,
+                                       const float *inp, const zt_bf16 *w, const zt_bf16 *b,
+                                       int N, int C) {
+    zt_layernorm_forward_bf16(out, mean, rstd, inp, w, b, N, C);
+}
+static void cpu_layernorm_backward_bf16(const zt_backend *be, float *dinp, zt_bf16 *dw,
+                                        zt_bf16 *db, const float *dout, const float *inp,
+                                        const zt_bf16 *w, const float *mean, const float *rstd,
+                                        int N, int C) {
+    zt_layernorm_backward_bf16(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+static void cpu_bf16_from_fp32(const zt_backend *be, zt_bf16 *out, const float *in, size_t n) {
+    zt_bf16_from_fp32_array(out, in, n);
+}
+static void cpu_bf16_to_fp32(const zt_backend *be, float *out, const zt_bf16 *in, size_t n) {
+    zt_bf16_to_fp32_array(out, in, n);
 }
 
 static const zt_backend_i cpu_ops = {
@@ -286,6 +392,18 @@ static const zt_backend_i cpu_ops = {
     .sumsq = cpu_sumsq,
     .adamw = cpu_adamw,
     .adamw8bit = cpu_adamw8bit,
+    .gemm_mixed = cpu_gemm_mixed,
+    .bias_forward_bf16 = cpu_bias_forward_bf16,
+    .bias_backward_bf16 = cpu_bias_backward_bf16,
+    .encoder_forward_bf16 = cpu_encoder_forward_bf16,
+    .encoder_backward_bf16 = cpu_encoder_backward_bf16,
+    .layernorm_forward_bf16 = cpu_layernorm_forward_bf16,
+    .layernorm_backward_bf16 = cpu_layernorm_backward_bf16,
+    .sumsq_bf16 = cpu_sumsq_bf16,
+    .adamw_bf16 = cpu_adamw_bf16,
+    .adamw8bit_bf16 = cpu_adamw8bit_bf16,
+    .bf16_from_fp32 = cpu_bf16_from_fp32,
+    .bf16_to_fp32 = cpu_bf16_to_fp32,
 };
 
 // OpenBLAS picks its kernels before main(): the fix re-executes (blas_core.h).
@@ -306,7 +424,8 @@ static zt_status cpu_open(zt_backend *be, const zt_backend_options *opt) {
 static void cpu_close(zt_backend *be) { (void)be; }
 
 const zt_backend_entry zt_backend_cpu_entry = {
-    .caps = {.name = "cpu", .built = 1, .multi_rank = 1,
+    .caps = {.name = "cpu", .built = 1, .multi_rank = 1, .bf16 = 1,
+             .gemm_mixed_workspace = ZT_GEMM_MIXED_WORKSPACE,
              .attention_workspace = zt_attention_workspace},
     .open = cpu_open,
     .close = cpu_close,

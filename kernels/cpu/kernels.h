@@ -11,6 +11,7 @@
 
 #include "bf16_math.h"
 #include "common.h"
+#include "dtype.h"
 
 // Row-major C = alpha * op(A) @ op(B) + beta * C, op(X) = X or X^T. (M, N) result, K inner.
 // Large products run on all OpenMP threads as tiles of C (gemm_cpu.c); called inside a
@@ -27,6 +28,9 @@ void zt_bf16_to_fp32_array(float *out, const zt_bf16 *in, size_t n);
 // widened to fp32 (exact); rows in parallel.
 void zt_bf16_to_fp32_matrix(float *out, int ld_out, const zt_bf16 *in, int ld_in, int rows,
                             int cols);
+// The reverse: out (rows, cols), ld_out = in (rows, cols), ld_in, rounded to bf16 (nearest even).
+void zt_bf16_from_fp32_matrix(zt_bf16 *out, int ld_out, const float *in, int ld_in, int rows,
+                              int cols);
 
 // The bf16 GEMM (gemm_bf16_cpu.c): zt_gemm's arguments and meaning with bf16 A and B,
 // fp32 C, alpha, beta: C = alpha * op(A) @ op(B) + beta * C, row-major. Two paths:
@@ -67,6 +71,54 @@ void zt_gemm_bf16_describe(char *buf, size_t size);
 size_t zt_gemm_bf16_workspace(int M, int N, int K);
 void zt_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const zt_bf16 *A,
                   int lda, const zt_bf16 *B, int ldb, float beta, float *C, int ldc, float *work);
+
+// ---- bf16 mixed precision (backend.h's last op group; docs/design.md, "bf16") ----
+// Parameters and their gradients bf16, activations fp32. Each kernel is its fp32
+// counterpart's arithmetic on the widened (exact) bf16 values. One that adds into a bf16
+// gradient starts its fp32 sums from the widened gradient, adds in the fp32 kernel's order and
+// rounds each element once at the end of the call: its result is the fp32 kernel's on the
+// widened gradient, rounded to bf16, bit for bit.
+
+// The scratch the CPU backend's gemm_mixed takes (caps.gemm_mixed_workspace). 32 MiB holds,
+// on the fallback path, a tile of op(A) and op(B) over a K chunk of 1024 in bf16 and widened
+// (6 bytes a value each) plus a bf16 C tile in fp32: GPT-2's layer products up to 4096
+// tokens run as one tile per K chunk, the lm-head (50304 columns) in tiles over 6000 wide.
+// The operands are converted again per tile (a value of op(A) once per column tile), which
+// costs ~1/width of the product: under 1% at these widths.
+#define ZT_GEMM_MIXED_WORKSPACE ((size_t)32 << 20)
+
+// Row-major C (M, N) = alpha op(A) op(B) + beta C with zt_gemm's arguments; A, B and C each
+// ZT_F32 or ZT_BF16 (at, bt, ct). An fp32 A or B is rounded to bf16 (nearest even) before
+// the products, so every product has bf16 operands (exact in fp32) and the sums are fp32, on
+// zt_gemm_bf16's running path; a bf16 C is widened for beta and rounded once at the end.
+// work: work_bytes of scratch (any M, N, K: C is cut into tiles of rows and columns and K
+// into chunks that fit it; fatal only below a few dozen bytes). K chunks add into an fp32
+// C, so the result is the fp32 sum in another order, within zt_gemm_bf16's bound.
+void zt_gemm_mixed(int trans_a, int trans_b, int M, int N, int K, float alpha, const void *A,
+                   zt_dtype at, int lda, const void *B, zt_dtype bt, int ldb, float beta, void *C,
+                   zt_dtype ct, int ldc, void *work, size_t work_bytes);
+// out (N, OC) += bias (OC).
+void zt_bias_forward_bf16(float *out, const zt_bf16 *bias, int N, int OC);
+// zt_bias_backward into a bf16 dbias.
+void zt_bias_backward_bf16(zt_bf16 *dbias, const float *dout, int N, int OC);
+// zt_encoder_forward / zt_encoder_backward with bf16 wte, wpe and gradients. The backward
+// adds each dwte and dwpe row's contributions in token order (as the fp32 kernel) and rounds
+// once; it orders the tokens by row in a stack index of N entries (N <= ZT_BF16_MAX_TOKENS).
+#define ZT_BF16_MAX_TOKENS (1 << 16)
+void zt_encoder_forward_bf16(float *out, const int32_t *tokens, const zt_bf16 *wte,
+                             const zt_bf16 *wpe, int vocab_lo, int vocab_rows, int N, int T,
+                             int C);
+void zt_encoder_backward_bf16(zt_bf16 *dwte, zt_bf16 *dwpe, const float *dout,
+                              const int32_t *tokens, int vocab_lo, int vocab_rows, int N, int T,
+                              int C);
+// zt_layernorm_forward / zt_layernorm_backward with bf16 w, b, dw, db. The weights are
+// widened once per call into the caller's stack (C <= ZT_BF16_MAX_ROW).
+#define ZT_BF16_MAX_ROW (1 << 14)
+void zt_layernorm_forward_bf16(float *out, float *mean, float *rstd, const float *inp,
+                               const zt_bf16 *w, const zt_bf16 *b, int N, int C);
+void zt_layernorm_backward_bf16(float *dinp, zt_bf16 *dw, zt_bf16 *db, const float *dout,
+                                const float *inp, const zt_bf16 *w, const float *mean,
+                                const float *rstd, int N, int C);
 
 // out (N, C) = wte[tokens] + wpe[position]; token n sits at position n % T.
 // wte holds rows [vocab_lo, vocab_lo + vocab_rows) of the padded vocabulary; tokens
@@ -110,6 +162,21 @@ void zt_bias_backward(float *dbias, const float *dout, int N, int OC);
 static inline int zt_column_block_width(int C, int threads) {
     int width = ((C + threads - 1) / threads + 15) / 16 * 16;
     return width < ZT_COLUMN_BLOCK_MAX ? width : ZT_COLUMN_BLOCK_MAX;
+}
+// A column block's fp32 accumulator over a gradient g of dtype dt (ZT_F32 or ZT_BF16),
+// elements [off, off + w): load widens (exact), store rounds once (bf16) or copies. The one
+// place the fp32 and bf16 column-sum kernels differ.
+static inline void zt_acc_load(float *acc, const void *g, zt_dtype dt, size_t off, int w) {
+    if (dt == ZT_BF16)
+        for (int i = 0; i < w; i++) acc[i] = zt_bf16_to_fp32(((const zt_bf16 *)g)[off + i]);
+    else
+        for (int i = 0; i < w; i++) acc[i] = ((const float *)g)[off + i];
+}
+static inline void zt_acc_store(void *g, zt_dtype dt, size_t off, const float *acc, int w) {
+    if (dt == ZT_BF16)
+        for (int i = 0; i < w; i++) ((zt_bf16 *)g)[off + i] = zt_bf16_from_fp32(acc[i]);
+    else
+        for (int i = 0; i < w; i++) ((float *)g)[off + i] = acc[i];
 }
 
 void zt_gelu_forward(float *out, const float *inp, size_t n);

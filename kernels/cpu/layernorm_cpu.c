@@ -1,25 +1,40 @@
-// LayerNorm forward and backward over rows.
+// LayerNorm forward and backward over rows, with fp32 or bf16 (mixed precision) weights and
+// weight gradients: one implementation, the bf16 weights widened once per call.
 #include <omp.h>
 
 #include "kernels.h"
 #include "layernorm_math.h"
 
-void zt_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
-                          const float *b, int N, int C) {
-#pragma omp parallel for
-    for (int n = 0; n < N; n++)
-        zt_layernorm_row_forward(out + (size_t)n * C, mean + n, rstd + n, inp + (size_t)n * C, w,
-                                 b, C);
+// x as fp32: x itself; as bf16: widened into buf (C floats).
+static const float *widened(const void *x, zt_dtype dt, float *buf, int C) {
+    if (dt == ZT_F32) return x;
+    zt_bf16_to_fp32_array(buf, x, (size_t)C);
+    return buf;
 }
 
-void zt_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
-                           const float *w, const float *mean, const float *rstd, int N, int C) {
+static void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                              const void *w, const void *b, zt_dtype pt, int N, int C) {
+    ZT_ASSERTF(pt == ZT_F32 || C <= ZT_BF16_MAX_ROW, "layernorm: C = %d > %d", C, ZT_BF16_MAX_ROW);
+    float wbuf[pt == ZT_F32 ? 1 : C], bbuf[pt == ZT_F32 ? 1 : C];
+    const float *wf = widened(w, pt, wbuf, C), *bf = widened(b, pt, bbuf, C);
+#pragma omp parallel for
+    for (int n = 0; n < N; n++)
+        zt_layernorm_row_forward(out + (size_t)n * C, mean + n, rstd + n, inp + (size_t)n * C, wf,
+                                 bf, C);
+}
+
+static void layernorm_backward(float *dinp, void *dw, void *db, zt_dtype pt, const float *dout,
+                               const float *inp, const void *w, const float *mean,
+                               const float *rstd, int N, int C) {
+    ZT_ASSERTF(pt == ZT_F32 || C <= ZT_BF16_MAX_ROW, "layernorm: C = %d > %d", C, ZT_BF16_MAX_ROW);
+    float wbuf[pt == ZT_F32 ? 1 : C];
+    const float *wf = widened(w, pt, wbuf, C);
 #pragma omp parallel
     {
 #pragma omp for
         for (int n = 0; n < N; n++)
             zt_layernorm_row_backward_dx(dinp + (size_t)n * C, dout + (size_t)n * C,
-                                         inp + (size_t)n * C, w, mean[n], rstd[n], C);
+                                         inp + (size_t)n * C, wf, mean[n], rstd[n], C);
         // dw, db: threads own column blocks, each column summed from row 0 down (a fixed
         // order) in stack accumulators, as zt_bias_backward.
         int width = zt_column_block_width(C, omp_get_num_threads());
@@ -28,7 +43,8 @@ void zt_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
         for (int blk = 0; blk < blocks; blk++) {
             int c0 = blk * width, wd = C - c0 < width ? C - c0 : width;
             float sw[ZT_COLUMN_BLOCK_MAX], sb[ZT_COLUMN_BLOCK_MAX];
-            for (int c = 0; c < wd; c++) sw[c] = dw[c0 + c], sb[c] = db[c0 + c];
+            zt_acc_load(sw, dw, pt, (size_t)c0, wd);
+            zt_acc_load(sb, db, pt, (size_t)c0, wd);
             for (int n = 0; n < N; n++) {
                 const float *d = dout + (size_t)n * C + c0, *x = inp + (size_t)n * C + c0;
                 float m = mean[n], r = rstd[n];
@@ -38,7 +54,29 @@ void zt_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
                     sw[c] += d[c] * (x[c] - m) * r;
                 }
             }
-            for (int c = 0; c < wd; c++) dw[c0 + c] = sw[c], db[c0 + c] = sb[c];
+            zt_acc_store(dw, pt, (size_t)c0, sw, wd);
+            zt_acc_store(db, pt, (size_t)c0, sb, wd);
         }
     }
+}
+
+void zt_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                          const float *b, int N, int C) {
+    layernorm_forward(out, mean, rstd, inp, w, b, ZT_F32, N, C);
+}
+
+void zt_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                           const float *w, const float *mean, const float *rstd, int N, int C) {
+    layernorm_backward(dinp, dw, db, ZT_F32, dout, inp, w, mean, rstd, N, C);
+}
+
+void zt_layernorm_forward_bf16(float *out, float *mean, float *rstd, const float *inp,
+                               const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
+    layernorm_forward(out, mean, rstd, inp, w, b, ZT_BF16, N, C);
+}
+
+void zt_layernorm_backward_bf16(float *dinp, zt_bf16 *dw, zt_bf16 *db, const float *dout,
+                                const float *inp, const zt_bf16 *w, const float *mean,
+                                const float *rstd, int N, int C) {
+    layernorm_backward(dinp, dw, db, ZT_BF16, dout, inp, w, mean, rstd, N, C);
 }

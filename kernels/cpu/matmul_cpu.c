@@ -22,24 +22,41 @@ void zt_matmul_in_out_forward(float *out, const float *inp, const float *w, cons
     zt_gemm(0, 0, N, OC, C, 1.0f, inp, C, w, OC, bias ? 1.0f : 0.0f, out, OC);
 }
 
-// dbias[o] += sum over rows of dout[:, o]. Each thread sums a block of columns wide enough
-// to stream its part of every row into a stack accumulator: blocks 16 wide read 64 bytes
-// per row at a stride of OC floats and waited on the cache for each (gpt2 at 256 tokens:
-// 20 -> 5 ms a step).
-void zt_bias_backward(float *dbias, const float *dout, int N, int OC) {
+// dbias[o] += sum over rows of dout[:, o], dbias fp32 or bf16 (zt_acc_load / store). Each
+// thread sums a block of columns wide enough to stream its part of every row into a stack
+// accumulator: blocks 16 wide read 64 bytes per row at a stride of OC floats and waited on
+// the cache for each (gpt2 at 256 tokens: 20 -> 5 ms a step).
+static void bias_backward(void *dbias, zt_dtype dt, const float *dout, int N, int OC) {
     int width = zt_column_block_width(OC, omp_get_max_threads());
     int blocks = (OC + width - 1) / width;
 #pragma omp parallel for schedule(static)
     for (int b = 0; b < blocks; b++) {
         int o0 = b * width, w = OC - o0 < width ? OC - o0 : width;
         float acc[ZT_COLUMN_BLOCK_MAX];
-        for (int o = 0; o < w; o++) acc[o] = dbias[o0 + o];
+        zt_acc_load(acc, dbias, dt, (size_t)o0, w);
         for (int n = 0; n < N; n++) {
             const float *d = dout + (size_t)n * OC + o0;
 #pragma omp simd
             for (int o = 0; o < w; o++) acc[o] += d[o];
         }
-        for (int o = 0; o < w; o++) dbias[o0 + o] = acc[o];
+        zt_acc_store(dbias, dt, (size_t)o0, acc, w);
+    }
+}
+
+void zt_bias_backward(float *dbias, const float *dout, int N, int OC) {
+    bias_backward(dbias, ZT_F32, dout, N, OC);
+}
+
+void zt_bias_backward_bf16(zt_bf16 *dbias, const float *dout, int N, int OC) {
+    bias_backward(dbias, ZT_BF16, dout, N, OC);
+}
+
+void zt_bias_forward_bf16(float *out, const zt_bf16 *bias, int N, int OC) {
+#pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        float *o = out + (size_t)n * OC;
+#pragma omp simd
+        for (int c = 0; c < OC; c++) o[c] += zt_bf16_to_fp32(bias[c]);
     }
 }
 
