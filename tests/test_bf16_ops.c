@@ -170,7 +170,8 @@ static int run_mixed_cases(void) {
                 }
                 n++;
             }
-            if (t == 1 && d == 7) printf("  e.g. TN bf16 A, B, C, beta 0: worst |err|/bound %.3g\n", worst);
+            if (t == 1 && d == 7)
+                printf("  e.g. TN bf16 A, B, C, beta 0: worst |err|/bound %.3g\n", worst);
         }
     static const mixed_case big[] = {
         // K = 1100: two chunks of 550; 40 KiB: tiles of C too
