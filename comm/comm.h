@@ -31,7 +31,9 @@
 //   INT_MAX elements into pieces; a reduce_scatter/all_gather block (count / size) must
 //   still fit in INT_MAX elements (fatal otherwise; TODO).
 // - Reductions: ZT_REDUCE_SUM and ZT_REDUCE_MAX on every dtype (U8 wraps on overflow; it
-//   exists for moving 8-bit optimizer state, not for summing it).
+//   exists for moving 8-bit optimizer state, not for summing it). BF16 sums pairwise, each
+//   step adding the two widened values in fp32 and rounding once to bf16 (nearest even), as
+//   NCCL does; the order of the steps is each backend's, fixed from run to run.
 // - Every operation takes `stream`: NULL for host backends (self, MPI — both check it);
 //   the NCCL backend takes the cudaStream_t its collectives are ordered on.
 // - Operations return nothing: a failure is a bug or a broken library, never user input,

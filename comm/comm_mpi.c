@@ -33,6 +33,7 @@
 
 #include <mpi.h>
 
+#include "bf16_math.h"
 #include "comm.h"
 #include "memory.h"
 
@@ -138,6 +139,7 @@ void zt_comm_mpi_set_max_count(size_t count) {
 
 static MPI_Comm mpi_comm(const zt_comm *c) { return ((const zt_mpi_comm *)c->impl)->comm; }
 
+// bf16 moves as 2-byte elements (MPI has no bf16 type) and reduces through user ops (below).
 static MPI_Datatype mpi_type(zt_dtype dt) {
     switch (dt) {
     case ZT_F32: return MPI_FLOAT;
@@ -145,15 +147,50 @@ static MPI_Datatype mpi_type(zt_dtype dt) {
     case ZT_I32: return MPI_INT32_T;
     case ZT_I64: return MPI_INT64_T;
     case ZT_U8: return MPI_UINT8_T;
+    case ZT_BF16: return MPI_UINT16_T;
     default: break;
     }
     mpi_fatalf(__FILE__, __LINE__, "bad dtype %d", (int)dt);
 }
 
-static MPI_Op mpi_op(zt_reduce_op op) {
+// ---- bf16 reductions ----
+// Each pairwise step widens both operands (exact), adds in fp32 and rounds the sum once to
+// bf16 (nearest even, bf16_math.h), as NCCL's bf16 reduction does; MAX compares the widened
+// values. Built-in ops would treat the bits as integers, so these are user ops (commutative,
+// which they are; not associative, so the result depends on the order MPI combines the
+// ranks in: fixed for a given communicator size and count, so repeated runs agree). The
+// staging window's reduce (MPI_Reduce_local) uses them too, in its fixed rank order.
+static MPI_Op g_bf16_sum = MPI_OP_NULL, g_bf16_max = MPI_OP_NULL;
+
+static void bf16_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    const zt_bf16 *a = in;
+    zt_bf16 *b = inout;
+    for (int i = 0; i < *len; i++)
+        b[i] = zt_bf16_from_fp32(zt_bf16_to_fp32(a[i]) + zt_bf16_to_fp32(b[i]));
+}
+static void bf16_max(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    const zt_bf16 *a = in;
+    zt_bf16 *b = inout;
+    for (int i = 0; i < *len; i++)
+        if (zt_bf16_to_fp32(a[i]) > zt_bf16_to_fp32(b[i])) b[i] = a[i];
+}
+
+// Once MPI is initialized; freed by zt_comm_mpi_finalize.
+static void bf16_ops_create(void) {
+    if (g_bf16_sum != MPI_OP_NULL) return;
+    ZT_CHECK_MPI(MPI_Op_create(bf16_sum, 1, &g_bf16_sum));
+    ZT_CHECK_MPI(MPI_Op_create(bf16_max, 1, &g_bf16_max));
+}
+static void bf16_ops_free(void) {
+    if (g_bf16_sum == MPI_OP_NULL) return;
+    ZT_CHECK_MPI(MPI_Op_free(&g_bf16_sum));
+    ZT_CHECK_MPI(MPI_Op_free(&g_bf16_max));
+}
+
+static MPI_Op mpi_op(zt_reduce_op op, zt_dtype dt) {
     switch (op) {
-    case ZT_REDUCE_SUM: return MPI_SUM;
-    case ZT_REDUCE_MAX: return MPI_MAX;
+    case ZT_REDUCE_SUM: return dt == ZT_BF16 ? g_bf16_sum : MPI_SUM;
+    case ZT_REDUCE_MAX: return dt == ZT_BF16 ? g_bf16_max : MPI_MAX;
     default: break;
     }
     mpi_fatalf(__FILE__, __LINE__, "bad reduction op %d", (int)op);
@@ -582,7 +619,7 @@ static void stage_reduce_scatter(const zt_comm *c, const void *send, void *out, 
     char *o = out;
     int in_place = o == s + lo_r * es;
     MPI_Datatype t = mpi_type(dt);
-    MPI_Op mop = mpi_op(op);
+    MPI_Op mop = mpi_op(op, dt);
     for (size_t off = 0; off < max_len; off += C) {
         int half = (int)(m->chunks++ & 1);
         for (int k = 1; k < n; k++) {
@@ -778,7 +815,7 @@ static void mpi_all_reduce(const zt_comm *c, const void *send, void *recv, size_
         size_t off = i * g_max_count * es;
         const void *s = in_place ? MPI_IN_PLACE : (const char *)send + off;
         ZT_COLL(c, "all_reduce", MPI_Allreduce, MPI_Iallreduce, s, (char *)recv + off,
-                piece_len(count, i), mpi_type(dt), mpi_op(op), mpi_comm(c));
+                piece_len(count, i), mpi_type(dt), mpi_op(op, dt), mpi_comm(c));
     }
 }
 
@@ -806,11 +843,11 @@ static void mpi_reduce_scatter(const zt_comm *c, const void *send, void *recv, s
         // rule (comm.h) wants it at the rank's own block.
         char *base = (char *)send;
         ZT_COLL(c, "reduce_scatter", MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block,
-                MPI_IN_PLACE, base, n, mpi_type(dt), mpi_op(op), mpi_comm(c));
+                MPI_IN_PLACE, base, n, mpi_type(dt), mpi_op(op, dt), mpi_comm(c));
         if (own != base && block) memmove(own, base, block * es);
     } else {
         ZT_COLL(c, "reduce_scatter", MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block,
-                send, recv, n, mpi_type(dt), mpi_op(op), mpi_comm(c));
+                send, recv, n, mpi_type(dt), mpi_op(op, dt), mpi_comm(c));
     }
 }
 
@@ -1020,6 +1057,7 @@ void zt_comm_mpi_init_world(zt_comm *out, int *argc, char ***argv) {
                        provided);
     }
     ZT_CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    bf16_ops_create();
     // A bad value runs without the timeout here; main refuses it (zt_comm_mpi_check_env).
     if (parse_timeout(&g_timeout_s, &g_timeout_auto, &g_watch_floor_s) != ZT_OK)
         g_timeout_s = 0, g_timeout_auto = 0;
@@ -1040,5 +1078,6 @@ void zt_comm_mpi_finalize(void) {
     MPI_Initialized(&init);
     MPI_Finalized(&fin);
     if (!g_init_here || !init || fin) return;
+    bf16_ops_free();
     ZT_CHECK_MPI(MPI_Finalize());
 }

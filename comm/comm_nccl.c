@@ -37,6 +37,7 @@ static ncclDataType_t nccl_dtype(zt_dtype dt) {
     case ZT_I32: return ncclInt32;
     case ZT_I64: return ncclInt64;
     case ZT_U8: return ncclUint8;
+    case ZT_BF16: return ncclBfloat16; // SUM: each step adds in fp32, rounds to bf16
     default: zt_fatal(__FILE__, __LINE__, "NCCL: bad dtype %d", (int)dt);
     }
 }

@@ -18,6 +18,9 @@ ZT_TEST(backend_caps) {
     const zt_backend_caps *cpu = zt_backend_caps_of("cpu"), *cuda = zt_backend_caps_of("cuda");
     CHECK(cpu->built && cpu->multi_rank && !cpu->tf32 && !cpu->device_memory);
     CHECK(cuda->tf32 && cuda->device_memory);
+    // the bf16 op group: the CPU has it (and states its GEMM scratch), CUDA not yet
+    CHECK(cpu->bf16 && cpu->gemm_mixed_workspace >= ((size_t)1 << 20));
+    CHECK(!cuda->bf16);
     CHECK(zt_backend_caps_of("tpu") == NULL && zt_backend_caps_of(NULL) == NULL);
     // the CPU attention's scratch: two T x T matrices per thread; CUDA's: none
     CHECK_EQ_INT(cpu->attention_workspace(3, 64), 3 * 2 * 64 * 64);

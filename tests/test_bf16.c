@@ -1,4 +1,4 @@
-// Tests of bf16: the conversions (kernels/bf16_math.h, kernels/cpu/bf16_cpu.c) against
+// Tests of bf16: the conversions (src/core/bf16_math.h, kernels/cpu/bf16_cpu.c) against
 // references built another way (field decoding, double arithmetic), and the bf16 GEMM's two
 // paths (kernels/cpu/gemm_bf16_cpu.c) against BLAS on the same bf16 values.
 #include <cblas.h>

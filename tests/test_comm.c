@@ -1,12 +1,14 @@
 // Tests of the MPI communicator, run under mpirun by tests/sh/comm_mpi.sh: every operation
 // on every dtype against a serial computation, exactly (tolerance 0: the inputs are small
-// integers times powers of two, so every sum is exact in any order), on the world, on the
-// grid's groups and on an arbitrary split. Outside mpirun the tests say SKIP.
+// integers times powers of two, so every sum is exact in any order, bf16's too), on the
+// world, on the grid's groups and on an arbitrary split; and bf16's rounding, where a sum is
+// not exact. Outside mpirun the tests say SKIP.
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bf16_math.h"
 #include "comm.h"
 #include "grid.h"
 #include "memory.h"
@@ -71,6 +73,8 @@ static void fill(void *buf, zt_dtype dt, size_t n, int r, int salt) {
         case ZT_I32: ((int32_t *)buf)[i] = (int32_t)v * 1000 + r; break;
         case ZT_I64: ((int64_t *)buf)[i] = v * ((int64_t)1 << 33) + r; break;
         case ZT_U8: ((uint8_t *)buf)[i] = (uint8_t)(v + 30 + r); break; // sums wrap mod 256
+        // halves up to 15: sums over 4 ranks are multiples of 0.5 below 64, 7 significant bits
+        case ZT_BF16: ((zt_bf16 *)buf)[i] = zt_bf16_from_fp32((float)v * 0.5f); break;
         default: ZT_ASSERT(0);
         }
     }
@@ -84,9 +88,19 @@ static void fill(void *buf, zt_dtype dt, size_t n, int r, int salt) {
             a[i] = op == ZT_REDUCE_SUM ? (T)(a[i] + b[i]) : (a[i] > b[i] ? a[i] : b[i]); \
     } while (0)
 
+// bf16 in its arithmetic (comm.h): widened, added or compared in fp32, the sum rounded.
+static zt_bf16 bf16_reduce(zt_bf16 a, zt_bf16 b, zt_reduce_op op) {
+    float x = zt_bf16_to_fp32(a), y = zt_bf16_to_fp32(b);
+    return op == ZT_REDUCE_SUM ? zt_bf16_from_fp32(x + y) : x >= y ? a : b;
+}
+
 // acc = acc op x, serially, in the dtype's own arithmetic.
 static void reduce_into(void *acc, const void *x, size_t n, zt_dtype dt, zt_reduce_op op) {
     switch (dt) {
+    case ZT_BF16:
+        for (size_t i = 0; i < n; i++)
+            ((zt_bf16 *)acc)[i] = bf16_reduce(((zt_bf16 *)acc)[i], ((const zt_bf16 *)x)[i], op);
+        break;
     case ZT_F32: REDUCE_INTO(float); break;
     case ZT_F64: REDUCE_INTO(double); break;
     case ZT_I32: REDUCE_INTO(int32_t); break;
@@ -115,6 +129,7 @@ static double as_double(const void *p, size_t i, zt_dtype dt) {
     case ZT_I32: return ((const int32_t *)p)[i];
     case ZT_I64: return (double)((const int64_t *)p)[i];
     case ZT_U8: return ((const uint8_t *)p)[i];
+    case ZT_BF16: return zt_bf16_to_fp32(((const zt_bf16 *)p)[i]);
     default: return 0;
     }
 }
@@ -261,7 +276,7 @@ static void check_point_to_point(ctx_t *x, const zt_comm *c, zt_dtype dt, size_t
     gb_free(&mine), gb_free(&want), gb_free(&got), gb_free(&want2), gb_free(&got2);
 }
 
-static const zt_dtype k_dtypes[] = {ZT_F32, ZT_F64, ZT_I32, ZT_I64, ZT_U8};
+static const zt_dtype k_dtypes[] = {ZT_F32, ZT_F64, ZT_I32, ZT_I64, ZT_U8, ZT_BF16};
 #define N_DTYPES (int)(sizeof k_dtypes / sizeof k_dtypes[0])
 
 // Every operation on c for every dtype and count (a count is the per-rank block of
@@ -348,6 +363,57 @@ static void check_grid(ctx_t *x, const zt_comm *world, int pp, int tp) {
     x->checks += gx.checks;
 }
 
+// bf16 sums that are not exact round like one fp32 add then one rounding to bf16 (nearest,
+// ties to even), not like fp32 (no rounding) nor truncation. Rank 0 adds x, the last rank y,
+// the others 0 (exact), so the order MPI combines them in does not matter: want = bf16(x + y).
+// count elements cycle through the cases: small goes through MPI's collectives, a count of
+// 64 KiB or more through the staging window (where ZT_COMM_MPI_ALGO has one).
+static void check_bf16_rounding(ctx_t *x, const zt_comm *c, size_t block) {
+    static const struct {
+        float x, y, want;
+    } k[] = {
+        {1.0f, 0x1p-8f, 1.0f},                      // half an ulp: tie, to the even 1
+        {1.0f + 0x1p-7f, 0x1p-8f, 1.0f + 0x1p-6f},  // tie from an odd mantissa: up
+        {1.0f, 3 * 0x1p-9f, 1.0f + 0x1p-7f},        // above half: up (truncation says 1)
+        {1.0f, 0x1p-9f, 1.0f},                      // below half: down
+        {-1.0f, -3 * 0x1p-9f, -1.0f - 0x1p-7f},     // the same below zero
+        {256.0f, 1.0f, 256.0f},                     // 1 is half of 256's ulp (2): to even
+        {256.0f, 3.0f, 260.0f},                     // 259 between 258 and 260: tie, to even
+    };
+    int nk = (int)(sizeof k / sizeof k[0]), last = c->size - 1;
+    size_t count = block * (size_t)c->size;
+    gbuf in = gb_new(count, ZT_BF16), out = gb_new(count, ZT_BF16), want = gb_new(count, ZT_BF16);
+    zt_bf16 *pi = in.p, *pw = want.p;
+    for (size_t i = 0; i < count; i++) {
+        float v = c->rank == 0 ? k[i % nk].x : 0.0f;
+        if (c->rank == last) v += k[i % nk].y; // one rank: its own x + y
+        pi[i] = zt_bf16_from_fp32(c->size == 1 ? k[i % nk].x : v);
+        pw[i] = zt_bf16_from_fp32(c->size == 1 ? k[i % nk].x : k[i % nk].want);
+    }
+    zt_comm_all_reduce(c, in.p, out.p, count, ZT_BF16, ZT_REDUCE_SUM, NULL);
+    expect_equal(x, "bf16 all_reduce rounding", out.p, want.p, count, ZT_BF16);
+    zt_comm_reduce_scatter(c, in.p, out.p, count, ZT_BF16, ZT_REDUCE_SUM, NULL);
+    expect_equal(x, "bf16 reduce_scatter rounding", out.p, at(want.p, (size_t)c->rank * block,
+                 ZT_BF16), block, ZT_BF16);
+    gb_check_guards(x, &out, "bf16 rounding");
+    gb_free(&in), gb_free(&out), gb_free(&want);
+}
+
+// The same bf16 all-reduce twice gives the same bits (a sum that rounds at every step, over
+// ranks in whatever order the path takes, as long as it is the same each time).
+static void check_bf16_repeatable(ctx_t *x, const zt_comm *c, size_t n) {
+    gbuf in = gb_new(n, ZT_BF16), a = gb_new(n, ZT_BF16), b = gb_new(n, ZT_BF16);
+    uint32_t s = 2463534242u + (uint32_t)c->rank * 7919u;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 17, s ^= s << 5;
+        ((zt_bf16 *)in.p)[i] = zt_bf16_from_fp32((float)(s % 20001u) * 1e-3f - 10.0f);
+    }
+    zt_comm_all_reduce(c, in.p, a.p, n, ZT_BF16, ZT_REDUCE_SUM, NULL);
+    zt_comm_all_reduce(c, in.p, b.p, n, ZT_BF16, ZT_REDUCE_SUM, NULL);
+    expect_equal(x, "bf16 all_reduce repeatable", a.p, b.p, n, ZT_BF16);
+    gb_free(&in), gb_free(&a), gb_free(&b);
+}
+
 ZT_TEST(comm_mpi_collectives) {
     if (!getenv("OMPI_COMM_WORLD_SIZE")) {
         printf("  not launched by mpirun: skipped (tests/sh/comm_mpi.sh runs it)\n");
@@ -403,7 +469,14 @@ ZT_TEST(comm_mpi_collectives) {
         for (int tp = 1; pp * tp <= world.size; tp++)
             if (world.size % (pp * tp) == 0) check_grid(&x, &world, pp, tp);
 
-    // 6. A bad layout fails the same way on every rank, before any collective.
+    // 6. bf16 sums that round: small (MPI's collectives) and past the staging threshold.
+    x.label = "world, bf16 rounding";
+    check_bf16_rounding(&x, &world, 7);
+    check_bf16_rounding(&x, &world, 40009);
+    check_bf16_repeatable(&x, &world, 7);
+    check_bf16_repeatable(&x, &world, 100003);
+
+    // 7. A bad layout fails the same way on every rank, before any collective.
     x.label = "world";
     {
         zt_grid g;

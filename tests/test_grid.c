@@ -218,6 +218,9 @@ ZT_TEST(comm_self_ops) {
     uint8_t u8[5] = {1, 2, 3, 250, 255}, o8[6] = {0};
     zt_comm_all_gather(&c, u8, o8, 5, ZT_U8, NULL);
     CHECK(memcmp(u8, o8, 5) == 0 && o8[5] == 0);
+    uint16_t b16[3] = {0x3f80, 0xff80, 0x7fc1}, ob16[4] = {0}; // bf16: 1, -Inf, a NaN, as bits
+    zt_comm_reduce_scatter(&c, b16, ob16, 3, ZT_BF16, ZT_REDUCE_SUM, NULL);
+    CHECK(memcmp(b16, ob16, sizeof b16) == 0 && ob16[3] == 0);
     zt_comm_barrier(&c, NULL);
 
     // split: whatever the color, a new size-1 communicator.

@@ -290,7 +290,8 @@ static void adamw8bit(float *p, zt_bf16 *p16, const void *g, zt_dtype gt, uint8_
             size_t s = j * B, len = zt_min_sz(B, n - s);
             const float *gb = (const float *)g + s;
             if (gt == ZT_BF16) {
-                for (size_t i = 0; i < len; i++) wide[i] = zt_bf16_to_fp32(((const zt_bf16 *)g)[s + i]);
+                const zt_bf16 *gs = (const zt_bf16 *)g + s;
+                for (size_t i = 0; i < len; i++) wide[i] = zt_bf16_to_fp32(gs[i]);
                 gb = wide;
             }
             adamw8bit_block(p + s, gb, qm + s, qv + s, absmax_m + j, absmax_v + j, len, map_m,

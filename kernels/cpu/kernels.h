@@ -80,11 +80,13 @@ void zt_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, co
 // widened gradient, rounded to bf16, bit for bit.
 
 // The scratch the CPU backend's gemm_mixed takes (caps.gemm_mixed_workspace). 32 MiB holds,
-// on the fallback path, a tile of op(A) and op(B) over a K chunk of 1024 in bf16 and widened
-// (6 bytes a value each) plus a bf16 C tile in fp32: GPT-2's layer products up to 4096
-// tokens run as one tile per K chunk, the lm-head (50304 columns) in tiles over 6000 wide.
-// The operands are converted again per tile (a value of op(A) once per column tile), which
-// costs ~1/width of the product: under 1% at these widths.
+// on the fallback path, pieces of op(A) and op(B) over a K chunk of 1024 rounded and widened
+// (6 bytes a value) plus a bf16 C's tile in fp32: GPT-2's layer products up to 4096 tokens
+// run as one tile per K chunk (the largest, a 3072 x 768 weight gradient, needs 31.5 MiB),
+// the lm-head (50304 columns, at most 333 tokens a loss chunk) as 8 tiles 6288 wide. An
+// operand is converted again per tile (op(A) once per column tile, op(B) per row tile):
+// never for the layer products, for the lm-head 8 passes over its (tokens, 768) input
+// against a product 50304 wide. Larger buys nothing there; 16 MiB would split the layers.
 #define ZT_GEMM_MIXED_WORKSPACE ((size_t)32 << 20)
 
 // Row-major C (M, N) = alpha op(A) op(B) + beta C with zt_gemm's arguments; A, B and C each
