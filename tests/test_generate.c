@@ -19,7 +19,7 @@ typedef struct {
     float *got;      // (Vp)
 } decode_case;
 
-static int decode_case_init(decode_case *c, int n_ctx) {
+static int decode_case_init(decode_case *c, int n_ctx, zt_dtype dtype) {
     memset(c, 0, sizeof *c);
     c->s = (zt_model_shape){.vocab = 300, .n_ctx = n_ctx, .n_layer = 2, .n_head = 4,
                             .n_embd = 32};
@@ -27,9 +27,9 @@ static int decode_case_init(decode_case *c, int n_ctx) {
     int T = n_ctx, Vp = c->s.padded_vocab;
     const zt_backend *be = zt_backend_cpu();
     CHECK(zt_gpt2_init(&c->ref, be, &c->s, 0, zt_unit_count(&c->s), 1, 0, 256, 256, 1, T, 0, 1,
-                       NULL, ZT_F32) == ZT_OK);
+                       NULL, dtype) == ZT_OK);
     zt_gpt2_init_random(&c->ref, 5);
-    CHECK(zt_decoder_init(&c->d, be, &c->s, 0, zt_unit_count(&c->s), 1, 0, NULL, NULL, ZT_F32) == ZT_OK);
+    CHECK(zt_decoder_init(&c->d, be, &c->s, 0, zt_unit_count(&c->s), 1, 0, NULL, NULL, dtype) == ZT_OK);
     zt_gpt2_init_random(&c->d.model, 5);
     c->tokens = calloc((size_t)T, sizeof *c->tokens);
     int32_t *targets = calloc((size_t)T, sizeof *targets);
@@ -59,19 +59,20 @@ static void decode_case_free(decode_case *c) {
 // L = 2 blocks and their LayerNorms: about L * sqrt(160) * eps32 ~ 2 * 13 * 6e-8 ~ 1.6e-6
 // of the row's scale. The bound, 1e-5 of the row's largest |logit| plus 1e-5 relative,
 // leaves 6x margin.
-static int matches_forward(const decode_case *c, int t) {
+static int close_to_forward(const decode_case *c, int t, double tol) {
     const float *w = c->want + (size_t)t * c->s.padded_vocab;
     double scale = 0;
     for (int v = 0; v < c->s.vocab; v++) scale = fmax(scale, fabs(w[v]));
     char what[64];
     snprintf(what, sizeof what, "logits at position %d", t);
-    return zt_check_close(what, c->got, w, (size_t)c->s.vocab, 1e-5 * scale, 1e-5) == 0;
+    return zt_check_close(what, c->got, w, (size_t)c->s.vocab, tol * scale, tol) == 0;
 }
+static int matches_forward(const decode_case *c, int t) { return close_to_forward(c, t, 1e-5); }
 
 // One token at a time, the logits at every position equal the forward's.
 ZT_TEST(generate_kv_cache_matches_forward) {
     decode_case c;
-    if (decode_case_init(&c, 24) != ZT_PASS) return ZT_FAIL;
+    if (decode_case_init(&c, 24, ZT_F32) != ZT_PASS) return ZT_FAIL;
     int rc = ZT_PASS;
     for (int t = 0; t < c.s.n_ctx && rc == ZT_PASS; t++) {
         zt_decoder_step(&c.d, c.tokens[t], c.got);
@@ -91,7 +92,7 @@ ZT_TEST(generate_kv_cache_matches_forward) {
 // chunks), and a mix of feeds and single steps continuing one cache.
 ZT_TEST(generate_feed_chunks_match_forward) {
     decode_case c;
-    if (decode_case_init(&c, ZT_DECODER_ROWS + 32) != ZT_PASS) return ZT_FAIL;
+    if (decode_case_init(&c, ZT_DECODER_ROWS + 32, ZT_F32) != ZT_PASS) return ZT_FAIL;
     int T = c.s.n_ctx, rc = ZT_PASS;
     CHECK_EQ_INT(c.d.rows, ZT_DECODER_ROWS);
     for (int n = 1; n <= T && rc == ZT_PASS; n++) {
@@ -107,6 +108,30 @@ ZT_TEST(generate_feed_chunks_match_forward) {
     if (!matches_forward(&c, 5)) rc = ZT_FAIL;
     zt_decoder_feed(&c.d, c.tokens + 6, T - 6, c.got);
     if (c.d.pos != T || !matches_forward(&c, T - 1)) rc = ZT_FAIL;
+    decode_case_free(&c);
+    return rc;
+}
+
+// bf16 weights (generate --param-dtype bf16): the decoder runs the bf16 products the training
+// forward runs, on the same bf16 weights. Their fp32 activations differ by reassociation
+// (above), and where such a difference crosses a rounding boundary an operand of a product
+// rounds to the neighbouring bf16 value: a term of a sum moves by up to one bf16 ulp
+// (2^-7 of it, relative). Such flips are rare (an fp32-level difference against a bf16 ulp:
+// ~1e-6 / 4e-3 per operand), so a logit moves by about one flipped term at most: 2^-8 of the
+// row's largest |logit| (the terms are below the logits' scale) bounds it. Measured: see the
+// test's output; an fp32 decoder over bf16-rounded weights would miss by far more (the
+// activations' own rounding, every term).
+ZT_TEST(generate_bf16_matches_forward) {
+    decode_case c;
+    if (decode_case_init(&c, 24, ZT_BF16) != ZT_PASS) return ZT_FAIL;
+    int rc = ZT_PASS;
+    for (int t = 0; t < c.s.n_ctx && rc == ZT_PASS; t++) {
+        zt_decoder_step(&c.d, c.tokens[t], c.got);
+        if (!close_to_forward(&c, t, 1.0 / 256)) rc = ZT_FAIL;
+    }
+    zt_decoder_reset(&c.d); // and a prompt in one chunk
+    zt_decoder_feed(&c.d, c.tokens, c.s.n_ctx, c.got);
+    if (!close_to_forward(&c, c.s.n_ctx - 1, 1.0 / 256)) rc = ZT_FAIL;
     decode_case_free(&c);
     return rc;
 }

@@ -80,9 +80,9 @@ static void add_rows(float *acc, const float *dout, const int32_t *idx, int n, i
 void zt_encoder_backward_bf16(zt_bf16 *dwte, zt_bf16 *dwpe, const float *dout,
                               const int32_t *tokens, int vocab_lo, int vocab_rows, int N, int T,
                               int C) {
-    ZT_ASSERTF(N <= ZT_BF16_MAX_TOKENS, "encoder_backward_bf16: %d tokens, more than the %d its "
-               "stack index holds (TODO: a scratch argument)", N, ZT_BF16_MAX_TOKENS);
-    int32_t idx[N > 0 ? N : 1];
+    // one small host allocation per micro-batch (4 bytes a token), next to its N log N sort
+    int32_t *idx = malloc((size_t)(N > 0 ? N : 1) * sizeof *idx);
+    ZT_ASSERTF(idx, "encoder_backward_bf16: out of host memory for %d token indices", N);
     int n_in = 0;
     for (int n = 0; n < N; n++)
         if (tokens[n] - vocab_lo >= 0 && tokens[n] - vocab_lo < vocab_rows) idx[n_in++] = n;
@@ -106,4 +106,5 @@ void zt_encoder_backward_bf16(zt_bf16 *dwte, zt_bf16 *dwpe, const float *dout,
             zt_acc_store(dwpe, ZT_BF16, (size_t)p * C + c0, acc, w);
         }
     }
+    free(idx);
 }

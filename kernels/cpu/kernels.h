@@ -105,8 +105,7 @@ void zt_bias_forward_bf16(float *out, const zt_bf16 *bias, int N, int OC);
 void zt_bias_backward_bf16(zt_bf16 *dbias, const float *dout, int N, int OC);
 // zt_encoder_forward / zt_encoder_backward with bf16 wte, wpe and gradients. The backward
 // adds each dwte and dwpe row's contributions in token order (as the fp32 kernel) and rounds
-// once; it orders the tokens by row in a stack index of N entries (N <= ZT_BF16_MAX_TOKENS).
-#define ZT_BF16_MAX_TOKENS (1 << 16)
+// once; it orders the tokens by row in a host index of N entries.
 void zt_encoder_forward_bf16(float *out, const int32_t *tokens, const zt_bf16 *wte,
                              const zt_bf16 *wpe, int vocab_lo, int vocab_rows, int N, int T,
                              int C);
