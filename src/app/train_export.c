@@ -39,8 +39,15 @@ zt_status zt_trainer_save_model(zt_trainer *t) {
                      zt_grid_rank(0, stage, tp_rank, g->dp, g->pp, g->tp), 0, NULL);
         params[k] = owned[k];
     }
-    zt_status s = zt_hf_export(&t->shape, lays, params, n, c->save);
-    if (s == ZT_OK) printf("saved %s/model.safetensors\n", c->save);
+    // What is sent and written is the model's fp32 host view: under --param-dtype bf16 the
+    // bf16 weights widened (exact), which are the optimizer's fp32 masters rounded to nearest
+    // even. So bf16 (such a run's default) writes the masters rounded, exactly; fp32 writes
+    // those same values widened, not the masters. TODO: gather the masters (ZeRO-sharded over
+    // dp) for a bf16 run's fp32 save; `zerotrain export --dtype fp32` of its checkpoint has them.
+    zt_dtype dtype = zt_config_save_dtype(c);
+    zt_status s = zt_hf_export(&t->shape, lays, params, n, dtype, c->save);
+    if (s == ZT_OK)
+        printf("saved %s/model.safetensors (%s)\n", c->save, dtype == ZT_BF16 ? "bf16" : "fp32");
     for (int k = 0; k < n; k++) {
         zt_layout_free(&lays[k]);
         free(owned[k]);
