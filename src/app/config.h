@@ -45,6 +45,7 @@ typedef struct {
     char init_from[ZT_PATH_MAX]; // Hugging Face directory / .safetensors, or llm.c fp32 file
     char log[ZT_PATH_MAX];       // JSON lines
     char save[ZT_PATH_MAX];      // final weights as a Hugging Face directory
+    char save_dtype[8];          // --save's tensors: fp32 | bf16 | "" (the --param-dtype)
     char config[ZT_PATH_MAX];    // the --config file read ("" = none; not an option key)
     // checkpoints (src/checkpoint/ckpt.h, docs/checkpoints.md)
     char ckpt_dir[ZT_PATH_MAX];  // sharded checkpoints go to DIR/step-N
@@ -122,6 +123,9 @@ zt_model_shape zt_config_shape(const zt_config *cfg);
 
 // The model's parameter dtype: ZT_BF16 for --param-dtype bf16, else ZT_F32.
 zt_dtype zt_config_param_dtype(const zt_config *cfg);
+
+// The dtype --save writes: --save-dtype's, or the model's parameter dtype when not given.
+zt_dtype zt_config_save_dtype(const zt_config *cfg);
 
 // Writes every option as one JSON object, {"model":"tiny",...,"seed":1337,...}: keys are the
 // flag names, values the resolved ones (the preset's shape filled in); a string option not

@@ -12,6 +12,7 @@ static const char *const k_optims[] = {"adamw", "adamw8bit", NULL};
 static const char *const k_lr_schedules[] = {"constant", "cosine", NULL};
 static const char *const k_schedules[] = {"1f1b", "gpipe", NULL};
 static const char *const k_param_dtypes[] = {"fp32", "bf16", NULL};
+static const char *const k_save_dtypes[] = {"fp32", "bf16", NULL};
 
 // Every option, once. The shape keys default to 0, which the preset always replaces.
 const opt_desc zt_opts[] = {
@@ -84,6 +85,9 @@ const opt_desc zt_opts[] = {
     {"save", OPT_STR, FIELD(save), "", "DIR", NULL, 0, "data",
      "at the end, write the weights as a Hugging Face GPT-2 directory (model.safetensors + "
      "config.json, and GPT-2's tokenizer files when the vocabulary is 50257)"},
+    {"save-dtype", OPT_STR, FIELD(save_dtype), "", "NAME", k_save_dtypes, 0, "data",
+     "--save's tensor type (if not set, the run's --param-dtype: fp32 runs write fp32, bf16 "
+     "runs bf16; bf16 rounds each weight to nearest even)"},
     {"ckpt-dir", OPT_STR, FIELD(ckpt_dir), "", "DIR", NULL, 0, "checkpoints",
      "write sharded checkpoints DIR/step-N (docs/checkpoints.md)"},
     {"ckpt-every", OPT_INT, FIELD(ckpt_every), "0", "N", NULL, 0, "checkpoints",

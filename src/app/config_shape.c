@@ -1,4 +1,5 @@
-// The model's shape: the --model presets, the shape keys given explicitly, a file's shape.
+// The model's shape: the --model presets, the shape keys given explicitly, a file's shape;
+// and the dtypes it trains and saves in.
 #include "config_options.h"
 
 #include <string.h>
@@ -111,4 +112,9 @@ zt_model_shape zt_config_shape(const zt_config *cfg) {
 
 zt_dtype zt_config_param_dtype(const zt_config *cfg) {
     return strcmp(cfg->param_dtype, "bf16") == 0 ? ZT_BF16 : ZT_F32;
+}
+
+zt_dtype zt_config_save_dtype(const zt_config *cfg) {
+    if (!cfg->save_dtype[0]) return zt_config_param_dtype(cfg); // a run saves what it trains
+    return strcmp(cfg->save_dtype, "bf16") == 0 ? ZT_BF16 : ZT_F32;
 }

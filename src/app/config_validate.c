@@ -140,6 +140,7 @@ static zt_status check_choices(const zt_config *c) {
         const opt_desc *o = &zt_opts[i];
         if (!o->choices) continue;
         const char *v = (const char *)c + o->offset;
+        if (!v[0] && !o->def[0]) continue; // not set: its help says what it then means
         int ok = 0;
         for (const char *const *ch = o->choices; *ch; ch++) ok |= strcmp(v, *ch) == 0;
         if (!ok) {

@@ -6,14 +6,33 @@
 
 #include "hf_export.h"
 
+// This rank's final weights as fp32 on the host. A bf16 run saved as fp32 writes its fp32
+// masters (more than their bf16 rounding): each dp rank puts its range's masters in place and,
+// under ZeRO-1, the dp group all-gathers the ranges (every dp rank takes part). Otherwise the
+// model's weights widened: bf16 weights are the masters rounded, exactly what a bf16 file holds.
+static float *final_weights(zt_trainer *t) {
+    zt_gpt2 *m = &t->model;
+    float *w = zt_gpt2_params_map(m, 1); // fp32, whatever the model's dtype
+    float *master = t->plan.is_8bit ? t->opt8.master : t->opt.master;
+    if (!master || zt_config_save_dtype(t->cfg) != ZT_F32) return w;
+    size_t lo = t->shard_lo, n = t->shard_hi - t->shard_lo;
+    t->be->ops->copy(t->be, w + lo, master, n * sizeof(float), ZT_COPY_D2H);
+    if (t->cfg->zero == 1)
+        zt_comm_all_gather(&t->grid.dp_comm, w + lo, w, m->layout.numel, ZT_F32, NULL);
+    return w;
+}
+
 // Writes the final weights: the dp 0 rank of every (stage, tp rank) sends its flat
 // parameters to rank 0, which assembles and exports them as one Hugging Face directory.
 zt_status zt_trainer_save_model(zt_trainer *t) {
     const zt_grid *g = &t->grid;
     const zt_config *c = t->cfg;
-    if (g->dp_rank != 0) return ZT_OK;
     zt_gpt2 *m = &t->model;
-    float *mine = zt_gpt2_params_map(m, 1); // fp32, whatever the model's dtype
+    float *mine = final_weights(t);
+    if (g->dp_rank != 0) {
+        zt_gpt2_params_unmap(m, mine, 0);
+        return ZT_OK;
+    }
     if (g->rank != 0) {
         zt_comm_send(&g->world_comm, mine, m->layout.numel, ZT_F32, 0, 0, NULL);
         zt_gpt2_params_unmap(m, mine, 0);
@@ -39,8 +58,10 @@ zt_status zt_trainer_save_model(zt_trainer *t) {
                      zt_grid_rank(0, stage, tp_rank, g->dp, g->pp, g->tp), 0, NULL);
         params[k] = owned[k];
     }
-    zt_status s = zt_hf_export(&t->shape, lays, params, n, c->save);
-    if (s == ZT_OK) printf("saved %s/model.safetensors\n", c->save);
+    zt_dtype dtype = zt_config_save_dtype(c);
+    zt_status s = zt_hf_export(&t->shape, lays, params, n, dtype, c->save);
+    if (s == ZT_OK)
+        printf("saved %s/model.safetensors (%s)\n", c->save, dtype == ZT_BF16 ? "bf16" : "fp32");
     for (int k = 0; k < n; k++) {
         zt_layout_free(&lays[k]);
         free(owned[k]);

@@ -93,7 +93,8 @@ zt_status zt_ckpt_check_dir(const char *dir, int start);
 zt_status zt_ckpt_peek(const char *dir, zt_model_shape *shape, int *step);
 
 // `zerotrain export CKPT --out DIR`: merges a checkpoint from any layout into one Hugging
-// Face directory (model.safetensors + config.json). One process.
-zt_status zt_ckpt_export(const char *ckpt, const char *out);
+// Face directory (model.safetensors + config.json), its tensors in `dtype` (ZT_F32: the
+// checkpoint's fp32 masters as they are; ZT_BF16: rounded to nearest even). One process.
+zt_status zt_ckpt_export(const char *ckpt, const char *out, zt_dtype dtype);
 
 #endif

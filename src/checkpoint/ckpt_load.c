@@ -811,7 +811,7 @@ zt_status zt_ckpt_load_weights(const zt_grid *g, zt_gpt2 *m, const char *dir, in
 
 // ---------------------------------------------------------------- export
 
-zt_status zt_ckpt_export(const char *ckpt, const char *out) {
+zt_status zt_ckpt_export(const char *ckpt, const char *out, zt_dtype dtype) {
     ckpt_index x;
     memset(&x, 0, sizeof x);
     zt_status s = manifest_read(&x.man, ckpt, 1);
@@ -836,10 +836,11 @@ zt_status zt_ckpt_export(const char *ckpt, const char *out) {
     }
     if (s == ZT_OK) {
         const float *parts[1] = {params};
-        s = zt_hf_export(&sh, &full, parts, 1, out);
+        s = zt_hf_export(&sh, &full, parts, 1, dtype, out);
         if (s == ZT_OK)
             printf("exported %s (step %d, written by dp %d x pp %d x tp %d) to %s/model.safetensors"
-                   "\n", x.man.dir, x.man.step, x.man.dp, x.man.pp, x.man.tp, out);
+                   " (%s)\n", x.man.dir, x.man.step, x.man.dp, x.man.pp, x.man.tp, out,
+                   dtype == ZT_BF16 ? "bf16" : "fp32");
     }
     free(params);
     zt_layout_free(&full);

@@ -13,13 +13,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bf16_math.h"
 #include "bpe.h"
 #include "hf_tokenizer_export.h"
 #include "safetensors.h"
 
 static zt_status export_files(const zt_model_shape *shape, const zt_layout *lays,
-                              const float *const *params, int n_parts, const char *dir);
-static zt_status write_config(const zt_model_shape *sh, const char *path);
+                              const float *const *params, int n_parts, zt_dtype dtype,
+                              const char *dir);
+static zt_status write_config(const zt_model_shape *sh, zt_dtype dtype, const char *path);
 
 // fsync of a directory, so the renames in it are on disk.
 static void sync_dir(const char *dir) {
@@ -176,14 +178,17 @@ zt_status zt_hf_export_check_dir(const char *dir) {
 // to `dir`, or, where `dir` holds an older export, swapped with it in one rename
 // (RENAME_EXCHANGE), so a reader sees the old export or the new one, never a mix.
 zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
-                       const float *const *params, int n_parts, const char *dir) {
+                       const float *const *params, int n_parts, zt_dtype dtype,
+                       const char *dir) {
+    ZT_ASSERTF(dtype == ZT_F32 || dtype == ZT_BF16, "zt_hf_export: dtype %s",
+               zt_dtype_name(dtype));
     ZT_TRY(zt_hf_export_check_dir(dir));
     remove_dead_exports(dir);
     char tmp[4500], kept[256];
     export_tmp_name(dir, tmp, sizeof tmp);
     if (mkdir(tmp, 0755) != 0)
         return zt_errorf("cannot create directory %s: %s", tmp, strerror(errno));
-    zt_status s = export_files(shape, lays, params, n_parts, tmp);
+    zt_status s = export_files(shape, lays, params, n_parts, dtype, tmp);
     if (s != ZT_OK) {
         clear_export_tmp(tmp, kept, sizeof kept); // a file written before a full disk, say
         return s;
@@ -225,8 +230,9 @@ zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
 // config.json as model.safetensors is written: a temp file, fsynced, renamed over.
 // bos and eos: <|endoftext|> (50256) for GPT-2's vocabulary; null for any other (a byte-level
 // model has no end-of-text token), which transformers keeps as None, where a missing key
-// would make GPT2Config default to 50256, outside a 256-id vocabulary.
-static zt_status write_config(const zt_model_shape *sh, const char *path) {
+// would make GPT2Config default to 50256, outside a 256-id vocabulary. torch_dtype names the
+// tensors' type: transformers loads in it under from_pretrained(torch_dtype="auto").
+static zt_status write_config(const zt_model_shape *sh, zt_dtype dtype, const char *path) {
     char eot[16] = "null";
     if (sh->vocab == ZT_GPT2_VOCAB) snprintf(eot, sizeof eot, "%d", ZT_BPE_GPT2_EOT);
     char tmp[4800];
@@ -240,8 +246,9 @@ static zt_status write_config(const zt_model_shape *sh, const char *path) {
             "  \"layer_norm_epsilon\": 1e-05,\n  \"tie_word_embeddings\": true,\n"
             "  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0,\n"
             "  \"bos_token_id\": %s,\n  \"eos_token_id\": %s,\n"
-            "  \"torch_dtype\": \"float32\"\n}\n",
-            sh->vocab, sh->n_ctx, sh->n_ctx, sh->n_embd, sh->n_layer, sh->n_head, eot, eot) > 0;
+            "  \"torch_dtype\": \"%s\"\n}\n",
+            sh->vocab, sh->n_ctx, sh->n_ctx, sh->n_embd, sh->n_layer, sh->n_head, eot, eot,
+            dtype == ZT_BF16 ? "bfloat16" : "float32") > 0;
     ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
     int err = ok ? 0 : errno;
     ok = (fclose(f) == 0) && ok;
@@ -254,62 +261,98 @@ static zt_status write_config(const zt_model_shape *sh, const char *path) {
     return ZT_OK;
 }
 
+// Tensor d of part k whole: assembled from the tp slices (the first part of each tp rank
+// holding it) into a new R x C buffer, which the caller frees.
+static float *assemble_tp(const zt_layout *lays, const float *const *params, int n_parts,
+                          int k, const zt_tensor_desc *d, size_t R, size_t C) {
+    float *whole = malloc(R * C * sizeof(float));
+    int *have = calloc((size_t)lays[k].tp, sizeof *have);
+    ZT_ASSERT(whole && have);
+    for (int q = k; q < n_parts; q++) {
+        int e = zt_layout_find(&lays[q], d->name);
+        if (e < 0 || have[lays[q].tp_rank]) continue;
+        have[lays[q].tp_rank] = 1;
+        const zt_tensor_desc *dq = &lays[q].t[e];
+        const float *src = params[q] + dq->offset;
+        for (size_t x = 0; x < dq->numel; x++) {
+            size_t g = zt_layout_global_index(&lays[q], dq, x);
+            if (g < R * C) whole[g] = src[x];
+        }
+    }
+    for (int r = 0; r < lays[k].tp; r++)
+        ZT_ASSERTF(have[r], "%s: no part holds tp rank %d's slice", d->name, r);
+    free(have);
+    return whole;
+}
+
+// p (R, C) as a new (C, R) buffer: Hugging Face's Conv1D layout.
+static float *transpose(const float *p, size_t R, size_t C) {
+    float *tr = malloc(R * C * sizeof(float));
+    ZT_ASSERT(tr);
+    for (size_t r = 0; r < R; r++)
+        for (size_t c = 0; c < C; c++) tr[c * R + r] = p[r * C + c];
+    return tr;
+}
+
+// n values rounded to bf16, nearest even (the rounding the GPU and PyTorch use), in a new
+// buffer: widened again they are exactly what a bf16 run's weights would be.
+static zt_bf16 *to_bf16(const float *p, size_t n) {
+    zt_bf16 *b = malloc(n * sizeof *b);
+    ZT_ASSERT(b);
+    for (size_t i = 0; i < n; i++) b[i] = zt_bf16_from_fp32(p[i]);
+    return b;
+}
+
+// Fills o with tensor d of part k, whole, in Hugging Face's layout and `dtype`. *owned is
+// the buffer o->data points into when one had to be made (the caller frees it), else NULL.
+static void export_tensor(const zt_model_shape *shape, const zt_layout *lays,
+                          const float *const *params, int n_parts, int k,
+                          const zt_tensor_desc *d, zt_dtype dtype, zt_st_tensor *o,
+                          void **owned) {
+    // the whole tensor, without the vocabulary padding
+    size_t R = d->split == ZT_SPLIT_VOCAB ? (size_t)shape->vocab : (size_t)d->shape[0];
+    size_t C = (size_t)d->shape[1];
+    const float *p = params[k] + d->offset;
+    float *mine = NULL;
+    if (lays[k].tp > 1) p = mine = assemble_tp(lays, params, n_parts, k, d, R, C);
+    o->name = d->name;
+    o->ndim = d->ndim;
+    o->shape[0] = (int64_t)R;
+    o->shape[1] = (int64_t)C;
+    if (d->hf_transposed) {
+        float *tr = transpose(p, R, C);
+        free(mine);
+        p = mine = tr;
+        o->shape[0] = (int64_t)C;
+        o->shape[1] = (int64_t)R;
+    }
+    o->dtype = ZT_ST_F32;
+    o->data = p;
+    *owned = mine;
+    if (dtype == ZT_BF16) {
+        *owned = to_bf16(p, R * C);
+        free(mine);
+        o->dtype = ZT_ST_BF16;
+        o->data = *owned;
+    }
+}
+
 static zt_status export_files(const zt_model_shape *shape, const zt_layout *lays,
-                              const float *const *params, int n_parts, const char *dir) {
+                              const float *const *params, int n_parts, zt_dtype dtype,
+                              const char *dir) {
     int cap = 0;
     for (int k = 0; k < n_parts; k++) cap += lays[k].n;
     zt_st_tensor *t = calloc((size_t)cap, sizeof *t);
-    float **owned = calloc((size_t)cap, sizeof *owned);
+    void **owned = calloc((size_t)cap, sizeof *owned);
     ZT_ASSERT(t && owned);
     int n = 0;
     for (int k = 0; k < n_parts; k++)
         for (int i = 0; i < lays[k].n; i++) {
             const zt_tensor_desc *d = &lays[k].t[i];
-            int seen = 0;
+            int seen = 0; // the tied wte, held by the first and the last stage
             for (int j = 0; j < n; j++) seen |= strcmp(t[j].name, d->name) == 0;
             if (seen) continue;
-            zt_st_tensor *o = &t[n];
-            o->name = d->name;
-            o->ndim = d->ndim;
-            // the whole tensor, without the vocabulary padding
-            size_t R = d->split == ZT_SPLIT_VOCAB ? (size_t)shape->vocab : (size_t)d->shape[0];
-            size_t C = (size_t)d->shape[1];
-            o->shape[0] = (int64_t)R;
-            o->shape[1] = (int64_t)C;
-            o->data = params[k] + d->offset;
-            if (lays[k].tp > 1) {
-                // assemble it from the tp slices: the first part of each tp rank holding it
-                float *whole = owned[n] = malloc(R * C * sizeof(float));
-                int *have = calloc((size_t)lays[k].tp, sizeof *have);
-                ZT_ASSERT(whole && have);
-                for (int q = k; q < n_parts; q++) {
-                    int e = zt_layout_find(&lays[q], d->name);
-                    if (e < 0 || have[lays[q].tp_rank]) continue;
-                    have[lays[q].tp_rank] = 1;
-                    const zt_tensor_desc *dq = &lays[q].t[e];
-                    const float *src = params[q] + dq->offset;
-                    for (size_t x = 0; x < dq->numel; x++) {
-                        size_t g = zt_layout_global_index(&lays[q], dq, x);
-                        if (g < R * C) whole[g] = src[x];
-                    }
-                }
-                for (int r = 0; r < lays[k].tp; r++)
-                    ZT_ASSERTF(have[r], "%s: no part holds tp rank %d's slice", d->name, r);
-                free(have);
-                o->data = whole;
-            }
-            if (d->hf_transposed) {
-                const float *p = o->data;
-                float *tr = malloc(R * C * sizeof(float));
-                ZT_ASSERT(tr);
-                for (size_t r = 0; r < R; r++)
-                    for (size_t c = 0; c < C; c++) tr[c * R + r] = p[r * C + c];
-                free(owned[n]);
-                owned[n] = tr;
-                o->shape[0] = (int64_t)C;
-                o->shape[1] = (int64_t)R;
-                o->data = tr;
-            }
+            export_tensor(shape, lays, params, n_parts, k, d, dtype, &t[n], &owned[n]);
             n++;
         }
     char path[4700];
@@ -320,5 +363,5 @@ static zt_status export_files(const zt_model_shape *shape, const zt_layout *lays
     free(t);
     ZT_TRY(s);
     snprintf(path, sizeof path, "%s/config.json", dir);
-    return write_config(shape, path);
+    return write_config(shape, dtype, path);
 }

@@ -13,7 +13,7 @@ typedef struct {
     const char *name;
     int ndim;
     int64_t shape[2];
-    const void *data;   // row-major, `dtype` elements (F32 or U8 for writing)
+    const void *data;   // row-major, `dtype` elements (F32, BF16 or U8 for writing)
     zt_st_dtype dtype;  // 0 = F32
 } zt_st_tensor;
 

@@ -178,6 +178,8 @@ expect_error model_unknown "--model 'gpt5' is not a preset" -- "$ZT" --model gpt
 expect_error optim_unknown "--optim 'sgd' is not known" -- "$ZT" "${TINY[@]}" --optim sgd
 expect_error lr_schedule_unknown "--lr-schedule 'linear' is not known" -- "$ZT" "${TINY[@]}" --lr-schedule linear
 expect_error schedule_unknown "--schedule 'zigzag' is not known" -- "$ZT" "${TINY[@]}" --schedule zigzag
+expect_error save_dtype_unknown "--save-dtype 'fp16' is not known: use one of fp32, bf16" -- "$ZT" "${TINY[@]}" --save-dtype fp16
+expect_error save_dtype_empty "--save-dtype is empty" -- "$ZT" "${TINY[@]}" --save-dtype ""
 expect_error lr_negative "--lr must be positive" -- "$ZT" "${TINY[@]}" --lr -1
 
 # ---- sizes -------------------------------------------------------------------------
@@ -246,6 +248,9 @@ expect_error prepare_out_dir_missing "check that the directory exists" -- "$ZT" 
 expect_error prepare_unknown_option "unknown option --bogus" -- "$ZT" prepare --text "$tmp/text.txt" --out "$tmp/p.bin" --bogus 1
 # the same unknown option as the last argument: still "unknown option", not "needs a value"
 expect_error prepare_unknown_option_last "unknown option --bogus" -- "$ZT" prepare --text "$tmp/text.txt" --out "$tmp/p.bin" --bogus
+# --dtype is read before the checkpoint: a bad value is refused first
+expect_error export_dtype_unknown "--dtype 'fp16' is not known: use one of fp32, bf16" -- "$ZT" export "$tmp/no_ckpt" --out "$tmp/x" --dtype fp16
+expect_error export_dtype_no_value "unexpected argument '--dtype' (usage: zerotrain export CKPT --out DIR [--dtype fp32|bf16])" -- "$ZT" export "$tmp/no_ckpt" --out "$tmp/x" --dtype
 expect_error unknown_command "unknown command 'frobnicate'" -- "$ZT" frobnicate
 expect_error launch_no_np "give the number of ranks first" -- "$ZT" launch train --steps 1
 expect_error launch_bad_np "-np 0: give a whole number of ranks" -- "$ZT" launch -np 0 train
