@@ -68,6 +68,7 @@ static void check_bf16_ops(const zt_backend_i *o) {
     HAS(encoder_forward_bf16);
     HAS(encoder_backward_bf16);
     HAS(layernorm_forward_bf16);
+    HAS(gelu_forward_bf16);
     HAS(layernorm_backward_bf16);
     HAS(sumsq_bf16);
     HAS(adamw_bf16);

@@ -159,10 +159,13 @@ typedef struct zt_backend_i {
     void (*encoder_backward_bf16)(const zt_backend *be, zt_bf16 *dwte, zt_bf16 *dwpe,
                                   const float *dout, const int32_t *tokens, int vocab_lo,
                                   int vocab_rows, int N, int T, int C);
-    // layernorm_forward / layernorm_backward with bf16 weight, bias and their gradients.
-    void (*layernorm_forward_bf16)(const zt_backend *be, float *out, float *mean, float *rstd,
-                                   const float *inp, const zt_bf16 *w, const zt_bf16 *b, int N,
-                                   int C);
+    // layernorm_forward / layernorm_backward with bf16 weight, bias and their gradients; the
+    // forward's out is fp32 or bf16 (out_dt: the row computed in fp32, rounded once).
+    void (*layernorm_forward_bf16)(const zt_backend *be, void *out, zt_dtype out_dt, float *mean,
+                                   float *rstd, const float *inp, const zt_bf16 *w,
+                                   const zt_bf16 *b, int N, int C);
+    // gelu_forward with out rounded to bf16.
+    void (*gelu_forward_bf16)(const zt_backend *be, zt_bf16 *out, const float *inp, size_t n);
     void (*layernorm_backward_bf16)(const zt_backend *be, float *dinp, zt_bf16 *dw, zt_bf16 *db,
                                     const float *dout, const float *inp, const zt_bf16 *w,
                                     const float *mean, const float *rstd, int N, int C);

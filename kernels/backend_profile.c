@@ -192,11 +192,14 @@ static void p_encoder_backward_bf16(const zt_backend *be, zt_bf16 *dwte, zt_bf16
           in->ops->encoder_backward_bf16(in, dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T,
                                          C));
 }
-static void p_layernorm_forward_bf16(const zt_backend *be, float *out, float *mean, float *rstd,
-                                     const float *inp, const zt_bf16 *w, const zt_bf16 *b, int N,
-                                     int C) {
+static void p_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtype out_dt,
+                                     float *mean, float *rstd, const float *inp,
+                                     const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
     TIMED(ZT_PHASE_ELEMENTWISE, 0,
-          in->ops->layernorm_forward_bf16(in, out, mean, rstd, inp, w, b, N, C));
+          in->ops->layernorm_forward_bf16(in, out, out_dt, mean, rstd, inp, w, b, N, C));
+}
+static void p_gelu_forward_bf16(const zt_backend *be, zt_bf16 *out, const float *inp, size_t n) {
+    TIMED(ZT_PHASE_ELEMENTWISE, 0, in->ops->gelu_forward_bf16(in, out, inp, n));
 }
 static void p_layernorm_backward_bf16(const zt_backend *be, float *dinp, zt_bf16 *dw,
                                       zt_bf16 *db, const float *dout, const float *inp,
@@ -268,6 +271,7 @@ static const zt_backend_i profile_ops = {
     .encoder_forward_bf16 = p_encoder_forward_bf16,
     .encoder_backward_bf16 = p_encoder_backward_bf16,
     .layernorm_forward_bf16 = p_layernorm_forward_bf16,
+    .gelu_forward_bf16 = p_gelu_forward_bf16,
     .layernorm_backward_bf16 = p_layernorm_backward_bf16,
     .sumsq_bf16 = p_sumsq_bf16,
     .adamw_bf16 = p_adamw_bf16,
@@ -284,6 +288,7 @@ static void drop_bf16_ops(zt_backend_i *o) {
     o->encoder_forward_bf16 = NULL;
     o->encoder_backward_bf16 = NULL;
     o->layernorm_forward_bf16 = NULL;
+    o->gelu_forward_bf16 = NULL;
     o->layernorm_backward_bf16 = NULL;
     o->sumsq_bf16 = NULL;
     o->adamw_bf16 = NULL;

@@ -253,6 +253,21 @@ ZT_TEST(bf16_bias) {
     return ZT_PASS;
 }
 
+// GELU into bf16: zt_gelu_forward's values rounded, the tail block included.
+ZT_TEST(bf16_gelu) {
+    const zt_backend *be = zt_backend_cpu();
+    size_t n = 4099;
+    uint64_t s = 9;
+    float *inp = malloc(n * 4), *ref = malloc(n * 4);
+    zt_bf16 *out = malloc(n * 2);
+    fill_f32(inp, n, 4.0f, &s);
+    zt_gelu_forward(ref, inp, n);
+    be->ops->gelu_forward_bf16(be, out, inp, n);
+    int ok = is_rounded("gelu bf16", out, ref, n);
+    free(inp), free(ref), free(out);
+    return ok ? ZT_PASS : ZT_FAIL;
+}
+
 ZT_TEST(bf16_layernorm) {
     const zt_backend *be = zt_backend_cpu();
     int N = 33, C = 1037; // C over two column blocks with a tail, not a multiple of 16 lanes
@@ -268,9 +283,13 @@ ZT_TEST(bf16_layernorm) {
     fill_f32(dinp0, NC, 1.0f, &s);
     float *ww = widen(w, C), *wb = widen(b, C), *rdw = widen(dw, C), *rdb = widen(db, C);
     zt_layernorm_forward(ref, rmean, rrstd, inp, ww, wb, N, C);
-    be->ops->layernorm_forward_bf16(be, out, mean, rstd, inp, w, b, N, C);
+    be->ops->layernorm_forward_bf16(be, out, ZT_F32, mean, rstd, inp, w, b, N, C);
     CHECK(same_f32("ln out", out, ref, NC) && same_f32("ln mean", mean, rmean, N));
     CHECK(same_f32("ln rstd", rstd, rrstd, N));
+    zt_bf16 *out16 = malloc(NC * 2); // a bf16 out: the fp32 row rounded, mean and rstd the same
+    be->ops->layernorm_forward_bf16(be, out16, ZT_BF16, mean, rstd, inp, w, b, N, C);
+    CHECK(is_rounded("ln out bf16", out16, ref, NC) && same_f32("ln mean", mean, rmean, N));
+    free(out16);
     memcpy(rdinp, dinp0, NC * 4);
     zt_layernorm_backward(rdinp, rdw, rdb, dout, inp, ww, mean, rstd, N, C);
     int before = omp_get_max_threads();

@@ -340,10 +340,14 @@ static void cpu_encoder_backward_bf16(const zt_backend *be, zt_bf16 *dwte, zt_bf
                                       int vocab_rows, int N, int T, int C) {
     zt_encoder_backward_bf16(dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
 }
-static void cpu_layernorm_forward_bf16(const zt_backend *be, float *out, float *mean, float *rstd,
-                                       const float *inp, const zt_bf16 *w, const zt_bf16 *b,
-                                       int N, int C) {
-    zt_layernorm_forward_bf16(out, mean, rstd, inp, w, b, N, C);
+static void cpu_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtype out_dt,
+                                       float *mean, float *rstd, const float *inp,
+                                       const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
+    zt_layernorm_forward_bf16(out, out_dt, mean, rstd, inp, w, b, N, C);
+}
+static void cpu_gelu_forward_bf16(const zt_backend *be, zt_bf16 *out, const float *inp,
+                                  size_t n) {
+    zt_gelu_forward_bf16(out, inp, n);
 }
 static void cpu_layernorm_backward_bf16(const zt_backend *be, float *dinp, zt_bf16 *dw,
                                         zt_bf16 *db, const float *dout, const float *inp,
@@ -399,6 +403,7 @@ static const zt_backend_i cpu_ops = {
     .encoder_forward_bf16 = cpu_encoder_forward_bf16,
     .encoder_backward_bf16 = cpu_encoder_backward_bf16,
     .layernorm_forward_bf16 = cpu_layernorm_forward_bf16,
+    .gelu_forward_bf16 = cpu_gelu_forward_bf16,
     .layernorm_backward_bf16 = cpu_layernorm_backward_bf16,
     .sumsq_bf16 = cpu_sumsq_bf16,
     .adamw_bf16 = cpu_adamw_bf16,

@@ -44,6 +44,19 @@ void zt_gelu_forward(float *out, const float *inp, size_t n) {
     }
 }
 
+// Blocks computed into a thread's fp32 block and rounded: zt_gelu_forward's values exactly.
+void zt_gelu_forward_bf16(zt_bf16 *out, const float *inp, size_t n) {
+    size_t nb = (n + ZT_GELU_BLOCK - 1) / ZT_GELU_BLOCK;
+#pragma omp parallel for schedule(static)
+    for (size_t b = 0; b < nb; b++) {
+        size_t i = b * ZT_GELU_BLOCK, m = n - i < ZT_GELU_BLOCK ? n - i : ZT_GELU_BLOCK;
+        float x[ZT_GELU_BLOCK] = {0}, o[ZT_GELU_BLOCK];
+        memcpy(x, inp + i, m * sizeof(float));
+        gelu_block(o, x);
+        for (size_t k = 0; k < m; k++) out[i + k] = zt_bf16_from_fp32(o[k]);
+    }
+}
+
 void zt_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
     size_t nb = n / ZT_GELU_BLOCK, i = nb * ZT_GELU_BLOCK;
 #pragma omp parallel for schedule(static)

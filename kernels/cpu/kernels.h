@@ -113,10 +113,12 @@ void zt_encoder_backward_bf16(zt_bf16 *dwte, zt_bf16 *dwpe, const float *dout,
                               const int32_t *tokens, int vocab_lo, int vocab_rows, int N, int T,
                               int C);
 // zt_layernorm_forward / zt_layernorm_backward with bf16 w, b, dw, db. The weights are
-// widened once per call into the caller's stack (C <= ZT_BF16_MAX_ROW).
+// widened once per call into the caller's stack (C <= ZT_BF16_MAX_ROW). The forward's out is
+// fp32 or bf16 (out_dt): a bf16 row is the fp32 row rounded.
 #define ZT_BF16_MAX_ROW (1 << 14)
-void zt_layernorm_forward_bf16(float *out, float *mean, float *rstd, const float *inp,
-                               const zt_bf16 *w, const zt_bf16 *b, int N, int C);
+void zt_layernorm_forward_bf16(void *out, zt_dtype out_dt, float *mean, float *rstd,
+                               const float *inp, const zt_bf16 *w, const zt_bf16 *b, int N,
+                               int C);
 void zt_layernorm_backward_bf16(float *dinp, zt_bf16 *dw, zt_bf16 *db, const float *dout,
                                 const float *inp, const zt_bf16 *w, const float *mean,
                                 const float *rstd, int N, int C);
@@ -181,6 +183,8 @@ static inline void zt_acc_store(void *g, zt_dtype dt, size_t off, const float *a
 }
 
 void zt_gelu_forward(float *out, const float *inp, size_t n);
+// zt_gelu_forward's values rounded to bf16.
+void zt_gelu_forward_bf16(zt_bf16 *out, const float *inp, size_t n);
 // dinp = gelu'(inp) * dout (written, not added).
 void zt_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 

@@ -12,15 +12,25 @@ static const float *widened(const void *x, zt_dtype dt, float *buf, int C) {
     return buf;
 }
 
-static void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                              const void *w, const void *b, zt_dtype pt, int N, int C) {
+// out: fp32, or (out_dt bf16) each row computed into a thread's fp32 row and rounded.
+static void layernorm_forward(void *out, zt_dtype out_dt, float *mean, float *rstd,
+                              const float *inp, const void *w, const void *b, zt_dtype pt, int N,
+                              int C) {
     ZT_ASSERTF(pt == ZT_F32 || C <= ZT_BF16_MAX_ROW, "layernorm: C = %d > %d", C, ZT_BF16_MAX_ROW);
     float wbuf[pt == ZT_F32 ? 1 : C], bbuf[pt == ZT_F32 ? 1 : C];
     const float *wf = widened(w, pt, wbuf, C), *bf = widened(b, pt, bbuf, C);
-#pragma omp parallel for
-    for (int n = 0; n < N; n++)
-        zt_layernorm_row_forward(out + (size_t)n * C, mean + n, rstd + n, inp + (size_t)n * C, wf,
-                                 bf, C);
+#pragma omp parallel
+    {
+        float row[out_dt == ZT_F32 ? 1 : C];
+#pragma omp for
+        for (int n = 0; n < N; n++) {
+            float *o = out_dt == ZT_F32 ? (float *)out + (size_t)n * C : row;
+            zt_layernorm_row_forward(o, mean + n, rstd + n, inp + (size_t)n * C, wf, bf, C);
+            zt_bf16 *o16 = (zt_bf16 *)out + (size_t)n * C;
+            if (out_dt == ZT_BF16)
+                for (int c = 0; c < C; c++) o16[c] = zt_bf16_from_fp32(row[c]);
+        }
+    }
 }
 
 static void layernorm_backward(float *dinp, void *dw, void *db, zt_dtype pt, const float *dout,
@@ -62,7 +72,7 @@ static void layernorm_backward(float *dinp, void *dw, void *db, zt_dtype pt, con
 
 void zt_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                           const float *b, int N, int C) {
-    layernorm_forward(out, mean, rstd, inp, w, b, ZT_F32, N, C);
+    layernorm_forward(out, ZT_F32, mean, rstd, inp, w, b, ZT_F32, N, C);
 }
 
 void zt_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
@@ -70,9 +80,11 @@ void zt_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
     layernorm_backward(dinp, dw, db, ZT_F32, dout, inp, w, mean, rstd, N, C);
 }
 
-void zt_layernorm_forward_bf16(float *out, float *mean, float *rstd, const float *inp,
-                               const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
-    layernorm_forward(out, mean, rstd, inp, w, b, ZT_BF16, N, C);
+void zt_layernorm_forward_bf16(void *out, zt_dtype out_dt, float *mean, float *rstd,
+                               const float *inp, const zt_bf16 *w, const zt_bf16 *b, int N,
+                               int C) {
+    ZT_ASSERT(out_dt == ZT_F32 || out_dt == ZT_BF16);
+    layernorm_forward(out, out_dt, mean, rstd, inp, w, b, ZT_BF16, N, C);
 }
 
 void zt_layernorm_backward_bf16(float *dinp, zt_bf16 *dw, zt_bf16 *db, const float *dout,

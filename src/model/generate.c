@@ -176,8 +176,8 @@ static void decode_chunk(zt_decoder *d, int r) {
         const void *fcprojb = d->tp_rank == 0 ? w->fcprojb : NULL;
         size_t cache = (size_t)(l - d->block_first) * T * Cl;
         float *kc = d->kcache + cache, *vc = d->vcache + cache;
-        zt_gpt2_layernorm_forward(m, d->ln, mean, rstd, d->x, w->ln1w, w->ln1b, r, C);
-        zt_gpt2_linear_forward(m, d->qkv, d->ln, w->qkvw, w->qkvb, r, C, 3 * Cl, 0);
+        zt_gpt2_layernorm_forward(m, d->ln, ZT_F32, mean, rstd, d->x, w->ln1w, w->ln1b, r, C);
+        zt_gpt2_linear_forward(m, d->qkv, d->ln, ZT_F32, w->qkvw, w->qkvb, r, C, 3 * Cl, 0);
         for (int i = 0; i < r; i++) {
             const float *row = d->qkv + (size_t)i * 3 * Cl;
             size_t at = (size_t)(pos + i) * Cl;
@@ -186,13 +186,14 @@ static void decode_chunk(zt_decoder *d, int r) {
         }
         // each position attends to the cache up to itself (causal)
         K(attention_decode, d->att, d->qkv, kc, vc, d->work, r, pos + r, Cl, NHl);
-        zt_gpt2_linear_forward(m, d->proj, d->att, w->attprojw, attprojb, r, Cl, C, 1);
+        zt_gpt2_linear_forward(m, d->proj, d->att, ZT_F32, w->attprojw, attprojb, r, Cl, C, 1);
         tp_sum(d, d->proj, rC);
         K(add, d->x, d->x, d->proj, rC);
-        zt_gpt2_layernorm_forward(m, d->ln, mean, rstd, d->x, w->ln2w, w->ln2b, r, C);
-        zt_gpt2_linear_forward(m, d->fch, d->ln, w->fcw, w->fcb, r, C, 4 * Cl, 0);
+        zt_gpt2_layernorm_forward(m, d->ln, ZT_F32, mean, rstd, d->x, w->ln2w, w->ln2b, r, C);
+        zt_gpt2_linear_forward(m, d->fch, d->ln, ZT_F32, w->fcw, w->fcb, r, C, 4 * Cl, 0);
         K(gelu_forward, d->fch_gelu, d->fch, (size_t)r * 4 * Cl);
-        zt_gpt2_linear_forward(m, d->proj, d->fch_gelu, w->fcprojw, fcprojb, r, 4 * Cl, C, 1);
+        zt_gpt2_linear_forward(m, d->proj, d->fch_gelu, ZT_F32, w->fcprojw, fcprojb, r, 4 * Cl, C,
+                               1);
         tp_sum(d, d->proj, rC);
         K(add, d->x, d->x, d->proj, rC);
     }
@@ -220,10 +221,10 @@ void zt_decoder_feed(zt_decoder *d, const int32_t *tokens, int n, float *logits)
     }
     if (d->unit_last == zt_unit_count(s)) { // the head: the logits of the last position only
         const float *last = d->x + (size_t)(r - 1) * C;
-        zt_gpt2_layernorm_forward(m, d->ln, d->stats, d->stats + d->rows, last, m->p.lnfw,
-                                  m->p.lnfb, 1, C);
+        zt_gpt2_layernorm_forward(m, d->ln, ZT_F32, d->stats, d->stats + d->rows, last,
+                                  m->p.lnfw, m->p.lnfb, 1, C);
         // this rank's slice straight into its place in the row, then the in-place gather
-        zt_gpt2_weight_gemm(m, 0, 1, 1, Vl, C, d->ln, C, m->p.wte, m->dtype, C, 0.0f,
+        zt_gpt2_weight_gemm(m, 0, 1, 1, Vl, C, d->ln, ZT_F32, C, m->p.wte, m->dtype, C, 0.0f,
                             d->logits + lo, ZT_F32, Vl);
         if (d->tp_data)
             zt_comm_all_gather(d->tp_data, d->logits + lo, d->logits, (size_t)Vp, ZT_F32, NULL);

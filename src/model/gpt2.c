@@ -95,6 +95,18 @@ static float *carve(carver *c, size_t n) {
     return p;
 }
 
+// Activations that only feed products (the LayerNorms' outputs, attention's, GELU's) are of
+// the model's dtype: under bf16 every product rounds its input to bf16, so storing them
+// rounded changes no result and halves them.
+static zt_dtype in_dt(const zt_gpt2 *m) { return m->dtype; }
+static void *carve_in(carver *c, size_t n, const zt_gpt2 *m) {
+    return carve(c, (n * zt_dtype_size(in_dt(m)) + sizeof(float) - 1) / sizeof(float));
+}
+// Element i of a product-input activation.
+static void *in_at(const zt_gpt2 *m, void *base, size_t i) {
+    return (char *)base + i * zt_dtype_size(in_dt(m));
+}
+
 // Carves one micro-batch's activations from `act`, the workspace from `ws` and the
 // loss's logits from `lg` (NULL bases just count; ws NULL skips the workspace and the
 // logits); the carvers end up holding the totals.
@@ -104,21 +116,21 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     size_t Cl = C / tp; // this rank's heads' channels
     size_t Vl = (size_t)m->shape.padded_vocab / tp;
     a->encoded = carve(act, N * C);
-    a->ln1 = carve(act, nl * N * C);
+    a->ln1 = carve_in(act, nl * N * C, m);
     a->ln1_mean = carve(act, nl * N);
     a->ln1_rstd = carve(act, nl * N);
     a->qkv = carve(act, nl * N * 3 * Cl);
-    a->atty = carve(act, nl * N * Cl);
+    a->atty = carve_in(act, nl * N * Cl, m);
     a->lse = carve(act, nl * N * NH);
     a->res2 = carve(act, nl * N * C);
-    a->ln2 = carve(act, nl * N * C);
+    a->ln2 = carve_in(act, nl * N * C, m);
     a->ln2_mean = carve(act, nl * N);
     a->ln2_rstd = carve(act, nl * N);
     a->fch = carve(act, nl * N * 4 * Cl);
-    a->fch_gelu = carve(act, nl * N * 4 * Cl);
+    a->fch_gelu = carve_in(act, nl * N * 4 * Cl, m);
     a->res3 = carve(act, nl * N * C);
     int head = has_head(m);
-    a->lnf = carve(act, head ? N * C : 0);
+    a->lnf = carve_in(act, head ? N * C : 0, m);
     a->lnf_mean = carve(act, head ? N : 0);
     a->lnf_rstd = carve(act, head ? N : 0);
     a->losses = carve(act, head ? N : 0);
@@ -313,27 +325,39 @@ static const void *row_bias(const zt_gpt2 *m, const void *b) {
     return m->layout.tp_rank == 0 ? b : NULL;
 }
 
+// Attention's output into atty of the product inputs' dtype: under bf16 through the free
+// scratch (N x C floats; the output has N x C/tp) and one rounding pass.
+static void attention_forward(zt_gpt2 *m, void *atty, float *lse, const float *qkv) {
+    zt_gpt2_acts *a = &m->a;
+    dims d = dims_of(m);
+    float *out = in_dt(m) == ZT_F32 ? atty : a->scratch;
+    K(attention_forward, out, lse, qkv, a->attn_work, d.B, d.T, d.Cl, d.NHl);
+    if (out != atty) K(bf16_from_fp32, atty, out, d.NCl);
+}
+
 static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const float *x) {
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
     int N = d.N, C = d.C, Cl = d.Cl;
-    float *ln1 = a->ln1 + li * d.NC, *qkv = a->qkv + li * 3 * d.NCl, *atty = a->atty + li * d.NCl;
-    float *lse = a->lse + (size_t)li * N * d.NHl, *res2 = a->res2 + li * d.NC;
-    float *ln2 = a->ln2 + li * d.NC, *fch = a->fch + li * 4 * d.NCl;
-    float *fch_gelu = a->fch_gelu + li * 4 * d.NCl, *res3 = a->res3 + li * d.NC;
-    zt_gpt2_layernorm_forward(m, ln1, a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, x,
-                              w->ln1w, w->ln1b, N, C);
-    zt_gpt2_linear_forward(m, qkv, ln1, w->qkvw, w->qkvb, N, C, 3 * Cl, 0);
-    K(attention_forward, atty, lse, qkv, a->attn_work, d.B, d.T, Cl, d.NHl);
-    zt_gpt2_linear_forward(m, a->scratch, atty, w->attprojw, row_bias(m, w->attprojb), N, Cl, C, 1);
+    zt_dtype it = in_dt(m);
+    void *ln1 = in_at(m, a->ln1, li * d.NC), *atty = in_at(m, a->atty, li * d.NCl);
+    void *ln2 = in_at(m, a->ln2, li * d.NC), *fch_gelu = in_at(m, a->fch_gelu, li * 4 * d.NCl);
+    float *qkv = a->qkv + li * 3 * d.NCl, *lse = a->lse + (size_t)li * N * d.NHl;
+    float *res2 = a->res2 + li * d.NC, *fch = a->fch + li * 4 * d.NCl, *res3 = a->res3 + li * d.NC;
+    zt_gpt2_layernorm_forward(m, ln1, it, a->ln1_mean + (size_t)li * N,
+                              a->ln1_rstd + (size_t)li * N, x, w->ln1w, w->ln1b, N, C);
+    zt_gpt2_linear_forward(m, qkv, ln1, it, w->qkvw, w->qkvb, N, C, 3 * Cl, 0);
+    attention_forward(m, atty, lse, qkv);
+    zt_gpt2_linear_forward(m, a->scratch, atty, it, w->attprojw, row_bias(m, w->attprojb), N, Cl,
+                           C, 1);
     tp_sum(m, a->scratch, d.NC);
     K(add, res2, x, a->scratch, d.NC);
-    zt_gpt2_layernorm_forward(m, ln2, a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N,
-                              res2, w->ln2w, w->ln2b, N, C);
-    zt_gpt2_linear_forward(m, fch, ln2, w->fcw, w->fcb, N, C, 4 * Cl, 0);
-    K(gelu_forward, fch_gelu, fch, 4 * d.NCl);
-    zt_gpt2_linear_forward(m, a->scratch, fch_gelu, w->fcprojw, row_bias(m, w->fcprojb), N, 4 * Cl,
-                           C, 1);
+    zt_gpt2_layernorm_forward(m, ln2, it, a->ln2_mean + (size_t)li * N,
+                              a->ln2_rstd + (size_t)li * N, res2, w->ln2w, w->ln2b, N, C);
+    zt_gpt2_linear_forward(m, fch, ln2, it, w->fcw, w->fcb, N, C, 4 * Cl, 0);
+    zt_gpt2_gelu_forward(m, fch_gelu, it, fch, 4 * d.NCl);
+    zt_gpt2_linear_forward(m, a->scratch, fch_gelu, it, w->fcprojw, row_bias(m, w->fcprojb), N,
+                           4 * Cl, C, 1);
     tp_sum(m, a->scratch, d.NC);
     K(add, res3, res2, a->scratch, d.NC);
 }
@@ -346,24 +370,26 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
     int N = d.N, C = d.C, Cl = d.Cl;
-    const float *ln1 = a->ln1 + li * d.NC, *qkv = a->qkv + li * 3 * d.NCl;
-    const float *atty = a->atty + li * d.NCl;
-    const float *lse = a->lse + (size_t)li * N * d.NHl, *res2 = a->res2 + li * d.NC;
-    const float *ln2 = a->ln2 + li * d.NC, *fch = a->fch + li * 4 * d.NCl;
-    const float *fch_gelu = a->fch_gelu + li * 4 * d.NCl;
+    zt_dtype it = in_dt(m);
+    const void *ln1 = in_at(m, a->ln1, li * d.NC), *atty = in_at(m, a->atty, li * d.NCl);
+    const void *ln2 = in_at(m, a->ln2, li * d.NC);
+    const void *fch_gelu = in_at(m, a->fch_gelu, li * 4 * d.NCl);
+    const float *qkv = a->qkv + li * 3 * d.NCl, *lse = a->lse + (size_t)li * N * d.NHl;
+    const float *res2 = a->res2 + li * d.NC, *fch = a->fch + li * 4 * d.NCl;
     // MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2))))
-    zt_gpt2_linear_backward(m, a->dfch, g->fcprojw, g->fcprojb, a->dres, fch_gelu, w->fcprojw, N,
-                            4 * Cl, C, 1);
+    zt_gpt2_linear_backward(m, a->dfch, g->fcprojw, g->fcprojb, a->dres, fch_gelu, it, w->fcprojw,
+                            N, 4 * Cl, C, 1);
     K(gelu_backward, a->dfch, fch, a->dfch, 4 * d.NCl);
-    zt_gpt2_linear_backward(m, a->dln, g->fcw, g->fcb, a->dfch, ln2, w->fcw, N, C, 4 * Cl, 0);
+    zt_gpt2_linear_backward(m, a->dln, g->fcw, g->fcb, a->dfch, ln2, it, w->fcw, N, C, 4 * Cl, 0);
     tp_sum(m, a->dln, d.NC); // column-parallel: each rank holds part of d(ln_2 out)
     zt_gpt2_layernorm_backward(m, a->dres, g->ln2w, g->ln2b, a->dln, res2, w->ln2w,
                                a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, N, C);
     // attention: res2 = x + c_proj(attn(c_attn(ln_1(x))))
-    zt_gpt2_linear_backward(m, a->datty, g->attprojw, g->attprojb, a->dres, atty, w->attprojw, N,
-                            Cl, C, 1);
+    zt_gpt2_linear_backward(m, a->datty, g->attprojw, g->attprojb, a->dres, atty, it, w->attprojw,
+                            N, Cl, C, 1);
     K(attention_backward, a->dqkv, a->datty, qkv, lse, a->attn_work, d.B, d.T, Cl, d.NHl);
-    zt_gpt2_linear_backward(m, a->dln, g->qkvw, g->qkvb, a->dqkv, ln1, w->qkvw, N, C, 3 * Cl, 0);
+    zt_gpt2_linear_backward(m, a->dln, g->qkvw, g->qkvb, a->dqkv, ln1, it, w->qkvw, N, C, 3 * Cl,
+                            0);
     tp_sum(m, a->dln, d.NC);
     zt_gpt2_layernorm_backward(m, a->dres, g->ln1w, g->ln1b, a->dln, x, w->ln1w,
                                a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, N, C);
@@ -392,18 +418,20 @@ static double head_forward(zt_gpt2 *m, const float *x, const int32_t *targets, i
                            float loss_scale) {
     zt_gpt2_acts *a = &m->a;
     int N = m->B * m->T, C = m->shape.n_embd, Vl = vocab_rows(m);
-    zt_gpt2_layernorm_forward(m, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.lnfw, m->p.lnfb, N, C);
+    zt_dtype it = in_dt(m);
+    zt_gpt2_layernorm_forward(m, a->lnf, it, a->lnf_mean, a->lnf_rstd, x, m->p.lnfw, m->p.lnfb, N,
+                              C);
     for (int n0 = 0; n0 < N; n0 += m->loss_chunk) {
         int nc = (int)zt_min_sz((size_t)m->loss_chunk, (size_t)(N - n0));
-        const float *lnf = a->lnf + (size_t)n0 * C;
-        zt_gpt2_weight_gemm(m, 0, 1, nc, Vl, C, lnf, C, m->p.wte, m->dtype, C, 0.0f, a->logits,
+        const void *lnf = in_at(m, a->lnf, (size_t)n0 * C);
+        zt_gpt2_weight_gemm(m, 0, 1, nc, Vl, C, lnf, it, C, m->p.wte, m->dtype, C, 0.0f, a->logits,
                             ZT_F32, Vl);
         zt_vocab_parallel_ce(m->be, m->tp_comm, a->logits, a->losses + n0, a->logits, targets + n0,
                              loss_scale, nc, m->shape.vocab, m->shape.padded_vocab, a->ce_work);
         if (!backward) continue;
-        zt_gpt2_weight_gemm(m, 0, 0, nc, C, Vl, a->logits, Vl, m->p.wte, m->dtype, C, 0.0f,
+        zt_gpt2_weight_gemm(m, 0, 0, nc, C, Vl, a->logits, ZT_F32, Vl, m->p.wte, m->dtype, C, 0.0f,
                             a->dln + (size_t)n0 * C, ZT_F32, C);
-        zt_gpt2_weight_gemm(m, 1, 0, Vl, C, nc, a->logits, Vl, lnf, ZT_F32, C, 1.0f, m->g.wte,
+        zt_gpt2_weight_gemm(m, 1, 0, Vl, C, nc, a->logits, ZT_F32, Vl, lnf, it, C, 1.0f, m->g.wte,
                             m->dtype, C);
     }
     double sum = m->be->ops->sum(m->be, a->losses, (size_t)N);
@@ -451,6 +479,6 @@ void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, floa
 
 void zt_gpt2_logits(const zt_gpt2 *m, float *out) {
     int N = m->B * m->T, C = m->shape.n_embd, Vl = vocab_rows(m);
-    zt_gpt2_weight_gemm(m, 0, 1, N, Vl, C, m->a.lnf, C, m->p.wte, m->dtype, C, 0.0f, out, ZT_F32,
-                        Vl);
+    zt_gpt2_weight_gemm(m, 0, 1, N, Vl, C, m->a.lnf, in_dt(m), C, m->p.wte, m->dtype, C, 0.0f, out,
+                        ZT_F32, Vl);
 }

@@ -33,18 +33,24 @@ typedef struct {
     void *lnfw, *lnfb;        // (C), (C)
 } zt_gpt2_tensors;
 
-// Activations of one micro-batch of B sequences of T tokens (N = B*T) on this stage.
+// Activations of one micro-batch of B sequences of T tokens (N = B*T) on this stage. fp32,
+// except the inputs of products (ln1, atty, ln2, fch_gelu, lnf: void *), which are of the
+// model's dtype: under bf16 the products round them to bf16 anyway (docs/design.md, "bf16").
 typedef struct {
     float *encoded;                 // (N, C) embedding output (first stage)
-    float *ln1, *ln1_mean, *ln1_rstd; // (L, N, C), (L, N), (L, N)
+    void *ln1;                      // (L, N, C)
+    float *ln1_mean, *ln1_rstd;     // (L, N), (L, N)
     float *qkv;                     // (L, N, 3C)
-    float *atty;                    // (L, N, C)
+    void *atty;                     // (L, N, C)
     float *lse;                     // (L, B, NH, T) attention log-sum-exp
     float *res2;                    // (L, N, C) residual after attention
-    float *ln2, *ln2_mean, *ln2_rstd; // (L, N, C), (L, N), (L, N)
-    float *fch, *fch_gelu;          // (L, N, 4C)
+    void *ln2;                      // (L, N, C)
+    float *ln2_mean, *ln2_rstd;     // (L, N), (L, N)
+    float *fch;                     // (L, N, 4C)
+    void *fch_gelu;                 // (L, N, 4C)
     float *res3;                    // (L, N, C) block outputs
-    float *lnf, *lnf_mean, *lnf_rstd; // (N, C), (N), (N)
+    void *lnf;                      // (N, C)
+    float *lnf_mean, *lnf_rstd;     // (N), (N)
     float *losses;                  // (N) per-token loss (last stage)
     float *dhead;                   // (N, C) gradient of the head's input (last stage)
     // gradients and scratch, reused across layers

@@ -1,6 +1,7 @@
 // The kernels that read or write parameters, by the model's dtype (docs/design.md, "bf16"):
 // fp32 runs the fused fp32 ops, bf16 the mixed-precision group (bf16 weights and weight
-// gradients, fp32 activations). Shared by training (gpt2.c) and the decoder (generate.c).
+// gradients; activations fp32, or bf16 where they only feed products). Shared by training
+// (gpt2.c) and the decoder (generate.c).
 #include "gpt2_ops.h"
 
 // A kernel call on the model's backend: K(layernorm_forward, out, ...).
@@ -9,25 +10,27 @@
 static int is_bf16(const zt_gpt2 *m) { return m->dtype == ZT_BF16; }
 
 // out (N, OC) = inp (N, C) @ W + bias, W stored (OC, C) or, `in_out`, (C, OC) (layout.h).
-void zt_gpt2_linear_forward(const zt_gpt2 *m, float *out, const float *inp, const void *w,
-                            const void *bias, int N, int C, int OC, int in_out) {
+void zt_gpt2_linear_forward(const zt_gpt2 *m, float *out, const void *inp, zt_dtype in_dt,
+                            const void *w, const void *bias, int N, int C, int OC, int in_out) {
     if (!is_bf16(m)) {
+        ZT_ASSERT(in_dt == ZT_F32);
         if (in_out)
             K(matmul_in_out_forward, out, inp, w, bias, N, C, OC);
         else
             K(matmul_forward, out, inp, w, bias, N, C, OC);
         return;
     }
-    K(gemm_mixed, 0, !in_out, N, OC, C, 1.0f, inp, ZT_F32, C, w, ZT_BF16, in_out ? OC : C, 0.0f,
+    K(gemm_mixed, 0, !in_out, N, OC, C, 1.0f, inp, in_dt, C, w, ZT_BF16, in_out ? OC : C, 0.0f,
       out, ZT_F32, OC, m->a.gemm_work);
     if (bias) K(bias_forward_bf16, out, bias, N, OC);
 }
 
 // dinp (N, C) = dout @ W^T (written); dw += the weight gradient, dbias += dout's column sums.
 void zt_gpt2_linear_backward(const zt_gpt2 *m, float *dinp, void *dw, void *dbias,
-                             const float *dout, const float *inp, const void *w, int N, int C,
-                             int OC, int in_out) {
+                             const float *dout, const void *inp, zt_dtype in_dt, const void *w,
+                             int N, int C, int OC, int in_out) {
     if (!is_bf16(m)) {
+        ZT_ASSERT(in_dt == ZT_F32);
         if (in_out)
             K(matmul_in_out_backward, dinp, dw, dbias, dout, inp, w, N, C, OC, 0);
         else
@@ -38,20 +41,32 @@ void zt_gpt2_linear_backward(const zt_gpt2 *m, float *dinp, void *dw, void *dbia
     K(gemm_mixed, 0, in_out, N, C, OC, 1.0f, dout, ZT_F32, OC, w, ZT_BF16, in_out ? OC : C, 0.0f,
       dinp, ZT_F32, C, work);
     if (in_out) // dw (C, OC) += inp^T @ dout
-        K(gemm_mixed, 1, 0, C, OC, N, 1.0f, inp, ZT_F32, C, dout, ZT_F32, OC, 1.0f, dw, ZT_BF16, OC,
+        K(gemm_mixed, 1, 0, C, OC, N, 1.0f, inp, in_dt, C, dout, ZT_F32, OC, 1.0f, dw, ZT_BF16, OC,
           work);
     else // dw (OC, C) += dout^T @ inp
-        K(gemm_mixed, 1, 0, OC, C, N, 1.0f, dout, ZT_F32, OC, inp, ZT_F32, C, 1.0f, dw, ZT_BF16, C,
+        K(gemm_mixed, 1, 0, OC, C, N, 1.0f, dout, ZT_F32, OC, inp, in_dt, C, 1.0f, dw, ZT_BF16, C,
           work);
     if (dbias) K(bias_backward_bf16, dbias, dout, N, OC);
 }
 
-void zt_gpt2_layernorm_forward(const zt_gpt2 *m, float *out, float *mean, float *rstd,
-                               const float *inp, const void *w, const void *b, int N, int C) {
-    if (is_bf16(m))
-        K(layernorm_forward_bf16, out, mean, rstd, inp, w, b, N, C);
+void zt_gpt2_layernorm_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, float *mean,
+                               float *rstd, const float *inp, const void *w, const void *b, int N,
+                               int C) {
+    if (is_bf16(m)) {
+        K(layernorm_forward_bf16, out, out_dt, mean, rstd, inp, w, b, N, C);
+        return;
+    }
+    ZT_ASSERT(out_dt == ZT_F32);
+    K(layernorm_forward, out, mean, rstd, inp, w, b, N, C);
+}
+
+void zt_gpt2_gelu_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const float *inp,
+                          size_t n) {
+    ZT_ASSERT(out_dt == ZT_F32 || is_bf16(m));
+    if (out_dt == ZT_BF16)
+        K(gelu_forward_bf16, out, inp, n);
     else
-        K(layernorm_forward, out, mean, rstd, inp, w, b, N, C);
+        K(gelu_forward, out, inp, n);
 }
 
 void zt_gpt2_layernorm_backward(const zt_gpt2 *m, float *dinp, void *dw, void *db,
@@ -65,14 +80,16 @@ void zt_gpt2_layernorm_backward(const zt_gpt2 *m, float *dinp, void *dw, void *d
 
 // C (M, N) = op(A) @ op(B) + beta C with B a parameter (or, ct bf16, C a gradient): the
 // lm-head's products with wte.
-void zt_gpt2_weight_gemm(const zt_gpt2 *m, int ta, int tb, int M, int N, int Kd, const float *A,
-                         int lda, const void *B, zt_dtype bt, int ldb, float beta, void *C,
-                         zt_dtype ct, int ldc) {
-    if (!is_bf16(m))
+void zt_gpt2_weight_gemm(const zt_gpt2 *m, int ta, int tb, int M, int N, int Kd, const void *A,
+                         zt_dtype at, int lda, const void *B, zt_dtype bt, int ldb, float beta,
+                         void *C, zt_dtype ct, int ldc) {
+    if (!is_bf16(m)) {
+        ZT_ASSERT(at == ZT_F32 && bt == ZT_F32 && ct == ZT_F32);
         K(gemm, ta, tb, M, N, Kd, 1.0f, A, lda, B, ldb, beta, C, ldc);
-    else
-        K(gemm_mixed, ta, tb, M, N, Kd, 1.0f, A, ZT_F32, lda, B, bt, ldb, beta, C, ct, ldc,
+    } else {
+        K(gemm_mixed, ta, tb, M, N, Kd, 1.0f, A, at, lda, B, bt, ldb, beta, C, ct, ldc,
           m->a.gemm_work);
+    }
 }
 
 // out (N, C) = wte[tokens] + wpe[positions] (kernels.h's encoder_forward), by dtype.

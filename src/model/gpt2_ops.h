@@ -2,32 +2,39 @@
 // training (gpt2.c) and the decoder (generate.c) call instead of the backend's ops, so the
 // choice between the fp32 ops and the bf16 group is made once (docs/design.md, "bf16").
 // Pointers are device memory; parameters and their gradients are of m->dtype, activations
-// fp32. Products with bf16 weights use the model's gemm_mixed scratch (m->a.gemm_work).
+// fp32 except where a dtype argument says (a product's input: bf16 under bf16 where the
+// training model stores it so). Products with bf16 weights use the model's gemm_mixed
+// scratch (m->a.gemm_work).
 #ifndef ZT_GPT2_OPS_H
 #define ZT_GPT2_OPS_H
 
 #include "gpt2.h"
 
 // out (N, OC) = inp (N, C) @ W + bias (bias NULL: none), W stored (OC, C) or, `in_out`,
-// (C, OC) (the row-parallel layers: layout.h).
-void zt_gpt2_linear_forward(const zt_gpt2 *m, float *out, const float *inp, const void *w,
-                            const void *bias, int N, int C, int OC, int in_out);
+// (C, OC) (the row-parallel layers: layout.h). inp of in_dt (ZT_F32; or ZT_BF16 under bf16).
+void zt_gpt2_linear_forward(const zt_gpt2 *m, float *out, const void *inp, zt_dtype in_dt,
+                            const void *w, const void *bias, int N, int C, int OC, int in_out);
 // dinp (N, C) = dout @ W^T (written); dw += the weight gradient; dbias += dout's column sums
-// (NULL: none).
+// (NULL: none). inp: the forward's input, of in_dt.
 void zt_gpt2_linear_backward(const zt_gpt2 *m, float *dinp, void *dw, void *dbias,
-                             const float *dout, const float *inp, const void *w, int N, int C,
-                             int OC, int in_out);
-// kernels.h's layernorm_forward / layernorm_backward with weights of the model's dtype.
-void zt_gpt2_layernorm_forward(const zt_gpt2 *m, float *out, float *mean, float *rstd,
-                               const float *inp, const void *w, const void *b, int N, int C);
+                             const float *dout, const void *inp, zt_dtype in_dt, const void *w,
+                             int N, int C, int OC, int in_out);
+// kernels.h's layernorm_forward / layernorm_backward with weights of the model's dtype; the
+// forward's out of out_dt (ZT_F32; or ZT_BF16 under bf16: the fp32 row rounded).
+void zt_gpt2_layernorm_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, float *mean,
+                               float *rstd, const float *inp, const void *w, const void *b, int N,
+                               int C);
+// gelu_forward into out of out_dt (ZT_BF16 under bf16 only: the fp32 values rounded).
+void zt_gpt2_gelu_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const float *inp,
+                          size_t n);
 void zt_gpt2_layernorm_backward(const zt_gpt2 *m, float *dinp, void *dw, void *db,
                                 const float *dout, const float *inp, const void *w,
                                 const float *mean, const float *rstd, int N, int C);
-// C (M, N) = op(A) @ op(B) + beta C with A fp32 and B or C of type bt / ct (a parameter or
-// a gradient of the model's dtype, or ZT_F32): the lm-head's products with wte.
-void zt_gpt2_weight_gemm(const zt_gpt2 *m, int ta, int tb, int M, int N, int Kd, const float *A,
-                         int lda, const void *B, zt_dtype bt, int ldb, float beta, void *C,
-                         zt_dtype ct, int ldc);
+// C (M, N) = op(A) @ op(B) + beta C, A, B, C of types at, bt, ct (ZT_F32, or a parameter,
+// gradient or stored activation of the model's dtype): the lm-head's products with wte.
+void zt_gpt2_weight_gemm(const zt_gpt2 *m, int ta, int tb, int M, int N, int Kd, const void *A,
+                         zt_dtype at, int lda, const void *B, zt_dtype bt, int ldb, float beta,
+                         void *C, zt_dtype ct, int ldc);
 // kernels.h's encoder_forward / encoder_backward with wte, wpe of the model's dtype.
 void zt_gpt2_encoder_forward(const zt_gpt2 *m, float *out, const int32_t *tokens, const void *wte,
                              const void *wpe, int vocab_lo, int vocab_rows, int N, int T, int C);
