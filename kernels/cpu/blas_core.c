@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "launcher.h"
+#include "omp_policy.h"
 
 #define MARKER_ENV "ZT_BLAS_REEXEC"
 #define EMULATE_ENV "ZT_BLAS_EMULATE_FALLBACK"
@@ -174,6 +175,8 @@ void zt_blas_write_json(FILE *f) {
         fputs(",\"blas_library_core\":", f);
         json_string(f, in->library_core);
     }
+    fprintf(f, ",\"omp_wait_policy\":");
+    json_string(f, zt_omp_policy_describe());
     fprintf(f, ",\"blas_generic\":%s,\"cpu_isa\":\"%s\",\"cpu_bf16\":%s,\"blas_config\":",
             in->generic ? "true" : "false", zt_isa_name(in->cpu_isa),
             in->cpu_bf16 ? "true" : "false");
@@ -182,6 +185,7 @@ void zt_blas_write_json(FILE *f) {
 }
 
 void zt_blas_init(char **argv) {
+    zt_omp_policy_init(argv); // the process's other start-up fix (may re-execute first)
     const zt_blas_info *in = zt_blas_info_get();
     int speak = zt_launcher_rank() == 0; // only the first rank warns
     const char *target = zt_blas_core_for(in->cpu_isa, in->cpu_bf16);
