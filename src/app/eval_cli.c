@@ -19,7 +19,7 @@ static const char *const k_eval_options[] = {
     "micro-batch", "seq",     "grad-accum", "seed",        "data",   "val-data",
     "val-batches", "init-from", "resume",   "dp",          "pp",     "tp",
     "partition", "loss-chunk", "threads",   "backend",     "tf32",   "mem-limit",
-    NULL};
+    "param-dtype", NULL};
 
 void zt_eval_usage(FILE *f) {
     fprintf(f,
@@ -43,6 +43,8 @@ void zt_eval_usage(FILE *f) {
             "  --pp, --tp, --dp   the layout, under mpirun -np dp*pp*tp (the loss is the one rank's\n"
             "                     to float-reassociation accuracy)\n"
             "  --json             print the result as one JSON object instead of the line\n"
+            "  --param-dtype bf16 the forward in bf16 (bf16 weights, products on bf16 operands),\n"
+            "                     as a bf16 run validates; default fp32\n"
             "Also: --micro-batch, --grad-accum, --seq, --partition, --loss-chunk, --threads,\n"
             "--backend, --tf32, --mem-limit, --config (train --help describes them). Training\n"
             "options (--steps, --lr, ...) are refused.\n");

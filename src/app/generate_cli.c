@@ -46,6 +46,8 @@ void zt_generate_usage(FILE *f) {
             "  --pp N             the blocks in N pipeline stages, split as train's --partition\n"
             "                     says (default uniform): mpirun -np N*tp (the same tokens too)\n"
             "  --ids              print token ids instead of text\n"
+            "  --param-dtype bf16 decode in bf16 (the weights rounded to bf16, products on bf16\n"
+            "                     operands with fp32 sums), as a bf16 run computes; default fp32\n"
             "  --vocab FILE       gpt2.tiktoken (default %s);\n"
             "                     --vocab N (a number) is the model's vocabulary size, as in train\n"
             "  --backend cuda     on GPU 0 (build/zerotrain-cuda; one rank, no --tp or --pp yet)\n"
@@ -85,7 +87,7 @@ static zt_status used_by_generate(const char *arg) {
     static const char *const used[] = {"model", "n-layer", "n-head",  "n-embd",  "vocab",
                                        "n-ctx", "init-from", "seed", "tp",      "dp",
                                        "pp",    "threads", "backend", "tf32",    "config",
-                                       "partition"};
+                                       "partition", "param-dtype"};
     if (strncmp(arg, "--", 2) != 0) return ZT_OK; // a value, or what train's parser refuses
     size_t n = strcspn(arg + 2, "=");
     for (size_t k = 0; k < sizeof used / sizeof *used; k++)

@@ -18,6 +18,8 @@
 # - Random weights (--seed, no file) of a GPT-2 initialization give near-uniform logits
 #   (standard deviation near 0.02 sqrt(C) = 0.16, so the loss exceeds ln 256 by about half
 #   its square, 0.013): within 1% of ln 256; and the same in every layout.
+# - bf16 (--param-dtype bf16): a bf16 run's logged val_loss equals eval's in bf16 on its
+#   checkpoint and on its bf16 --save, exactly.
 # - Inputs: --data alone is read as the validation tokens; a --config file's training keys
 #   are ignored; training flags are refused, once, under mpirun.
 set -euo pipefail
@@ -66,6 +68,16 @@ dp2=$(ev ck_dp2 2 --resume $out/ck $batch --grad-accum 1)
 same "$dp2" "$ck" 1e-12 "--dp 2 (grad-accum 1) = one rank"
 pp2tp2=$(ev ck_pp2_tp2 4 --resume $out/ck $E --pp 2 --tp 2)
 same "$pp2tp2" "$ck" 1.5e-4 "--pp 2 --tp 2 = one rank"
+# bf16: a bf16 run's logged val_loss is eval --param-dtype bf16's on its checkpoint (the
+# masters rounded: the weights it ran) and on its --save (bf16), exactly
+$ZT $model $batch --grad-accum 2 --steps 4 --lr 1e-3 --val-every 4 --param-dtype bf16 \
+    --save $out/saved16 --ckpt-dir $out/ck16 --log $out/run16.jsonl > $out/run16.out 2>&1 ||
+  { cat $out/run16.out; exit 1; }
+logged16=$(grep val_loss $out/run16.jsonl | tail -1 | sed 's/.*"val_loss":\([0-9.e+-]*\).*/\1/')
+ck16=$(ev ck16 1 --resume $out/ck16 $E --param-dtype bf16)
+same "$ck16" "$logged16" 0 "bf16: eval --resume the checkpoint = the logged val_loss"
+saved16=$(ev saved16 1 --init-from $out/saved16 $E --param-dtype bf16)
+same "$saved16" "$logged16" 0 "bf16: eval --init-from the bf16 --save = the logged val_loss"
 grep -q '"step":4,' $out/ck.json || bad "the checkpoint's step is not in the JSON: $(cat $out/ck.json)"
 $PY - $out/ck_pp2_tp2.json <<'EOF' || bad "JSON fields"
 import json, math, sys
