@@ -3,7 +3,8 @@
 # Open MPI can use: each process is a world of one) is refused, printed by the first process
 # only, every process exiting 1; a batch script that runs zerotrain itself inside a job of
 # several tasks (SLURM_NTASKS set, one process) trains, with a warning. Emulated with Slurm's
-# variables (a real Slurm test needs slurmd).
+# variables (tests/sh/slurm.sh runs a real Slurm: there Debian's Open MPI itself stops the ranks
+# of `srun --mpi=none` in MPI_Init, so this refusal is for MPIs that let them start).
 set -u
 cd "$(dirname "$0")/../.."
 out=build/test_launcher_world; rm -rf $out; mkdir -p $out
