@@ -997,6 +997,18 @@ static void encode_valid(const zt_bpe *b, matcher *m, const unsigned char *s, si
     }
 }
 
+size_t zt_bpe_piece_end(const zt_bpe *b, const unsigned char *s, size_t n, size_t at) {
+    matcher m;
+    matcher_init(&m, b);
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m.md);
+    int rc = b->jit ? pcre2_jit_match(b->re, s, n, at, 0, m.md, m.mctx)
+                    : pcre2_match(b->re, s, n, at, PCRE2_NO_UTF_CHECK, m.md, m.mctx);
+    ZT_ASSERT(rc > 0 && ov[0] == at);
+    size_t end = ov[1];
+    matcher_free(&m);
+    return end;
+}
+
 static void encode_keep(const zt_bpe *b, matcher *m, const unsigned char *p, size_t n,
                         zt_bpe_ids *out) {
     size_t i = 0;

@@ -30,4 +30,8 @@ void zt_bpe_select_keys(uint64_t *k, size_t n, size_t nth);
 // The length of the well-formed UTF-8 sequence at p (n bytes left), or 0 if p[0] starts none.
 size_t zt_bpe_utf8_len(const unsigned char *p, size_t n);
 
+// GPT-2's pattern on s (n bytes of valid UTF-8, taken as the whole text): the end of the piece
+// that starts at byte `at` (< n, on a character boundary).
+size_t zt_bpe_piece_end(const zt_bpe *bpe, const unsigned char *s, size_t n, size_t at);
+
 #endif
