@@ -5,7 +5,7 @@
 #include "bpe.h"
 
 // Builds a tokenizer from tokens given as byte strings in rank order (tokens[i], lens[i]) with
-// the default GPT-2 regex; the same checks as zt_bpe_load. For tests of tiny vocabularies.
+// GPT-2's pre-tokenization; the same checks as zt_bpe_load. For tests of tiny vocabularies.
 zt_status zt_bpe_from_tokens(zt_bpe **out, const unsigned char *const *tokens, const size_t *lens,
                              int n);
 
@@ -32,6 +32,6 @@ size_t zt_bpe_utf8_len(const unsigned char *p, size_t n);
 
 // GPT-2's pattern on s (n bytes of valid UTF-8, taken as the whole text): the end of the piece
 // that starts at byte `at` (< n, on a character boundary).
-size_t zt_bpe_piece_end(const zt_bpe *bpe, const unsigned char *s, size_t n, size_t at);
+size_t zt_bpe_piece_end(const unsigned char *s, size_t n, size_t at);
 
 #endif
