@@ -30,7 +30,7 @@ CFLAGS   ?= -O2 -g -march=native
 CFLAGS   += -fno-math-errno -std=c11 -Wall -Wextra -Wpointer-arith -Wno-unused-parameter -fopenmp -D_GNU_SOURCE \
             -MMD -MP $(INCLUDES) $(MPI_CFLAGS)
 # oneDNN (-ldnnl): the bf16 GEMM on CPUs with bf16 instructions (kernels/cpu/gemm_bf16_cpu.c).
-LDLIBS   += $(MPI_LIBS) -lopenblas -ldnnl -lcjson -lpcre2-8 -lxxhash -lm -fopenmp
+LDLIBS   += $(MPI_LIBS) -lopenblas -ldnnl -lcjson -lxxhash -lm -fopenmp
 
 # kernels/cuda/backend_cuda.c and comm/comm_nccl.c need the CUDA toolkit: `make cuda` only.
 CUDA_C_SRC := kernels/cuda/backend_cuda.c comm/comm_nccl.c

@@ -9,7 +9,6 @@ pkgs=(
                              # has no sbgemm); Debian builds it on OpenMP, so the same one pool
   libopenmpi-dev openmpi-bin # MPI: launcher, bootstrap, CPU collectives
   libcjson-dev               # JSON config
-  libpcre2-dev               # GPT-2 BPE pre-tokenizer (Unicode regex)
   libxxhash-dev              # XXH3-64, the checkpoint files' checksum (docs/checkpoints.md)
   python3 python3-torch python3-numpy # the PyTorch reference in the tests and bench
   python3-matplotlib         # the bench's plots

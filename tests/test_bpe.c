@@ -1,7 +1,8 @@
 // Tests of the GPT-2 BPE pieces: the hash tables, merges on a tiny hand-made vocabulary (array
 // and heap loops agree), decode, UTF-8 validity, safe cuts, vocabulary file errors, the merge
 // that made each token (tiny and GPT-2's), and a decode(encode(x)) == x round trip with the
-// real vocabulary when it is installed.
+// real vocabulary when it is installed; the pre-tokenizer's Unicode classes on tricky code points
+// (and tiktoken's ids around them).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -464,6 +465,153 @@ static int load_gpt2(zt_bpe **b) {
         fprintf(stderr, "%s\n", zt_error_message());
         return ZT_FAIL;
     }
+    return ZT_PASS;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pre-tokenizer's character classes: GPT-2's pattern is defined by tiktoken's regex engine
+// (Rust's regex crate: \s is Unicode White_Space, \p{L} and \p{N} the general categories, of
+// Unicode 16.0.0; docs/tokenizer.md). These code points are where other engines or other
+// Unicode versions differ: PCRE2 takes U+180E for space, Python's \s takes U+001C..U+001F,
+// marks (Mn, Mc, Me) are not letters, Nl and No are numbers, and letters new in Unicode 15.0,
+// 15.1 and 16.0 are letters while those of 17.0 are not yet. tests/sh/bpe_unicode_sweep.sh
+// checks every code point against tiktoken itself where it is installed.
+
+// Appends code point c to s as UTF-8; returns the new length.
+static size_t put_utf8(unsigned char *s, size_t n, uint32_t c) {
+    if (c < 0x80) {
+        s[n++] = (unsigned char)c;
+    } else if (c < 0x800) {
+        s[n++] = (unsigned char)(0xc0 | c >> 6);
+        s[n++] = (unsigned char)(0x80 | (c & 0x3f));
+    } else if (c < 0x10000) {
+        s[n++] = (unsigned char)(0xe0 | c >> 12);
+        s[n++] = (unsigned char)(0x80 | (c >> 6 & 0x3f));
+        s[n++] = (unsigned char)(0x80 | (c & 0x3f));
+    } else {
+        s[n++] = (unsigned char)(0xf0 | c >> 18);
+        s[n++] = (unsigned char)(0x80 | (c >> 12 & 0x3f));
+        s[n++] = (unsigned char)(0x80 | (c >> 6 & 0x3f));
+        s[n++] = (unsigned char)(0x80 | (c & 0x3f));
+    }
+    return n;
+}
+
+// The class the pattern gives c, read from its pieces: c between two letters is one piece
+// only if c is a letter ('L'), between digits only if a number ('N'), between '!' only if
+// neither nor white space ('O'), between tabs only if white space ('S'). '?' when not exactly
+// one of the four is a single piece.
+static char piece_class(uint32_t c) {
+    const char around[] = "a1!\t", name[] = "LNOS";
+    char got = '?';
+    for (int k = 0; k < 4; k++) {
+        unsigned char s[8];
+        size_t n = 0;
+        s[n++] = (unsigned char)around[k];
+        n = put_utf8(s, n, c);
+        s[n++] = (unsigned char)around[k];
+        if (zt_bpe_piece_end(s, n, 0) != n) continue;
+        if (got != '?') return '?';
+        got = name[k];
+    }
+    return got;
+}
+
+ZT_TEST(bpe_unicode_classes) {
+    static const struct { uint32_t c; char want; } cp[] = {
+        {0x180E, 'O'},
+        {0x200B, 'O'},
+        {0x85, 'S'},
+        {0xA0, 'S'},
+        {0x2028, 'S'},
+        {0x2029, 'S'},
+        {0xFEFF, 'O'},
+        {0x301, 'O'},
+        {0x345, 'O'},
+        {0x903, 'O'},
+        {0x20DD, 'O'},
+        {0x2160, 'N'},
+        {0x3007, 'N'},
+        {0xB2, 'N'},
+        {0x660, 'N'},
+        {0x1F10B, 'N'},
+        {0x10D40, 'N'},
+        {0xAA, 'L'},
+        {0x2B0, 'L'},
+        {0x1C5, 'L'},
+        {0x2E2F, 'L'},
+        {0xE33, 'L'},
+        {0x1680, 'S'},
+        {0x3000, 'S'},
+        {0x202F, 'S'},
+        {0x205F, 'S'},
+        {0xB, 'S'},
+        {0xC, 'S'},
+        {0x1C, 'O'},
+        {0x1F, 'O'},
+        {0x10D50, 'L'},
+        {0x1C89, 'L'},
+        {0x2EBF0, 'L'},
+        {0x31350, 'L'},
+        {0x11F04, 'L'},
+        {0x10940, 'O'},
+        {0x16EA0, 'O'},
+        {0xFFFD, 'O'},
+        {0xE000, 'O'},
+        {0x10FFFF, 'O'},
+    };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof cp / sizeof cp[0]; i++) {
+        char got = piece_class(cp[i].c);
+        if (got != cp[i].want) {
+            fprintf(stderr, "  U+%04X: class %c, want %c\n", (unsigned)cp[i].c, got, cp[i].want);
+            bad++;
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+    return ZT_PASS;
+}
+
+// Short strings around those code points with the real vocabulary (skipped when it is not
+// installed): the ids tiktoken 0.14.0's gpt2 encoding gives (encode_ordinary).
+ZT_TEST(bpe_gpt2_unicode_ids) {
+    zt_bpe *b;
+    int got = load_gpt2(&b);
+    if (got != ZT_PASS) return got;
+    static const struct { const char *s; int32_t ids[16]; } c[] = {
+        {"x\x20\x20\xe1\xa0\x8ey", {87, 220, 28053, 254, 236, 88}},  // 'x  \u180ey'
+        {"a\xe1\xa0\x8e" "b\x20\xe1\xa0\x8e\xe1\xa0\x8e" "1", {64, 157, 254, 236, 65, 28053, 254, 236, 157, 254, 236, 16}},  // 'a\u180eb \u180e\u180e1'
+        {"x\x20\xc2\x85y\xc2\x85", {87, 220, 126, 227, 88, 126, 227}},  // 'x \x85y\x85'
+        {"x\x20\x20\xe2\x80\x8by", {87, 220, 20126, 88}},  // 'x  \u200by'
+        {"\xe2\x80\xa8\xe2\x80\xa8x", {447, 101, 447, 101, 87}},  // '\u2028\u2028x'
+        {"a\xcc\x81" "b\x20\xcc\x81", {64, 136, 223, 65, 220, 136, 223}},  // 'a\u0301b \u0301'
+        {"\xe0\xa4\x95\xe0\xa4\x83x", {11976, 243, 11976, 225, 87}},  // '\u0915\u0903x'
+        {"\xe2\x85\xa0\xe2\x85\xa1\x20" "1\xc2\xb2", {158, 227, 254, 158, 227, 94, 352, 31185}},  // '\u2160\u2161 1\xb2'
+        {"x\xc2\xb2\xc2\xb3", {87, 31185, 126, 111}},  // 'x\xb2\xb3'
+        {"\x20\xf0\x90\xb5\x90x", {220, 172, 238, 113, 238, 87}},  // ' \U00010d50x'
+        {"\xef\xbb\xbf's\x20\xef\xbb\xbf", {171, 119, 123, 6, 82, 27332, 119, 123}},  // "\ufeff's \ufeff"
+        {"\xe3\x80\x80\xe3\x80\x80" "1", {5099, 222, 5099, 222, 16}},  // '\u3000\u30001'
+        {"x\x20\x20\xe2\x80\xa8y", {87, 220, 220, 447, 101, 88}},  // 'x  \u2028y'
+        {"\xf0\xae\xaf\xb0's", {172, 106, 107, 108, 338}},  // "\U0002ebf0's"
+        {"\xf0\x90\xa5\x80\x20's", {172, 238, 98, 222, 705, 82}},  // "\U00010940 's"
+        {"\x1c\x1cx", {216, 216, 87}},  // '\x1c\x1cx'
+        {"\xe1\xb2\x89\x20\xe1\xb2\x89", {157, 110, 231, 28053, 110, 231}},  // '\u1c89 \u1c89'
+        {"\xc2\xa0\xc2\xa0" "a\x20\xc2\xa0" "b", {1849, 1849, 64, 220, 1849, 65}},  // '\xa0\xa0a \xa0b'
+    };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        size_t n = 0;
+        while (n < 16 && c[i].ids[n]) n++;
+        zt_bpe_ids ids = {0};
+        zt_bpe_encode(b, c[i].s, strlen(c[i].s), ZT_BPE_INVALID_KEEP, &ids);
+        if (!ids_are(&ids, c[i].ids, n)) {
+            fprintf(stderr, "  in case %zu\n", i);
+            bad++;
+        }
+        zt_bpe_ids_free(&ids);
+    }
+    zt_bpe_free(b);
+    CHECK_EQ_INT(bad, 0);
     return ZT_PASS;
 }
 

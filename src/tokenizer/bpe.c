@@ -1,4 +1,4 @@
-// GPT-2 byte-level BPE: the vocabulary file, the regex pre-tokenizer, the merges, decoding.
+// GPT-2 byte-level BPE: the vocabulary file, the merges, encoding (pre-tokenized by pretokenize.h), decoding.
 //
 // Vocabulary file (tiktoken's format, e.g. gpt2.tiktoken; text, one token per line):
 //
@@ -19,20 +19,13 @@
 //                       one integer-keyed probe instead of hashing concatenated bytes.
 #include "bpe.h"
 #include "bpe_impl.h"
-
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
+#include "pretokenize.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-// GPT-2's pre-tokenization pattern (tiktoken's gpt2 / r50k_base pat_str, spelled as in
-// OpenAI's original encoder.py; the two spellings match the same pieces).
-static const char ZT_BPE_GPT2_PATTERN[] =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
 static const char ZT_BPE_EOT_TEXT[] = "<|endoftext|>";
 
@@ -56,8 +49,6 @@ struct zt_bpe {
     uint32_t *pair_vals;       // (pair_mask + 1): merged id
     uint64_t pair_mask;
     uint32_t byte_id[256];     // the id of each single byte
-    pcre2_code *re;
-    int jit;                   // re is JIT-compiled
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -260,31 +251,12 @@ static zt_status build_tables(zt_bpe *b, const char *what) {
     return ZT_OK;
 }
 
-static zt_status compile_regex(zt_bpe *b) {
-    int err;
-    PCRE2_SIZE at;
-    b->re = pcre2_compile((PCRE2_SPTR)ZT_BPE_GPT2_PATTERN, PCRE2_ZERO_TERMINATED,
-                          PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &err, &at, NULL);
-    if (!b->re) {
-        PCRE2_UCHAR msg[256];
-        pcre2_get_error_message(err, msg, sizeof msg);
-        // A broken PCRE2 build (no Unicode support): a bug of the installation, not of input.
-        ZT_ASSERTF(0, "PCRE2 cannot compile GPT-2's pattern at offset %zu: %s (PCRE2 needs "
-                      "Unicode support)", (size_t)at, (const char *)msg);
-    }
-    // JIT is ~10x faster; without it (an architecture PCRE2 cannot JIT for) pcre2_match
-    // interprets the same pattern.
-    b->jit = pcre2_jit_compile(b->re, PCRE2_JIT_COMPLETE) == 0;
-    return ZT_OK;
-}
-
 // Finishes a tokenizer whose pool holds n tokens and room for the EOT text after them.
 static zt_status finish(zt_bpe *b, const char *what) {
     uint32_t end = b->off[b->n_tokens];
     memcpy(b->pool + end, ZT_BPE_EOT_TEXT, sizeof ZT_BPE_EOT_TEXT - 1);
     b->off[b->n_tokens + 1] = end + (uint32_t)(sizeof ZT_BPE_EOT_TEXT - 1);
-    ZT_TRY(build_tables(b, what));
-    return compile_regex(b);
+    return build_tables(b, what);
 }
 
 void zt_bpe_free(zt_bpe *b) {
@@ -294,7 +266,6 @@ void zt_bpe_free(zt_bpe *b) {
     free(b->bytes_slots);
     free(b->pair_keys);
     free(b->pair_vals);
-    if (b->re) pcre2_code_free(b->re);
     free(b);
 }
 
@@ -917,7 +888,7 @@ static inline void encode_piece(const zt_bpe *b, const unsigned char *p, size_t 
 }
 
 // ---------------------------------------------------------------------------------------------
-// UTF-8 and the regex.
+// UTF-8 and the pre-tokenizer.
 
 // Well-formed sequences (Unicode Table 3-7, what Python's strict decoder accepts).
 size_t zt_bpe_utf8_len(const unsigned char *p, size_t n) {
@@ -956,53 +927,26 @@ static size_t valid_end(const unsigned char *p, size_t n, size_t i) {
     return i;
 }
 
-// Per-call matching state (threads never share one).
-typedef struct {
-    pcre2_match_data *md;
-    pcre2_match_context *mctx;
-    pcre2_jit_stack *stack;
-} matcher;
-
-static void matcher_init(matcher *m, const zt_bpe *b) {
-    m->md = pcre2_match_data_create_from_pattern(b->re, NULL);
-    m->mctx = pcre2_match_context_create(NULL);
-    // The pattern needs little JIT stack (no nested groups; runs like \s+ loop in place), so
-    // PCRE2's default 32 KiB on the machine stack would do; a small own stack costs nothing.
-    m->stack = b->jit ? pcre2_jit_stack_create(32 * 1024, 1024 * 1024, NULL) : NULL;
-    ZT_ASSERTF(m->md && m->mctx && (!b->jit || m->stack), "out of memory for the regex matcher");
-    if (m->stack) pcre2_jit_stack_assign(m->mctx, NULL, m->stack);
-}
-
-static void matcher_free(matcher *m) {
-    pcre2_match_data_free(m->md);
-    pcre2_match_context_free(m->mctx);
-    if (m->stack) pcre2_jit_stack_free(m->stack);
-}
-
 // Pieces of one valid UTF-8 stretch (s, n bytes), encoded and appended. The stretch is the
-// whole subject, so the lookahead (?!\S) sees its end as the end of the text.
-static void encode_valid(const zt_bpe *b, matcher *m, const unsigned char *s, size_t n,
-                         zt_bpe_ids *out) {
-    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
-    size_t at = 0;
-    while (at < n) {
-        int rc = b->jit ? pcre2_jit_match(b->re, s, n, at, 0, m->md, m->mctx)
-                        : pcre2_match(b->re, s, n, at, PCRE2_NO_UTF_CHECK, m->md, m->mctx);
-        // Every character is a letter, a number, white space or none of these, so the pattern
-        // matches right at `at`: anything else is a broken PCRE2, not bad input.
-        ZT_ASSERTF(rc > 0 && ov[0] == at && ov[1] > at,
-                   "GPT-2 pattern: no piece at byte %zu (pcre2 rc %d)", at, rc);
-        encode_piece(b, s + at, ov[1] - at, out);
-        at = ov[1];
+// whole text to the pattern, so the lookahead (?!\S) sees its end as the end of the text.
+static void encode_valid(const zt_bpe *b, const unsigned char *s, size_t n, zt_bpe_ids *out) {
+    for (size_t at = 0; at < n;) {
+        size_t end = zt_gpt2_piece_end(s, n, at);
+        encode_piece(b, s + at, end - at, out);
+        at = end;
     }
 }
 
-static void encode_keep(const zt_bpe *b, matcher *m, const unsigned char *p, size_t n,
-                        zt_bpe_ids *out) {
+size_t zt_bpe_piece_end(const unsigned char *s, size_t n, size_t at) {
+    ZT_ASSERT(at < n);
+    return zt_gpt2_piece_end(s, n, at);
+}
+
+static void encode_keep(const zt_bpe *b, const unsigned char *p, size_t n, zt_bpe_ids *out) {
     size_t i = 0;
     while (i < n) {
         size_t e = valid_end(p, n, i);
-        if (e > i) encode_valid(b, m, p + i, e - i, out);
+        if (e > i) encode_valid(b, p + i, e - i, out);
         i = e;
         // A run of invalid bytes: one piece.
         while (e < n && zt_bpe_utf8_len(p + e, n - e) == 0) e++;
@@ -1018,8 +962,6 @@ void zt_bpe_encode(const zt_bpe *b, const void *text, size_t n, int invalid, zt_
     // At most one id per byte: reserved once, so the list never doubles (address space counts
     // under ulimit -v) and a long piece's parts fit in it (zt_bpe_encode_bytes).
     ids_reserve_exact(out, n);
-    matcher m;
-    matcher_init(&m, b);
     if (invalid == ZT_BPE_INVALID_REPLACE && valid_end(p, n, 0) < n) {
         // Each invalid byte becomes U+FFFD (EF BF BD), as tiktoken does with the lone
         // surrogates of a surrogateescape'd str.
@@ -1038,12 +980,11 @@ void zt_bpe_encode(const zt_bpe *b, const void *text, size_t n, int invalid, zt_
             }
         }
         ids_reserve_exact(out, o);
-        encode_valid(b, &m, q, o, out);
+        encode_valid(b, q, o, out);
         free(q);
     } else {
-        encode_keep(b, &m, p, n, out);
+        encode_keep(b, p, n, out);
     }
-    matcher_free(&m);
     ids_shrink(out);
 }
 
@@ -1134,22 +1075,16 @@ static inline int ascii_kind(unsigned char c) {
 }
 
 // Whether the character that ends at p[k-1] (p[0..k) holds it) cannot be white space: an ASCII
-// printable, a non-ASCII character outside (a superset of) what PCRE2's UCP \s and tiktoken's
-// \s match, or invalid bytes (a piece of their own, or U+FFFD when replaced).
+// printable, a non-ASCII character outside the pattern's \s, or invalid bytes (a piece of their
+// own, or U+FFFD when replaced).
 static int ends_non_space(const unsigned char *p, size_t k) {
     unsigned char c = p[k - 1];
     if (c < 0x80) return ascii_graph(c);
     size_t s = k - 1;
     while (s > 0 && k - s < 4 && (p[s] & 0xc0) == 0x80) s--;
     if (zt_bpe_utf8_len(p + s, k - s) != k - s) return 1;  // invalid bytes
-    uint32_t u = p[s] < 0xe0 ? (p[s] & 0x1fu) : p[s] < 0xf0 ? (p[s] & 0x0fu) : (p[s] & 0x07u);
-    for (size_t i = s + 1; i < k; i++) u = u << 6 | (p[i] & 0x3fu);
-    static const uint32_t space[] = {0x85,   0xa0,   0x1680, 0x180e, 0x2028, 0x2029,
-                                     0x202f, 0x205f, 0x3000, 0xfeff};
-    if (u >= 0x2000 && u <= 0x200b) return 0;
-    for (size_t i = 0; i < sizeof space / sizeof space[0]; i++)
-        if (u == space[i]) return 0;
-    return 1;
+    size_t len;
+    return zt_uclass_at(p, s, &len) != ZT_UCLASS_SPACE;
 }
 
 // Why these cuts are safe: no pattern alternative has a lookbehind, and the only lookahead

@@ -2,7 +2,8 @@
 // identical to tiktoken's `gpt2` encoding (encode_ordinary) on valid UTF-8.
 //
 // Encoding, as tiktoken does it:
-//   1. pre-tokenization: the text is cut into pieces by GPT-2's regex (PCRE2, UTF + UCP)
+//   1. pre-tokenization: the text is cut into pieces by GPT-2's pattern (pretokenize.h; the classes
+//      of tiktoken's regex engine, Unicode 16.0.0: unicode_class.h)
 //        's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 //   2. a piece whose bytes are a token maps to it directly; otherwise its bytes start as
 //      single-byte tokens and the adjacent pair whose concatenation has the lowest rank (the

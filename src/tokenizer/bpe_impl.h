@@ -5,7 +5,7 @@
 #include "bpe.h"
 
 // Builds a tokenizer from tokens given as byte strings in rank order (tokens[i], lens[i]) with
-// the default GPT-2 regex; the same checks as zt_bpe_load. For tests of tiny vocabularies.
+// GPT-2's pre-tokenization; the same checks as zt_bpe_load. For tests of tiny vocabularies.
 zt_status zt_bpe_from_tokens(zt_bpe **out, const unsigned char *const *tokens, const size_t *lens,
                              int n);
 
@@ -29,5 +29,9 @@ void zt_bpe_select_keys(uint64_t *k, size_t n, size_t nth);
 
 // The length of the well-formed UTF-8 sequence at p (n bytes left), or 0 if p[0] starts none.
 size_t zt_bpe_utf8_len(const unsigned char *p, size_t n);
+
+// GPT-2's pattern on s (n bytes of valid UTF-8, taken as the whole text): the end of the piece
+// that starts at byte `at` (< n, on a character boundary).
+size_t zt_bpe_piece_end(const unsigned char *s, size_t n, size_t at);
 
 #endif
