@@ -47,6 +47,7 @@ struct zt_bpe_long {
     uint32_t n_tokens;
     uint32_t *len;        // (n_tokens) each token's length in bytes
     uint32_t *prefix;     // (n_tokens) the longest token that is a proper prefix, or NO_ID
+    uint32_t *split;      // (2 n_tokens) a tree token's last merge (left, right); NO_ID: none
     uint32_t max_len;     // the longest token
     uint32_t root[256];   // the trie node of each first byte
     uint32_t *node_tok;   // (n_nodes) the token a node spells, or NO_ID
@@ -59,6 +60,10 @@ struct zt_bpe_long {
 static inline uint64_t slot_of(uint64_t key, uint64_t mask) {
     key *= 0x9e3779b97f4a7c15ULL;
     return (key ^ key >> 29) & mask;
+}
+
+static inline int is_tree(const zt_bpe_long *ix, uint32_t t) {
+    return ix->len[t] == 1 || ix->split[2 * t] != NO_ID;
 }
 
 static inline uint32_t trie_child(const zt_bpe_long *ix, uint32_t node, unsigned char c) {
@@ -113,6 +118,59 @@ static uint32_t trie_add(zt_bpe_long *ix, const unsigned char *p, size_t n, size
     return node;
 }
 
+// Tree tokens. Merging a token's bytes alone, the ranks merged may come in any order (a token
+// may rank below its parts). A "tree token" is a single byte, or one whose bytes merge to it
+// with the ranks merged never decreasing, its last merge joining tree tokens (left, right),
+// both ranked below it; in GPT-2's vocabulary every token is one. For two tree tokens t, u,
+// merging the bytes of t u is, until a merge crosses between them, the two merges interleaved
+// by rank (t's side first among equals), each side's boundary part (the last part of t's side,
+// the first of u's) walking up its spine of the merge tree. A crossing needs the pair (x, y) of
+// boundary parts to rank below the merge that would come next, which is at its largest just
+// before x or y changes, that merge being x's (rank x, t's side wins ties: a crossing must be
+// below x) or y's (a crossing must be at most y). So, walking the spines down from (t, u),
+// undoing the later of the two merges each time (the larger rank; y among equals), the pair
+// crosses iff it ranks below the limit of the merge undone. limit is the bound at (t, u)
+// itself: UINT32_MAX for the whole merge, a token's rank when checking its last merge. Costs a
+// pair probe per spine step: the tokens' merge-tree depths, a handful.
+static int tree_compatible(const zt_bpe *b, const zt_bpe_long *ix, uint32_t x, uint32_t y,
+                           uint32_t limit) {
+    for (;;) {
+        int32_t c = zt_bpe_pair(b, (int32_t)x, (int32_t)y);
+        if (c >= 0 && (uint32_t)c < limit) return 0;
+        int x_leaf = ix->len[x] == 1, y_leaf = ix->len[y] == 1;
+        if (x_leaf && y_leaf) return 1;
+        if (!x_leaf && (y_leaf || x > y)) {
+            limit = x;
+            x = ix->split[2 * x + 1];
+        } else {
+            limit = y + 1;
+            y = ix->split[2 * y];
+        }
+    }
+}
+
+// Finds the tree tokens, in rank order (parts rank below): token t of two or more bytes is one
+// iff for some split t = a b (a a prefix token) a and b are tree tokens ranked below t and
+// merging a b's bytes with only ranks below t allowed ends at [a, b] (then t is next): the walk
+// above with limit t.
+static void find_splits(const zt_bpe *b, zt_bpe_long *ix) {
+    for (uint32_t t = 0; t < ix->n_tokens; t++) {
+        ix->split[2 * t] = ix->split[2 * t + 1] = NO_ID;
+        if (ix->len[t] < 2) continue;
+        size_t l;
+        const unsigned char *p = zt_bpe_token_bytes(b, (int32_t)t, &l);
+        for (uint32_t a = ix->prefix[t]; a != NO_ID; a = ix->prefix[a]) {
+            int32_t r = zt_bpe_lookup(b, p + ix->len[a], l - ix->len[a]);
+            if (r < 0 || a >= t || (uint32_t)r >= t || !is_tree(ix, a) || !is_tree(ix, (uint32_t)r) ||
+                !tree_compatible(b, ix, a, (uint32_t)r, t))
+                continue;
+            ix->split[2 * t] = a;
+            ix->split[2 * t + 1] = (uint32_t)r;
+            break;
+        }
+    }
+}
+
 zt_bpe_long *zt_bpe_long_init(const zt_bpe *b) {
     zt_bpe_long *ix = calloc(1, sizeof *ix);
     ZT_ASSERT(ix);
@@ -121,11 +179,12 @@ zt_bpe_long *zt_bpe_long_init(const zt_bpe *b) {
     ix->n_tokens = n;
     ix->len = malloc(n * sizeof *ix->len);
     ix->prefix = malloc(n * sizeof *ix->prefix);
+    ix->split = malloc(2 * (size_t)n * sizeof *ix->split);
     ix->node_tok = malloc(cap * sizeof *ix->node_tok);
     ix->mask = 4095;
     ix->child_key = malloc((ix->mask + 1) * sizeof *ix->child_key);
     ix->child = malloc((ix->mask + 1) * sizeof *ix->child);
-    ZT_ASSERTF(ix->len && ix->prefix && ix->node_tok && ix->child_key && ix->child,
+    ZT_ASSERTF(ix->len && ix->prefix && ix->split && ix->node_tok && ix->child_key && ix->child,
                "out of memory for the long-piece trie");
     memset(ix->child_key, 0xff, (ix->mask + 1) * sizeof *ix->child_key);
     for (int c = 0; c < 256; c++) {  // every byte is a token (zt_bpe_load checks)
@@ -153,6 +212,7 @@ zt_bpe_long *zt_bpe_long_init(const zt_bpe *b) {
         }
         ix->prefix[t] = last;
     }
+    find_splits(b, ix);
     return ix;
 }
 
@@ -160,6 +220,7 @@ void zt_bpe_long_free(zt_bpe_long *ix) {
     if (!ix) return;
     free(ix->len);
     free(ix->prefix);
+    free(ix->split);
     free(ix->node_tok);
     free(ix->child_key);
     free(ix->child);
@@ -207,6 +268,10 @@ static int merges_to(search *s, uint32_t t, uint32_t u) {
     uint64_t key = (uint64_t)t << 33 | (uint64_t)u << 1;
     uint64_t *slot = &s->memo[slot_of(key, s->memo_mask)];
     if ((*slot & ~(uint64_t)1) == key) return (int)(*slot & 1);
+    if (u != NO_ID && zt_bpe_pair(s->b, (int32_t)t, (int32_t)u) >= 0) {
+        *slot = key;  // a pair that is a token merges: never compatible
+        return 0;
+    }
     size_t lt = ix->len[t], lu = u == NO_ID ? 0 : ix->len[u], n = lt + lu, l;
     if (n > s->buf_cap) {
         free(s->buf);
@@ -227,9 +292,9 @@ static int merges_to(search *s, uint32_t t, uint32_t u) {
 
 // Whether token t may follow the stack (top: NO_ID when empty).
 static inline int fits(search *s, uint32_t top, uint32_t t) {
-    if (top == NO_ID) return s->ix->len[t] == 1 || merges_to(s, t, NO_ID);
-    // A pair that is a token would merge: never compatible (the common rejection, no memo).
-    if (zt_bpe_pair(s->b, (int32_t)top, (int32_t)t) >= 0) return 0;
+    const zt_bpe_long *ix = s->ix;
+    if (top == NO_ID) return is_tree(ix, t) || merges_to(s, t, NO_ID);
+    if (is_tree(ix, top) && is_tree(ix, t)) return tree_compatible(s->b, ix, top, t, UINT32_MAX);
     return merges_to(s, top, t);
 }
 
