@@ -1,5 +1,6 @@
 // Long pieces: exact byte-pair merging in time linear in the piece (for a fixed vocabulary) by
-// a backtracking search over token prefixes, in about 1 byte per byte beside the ids.
+// a backtracking search over token prefixes, in 1/8 byte per byte beside the ids (and a pair
+// memo of at most a byte per byte, 512 KiB, for vocabularies with tokens that are not trees).
 //
 // Why the search finds tiktoken's merge (byte_pair_merge: merge the adjacent pair whose
 // concatenation has the lowest rank, the leftmost of equals, until no pair is a token). Call
@@ -25,10 +26,10 @@
 // there are at most 2 n pushes, each costing a trie walk and some compatibility tests: O(n L)
 // for tokens of at most L bytes.
 //
-// Compatibility is decided by merging the two tokens' bytes with bpe.c's own merge (the array
-// loop, or the heap loop for long tokens): the definition itself, right for any vocabulary,
-// including ones where a token ranks below its parts. Results are memoized per piece in a
-// direct-mapped table; a run of one letter or a repeated pattern tests a handful of pairs.
+// Compatibility of two "tree tokens" (below; all of GPT-2's) is a walk down their merge trees,
+// a pair probe a step. Other pairs are decided by merging the two tokens' bytes with bpe.c's
+// own merge (the array loop, or the heap loop for long tokens): the definition itself, right
+// for any vocabulary, memoized per piece in a direct-mapped table.
 #include "bpe_long.h"
 
 #include "bpe_impl.h"
@@ -265,6 +266,11 @@ typedef struct {
 // Whether merging the bytes of t then u (u == NO_ID: of t alone) gives exactly [t, u] ([t]).
 static int merges_to(search *s, uint32_t t, uint32_t u) {
     const zt_bpe_long *ix = s->ix;
+    if (!s->memo) {  // made on first use: never, with a vocabulary of tree tokens
+        s->memo = malloc((s->memo_mask + 1) * sizeof *s->memo);
+        ZT_ASSERTF(s->memo, "out of memory for a %zu-entry pair memo", (size_t)s->memo_mask + 1);
+        memset(s->memo, 0xff, (s->memo_mask + 1) * sizeof *s->memo);
+    }
     uint64_t key = (uint64_t)t << 33 | (uint64_t)u << 1;
     uint64_t *slot = &s->memo[slot_of(key, s->memo_mask)];
     if ((*slot & ~(uint64_t)1) == key) return (int)(*slot & 1);
@@ -304,9 +310,7 @@ size_t zt_bpe_long_merge(const zt_bpe *b, const zt_bpe_long *ix, const unsigned 
     if (n == 0) return 0;
     search s = {b, ix, NULL, memo_slots(n) - 1, NULL, 0, {0}};
     uint64_t *dead = calloc(n / 64 + 1, sizeof *dead);  // (n + 1 bits) positions no merge ends at
-    s.memo = malloc((s.memo_mask + 1) * sizeof *s.memo);
-    ZT_ASSERTF(dead && s.memo, "out of memory merging a %zu-byte piece", n);
-    memset(s.memo, 0xff, (s.memo_mask + 1) * sizeof *s.memo);
+    ZT_ASSERTF(dead, "out of memory merging a %zu-byte piece", n);
     size_t k = 0, pos = 0;  // ids[0 .. k) spell p[0 .. pos)
     uint32_t cand = longest_at(ix, p, n);
     while (pos < n) {
