@@ -15,6 +15,13 @@
 #     TIKTOKEN_LONG=1 also compares ZT with tiktoken on them (slow: ~2 min and 5 GB per 100 MiB);
 #   - loading gpt2.tiktoken plus one token of 100 KB, 1 MB and 4 MB of 'a' (BASE: 100 KB only,
 #     it is quadratic).
+#
+# MODE=ratio bash bench/tokenizer.sh: ordinary text against single pieces of the same size
+# (RATIO_MB MiB, default 100): the GPL-3 repeated, and RATIO_KINDS (default: one letter, "ab",
+# "1234567890" repeated, random lowercase, random digits); the same command (`prepare
+# --tokenizer gpt2`, vocabulary loading included) with THREADS threads and with one, the best
+# wall time of REPS (default 3) runs each (the machine is shared), and each piece's ratio to
+# the ordinary text. Results: bench/RESULTS.md, "Long pieces: time against ordinary text".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ZT=${ZT:-build/zerotrain}
@@ -64,7 +71,35 @@ long_pieces() {
       echo "vocabulary + one ${kb} KB token: base      load+prepare wall_s peak_rss_kib $(timed_prepare "$BASE" "$tmp/v.tiktoken" "$tmp/tiny.txt" "$tmp/t.bin")"
   done
 }
+# The best wall time of REPS runs of one prepare with $1 threads on $2.
+best_wall() { # threads, text
+  local best="" w
+  for _ in $(seq "${REPS:-3}"); do
+    OMP_NUM_THREADS=$1 /usr/bin/time -f %e "$ZT" prepare --tokenizer gpt2 --vocab "$VOCAB" --text "$2" \
+      --out "$tmp/r.bin" >/dev/null 2>"$tmp/time.txt" || { echo "prepare failed:" >&2; tail -3 "$tmp/time.txt" >&2; return 1; }
+    w=$(tail -1 "$tmp/time.txt")
+    best=$(awk -v a="$best" -v b="$w" 'BEGIN {print (a == "" || b < a) ? b : a}')
+  done
+  echo "$best"
+}
+
+ratio() {
+  local mb=${RATIO_MB:-100} kinds c t base w
+  echo "ratio: $(nproc) cores; $(lscpu | sed -n 's/^Model name: *//p'); load $(cut -d' ' -f1-3 /proc/loadavg)"
+  "$PY" -c "import sys; g = open('/usr/share/common-licenses/GPL-3', 'rb').read(); n = int(sys.argv[2]) << 20
+open(sys.argv[1], 'wb').write((g * (n // len(g) + 1))[:n])" "$tmp/ordinary.txt" "$mb"
+  kinds=$("$PY" tests/bpe_tiktoken.py long "$tmp/r" "$mb" ${RATIO_KINDS:-run_a run_ab run_digits run_lower run_rand_digits})
+  for t in "$THREADS" 1; do
+    base=$(best_wall "$t" "$tmp/ordinary.txt")
+    echo "threads=$t: ordinary text (GPL-3 repeated) $mb MiB: best of ${REPS:-3} ${base} s"
+    for c in $kinds; do
+      w=$(best_wall "$t" "$tmp/r/$c.txt")
+      echo "threads=$t: $c $mb MiB (one piece): best of ${REPS:-3} $w s, $(awk -v a="$w" -v b="$base" 'BEGIN {printf "%.2f", a / b}') x the ordinary text"
+    done
+  done
+}
 if [ "${MODE:-}" = long ]; then long_pieces; exit; fi
+if [ "${MODE:-}" = ratio ]; then ratio; exit; fi
 "$PY" tests/bpe_tiktoken.py corpus "$tmp/c" >/dev/null
 "$PY" - "$tmp/corpus.txt" "$MB" "$tmp/c/scripts.txt" <<'PYEOF'
 import sys

@@ -9,9 +9,11 @@ offline from the same gpt2.tiktoken file zerotrain reads.
                         difference, with context.
   bench VOCAB FILE THREADS   prints tiktoken's MB/s on FILE (encode_ordinary_batch on lines' chunks)
   long DIR MIB [NAME...]
-                        writes long single pieces of MIB MiB each into DIR (one letter, two
-                        alternating letters, digits, spaces, a two-byte letter, random ACGT, random
-                        lowercase, invalid bytes; or only the NAMEs): each file is one piece
+                        writes long single pieces of MIB MiB each into DIR (one letter, two and
+                        three letters repeated, digits, spaces, a two-byte letter, random ACGT,
+                        random lowercase, random digits, invalid bytes; or only the NAMEs): each
+                        file is one piece, except random base64 (pieces of letters, digits and
+                        "+/" with no newline)
   measure AS_KB CMD...  runs CMD (address space limited to AS_KB KiB unless 0) and prints
                         "rc peak_rss_kib peak_vm_kib" (VmPeak polled from /proc while it runs)
   uniform VOCAB TOKENS SMALL
@@ -158,11 +160,14 @@ def long_pieces(d, mib, only=None):
     cases = {  # made on demand: a 100 MiB run is 100 MiB of memory
         "run_a": lambda: b"a" * n,
         "run_ab": lambda: b"ab" * (n // 2),
+        "run_abc": lambda: b"abc" * (n // 3),
         "run_digits": lambda: b"1234567890" * (n // 10),
         "run_spaces": lambda: b" " * n,
         "run_e_acute": lambda: "\u00e9".encode() * (n // 2),
         "run_acgt": lambda: pick(b"ACGT"),
         "run_lower": lambda: pick(b"abcdefghijklmnopqrstuvwxyz"),
+        "run_rand_digits": lambda: pick(b"0123456789"),
+        "run_base64": lambda: pick(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"),
         "run_invalid": lambda: b"\xff" * (n // 4),
     }
     names = sorted(only or cases)

@@ -11,6 +11,7 @@
 
 #include "bpe.h"
 #include "bpe_impl.h"
+#include "bpe_long.h"
 #include "test.h"
 
 // 256 single bytes (id = byte), then "ab" 256, "cd" 257, "abcd" 258, "aa" 259, "xyz" 260.
@@ -677,6 +678,84 @@ ZT_TEST(bpe_gpt2_long_pieces) {
             return ZT_FAIL;
         }
     }
+    zt_bpe_free(b);
+    return ZT_PASS;
+}
+
+// The long-piece search (bpe_long.c) called directly, so short pieces and pieces that are
+// tokens take it too, against the quadratic reference: on the tiny vocabulary (where "xyz" is
+// a token its own bytes do not merge to) and on scrambled ones (tokens ranking below their
+// parts: a merge order a search by prefixes could get wrong, and one that makes it back up).
+ZT_TEST(bpe_long_search_matches_reference) {
+    unsigned seed = 27;
+    static unsigned char buf[600];
+    static uint32_t ids[600];
+    for (int v = 0; v < 4; v++) {
+        zt_bpe *b = v == 0 ? tiny() : scrambled((unsigned)v, v == 1 ? 40 : 400);
+        CHECK(b);
+        zt_bpe_long *ix = zt_bpe_long_init(b);
+        for (int trial = 0; trial < 2000; trial++) {
+            size_t n = 1 + (size_t)(rand_r(&seed) % (trial % 3 ? 24 : sizeof buf));
+            for (size_t i = 0; i < n; i++) buf[i] = (v ? "abcd" : "abcdxyz")[rand_r(&seed) % (v ? 4 : 7)];
+            zt_bpe_ids want = {0};
+            merge_reference(b, buf, n, &want);
+            zt_bpe_ids got = {(int32_t *)ids, zt_bpe_long_merge(b, ix, buf, n, ids, 0), sizeof ids / sizeof ids[0]};
+            if (!ids_are(&got, want.ids, want.n)) {
+                fprintf(stderr, "  vocabulary %d, piece of %zu bytes: %.*s\n", v, n, (int)n, (const char *)buf);
+                return ZT_FAIL;
+            }
+            zt_bpe_ids_free(&want);
+        }
+        zt_bpe_long_free(ix);
+        zt_bpe_free(b);
+    }
+    return ZT_PASS;
+}
+
+// GPT-2's vocabulary: the search against the heap merge (exact, checked against tiktoken) on
+// long pieces of every kind a newline-free input makes (one letter, two and three letters
+// repeated, digits in order and at random, base64, DNA, lowercase, symbols, a two-byte letter,
+// spaces, arbitrary bytes), each at random lengths up to 4 KiB and at 1 MiB; and the working
+// memory it states stays near a byte per byte of the piece (docs/tokenizer.md).
+ZT_TEST(bpe_gpt2_long_search) {
+    zt_bpe *b;
+    int got = load_gpt2(&b);
+    if (got != ZT_PASS) return got;
+    static const struct {
+        const char *chars;
+        int random;  // drawn at random, else repeated in order
+    } runs[] = {{"a", 0},           {"ab", 0},   {"abc", 0},  {"aab", 0},         {"1234567890", 0},
+                {"0123456789", 1},  {"ACGT", 1}, {"!-=", 1},  {"\xc3\xa9", 0},    {" ", 0},
+                {"abcdefghijklmnopqrstuvwxyz", 1},
+                {"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", 1}};
+    enum { BIG = 1 << 20 };
+    unsigned char *buf = malloc(BIG);
+    uint32_t *ids = malloc(BIG * sizeof *ids);
+    CHECK(buf && ids);
+    zt_bpe_long *ix = zt_bpe_long_init(b);
+    unsigned seed = 12;
+    for (size_t c = 0; c <= sizeof runs / sizeof runs[0]; c++) {
+        const char *al = c < sizeof runs / sizeof runs[0] ? runs[c].chars : NULL;  // NULL: any byte
+        size_t m = al ? strlen(al) : 0;
+        for (int trial = 0; trial < 41; trial++) {
+            size_t n = trial == 40 ? BIG : 1 + (size_t)(rand_r(&seed) % 4096);
+            for (size_t i = 0; i < n; i++)
+                buf[i] = !al ? (unsigned char)rand_r(&seed)
+                             : (unsigned char)al[runs[c].random ? (size_t)rand_r(&seed) % m : i % m];
+            zt_bpe_ids want = {0};
+            zt_bpe_merge_piece(b, buf, n, n / 8 + 64, &want);  // the heap loop
+            zt_bpe_ids got = {(int32_t *)ids, zt_bpe_long_merge(b, ix, buf, n, ids, 0), BIG};
+            if (!ids_are(&got, want.ids, want.n)) {
+                fprintf(stderr, "  alphabet \"%s\", piece of %zu bytes\n", al ? al : "(any byte)", n);
+                return ZT_FAIL;
+            }
+            zt_bpe_ids_free(&want);
+        }
+    }
+    for (size_t n = 1; n < ((size_t)1 << 34); n *= 7) CHECK(zt_bpe_long_bytes(n) <= n + n / 8 + 600 * 1024);
+    zt_bpe_long_free(ix);
+    free(buf);
+    free(ids);
     zt_bpe_free(b);
     return ZT_PASS;
 }

@@ -19,6 +19,7 @@
 //                       one integer-keyed probe instead of hashing concatenated bytes.
 #include "bpe.h"
 #include "bpe_impl.h"
+#include "bpe_long.h"
 #include "pretokenize.h"
 
 #include <errno.h>
@@ -49,6 +50,7 @@ struct zt_bpe {
     uint32_t *pair_vals;       // (pair_mask + 1): merged id
     uint64_t pair_mask;
     uint32_t byte_id[256];     // the id of each single byte
+    zt_bpe_long *lng;          // the index for pieces over ZT_BPE_ARRAY_MAX bytes (bpe_long.c)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -256,7 +258,9 @@ static zt_status finish(zt_bpe *b, const char *what) {
     uint32_t end = b->off[b->n_tokens];
     memcpy(b->pool + end, ZT_BPE_EOT_TEXT, sizeof ZT_BPE_EOT_TEXT - 1);
     b->off[b->n_tokens + 1] = end + (uint32_t)(sizeof ZT_BPE_EOT_TEXT - 1);
-    return build_tables(b, what);
+    ZT_TRY(build_tables(b, what));
+    b->lng = zt_bpe_long_init(b);
+    return ZT_OK;
 }
 
 void zt_bpe_free(zt_bpe *b) {
@@ -266,6 +270,7 @@ void zt_bpe_free(zt_bpe *b) {
     free(b->bytes_slots);
     free(b->pair_keys);
     free(b->pair_vals);
+    zt_bpe_long_free(b->lng);
     free(b);
 }
 
@@ -870,8 +875,16 @@ static void merge_long(const zt_bpe *b, const unsigned char *p, size_t n, size_t
 void zt_bpe_merge_piece(const zt_bpe *b, const unsigned char *p, size_t n, size_t heap_cap,
                         zt_bpe_ids *out) {
     if (n == 0) return;
-    if (heap_cap || n > ZT_BPE_ARRAY_MAX) merge_long(b, p, n, heap_cap ? heap_cap : ZT_BPE_HEAP_CAP(n), out);
-    else merge_array(b, p, n, out);
+    if (heap_cap) {
+        merge_long(b, p, n, heap_cap, out);
+    } else if (n > ZT_BPE_ARRAY_MAX) {  // linear time, the ids on a stack in out (bpe_long.c)
+        ids_reserve_exact(out, n);
+        size_t k = zt_bpe_long_merge(b, b->lng, p, n, (uint32_t *)(out->ids + out->n), 1);
+        if (k != ZT_BPE_LONG_GAVE_UP) out->n += k;
+        else merge_long(b, p, n, ZT_BPE_HEAP_CAP(n), out); // a piece misleading the search
+    } else {
+        merge_array(b, p, n, out);
+    }
 }
 
 // One piece: whole if it is a token (tiktoken's shortcut: it can differ from what the merges

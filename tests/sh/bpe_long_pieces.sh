@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Long pieces (text the pattern cannot cut: a run of one letter, a line of digits) in bounded
 # memory, with tiktoken's ids:
-#   1. 1 MiB single pieces (one letter, two alternating letters, digits, spaces, a two-byte
-#      letter, random ACGT, random lowercase, invalid bytes in both --invalid-utf8 modes),
-#      read in 64 KiB chunks so the carry grows: the ids equal tiktoken's.
+#   1. 1 MiB single pieces (one letter, "ab" and "abc" repeated, digits in order and at random,
+#      spaces, a two-byte letter, random ACGT, random lowercase, invalid bytes in both
+#      --invalid-utf8 modes) and 1 MiB of random base64 without a newline, read in 64 KiB chunks
+#      so the carry grows: the ids equal tiktoken's. (The long-piece search against the heap
+#      merge on more and longer pieces: build/zt_tests bpe_gpt2_long_search.)
 #   2. a 32 MiB run of one letter on one thread, under an address-space limit of the run's base
 #      (a tiny input's VmPeak) + 10 bytes per byte: it must fit, its peak RSS above the base
-#      must stay within 6.5 bytes per byte (docs/tokenizer.md states 6: the text, 4 for the
-#      parts that become the ids, 1 for the candidate pairs), and its ids must be tiktoken's
+#      must stay within 6.5 bytes per byte (docs/tokenizer.md states at most 6.2: the text, 4
+#      for the ids reserved one per byte, 1/8 for the dead positions, at most 1 for the pair
+#      memo; a run of one letter touches only a quarter of the ids: ~2), and its ids must be tiktoken's
 #      pattern for that run (one id repeated). The merge used to take 36 bytes per byte and
 #      died under such a limit ("out of memory merging a 33554432-byte piece", rc 134).
 #   3. the same run where it cannot fit (a memory cgroup of 64 MiB, faked with ZT_CGROUP_DIR;
