@@ -39,9 +39,9 @@
 // - Operations return nothing: a failure is a bug or a broken library, never user input,
 //   and ends the job with a message naming file, line and rank (the MPI backend calls
 //   MPI_Abort so no rank is left waiting in a collective).
-// - Collectives are blocking on host backends and must be issued by every rank of the
-//   communicator in the same order (docs/design.md §2: "every rank issues the same
-//   collectives").
+// - Collectives are blocking on host backends (the i* ones below excepted) and must be
+//   issued by every rank of the communicator in the same order (docs/design.md §2: "every
+//   rank issues the same collectives").
 // - send/recv: `peer` is a rank of this communicator; a rank may not send to itself.
 //   Messages between one pair of ranks are received in the order they were sent; `tag`
 //   (0..32767) must match on both sides. Do not rely on tags to reorder messages: NCCL
@@ -68,6 +68,15 @@ typedef enum { ZT_REDUCE_SUM = 0, ZT_REDUCE_MAX, ZT_REDUCE_COUNT } zt_reduce_op;
 #define ZT_COMM_TAG_MAX 32767
 
 typedef struct zt_comm zt_comm;
+
+// A nonblocking collective in flight (zt_comm_iall_reduce & co. below). The caller owns the
+// struct (zero-filled = nothing in flight) and keeps it, and the operation's buffers
+// untouched, until zt_comm_test says done or zt_comm_wait returns; the request may be
+// copied meanwhile (the backend keeps no pointer to it). `impl` holds the backend's handle.
+typedef struct {
+    const zt_comm *c; // the communicator it runs on; NULL once complete
+    _Alignas(8) unsigned char impl[48];
+} zt_comm_req;
 
 // One backend. The comm argument is the communicator the op runs on; every pointer
 // argument is host memory for self/MPI and device memory for NCCL.
@@ -101,6 +110,23 @@ typedef struct zt_comm_i {
     // to zt_comm_free.
     void (*split)(const zt_comm *c, int color, int key, zt_comm *out);
     void (*free)(zt_comm *c);
+    // Nonblocking collectives (NULL: the backend has none yet; the wrappers refuse the call).
+    // Same results and in-place rules as the blocking ones, complete at test/wait.
+    void (*iall_reduce)(const zt_comm *c, const void *send, void *recv, size_t count,
+                        zt_dtype dt, zt_reduce_op op, void *stream, zt_comm_req *req);
+    // recv[0..count) on rank `root` = op over ranks of send[0..count); recv is not
+    // touched on the other ranks.
+    void (*ireduce)(const zt_comm *c, const void *send, void *recv, size_t count, zt_dtype dt,
+                    zt_reduce_op op, int root, void *stream, zt_comm_req *req);
+    void (*ireduce_scatter)(const zt_comm *c, const void *send, void *recv, size_t count,
+                            zt_dtype dt, zt_reduce_op op, void *stream, zt_comm_req *req);
+    void (*iall_gather)(const zt_comm *c, const void *send, void *recv, size_t count,
+                        zt_dtype dt, void *stream, zt_comm_req *req);
+    // Advances the operation (MPI progresses a nonblocking collective only inside MPI
+    // calls); 1 once it is complete (its results in place), else 0.
+    int (*test)(const zt_comm *c, zt_comm_req *req);
+    // Blocks until it is complete: the waits the collective timeout watches.
+    void (*wait)(const zt_comm *c, zt_comm_req *req);
 } zt_comm_i;
 
 // A communicator. A zero-filled zt_comm is "none": zt_comm_free accepts it, every other
@@ -311,6 +337,107 @@ static inline void zt_comm_barrier(const zt_comm *c, void *stream) {
     zt_comm_check_(c);
     zt_comm_trace_(5);
     c->ops->barrier(c, stream);
+}
+
+// ---- nonblocking collectives ----
+//
+// Each starts the operation and returns at once; `req` (zero-filled, or completed) then
+// tracks it until zt_comm_test returns 1 or zt_comm_wait returns. Every rank of c issues the
+// same nonblocking and blocking collectives on c in the same order (they match in issue
+// order, whatever order they complete in). Until completion the send buffer must not be
+// written and the receive buffer neither read nor written. The collective trace counts them
+// at issue (kinds of their own: an overlapped run's sequence differs from a blocking one's).
+// On the MPI backend they are MPI's nonblocking collectives (Open MPI: libnbc), which
+// advance only inside MPI calls: a caller computing meanwhile polls with zt_comm_test.
+
+static inline void zt_comm_istart_(const zt_comm *c, int have, const char *what,
+                                   zt_comm_req *req) {
+    ZT_ASSERTF(have, "%s: the %s backend has no nonblocking collectives yet (TODO)", what,
+               c->ops->name);
+    ZT_ASSERTF(req && !req->c, "%s: the request is still in flight", what);
+}
+
+static inline void zt_comm_iall_reduce(const zt_comm *c, const void *send, void *recv,
+                                       size_t count, zt_dtype dt, zt_reduce_op op, void *stream,
+                                       zt_comm_req *req) {
+    zt_comm_check_(c);
+    zt_comm_istart_(c, c->ops->iall_reduce != NULL, "iall_reduce", req);
+    zt_comm_check_dtype_(dt);
+    zt_comm_check_op_(op);
+    ZT_ASSERTF(count == 0 || (send && recv), "iall_reduce: NULL buffer");
+    size_t bytes = count * zt_dtype_size(dt);
+    if (send != recv) zt_comm_check_disjoint_("iall_reduce", send, bytes, recv, bytes);
+    zt_comm_trace_(6);
+    c->ops->iall_reduce(c, send, recv, count, dt, op, stream, req);
+    req->c = c;
+}
+
+// Reduce to `root`: in place when recv == send (on every rank); recv may be NULL off root.
+static inline void zt_comm_ireduce(const zt_comm *c, const void *send, void *recv, size_t count,
+                                   zt_dtype dt, zt_reduce_op op, int root, void *stream,
+                                   zt_comm_req *req) {
+    zt_comm_check_(c);
+    zt_comm_istart_(c, c->ops->ireduce != NULL, "ireduce", req);
+    zt_comm_check_dtype_(dt);
+    zt_comm_check_op_(op);
+    ZT_ASSERTF(root >= 0 && root < c->size, "ireduce: root %d is not a rank of 0..%d", root,
+               c->size - 1);
+    ZT_ASSERTF(count == 0 || (send && (recv || c->rank != root)), "ireduce: NULL buffer");
+    size_t bytes = count * zt_dtype_size(dt);
+    if (recv && send != recv) zt_comm_check_disjoint_("ireduce", send, bytes, recv, bytes);
+    zt_comm_trace_(7);
+    c->ops->ireduce(c, send, recv, count, dt, op, root, stream, req);
+    req->c = c;
+}
+
+static inline void zt_comm_ireduce_scatter(const zt_comm *c, const void *send, void *recv,
+                                           size_t count, zt_dtype dt, zt_reduce_op op,
+                                           void *stream, zt_comm_req *req) {
+    zt_comm_check_(c);
+    zt_comm_istart_(c, c->ops->ireduce_scatter != NULL, "ireduce_scatter", req);
+    zt_comm_check_dtype_(dt);
+    zt_comm_check_op_(op);
+    zt_comm_check_block_(c, "ireduce_scatter", count);
+    ZT_ASSERTF(count == 0 || (send && recv), "ireduce_scatter: NULL buffer");
+    size_t es = zt_dtype_size(dt), block = count / (size_t)c->size;
+    if ((const char *)recv != (const char *)send + (size_t)c->rank * block * es)
+        zt_comm_check_disjoint_("ireduce_scatter", send, count * es, recv, block * es);
+    zt_comm_trace_(8);
+    c->ops->ireduce_scatter(c, send, recv, count, dt, op, stream, req);
+    req->c = c;
+}
+
+static inline void zt_comm_iall_gather(const zt_comm *c, const void *send, void *recv,
+                                       size_t count, zt_dtype dt, void *stream,
+                                       zt_comm_req *req) {
+    zt_comm_check_(c);
+    zt_comm_istart_(c, c->ops->iall_gather != NULL, "iall_gather", req);
+    zt_comm_check_dtype_(dt);
+    zt_comm_check_block_(c, "iall_gather", count);
+    ZT_ASSERTF(count == 0 || (send && recv), "iall_gather: NULL buffer");
+    size_t es = zt_dtype_size(dt), block = count / (size_t)c->size;
+    if ((const char *)send != (const char *)recv + (size_t)c->rank * block * es)
+        zt_comm_check_disjoint_("iall_gather", send, block * es, recv, count * es);
+    zt_comm_trace_(9);
+    c->ops->iall_gather(c, send, recv, count, dt, stream, req);
+    req->c = c;
+}
+
+// 1 when the request is complete (or was never started), else 0; advances it either way.
+static inline int zt_comm_test(zt_comm_req *req) {
+    if (!req->c) return 1;
+    if (!req->c->ops->test(req->c, req)) return 0;
+    req->c = NULL;
+    return 1;
+}
+
+// Returns once the request is complete (at once for one never started or already done).
+// On MPI the wait is watched like a blocking call (the default timeout's watchdog, or
+// ZT_COMM_TIMEOUT_S's polling).
+static inline void zt_comm_wait(zt_comm_req *req) {
+    if (!req->c) return;
+    req->c->ops->wait(req->c, req);
+    req->c = NULL;
 }
 
 // Collective over c (every rank calls it). On return `out` is a new communicator the

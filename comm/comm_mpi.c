@@ -987,6 +987,117 @@ static void mpi_free(zt_comm *c) {
     c->impl = NULL;
 }
 
+// ---- nonblocking collectives ----
+//
+// MPI's own (Open MPI: libnbc), never the staging window: a staged chunk needs every rank at
+// a barrier, which a rank busy computing is not. They progress only inside MPI calls, so the
+// caller polls (zt_comm_test). Both timeout modes cover them: each counts as entered at issue
+// (the staging window's record), and the wait is the blocking call that the watchdog
+// watches, or with ZT_COMM_TIMEOUT_S a polled wait_timed. (A rank named as not arrived is one
+// whose count of entered collectives is behind: with several buckets in flight a rank merely
+// slower to issue the last ones can be named beside the stuck one.)
+//
+// The in-place reduce_scatter moves the rank's block from the front to its place (as the
+// blocking one does) once the operation completes: the request remembers the move.
+
+typedef struct {
+    MPI_Request rq;
+    char *move_dst;      // in-place reduce_scatter: where the block goes at completion
+    const char *move_src;
+    size_t move_bytes;
+    const char *what;    // the operation's name, for the timeout's message
+} mpi_req;
+_Static_assert(sizeof(mpi_req) <= sizeof(((zt_comm_req *)0)->impl),
+               "zt_comm_req.impl (comm.h) must hold the MPI backend's request");
+
+static mpi_req *req_start(const zt_comm *c, zt_comm_req *r, const char *what) {
+    mpi_req *q = (mpi_req *)r->impl;
+    memset(q, 0, sizeof *q);
+    q->rq = MPI_REQUEST_NULL;
+    q->what = what;
+    if (g_timeout_s > 0 || g_timeout_auto) coll_enter(c);
+    return q;
+}
+
+static void req_done(mpi_req *q) {
+    if (q->move_bytes && q->move_dst != q->move_src) memmove(q->move_dst, q->move_src, q->move_bytes);
+    q->move_bytes = 0;
+}
+
+static void mpi_iall_reduce(const zt_comm *c, const void *send, void *recv, size_t count,
+                            zt_dtype dt, zt_reduce_op op, void *stream, zt_comm_req *r) {
+    mpi_check_stream(stream);
+    int n = block_count("iall_reduce", count);
+    mpi_req *q = req_start(c, r, "iall_reduce");
+    ZT_CHECK_MPI(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, n, mpi_type(dt),
+                                mpi_op(op, dt), mpi_comm(c), &q->rq));
+}
+
+static void mpi_ireduce(const zt_comm *c, const void *send, void *recv, size_t count,
+                        zt_dtype dt, zt_reduce_op op, int root, void *stream, zt_comm_req *r) {
+    mpi_check_stream(stream);
+    int n = block_count("ireduce", count);
+    mpi_req *q = req_start(c, r, "ireduce");
+    // MPI_IN_PLACE is the root's to give; elsewhere recv is not significant
+    const void *s = c->rank == root && send == recv ? MPI_IN_PLACE : send;
+    ZT_CHECK_MPI(MPI_Ireduce(s, recv, n, mpi_type(dt), mpi_op(op, dt), root, mpi_comm(c),
+                             &q->rq));
+}
+
+static void mpi_ireduce_scatter(const zt_comm *c, const void *send, void *recv, size_t count,
+                                zt_dtype dt, zt_reduce_op op, void *stream, zt_comm_req *r) {
+    mpi_check_stream(stream);
+    size_t es = zt_dtype_size(dt), block = count / (size_t)c->size;
+    int n = block_count("ireduce_scatter", block);
+    mpi_req *q = req_start(c, r, "ireduce_scatter");
+    char *own = (char *)send + (size_t)c->rank * block * es;
+    if ((char *)recv == own) { // in place: the result comes at the front (see mpi_reduce_scatter)
+        q->move_dst = own;
+        q->move_src = send;
+        q->move_bytes = block * es;
+        ZT_CHECK_MPI(MPI_Ireduce_scatter_block(MPI_IN_PLACE, (void *)send, n, mpi_type(dt),
+                                               mpi_op(op, dt), mpi_comm(c), &q->rq));
+    } else {
+        ZT_CHECK_MPI(MPI_Ireduce_scatter_block(send, recv, n, mpi_type(dt), mpi_op(op, dt),
+                                               mpi_comm(c), &q->rq));
+    }
+}
+
+static void mpi_iall_gather(const zt_comm *c, const void *send, void *recv, size_t count,
+                            zt_dtype dt, void *stream, zt_comm_req *r) {
+    mpi_check_stream(stream);
+    size_t es = zt_dtype_size(dt), block = count / (size_t)c->size;
+    int n = block_count("iall_gather", block);
+    mpi_req *q = req_start(c, r, "iall_gather");
+    if ((const char *)send == (const char *)recv + (size_t)c->rank * block * es)
+        ZT_CHECK_MPI(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, n, mpi_type(dt),
+                                    mpi_comm(c), &q->rq));
+    else
+        ZT_CHECK_MPI(MPI_Iallgather(send, n, mpi_type(dt), recv, n, mpi_type(dt), mpi_comm(c),
+                                    &q->rq));
+}
+
+static int mpi_test(const zt_comm *c, zt_comm_req *r) {
+    mpi_req *q = (mpi_req *)r->impl;
+    int done = 0;
+    ZT_CHECK_MPI(MPI_Test(&q->rq, &done, MPI_STATUS_IGNORE));
+    if (done) req_done(q);
+    return done;
+}
+
+static void mpi_wait(const zt_comm *c, zt_comm_req *r) {
+    mpi_req *q = (mpi_req *)r->impl;
+    if (g_timeout_s > 0) {
+        static const int coll_peer = -1;
+        wait_timed(c, q->what, 1, &q->rq, MPI_STATUSES_IGNORE, &coll_peer);
+    } else {
+        watch_begin(c, q->what, -1);
+        ZT_CHECK_MPI(MPI_Wait(&q->rq, MPI_STATUS_IGNORE));
+        watch_end();
+    }
+    req_done(q);
+}
+
 static const zt_comm_i zt_comm_mpi_ops = {
     .name = "mpi",
     .all_reduce = mpi_all_reduce,
@@ -999,6 +1110,12 @@ static const zt_comm_i zt_comm_mpi_ops = {
     .barrier = mpi_barrier,
     .split = mpi_split,
     .free = mpi_free,
+    .iall_reduce = mpi_iall_reduce,
+    .ireduce = mpi_ireduce,
+    .ireduce_scatter = mpi_ireduce_scatter,
+    .iall_gather = mpi_iall_gather,
+    .test = mpi_test,
+    .wait = mpi_wait,
 };
 
 // The members' world ranks as first + q * stride, when they are such a progression (a single

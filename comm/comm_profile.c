@@ -1,5 +1,7 @@
 // The timing decorator for communicators (comm_profile.h). A blocking op's time includes
-// the wait for its peers; a stream (NCCL) op is timed as issued.
+// the wait for its peers; a stream (NCCL) op is timed as issued. A nonblocking op counts
+// its issue, every poll (test) and its wait: the time the caller spent in communication,
+// not the time the transfer took (the part hidden behind computation is not comm time).
 #include "comm_profile.h"
 
 #define ST(c) ((const zt_comm_profile_state *)(c)->impl)
@@ -49,6 +51,38 @@ static void p_split(const zt_comm *c, int color, int key, zt_comm *out) {
     in->ops->split(in, color, key, out);
 }
 static void p_free(zt_comm *c) {} // the inner communicator is its owner's to free
+// The inner backend may have no nonblocking collectives (NCCL, for now).
+#define HAVE(fn)                                                                        \
+    ZT_ASSERTF(ST(c)->inner->ops->fn, #fn ": the %s backend has no nonblocking collectives " \
+               "yet (TODO)", ST(c)->inner->ops->name)
+// The request is the inner backend's (its impl); zt_comm_test/wait come back through the
+// decorator because the wrapper records c, this communicator.
+static void p_iall_reduce(const zt_comm *c, const void *send, void *recv, size_t count,
+                          zt_dtype dt, zt_reduce_op op, void *stream, zt_comm_req *req) {
+    HAVE(iall_reduce);
+    TIMED(in->ops->iall_reduce(in, send, recv, count, dt, op, stream, req));
+}
+static void p_ireduce(const zt_comm *c, const void *send, void *recv, size_t count, zt_dtype dt,
+                      zt_reduce_op op, int root, void *stream, zt_comm_req *req) {
+    HAVE(ireduce);
+    TIMED(in->ops->ireduce(in, send, recv, count, dt, op, root, stream, req));
+}
+static void p_ireduce_scatter(const zt_comm *c, const void *send, void *recv, size_t count,
+                              zt_dtype dt, zt_reduce_op op, void *stream, zt_comm_req *req) {
+    HAVE(ireduce_scatter);
+    TIMED(in->ops->ireduce_scatter(in, send, recv, count, dt, op, stream, req));
+}
+static void p_iall_gather(const zt_comm *c, const void *send, void *recv, size_t count,
+                          zt_dtype dt, void *stream, zt_comm_req *req) {
+    HAVE(iall_gather);
+    TIMED(in->ops->iall_gather(in, send, recv, count, dt, stream, req));
+}
+static int p_test(const zt_comm *c, zt_comm_req *req) {
+    int done = 0;
+    TIMED(done = in->ops->test(in, req));
+    return done;
+}
+static void p_wait(const zt_comm *c, zt_comm_req *req) { TIMED(in->ops->wait(in, req)); }
 
 static const zt_comm_i profile_ops = {
     .name = "profile",
@@ -62,6 +96,12 @@ static const zt_comm_i profile_ops = {
     .barrier = p_barrier,
     .split = p_split,
     .free = p_free,
+    .iall_reduce = p_iall_reduce,
+    .ireduce = p_ireduce,
+    .ireduce_scatter = p_ireduce_scatter,
+    .iall_gather = p_iall_gather,
+    .test = p_test,
+    .wait = p_wait,
 };
 
 void zt_comm_profile_init(zt_comm *out, zt_comm_profile_state *st, const zt_comm *inner,

@@ -64,6 +64,27 @@ static void self_split(const zt_comm *c, int color, int key, zt_comm *out) {
 
 static void self_free(zt_comm *c) {}
 
+// Nonblocking forms: with one rank the work is the copy, done at issue; test and wait have
+// nothing left to do.
+static void self_iall_reduce(const zt_comm *c, const void *send, void *recv, size_t count,
+                             zt_dtype dt, zt_reduce_op op, void *stream, zt_comm_req *req) {
+    self_all_reduce(c, send, recv, count, dt, op, stream);
+}
+static void self_ireduce(const zt_comm *c, const void *send, void *recv, size_t count,
+                         zt_dtype dt, zt_reduce_op op, int root, void *stream, zt_comm_req *req) {
+    self_all_reduce(c, send, recv, count, dt, op, stream); // root is 0, the only rank
+}
+static void self_ireduce_scatter(const zt_comm *c, const void *send, void *recv, size_t count,
+                                 zt_dtype dt, zt_reduce_op op, void *stream, zt_comm_req *req) {
+    self_reduce_scatter(c, send, recv, count, dt, op, stream);
+}
+static void self_iall_gather(const zt_comm *c, const void *send, void *recv, size_t count,
+                             zt_dtype dt, void *stream, zt_comm_req *req) {
+    self_all_gather(c, send, recv, count, dt, stream);
+}
+static int self_test(const zt_comm *c, zt_comm_req *req) { return 1; }
+static void self_wait(const zt_comm *c, zt_comm_req *req) {}
+
 static const zt_comm_i zt_comm_self_ops = {
     .name = "self",
     .all_reduce = self_all_reduce,
@@ -76,6 +97,12 @@ static const zt_comm_i zt_comm_self_ops = {
     .barrier = self_barrier,
     .split = self_split,
     .free = self_free,
+    .iall_reduce = self_iall_reduce,
+    .ireduce = self_ireduce,
+    .ireduce_scatter = self_ireduce_scatter,
+    .iall_gather = self_iall_gather,
+    .test = self_test,
+    .wait = self_wait,
 };
 
 void zt_comm_self_init(zt_comm *out) {

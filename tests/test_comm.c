@@ -276,6 +276,69 @@ static void check_point_to_point(ctx_t *x, const zt_comm *c, zt_dtype dt, size_t
     gb_free(&mine), gb_free(&want), gb_free(&got), gb_free(&want2), gb_free(&got2);
 }
 
+// The nonblocking collectives, all in flight at once (issued in one order, completed by
+// polling in another, then by wait), each checked exactly against the blocking result:
+// all_reduce, reduce to every root in place and not, reduce_scatter in place and not,
+// all_gather in place and not. count = block * size.
+static void check_nonblocking(ctx_t *x, const zt_comm *c, zt_dtype dt, zt_reduce_op op,
+                              size_t block, int salt) {
+    enum { AR, AR_IN, RED, RED_IN, RS, RS_IN, AG, AG_IN, N_OPS };
+    size_t count = block * (size_t)c->size;
+    int root = (salt + 1) % c->size;
+    gbuf want = gb_new(count, dt), gath = gb_new(count, dt);
+    gbuf send[N_OPS], recv[N_OPS];
+    for (int i = 0; i < N_OPS; i++) {
+        send[i] = gb_new(count, dt);
+        recv[i] = gb_new(count, dt);
+        fill(send[i].p, dt, count, c->rank, salt);
+    }
+    expect_reduced(want.p, count, dt, op, c->size, salt);
+    for (int r = 0; r < c->size; r++) fill(at(gath.p, (size_t)r * block, dt), dt, block, r, salt);
+    size_t own = (size_t)c->rank * block;
+    zt_comm_req req[N_OPS];
+    memset(req, 0, sizeof req);
+    zt_comm_iall_reduce(c, send[AR].p, recv[AR].p, count, dt, op, NULL, &req[AR]);
+    zt_comm_iall_reduce(c, send[AR_IN].p, send[AR_IN].p, count, dt, op, NULL, &req[AR_IN]);
+    zt_comm_ireduce(c, send[RED].p, recv[RED].p, count, dt, op, root, NULL, &req[RED]);
+    zt_comm_ireduce(c, send[RED_IN].p, send[RED_IN].p, count, dt, op, root, NULL, &req[RED_IN]);
+    zt_comm_ireduce_scatter(c, send[RS].p, recv[RS].p, count, dt, op, NULL, &req[RS]);
+    zt_comm_ireduce_scatter(c, send[RS_IN].p, at(send[RS_IN].p, own, dt), count, dt, op, NULL,
+                            &req[RS_IN]);
+    zt_comm_iall_gather(c, send[AG].p, recv[AG].p, count, dt, NULL, &req[AG]);
+    memset(send[AG_IN].p, 0xA5, send[AG_IN].bytes); // only the own block is set
+    fill(at(send[AG_IN].p, own, dt), dt, block, c->rank, salt);
+    zt_comm_iall_gather(c, at(send[AG_IN].p, own, dt), send[AG_IN].p, count, dt, NULL,
+                        &req[AG_IN]);
+    // poll from the last one issued (completion order is free), then wait for the rest
+    for (int round = 0; round < 64; round++)
+        for (int i = N_OPS - 1; i >= 0; i--) zt_comm_test(&req[i]);
+    for (int i = 0; i < N_OPS; i++) {
+        zt_comm_wait(&req[i]);
+        if (req[i].c) failf(x, "op %d: still in flight after zt_comm_wait", i);
+    }
+    char what[80];
+    snprintf(what, sizeof what, "iall_reduce %s", op_name(op));
+    expect_equal(x, what, recv[AR].p, want.p, count, dt);
+    expect_equal(x, "iall_reduce in place", send[AR_IN].p, want.p, count, dt);
+    if (c->rank == root) {
+        snprintf(what, sizeof what, "ireduce %s to root %d", op_name(op), root);
+        expect_equal(x, what, recv[RED].p, want.p, count, dt);
+        expect_equal(x, "ireduce in place", send[RED_IN].p, want.p, count, dt);
+    }
+    snprintf(what, sizeof what, "ireduce_scatter %s", op_name(op));
+    expect_equal(x, what, recv[RS].p, at(want.p, own, dt), block, dt);
+    expect_equal(x, "ireduce_scatter in place", at(send[RS_IN].p, own, dt), at(want.p, own, dt),
+                 block, dt);
+    expect_equal(x, "iall_gather", recv[AG].p, gath.p, count, dt);
+    expect_equal(x, "iall_gather in place", send[AG_IN].p, gath.p, count, dt);
+    for (int i = 0; i < N_OPS; i++) {
+        gb_check_guards(x, &send[i], "nonblocking send");
+        gb_check_guards(x, &recv[i], "nonblocking recv");
+        gb_free(&send[i]), gb_free(&recv[i]);
+    }
+    gb_free(&want), gb_free(&gath);
+}
+
 static const zt_dtype k_dtypes[] = {ZT_F32, ZT_F64, ZT_I32, ZT_I64, ZT_U8, ZT_BF16};
 #define N_DTYPES (int)(sizeof k_dtypes / sizeof k_dtypes[0])
 
@@ -290,6 +353,7 @@ static void check_comm(ctx_t *x, const zt_comm *c, const size_t *counts, int n_c
             for (int op = 0; op < ZT_REDUCE_COUNT; op++) {
                 check_all_reduce(x, c, dt, (zt_reduce_op)op, n, ++salt);
                 check_reduce_scatter(x, c, dt, (zt_reduce_op)op, n, ++salt);
+                check_nonblocking(x, c, dt, (zt_reduce_op)op, n, ++salt);
             }
             check_all_gather(x, c, dt, n, ++salt);
             check_broadcast(x, c, dt, n, c->size - 1, ++salt);

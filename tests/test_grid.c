@@ -223,6 +223,23 @@ ZT_TEST(comm_self_ops) {
     CHECK(memcmp(b16, ob16, sizeof b16) == 0 && ob16[3] == 0);
     zt_comm_barrier(&c, NULL);
 
+    // Nonblocking: done at issue; test says so and clears the request, wait then returns.
+    {
+        float x[5] = {1, 2, 3, 4, 5}, y[5] = {0};
+        zt_comm_req r[4] = {{0}};
+        zt_comm_iall_reduce(&c, x, y, 5, ZT_F32, ZT_REDUCE_SUM, NULL, &r[0]);
+        CHECK(r[0].c == &c && memcmp(x, y, sizeof x) == 0);
+        memset(y, 0, sizeof y);
+        zt_comm_ireduce(&c, x, y, 5, ZT_F32, ZT_REDUCE_SUM, 0, NULL, &r[1]);
+        CHECK(memcmp(x, y, sizeof x) == 0);
+        zt_comm_ireduce_scatter(&c, x, x, 5, ZT_F32, ZT_REDUCE_MAX, NULL, &r[2]);
+        zt_comm_iall_gather(&c, x, x, 5, ZT_F32, NULL, &r[3]);
+        CHECK(zt_comm_test(&r[0]) == 1 && r[0].c == NULL);
+        for (int i = 0; i < 4; i++) zt_comm_wait(&r[i]);
+        CHECK(r[3].c == NULL && zt_comm_test(&r[3]) == 1);
+        CHECK(x[0] == 1 && x[4] == 5);
+    }
+
     // split: whatever the color, a new size-1 communicator.
     zt_comm s = {0}, u = {0};
     zt_comm_split(&c, 3, 9, &s);

@@ -57,6 +57,9 @@ typedef struct {
     int dp, pp, tp;           // dp 0 = derived from the world size
     char schedule[16];        // 1f1b | gpipe
     char partition[256];
+    char overlap_comm[4];     // on | off: the dp gradient reduction overlapped with the
+                              // backward (src/parallel/grad_reduce.h)
+    int bucket_mib;           // --overlap-comm on: MiB per gradient bucket
     int loss_chunk;           // tokens per chunk of the loss (0 = automatic)
     int threads;              // OpenMP threads per rank (0 = runtime default)
     float peak_tflops;        // one rank's peak fp32 TFLOP/s, for the MFU (0 = not shown)

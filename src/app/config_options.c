@@ -13,6 +13,7 @@ static const char *const k_lr_schedules[] = {"constant", "cosine", NULL};
 static const char *const k_schedules[] = {"1f1b", "gpipe", NULL};
 static const char *const k_param_dtypes[] = {"fp32", "bf16", NULL};
 static const char *const k_save_dtypes[] = {"fp32", "bf16", NULL};
+static const char *const k_on_off[] = {"on", "off", NULL};
 
 // Every option, once. The shape keys default to 0, which the preset always replaces.
 const opt_desc zt_opts[] = {
@@ -108,6 +109,13 @@ const opt_desc zt_opts[] = {
      "pipeline schedule"},
     {"partition", OPT_STR, FIELD(partition), "uniform", "SPEC", NULL, 0, "parallel",
      "uniform | parameters | memory | type:... | 0:11,11:24,..."},
+    {"overlap-comm", OPT_STR, FIELD(overlap_comm), "off", "MODE", k_on_off, 0, "parallel",
+     "on: reduce the gradient over dp in buckets while the step's last backward still runs "
+     "(nonblocking collectives); off: one blocking reduction after it (bench/RESULTS.md, "
+     "\"Overlapped gradient reduction\")"},
+    {"bucket-mib", OPT_INT, FIELD(bucket_mib), "4", "N", NULL, 0, "parallel",
+     "--overlap-comm on: MiB of final gradient a bucket waits for before it starts (0: a "
+     "bucket at each half block)"},
     {"loss-chunk", OPT_INT, FIELD(loss_chunk), "0", "N", NULL, 0, "parallel",
      "tokens per chunk of the loss (0 = automatic)"},
     {"threads", OPT_INT, FIELD(threads), "0", "N", NULL, 0, "parallel",

@@ -108,6 +108,9 @@ static zt_status check_evaluation(const zt_config *c) {
 // The parallel layout and the ranks' threads.
 static zt_status check_parallel(const zt_config *c) {
     NEED(c->zero == 0 || c->zero == 1, "--zero must be 0 or 1 (got %d)", c->zero);
+    NEED(c->bucket_mib >= 0 && c->bucket_mib <= 4096,
+         "--bucket-mib must be 0..4096 (got %d): MiB of gradient per overlapped bucket",
+         c->bucket_mib);
     NEED(c->dp >= 0, "--dp must be at least 0 (got %d; 0 = derived from the world size)",
          c->dp);
     NEED(c->pp >= 1, "--pp must be at least 1 (got %d)", c->pp);

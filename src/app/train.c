@@ -110,6 +110,13 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
     t->recv_in = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
     t->recv_dout = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
     t->dinput = zt_be_alloc(t->be, ZT_MEM_COMM, NC * sizeof(float));
+    t->overlap = strcmp(c->overlap_comm, "on") == 0 && !t->eval_only;
+    if (t->overlap) // a bucket per --bucket-mib; two announcements per block (gpt2.h)
+        zt_grad_reduce_init(&t->gr, g->dp_data, t->model.grads, t->model.dtype,
+                            t->model.layout.numel, c->zero,
+                            c->bucket_mib ? ((size_t)c->bucket_mib << 20) /
+                                                zt_dtype_size(t->model.dtype) : 1,
+                            2 * t->shape.n_layer);
     if (c->sample_every > 0) // each stage decodes its own layers
         ZT_TRY(zt_train_sampler_init(&t->sampler, &t->model, g->tp_data, g->pp_data,
                                      t->train.tokens[0], g->rank == 0));
@@ -272,6 +279,7 @@ static void free_trainer(zt_trainer *t) {
     zt_partition_free(&t->part);
     zt_adamw_free(&t->opt);
     zt_adamw8bit_free(&t->opt8);
+    zt_grad_reduce_free(&t->gr);
     zt_gpt2_free(&t->model);
     zt_dataset_close(&t->train);
     zt_dataset_close(&t->val);

@@ -53,9 +53,24 @@ static void read_batch(zt_trainer *t, zt_dataset *ds, uint64_t step, int k, int 
     zt_be_unmap(t->be, t->targets + slot * BT, tg, bytes, 1);
 }
 
+// --overlap-comm on: the model's announcement that a tail of the gradient is final.
+static void grad_ready(void *ctx, size_t from) { zt_grad_reduce_ready(ctx, from); }
+
+// The index of the stage's last backward: once it runs, every other micro-batch's gradient
+// has been added, so what it finishes is final. Every forward comes before it.
+static int last_backward(const zt_schedule *s) {
+    int last = -1;
+    for (int i = 0; i < s->n_actions; i++)
+        if (s->actions[i].op == ZT_SCHED_OP_BWD) last = i;
+    for (int i = last + 1; i < s->n_actions; i++)
+        ZT_ASSERTF(s->actions[i].op != ZT_SCHED_OP_FWD, "a forward after the last backward");
+    return last;
+}
+
 // Runs this stage's schedule for one step (forward and backward of every micro-batch,
 // gradients added into the flat grad buffer). Returns this stage's loss sum (non-zero
-// on the last stage only).
+// on the last stage only). With --overlap-comm on, the last backward starts the dp
+// reduction's buckets as it goes (grad_reduce.h).
 static double run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
     const zt_config *c = t->cfg;
     const zt_comm *pp = t->grid.pp_data;
@@ -63,6 +78,7 @@ static double run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
     int prev = t->grid.pp_rank - 1, next = t->grid.pp_rank + 1;
     size_t NC = act_count(t), BT = (size_t)c->micro_batch * c->seq;
     double loss = 0.0, start = zt_now_s();
+    int last_bwd = t->overlap ? last_backward(&t->sched) : -1;
     t->compute_s = 0.0;
     for (int i = 0; i < t->sched.n_actions; i++) {
         double t0 = zt_now_s();
@@ -88,7 +104,12 @@ static double run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
             break;
         case ZT_SCHED_OP_BWD:
             zt_gpt2_use_slot(m, slot);
+            if (i == last_bwd) {
+                m->grad_ready = grad_ready;
+                m->grad_ready_ctx = &t->gr;
+            }
             zt_gpt2_backward(m, t->inputs + slot * BT, t->recv_dout + slot * NC, t->dinput);
+            m->grad_ready = NULL;
             break;
         case ZT_SCHED_OP_SEND_BWD:
             zt_comm_send(pp, t->dinput, NC, ZT_F32, prev, 0, NULL);
@@ -150,18 +171,25 @@ zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
     double t0 = zt_now_s();
     zt_profile prof0 = t->prof;
     t->be->ops->memset(t->be, m->grads, 0, total * elem);
+    if (t->overlap) zt_grad_reduce_begin(&t->gr);
     double loss_sum = run_schedule(t, (uint64_t)step, (float)(1.0 / global_tokens));
     // the tied embedding: sum the first and last stage's gradient copies over the
     // whole tensor, before the dp reduction, so both stages then shard and update
-    // identical values (stages in the middle issue the same call with nothing in it)
+    // identical values (stages in the middle issue the same call with nothing in it).
+    // Overlapped, no bucket has touched it yet: the backward never announces the front of
+    // the buffer (the embedding), which zt_grad_reduce_finish starts after this.
     zt_comm_all_reduce(g->embed_data, grads, grads, g->in_embed_group ? m->layout.tied_numel : 0,
                        dt, ZT_REDUCE_SUM, NULL);
     // sum gradients over dp: the loss scale already divides by the global tokens
-    if (is_zero)
+    double tc = zt_now_s();
+    if (t->overlap)
+        zt_grad_reduce_finish(&t->gr);
+    else if (is_zero)
         zt_comm_reduce_scatter(g->dp_data, grads, grads + t->shard_lo * elem, total, dt,
                                ZT_REDUCE_SUM, NULL);
     else
         zt_comm_all_reduce(g->dp_data, grads, grads, total, dt, ZT_REDUCE_SUM, NULL);
+    out->grad_comm_ms = 1000.0 * (t->overlap ? t->gr.comm_s : zt_now_s() - tc);
     // one world all-reduce: [sum of squares, non-finite count, loss sum, log failed, stop
     // requested]; with --zero 0 every dp rank holds the whole gradient, so only dp rank 0
     // counts it

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "data.h"
 #include "gpt2.h"
+#include "grad_reduce.h"
 #include "grid.h"
 #include "partition.h"
 #include "planner.h"
@@ -47,6 +48,8 @@ typedef struct {
     float *recv_dout;          // (n_slots, N*C) their gradients received from the stage after
     float *dinput;             // (N*C) gradient of this stage's input, to send back
     double compute_s, sched_s; // time in forward/backward, and in the whole schedule, last step
+    int overlap;               // --overlap-comm on: the dp reduction in buckets (gr)
+    zt_grad_reduce gr;
     int step0;                 // completed steps at start (--resume), and
     uint64_t sample0;          // training samples consumed by then
     zt_train_sampler sampler;  // --sample-every
@@ -73,6 +76,8 @@ typedef struct {
     double loss, norm; // mean training loss, global gradient norm (before clipping)
     float lr;
     double ms;         // wall time of the step
+    double grad_comm_ms; // of it, in the dp gradient reduction's calls (blocking: the whole
+                         // reduction; overlapped: starting, polling and waiting for buckets)
     zt_profile phases; // --profile: the step's phase times
     int stop;          // a preemption signal reached some rank: save and stop after it
 } zt_step_stats;

@@ -362,6 +362,14 @@ static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const f
     K(add, res3, res2, a->scratch, d.NC);
 }
 
+// Tells the caller (zt_gpt2.grad_ready) that the gradient from `first`, a tensor view of
+// m->grads, to the end of the buffer is final.
+static void announce(zt_gpt2 *m, const void *first) {
+    if (!m->grad_ready) return;
+    size_t from = (size_t)((const char *)first - (const char *)m->grads) / zt_dtype_size(m->dtype);
+    m->grad_ready(m->grad_ready_ctx, from);
+}
+
 // dres holds the gradient of the block's output and becomes that of its input x.
 // Row-parallel biases and LayerNorms see the whole (identical) dres on every tp rank,
 // so their gradients agree across the group without a reduction.
@@ -384,6 +392,7 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
     tp_sum(m, a->dln, d.NC); // column-parallel: each rank holds part of d(ln_2 out)
     zt_gpt2_layernorm_backward(m, a->dres, g->ln2w, g->ln2b, a->dln, res2, w->ln2w,
                                a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, N, C);
+    announce(m, g->ln2w); // ln_2, c_fc, the MLP's c_proj: this block's tail of the layout
     // attention: res2 = x + c_proj(attn(c_attn(ln_1(x))))
     zt_gpt2_linear_backward(m, a->datty, g->attprojw, g->attprojb, a->dres, atty, it, w->attprojw,
                             N, Cl, C, 1);
@@ -393,6 +402,7 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
     tp_sum(m, a->dln, d.NC);
     zt_gpt2_layernorm_backward(m, a->dres, g->ln1w, g->ln1b, a->dln, x, w->ln1w,
                                a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, N, C);
+    announce(m, g->ln1w); // the whole block
 }
 
 // Block li's input: the previous block's output, or the stage input (the embedding

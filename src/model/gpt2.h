@@ -86,6 +86,14 @@ typedef struct {
     void *act_block;          // one allocation holding every slot's activations
     void *ws_block;           // one allocation holding the backward scratch
     void *logits_block;       // the loss's chunk of logits (last stage), ZT_MEM_LOGITS
+    // Set by the caller around the step's last backward only (NULL otherwise): called by
+    // zt_gpt2_backward each time a tail of the gradient is final, grads [from, layout.numel)
+    // (the blocks run last to first and each block's tensors are laid out attention then MLP,
+    // so the buffer fills from its end: after each half of each block). `from` never grows.
+    // The embedding's region (and wte on the last stage) is never announced: the caller
+    // knows it is final when the backward returns. Also a place to poll communication.
+    void (*grad_ready)(void *ctx, size_t from);
+    void *grad_ready_ctx;
 } zt_gpt2;
 
 // Builds the layout for units [unit_first, unit_last) on this tp rank and allocates

@@ -57,7 +57,9 @@ stall() { # name, seconds to wait at most, ranks, zerotrain args...
   for p in $(ranks_of "$log"); do kill -CONT "$p"; kill -KILL "$p"; done 2>/dev/null
 }
 
-for case in "zero1_2ranks|2|--zero 1" "pp3|3|--pp 3"; do
+# (and the overlapped gradient reduction: its waits are watched like the blocking calls)
+for case in "zero1_2ranks|2|--zero 1" "pp3|3|--pp 3" \
+            "overlap_2ranks|2|--zero 1 --overlap-comm on --bucket-mib 0"; do
   IFS='|' read -r name np extra <<<"$case"
   stall "$name" 40 "$np" $extra
   line=$(grep -E "zerotrain: error: \(rank [02]\) waited [0-9]+ s in .*: rank 1 did not arrive .*the default timeout, 3 s" "$out/$name.out" | head -1)

@@ -3,7 +3,8 @@
 # passed, with a message naming the stalled rank, and the ranks that wait for it sleep
 # instead of spinning a core. Once step 1 is logged, this script stops rank 1 (SIGSTOP), which
 # is then in step 2's work: ZeRO-1 on 3 ranks (with the CPU check), 3 pipeline stages (its
-# neighbours wait in send/recv), and plain MPI collectives on 2 ranks.
+# neighbours wait in send/recv), plain MPI collectives on 2 ranks, and the overlapped
+# gradient reduction's nonblocking collectives on 2 ranks.
 set -u
 cd "$(dirname "$0")/../.."
 command -v mpirun >/dev/null || { echo "mpirun not found"; exit 77; }
@@ -88,7 +89,10 @@ ranks
 
 # point-to-point: 3 pipeline stages, the middle one stops; its neighbours wait in send/recv.
 # And plain MPI collectives (no staging window) on 2 ranks: the other rank is named.
-for case in "3|--pp 3 --dp 1 --n-layer 3|stage" "2|--zero 1|mpi"; do
+# And the overlapped gradient reduction (--overlap-comm on): its buckets' waits are polled
+# under the timeout too.
+for case in "3|--pp 3 --dp 1 --n-layer 3|stage" "2|--zero 1|mpi" \
+            "2|--zero 1 --overlap-comm on --bucket-mib 0|stage"; do
   IFS='|' read -r np extra algo <<<"$case"
   t1=$(date +%s%N)
   rm -f $out/case.jsonl
