@@ -3,7 +3,9 @@
 # rank's predicted bytes per category (`zerotrain memory --json`, one process) against
 # what the trainer measured (its end-of-run record per rank in --log: the allocator's
 # peak per category, the total and the RSS peak), and the savings tables: --zero 0 -> 1
-# across dp, fp32 -> 8-bit optimizer, the partition methods per stage, the chunked loss.
+# across dp, fp32 -> 8-bit optimizer, the partition methods per stage, the chunked loss,
+# fp32 -> bf16 per layout, and (planner only: group "state") the model-state bytes per
+# parameter of fp32 and bf16 + ZeRO-1 for the GPT-2 sizes at dp 1..64 against their formulas.
 # Markdown on stdout, the section "## Memory planner: predicted vs measured" in
 # bench/RESULTS.md (bench/results_section.py) and bench/memory.png.
 #
@@ -29,7 +31,7 @@ ZT=build/zerotrain
 OUT=build/bench
 DRY=0
 [ "${1:-}" = "--dry" ] && DRY=1
-MEM_GROUPS=${MEM_GROUPS:-"zero optim partition loss"}
+MEM_GROUPS=${MEM_GROUPS:-"zero optim partition loss bf16 state"}
 MODEL=(--n-layer 6 --n-head 6 --n-embd 384 --vocab 50257 --n-ctx 64 --seq 64)
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS)
 export OMP_NUM_THREADS=1
@@ -43,24 +45,31 @@ DATA=$OUT/zero_tokens.bin
 MANIFEST=$OUT/memory_manifest.jsonl
 : >"$MANIFEST"
 
-# cell NAME GROUP LABEL WORLD FLAGS...: plans, trains (unless --dry), adds a manifest line.
+# cell NAME GROUP LABEL WORLD FLAGS...: plans, trains (unless --dry or PLAN_ONLY=1), adds a
+# manifest line. MODEL_FLAGS replaces MODEL (the state group's GPT-2 presets).
 cell() {
     local name=$1 group=$2 label=$3 world=$4; shift 4
     local plan=$OUT/mem_$name.plan.json log=$OUT/mem_$name.jsonl
-    echo "== $name: $*" >&2
-    "$ZT" memory --json "${MODEL[@]}" "$@" >"$plan"
-    if [ $DRY -eq 0 ]; then
+    local model=("${MODEL[@]}")
+    [ -n "${MODEL_FLAGS:-}" ] && read -r -a model <<<"$MODEL_FLAGS"
+    [ -n "${PLAN_ONLY:-}" ] || echo "== $name: $*" >&2
+    "$ZT" memory --json "${model[@]}" "$@" >"$plan"
+    if [ $DRY -eq 0 ] && [ -z "${PLAN_ONLY:-}" ]; then
         rm -f "$log"
         "${MPIRUN[@]}" -np "$world" "$ZT" train "${MODEL[@]}" "$@" --steps 1 --warmup 0 \
             --val-every 0 --data "$DATA" --log "$log" >"$OUT/mem_$name.out" 2>&1 ||
             { cat "$OUT/mem_$name.out" >&2; exit 1; }
     fi
-    "$PY" - "$MANIFEST" "$name" "$group" "$label" "$world" "$plan" "$log" "$*" <<'EOF'
+    "$PY" - "$MANIFEST" "$name" "$group" "$label" "$world" "$plan" "$log" "$*" \
+        "${PLAN_ONLY:-}" <<'EOF'
 import json, sys
-m, name, group, label, world, plan, log, flags = sys.argv[1:]
+m, name, group, label, world, plan, log, flags, plan_only = sys.argv[1:]
+cell = {"name": name, "group": group, "label": label, "world": int(world), "plan": plan,
+        "log": log, "flags": flags}
+if plan_only:
+    cell["plan_only"] = True
 with open(m, "a") as f:
-    f.write(json.dumps({"name": name, "group": group, "label": label, "world": int(world),
-                        "plan": plan, "log": log, "flags": flags}) + "\n")
+    f.write(json.dumps(cell) + "\n")
 EOF
 }
 
@@ -91,7 +100,31 @@ for g in $MEM_GROUPS; do
             [ "$c" = 512 ] && label="512 (the whole micro-batch)"
             cell "loss_chunk$c" loss "$label" 1 --dp 1 --micro-batch 8 --loss-chunk "$c"
         done ;;
-    *) echo "memory.sh: unknown group $g (zero, optim, partition, loss)" >&2; exit 1 ;;
+    bf16) # fp32 -> bf16 (--param-dtype) per layout: 1 rank, dp 2 zero 1, pp 2, tp 2
+        for lay in "1rank:1 rank:1:--dp 1" "dp2z1:dp 2, zero 1:2:--dp 2 --zero 1" \
+                   "pp2:pp 2:2:--dp 1 --pp 2" "tp2:tp 2:2:--dp 1 --tp 2"; do
+            IFS=: read -r tag label world flags <<<"$lay"
+            for dt in fp32 bf16; do
+                # shellcheck disable=SC2086 # flags are words
+                cell "bf16_${tag}_$dt" bf16 "$label, $dt" "$world" $flags --param-dtype "$dt" \
+                    --micro-batch 4
+            done
+        done ;;
+    state) # planner only (nothing trained: dp up to 64 does not run here): model state per
+        # parameter for the GPT-2 sizes, fp32 zero 0 / fp32, bf16 and bf16 8-bit zero 1
+        echo "== state: the planner for gpt2 .. gpt2-xl at dp 1..64" >&2
+        for m in gpt2 gpt2-medium gpt2-large gpt2-xl; do
+            for dp in 1 2 4 8 16 32 64; do
+                for c in "fp32 adamw 0" "fp32 adamw 1" "bf16 adamw 1" "bf16 adamw8bit 1"; do
+                    set -- $c
+                    PLAN_ONLY=1 MODEL_FLAGS="--model $m --seq 64 --micro-batch 1" \
+                        cell "state_${m}_dp${dp}_$1_$2_z$3" state "$m" "$dp" --dp "$dp" \
+                        --zero "$3" --param-dtype "$1" --optim "$2"
+                done
+            done
+        done ;;
+    *) echo "memory.sh: unknown group $g (zero, optim, partition, loss, bf16, state)" >&2
+       exit 1 ;;
     esac
 done
 
@@ -108,7 +141,8 @@ fi
     echo "\`bash bench/memory.sh\` on $(nproc --all) cores ($(date -u +%Y-%m-%d)); model: GPT-2, 6 layers,"
     echo "6 heads, 384 channels, vocabulary 50257, n_ctx 64, 64 tokens per sequence; one step per"
     echo "cell, \`OMP_NUM_THREADS=1\`, up to 8 ranks on this machine. \`bench/memory.png\`: predicted"
-    echo "against measured per rank, and the partition methods' stages by category."
+    echo "against measured per rank, the partition methods' stages by category, and model-state"
+    echo "bytes per parameter against dp for fp32 and bf16 (GPT-2 124M, the planner)."
     echo
     "$PY" bench/memory_report.py "$MANIFEST" --png bench/memory.png
 } >"$section"

@@ -2,7 +2,8 @@
 prediction (`zerotrain memory --json`) against what the trainer measured (the JSON-lines
 record each rank writes to --log at the end of training), and the savings tables
 (--zero 0 -> 1 across dp, fp32 -> 8-bit optimizer, partition methods per stage, chunked
-loss), as one markdown section on stdout and a PNG.
+loss, fp32 -> bf16 per layout, and the planner's model state per parameter against dp for
+fp32 and bf16 + ZeRO-1), as one markdown section on stdout and a PNG.
 
     /usr/bin/python3 bench/memory_report.py MANIFEST [--png PATH] [--dry]
     /usr/bin/python3 bench/memory_report.py --selftest
@@ -15,6 +16,8 @@ The trainer's record, one line per rank in the log (other lines are the step rec
      "mem_peak": {"params": bytes, "grads": ..., "optimizer": ..., "activations": ...,
                   "workspace": ..., "comm": ..., "logits": ...},
      "mem_peak_total": bytes, "rss_peak": bytes}
+A cell with "plan_only": true (group "state") was planned, never trained: it is in the
+model-state table and the plot's third panel only.
 --dry: no logs (nothing was trained); the tables show the predictions only.
 """
 import json
@@ -23,6 +26,16 @@ import sys
 
 CATS = ["params", "grads", "optimizer", "activations", "workspace", "comm", "logits"]
 MIB = 1048576.0
+# Model-state bytes per element of the flat parameter buffer, by (param dtype, optimizer,
+# zero): params + grads + the optimizer's bytes per element of its range (fp32 AdamW: m, v;
+# bf16: an fp32 master too; 8-bit: m, v one byte each plus a 4-byte absmax per 256-element
+# block each, 2.03), the optimizer over dp under ZeRO-1 (docs/design.md, "bf16").
+STATE_FORMULA = {
+    ("fp32", "adamw", 0): ("16", lambda dp: 16.0),
+    ("fp32", "adamw", 1): ("4+4+8/dp", lambda dp: 8 + 8 / dp),
+    ("bf16", "adamw", 1): ("2+2+12/dp", lambda dp: 4 + 12 / dp),
+    ("bf16", "adamw8bit", 1): ("2+2+(4+2.03)/dp", lambda dp: 4 + (4 + 2 * (1 + 4 / 256)) / dp),
+}
 
 
 def load_plan(path):
@@ -163,6 +176,22 @@ def savings_tables(cells, measured):
             tb = max(sum(value(r, c, measured) for c in CATS) for r in b["rows"])
             out.append("| %s | %s | %s | %.3f | %s | %s |" % (ca["label"], mib(oa), mib(ob), ob / oa,
                                                              mib(ta), mib(tb)))
+    # fp32 -> bf16 per layout
+    pairs = [(c, by.get(c["name"][:-len("fp32")] + "bf16")) for c in cells
+             if c["group"] == "bf16" and c["name"].endswith("_fp32")]
+    pairs = [(a, b) for a, b in pairs if b]
+    if pairs:
+        out += ["", "**fp32 -> bf16 (--param-dtype)** (%s, MiB, the largest rank of each):" % src,
+                "", "| layout | model state, fp32 | bf16 | bf16 / fp32 | allocator total, fp32 "
+                "| bf16 | bf16 / fp32 |", "|---|---|---|---|---|---|---|"]
+        for a, b in pairs:
+            sa = max(state(r, measured) for r in a["rows"])
+            sb = max(state(r, measured) for r in b["rows"])
+            ta = max(sum(value(r, k, measured) for k in CATS) for r in a["rows"])
+            tb = max(sum(value(r, k, measured) for k in CATS) for r in b["rows"])
+            out.append("| %s | %s | %s | %.3f | %s | %s | %.3f |" % (
+                a["label"].rsplit(", ", 1)[0], mib(sa), mib(sb), sb / sa, mib(ta), mib(tb),
+                tb / ta))
     # partition methods per stage
     parts = [c for c in cells if c["group"] == "partition"]
     if parts:
@@ -189,20 +218,68 @@ def savings_tables(cells, measured):
     return out
 
 
+def state_rows(cells):
+    """The state group: {(model, dp): {(dtype, optim, zero): (bytes per parameter, GiB,
+    parameters)}} of the largest rank, over the padded flat count (the plan's numel)."""
+    out = {}
+    for c in cells:
+        if c["group"] != "state":
+            continue
+        lay = c["layout"]
+        worst = max(c["rows"], key=lambda r: state(r, False))
+        b = state(worst, False)
+        key = (lay["param_dtype"], lay["optim"], lay["zero"])
+        out.setdefault((c["label"], lay["dp"]), {})[key] = (b / worst["numel"], b / 2**30,
+                                                            c["parameters"])
+    return out
+
+
+def state_table(cells):
+    rows = state_rows(cells)
+    if not rows:
+        return []
+    keys = list(STATE_FORMULA)
+    out = ["", "**Model state per parameter, fp32 and bf16 + ZeRO-1** (planned: `zerotrain "
+           "memory --json`, which the allocation equals byte for byte; the largest rank's "
+           "params + grads + optimizer over the padded parameter count; the formula in "
+           "brackets):", "",
+           "| model | dp | " + " | ".join("%s %s, zero %d (%s)" % (k[0], k[1], k[2],
+                                                               STATE_FORMULA[k][0])
+                                         for k in keys) +
+           " | GiB per rank: fp32 zero 0 / bf16 zero 1 / bf16 8-bit zero 1 |"
+           " bf16 / fp32 zero 0 | bf16 8-bit / fp32 zero 0 |",
+           "|---|---|" + "---|" * (len(keys) + 3)]
+    for (m, dp), d in rows.items():
+        cols = ["%.3f (%.3f)" % (d[k][0], STATE_FORMULA[k][1](dp)) if k in d else "-"
+                for k in keys]
+        n = next(iter(d.values()))[2]
+        if all(k in d for k in keys):
+            f0 = d[keys[0]][0]
+            tail = "%s | %.3f | %.3f" % (" / ".join("%.2f" % d[k][1] for k in (keys[0], keys[2],
+                                                                              keys[3])),
+                                         d[keys[2]][0] / f0, d[keys[3]][0] / f0)
+        else:  # a partial sweep (MEM_GROUPS, a hand-made manifest)
+            tail = "- | - | -"
+        out.append("| %s (%.0fM) | %d | %s | %s |" % (m, n / 1e6, dp, " | ".join(cols), tail))
+    return out
+
+
 def plot(cells, path, measured):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(17, 4.5))
     # left: predicted vs measured allocator total per rank
     xs, ys = [], []
     for c in cells:
+        if c.get("plan_only"):
+            continue
         for r in c["rows"]:
             xs.append(r["pred_tracked"] / MIB)
             ys.append((r["meas_total"] if measured and r["meas_total"] is not None
                        else r["pred_tracked"]) / MIB)
     ax1.scatter(xs, ys, s=14)
-    hi = max(xs + ys) * 1.05
+    hi = max(xs + ys + [1.0]) * 1.05  # a manifest of planned-only cells has no points here
     ax1.plot([0, hi], [0, hi], "k--", lw=0.8)
     ax1.set_xlabel("predicted (MiB)")
     ax1.set_ylabel("measured (MiB)" if measured else "predicted (dry run: no measurement)")
@@ -230,6 +307,26 @@ def plot(cells, path, measured):
     ax2.set_title("per stage, by category (%s)" % ("measured" if measured else "predicted"))
     if parts:
         ax2.legend(fontsize=7)
+    # right: model state per parameter against dp, GPT-2 124M: planned (markers), formula
+    # (lines)
+    rows = {dp: d for (m, dp), d in state_rows(cells).items() if m == "gpt2"}
+    dps = sorted(rows)
+    for k, (name, f) in STATE_FORMULA.items():
+        pts = [(dp, rows[dp][k][0]) for dp in dps if k in rows[dp]]
+        if not pts:
+            continue
+        line, = ax3.plot([p[0] for p in pts], [f(p[0]) for p in pts], lw=1,
+                         label="%s %s, zero %d: %s" % (k[0], k[1], k[2], name))
+        ax3.plot([p[0] for p in pts], [p[1] for p in pts], "o", ms=4, color=line.get_color())
+    if dps:
+        ax3.set_xscale("log", base=2)
+        ax3.set_xticks(dps)
+        ax3.set_xticklabels([str(dp) for dp in dps])
+        ax3.set_ylim(0, 17)
+        ax3.legend(fontsize=7)
+    ax3.set_xlabel("dp")
+    ax3.set_ylabel("bytes per parameter (params + grads + optimizer)")
+    ax3.set_title("model state per rank, GPT-2 124M: planner (o) vs formula (-)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -242,11 +339,16 @@ def report(manifest, png=None, dry=False):
                 cells.append(json.loads(line))
     for c in cells:
         ranks, plan = load_plan(c["plan"])
-        recs = None if dry else load_records(c["log"], c["world"])
+        recs = None if dry or c.get("plan_only") else load_records(c["log"], c["world"])
         c["rows"] = compare(ranks, recs)
+        # the state group's fields (the self-test's hand-made plans have only the layout)
+        c["layout"], c["parameters"] = plan["layout"], plan.get("model", {}).get("parameters")
+        for r in c["rows"]:
+            r["numel"] = ranks[r["rank"]].get("numel")
         c.setdefault("label", c["name"])
+    trained = [c for c in cells if not c.get("plan_only")]
     out = []
-    table, exact = rank_table(cells)
+    table, exact = rank_table(trained)
     out += ["Predicted (`zerotrain memory --json`) against measured (the trainer's per-rank "
             "peak of each allocator category, written to --log at the end of training), MiB. "
             "A cell shows the measurement, and where it differs from the prediction, by how "
@@ -255,7 +357,7 @@ def report(manifest, png=None, dry=False):
     if not dry:
         out += ["", "Every category of every rank equal to the byte: %s." % ("yes" if exact else "**no**")]
         # the process's RSS peak holds what no allocator sees: code, Open MPI, OpenBLAS
-        rows = [r for c in cells for r in c["rows"] if r["rss"]]
+        rows = [r for c in trained for r in c["rows"] if r["rss"]]
         if rows:
             extra = [(r["rss"] - r["pred_tracked"]) / MIB for r in rows]
             worst = max(rows, key=lambda r: r["rss"] / r["pred_tracked"])
@@ -266,9 +368,10 @@ def report(manifest, png=None, dry=False):
                     "smallest rank (%s rank %d: %.1f MiB predicted, %.1f MiB RSS)."
                     % (min(extra), max(extra),
                        100.0 * (worst["rss"] / worst["pred_tracked"] - 1.0),
-                       next(c["label"] for c in cells if worst in c["rows"]), worst["rank"],
+                       next(c["label"] for c in trained if worst in c["rows"]), worst["rank"],
                        worst["pred_tracked"] / MIB, worst["rss"] / MIB)]
-    out += savings_tables(cells, not dry)
+    out += savings_tables(trained, not dry)
+    out += state_table(cells)
     if png:
         plot(cells, png, not dry)
     return "\n".join(out) + "\n"
@@ -328,6 +431,23 @@ def selftest():
         raise AssertionError("a missing rank was accepted")
     except ValueError as e:
         assert "expected 0..1" in str(e), e
+    # a planned-only cell (group state): in the state table, not in the rank table
+    sp = {"model": {"parameters": 1000}, "layout": {"world": 2, "dp": 2, "pp": 1, "tp": 1,
+                                                     "zero": 1, "param_dtype": "bf16",
+                                                     "optim": "adamw"}, "ranks": []}
+    for r in range(2):  # 1024 elements: 2 + 2 bytes each, and 12 over dp 2 on each rank
+        e = entry(r, 0, [2048, 2048, 6144, 0, 0, 0, 0])
+        e["dp_rank"], e["pp_rank"], e["numel"] = r, 0, 1024
+        sp["ranks"].append(e)
+    with open(os.path.join(d, "s.json"), "w") as f:
+        json.dump(sp, f)
+    with open(man, "a") as f:
+        f.write(json.dumps({"name": "state_gpt2_dp2", "label": "gpt2", "group": "state",
+                            "world": 2, "plan": os.path.join(d, "s.json"), "log": "-",
+                            "plan_only": True}) + "\n")
+    text = report(man)
+    assert "state_gpt2" not in text, text  # not a trained cell
+    assert "| gpt2 (0M) | 2 | - | - | 10.000 (10.000) | - | - | - | - |" in text, text
     dry = report(man, dry=True)
     assert "| part_uniform | 1 (0, 1, 0) | 3.0 | 3.0 | 6.0 | 12.0 | 2.0 | 1.0 | 5.0 | 32.0 | 34.0 / - | - |" in dry, dry
     print("memory_report.py: self-test passed")

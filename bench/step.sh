@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Training-step benchmark: zerotrain vs PyTorch CPU on GPT-2 124M, same machine, same run.
+# Training-step benchmark: zerotrain vs PyTorch CPU on GPT-2 124M, same machine, same run,
+# fp32 and bf16 mixed precision (zerotrain --param-dtype bf16, PyTorch's bf16 autocast).
 #
 #   bash bench/step.sh                      # B=4 x T=64 and B=4 x T=256
 #   STEPS=12 ROUNDS=1 CONFIGS="4x64 4x512" bash bench/step.sh
@@ -9,17 +10,25 @@
 #       not know (OPENBLAS_CORETYPE=Prescott ZT_BLAS_EMULATE_FALLBACK=1: kernels/cpu/blas_core.h):
 #       a build with the fix re-executes on the right kernels, one without runs Prescott's
 #   TORCH_CORETYPE=Cooperlake bash bench/step.sh   # OPENBLAS_CORETYPE for PyTorch's runs
+#   TORCH_BF16_STEPS=1 bash bench/step.sh   # fewer steps for PyTorch's bf16 autocast runs: on a
+#       CPU without AVX512-BF16/AMX its bf16 matmuls are ~20x slower than fp32 (a 124M step at
+#       B=4 x T=256 takes minutes); at or below WARMUP they are all timed (no warmup skipped)
 #
-# For each config (micro-batch x seq) it runs
+# For each config (micro-batch x seq) it runs four series:
 #   build/zerotrain --model gpt2 --micro-batch B --seq T --steps STEPS --warmup 0
-#       --lr-schedule constant --val-every 0 --data build/bench/tokens.bin --log FILE
-# and reads each step's "ms" from the JSON log, then
+#       --lr-schedule constant --val-every 0 --data build/bench/tokens.bin --log FILE --profile
+#   the same with --param-dtype bf16 (bf16 weights and gradients, fp32 masters)
+# reading each step's "ms" from the JSON log, then
 #   /usr/bin/python3 bench/torch_step.py --micro-batch B --seq T ...
-# (plain AdamW, grad clip 1.0, as zerotrain's defaults), alternating the two ROUNDS (2)
-# times so that a busy spell of a shared machine hits both. The first WARMUP (2) steps
+#   the same with --autocast bf16 (forward + loss under torch.autocast, fp32 parameters)
+# (plain AdamW, grad clip 1.0, as zerotrain's defaults), one after the other, ROUNDS (2)
+# times, so that a busy spell of a shared machine hits every series. The first WARMUP (2) steps
 # of each run are skipped; the figures are the median and the best of the rest, pooled
 # over the rounds (the best step is the one least disturbed by other work). Each side's BLAS
-# kernels (OpenBLAS's core, as the run had it) are printed and written with the table.
+# kernels (OpenBLAS's core, as the run had it) are printed and written with the table, and so
+# are the path of zerotrain's bf16 products (its banner's "bf16 GEMM" line: oneDNN where the
+# CPU has AVX512-BF16 or AMX-BF16, else the fp32 fallback) and those flags from lscpu.
+# ZT_BASE runs fp32 only (an older build may have no bf16).
 #
 # Threads: both get OMP_NUM_THREADS=2 (this machine has 2 cores) and OMP_WAIT_POLICY=PASSIVE
 # (Debian's torch needs it to stop its pool spinning against BLAS; for zerotrain, which
@@ -48,6 +57,9 @@ ZT=${ZT:-build/zerotrain}
 ZT_BASE=${ZT_BASE:-}
 EMULATE_FALLBACK=${EMULATE_FALLBACK:-}
 TORCH_CORETYPE=${TORCH_CORETYPE:-}
+TORCH_BF16_STEPS=${TORCH_BF16_STEPS:-$STEPS}
+T16_WARMUP=$WARMUP
+[ "$TORCH_BF16_STEPS" -gt "$WARMUP" ] || T16_WARMUP=0
 OUT=build/bench
 mkdir -p "$OUT"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
@@ -144,6 +156,11 @@ f = ctypes.CDLL("libblas.so.3").openblas_get_corename; f.restype = ctypes.c_char
 print(f().decode())' 2>/dev/null || echo unknown)
 echo "BLAS kernels: zerotrain $ZT_CORE${ZT_BASE:+; $ZT_BASE $BASE_CORE}; PyTorch $TH_CORE" >&2
 
+# The CPU's bf16 instructions (what decides zerotrain's bf16 GEMM path, and oneDNN's for PyTorch).
+BF16_FLAGS=$(lscpu | sed -n 's/^Flags: *//p' | tr ' ' '\n' |
+    { grep -E '^(avx512_bf16|amx_bf16)$' || true; } | tr '\n' ' ' | sed 's/ $//')
+BF16_FLAGS=${BF16_FLAGS:-"none (no avx512_bf16, no amx_bf16)"}
+
 zt_steps() { # JSON log -> the ms of the steps after the warmup
     "$PY" - "$1" "$WARMUP" <<'EOF'
 import json, sys
@@ -160,14 +177,19 @@ for cfg in $CONFIGS; do
     B=${cfg%x*}; T=${cfg#*x}
     probe_peak
     LOADS+="$(cut -d' ' -f1 /proc/loadavg) "
-    zt_ms=""; th_ms=""; base_ms=""
+    zt_ms=""; z16_ms=""; th_ms=""; t16_ms=""; base_ms=""
     for r in $(seq "$ROUNDS"); do
-        log="$OUT/step_${B}x${T}_r$r.jsonl"
-        echo "== B=$B T=$T round $r/$ROUNDS: zerotrain ($STEPS steps)" >&2
-        "${ZT_ENV[@]}" "$ZT" --model gpt2 --micro-batch "$B" --seq "$T" --steps "$STEPS" --warmup 0 \
-            --lr-schedule constant --val-every 0 --data "$OUT/tokens.bin" --log "$log" \
-            --profile > "$OUT/step_${B}x${T}_r$r.out"
-        zt_ms+="$(zt_steps "$log") "
+        for dt in fp32 bf16; do # logs step_BxT_rR (fp32, as before) and stepbf16_BxT_rR
+            name="step${dt/fp32/}_${B}x${T}_r$r"
+            echo "== B=$B T=$T round $r/$ROUNDS: zerotrain $dt ($STEPS steps)" >&2
+            "${ZT_ENV[@]}" "$ZT" --model gpt2 --micro-batch "$B" --seq "$T" --steps "$STEPS" \
+                --warmup 0 --lr-schedule constant --val-every 0 --data "$OUT/tokens.bin" \
+                --log "$OUT/$name.jsonl" --profile --param-dtype $dt > "$OUT/$name.out"
+            if [ $dt = fp32 ]; then zt_ms+="$(zt_steps "$OUT/$name.jsonl") "
+            else z16_ms+="$(zt_steps "$OUT/$name.jsonl") "
+                ZT_BF16_GEMM=$(sed -n 's/^bf16 GEMM: //p' "$OUT/$name.out")
+            fi
+        done
         if [ -n "$ZT_BASE" ]; then
             echo "== B=$B T=$T round $r/$ROUNDS: $ZT_BASE ($STEPS steps)" >&2
             blog="$OUT/base_${B}x${T}_r$r.jsonl"
@@ -176,14 +198,19 @@ for cfg in $CONFIGS; do
                 --log "$blog" > "$OUT/base_${B}x${T}_r$r.out"
             base_ms+="$(zt_steps "$blog") "
         fi
-        echo "== B=$B T=$T round $r/$ROUNDS: PyTorch ($STEPS steps)" >&2
-        tout="$OUT/torch_${B}x${T}_r$r.out"
-        "${TH_ENV[@]}" "$PY" bench/torch_step.py --micro-batch "$B" --seq "$T" --steps $((STEPS - WARMUP)) \
-            --warmup-steps "$WARMUP" > "$tout"
-        th_ms+="$(sed -n 's/^step [0-9]*: .* \([0-9.]*\) ms$/\1/p' "$tout" | tr '\n' ' ')"
+        for ac in none bf16; do
+            echo "== B=$B T=$T round $r/$ROUNDS: PyTorch autocast $ac" >&2
+            tout="$OUT/torch${ac/none/}_${B}x${T}_r$r.out"
+            n=$STEPS w=$WARMUP
+            [ $ac = bf16 ] && n=$TORCH_BF16_STEPS w=$T16_WARMUP
+            "${TH_ENV[@]}" "$PY" bench/torch_step.py --micro-batch "$B" --seq "$T" \
+                --steps $((n - w)) --warmup-steps "$w" --autocast $ac > "$tout"
+            ms="$(sed -n 's/^step [0-9]*: .* \([0-9.]*\) ms$/\1/p' "$tout" | tr '\n' ' ')"
+            if [ $ac = none ]; then th_ms+="$ms"; else t16_ms+="$ms"; fi
+        done
     done
     base_ms=${base_ms:-0}
-    rows+=("$B $T ${zt_ms// /,} ${th_ms// /,} ${base_ms// /,}")
+    rows+=("$B $T ${zt_ms// /,} ${th_ms// /,} ${base_ms// /,} ${z16_ms// /,} ${t16_ms// /,}")
 done
 probe_peak
 LOADS+="$(cut -d' ' -f1 /proc/loadavg)"
@@ -191,17 +218,19 @@ PEAK_GFLOPS=${PEAK_GFLOPS:-$PEAK_MEASURED}
 
 base_hdr=""; base_sep=""
 [ -n "$ZT_BASE" ] && base_hdr=" other build ms/step (best) | its % of peak | other / zerotrain (best) |" base_sep="---|---|---|"
-table="| B x T | zerotrain ms/step (best) | tokens/s | GFLOP/step | GFLOP/s | % of 420 | % of measured peak | PyTorch ms/step (best) | PyTorch tokens/s | PyTorch % of peak | torch / zerotrain (best) |$base_hdr
-|---|---|---|---|---|---|---|---|---|---|---|$base_sep"
+table="| B x T | zerotrain ms/step (best) | tokens/s | GFLOP/step | GFLOP/s | % of 420 | % of measured peak | PyTorch ms/step (best) | PyTorch tokens/s | PyTorch % of peak | torch / zerotrain (best) | zerotrain bf16 ms/step (best) | bf16 speed-up: zerotrain fp32 / bf16 (best) | PyTorch bf16 autocast ms/step (best) | torch-bf16 / zerotrain-bf16 (best) |$base_hdr
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|$base_sep"
 for r in "${rows[@]}"; do
-    # shellcheck disable=SC2086 # r is "B T zt_ms torch_ms base_ms"
+    # shellcheck disable=SC2086 # r is "B T zt_ms torch_ms base_ms zt16_ms torch16_ms"
     line=$("$PY" - $r "$PEAK_GFLOPS" <<'EOF'
 import statistics, sys
 B, T = int(sys.argv[1]), int(sys.argv[2])
 zs = [float(x) for x in sys.argv[3].split(",") if x]
 ts = [float(x) for x in sys.argv[4].split(",") if x]
 bs = [float(x) for x in sys.argv[5].split(",") if x and float(x) > 0]
-peak = float(sys.argv[6])
+z16 = [float(x) for x in sys.argv[6].split(",") if x]
+t16 = [float(x) for x in sys.argv[7].split(",") if x]
+peak = float(sys.argv[8])
 zt, th, zb, tb = statistics.median(zs), statistics.median(ts), min(zs), min(ts)
 N, L, C = 124_439_808, 12, 768
 flops = 6 * N * B * T + 12 * L * T * T * C * B
@@ -214,7 +243,11 @@ if bs:
 print(f"| {B} x {T} | {zt:.0f} ({zb:.0f}) | {B * T / (zt / 1e3):.0f} | {flops / 1e9:.0f} | "
       f"{gf:.0f} | {100 * gf / 420:.0f}% | {100 * gf / peak:.0f}% | {th:.0f} ({tb:.0f}) | "
       f"{B * T / (th / 1e3):.0f} | {100 * flops / (th / 1e3) / 1e9 / peak:.0f}% | "
-      f"{th / zt:.2f}x ({tb / zb:.2f}x) |{base}")
+      f"{th / zt:.2f}x ({tb / zb:.2f}x) | "
+      f"{statistics.median(z16):.0f} ({min(z16):.0f}) | "
+      f"{zt / statistics.median(z16):.2f}x ({zb / min(z16):.2f}x) | "
+      f"{statistics.median(t16):.0f} ({min(t16):.0f}) | "
+      f"{statistics.median(t16) / statistics.median(z16):.2f}x ({min(t16) / min(z16):.2f}x) |{base}")
 EOF
 )
     table+=$'\n'"$line"
@@ -227,11 +260,13 @@ import glob, json, statistics, sys
 out, warm, peak = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 names = ["gemm", "attention", "loss", "elementwise", "optimizer", "grad_norm", "memory",
          "comm", "other"]
-print("| B x T | step ms | " + " | ".join(names) + " | GEMM GFLOP/s (% of peak) | attention GFLOP/s |")
-print("|---" * (len(names) + 4) + "|")
-for cfg in sys.argv[4:]:
+print("| B x T | zerotrain | step ms | " + " | ".join(names) +
+      " | GEMM GFLOP/s (% of peak) | attention GFLOP/s |")
+print("|---" * (len(names) + 5) + "|")
+for cfg, dt in ((c, d) for c in sys.argv[4:] for d in ("fp32", "bf16")):
     steps = []
-    for path in sorted(glob.glob(f"{out}/step_{cfg}_r*.jsonl")):
+    prefix = "step" if dt == "fp32" else "stepbf16"
+    for path in sorted(glob.glob(f"{out}/{prefix}_{cfg}_r*.jsonl")):
         rows = [json.loads(l) for l in open(path) if '"phases"' in l]
         steps += rows[warm:]
     if not steps:
@@ -243,28 +278,46 @@ for cfg in sys.argv[4:]:
                                  for s in steps if s["phases"][n] > 0)
     g, a = rate("gemm"), rate("attention")
     cells = " | ".join(f"{med[n]:.0f} ({100 * med[n] / ms:.0f}%)" for n in names)
-    print(f"| {cfg.replace('x', ' x ')} | {ms:.0f} | {cells} | {g:.0f} ({100 * g / peak:.0f}%) | {a:.0f} |")
+    print(f"| {cfg.replace('x', ' x ')} | {dt} | {ms:.0f} | {cells} | {g:.0f} ({100 * g / peak:.0f}%) "
+          f"| {a:.0f} |")
 EOF
 )
 TORCH_VER=$("$PY" -c 'import torch; print(torch.__version__)')
+T16_NOTE="" T16_CMD=""
+if [ "$TORCH_BF16_STEPS" != "$STEPS" ]; then
+    T16_CMD="TORCH_BF16_STEPS=$TORCH_BF16_STEPS "
+    T16_NOTE=" (of $TORCH_BF16_STEPS steps, $T16_WARMUP skipped: $((ROUNDS * (TORCH_BF16_STEPS - T16_WARMUP))) timed)"
+fi
+BF16_NOTE=""
+case $ZT_BF16_GEMM in
+fp32\ fallback*) BF16_NOTE="
+Without bf16 instructions zerotrain's bf16 products run on the fallback: bf16 operands widened
+to fp32, OpenBLAS's sgemm, so the fp32 products plus the conversions; bf16 cannot beat fp32 on
+this CPU (it saves memory, not time), and the 1.5x target over fp32 needs a CPU with
+AVX512-BF16 or AMX (oneDNN's bf16 GEMM). PyTorch's autocast sends its bf16 matmuls to
+kernels that are slower still here." ;;
+esac
 MARKER="<!-- bench/step.sh writes the section down to here; the notes below it are kept -->"
 section="## Training step vs PyTorch
 
-GPT-2 124M (12 layers, 768 channels, vocab 50257), fp32, one process, $OMP_NUM_THREADS OpenMP
-threads, OMP_WAIT_POLICY=$OMP_WAIT_POLICY for both; random tokens. $ROUNDS rounds, each a
-zerotrain run then a PyTorch run of $STEPS steps; the first $WARMUP steps of each run skipped; median
-(and best) of the remaining $((ROUNDS * (STEPS - WARMUP))) steps per side. Measured $DATE on $HOST; fp32 FMA peak probed in the same
+GPT-2 124M (12 layers, 768 channels, vocab 50257), fp32 and bf16 mixed precision, one process,
+$OMP_NUM_THREADS OpenMP threads, OMP_WAIT_POLICY=$OMP_WAIT_POLICY for both; random tokens. $ROUNDS rounds, each
+four runs of $STEPS steps one after the other: zerotrain fp32, zerotrain \`--param-dtype bf16\`,
+PyTorch fp32, PyTorch bf16 autocast${T16_NOTE}; the first $WARMUP steps of each run skipped; median
+(and best) of the remaining $((ROUNDS * (STEPS - WARMUP))) steps per series. Measured $DATE on $HOST; fp32 FMA peak probed in the same
 run: $PEAK_GFLOPS GFLOP/s on $OMP_NUM_THREADS threads; 1-minute load average before each config
 and at the end: $LOADS. PyTorch $TORCH_VER (Debian), plain AdamW (foreach=False), grad
 clip 1.0, as \`bench/torch_step.py\`.
+bf16: the CPU's bf16 instructions (lscpu): $BF16_FLAGS; zerotrain's banner: \"bf16 GEMM: $ZT_BF16_GEMM\".$BF16_NOTE
 BLAS kernels (OpenBLAS core): zerotrain $ZT_CORE${ZT_BASE:+; other build ($ZT_BASE) $BASE_CORE}; PyTorch $TH_CORE.${EMULATE_FALLBACK:+
 EMULATE_FALLBACK=1: the zerotrain runs started with OPENBLAS_CORETYPE=Prescott ZT_BLAS_EMULATE_FALLBACK=1, as on a CPU that OpenBLAS 0.3.21 does not know (a build with the fix re-executes on the right kernels).}${TORCH_CORETYPE:+
 PyTorch ran with OPENBLAS_CORETYPE=$TORCH_CORETYPE.}
 
 $table
 
-Where zerotrain's step went (\`--profile\`: every kernel timed by phase; median ms per
-phase over the same steps, and its share of the median step):
+Where zerotrain's step went, fp32 and bf16 (\`--profile\`: every kernel timed by phase; median
+ms per phase over the same steps, and its share of the median step; bf16's products, with
+their conversions, are \"gemm\"):
 
 $breakdown
 
@@ -276,11 +329,13 @@ machine may be shared (a load average above 2 means other work shared the 2 core
 the two sides of one row, measured alternately in the same run, not rows of different
 runs; the best steps approximate an idle machine.
 
-Command: \`${ZT_BASE:+ZT_BASE=$ZT_BASE }${EMULATE_FALLBACK:+EMULATE_FALLBACK=1 }${TORCH_CORETYPE:+TORCH_CORETYPE=$TORCH_CORETYPE }bash bench/step.sh\` (STEPS=$STEPS ROUNDS=$ROUNDS CONFIGS=\"$CONFIGS\"), which runs for each row, $ROUNDS times
+Command: \`${ZT_BASE:+ZT_BASE=$ZT_BASE }${T16_CMD}${EMULATE_FALLBACK:+EMULATE_FALLBACK=1 }${TORCH_CORETYPE:+TORCH_CORETYPE=$TORCH_CORETYPE }bash bench/step.sh\` (STEPS=$STEPS ROUNDS=$ROUNDS CONFIGS=\"$CONFIGS\"), which runs for each row, $ROUNDS times
 
     build/zerotrain --model gpt2 --micro-batch B --seq T --steps $STEPS --warmup 0 \\
-        --lr-schedule constant --val-every 0 --data build/bench/tokens.bin --log FILE
+        --lr-schedule constant --val-every 0 --data build/bench/tokens.bin --log FILE \\
+        --profile --param-dtype fp32|bf16
     /usr/bin/python3 bench/torch_step.py --micro-batch B --seq T --steps $((STEPS - WARMUP)) --warmup-steps $WARMUP
+    /usr/bin/python3 bench/torch_step.py --micro-batch B --seq T --steps $((TORCH_BF16_STEPS - T16_WARMUP)) --warmup-steps $T16_WARMUP --autocast bf16
 
 $MARKER
 "
@@ -289,6 +344,7 @@ echo "$table"
 echo
 echo "$breakdown"
 echo "BLAS kernels: zerotrain $ZT_CORE${ZT_BASE:+; $ZT_BASE $BASE_CORE}; PyTorch $TH_CORE"
+echo "bf16: CPU flags $BF16_FLAGS; zerotrain bf16 GEMM: $ZT_BF16_GEMM"
 echo "peak $PEAK_GFLOPS GFLOP/s ($OMP_NUM_THREADS threads), load $LOADS, $DATE"
 
 if [ -z "${NO_RESULTS:-}" ]; then

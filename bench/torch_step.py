@@ -4,11 +4,17 @@ forward + backward on one micro-batch of random tokens, grad-norm clip 1.0, plai
 (non-foreach, non-fused; lr 6e-4, wd 0.1 on 2-D params, betas 0.9/0.95). Threads are torch's
 default; the caller sets OMP_NUM_THREADS and OMP_WAIT_POLICY.
 
+--autocast bf16 runs forward + loss under torch.autocast("cpu", dtype=torch.bfloat16), the
+usual PyTorch CPU mixed precision: the parameters, their gradients and AdamW stay fp32 (the
+fp32 masters), and autocast's bf16 ops (linear, matmul) cast their inputs to bf16 per call;
+backward, the clip and the update are as without it.
+
     OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/torch_step.py --steps 6 --warmup-steps 2
 
 The last line is machine readable: RESULT ms_per_step=<median> tokens_per_s=<...>
 """
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -32,6 +38,7 @@ def main():
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--warmup-steps", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--autocast", choices=["none", "bf16"], default="none")
     a = ap.parse_args()
 
     torch.manual_seed(a.seed)
@@ -39,11 +46,13 @@ def main():
     model = GPT(a.vocab, a.n_ctx, a.n_layer, a.n_head, a.n_embd).init_weights(a.seed, random_affine=False)
     opt = make_optimizer(model, lr=6e-4, weight_decay=0.1, betas=(0.9, 0.95), eps=1e-8)
     nparams = sum(p.numel() for p in model.parameters())
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if a.autocast == "bf16" \
+        else contextlib.nullcontext
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '-')} "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '-')}")
     print(f"model L={a.n_layer} NH={a.n_head} C={a.n_embd} V={a.vocab} maxT={a.n_ctx}: "
-          f"{nparams / 1e6:.2f}M params; micro-batch {B} x seq {T}")
+          f"{nparams / 1e6:.2f}M params; micro-batch {B} x seq {T}; autocast {a.autocast}")
 
     times = []
     for step in range(a.warmup_steps + a.steps):
@@ -51,7 +60,8 @@ def main():
         x, y = tokens[:, :-1], tokens[:, 1:]
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        _, loss = model(x, y)
+        with autocast():
+            _, loss = model(x, y)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()

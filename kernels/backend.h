@@ -146,6 +146,9 @@ typedef struct zt_backend_i {
                        float alpha, const void *A, zt_dtype at, int lda, const void *B,
                        zt_dtype bt, int ldb, float beta, void *C, zt_dtype ct, int ldc,
                        void *work);
+    // One line on what gemm_mixed's products run on (a bf16 run's banner), e.g. the CPU's
+    // "bf16 GEMM: oneDNN ..." or "bf16 GEMM: fp32 fallback ...": its speed depends on it.
+    void (*describe_gemm_mixed)(const zt_backend *be, char *buf, size_t size);
     // out (N, OC) += bias (OC).
     void (*bias_forward_bf16)(const zt_backend *be, float *out, const zt_bf16 *bias, int N,
                               int OC);

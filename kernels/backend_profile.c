@@ -171,6 +171,9 @@ static void p_gemm_mixed(const zt_backend *be, int ta, int tb, int M, int N, int
           in->ops->gemm_mixed(in, ta, tb, M, N, K, alpha, A, at, lda, B, bt, ldb, beta, C, ct,
                               ldc, work));
 }
+static void p_describe_gemm_mixed(const zt_backend *be, char *buf, size_t size) {
+    IN(be)->ops->describe_gemm_mixed(IN(be), buf, size);
+}
 static void p_bias_forward_bf16(const zt_backend *be, float *out, const zt_bf16 *bias, int N,
                                 int OC) {
     TIMED(ZT_PHASE_ELEMENTWISE, 0, in->ops->bias_forward_bf16(in, out, bias, N, OC));
@@ -266,6 +269,7 @@ static const zt_backend_i profile_ops = {
     .adamw = p_adamw,
     .adamw8bit = p_adamw8bit,
     .gemm_mixed = p_gemm_mixed,
+    .describe_gemm_mixed = p_describe_gemm_mixed,
     .bias_forward_bf16 = p_bias_forward_bf16,
     .bias_backward_bf16 = p_bias_backward_bf16,
     .encoder_forward_bf16 = p_encoder_forward_bf16,
@@ -283,6 +287,7 @@ static const zt_backend_i profile_ops = {
 // The bf16 group is NULL on a backend without it (caps.bf16 0): so it stays wrapped.
 static void drop_bf16_ops(zt_backend_i *o) {
     o->gemm_mixed = NULL;
+    o->describe_gemm_mixed = NULL;
     o->bias_forward_bf16 = NULL;
     o->bias_backward_bf16 = NULL;
     o->encoder_forward_bf16 = NULL;

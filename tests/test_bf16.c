@@ -163,7 +163,7 @@ ZT_TEST(bf16_round_random) {
 }
 
 // The bulk conversions equal the scalar ones bit for bit (odd lengths for the vector
-// tails, large enough to run on all threads), and the matrix form keeps out of the padding.
+// tails, large enough to run on all threads), and the matrix forms keep out of the padding.
 ZT_TEST(bf16_arrays) {
     size_t n = 3 * 65536 + 5;
     float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
@@ -182,6 +182,15 @@ ZT_TEST(bf16_arrays) {
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < ld_out; c++) {
             float want = c < cols ? zt_bf16_to_fp32(b[(size_t)r * ld_in + c]) : -7.0f;
+            CHECK_EQ_INT(bits_of(y[(size_t)r * ld_out + c]), bits_of(want));
+        }
+    // rounding in place of fp32 (gemm_mixed's fallback): the two conversions in one pass
+    for (size_t i = 0; i < (size_t)rows * ld_out; i++) y[i] = -7.0f;
+    zt_bf16_round_fp32_matrix(y, ld_out, x, ld_in, rows, cols);
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < ld_out; c++) {
+            float want = c < cols ? zt_bf16_to_fp32(zt_bf16_from_fp32(x[(size_t)r * ld_in + c]))
+                                  : -7.0f;
             CHECK_EQ_INT(bits_of(y[(size_t)r * ld_out + c]), bits_of(want));
         }
     free(x), free(y), free(b);

@@ -473,7 +473,8 @@ ZT_TEST(bf16_ops_profiled) {
     caps.bf16 = 0;
     plain.caps = &caps;
     zt_backend_profile_init(&pb, &st, &plain, &acc);
-    CHECK(pb.ops->gemm_mixed == NULL && pb.ops->adamw_bf16 == NULL && pb.ops->bf16_to_fp32 == NULL);
+    CHECK(pb.ops->gemm_mixed == NULL && pb.ops->describe_gemm_mixed == NULL &&
+          pb.ops->adamw_bf16 == NULL && pb.ops->bf16_to_fp32 == NULL);
     CHECK(pb.ops->gemm != NULL);
     return ZT_PASS;
 }

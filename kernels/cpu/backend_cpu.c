@@ -322,6 +322,9 @@ static void cpu_gemm_mixed(const zt_backend *be, int ta, int tb, int M, int N, i
     zt_gemm_mixed(ta, tb, M, N, K, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, work,
                   be->caps->gemm_mixed_workspace);
 }
+static void cpu_describe_gemm_mixed(const zt_backend *be, char *buf, size_t size) {
+    zt_gemm_bf16_describe(buf, size);
+}
 static void cpu_bias_forward_bf16(const zt_backend *be, float *out, const zt_bf16 *bias, int N,
                                   int OC) {
     zt_bias_forward_bf16(out, bias, N, OC);
@@ -398,6 +401,7 @@ static const zt_backend_i cpu_ops = {
     .adamw = cpu_adamw,
     .adamw8bit = cpu_adamw8bit,
     .gemm_mixed = cpu_gemm_mixed,
+    .describe_gemm_mixed = cpu_describe_gemm_mixed,
     .bias_forward_bf16 = cpu_bias_forward_bf16,
     .bias_backward_bf16 = cpu_bias_backward_bf16,
     .encoder_forward_bf16 = cpu_encoder_forward_bf16,

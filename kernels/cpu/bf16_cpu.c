@@ -41,3 +41,14 @@ void zt_bf16_from_fp32_matrix(zt_bf16 *out, int ld_out, const float *in, int ld_
         for (int c = 0; c < cols; c++) o[c] = zt_bf16_from_fp32(x[c]);
     }
 }
+
+void zt_bf16_round_fp32_matrix(float *out, int ld_out, const float *in, int ld_in, int rows,
+                               int cols) {
+#pragma omp parallel for schedule(dynamic, 16) if ((size_t)rows * cols >= ZT_BF16_PARALLEL_MIN)
+    for (int r = 0; r < rows; r++) {
+        float *o = out + (size_t)r * ld_out;
+        const float *x = in + (size_t)r * ld_in;
+#pragma omp simd
+        for (int c = 0; c < cols; c++) o[c] = zt_bf16_to_fp32(zt_bf16_from_fp32(x[c]));
+    }
+}

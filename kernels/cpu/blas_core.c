@@ -175,12 +175,12 @@ void zt_blas_write_json(FILE *f) {
         fputs(",\"blas_library_core\":", f);
         json_string(f, in->library_core);
     }
-    fprintf(f, ",\"omp_wait_policy\":");
-    json_string(f, zt_omp_policy_describe());
     fprintf(f, ",\"blas_generic\":%s,\"cpu_isa\":\"%s\",\"cpu_bf16\":%s,\"blas_config\":",
             in->generic ? "true" : "false", zt_isa_name(in->cpu_isa),
             in->cpu_bf16 ? "true" : "false");
     json_string(f, in->config);
+    fputs(",\"omp_wait_policy\":", f); // last: tools read the fields above in this order
+    json_string(f, zt_omp_policy_describe());
     fputc('}', f);
 }
 

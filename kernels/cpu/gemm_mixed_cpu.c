@@ -1,16 +1,23 @@
 // The mixed-precision GEMM (backend.h's gemm_mixed): fp32 or bf16 A, B and C through
-// zt_gemm_bf16, tiled to fit a fixed scratch (docs/design.md, "bf16").
+// zt_gemm_bf16's two paths, tiled to fit a fixed scratch (docs/design.md, "bf16").
 //
 // C is cut into tiles of mt rows and nt columns and K into chunks of at most kt. Per tile
-// and chunk, an fp32 operand's piece is rounded to bf16 into the scratch (a bf16 operand is
-// used where it lies, with its own leading dimension); zt_gemm_bf16 adds the chunk's products
-// into an fp32 C: the caller's own, or for a bf16 C a tile widened into the scratch (beta
-// applied with the first chunk) and rounded back once after the last. The scratch:
+// and chunk, each operand's piece is brought to what the GEMM path takes, then the chunk's
+// products are added into an fp32 C: the caller's own, or for a bf16 C a tile widened into
+// the scratch (beta applied with the first chunk) and rounded back once after the last.
+//   oneDNN:   an fp32 piece is rounded to bf16 into the scratch; a bf16 operand is used
+//             where it lies, with its own leading dimension; zt_gemm_bf16.
+//   fallback: every piece goes to zt_gemm as fp32 holding bf16 values: a bf16 one widened,
+//             an fp32 one rounded to bf16 and widened back in the same pass (through
+//             zt_gemm_bf16 it was rounded into bf16 scratch, then widened from there: two
+//             passes, the same values). The products are those zt_gemm_bf16 forms.
+// The scratch:
 //
-//   [ C tile, fp32 (bf16 C only) | fallback's widened operands, fp32 | op(A) bf16 | op(B) bf16 ]
-//      mt*nt                        zt_gemm_bf16_workspace(mt,nt,kt)    mt*kt        kt*nt
+//   [ C tile, fp32 (bf16 C only) | op(A) piece | op(B) piece ]
+//      mt*nt                        mt*kt         kt*nt        elements of `elem` bytes:
+//                                                              bf16 (oneDNN), fp32 (fallback)
 //
-// The fp32 parts come first, so the bf16 parts never misalign them.
+// The fp32 part comes first, so the bf16 parts never misalign it.
 #include <string.h>
 
 #include "kernels.h"
@@ -28,19 +35,21 @@ typedef struct {
 
 typedef struct {
     int mt, nt, kt; // the largest tile and chunk
+    int fallback;   // no bf16 kernels: the pieces go to zt_gemm as fp32
     float *c32;     // (mt, nt): a bf16 C's tile in fp32, else NULL
-    float *widen;   // zt_gemm_bf16's scratch (the fallback's widened operands)
-    zt_bf16 *a16;   // an fp32 A's piece rounded to bf16, else NULL
-    zt_bf16 *b16;   // the same for B
+    void *a, *b;    // op(A)'s and op(B)'s pieces (bf16 or fp32), NULL where used in place
 } plan;
 
+// Whether an operand's piece is copied into the scratch: always on the fallback (zt_gemm
+// takes fp32), on oneDNN only an fp32 one (rounded to bf16).
+static int copied(const plan *p, const operand *x) { return p->fallback || x->t == ZT_F32; }
+
 // Scratch bytes of an (mt, nt, kt) tile, in the layout above.
-static size_t tile_bytes(const operand *a, const operand *b, zt_dtype ct, int mt, int nt,
-                         int kt) {
-    size_t bytes = zt_gemm_bf16_workspace(mt, nt, kt) * sizeof(float);
-    if (ct == ZT_BF16) bytes += (size_t)mt * nt * sizeof(float);
-    if (a->t == ZT_F32) bytes += (size_t)mt * kt * sizeof(zt_bf16);
-    if (b->t == ZT_F32) bytes += (size_t)kt * nt * sizeof(zt_bf16);
+static size_t tile_bytes(const plan *p, const operand *a, const operand *b, zt_dtype ct) {
+    size_t elem = p->fallback ? sizeof(float) : sizeof(zt_bf16), bytes = 0;
+    if (ct == ZT_BF16) bytes += (size_t)p->mt * p->nt * sizeof(float);
+    if (copied(p, a)) bytes += (size_t)p->mt * p->kt * elem;
+    if (copied(p, b)) bytes += (size_t)p->kt * p->nt * elem;
     return bytes;
 }
 
@@ -50,8 +59,9 @@ static size_t tile_bytes(const operand *a, const operand *b, zt_dtype ct, int mt
 static plan plan_tiles(const operand *a, const operand *b, zt_dtype ct, int M, int N, int K,
                        void *work, size_t work_bytes) {
     int chunks = (K + ZT_GEMM_MIXED_K_CHUNK - 1) / ZT_GEMM_MIXED_K_CHUNK;
-    plan p = {M, N, chunks ? (K + chunks - 1) / chunks : 0, NULL, NULL, NULL, NULL};
-    while (tile_bytes(a, b, ct, p.mt, p.nt, p.kt) > work_bytes) {
+    plan p = {M, N, chunks ? (K + chunks - 1) / chunks : 0,
+              zt_gemm_bf16_path() == ZT_BF16_GEMM_FALLBACK, NULL, NULL, NULL};
+    while (tile_bytes(&p, a, b, ct) > work_bytes) {
         int *longer = p.mt >= p.nt ? &p.mt : &p.nt;
         if (*longer > 1) *longer = (*longer + 1) / 2;
         else {
@@ -59,29 +69,33 @@ static plan plan_tiles(const operand *a, const operand *b, zt_dtype ct, int M, i
             p.kt = (p.kt + 1) / 2;
         }
     }
+    size_t elem = p.fallback ? sizeof(float) : sizeof(zt_bf16);
     char *at = work;
     if (ct == ZT_BF16) p.c32 = (float *)at, at += (size_t)p.mt * p.nt * sizeof(float);
-    p.widen = (float *)at;
-    at += zt_gemm_bf16_workspace(p.mt, p.nt, p.kt) * sizeof(float);
-    if (a->t == ZT_F32) p.a16 = (zt_bf16 *)at, at += (size_t)p.mt * p.kt * sizeof(zt_bf16);
-    if (b->t == ZT_F32) p.b16 = (zt_bf16 *)at;
+    if (copied(&p, a)) p.a = at, at += (size_t)p.mt * p.kt * elem;
+    if (copied(&p, b)) p.b = at;
     return p;
 }
 
-// op(X)'s piece [r0, r0 + rows) x [c0, c0 + cols) as bf16 with leading dimension *ld: where
-// X lies when it is bf16, else rounded into buf (packed, as stored: still transposed when X
-// is). Stored coordinates swap under a transpose.
-static const zt_bf16 *operand_piece(const operand *x, int r0, int c0, int rows, int cols,
-                                    zt_bf16 *buf, int *ld) {
+// op(X)'s piece [r0, r0 + rows) x [c0, c0 + cols) as the path takes it, with leading
+// dimension *ld: where X lies when it is bf16 on oneDNN, else converted into buf (packed, as
+// stored: still transposed when X is). Stored coordinates swap under a transpose.
+static const void *operand_piece(const plan *p, const operand *x, int r0, int c0, int rows,
+                                 int cols, void *buf, int *ld) {
     int sr0 = x->trans ? c0 : r0, sc0 = x->trans ? r0 : c0;
     int srows = x->trans ? cols : rows, scols = x->trans ? rows : cols;
     size_t off = (size_t)sr0 * x->ld + sc0;
-    if (x->t == ZT_BF16) {
+    if (!copied(p, x)) {
         *ld = x->ld;
         return (const zt_bf16 *)x->p + off;
     }
     *ld = scols > 1 ? scols : 1; // BLAS wants at least 1, even of an empty matrix
-    zt_bf16_from_fp32_matrix(buf, *ld, (const float *)x->p + off, x->ld, srows, scols);
+    if (!p->fallback)
+        zt_bf16_from_fp32_matrix(buf, *ld, (const float *)x->p + off, x->ld, srows, scols);
+    else if (x->t == ZT_BF16)
+        zt_bf16_to_fp32_matrix(buf, *ld, (const zt_bf16 *)x->p + off, x->ld, srows, scols);
+    else
+        zt_bf16_round_fp32_matrix(buf, *ld, (const float *)x->p + off, x->ld, srows, scols);
     return buf;
 }
 
@@ -98,10 +112,13 @@ static void gemm_tile(const plan *p, const operand *a, const operand *b, int K, 
     int k0 = 0;
     do { // at least once: K = 0 still scales C by beta
         int kk = K - k0 < p->kt ? K - k0 : p->kt, lda, ldb;
-        const zt_bf16 *pa = operand_piece(a, i0, k0, m, kk, p->a16, &lda);
-        const zt_bf16 *pb = operand_piece(b, k0, j0, kk, n, p->b16, &ldb);
-        zt_gemm_bf16(a->trans, b->trans, m, n, kk, alpha, pa, lda, pb, ldb,
-                     k0 == 0 ? beta : 1.0f, c, ld, p->widen);
+        const void *pa = operand_piece(p, a, i0, k0, m, kk, p->a, &lda);
+        const void *pb = operand_piece(p, b, k0, j0, kk, n, p->b, &ldb);
+        float bk = k0 == 0 ? beta : 1.0f;
+        if (p->fallback)
+            zt_gemm(a->trans, b->trans, m, n, kk, alpha, pa, lda, pb, ldb, bk, c, ld);
+        else
+            zt_gemm_bf16(a->trans, b->trans, m, n, kk, alpha, pa, lda, pb, ldb, bk, c, ld, NULL);
         k0 += kk;
     } while (k0 < K);
     if (ct == ZT_BF16) zt_bf16_from_fp32_matrix((zt_bf16 *)C + c_off, ldc, c, ld, m, n);

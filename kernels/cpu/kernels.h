@@ -31,6 +31,10 @@ void zt_bf16_to_fp32_matrix(float *out, int ld_out, const zt_bf16 *in, int ld_in
 // The reverse: out (rows, cols), ld_out = in (rows, cols), ld_in, rounded to bf16 (nearest even).
 void zt_bf16_from_fp32_matrix(zt_bf16 *out, int ld_out, const float *in, int ld_in, int rows,
                               int cols);
+// Both in one pass: out = in rounded to bf16 and widened back, kept fp32 (the values
+// zt_bf16_from_fp32_matrix then zt_bf16_to_fp32_matrix give, bit for bit). out != in.
+void zt_bf16_round_fp32_matrix(float *out, int ld_out, const float *in, int ld_in, int rows,
+                               int cols);
 
 // The bf16 GEMM (gemm_bf16_cpu.c): zt_gemm's arguments and meaning with bf16 A and B,
 // fp32 C, alpha, beta: C = alpha * op(A) @ op(B) + beta * C, row-major. Two paths:

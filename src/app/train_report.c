@@ -35,10 +35,14 @@ void zt_trainer_print_start(zt_trainer *t) {
                "sequences of %d tokens; %d OpenMP threads per rank\n",
                g->world, g->dp, g->pp, g->tp, c->zero, c->micro_batch, c->grad_accum, g->dp,
                c->seq, omp_get_max_threads());
-        if (t->model.dtype == ZT_BF16)
+        if (t->model.dtype == ZT_BF16) {
             printf("precision: bf16 weights and gradients, fp32 master weights in the optimizer; "
                    "products on bf16 operands with fp32 sums, their inputs stored in bf16, the "
                    "other activations fp32\n");
+            char gemm[512];
+            t->be->ops->describe_gemm_mixed(t->be, gemm, sizeof gemm);
+            printf("%s\n", gemm);
+        }
         if (t->be->caps->device_memory)
             printf("backend: %s%s; memory below counts its device allocations\n",
                    t->be->ops->name, c->tf32 ? ", TF32 matrix products" : ", fp32 matrix products");
