@@ -143,12 +143,13 @@ typedef struct {
 zt_status zt_grid_open_data(zt_grid *g, const zt_backend *be) {
     const char *force = getenv("ZT_GRID_STAGED");
     int forced = force && strcmp(force, "1") == 0;
-    zt_status s = ZT_OK;
+    // every rank reads the same environment (mpirun -x), so each decides alike, before any
+    // collective: a host backend's path is then exactly what it was, not one call more
     if (force && force[0] && !forced && strcmp(force, "0") != 0)
-        s = zt_errorf("ZT_GRID_STAGED=%s: use 1 (every group's tensors through MPI with host "
-                      "staging) or 0", force);
-    ZT_TRY(zt_comm_agree(&g->world_comm, s)); // (every rank reads the same environment)
+        return zt_errorf("ZT_GRID_STAGED=%s: use 1 (every group's tensors through MPI with host "
+                         "staging) or 0", force);
     if (!be->caps->device_memory && !forced) return ZT_OK;
+    zt_status s = ZT_OK;
 
     // every rank's device, over the control path
     device_record mine;

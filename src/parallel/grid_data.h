@@ -44,8 +44,9 @@ void zt_grid_staging_of(const zt_backend *be, zt_comm_staging *out);
 // nothing changes: the paths stay the grid's MPI communicators. Gathers every rank's device
 // (be->ops->device) over the world, then makes each group NCCL (comm_nccl.h, on be's stream)
 // or staged over the group's MPI communicator (zt_grid_data_path), and writes the reports.
-// Collective over the grid's world; ZT_ERR agreed on every rank when NCCL refuses a group
-// (its message) or ZT_GRID_STAGED is malformed. zt_grid_free frees what it made; `be` must
+// Collective over the grid's world when it makes device paths; ZT_ERR agreed on every rank
+// when NCCL refuses a group (its message); ZT_ERR before any collective for a malformed
+// ZT_GRID_STAGED (every rank reads the same environment). zt_grid_free frees what it made; `be` must
 // outlive the grid.
 zt_status zt_grid_open_data(zt_grid *g, const zt_backend *be);
 
