@@ -37,6 +37,9 @@ static void check_ops(const zt_backend_i *o) {
     HAS(unmap);
     HAS(sync);
     HAS(stream);
+    HAS(device);
+    HAS(host_alloc);
+    HAS(host_free);
     HAS(gemm);
     HAS(encoder_forward);
     HAS(encoder_backward);
@@ -87,7 +90,22 @@ zt_status zt_backend_check(const char *name, const zt_backend_options *opt) {
     if (opt->tf32 && !e->caps.tf32)
         return zt_errorf("--tf32 applies to --backend cuda only (the %s backend's products are "
                          "fp32)", name);
+    if (opt->device < -1)
+        return zt_errorf("--device %d: give a GPU index (0, 1, ...) or -1 to pick one from the "
+                         "rank's place on its machine", opt->device);
     if (opt->threads < 0) return zt_errorf("--threads must be at least 0 (got %d)", opt->threads);
+    return ZT_OK;
+}
+
+zt_status zt_backend_pick_device(int want, int local_rank, int count, int *device) {
+    if (count < 1) return zt_errorf("no GPU is visible to this process (CUDA_VISIBLE_DEVICES?)");
+    if (want < -1)
+        return zt_errorf("--device %d: give a GPU index or -1 (by the rank on its machine)", want);
+    if (want >= count)
+        return zt_errorf("--device %d does not exist: this process sees %d GPU%s (0..%d; "
+                         "CUDA_VISIBLE_DEVICES renumbers the GPUs it keeps from 0)",
+                         want, count, count == 1 ? "" : "s", count - 1);
+    *device = want >= 0 ? want : local_rank < 0 ? 0 : local_rank % count;
     return ZT_OK;
 }
 

@@ -64,6 +64,18 @@ typedef struct zt_backend_i {
     // The queue its work runs on (a cudaStream_t), for a comm backend that orders its
     // collectives with the kernels (comm/comm_nccl.h); NULL where work runs as it is issued.
     void *(*stream)(const zt_backend *be);
+    // The device it runs on: returns its index as this process numbers them (after
+    // CUDA_VISIBLE_DEVICES) and writes to id (size bytes, NUL-terminated) a name of the
+    // physical device that is the same in every process and differs between devices
+    // (CUDA: host name and PCI bus id, what NCCL compares to refuse two ranks on one GPU),
+    // so the grid can tell which ranks share one. -1 and "" on a backend without a device.
+    int (*device)(const zt_backend *be, char *id, size_t size);
+    // Host memory its copies are fastest from and to (pinned on a GPU): `bytes`, zero-filled,
+    // for the comm staging buffers; NULL only for 0 bytes, out of memory is fatal. Counted
+    // under `cat` where host memory is the backend's memory (the CPU), not on a GPU (the
+    // allocator's counts are device memory there). Free with host_free (NULL accepted).
+    void *(*host_alloc)(const zt_backend *be, zt_mem_category cat, size_t bytes);
+    void (*host_free)(const zt_backend *be, void *ptr);
 
     // ---- the model's kernels (kernels.h has each one's shapes and rules) ----
     void (*gemm)(const zt_backend *be, int trans_a, int trans_b, int M, int N, int K, float alpha,
@@ -205,7 +217,9 @@ typedef struct {
 
 // What a run asks of a backend when it opens one.
 typedef struct {
-    int device;  // the GPU a device backend runs on (0-based); the CPU ignores it
+    int device;  // the GPU a device backend runs on (0-based; -1: picked from local_rank by
+                 // zt_backend_pick_device); the CPU ignores it
+    int local_rank; // this process's rank among those of its machine (-1: unknown)
     int threads; // host threads for the kernels; 0: OpenMP's default (OMP_NUM_THREADS)
     int tf32;    // TF32 tensor cores in fp32 products (a backend whose caps.tf32 is 1)
 } zt_backend_options;
@@ -226,6 +240,16 @@ const zt_backend_caps *zt_backend_caps_of(const char *name);
 // ZT_ERR with one clear message where backend `name` cannot be opened with `opt`: a name that
 // is unknown or not built into this binary, an option it does not support. Opens nothing.
 zt_status zt_backend_check(const char *name, const zt_backend_options *opt);
+
+// Which GPU a rank opens (pure). want >= 0 (--device N): that one, on every rank of the
+// machine. want == -1: local_rank mod count, so a machine's ranks take its GPUs in turn and
+// ranks beyond the count share them (the grid then routes those groups' tensors through MPI
+// with host staging: NCCL refuses two ranks of one communicator on one GPU); an unknown
+// local rank (-1) takes GPU 0. count: the GPUs this process sees, CUDA_VISIBLE_DEVICES
+// applied, so indices are the visible ones (a launcher that gives each rank one GPU by that
+// variable makes every rank's pick 0, its own). ZT_ERR with the fix for no GPU, a GPU that
+// does not exist, want < -1.
+zt_status zt_backend_pick_device(int want, int local_rank, int count, int *device);
 
 // Opens backend `name` with `opt` into *be (zt_backend_check first). ZT_ERR with one clear message for a name that is
 // unknown or not built into this binary, an option it does not support, a GPU that is missing.

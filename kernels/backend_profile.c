@@ -38,6 +38,13 @@ static void p_unmap(const zt_backend *be, void *dev, void *host, size_t bytes, i
 }
 static void p_sync(const zt_backend *be) { IN(be)->ops->sync(IN(be)); }
 static void *p_stream(const zt_backend *be) { return IN(be)->ops->stream(IN(be)); }
+static int p_device(const zt_backend *be, char *id, size_t size) {
+    return IN(be)->ops->device(IN(be), id, size);
+}
+static void *p_host_alloc(const zt_backend *be, zt_mem_category cat, size_t bytes) {
+    return IN(be)->ops->host_alloc(IN(be), cat, bytes);
+}
+static void p_host_free(const zt_backend *be, void *ptr) { IN(be)->ops->host_free(IN(be), ptr); }
 static void p_describe(const zt_backend *be, char *buf, size_t size) {
     IN(be)->ops->describe(IN(be), buf, size);
 }
@@ -239,6 +246,9 @@ static const zt_backend_i profile_ops = {
     .describe = p_describe,
     .write_json = p_write_json,
     .stream = p_stream,
+    .device = p_device,
+    .host_alloc = p_host_alloc,
+    .host_free = p_host_free,
     .alloc = p_alloc,
     .free = p_free,
     .memset = p_memset,

@@ -10,7 +10,9 @@
 
 #include "bf16_math.h"
 #include "comm.h"
+#include "comm_staged.h"
 #include "grid.h"
+#include "grid_data.h"
 #include "memory.h"
 #include "test.h"
 
@@ -591,4 +593,139 @@ ZT_TEST(comm_mpi_fault) {
     zt_comm_free(&world);
     zt_comm_mpi_finalize();
     return ZT_FAIL; // reaching this means the fault went unnoticed
+}
+
+// ---- host staging (comm_staged.h) with the CPU backend as the "device" ----
+
+// Staged and plain give the same bits on inputs whose sums round (random floats): the staged
+// path runs the plain path's own operation on host copies. One piece (the staging buffer
+// holds the whole buffer), so the plain call and the inner call have the same length.
+static void check_staged_bits(ctx_t *x, const zt_comm *plain, const zt_comm *staged,
+                              zt_dtype dt, size_t block) {
+    size_t count = block * (size_t)plain->size, es = zt_dtype_size(dt);
+    gbuf in = gb_new(count, dt), a = gb_new(count, dt), b = gb_new(count, dt);
+    uint32_t s = 2463534242u + (uint32_t)plain->rank * 7919u;
+    for (size_t i = 0; i < count; i++) {
+        s ^= s << 13, s ^= s >> 17, s ^= s << 5;
+        float v = (float)(s % 2000003u) * 1.37e-4f - 137.0f;
+        if (dt == ZT_F32) ((float *)in.p)[i] = v;
+        else ((zt_bf16 *)in.p)[i] = zt_bf16_from_fp32(v);
+    }
+    x->checks++;
+    zt_comm_all_reduce(plain, in.p, a.p, count, dt, ZT_REDUCE_SUM, NULL);
+    zt_comm_all_reduce(staged, in.p, b.p, count, dt, ZT_REDUCE_SUM, NULL);
+    if (memcmp(a.p, b.p, count * es)) failf(x, "staged all_reduce differs from plain MPI");
+    zt_comm_reduce_scatter(plain, in.p, a.p, count, dt, ZT_REDUCE_SUM, NULL);
+    zt_comm_reduce_scatter(staged, in.p, b.p, count, dt, ZT_REDUCE_SUM, NULL);
+    if (memcmp(a.p, b.p, block * es)) failf(x, "staged reduce_scatter differs from plain MPI");
+    zt_comm_all_gather(plain, in.p, a.p, count, dt, NULL);
+    zt_comm_all_gather(staged, in.p, b.p, count, dt, NULL);
+    if (memcmp(a.p, b.p, count * es)) failf(x, "staged all_gather differs from plain MPI");
+    gb_check_guards(x, &b, "staged bits");
+    gb_free(&in), gb_free(&a), gb_free(&b);
+}
+
+// Every operation of comm.h on every dtype through host staging over MPI, exactly (the
+// serial oracle of comm_mpi_collectives), with the CPU backend's memory as device memory
+// (its copies are memcpy): a staging buffer that holds everything, one so small that every
+// operation runs in pieces (reduce_scatter and all_gather in slices of every block), a split
+// of a staged communicator, and the grid's groups staged by zt_grid_open_data
+// (ZT_GRID_STAGED=1). Then staged == plain MPI bit for bit on sums that round.
+ZT_TEST(comm_staged_collectives) {
+    if (!getenv("OMPI_COMM_WORLD_SIZE")) {
+        printf("  not launched by mpirun: skipped (tests/sh/comm_mpi.sh runs it)\n");
+        return ZT_SKIP;
+    }
+    zt_comm world;
+    zt_comm_mpi_init_world(&world, NULL, NULL);
+    size_t comm_bytes = zt_mem_current(ZT_MEM_COMM);
+    const zt_backend *cpu = zt_backend_cpu();
+    zt_comm_staging st;
+    zt_grid_staging_of(cpu, &st);
+    ctx_t x = {"staged world", 0, 0};
+
+    // 1. One piece per operation (up to 1000003 x 8 bytes).
+    zt_comm big;
+    zt_comm_staged_init(&big, &world, &st, ZT_COMM_STAGE_BYTES_DEFAULT);
+    if (strcmp(big.ops->name, "staged") || big.rank != world.rank || big.size != world.size)
+        failf(&x, "staged communicator: %s rank %d size %d", big.ops->name, big.rank, big.size);
+    const size_t counts[] = {0, 1, 7, 1000003};
+    check_comm(&x, &big, counts, 4);
+    x.label = "staged world, bf16 rounding";
+    check_bf16_rounding(&x, &big, 7);
+    check_bf16_rounding(&x, &big, 40009);
+    x.label = "staged == plain";
+    check_staged_bits(&x, &world, &big, ZT_F32, 1);
+    check_staged_bits(&x, &world, &big, ZT_F32, 100003);
+    check_staged_bits(&x, &world, &big, ZT_BF16, 100003);
+
+    // 2. A staging buffer of 8 bytes per rank: every operation beyond one element of the
+    //    widest dtype per rank runs in pieces (point-to-point lengths cross piece bounds).
+    x.label = "staged world, pieces";
+    zt_comm small;
+    zt_comm_staged_init(&small, &world, &st, 8 * (size_t)world.size);
+    const size_t piece_counts[] = {0, 1, 7, 61};
+    check_comm(&x, &small, piece_counts, 4);
+    zt_comm_free(&small);
+    x.label = "staged world, 1000-byte pieces";
+    zt_comm_staged_init(&small, &world, &st, 1000);
+    const size_t mid_counts[] = {1003, 20011};
+    check_comm(&x, &small, mid_counts, 2);
+    check_bf16_rounding(&x, &small, 4001);
+
+    // 3. A split of a staged communicator is staged (pieces included).
+    x.label = "staged split parity reversed";
+    zt_comm s = {0};
+    zt_comm_split(&small, world.rank % 2, -world.rank, &s);
+    if (strcmp(s.ops->name, "staged")) failf(&x, "split of staged is %s", s.ops->name);
+    const size_t split_counts[] = {1, 7, 1003};
+    check_comm(&x, &s, split_counts, 3);
+    zt_comm_free(&s);
+    zt_comm_free(&small);
+    zt_comm_free(&big);
+
+    // 4. The grid's tensor paths, staged by the grid itself, for every layout.
+    setenv("ZT_GRID_STAGED", "1", 1);
+    for (int pp = 1; pp <= world.size; pp++)
+        for (int tp = 1; pp * tp <= world.size; tp++) {
+            if (world.size % (pp * tp)) continue;
+            char label[64];
+            snprintf(label, sizeof label, "staged grid pp %d tp %d", pp, tp);
+            x.label = label;
+            zt_grid g;
+            if (zt_grid_init(&g, &world, 0, pp, tp) != ZT_OK ||
+                zt_grid_open_data(&g, cpu) != ZT_OK) {
+                failf(&x, "grid: %s", zt_error_message());
+                zt_grid_free(&g);
+                continue;
+            }
+            const zt_comm *paths[] = {g.tp_data, g.dp_data, g.pp_data, g.embed_data};
+            const zt_comm *ctrl[] = {&g.tp_comm, &g.dp_comm, &g.pp_comm, &g.embed_comm};
+            for (int i = 0; i < 4; i++) {
+                x.checks++;
+                if (paths[i] == ctrl[i] || strcmp(paths[i]->ops->name, "staged") ||
+                    paths[i]->rank != ctrl[i]->rank || paths[i]->size != ctrl[i]->size)
+                    failf(&x, "path %d is not its group staged", i);
+                const size_t c3[] = {1, 7, 1003};
+                check_comm(&x, paths[i], c3, 3);
+            }
+            if (world.rank == 0 && pp == 1 && tp == 1)
+                printf("  devices: %s\n  tensor paths: %s\n", g.devices_report, g.paths_report);
+            zt_grid_free(&g);
+        }
+    unsetenv("ZT_GRID_STAGED");
+
+    // The staging buffers (host memory counted under comm on the CPU) are all freed.
+    x.label = "staged world";
+    if (zt_mem_current(ZT_MEM_COMM) != comm_bytes)
+        failf(&x, "ZT_MEM_COMM holds %zu bytes, expected %zu", zt_mem_current(ZT_MEM_COMM),
+              comm_bytes);
+    int32_t fails = x.fails, any = 0;
+    zt_comm_all_reduce(&world, &fails, &any, 1, ZT_I32, ZT_REDUCE_SUM, NULL);
+    if (world.rank == 0)
+        printf("  %d ranks: %ld checks on rank 0, %d failures over all ranks\n", world.size,
+               x.checks, any);
+    zt_comm_free(&world);
+    zt_comm_mpi_finalize();
+    return any ? ZT_FAIL : ZT_PASS;
 }

@@ -26,6 +26,8 @@
 
 #include "backend.h"
 #include "comm_nccl.h"
+#include "comm_staged.h"
+#include "grid_data.h"
 #include "generate.h"
 #include "kernels.h"
 #include "launch_math.h"
@@ -1238,5 +1240,93 @@ ZT_TEST(cuda_launch_math_host) {
                     CHECK(Cg[r * ldc + c] == want && Cc[r * ldc + c] == want);
                 }
         }
+    return ZT_PASS;
+}
+
+// Host staging on the GPU (comm_staged.c with pinned buffers and the CUDA backend's copies):
+// all-reduce, reduce-scatter and all-gather in place, broadcast and a send_recv ring, f32 and
+// bf16 on device buffers, in one piece and in pieces of 1000 bytes, exact on small integers.
+// One rank alone, or under mpirun (tests/sh/cuda_comm.sh: ranks sharing GPU 0), then the
+// grid's choice on this machine (shared GPU: staged; a group of one: nothing to move).
+// ZT_CUDA_TEST_ON_CPU=1 runs it with the CPU as the GPU. Not yet run on a GPU.
+ZT_TEST(cuda_comm_staged) {
+    NEED_GPU();
+    int mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
+    zt_comm world;
+    if (mpi) zt_comm_mpi_init_world(&world, NULL, NULL);
+    else zt_comm_self_init(&world);
+    int R = world.size, me = world.rank, bad = 0;
+    zt_comm_staging st;
+    zt_grid_staging_of(&g_gpu, &st);
+    const size_t stages[] = {ZT_COMM_STAGE_BYTES_DEFAULT, 1000};
+    const zt_dtype dts[] = {ZT_F32, ZT_BF16};
+    for (int si = 0; si < 2; si++)
+        for (int di = 0; di < 2; di++) {
+            zt_comm c;
+            zt_comm_staged_init(&c, &world, &st, stages[si]);
+            zt_dtype dt = dts[di];
+            size_t B = 1031, N = B * (size_t)R, es = zt_dtype_size(dt);
+            float *h = malloc(N * sizeof *h), *want = malloc(N * sizeof *want);
+            void *hb = malloc(N * es), *dev = zt_be_alloc(&g_gpu, ZT_MEM_COMM, N * es);
+            ZT_ASSERT(h && want && hb);
+            // rank r's element i: (i*3 + r) % 17 - 8, sums over ranks exact in bf16 too
+            for (size_t i = 0; i < N; i++) {
+                h[i] = (float)((i * 3 + (size_t)me) % 17) - 8.0f;
+                want[i] = 0;
+                for (int r = 0; r < R; r++) want[i] += (float)((i * 3 + (size_t)r) % 17) - 8.0f;
+            }
+#define TO_DEV()                                                                     \
+    do {                                                                             \
+        for (size_t i = 0; i < N; i++)                                               \
+            if (dt == ZT_F32) ((float *)hb)[i] = h[i];                               \
+            else ((zt_bf16 *)hb)[i] = zt_bf16_from_fp32(h[i]);                       \
+        g_gpu.ops->copy(&g_gpu, dev, hb, N * es, ZT_COPY_H2D);                       \
+    } while (0)
+#define AT(i) (g_gpu.ops->copy(&g_gpu, hb, dev, N * es, ZT_COPY_D2H),                \
+               dt == ZT_F32 ? ((float *)hb)[i] : zt_bf16_to_fp32(((zt_bf16 *)hb)[i]))
+            TO_DEV();
+            zt_comm_all_reduce(&c, dev, dev, N, dt, ZT_REDUCE_SUM, NULL);
+            for (size_t i = 0; i < N; i += 97) bad += AT(i) != want[i];
+            TO_DEV();
+            unsigned char *mine = (unsigned char *)dev + (size_t)me * B * es;
+            zt_comm_reduce_scatter(&c, dev, mine, N, dt, ZT_REDUCE_SUM, NULL);
+            for (size_t i = 0; i < B; i += 31) bad += AT((size_t)me * B + i) != want[me * B + i];
+            zt_comm_all_gather(&c, mine, dev, N, dt, NULL); // every block now reduced
+            for (size_t i = 0; i < N; i += 53) bad += AT(i) != want[i];
+            TO_DEV();
+            zt_comm_broadcast(&c, dev, N, dt, R - 1, NULL);
+            for (size_t i = 0; i < N; i += 89)
+                bad += AT(i) != (float)((i * 3 + (size_t)(R - 1)) % 17) - 8.0f;
+            if (R > 1) { // dev's first half to the next rank, into its second half
+                TO_DEV();
+                size_t H = N / 2;
+                zt_comm_send_recv(&c, dev, H, (me + 1) % R, (unsigned char *)dev + H * es, H,
+                                  (me + R - 1) % R, dt, 3, NULL);
+                for (size_t i = 0; i < H; i += 41)
+                    bad += AT(H + i) != (float)((i * 3 + (size_t)((me + R - 1) % R)) % 17) - 8.0f;
+            }
+#undef TO_DEV
+#undef AT
+            zt_be_free(&g_gpu, dev);
+            free(h), free(want), free(hb);
+            zt_comm_free(&c);
+        }
+    printf("  %d rank%s, staged on %s: %d wrong elements\n", R, R == 1 ? "" : "s",
+           g_gpu.ops->name, bad);
+    // the grid's paths for dp = world on this machine
+    zt_grid g;
+    ZT_ASSERT(zt_grid_init(&g, &world, 0, 1, 1) == ZT_OK);
+    if (zt_grid_open_data(&g, &g_gpu) != ZT_OK) {
+        printf("  grid: %s\n", zt_error_message());
+        bad++;
+    } else if (me == 0) printf("  devices: %s\n  tensor paths: %s\n", g.devices_report,
+                               g.paths_report);
+    zt_grid_free(&g);
+    int32_t mine_bad = bad, any = 0;
+    zt_comm_all_reduce(&world, &mine_bad, &any, 1, ZT_I32, ZT_REDUCE_SUM, NULL);
+    zt_comm_free(&world);
+    if (mpi) zt_comm_mpi_finalize();
+    gpu_close();
+    CHECK_EQ_INT(any, 0);
     return ZT_PASS;
 }

@@ -9,6 +9,8 @@
 
 #include "comm.h"
 #include "grid.h"
+#include "grid_data.h"
+#include "launcher.h"
 #include "test.h"
 
 #define MAX_WORLD 64
@@ -348,5 +350,184 @@ ZT_TEST(comm_self_fatal) {
     CHECK(dies_with(self_overlap, "overlap"));
     CHECK(dies_with(self_stream, "stream must be NULL"));
     CHECK(dies_with(none_comm, "never initialized"));
+    return ZT_PASS;
+}
+
+// ---- device selection and the tensor path of each group (grid_data.h), no MPI, no GPU ----
+
+// zt_grid_members agrees with the split arguments exhaustively: the members share the rank's
+// color, are ordered by key, and every rank with that color is one.
+ZT_TEST(grid_members) {
+    int out[MAX_WORLD];
+    for (int world = 1; world <= 16; world++)
+        for (int pp = 1; pp <= world; pp++)
+            for (int tp = 1; pp * tp <= world; tp++) {
+                if (world % (pp * tp)) continue;
+                int dp = world / (pp * tp);
+                for (int g = 0; g < ZT_GRID_GROUP_COUNT; g++)
+                    for (int r = 0; r < world; r++) {
+                        int n = zt_grid_members((zt_grid_group)g, r, dp, pp, tp, out, MAX_WORLD);
+                        int color, key, want = 0, found = 0;
+                        zt_grid_split_args((zt_grid_group)g, r, dp, pp, tp, &color, &key);
+                        if (color == ZT_COMM_UNDEFINED) {
+                            CHECK_EQ_INT(n, 1);
+                            CHECK_EQ_INT(out[0], r);
+                            continue;
+                        }
+                        for (int q = 0; q < world; q++) {
+                            int cq, kq;
+                            zt_grid_split_args((zt_grid_group)g, q, dp, pp, tp, &cq, &kq);
+                            want += cq == color;
+                        }
+                        CHECK_EQ_INT(n, want);
+                        for (int i = 0; i < n; i++) {
+                            int cq, kq, cp, kp;
+                            zt_grid_split_args((zt_grid_group)g, out[i], dp, pp, tp, &cq, &kq);
+                            CHECK_EQ_INT(cq, color);
+                            if (i > 0) {
+                                zt_grid_split_args((zt_grid_group)g, out[i - 1], dp, pp, tp,
+                                                   &cp, &kp);
+                                CHECK(kp < kq);
+                            }
+                            found += out[i] == r;
+                        }
+                        CHECK_EQ_INT(found, 1);
+                    }
+            }
+    // the design card's layout: dp 2 x pp 2 x tp 2, rank 5 = (dp 0, pp 1, tp 1)
+    int n = zt_grid_members(ZT_GRID_GROUP_DP, 5, 2, 2, 2, out, MAX_WORLD);
+    CHECK_EQ_INT(n, 2);
+    CHECK_EQ_INT(out[0], 5);
+    CHECK_EQ_INT(out[1], 7);
+    n = zt_grid_members(ZT_GRID_GROUP_EMBED, 7, 2, 2, 2, out, MAX_WORLD);
+    CHECK_EQ_INT(n, 2);
+    CHECK_EQ_INT(out[0], 3);
+    CHECK_EQ_INT(out[1], 7);
+    return ZT_PASS;
+}
+
+// NCCL only when every member has a device of its own; the first pair that shares is named.
+ZT_TEST(grid_data_path) {
+    int a = -1, b = -1;
+    const char *own[] = {"n1/0000:01:00.0", "n1/0000:02:00.0", "n2/0000:01:00.0"};
+    CHECK_EQ_INT(zt_grid_data_path(own, 3, &a, &b), ZT_DATA_NCCL); // same bus, other host
+    const char *shared[] = {"n1/0000:01:00.0", "n1/0000:02:00.0", "n1/0000:02:00.0",
+                            "n1/0000:01:00.0"};
+    CHECK_EQ_INT(zt_grid_data_path(shared, 4, &a, &b), ZT_DATA_STAGED);
+    CHECK_EQ_INT(a, 1);
+    CHECK_EQ_INT(b, 2);
+    const char *host[] = {"n1/0000:01:00.0", ""};
+    CHECK_EQ_INT(zt_grid_data_path(host, 2, &a, &b), ZT_DATA_STAGED);
+    CHECK_EQ_INT(a, 1);
+    CHECK_EQ_INT(b, 1);
+    CHECK_EQ_INT(zt_grid_data_path(own, 1, NULL, NULL), ZT_DATA_ONE);
+    CHECK_EQ_INT(zt_grid_data_path(host + 1, 1, NULL, NULL), ZT_DATA_ONE);
+    return ZT_PASS;
+}
+
+#define CHECK_STR(got, want)                                                           \
+    do {                                                                               \
+        if (strcmp((got), (want)) != 0) {                                              \
+            fprintf(stderr, "%s:%d: got\n  \"%s\"\nwant\n  \"%s\"\n", __FILE__, __LINE__, \
+                    (got), (want));                                                    \
+            return ZT_FAIL;                                                            \
+        }                                                                              \
+    } while (0)
+
+// The start-up report on layouts of one machine with two GPUs and 4 or 8 ranks (each rank's
+// GPU picked as the backend picks it: local rank mod 2), and on 2 machines of 2 GPUs.
+ZT_TEST(grid_data_report) {
+    char dev[1024], paths[1024];
+    const char *gpu[] = {"n1/0000:01:00.0", "n1/0000:02:00.0", "n2/0000:01:00.0",
+                         "n2/0000:02:00.0"};
+    int devices[8];
+    const char *ids[8];
+    // 4 ranks, dp 2 x tp 2 on one machine of 2 GPUs: the tp pairs (0,1), (2,3) each have
+    // both GPUs, the dp pairs (0,2), (1,3) share one
+    for (int r = 0; r < 4; r++) {
+        int d;
+        CHECK(zt_backend_pick_device(-1, r, 2, &d) == ZT_OK);
+        devices[r] = d, ids[r] = gpu[d];
+    }
+    zt_grid_data_report(2, 1, 2, devices, ids, dev, sizeof dev, paths, sizeof paths);
+    CHECK_STR(dev, "GPU 0 (n1/0000:01:00.0): ranks 0, 2 (shared); "
+                   "GPU 1 (n1/0000:02:00.0): ranks 1, 3 (shared)");
+    CHECK_STR(paths, "tp: NCCL; dp: MPI with host staging (ranks 0 and 2 share GPU 0); "
+                     "pp: one rank, nothing to move");
+    // 8 ranks, pp 2 x tp 2 x dp 2 on one machine of 2 GPUs
+    for (int r = 0; r < 8; r++) devices[r] = r % 2, ids[r] = gpu[r % 2];
+    zt_grid_data_report(2, 2, 2, devices, ids, dev, sizeof dev, paths, sizeof paths);
+    CHECK_STR(paths, "tp: NCCL; dp: MPI with host staging (ranks 0 and 2 share GPU 0); "
+                     "pp: MPI with host staging (ranks 0 and 4 share GPU 0); "
+                     "embed: MPI with host staging (ranks 0 and 4 share GPU 0)");
+    // 4 ranks on 2 machines of 2 GPUs, one each: NCCL everywhere (same bus ids, other hosts)
+    for (int r = 0; r < 4; r++) devices[r] = r % 2, ids[r] = gpu[r];
+    zt_grid_data_report(2, 2, 1, devices, ids, dev, sizeof dev, paths, sizeof paths);
+    CHECK_STR(dev, "GPU 0 (n1/0000:01:00.0): rank 0; GPU 1 (n1/0000:02:00.0): rank 1; "
+                   "GPU 0 (n2/0000:01:00.0): rank 2; GPU 1 (n2/0000:02:00.0): rank 3");
+    CHECK_STR(paths, "tp: one rank, nothing to move; dp: NCCL; pp: NCCL; embed: NCCL");
+    // mixed: 4 ranks dp 4, ranks 0, 1 on machine 1's two GPUs, ranks 2, 3 sharing machine
+    // 2's GPU 0 (pp 1, so the dp groups are one group: staged); with tp 2 the two tp groups
+    // differ
+    devices[0] = 0, ids[0] = gpu[0];
+    devices[1] = 1, ids[1] = gpu[1];
+    devices[2] = 0, ids[2] = gpu[2];
+    devices[3] = 0, ids[3] = gpu[2];
+    zt_grid_data_report(2, 1, 2, devices, ids, dev, sizeof dev, paths, sizeof paths);
+    CHECK_STR(paths, "tp: NCCL in 1 group, MPI with host staging in 1 (ranks 2 and 3 share "
+                     "GPU 0); dp: NCCL; pp: one rank, nothing to move");
+    // a short buffer cuts the report, NUL-terminated
+    char tiny[12];
+    zt_grid_data_report(2, 1, 2, devices, ids, dev, sizeof dev, tiny, sizeof tiny);
+    CHECK_EQ_INT(strlen(tiny), sizeof tiny - 1);
+    return ZT_PASS;
+}
+
+// Each rank's GPU: --device N as given, else the local rank mod the count; the errors.
+ZT_TEST(backend_pick_device) {
+    int d = -7;
+    for (int count = 1; count <= 8; count++)
+        for (int lr = 0; lr < 20; lr++) {
+            CHECK(zt_backend_pick_device(-1, lr, count, &d) == ZT_OK);
+            CHECK_EQ_INT(d, lr % count);
+        }
+    CHECK(zt_backend_pick_device(-1, -1, 4, &d) == ZT_OK); // local rank unknown: GPU 0
+    CHECK_EQ_INT(d, 0);
+    CHECK(zt_backend_pick_device(3, 5, 4, &d) == ZT_OK); // --device 3 on every rank
+    CHECK_EQ_INT(d, 3);
+    // CUDA_VISIBLE_DEVICES=<one GPU per rank>: every rank sees one, picks 0, its own
+    CHECK(zt_backend_pick_device(-1, 3, 1, &d) == ZT_OK);
+    CHECK_EQ_INT(d, 0);
+    d = -7;
+    CHECK(zt_backend_pick_device(4, 0, 4, &d) == ZT_ERR);
+    CHECK(strstr(zt_error_message(), "--device 4 does not exist") != NULL);
+    CHECK(zt_backend_pick_device(-2, 0, 4, &d) == ZT_ERR);
+    CHECK(zt_backend_pick_device(-1, 0, 0, &d) == ZT_ERR);
+    CHECK(strstr(zt_error_message(), "no GPU") != NULL);
+    CHECK_EQ_INT(d, -7); // untouched on error
+    CHECK(zt_backend_check("cpu", &(zt_backend_options){.device = -2}) == ZT_ERR);
+    CHECK(zt_backend_check("cpu", &(zt_backend_options){.device = -1}) == ZT_OK);
+    return ZT_PASS;
+}
+
+// The node-local rank from fake environments: Open MPI's first (mpirun inside a Slurm
+// batch script, whose SLURM_LOCALID is the script's), then Hydra's, then srun's.
+ZT_TEST(launcher_local_rank) {
+    const char *var = "x";
+    char *none[] = {"PATH=/bin", "OMPI_COMM_WORLD_LOCAL_RANKX=3", NULL};
+    CHECK_EQ_INT(zt_launcher_local_rank_in(none, &var), -1);
+    CHECK(var == NULL);
+    char *ompi[] = {"SLURM_LOCALID=0", "OMPI_COMM_WORLD_LOCAL_RANK=3", NULL};
+    CHECK_EQ_INT(zt_launcher_local_rank_in(ompi, &var), 3);
+    CHECK(strcmp(var, "OMPI_COMM_WORLD_LOCAL_RANK") == 0);
+    char *hydra[] = {"MPI_LOCALRANKID=2", "SLURM_LOCALID=0", NULL};
+    CHECK_EQ_INT(zt_launcher_local_rank_in(hydra, &var), 2);
+    CHECK(strcmp(var, "MPI_LOCALRANKID") == 0);
+    char *srun[] = {"SLURM_LOCALID=5", NULL};
+    CHECK_EQ_INT(zt_launcher_local_rank_in(srun, &var), 5);
+    CHECK(strcmp(var, "SLURM_LOCALID") == 0);
+    char *bad[] = {"OMPI_COMM_WORLD_LOCAL_RANK=", "SLURM_LOCALID=x", "MPI_LOCALRANKID=1", NULL};
+    CHECK_EQ_INT(zt_launcher_local_rank_in(bad, &var), 1); // unset-like values are skipped
+    CHECK_EQ_INT(zt_launcher_local_rank_in(NULL, NULL), -1);
     return ZT_PASS;
 }

@@ -16,6 +16,15 @@ static void cpu_describe(const zt_backend *be, char *buf, size_t size) {
 }
 static void cpu_write_json(const zt_backend *be, FILE *f) { zt_blas_write_json(f); }
 static void *cpu_stream(const zt_backend *be) { return NULL; }
+static int cpu_device(const zt_backend *be, char *id, size_t size) {
+    if (size) id[0] = 0;
+    return -1;
+}
+// Host memory is the CPU backend's memory: counted like alloc's.
+static void *cpu_host_alloc(const zt_backend *be, zt_mem_category cat, size_t bytes) {
+    return zt_mem_alloc(cat, bytes);
+}
+static void cpu_host_free(const zt_backend *be, void *ptr) { zt_mem_free(ptr); }
 
 static void *cpu_alloc(const zt_backend *be, zt_mem_category cat, size_t bytes) {
     return zt_mem_alloc(cat, bytes);
@@ -378,6 +387,9 @@ static const zt_backend_i cpu_ops = {
     .unmap = cpu_unmap,
     .sync = cpu_sync,
     .stream = cpu_stream,
+    .device = cpu_device,
+    .host_alloc = cpu_host_alloc,
+    .host_free = cpu_host_free,
     .gemm = cpu_gemm,
     .encoder_forward = cpu_encoder_forward,
     .encoder_backward = cpu_encoder_backward,

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "backend_impl.h"
@@ -135,6 +136,34 @@ static void cuda_sync(const zt_backend *be) {
                  "CUDA error %s (%s) in the work since the last sync (build with "
                  "ZT_CUDA_DEBUG=1 to name the kernel)",
                  cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+// Host name and PCI bus id: NCCL's own test for "Duplicate GPU detected" (two ranks of one
+// communicator whose GPUs have the same host and bus id), so the grid's choice matches it.
+static int cuda_device(const zt_backend *be, char *id, size_t size) {
+    const cuda_impl *c = impl_of(be);
+    char host[128] = "", bus[32] = "";
+    if (gethostname(host, sizeof host) != 0) host[0] = 0;
+    host[sizeof host - 1] = 0;
+    ZT_CHECK_CUDA(cudaDeviceGetPCIBusId(bus, (int)sizeof bus, c->device));
+    if (size) snprintf(id, size, "%s/%s", host, bus);
+    return c->device;
+}
+
+// Pinned, so the staging copies run at the bus's speed; not counted by the tagged allocator,
+// whose counts are device memory on this backend.
+static void *cuda_host_alloc(const zt_backend *be, zt_mem_category cat, size_t bytes) {
+    if (bytes == 0) return NULL;
+    void *p = NULL;
+    cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
+    if (e != cudaSuccess)
+        zt_fatal(__FILE__, __LINE__, "out of pinned host memory: cudaHostAlloc of %zu bytes of "
+                 "%s failed (%s)", bytes, zt_mem_category_name(cat), cudaGetErrorString(e));
+    memset(p, 0, bytes);
+    return p;
+}
+static void cuda_host_free(const zt_backend *be, void *ptr) {
+    if (ptr) ZT_CHECK_CUDA(cudaFreeHost(ptr));
 }
 
 // ---- GEMM and the linear layers ----
@@ -315,6 +344,9 @@ static const zt_backend_i cuda_ops = {
     .describe = cuda_describe,
     .write_json = cuda_write_json,
     .stream = cuda_stream,
+    .device = cuda_device,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
     .alloc = cuda_alloc,
     .free = cuda_free,
     .memset = cuda_memset,
@@ -356,8 +388,7 @@ static void set_tf32(cuda_impl *c, int on) {
 }
 
 static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
-    int device = opt->device;
-    int count = 0;
+    int device = 0, count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
@@ -365,10 +396,7 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
                          cudaGetErrorName(e), cudaGetErrorString(e));
     }
     if (count == 0) return zt_errorf("--backend cuda: this machine has no GPU; use --backend cpu");
-    if (device < 0 || device >= count)
-        return zt_errorf("--backend cuda: GPU %d does not exist: this machine has %d GPU%s "
-                         "(0..%d)",
-                         device, count, count == 1 ? "" : "s", count - 1);
+    ZT_TRY(zt_backend_pick_device(opt->device, opt->local_rank, count, &device));
     cuda_impl *c = calloc(1, sizeof *c);
     ZT_ASSERTF(c, "out of host memory");
     c->device = device;
@@ -410,7 +438,7 @@ static void cuda_close(zt_backend *be) {
 
 // The CUDA attention keeps its scores in registers and shared memory: no workspace.
 const zt_backend_entry zt_backend_cuda_entry = {
-    .caps = {.name = "cuda", .built = 1, .tf32 = 1, .device_memory = 1},
+    .caps = {.name = "cuda", .built = 1, .tf32 = 1, .multi_rank = 1, .device_memory = 1},
     .open = cuda_open,
     .close = cuda_close,
 };

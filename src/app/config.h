@@ -64,6 +64,7 @@ typedef struct {
     int threads;              // OpenMP threads per rank (0 = runtime default)
     float peak_tflops;        // one rank's peak fp32 TFLOP/s, for the MFU (0 = not shown)
     char backend[8];          // cpu | cuda (kernels/backend.h)
+    int device;               // --backend cuda: the GPU (-1 = by the rank on its machine)
     int tf32;                 // --backend cuda: TF32 tensor cores in fp32 GEMMs
     int profile;              // time each op by phase (src/core/profile.h)
     int log_every;            // the step line on stdout every N steps (and the first, last)

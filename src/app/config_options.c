@@ -126,6 +126,9 @@ const opt_desc zt_opts[] = {
     {"backend", OPT_STR, FIELD(backend), "cpu", "NAME", zt_backend_names, 0, "parallel",
      "where tensors live and kernels run: cpu, or cuda (one GPU; a binary built with "
      "`make cuda`: build/zerotrain-cuda)"},
+    {"device", OPT_INT, FIELD(device), "-1", "N", NULL, 0, "parallel",
+     "--backend cuda: the GPU this rank uses (-1 = its rank on the machine mod the GPU count, "
+     "so ranks beyond the count share GPUs; CUDA_VISIBLE_DEVICES numbers them)"},
     {"tf32", OPT_BOOL, FIELD(tf32), "false", "", NULL, 0, "parallel",
      "--backend cuda: allow TF32 tensor cores in fp32 matrix products (faster, ~1e-3 "
      "relative error; off: exact fp32 as on the CPU)"},

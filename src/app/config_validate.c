@@ -187,7 +187,8 @@ zt_status zt_config_validate(const zt_config *c) {
 #undef NEED
 
 zt_status zt_config_check_trainable(const zt_config *c) {
-    ZT_TRY(zt_backend_check(c->backend, &(zt_backend_options){.threads = c->threads,
+    ZT_TRY(zt_backend_check(c->backend, &(zt_backend_options){.device = c->device,
+                                                               .threads = c->threads,
                                                                .tf32 = c->tf32}));
     if (strcmp(c->param_dtype, "bf16") != 0) return ZT_OK;
     if (!zt_backend_caps_of(c->backend)->bf16)

@@ -163,15 +163,16 @@ static zt_status read_config(zt_config *cfg, int argc, char **argv) {
     cfg->seq = cfg->n_ctx; // train's batch options do not apply
     cfg->micro_batch = 1;
     ZT_TRY(zt_config_validate(cfg));
-    // the MPI tensor path takes host memory: GPU ranks wait for NCCL in the grid
+    // generate keeps the grid's MPI tensor paths, which take host memory (train opens the
+    // device paths, grid_data.h): a device backend generates on one rank
     const zt_backend_caps *caps = zt_backend_caps_of(cfg->backend);
-    if (caps && !caps->multi_rank && cfg->tp > 1)
+    if (caps && (!caps->multi_rank || caps->device_memory) && cfg->tp > 1)
         return zt_errorf("generate --backend %s runs on one rank for now (--tp %d given): "
                          "use --backend cpu for --tp", cfg->backend, cfg->tp);
     if (caps && !caps->bf16 && zt_config_param_dtype(cfg) == ZT_BF16)
         return zt_errorf("--param-dtype bf16: the %s backend has no bf16 kernels yet; use "
                          "--backend cpu or --param-dtype fp32", cfg->backend);
-    if (caps && !caps->multi_rank && cfg->pp > 1)
+    if (caps && (!caps->multi_rank || caps->device_memory) && cfg->pp > 1)
         return zt_errorf("generate --backend %s runs on one rank for now (--pp %d given): "
                          "use --backend cpu for --pp", cfg->backend, cfg->pp);
     if (cfg->dp != 0 && cfg->dp != 1)

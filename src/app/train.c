@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "host_memory.h"
+#include "grid_data.h"
 #include "hf_import.h"
 #include "launcher.h"
 #include "plan_spec.h"
@@ -218,14 +219,19 @@ static zt_status open_run(zt_trainer *t, zt_backend *backend, const zt_comm *wor
     const zt_config *cfg = t->cfg;
     ZT_TRY(zt_grid_layout(world->size, cfg->dp, cfg->pp, cfg->tp, dp));
     ZT_TRY(zt_config_validate(cfg));
-    // A backend whose tensors the comm backends cannot move yet (the GPU's: NCCL is not
-    // wired into the grid) runs one rank.
+    // A backend whose tensors the comm backends cannot move runs one rank.
     const zt_backend_caps *caps = zt_backend_caps_of(cfg->backend);
     if (caps && !caps->multi_rank && world->size > 1)
-        return zt_errorf("--backend %s runs on one rank for now (%d ranks given): several GPU "
-                         "ranks wait for the NCCL comm backend; run one rank or --backend cpu",
+        return zt_errorf("--backend %s runs on one rank (%d ranks given): its tensors cannot "
+                         "move between ranks; run one rank or --backend cpu",
                          cfg->backend, world->size);
-    zt_backend_options bo = {.device = 0, .threads = cfg->threads, .tf32 = cfg->tf32};
+    // The GPU: --device, else the rank's place on its machine as the launcher says (every
+    // rank on one machine when it does not: the world rank)
+    int local_rank = zt_launcher_local_rank(NULL);
+    zt_backend_options bo = {.device = cfg->device,
+                             .local_rank = local_rank >= 0 ? local_rank : world->rank,
+                             .threads = cfg->threads,
+                             .tf32 = cfg->tf32};
     ZT_TRY(zt_backend_open(backend, cfg->backend, &bo));
     t->be = backend;
     return zt_plan_spec_from_config(&t->plan, cfg, *dp);
@@ -295,6 +301,8 @@ static zt_status open_trainer(zt_trainer *t, zt_backend *backend, const zt_comm 
     int dp = 0;
     ZT_TRY(open_run(t, backend, world, &dp));
     ZT_TRY(zt_grid_init(&t->grid, world, dp, cfg->pp, cfg->tp));
+    // a device backend's tensors: NCCL, or MPI with host staging (before the profile wraps)
+    ZT_TRY(zt_grid_open_data(&t->grid, backend));
     if (cfg->profile) start_profile(t);
     // the launcher says which ranks share a machine; else all (the conservative guess)
     t->plan.ranks_per_node = zt_launcher_local_size(t->grid.world);

@@ -46,6 +46,8 @@ void zt_trainer_print_start(zt_trainer *t) {
         if (t->be->caps->device_memory)
             printf("backend: %s%s; memory below counts its device allocations\n",
                    t->be->ops->name, c->tf32 ? ", TF32 matrix products" : ", fp32 matrix products");
+        if (g->devices_report[0]) printf("devices: %s\n", g->devices_report);
+        if (g->paths_report[0]) printf("tensor paths: %s\n", g->paths_report);
         printf("loss: chunks of %d tokens, %.1f MiB of logits per chunk per rank (%d of the "
                "%d padded vocabulary columns)\n", t->model.loss_chunk,
                (double)t->model.loss_chunk * t->shape.padded_vocab / g->tp * sizeof(float) /

@@ -13,8 +13,11 @@
 
 typedef struct {
     int rank, size, tasks, local_size; // local_size: -1 when no launcher says
-    const char *size_var, *tasks_var;
+    int local_rank;                    // -1 when no launcher says
+    const char *size_var, *tasks_var, *local_rank_var;
 } launch;
+
+extern char **environ;
 
 // The first of `vars` that is set and starts with a digit, or -1.
 static int first_count(const char *const *vars, size_t n, const char **which) {
@@ -51,6 +54,29 @@ static void read_env(launch *l) {
         if (n > 1) l->tasks = n, l->tasks_var = which;
     }
     l->local_size = FIRST(local, NULL);
+    l->local_rank = zt_launcher_local_rank_in(environ, &l->local_rank_var);
+}
+
+// The value of `name` in env, or NULL.
+static const char *env_get(char *const *env, const char *name) {
+    size_t n = strlen(name);
+    for (; env && *env; env++)
+        if (strncmp(*env, name, n) == 0 && (*env)[n] == '=') return *env + n + 1;
+    return NULL;
+}
+
+int zt_launcher_local_rank_in(char *const *env, const char **var) {
+    static const char *const names[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                        "SLURM_LOCALID"};
+    if (var) *var = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = env_get(env, names[i]);
+        if (v && isdigit((unsigned char)v[0])) {
+            if (var) *var = names[i];
+            return atoi(v);
+        }
+    }
+    return -1;
 }
 
 static const launch *get(void) {
@@ -76,6 +102,11 @@ int zt_launcher_tasks(const char **var) {
 int zt_launcher_local_size(int world) {
     int n = get()->local_size;
     return n >= 1 && n <= world ? n : world;
+}
+
+int zt_launcher_local_rank(const char **var) {
+    if (var) *var = get()->local_rank_var;
+    return get()->local_rank;
 }
 
 // ---------------------------------------------------------------- the launcher's watch

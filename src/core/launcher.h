@@ -24,6 +24,16 @@ int zt_launcher_tasks(const char **var);
 // write "4(x2)": the first count.
 int zt_launcher_local_size(int world);
 
+// This process's rank among the launch's processes on its machine (0-based), from the first
+// of OMPI_COMM_WORLD_LOCAL_RANK (Open MPI's mpirun; first, so mpirun inside a Slurm batch
+// script beats the script's own SLURM_LOCALID), MPI_LOCALRANKID (MPICH's Hydra),
+// SLURM_LOCALID (srun) that is set and starts with a digit; -1 when none is. *var (may be
+// NULL): the variable that said so, NULL when none. Each rank picks its GPU by it.
+int zt_launcher_local_rank(const char **var);
+// The same, read from `env` ("NAME=value" strings, NULL-terminated, as environ) instead of
+// this process's captured environment: pure, for tests.
+int zt_launcher_local_rank_in(char *const *env, const char **var);
+
 // Under a launcher (mpirun, orted, srun's slurmstepd: the process that started this one),
 // starts a thread that ends this process within a fraction of a second once that parent is
 // gone (kill -9 of mpirun): getppid() changes when the parent dies and the process is

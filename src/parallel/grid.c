@@ -89,6 +89,34 @@ void zt_grid_split_args(zt_grid_group group, int rank, int dp, int pp, int tp, i
     zt_fatal(__FILE__, __LINE__, "bad grid group %d", (int)group);
 }
 
+int zt_grid_members(zt_grid_group group, int rank, int dp, int pp, int tp, int *out, int cap) {
+    int color, key, n = 0;
+    zt_grid_split_args(group, rank, dp, pp, tp, &color, &key);
+    ZT_ASSERTF(cap >= 1, "zt_grid_members: no room");
+    if (color == ZT_COMM_UNDEFINED) {
+        out[0] = rank;
+        return 1;
+    }
+    // ranks with the same color, by key: keys are the coordinate along the group, 0..n-1
+    int world = dp * pp * tp;
+    for (int q = 0; q < world; q++) {
+        int cq, kq;
+        zt_grid_split_args(group, q, dp, pp, tp, &cq, &kq);
+        if (cq != color) continue;
+        ZT_ASSERTF(n < cap, "zt_grid_members: more than %d members", cap);
+        int i = n++;
+        while (i > 0) { // insertion by key (the keys of one group are distinct)
+            int cp, kp;
+            zt_grid_split_args(group, out[i - 1], dp, pp, tp, &cp, &kp);
+            if (kp < kq) break;
+            out[i] = out[i - 1];
+            i--;
+        }
+        out[i] = q;
+    }
+    return n;
+}
+
 static void split_group(const zt_grid *g, const zt_comm *world, zt_grid_group group,
                         zt_comm *out) {
     int color, key;
@@ -130,7 +158,12 @@ zt_status zt_grid_init(zt_grid *g, const zt_comm *world, int dp, int pp, int tp)
 
 void zt_grid_free(zt_grid *g) {
     if (!g) return;
-    // Reverse order of creation; zt_comm_free skips the ones never made.
+    // Reverse order of creation; zt_comm_free skips the ones never made. The device paths
+    // first: a staged one borrows its group's communicator.
+    zt_comm_free(&g->embed_dev);
+    zt_comm_free(&g->pp_dev);
+    zt_comm_free(&g->dp_dev);
+    zt_comm_free(&g->tp_dev);
     zt_comm_free(&g->embed_comm);
     zt_comm_free(&g->pp_comm);
     zt_comm_free(&g->dp_comm);

@@ -57,6 +57,12 @@ typedef struct {
     // tensors in the backend's memory go through these. On the CPU they are the same
     // MPI communicators; a GPU backend points them at NCCL (or staged MPI) instead.
     const zt_comm *tp_data, *dp_data, *pp_data, *embed_data;
+    // A device backend's tensor paths (grid_data.h: NCCL, or MPI with host staging), the
+    // ones above point at; zero-filled on a host backend.
+    zt_comm tp_dev, dp_dev, pp_dev, embed_dev;
+    // What grid_data.h chose, for the start-up report ("" on a host backend): which GPU
+    // each rank uses, and each group's path.
+    char devices_report[1024], paths_report[1024];
 } zt_grid;
 
 // Checks the layout (zt_grid_layout on world->size; dp = 0 derives it) and returns its
@@ -65,6 +71,9 @@ typedef struct {
 // caller's. Free with zt_grid_free, which also accepts a grid that failed half-way or a
 // zero-filled one.
 zt_status zt_grid_init(zt_grid *g, const zt_comm *world, int dp, int pp, int tp);
+// The world ranks of `rank`'s group `group`, in the group's rank order, into out[0..cap);
+// returns how many (fatal above cap). A rank outside the embed group: itself alone. Pure.
+int zt_grid_members(zt_grid_group group, int rank, int dp, int pp, int tp, int *out, int cap);
 void zt_grid_free(zt_grid *g);
 
 #endif

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The MPI communicator under mpirun: every collective checked exactly on 2, 3 and 4 ranks
-# (comm_mpi_collectives), then fault injection: a rank that hits an MPI error, a fatal
+# (comm_mpi_collectives), the same through host staging (comm_staged_collectives), then fault injection: a rank that hits an MPI error, a fatal
 # check of ours, or plain exit must end the whole job with a non-zero status instead of
 # leaving the other ranks waiting in a barrier. Run from the repository root.
 set -u
@@ -23,6 +23,15 @@ for algo in stage stage-all mpi; do
     rc=$?
     if [ $rc -ne 0 ]; then echo "FAIL: $n ranks, $algo (exit $rc$([ $rc -eq 124 ] && echo ', timed out'))"; fail=1; fi
   done
+done
+
+# host staging over MPI (comm_staged.c) with the CPU backend as the device: every operation,
+# in one piece and in pieces, the grid's staged paths, bit-equal to plain MPI
+for n in 2 3 4; do
+  echo "== comm_staged_collectives on $n ranks"
+  timeout "$LIMIT" "${MPIRUN[@]}" -np "$n" "$BIN" comm_staged_collectives
+  rc=$?
+  if [ $rc -ne 0 ]; then echo "FAIL: staged, $n ranks (exit $rc)"; fail=1; fi
 done
 
 # the same checks with the collective timeout on: every operation nonblocking, polled

@@ -1,0 +1,227 @@
+// Host staging (comm_staged.h): device buffers copied to host buffers, the wrapped host
+// communicator's operation run there, the result copied back. Every operation is a loop
+// over pieces no larger than a staging buffer; most calls are one piece.
+#include "comm_staged.h"
+
+#include <stdlib.h>
+
+typedef struct {
+    const zt_comm *inner; // the host communicator (borrowed, or &own)
+    zt_comm own;          // inner's split, owned, for a communicator made by split
+    zt_comm_staging st;
+    unsigned char *h[2]; // (bytes) each: [0] sends and collectives, [1] receives
+    size_t bytes;
+} staged_impl;
+
+static const zt_comm_i staged_ops;
+
+static staged_impl *impl_of(const zt_comm *c) { return (staged_impl *)c->impl; }
+static void to_host(const staged_impl *s, void *host, const void *dev, size_t bytes) {
+    if (bytes) s->st.to_host(s->st.ctx, host, dev, bytes);
+}
+static void to_device(const staged_impl *s, void *dev, const void *host, size_t bytes) {
+    if (bytes) s->st.to_device(s->st.ctx, dev, host, bytes);
+}
+static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+// Pieces of at most k elements in n; a count of 0 is one empty piece, so the inner
+// operation is still issued (as plain MPI would be) and every rank issues the same ones.
+static size_t n_pieces(size_t n, size_t k) { return n == 0 ? 1 : (n + k - 1) / k; }
+#define B_(p, i, es) ((unsigned char *)(p) + (size_t)(i) * (es)) // element i's address
+
+// On one rank an operation in place leaves the buffer as it is: no copies at all, so a
+// group of one (dp 1 on one GPU) costs nothing. (Out of place it is staged as ever: a copy.)
+static int one_in_place(const zt_comm *c, const void *send, const void *recv) {
+    return c->size == 1 && send == recv;
+}
+
+static void staged_all_reduce(const zt_comm *c, const void *send, void *recv, size_t count,
+                              zt_dtype dt, zt_reduce_op op, void *stream) {
+    const staged_impl *s = impl_of(c);
+    if (one_in_place(c, send, recv)) return;
+    size_t es = zt_dtype_size(dt), k = s->bytes / es, np = n_pieces(count, k);
+    for (size_t p = 0; p < np; p++) {
+        size_t off = p * k, n = min_sz(k, count - off);
+        to_host(s, s->h[0], B_(send, off, es), n * es);
+        s->inner->ops->all_reduce(s->inner, s->h[0], s->h[0], n, dt, op, NULL);
+        to_device(s, B_(recv, off, es), s->h[0], n * es);
+    }
+}
+
+// Piece p is elements [off, off+n) of every rank's block, gathered into the host buffer as
+// `size` consecutive slices of n, so inner's block for this rank is slice `rank`. In place
+// (recv == send + rank*B) the write-back covers only [off, off+n) of this rank's block,
+// which later pieces do not read.
+static void staged_reduce_scatter(const zt_comm *c, const void *send, void *recv, size_t count,
+                                  zt_dtype dt, zt_reduce_op op, void *stream) {
+    const staged_impl *s = impl_of(c);
+    if (one_in_place(c, send, recv)) return;
+    size_t es = zt_dtype_size(dt), size = (size_t)c->size, B = count / size;
+    size_t k = s->bytes / (es * size), np = n_pieces(B, k);
+    for (size_t p = 0; p < np; p++) {
+        size_t off = p * k, n = min_sz(k, B - off);
+        if (n == B) to_host(s, s->h[0], send, count * es); // one piece: one copy
+        else
+            for (size_t j = 0; j < size; j++)
+                to_host(s, B_(s->h[0], j * n, es), B_(send, j * B + off, es), n * es);
+        unsigned char *mine = B_(s->h[0], (size_t)c->rank * n, es);
+        s->inner->ops->reduce_scatter(s->inner, s->h[0], mine, n * size, dt, op, NULL);
+        to_device(s, B_(recv, off, es), mine, n * es);
+    }
+}
+
+// Piece p: this rank's [off, off+n) into slice `rank` of the host buffer, inner's in-place
+// all_gather, then slice j back to block j's [off, off+n). In place (send == recv + rank*B)
+// the rank's own block is rewritten with the values it held.
+static void staged_all_gather(const zt_comm *c, const void *send, void *recv, size_t count,
+                              zt_dtype dt, void *stream) {
+    const staged_impl *s = impl_of(c);
+    if (one_in_place(c, send, recv)) return;
+    size_t es = zt_dtype_size(dt), size = (size_t)c->size, B = count / size;
+    size_t k = s->bytes / (es * size), np = n_pieces(B, k);
+    for (size_t p = 0; p < np; p++) {
+        size_t off = p * k, n = min_sz(k, B - off);
+        unsigned char *mine = B_(s->h[0], (size_t)c->rank * n, es);
+        to_host(s, mine, B_(send, off, es), n * es);
+        s->inner->ops->all_gather(s->inner, mine, s->h[0], n * size, dt, NULL);
+        if (n == B) to_device(s, recv, s->h[0], count * es);
+        else
+            for (size_t j = 0; j < size; j++)
+                to_device(s, B_(recv, j * B + off, es), B_(s->h[0], j * n, es), n * es);
+    }
+}
+
+static void staged_broadcast(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int root,
+                             void *stream) {
+    const staged_impl *s = impl_of(c);
+    if (c->size == 1) return; // the root's buffer is the result
+    size_t es = zt_dtype_size(dt), k = s->bytes / es, np = n_pieces(count, k);
+    for (size_t p = 0; p < np; p++) {
+        size_t off = p * k, n = min_sz(k, count - off);
+        if (c->rank == root) to_host(s, s->h[0], B_(buf, off, es), n * es);
+        s->inner->ops->broadcast(s->inner, s->h[0], n, dt, root, NULL);
+        if (c->rank != root) to_device(s, B_(buf, off, es), s->h[0], n * es);
+    }
+}
+
+// Point-to-point in pieces: both sides cut a message of n elements alike (the ranks agreed
+// on the staging size at init), and messages of a pair arrive in order, so piece i meets
+// piece i.
+static void staged_send(const zt_comm *c, const void *buf, size_t count, zt_dtype dt, int peer,
+                        int tag, void *stream) {
+    const staged_impl *s = impl_of(c);
+    size_t es = zt_dtype_size(dt), k = s->bytes / es, np = n_pieces(count, k);
+    for (size_t p = 0; p < np; p++) {
+        size_t off = p * k, n = min_sz(k, count - off);
+        to_host(s, s->h[0], B_(buf, off, es), n * es);
+        s->inner->ops->send(s->inner, s->h[0], n, dt, peer, tag, NULL);
+    }
+}
+
+static void staged_recv(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int peer,
+                        int tag, void *stream) {
+    const staged_impl *s = impl_of(c);
+    size_t es = zt_dtype_size(dt), k = s->bytes / es, np = n_pieces(count, k);
+    for (size_t p = 0; p < np; p++) {
+        size_t off = p * k, n = min_sz(k, count - off);
+        s->inner->ops->recv(s->inner, s->h[1], n, dt, peer, tag, NULL);
+        to_device(s, B_(buf, off, es), s->h[1], n * es);
+    }
+}
+
+// Piece i of both directions at once while both have one, then the longer direction alone.
+// No deadlock: a rank sending piece i alone has received all its pieces, and its peer dst,
+// which receives exactly as many pieces as this rank sends, posts the receive of piece i
+// in its own round i, paired or alone.
+static void staged_send_recv(const zt_comm *c, const void *sendbuf, size_t send_count, int dst,
+                             void *recvbuf, size_t recv_count, int src, zt_dtype dt, int tag,
+                             void *stream) {
+    const staged_impl *s = impl_of(c);
+    const zt_comm *in = s->inner;
+    size_t es = zt_dtype_size(dt), k = s->bytes / es;
+    size_t ps = n_pieces(send_count, k), pr = n_pieces(recv_count, k);
+    for (size_t p = 0; p < ps || p < pr; p++) {
+        size_t off = p * k;
+        size_t ns = p < ps ? min_sz(k, send_count - off) : 0;
+        size_t nr = p < pr ? min_sz(k, recv_count - off) : 0;
+        if (p < ps) to_host(s, s->h[0], B_(sendbuf, off, es), ns * es);
+        if (p < ps && p < pr)
+            in->ops->send_recv(in, s->h[0], ns, dst, s->h[1], nr, src, dt, tag, NULL);
+        else if (p < ps) in->ops->send(in, s->h[0], ns, dt, dst, tag, NULL);
+        else in->ops->recv(in, s->h[1], nr, dt, src, tag, NULL);
+        if (p < pr) to_device(s, B_(recvbuf, off, es), s->h[1], nr * es);
+    }
+}
+
+// The copies wait for their device work, so every rank has finished its part here.
+static void staged_barrier(const zt_comm *c, void *stream) {
+    const zt_comm *in = impl_of(c)->inner;
+    in->ops->barrier(in, NULL);
+}
+
+static void init_impl(zt_comm *out, staged_impl *s, const zt_comm *inner,
+                      const zt_comm_staging *st, size_t stage_bytes) {
+    ZT_ASSERTF(inner && inner->ops, "staged communicator over a communicator never made");
+    ZT_ASSERTF(st && st->host_alloc && st->host_free && st->to_host && st->to_device,
+               "staged communicator without its copy functions");
+    // a reduce_scatter piece holds one element of the widest dtype (8 bytes) per rank
+    ZT_ASSERTF(stage_bytes >= 8 * (size_t)inner->size,
+               "staging buffer of %zu bytes: at least 8 per rank (%d ranks)", stage_bytes,
+               inner->size);
+    // Pieces must be cut alike on every rank: the same staging size everywhere.
+    int64_t mine[2] = {(int64_t)stage_bytes, -(int64_t)stage_bytes}, agreed[2];
+    inner->ops->all_reduce(inner, mine, agreed, 2, ZT_I64, ZT_REDUCE_MAX, NULL);
+    ZT_ASSERTF(agreed[0] == (int64_t)stage_bytes && -agreed[1] == (int64_t)stage_bytes,
+               "staged communicator: ranks stage with different buffer sizes (%zu here, "
+               "%lld..%lld over the ranks)", stage_bytes, (long long)-agreed[1],
+               (long long)agreed[0]);
+    s->inner = inner;
+    s->st = *st;
+    s->bytes = stage_bytes;
+    s->h[0] = st->host_alloc(st->ctx, stage_bytes);
+    s->h[1] = st->host_alloc(st->ctx, stage_bytes);
+    out->ops = &staged_ops;
+    out->impl = s;
+    out->rank = inner->rank;
+    out->size = inner->size;
+}
+
+static void staged_split(const zt_comm *c, int color, int key, zt_comm *out) {
+    const staged_impl *s = impl_of(c);
+    staged_impl *n = calloc(1, sizeof *n);
+    ZT_ASSERTF(n, "out of host memory");
+    zt_comm_split(s->inner, color, key, &n->own);
+    init_impl(out, n, &n->own, &s->st, s->bytes);
+}
+
+static void staged_free(zt_comm *c) {
+    staged_impl *s = impl_of(c);
+    if (!s) return;
+    for (int i = 0; i < 2; i++)
+        if (s->h[i]) s->st.host_free(s->st.ctx, s->h[i]);
+    zt_comm_free(&s->own); // (a zero-filled one when inner is borrowed)
+    free(s);
+    c->impl = NULL;
+}
+
+static const zt_comm_i staged_ops = {
+    .name = "staged",
+    .all_reduce = staged_all_reduce,
+    .reduce_scatter = staged_reduce_scatter,
+    .all_gather = staged_all_gather,
+    .broadcast = staged_broadcast,
+    .send = staged_send,
+    .recv = staged_recv,
+    .send_recv = staged_send_recv,
+    .barrier = staged_barrier,
+    .split = staged_split,
+    .free = staged_free,
+};
+
+void zt_comm_staged_init(zt_comm *out, const zt_comm *inner, const zt_comm_staging *st,
+                         size_t stage_bytes) {
+    ZT_ASSERT(out);
+    memset(out, 0, sizeof *out);
+    staged_impl *s = calloc(1, sizeof *s);
+    ZT_ASSERTF(s, "out of host memory");
+    init_impl(out, s, inner, st, stage_bytes);
+}

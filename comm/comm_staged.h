@@ -1,0 +1,41 @@
+// Host staging: a communicator whose buffers are device memory, carried by a host
+// communicator (MPI) through host buffers. The tensor path of a group whose ranks share a
+// GPU, where NCCL refuses them ("Duplicate GPU detected"); docs/design.md, "Backends".
+#ifndef ZT_COMM_STAGED_H
+#define ZT_COMM_STAGED_H
+
+#include "comm.h"
+
+// How to reach device memory: comm/ sits beside kernels/ (docs/design.md, "Floors"), so the
+// caller hands in these four (src/parallel/grid_data.c adapts a zt_backend). Both copies
+// return once the copy is done (the host buffer may be read or reused), and are ordered
+// after the device work issued before them.
+typedef struct {
+    void *ctx;
+    // `bytes` of host memory the copies are fastest from and to (pinned on a GPU); NULL
+    // only for 0 bytes (out of memory is fatal in the callee). Freed with host_free.
+    void *(*host_alloc)(void *ctx, size_t bytes);
+    void (*host_free)(void *ctx, void *p);
+    void (*to_host)(void *ctx, void *host, const void *dev, size_t bytes);
+    void (*to_device)(void *ctx, void *dev, const void *host, size_t bytes);
+} zt_comm_staging;
+
+// Default bytes of each of the two staging buffers (send side, receive side).
+#define ZT_COMM_STAGE_BYTES_DEFAULT ((size_t)16 << 20)
+
+// Makes *out a communicator with inner's ranks whose operations take device memory: each
+// copies its device input into a host buffer (st->to_host), runs inner's operation there
+// (stream NULL: inner is a host backend), and copies the result back (st->to_device).
+// comm.h's counts, dtypes and in-place forms are kept: the same bits as inner's operation
+// on host copies of the buffers. An operation larger than the staging buffer (stage_bytes,
+// two of them) runs in pieces: all_reduce, broadcast and point-to-point in consecutive
+// pieces, reduce_scatter and all_gather in the same slice of every rank's block at once
+// (so a sum of one element still adds the same values; its order is inner's for the
+// piece's length). On one rank an operation in place copies nothing (free). `inner` is borrowed and must outlive *out, except that a communicator
+// made by split owns its own split of inner. Collective over inner (the ranks check that
+// they staged alike: pieces must match). The buffers are allocated here, once; free *out
+// with zt_comm_free (zt_comm_free(inner) after).
+void zt_comm_staged_init(zt_comm *out, const zt_comm *inner, const zt_comm_staging *st,
+                         size_t stage_bytes);
+
+#endif
