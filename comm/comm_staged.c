@@ -203,6 +203,38 @@ static void staged_free(zt_comm *c) {
     c->impl = NULL;
 }
 
+// Nonblocking forms: staged and done at issue (the copies to and from the device sit on the
+// issuing thread anyway), so test and wait have nothing left; no overlap through staging.
+// ireduce reduces to every rank's host buffer and writes back at the root only.
+static void staged_iall_reduce(const zt_comm *c, const void *send, void *recv, size_t count,
+                               zt_dtype dt, zt_reduce_op op, void *stream, zt_comm_req *req) {
+    staged_all_reduce(c, send, recv, count, dt, op, stream);
+}
+static void staged_ireduce(const zt_comm *c, const void *send, void *recv, size_t count,
+                           zt_dtype dt, zt_reduce_op op, int root, void *stream,
+                           zt_comm_req *req) {
+    const staged_impl *s = impl_of(c);
+    if (one_in_place(c, send, recv)) return;
+    size_t es = zt_dtype_size(dt), k = s->bytes / es, np = n_pieces(count, k);
+    for (size_t p = 0; p < np; p++) {
+        size_t off = p * k, n = min_sz(k, count - off);
+        to_host(s, s->h[0], B_(send, off, es), n * es);
+        s->inner->ops->all_reduce(s->inner, s->h[0], s->h[0], n, dt, op, NULL);
+        if (c->rank == root) to_device(s, B_(recv, off, es), s->h[0], n * es);
+    }
+}
+static void staged_ireduce_scatter(const zt_comm *c, const void *send, void *recv, size_t count,
+                                   zt_dtype dt, zt_reduce_op op, void *stream,
+                                   zt_comm_req *req) {
+    staged_reduce_scatter(c, send, recv, count, dt, op, stream);
+}
+static void staged_iall_gather(const zt_comm *c, const void *send, void *recv, size_t count,
+                               zt_dtype dt, void *stream, zt_comm_req *req) {
+    staged_all_gather(c, send, recv, count, dt, stream);
+}
+static int staged_test(const zt_comm *c, zt_comm_req *req) { return 1; }
+static void staged_wait(const zt_comm *c, zt_comm_req *req) {}
+
 static const zt_comm_i staged_ops = {
     .name = "staged",
     .all_reduce = staged_all_reduce,
@@ -213,6 +245,12 @@ static const zt_comm_i staged_ops = {
     .recv = staged_recv,
     .send_recv = staged_send_recv,
     .barrier = staged_barrier,
+    .iall_reduce = staged_iall_reduce,
+    .ireduce = staged_ireduce,
+    .ireduce_scatter = staged_ireduce_scatter,
+    .iall_gather = staged_iall_gather,
+    .test = staged_test,
+    .wait = staged_wait,
     .split = staged_split,
     .free = staged_free,
 };
