@@ -34,8 +34,9 @@ static int one_in_place(const zt_comm *c, const void *send, const void *recv) {
     return c->size == 1 && send == recv;
 }
 
-static void staged_all_reduce(const zt_comm *c, const void *send, void *recv, size_t count,
-                              zt_dtype dt, zt_reduce_op op, void *stream) {
+// The sum (or max) over ranks into recv on rank `root`, or on every rank (root -1).
+static void reduce_to(const zt_comm *c, const void *send, void *recv, size_t count, zt_dtype dt,
+                      zt_reduce_op op, int root) {
     const staged_impl *s = impl_of(c);
     if (one_in_place(c, send, recv)) return;
     size_t es = zt_dtype_size(dt), k = s->bytes / es, np = n_pieces(count, k);
@@ -43,8 +44,13 @@ static void staged_all_reduce(const zt_comm *c, const void *send, void *recv, si
         size_t off = p * k, n = min_sz(k, count - off);
         to_host(s, s->h[0], B_(send, off, es), n * es);
         s->inner->ops->all_reduce(s->inner, s->h[0], s->h[0], n, dt, op, NULL);
-        to_device(s, B_(recv, off, es), s->h[0], n * es);
+        if (root < 0 || c->rank == root) to_device(s, B_(recv, off, es), s->h[0], n * es);
     }
+}
+
+static void staged_all_reduce(const zt_comm *c, const void *send, void *recv, size_t count,
+                              zt_dtype dt, zt_reduce_op op, void *stream) {
+    reduce_to(c, send, recv, count, dt, op, -1);
 }
 
 // Piece p is elements [off, off+n) of every rank's block, gathered into the host buffer as
@@ -205,7 +211,7 @@ static void staged_free(zt_comm *c) {
 
 // Nonblocking forms: staged and done at issue (the copies to and from the device sit on the
 // issuing thread anyway), so test and wait have nothing left; no overlap through staging.
-// ireduce reduces to every rank's host buffer and writes back at the root only.
+// ireduce reduces into every rank's host buffer and writes back at the root only.
 static void staged_iall_reduce(const zt_comm *c, const void *send, void *recv, size_t count,
                                zt_dtype dt, zt_reduce_op op, void *stream, zt_comm_req *req) {
     staged_all_reduce(c, send, recv, count, dt, op, stream);
@@ -213,15 +219,7 @@ static void staged_iall_reduce(const zt_comm *c, const void *send, void *recv, s
 static void staged_ireduce(const zt_comm *c, const void *send, void *recv, size_t count,
                            zt_dtype dt, zt_reduce_op op, int root, void *stream,
                            zt_comm_req *req) {
-    const staged_impl *s = impl_of(c);
-    if (one_in_place(c, send, recv)) return;
-    size_t es = zt_dtype_size(dt), k = s->bytes / es, np = n_pieces(count, k);
-    for (size_t p = 0; p < np; p++) {
-        size_t off = p * k, n = min_sz(k, count - off);
-        to_host(s, s->h[0], B_(send, off, es), n * es);
-        s->inner->ops->all_reduce(s->inner, s->h[0], s->h[0], n, dt, op, NULL);
-        if (c->rank == root) to_device(s, B_(recv, off, es), s->h[0], n * es);
-    }
+    reduce_to(c, send, recv, count, dt, op, root);
 }
 static void staged_ireduce_scatter(const zt_comm *c, const void *send, void *recv, size_t count,
                                    zt_dtype dt, zt_reduce_op op, void *stream,
