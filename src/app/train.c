@@ -250,7 +250,7 @@ static zt_status init_optimizer_and_log(zt_trainer *t) {
     else zt_adamw_init(&t->opt, t->be, t->shard_lo, t->shard_hi, t->model.dtype);
     // bf16: the masters start as the weights set so far (random or --init-from, in bf16);
     // a --resume then loads the checkpoint's fp32 values into them
-    float *master = t->plan.is_8bit ? t->opt8.master : t->opt.master;
+    float *master = zt_trainer_master(t);
     if (s == ZT_OK && master)
         zt_master_from_params(t->be, master, t->model.params, t->shard_lo, t->shard_hi);
     if (s == ZT_OK && t->grid.rank == 0 && cfg->log[0]) {

@@ -13,7 +13,7 @@
 static float *final_weights(zt_trainer *t) {
     zt_gpt2 *m = &t->model;
     float *w = zt_gpt2_params_map(m, 1); // fp32, whatever the model's dtype
-    float *master = t->plan.is_8bit ? t->opt8.master : t->opt.master;
+    float *master = zt_trainer_master(t);
     if (!master || zt_config_save_dtype(t->cfg) != ZT_F32) return w;
     size_t lo = t->shard_lo, n = t->shard_hi - t->shard_lo;
     t->be->ops->copy(t->be, w + lo, master, n * sizeof(float), ZT_COPY_D2H);

@@ -89,6 +89,11 @@ static inline int zt_trainer_last_stage(const zt_trainer *t) {
 
 // train_step.c. Seconds on a monotonic clock.
 double zt_now_s(void);
+
+// The fp32 master weights of this rank's optimizer range under bf16, else NULL.
+static inline float *zt_trainer_master(const zt_trainer *t) {
+    return t->plan.is_8bit ? t->opt8.master : t->opt.master;
+}
 // One training step on every rank: forward and backward over the micro-batches, the
 // reductions, the clip and the update. ZT_ERR (the same on every rank) when the loss or a
 // gradient is not finite, or rank 0 could not write the log.
