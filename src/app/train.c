@@ -175,6 +175,7 @@ static zt_status run(zt_trainer *t) {
     // step (with its validation, sample and checkpoint), so no healthy wait reaches it
     zt_comm_mpi_watch(0);
     for (int step = t->step0; step < c->steps; step++) {
+        zt_launcher_check();
         double t_step = zt_now_s();
         zt_step_stats st;
         ZT_TRY(zt_trainer_step(t, step, &st));

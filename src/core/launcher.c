@@ -111,8 +111,16 @@ int zt_launcher_local_rank(const char **var) {
 
 // ---------------------------------------------------------------- the launcher's watch
 
-static pid_t g_parent;       // the launcher, as this process was started by it
+static pid_t g_parent;       // the launcher, as this process was started by it (0: unwatched)
 static char g_gone_msg[256]; // composed before the thread starts
+
+// the job is over: stop at once, as a kill would (checkpoints are crash-safe). The line
+// reaches whoever kept this rank's stderr (a file); a closed pipe ends the process too.
+static void stop_gone(void) {
+    ssize_t r = write(STDERR_FILENO, g_gone_msg, strlen(g_gone_msg));
+    (void)r;
+    _exit(1);
+}
 
 // Polls every 100 ms (a system call each: nothing next to a step). Not prctl's
 // PR_SET_PDEATHSIG: it fires when the parent *thread* that forked this process ends, which
@@ -121,19 +129,20 @@ static void *watch(void *arg) {
     (void)arg;
     const struct timespec tick = {0, 100 * 1000 * 1000};
     while (getppid() == g_parent) nanosleep(&tick, NULL);
-    // the job is over: stop at once, as a kill would (checkpoints are crash-safe). The line
-    // reaches whoever kept this rank's stderr (a file); a closed pipe ends the process too.
-    ssize_t r = write(STDERR_FILENO, g_gone_msg, strlen(g_gone_msg));
-    (void)r;
-    _exit(1);
+    stop_gone();
     return NULL;
+}
+
+void zt_launcher_check(void) {
+    if (g_parent > 1 && getppid() != g_parent) stop_gone();
 }
 
 void zt_launcher_watch(void) {
     static int started;
     if (started || !get()->size_var) return; // no launcher set a size: nothing to watch
-    g_parent = getppid();
-    if (g_parent <= 1) return; // already init's (or a container's first process)
+    pid_t parent = getppid();
+    if (parent <= 1) return; // already init's (or a container's first process)
+    g_parent = parent;
     snprintf(g_gone_msg, sizeof g_gone_msg,
              "zerotrain: rank %d stops: its launcher (process %ld) is gone, the job was killed "
              "(kill -9 of mpirun?); the checkpoints already written are intact\n",
@@ -147,6 +156,6 @@ void zt_launcher_watch(void) {
     started = e == 0;
     if (e != 0)
         fprintf(stderr, "zerotrain: warning: (rank %d) cannot start the launcher's watch: %s; "
-                        "if mpirun is killed, this rank stops only when MPI notices\n",
+                        "if mpirun is killed, this rank stops at its next step\n",
                 get()->rank, strerror(e));
 }

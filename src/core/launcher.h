@@ -43,4 +43,8 @@ int zt_launcher_local_rank_in(char *const *env, const char **var);
 // the parent is already init. Call once, after any re-exec (zt_backends_start).
 void zt_launcher_watch(void);
 
+// The same test at a step boundary, so a step never starts after the launcher is gone: the
+// watch's 100 ms tick spans two or more short steps (a system call; nothing when unwatched).
+void zt_launcher_check(void);
+
 #endif
