@@ -1038,6 +1038,54 @@ ZT_TEST(cuda_nccl_single_rank) {
     return ZT_PASS;
 }
 
+// NCCL's nonblocking collectives and split on one rank: each starts after the kernel the
+// backend's stream issued just before it (x + y written by `add` right before the call: the
+// communicator's own stream must wait for it), completes by test or wait in stream order,
+// and the results are the size-1 copies, exact. zt_comm_nccl_split: color 0 gives a
+// communicator, ZT_COMM_UNDEFINED none.
+ZT_TEST(cuda_nccl_nonblocking) {
+    NEED_GPU();
+    if (g_on_cpu) {
+        gpu_close();
+        printf("SKIP: NCCL needs the GPU\n");
+        return ZT_SKIP;
+    }
+    zt_comm self, nc, part, none;
+    zt_comm_self_init(&self);
+    if (zt_comm_nccl_init(&nc, &self, GPU->ops->stream(GPU)) != ZT_OK) {
+        fprintf(stderr, "%s\n", zt_error_message());
+        return ZT_FAIL;
+    }
+    zt_comm_free(&self);
+    const size_t n = 1 << 22; // large enough that a race with `add` would show
+    float *x = hrand(n, -1, 1), *y = hrand(n, -1, 1), *sum = hpoison(n);
+    CPU->ops->add(CPU, sum, x, y, n);
+    float *g_x = dputf(x, n), *g_y = dputf(y, n), *g_s = dpoison(n), *g_r = dpoison(n);
+    zt_comm_req req = {0};
+    GPU->ops->add(GPU, g_s, g_x, g_y, n);
+    zt_comm_iall_reduce(&nc, g_s, g_r, n, ZT_F32, ZT_REDUCE_SUM, NULL, &req);
+    while (!zt_comm_test(&req)) {}
+    CHECK_DEV("nccl iall_reduce after add (test)", g_r, sum, n, 0.0, 0.0);
+    GPU->ops->memset(GPU, g_s, 0xff, n * sizeof(float));
+    GPU->ops->add(GPU, g_s, g_x, g_y, n);
+    zt_comm_ireduce(&nc, g_s, g_s, n, ZT_F32, ZT_REDUCE_SUM, 0, NULL, &req);
+    zt_comm_wait(&req);
+    zt_comm_ireduce_scatter(&nc, g_s, g_s, n, ZT_F32, ZT_REDUCE_SUM, NULL, &req);
+    zt_comm_wait(&req);
+    zt_comm_iall_gather(&nc, g_s, g_r, n, ZT_F32, NULL, &req);
+    zt_comm_wait(&req);
+    CHECK_DEV("nccl ireduce, ireduce_scatter, iall_gather (wait)", g_r, sum, n, 0.0, 0.0);
+    zt_comm_nccl_split(&nc, 0, 0, &part);
+    zt_comm_nccl_split(&nc, ZT_COMM_UNDEFINED, 0, &none);
+    CHECK(part.size == 1 && !strcmp(part.ops->name, "nccl") && none.ops == NULL);
+    zt_comm_all_gather(&part, g_x, g_r, n, ZT_F32, NULL);
+    CHECK_DEV("nccl split all_gather", g_r, x, n, 0.0, 0.0);
+    zt_comm_free(&part);
+    zt_comm_free(&nc);
+    gpu_close();
+    return ZT_PASS;
+}
+
 // ---------------------------------------------------------------------------------------
 // The CUDA kernels' index arithmetic (launch_math.h), on the host: the kernels call these
 // functions, so this checks the grids, the pieces and the offsets that run on the GPU, and
