@@ -138,7 +138,8 @@ static inline ZT_HD zt_col_major_gemm zt_gemm_row_to_col(int trans_a, int trans_
     zt_col_major_gemm g = {trans_b, trans_a, N, M, K, B, A, ldb, lda};
     return g;
 }
-// ---- gemm_mixed (gemm_lt_cuda.c): tiles of C, chunks of K, operand pieces in scratch ----
+// ---- gemm_mixed (gemm_lt_cuda.c, and the CPU's gemm_mixed_cpu.c): tiles of C, chunks of
+// K, operand pieces in scratch ----
 
 // gemm_mixed's scratch (caps.gemm_mixed_workspace: the model carves it, the planner counts
 // it; here so that a build without CUDA states the same caps): cuBLASLt's workspace (32 MiB,
@@ -186,7 +187,7 @@ static inline ZT_HD size_t zt_gemm_tile_bytes(zt_gemm_tiles t, const zt_gemm_scr
     return zt_gemm_part_c(t, s) + zt_gemm_part_a(t, s) + zt_gemm_part_b(t, s);
 }
 
-// The largest tiles that fit `bytes` (the CPU's plan, gemm_mixed_cpu.c): the whole of C and
+// The largest tiles that fit `bytes` (both backends' plan): the whole of C and
 // K in balanced chunks of at most k_chunk, then the longer side of the tile halved (then the
 // chunk) until the scratch holds it: square-ish tiles convert the fewest values again.
 static inline ZT_HD zt_gemm_tiles zt_gemm_plan_tiles(int M, int N, int K, int k_chunk,
