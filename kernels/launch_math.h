@@ -138,6 +138,7 @@ static inline ZT_HD zt_col_major_gemm zt_gemm_row_to_col(int trans_a, int trans_
     zt_col_major_gemm g = {trans_b, trans_a, N, M, K, B, A, ldb, lda};
     return g;
 }
+
 // ---- gemm_mixed (gemm_lt_cuda.c, and the CPU's gemm_mixed_cpu.c): tiles of C, chunks of
 // K, operand pieces in scratch ----
 
@@ -146,6 +147,11 @@ static inline ZT_HD zt_col_major_gemm zt_gemm_row_to_col(int trans_a, int trans_
 // what cuBLAS documents for Hopper), then 32 MiB for a tile's converted operands and fp32 C.
 #define ZT_CUDA_LT_WORKSPACE ((size_t)32 << 20)
 #define ZT_CUDA_GEMM_MIXED_WORKSPACE (ZT_CUDA_LT_WORKSPACE + ((size_t)32 << 20))
+
+// K chunks of at most this many (balanced: K = 3072 is 3 x 1024). Chunks cost only one more
+// pass over the fp32 C tile each, and keep the operand tiles, and so the scratch a tile of C
+// needs, independent of K (a weight gradient's K is the micro-batch's tokens).
+#define ZT_GEMM_MIXED_K_CHUNK 1024
 
 // Offset in a stored row-major X (leading dimension ld) of op(X)'s element (r, c): op(X) = X,
 // or X^T when trans (the stored coordinates swap).

@@ -1736,8 +1736,8 @@ ZT_TEST(cuda_bf16_gemm_tiles_host) {
     for (size_t a = 0; a < sizeof cases / sizeof *cases; a++) {
         const int *c = cases[a];
         zt_gemm_scratch s = {c[5], c[3], c[4], 2, 256};
-        zt_gemm_tiles t = zt_gemm_plan_tiles(c[0], c[1], c[2], 1024, &s, tiles);
-        CHECK(t.kt > 0 && t.kt <= 1024 && t.mt >= 1 && t.nt >= 1);
+        zt_gemm_tiles t = zt_gemm_plan_tiles(c[0], c[1], c[2], ZT_GEMM_MIXED_K_CHUNK, &s, tiles);
+        CHECK(t.kt > 0 && t.kt <= ZT_GEMM_MIXED_K_CHUNK && t.mt >= 1 && t.nt >= 1);
         CHECK(t.mt <= c[0] && t.nt <= c[1] && t.kt <= c[2]);
         CHECK(zt_gemm_tile_bytes(t, &s) <= tiles);
         CHECK(zt_gemm_part_c(t, &s) % 256 == 0 && zt_gemm_part_a(t, &s) % 256 == 0);
@@ -1746,12 +1746,12 @@ ZT_TEST(cuda_bf16_gemm_tiles_host) {
     }
     // the layer products stay one tile per K chunk; the wte gradient is cut
     zt_gemm_scratch s = {1, 1, 0, 2, 256};
-    zt_gemm_tiles t = zt_gemm_plan_tiles(3072, 768, 16384, 1024, &s, tiles);
+    zt_gemm_tiles t = zt_gemm_plan_tiles(3072, 768, 16384, ZT_GEMM_MIXED_K_CHUNK, &s, tiles);
     CHECK(t.mt == 3072 && t.nt == 768);
-    t = zt_gemm_plan_tiles(50304, 768, 1024, 1024, &s, tiles);
+    t = zt_gemm_plan_tiles(50304, 768, 1024, ZT_GEMM_MIXED_K_CHUNK, &s, tiles);
     CHECK(t.mt < 50304);
     // nothing fits: kt 0 (the caller's fatal check)
-    t = zt_gemm_plan_tiles(8, 8, 8, 1024, &s, 100);
+    t = zt_gemm_plan_tiles(8, 8, 8, ZT_GEMM_MIXED_K_CHUNK, &s, 100);
     CHECK(t.kt == 0);
     return ZT_PASS;
 }

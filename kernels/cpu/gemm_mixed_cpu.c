@@ -23,11 +23,6 @@
 #include "kernels.h"
 #include "launch_math.h"
 
-// K chunks of at most this many (balanced: K = 3072 is 3 x 1024). Chunks cost only one more
-// pass over the fp32 C tile each, and keep the operand tiles, and so the scratch a tile of C
-// needs, independent of K (a weight gradient's K is the micro-batch's tokens).
-#define ZT_GEMM_MIXED_K_CHUNK 1024
-
 typedef struct {
     const void *p; // as stored: op(X) = X, or X^T when trans
     zt_dtype t;

@@ -15,14 +15,6 @@
 #include "kernels_cuda.h"
 #include "launch_math.h"
 
-#define ZT_CHECK_CUBLAS(call)                                                             \
-    do {                                                                                  \
-        cublasStatus_t zt_cb_s_ = (call);                                                 \
-        if (zt_cb_s_ != CUBLAS_STATUS_SUCCESS)                                            \
-            zt_fatal(__FILE__, __LINE__, "cuBLAS error %s (%s) in %s",                    \
-                     cublasGetStatusName(zt_cb_s_), cublasGetStatusString(zt_cb_s_), #call); \
-    } while (0)
-
 // cuBLAS's workspace, given to it at init (counted as workspace) so it allocates none in
 // the step. 32 MiB is what cuBLAS documents as enough for Hopper.
 #define CUBLAS_WORKSPACE_BYTES ((size_t)32 << 20)

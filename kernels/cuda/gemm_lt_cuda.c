@@ -22,17 +22,7 @@
 #include "bf16_cuda.h"
 #include "cuda_check.h"
 
-// K chunks of at most this many (balanced), as the CPU: the scratch a tile needs stays
-// independent of K (a weight gradient's K is the micro-batch's tokens).
-#define K_CHUNK 1024
 #define PART_ALIGN 256 // cuBLASLt's default alignment of every operand
-
-#define CHECK_LT(call)                                                                    \
-    do {                                                                                  \
-        cublasStatus_t zt_lt_s_ = (call);                                                 \
-        if (zt_lt_s_ != CUBLAS_STATUS_SUCCESS)                                            \
-            zt_fatal(__FILE__, __LINE__, "cuBLASLt error %d in %s", (int)zt_lt_s_, #call); \
-    } while (0)
 
 typedef struct {
     const void *p; // as stored: op(X) = X, or X^T when trans
@@ -64,8 +54,52 @@ static uint32_t align_of(const void *p) {
 }
 
 static void set_pref(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t at,
-                     uint32_t v) {
-    CHECK_LT(cublasLtMatmulPreferenceSetAttribute(pref, at, &v, sizeof v));
+                     const void *v, size_t size) {
+    ZT_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, at, v, size));
+}
+
+// fp32 sums and scalars; op(first), op(second) as the flags say.
+static cublasLtMatmulDesc_t lt_desc(int trans_first, int trans_second) {
+    cublasOperation_t t1 = trans_first ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t t2 = trans_second ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasLtMatmulDesc_t op;
+    ZT_CHECK_CUBLAS(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    ZT_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA,
+                                                   &t1, sizeof t1));
+    ZT_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB,
+                                                   &t2, sizeof t2));
+    return op;
+}
+
+// A column-major (rows, cols) matrix with leading dimension ld.
+static cublasLtMatrixLayout_t lt_layout(cudaDataType_t type, int rows, int cols, int ld) {
+    cublasLtMatrixLayout_t l;
+    ZT_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&l, type, rows, cols, ld));
+    return l;
+}
+
+// cuBLASLt's first choice within its workspace at the operands' alignment.
+static cublasLtMatmulAlgo_t lt_algo(const job *j, cublasLtMatmulDesc_t op,
+                                    cublasLtMatrixLayout_t l1, cublasLtMatrixLayout_t l2,
+                                    cublasLtMatrixLayout_t lc, const void *p1, const void *p2,
+                                    const void *c) {
+    cublasLtMatmulPreference_t pref;
+    ZT_CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+    size_t ws = ZT_CUDA_LT_WORKSPACE;
+    uint32_t a1 = align_of(p1), a2 = align_of(p2), ac = align_of(c);
+    set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &a1, sizeof a1);
+    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &a2, sizeof a2);
+    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ac, sizeof ac);
+    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac);
+    cublasLtMatmulHeuristicResult_t h;
+    int found = 0;
+    ZT_CHECK_CUBLAS(
+        cublasLtMatmulAlgoGetHeuristic(j->b->lt, op, l1, l2, lc, lc, pref, 1, &h, &found));
+    ZT_ASSERTF(found > 0, "cuBLASLt has no bf16 GEMM for these operands (alignment %u, %u, %u)",
+               a1, a2, ac);
+    cublasLtMatmulPreferenceDestroy(pref);
+    return h.algo;
 }
 
 // Row-major C (M, N) = alpha op(A) op(B) + beta C, A and B bf16, C fp32, as the column-major
@@ -74,35 +108,16 @@ static void lt_matmul(const job *j, int ta, int tb, int M, int N, int K, const z
                       int lda, const zt_bf16 *B, int ldb, float beta, float *C, int ldc) {
     zt_col_major_gemm g = zt_gemm_row_to_col(ta, tb, M, N, K, (const float *)(const void *)A,
                                              lda, (const float *)(const void *)B, ldb);
-    cublasOperation_t t1 = g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasOperation_t t2 = g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasLtMatmulDesc_t op;
-    cublasLtMatrixLayout_t l1, l2, lc;
-    cublasLtMatmulPreference_t pref;
-    CHECK_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &t1, sizeof t1));
-    CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &t2, sizeof t2));
-    CHECK_LT(cublasLtMatrixLayoutCreate(&l1, CUDA_R_16BF, g.trans_first ? g.k : g.m,
-                                        g.trans_first ? g.m : g.k, g.ld_first));
-    CHECK_LT(cublasLtMatrixLayoutCreate(&l2, CUDA_R_16BF, g.trans_second ? g.n : g.k,
-                                        g.trans_second ? g.k : g.n, g.ld_second));
-    CHECK_LT(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, g.m, g.n, ldc));
-    CHECK_LT(cublasLtMatmulPreferenceCreate(&pref));
-    size_t ws = ZT_CUDA_LT_WORKSPACE;
-    CHECK_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                  &ws, sizeof ws));
-    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_of(g.first));
-    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_of(g.second));
-    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_of(C));
-    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_of(C));
-    cublasLtMatmulHeuristicResult_t h;
-    int found = 0;
-    CHECK_LT(cublasLtMatmulAlgoGetHeuristic(j->b->lt, op, l1, l2, lc, lc, pref, 1, &h, &found));
-    ZT_ASSERTF(found > 0, "cuBLASLt has no bf16 GEMM for m=%d n=%d k=%d (ld %d, %d, %d)", g.m,
-               g.n, g.k, g.ld_first, g.ld_second, ldc);
-    CHECK_LT(cublasLtMatmul(j->b->lt, op, &j->alpha, g.first, l1, g.second, l2, &beta, C, lc, C,
-                            lc, &h.algo, j->lt_ws, ws, j->b->stream));
-    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatmulDesc_t op = lt_desc(g.trans_first, g.trans_second);
+    cublasLtMatrixLayout_t l1 = lt_layout(CUDA_R_16BF, g.trans_first ? g.k : g.m,
+                                          g.trans_first ? g.m : g.k, g.ld_first);
+    cublasLtMatrixLayout_t l2 = lt_layout(CUDA_R_16BF, g.trans_second ? g.n : g.k,
+                                          g.trans_second ? g.k : g.n, g.ld_second);
+    cublasLtMatrixLayout_t lc = lt_layout(CUDA_R_32F, g.m, g.n, ldc);
+    cublasLtMatmulAlgo_t algo = lt_algo(j, op, l1, l2, lc, g.first, g.second, C);
+    ZT_CHECK_CUBLAS(cublasLtMatmul(j->b->lt, op, &j->alpha, g.first, l1, g.second, l2, &beta, C,
+                                   lc, C, lc, &algo, j->lt_ws, ZT_CUDA_LT_WORKSPACE,
+                                   j->b->stream));
     cublasLtMatrixLayoutDestroy(lc);
     cublasLtMatrixLayoutDestroy(l2);
     cublasLtMatrixLayoutDestroy(l1);
@@ -162,7 +177,7 @@ void zt_cuda_gemm_mixed(const zt_cuda_bf16 *b, int trans_a, int trans_b, int M, 
                PART_ALIGN);
     zt_gemm_scratch s = {ct == ZT_BF16, at == ZT_F32, bt == ZT_F32, sizeof(zt_bf16), PART_ALIGN};
     job j = {b, {A, at, lda, trans_a}, {B, bt, ldb, trans_b}, K, alpha, beta, C, ct, ldc,
-             zt_gemm_plan_tiles(M, N, K, K_CHUNK, &s,
+             zt_gemm_plan_tiles(M, N, K, ZT_GEMM_MIXED_K_CHUNK, &s,
                                 ZT_CUDA_GEMM_MIXED_WORKSPACE - ZT_CUDA_LT_WORKSPACE),
              work, NULL, NULL, NULL};
     ZT_ASSERTF(j.t.kt > 0, "gemm_mixed: the scratch holds no tile");
