@@ -266,6 +266,10 @@ size_t zt_backend_attention_workspace(const zt_backend *be, int T);
 // with `argv` (then it does not return: kernels/cpu/blas_core.h). Returns 1 where the kernels
 // that will run are below what the machine offers, 0 otherwise.
 int zt_backends_start(char **argv);
+// Before this process starts other programs that are zerotrain's ranks (`zerotrain launch`
+// execs mpirun): takes back the variables zt_backends_start set for this process alone, so
+// each rank decides for itself and reports its own choice, not a launcher's as the user's.
+void zt_backends_unset_env(void);
 
 // The CPU backend, already open with OpenMP's default threads: for tests and tools that
 // need no options. The pointer is static.

@@ -452,6 +452,7 @@ const zt_backend_entry zt_backend_cpu_entry = {
     .open = cpu_open,
     .close = cpu_close,
     .start = cpu_start,
+    .unset_env = zt_blas_unset_env,
 };
 
 // threads 0: the kernels size their scratch by omp_get_max_threads() when called
