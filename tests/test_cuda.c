@@ -30,6 +30,7 @@
 #include "grid_data.h"
 #include "generate.h"
 #include "kernels.h"
+#include "attention_math.h"
 #include "launch_math.h"
 #include "memory.h"
 #include "quant8_math.h"
@@ -322,29 +323,49 @@ ZT_TEST(cuda_elementwise) {
     return ZT_PASS;
 }
 
+// The attention's bounds against the CPU (cuda_attention, cuda_attention_blocked_host). Both
+// compute the same products (scale folded into the scores' GEMM, masked entries exact
+// zeros) in other orders and blocks. Scores: hs products of [-1, 1] values in another order
+// (hs*u*hs/sqrt(hs)); expf a few ulp; lse adds a relative 4u. out: an average of v rows
+// (|v| < 1) with weights off by that relative, summed over up to T keys. dqkv: sums over up to
+// T rows of products of the forward's quantities (each within its budget): 4 times that.
+#define ATT_TOL_LSE(hs) (4.0 * (hs) * U32 * 4)
+#define ATT_TOL_OUT(hs, T) (4.0 * ((hs) + (T)) * U32 * 4)
+#define ATT_TOL_DQKV(hs, T) (4.0 * ((hs) + (T)) * U32 * 4 * 4)
+
+// Odd sizes (one query block, one chunk of pairs), then GPT-2's head size and sequence
+// with more pairs than a chunk (launch_math.h's ZT_ATT_PAIRS) and a short last query block.
+static const int att_shapes[][4] = {{2, 37, 3, 13}, {1, 1024, 2, 64}, {3, 300, 25, 4}};
+
+static int cuda_attention_case(int B, int T, int NH, int hs);
 ZT_TEST(cuda_attention) {
     NEED_GPU();
-    const int B = 2, T = 37, NH = 3, hs = 13, C = NH * hs;
+    for (size_t a = 0; a < sizeof att_shapes / sizeof *att_shapes; a++) {
+        const int *sh = att_shapes[a];
+        if (cuda_attention_case(sh[0], sh[1], sh[2], sh[3]) != ZT_PASS) return ZT_FAIL;
+    }
+    gpu_close();
+    return ZT_PASS;
+}
+
+static int cuda_attention_case(int B, int T, int NH, int hs) {
+    const int C = NH * hs;
+    printf("  B %d, T %d, NH %d, hs %d\n", B, T, NH, hs);
     size_t nqkv = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
     float *qkv = hrand(nqkv, -1, 1), *g_qkv = dputf(qkv, nqkv);
     float *work = hmem(zt_attention_workspace(0, T) * sizeof(float));
-    float *g_work = dpoison(zt_attention_workspace(0, T)); // the contract's size (CUDA needs none)
+    float *g_work = dpoison(zt_backend_attention_workspace(GPU, T)); // the size it states
     float *out = hpoison(no), *lse = hpoison(nl), *g_out = dpoison(no), *g_lse = dpoison(nl);
     CPU->ops->attention_forward(CPU, out, lse, qkv, work, B, T, C, NH);
     GPU->ops->attention_forward(GPU, g_out, g_lse, g_qkv, g_work, B, T, C, NH);
-    // scores: hs products of [-1, 1] values in another order (hs*u*hs/sqrt(hs)); expf a
-    // few ulp; out: an average of v rows (|v| < 1) with weights off by that relative
-    CHECK_DEV("attention_forward lse", g_lse, lse, nl, 4.0 * hs * U32 * 4, 4 * U32);
-    CHECK_DEV("attention_forward out", g_out, out, no, 4.0 * (hs + T) * U32 * 4, 0.0);
+    CHECK_DEV("attention_forward lse", g_lse, lse, nl, ATT_TOL_LSE(hs), 4 * U32);
+    CHECK_DEV("attention_forward out", g_out, out, no, ATT_TOL_OUT(hs, T), 0.0);
     float *dout = hrand(no, -1, 1);
     float *dqkv = hpoison(nqkv), *g_dqkv = dpoison(nqkv);
     CPU->ops->attention_backward(CPU, dqkv, dout, qkv, lse, work, B, T, C, NH);
     GPU->ops->attention_backward(GPU, g_dqkv, dputf(dout, no), g_qkv, dputf(lse, nl), g_work, B, T,
                                  C, NH);
-    // sums over up to T rows of products of the forward's quantities (each within the
-    // forward's budget): T times that
-    CHECK_DEV("attention_backward dqkv", g_dqkv, dqkv, nqkv, 4.0 * (hs + T) * U32 * 4 * 4, 0.0);
-    gpu_close();
+    CHECK_DEV("attention_backward dqkv", g_dqkv, dqkv, nqkv, ATT_TOL_DQKV(hs, T), 0.0);
     return ZT_PASS;
 }
 
@@ -1035,6 +1056,171 @@ ZT_TEST(cuda_nccl_single_rank) {
     }
     zt_comm_free(&nc);
     gpu_close();
+    return ZT_PASS;
+}
+
+// ---------------------------------------------------------------------------------------
+// The blocked GPU attention (attention_gemm_cuda.cu) replayed on the host: the same chunks,
+// query blocks and pointer arrays (launch_math.h), the same batched GEMMs one pair at a time
+// through the CPU's gemm, and the same row math (attention_math.h) lane by lane in the
+// warps' shuffle-down tree. What it checks against the CPU attention: the offsets, strides
+// and leading dimensions of every GEMM, the causal masking and the beta order of dK and dV,
+// with the bounds the GPU test uses. What it cannot: cuBLAS itself and the warp intrinsics.
+
+typedef struct {
+    float *base[ZT_ATT_MAX_ARRAYS];
+    zt_att_op kind[ZT_ATT_MAX_ARRAYS];
+    int n;
+} emu_ops;
+
+typedef struct {
+    float **arrays; // as att_pointers_kernel fills them
+    int p0, G, nq, T;
+} emu_chunk;
+
+static emu_chunk emu_chunk_of(const emu_ops *o, int p0, int pairs, int T, int C, int NH) {
+    emu_chunk c = {calloc(zt_att_pointers(T), sizeof(float *)), p0,
+                   pairs - p0 < ZT_ATT_PAIRS ? pairs - p0 : ZT_ATT_PAIRS, zt_att_qblocks(T), T};
+    ZT_ASSERT(c.arrays && o->n <= ZT_ATT_MAX_ARRAYS);
+    for (int x = 0; x < o->n * c.nq * c.G; x++) {
+        int g = x % c.G, qb = x / c.G % c.nq, a = x / c.G / c.nq;
+        size_t at = ((size_t)a * c.nq + qb) * ZT_ATT_PAIRS + g;
+        ZT_ASSERT(at < zt_att_pointers(T));
+        c.arrays[at] = o->base[a] + zt_att_operand_at(o->kind[a], p0 + g, g, qb, T, C, NH);
+    }
+    return c;
+}
+
+static float **emu_arr(const emu_chunk *c, int a, int qb) {
+    return c->arrays + ((size_t)a * c->nq + qb) * ZT_ATT_PAIRS;
+}
+
+static void emu_batched(int ta, int tb, int M, int N, int K, float alpha, float **A, int lda,
+                        float **B, int ldb, float beta, float **Cm, int ldc, int G) {
+    for (int g = 0; g < G; g++)
+        CPU->ops->gemm(CPU, ta, tb, M, N, K, alpha, A[g], lda, B[g], ldb, beta, Cm[g], ldc);
+}
+
+// The shuffle-down trees of attention_gemm_cuda.cu: at step off, lane l < off takes l + off.
+static void emu_merge_stats(float m[32], float s[32]) {
+    for (int off = 16; off > 0; off /= 2)
+        for (int l = 0; l < off; l++) zt_softmax_merge(&m[l], &s[l], m[l + off], s[l + off]);
+}
+static float emu_warp_sum(float x[32]) {
+    for (int off = 16; off > 0; off /= 2)
+        for (int l = 0; l < off; l++) x[l] += x[l + off];
+    return x[0];
+}
+
+static void emu_softmax_row(float *row, float *lse, int p, int i, int n, int T, int NH) {
+    float m[32], s[32];
+    for (int lane = 0; lane < 32; lane++) zt_att_lane_stats(row, i + 1, lane, 32, &m[lane], &s[lane]);
+    emu_merge_stats(m, s);
+    float l = m[0] + logf(s[0]);
+    lse[zt_lse_at(p / NH, p % NH, i, T, NH)] = l;
+    for (int lane = 0; lane < 32; lane++) zt_att_lane_probs(row, row, n, i + 1, l, lane, 32);
+}
+
+static void emu_forward(float *out, float *lse, const float *qkv, float *work, int B, int T,
+                        int C, int NH) {
+    int hs = C / NH, ld = 3 * C;
+    float scale = 1.0f / sqrtf((float)hs), *q = (float *)qkv;
+    emu_ops o = {{q, q, q, out, work},
+                 {ZT_ATT_OP_Q, ZT_ATT_OP_K, ZT_ATT_OP_V, ZT_ATT_OP_O, ZT_ATT_OP_S}, 5};
+    for (int p0 = 0; p0 < B * NH; p0 += ZT_ATT_PAIRS) {
+        emu_chunk c = emu_chunk_of(&o, p0, B * NH, T, C, NH);
+        for (int qb = 0; qb < c.nq; qb++) {
+            int i0 = qb * ZT_ATT_QBLOCK, m = T - i0 < ZT_ATT_QBLOCK ? T - i0 : ZT_ATT_QBLOCK;
+            emu_batched(0, 1, m, i0 + m, hs, scale, emu_arr(&c, 0, qb), ld, emu_arr(&c, 1, qb),
+                        ld, 0.0f, emu_arr(&c, 4, qb), T, c.G);
+            for (int g = 0; g < c.G; g++)
+                for (int r = 0; r < m; r++)
+                    emu_softmax_row(work + zt_att_score_at(g, r, T), lse, p0 + g, i0 + r, i0 + m,
+                                    T, NH);
+            emu_batched(0, 0, m, hs, i0 + m, 1.0f, emu_arr(&c, 4, qb), T, emu_arr(&c, 2, qb), ld,
+                        0.0f, emu_arr(&c, 3, qb), C, c.G);
+        }
+        free(c.arrays);
+    }
+}
+
+static void emu_softmax_backward_row(float *S, float *dP, float l, int i, int n) {
+    float d[32];
+    for (int lane = 0; lane < 32; lane++)
+        d[lane] = zt_att_lane_probs_dot(S, S, dP, n, i + 1, l, lane, 32);
+    float D = emu_warp_sum(d);
+    for (int lane = 0; lane < 32; lane++) zt_att_lane_ds(dP, S, dP, n, D, lane, 32);
+}
+
+static void emu_backward(float *dqkv, const float *dout, const float *qkv, const float *lse,
+                         float *work, int B, int T, int C, int NH) {
+    int hs = C / NH, ld = 3 * C;
+    float scale = 1.0f / sqrtf((float)hs), *q = (float *)qkv, *dP = work + zt_att_scores_floats(T);
+    emu_ops o = {{q, q, q, dqkv, dqkv, dqkv, (float *)dout, work, dP},
+                 {ZT_ATT_OP_Q, ZT_ATT_OP_K, ZT_ATT_OP_V, ZT_ATT_OP_Q, ZT_ATT_OP_K, ZT_ATT_OP_V,
+                  ZT_ATT_OP_O, ZT_ATT_OP_S, ZT_ATT_OP_S},
+                 9};
+    for (int p0 = 0; p0 < B * NH; p0 += ZT_ATT_PAIRS) {
+        emu_chunk c = emu_chunk_of(&o, p0, B * NH, T, C, NH);
+        for (int qb = c.nq - 1; qb >= 0; qb--) {
+            int i0 = qb * ZT_ATT_QBLOCK, m = T - i0 < ZT_ATT_QBLOCK ? T - i0 : ZT_ATT_QBLOCK;
+            int n = i0 + m;
+            float acc = qb == c.nq - 1 ? 0.0f : 1.0f;
+            emu_batched(0, 1, m, n, hs, scale, emu_arr(&c, 0, qb), ld, emu_arr(&c, 1, qb), ld,
+                        0.0f, emu_arr(&c, 7, qb), T, c.G);
+            emu_batched(0, 1, m, n, hs, 1.0f, emu_arr(&c, 6, qb), C, emu_arr(&c, 2, qb), ld,
+                        0.0f, emu_arr(&c, 8, qb), T, c.G);
+            for (int g = 0; g < c.G; g++)
+                for (int r = 0; r < m; r++) {
+                    int p = p0 + g, i = i0 + r;
+                    size_t at = zt_att_score_at(g, r, T);
+                    emu_softmax_backward_row(work + at, dP + at,
+                                             lse[zt_lse_at(p / NH, p % NH, i, T, NH)], i, n);
+                }
+            emu_batched(1, 0, n, hs, m, 1.0f, emu_arr(&c, 7, qb), T, emu_arr(&c, 6, qb), C, acc,
+                        emu_arr(&c, 5, qb), ld, c.G);
+            emu_batched(1, 0, n, hs, m, scale, emu_arr(&c, 8, qb), T, emu_arr(&c, 0, qb), ld, acc,
+                        emu_arr(&c, 4, qb), ld, c.G);
+            emu_batched(0, 0, m, hs, n, scale, emu_arr(&c, 8, qb), T, emu_arr(&c, 1, qb), ld,
+                        0.0f, emu_arr(&c, 3, qb), ld, c.G);
+        }
+        free(c.arrays);
+    }
+}
+
+// Outputs poisoned (NaN) on both sides: an element no block writes fails. The workspace is
+// the size the CUDA backend states, poisoned too: a read of a score no GEMM wrote fails.
+ZT_TEST(cuda_attention_blocked_host) {
+    uint64_t seed = 25;
+    for (size_t a = 0; a < sizeof att_shapes / sizeof *att_shapes; a++) {
+        int B = att_shapes[a][0], T = att_shapes[a][1], NH = att_shapes[a][2];
+        int hs = att_shapes[a][3], C = NH * hs;
+        size_t nqkv = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
+        size_t nw = zt_cuda_attention_workspace(0, T), nc = zt_attention_workspace(0, T);
+        float *qkv = malloc(nqkv * 4), *dout = malloc(no * 4), *w = malloc(nw * 4);
+        float *cw = malloc(nc * 4), *out[2], *lse[2], *dqkv[2];
+        ZT_ASSERT(qkv && dout && w && cw);
+        fill_uniform(qkv, nqkv, -1, 1, seed, 2 * a);
+        fill_uniform(dout, no, -1, 1, seed, 2 * a + 1);
+        memset(w, 0xff, nw * 4);
+        for (int k = 0; k < 2; k++) {
+            out[k] = malloc(no * 4), lse[k] = malloc(nl * 4), dqkv[k] = malloc(nqkv * 4);
+            ZT_ASSERT(out[k] && lse[k] && dqkv[k]);
+            memset(out[k], 0xff, no * 4), memset(lse[k], 0xff, nl * 4);
+            memset(dqkv[k], 0xff, nqkv * 4);
+        }
+        CPU->ops->attention_forward(CPU, out[0], lse[0], qkv, cw, B, T, C, NH);
+        CPU->ops->attention_backward(CPU, dqkv[0], dout, qkv, lse[0], cw, B, T, C, NH);
+        emu_forward(out[1], lse[1], qkv, w, B, T, C, NH);
+        emu_backward(dqkv[1], dout, qkv, lse[1], w, B, T, C, NH);
+        printf("  B %d, T %d, NH %d, hs %d\n", B, T, NH, hs);
+        int bad = zt_check_close("blocked lse", lse[1], lse[0], nl, ATT_TOL_LSE(hs), 4 * U32) ||
+                  zt_check_close("blocked out", out[1], out[0], no, ATT_TOL_OUT(hs, T), 0.0) ||
+                  zt_check_close("blocked dqkv", dqkv[1], dqkv[0], nqkv, ATT_TOL_DQKV(hs, T), 0.0);
+        free(qkv), free(dout), free(w), free(cw);
+        for (int k = 0; k < 2; k++) free(out[k]), free(lse[k]), free(dqkv[k]);
+        if (bad) return ZT_FAIL;
+    }
     return ZT_PASS;
 }
 

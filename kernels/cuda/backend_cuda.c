@@ -35,6 +35,7 @@ typedef struct {
 typedef struct {
     int device;
     int tf32;             // TF32 tensor cores in fp32 GEMMs (--tf32)
+    int att_rows;         // ZT_CUDA_ATTENTION=rows: the one-block-per-row attention kernels
     cudaStream_t stream;
     cublasHandle_t cublas;
     void *cublas_ws;      // (CUBLAS_WORKSPACE_BYTES)
@@ -244,16 +245,21 @@ static void cuda_gelu_backward(const zt_backend *be, float *dinp, const float *i
 static void cuda_add(const zt_backend *be, float *out, const float *a, const float *b, size_t n) {
     zt_cuda_add(ST, out, a, b, n);
 }
-// `work` (the CPU's zt_attention_workspace) is not needed: the CUDA kernels keep their
-// rows in shared memory.
+// The query-blocked cuBLAS attention on `work` (zt_cuda_attention_workspace floats), or with
+// ZT_CUDA_ATTENTION=rows the one-block-per-row kernels, which need none: the first
+// version, kept for comparing the two on a GPU and as a fallback until they have been.
 static void cuda_attention_forward(const zt_backend *be, float *out, float *lse,
                                    const float *qkv, float *work, int B, int T, int C, int NH) {
-    zt_cuda_attention_forward(ST, out, lse, qkv, B, T, C, NH);
+    if (impl_of(be)->att_rows) zt_cuda_attention_forward(ST, out, lse, qkv, B, T, C, NH);
+    else zt_cuda_attention_gemm_forward(impl_of(be)->cublas, ST, out, lse, qkv, work, B, T, C, NH);
 }
 static void cuda_attention_backward(const zt_backend *be, float *dqkv, const float *dout,
                                     const float *qkv, const float *lse, float *work, int B,
                                     int T, int C, int NH) {
-    zt_cuda_attention_backward(ST, dqkv, dout, qkv, lse, B, T, C, NH);
+    if (impl_of(be)->att_rows) zt_cuda_attention_backward(ST, dqkv, dout, qkv, lse, B, T, C, NH);
+    else
+        zt_cuda_attention_gemm_backward(impl_of(be)->cublas, ST, dqkv, dout, qkv, lse, work, B, T,
+                                        C, NH);
 }
 // One query row at a time, each against the cache up to its position, in stream order;
 // `work` holds one row's scores (NH * n_pos floats) at a time.
@@ -412,6 +418,8 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
     ZT_CHECK_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WORKSPACE_BYTES));
     c->reduce = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_REDUCE_WORK * sizeof(double));
     set_tf32(c, opt->tf32);
+    const char *att = getenv("ZT_CUDA_ATTENTION");
+    c->att_rows = att && !strcmp(att, "rows");
     ZT_CHECK_CUDA(cudaStreamSynchronize(c->stream));
     return ZT_OK;
 }
@@ -436,9 +444,10 @@ static void cuda_close(zt_backend *be) {
     be->ops = NULL;
 }
 
-// The CUDA attention keeps its scores in registers and shared memory: no workspace.
+// The attention's scores go through a workspace of query blocks (launch_math.h).
 const zt_backend_entry zt_backend_cuda_entry = {
-    .caps = {.name = "cuda", .built = 1, .tf32 = 1, .multi_rank = 1, .device_memory = 1},
+    .caps = {.name = "cuda", .built = 1, .tf32 = 1, .multi_rank = 1, .device_memory = 1,
+             .attention_workspace = zt_cuda_attention_workspace},
     .open = cuda_open,
     .close = cuda_close,
 };

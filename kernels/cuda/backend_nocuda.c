@@ -2,7 +2,10 @@
 // name, not built, so opening it says how to get it. `make cuda` links backend_cuda.c's entry
 // ahead of libzt.a, so this archive member is never pulled into that binary.
 #include "backend_impl.h"
+#include "launch_math.h"
 
+// The caps a plan for a CUDA run reads (its attention workspace) are the built backend's.
 const zt_backend_entry zt_backend_cuda_entry = {
-    .caps = {.name = "cuda", .built = 0, .tf32 = 1, .device_memory = 1},
+    .caps = {.name = "cuda", .built = 0, .tf32 = 1, .device_memory = 1,
+             .attention_workspace = zt_cuda_attention_workspace},
 };

@@ -7,6 +7,7 @@
 #ifndef ZT_KERNELS_CUDA_H
 #define ZT_KERNELS_CUDA_H
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,6 +41,14 @@ void zt_cuda_attention_forward(cudaStream_t st, float *out, float *lse, const fl
                                int T, int C, int NH);
 void zt_cuda_attention_backward(cudaStream_t st, float *dqkv, const float *dout, const float *qkv,
                                 const float *lse, int B, int T, int C, int NH);
+// attention_forward / attention_backward in query blocks through cuBLAS on `hb` (whose
+// stream is st and whose math mode, TF32 or not, the GEMMs take): work is
+// zt_cuda_attention_workspace(0, T) floats of device memory (launch_math.h).
+void zt_cuda_attention_gemm_forward(cublasHandle_t hb, cudaStream_t st, float *out, float *lse,
+                                    const float *qkv, float *work, int B, int T, int C, int NH);
+void zt_cuda_attention_gemm_backward(cublasHandle_t hb, cudaStream_t st, float *dqkv,
+                                     const float *dout, const float *qkv, const float *lse,
+                                     float *work, int B, int T, int C, int NH);
 void zt_cuda_attention_decode(cudaStream_t st, float *out, const float *q, const float *k,
                               const float *v, float *work, int n_pos, int C, int NH);
 void zt_cuda_ce_slice_stats(cudaStream_t st, float *row_max, float *target_logit,
