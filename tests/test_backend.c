@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "launch_math.h"
 #include "test.h"
 
 // Every known name has capabilities; the CPU is always built and runs several ranks; the
@@ -22,9 +23,12 @@ ZT_TEST(backend_caps) {
     CHECK(cpu->bf16 && cpu->gemm_mixed_workspace >= ((size_t)1 << 20));
     CHECK(!cuda->bf16);
     CHECK(zt_backend_caps_of("tpu") == NULL && zt_backend_caps_of(NULL) == NULL);
-    // the CPU attention's scratch: two T x T matrices per thread; CUDA's: none
+    // the CPU attention's scratch: two T x T matrices per thread; CUDA's: two score buffers of
+    // query blocks and their pointer arrays, linear in T, the same built or not (the planner)
     CHECK_EQ_INT(cpu->attention_workspace(3, 64), 3 * 2 * 64 * 64);
-    CHECK(cuda->attention_workspace == NULL);
+    CHECK(cuda->attention_workspace && cuda->attention_workspace(3, 1024) ==
+                                           2 * zt_att_scores_floats(1024) + 2 * zt_att_pointers(1024));
+    CHECK(cuda->attention_workspace(1, 2048) == 2 * cuda->attention_workspace(1, 1024));
     return ZT_PASS;
 }
 
