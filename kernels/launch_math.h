@@ -161,6 +161,28 @@ static inline size_t zt_cuda_attention_workspace(int threads, int T) {
     return 2 * zt_att_scores_floats(T) + 2 * zt_att_pointers(T);
 }
 
+// ---- column sums (colsum_cuda.cuh: bias gradients, LayerNorm's dw and db) ----
+// Rows split into ZT_COL_CHUNKS fixed chunks (chunk k: zt_piece_int(N, k, ZT_COL_CHUNKS)),
+// a thread per (column, chunk) sums its chunk's rows in order into a partial; then a thread
+// per column adds the partials to the output in chunk order. Fixed chunks, so the sums do not
+// depend on the GPU, and ZT_COL_CHUNKS x the columns' blocks instead of one thread per column:
+// GPT-2's N = 16384 rows take 256 loads per thread, not 16384. Columns go in tiles of
+// ZT_COL_TILE; the scratch holds two partials (dw and db) per (chunk, column) of a tile.
+#define ZT_COL_CHUNKS 64
+#define ZT_COL_TILE 4096
+#define ZT_CUDA_COLSUM_WORK ((size_t)2 * ZT_COL_CHUNKS * ZT_COL_TILE)
+
+// Offset in the scratch of partial j (0, 1) of chunk k for column c of the tile.
+static inline ZT_HD size_t zt_col_partial_at(int j, int k, int c) {
+    return ((size_t)j * ZT_COL_CHUNKS + k) * ZT_COL_TILE + (size_t)c;
+}
+
+// ---- LayerNorm rows (layernorm_cuda.cu): a warp per row ----
+#define ZT_LN_WARPS 8 // rows per block of 256 threads
+
+// Blocks for N rows: warp w of the grid takes row w (the last block's extra warps none).
+static inline ZT_HD unsigned zt_ln_blocks(int N) { return zt_grid_for((size_t)N, ZT_LN_WARPS); }
+
 // ---- 8-bit AdamW (optim_cuda.cu): one block per quantization block ----
 
 // Threads per quantization block, and the values each thread holds: thread t takes values

@@ -11,6 +11,7 @@
 #include <cublas_v2.h>
 
 #include "attention_math.h"
+#include "block_reduce_cuda.cuh"
 #include "cuda_check.h"
 #include "kernels_cuda.h"
 #include "launch_math.h"
@@ -25,7 +26,8 @@ typedef struct {
     int n;
 } att_operands;
 
-// arrays[(a nq + qb) ZT_ATT_PAIRS + g] = operand a of pair p0 + g for query block qb.
+// arrays[(a nq + qb) ZT_ATT_PAIRS + g] = operand a of pair p0 + g for query block qb. ops is
+// indexed at run time, so ptxas gives it 112 bytes of stack (no spills): once per chunk.
 static __global__ void att_pointers_kernel(float **arrays, att_operands ops, int p0, int G,
                                            int nq, int T, int C, int NH) {
     int total = ops.n * nq * G;
@@ -53,10 +55,6 @@ static __device__ inline void warp_merge_stats(float *m, float *s) {
     *m = __shfl_sync(FULL_MASK, *m, 0);
     *s = __shfl_sync(FULL_MASK, *s, 0);
 }
-static __device__ inline float warp_sum(float x) {
-    for (int off = 16; off > 0; off /= 2) x += __shfl_down_sync(FULL_MASK, x, off);
-    return __shfl_sync(FULL_MASK, x, 0);
-}
 
 // Scores of query block [i0, i0 + m) to probabilities in place, the rows' LSE to lse.
 static __global__ void att_softmax_kernel(float *S, float *lse, int p0, int G, int i0, int m,
@@ -81,7 +79,7 @@ static __global__ void att_softmax_backward_kernel(float *S, float *dP, const fl
     int i = i0 + r, p = p0 + g, n = i0 + m;
     size_t at = zt_att_score_at(g, r, T);
     float l = lse[zt_lse_at(p / NH, p % NH, i, T, NH)];
-    float D = warp_sum(zt_att_lane_probs_dot(S + at, S + at, dP + at, n, i + 1, l, lane, 32));
+    float D = zt_warp_sum(zt_att_lane_probs_dot(S + at, S + at, dP + at, n, i + 1, l, lane, 32));
     zt_att_lane_ds(dP + at, S + at, dP + at, n, D, lane, 32);
 }
 

@@ -40,6 +40,7 @@ typedef struct {
     cublasHandle_t cublas;
     void *cublas_ws;      // (CUBLAS_WORKSPACE_BYTES)
     double *reduce;       // (ZT_CUDA_REDUCE_WORK) the sums' scratch
+    float *colsum;        // (ZT_CUDA_COLSUM_WORK) the column sums' partials (bias, LayerNorm)
     cuda_block *blocks;   // live allocations, for the accounting on free
     size_t nblocks, capblocks;
 } cuda_impl;
@@ -169,6 +170,8 @@ static void cuda_host_free(const zt_backend *be, void *ptr) {
 
 // ---- GEMM and the linear layers ----
 
+#define ST (impl_of(be)->stream)
+
 // Row-major C (M, N) = alpha op(A) op(B) + beta C is column-major C^T (N, M) = alpha
 // op(B)^T op(A)^T + beta C^T: the same buffers, operands swapped, dimensions swapped
 // (launch_math.h's zt_gemm_row_to_col, checked on the host against a column-major
@@ -200,7 +203,7 @@ static void cuda_matmul_backward(const zt_backend *be, float *dinp, float *dw, f
                                  int C, int OC, int acc) {
     cuda_gemm(be, 0, 0, N, C, OC, 1.0f, dout, OC, w, C, acc ? 1.0f : 0.0f, dinp, C);
     cuda_gemm(be, 1, 0, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dw, C);
-    if (dbias) zt_cuda_bias_backward(impl_of(be)->stream, dbias, dout, N, OC);
+    if (dbias) zt_cuda_bias_backward(ST, dbias, dout, impl_of(be)->colsum, N, OC);
 }
 
 static void cuda_matmul_in_out_backward(const zt_backend *be, float *dinp, float *dw,
@@ -208,12 +211,10 @@ static void cuda_matmul_in_out_backward(const zt_backend *be, float *dinp, float
                                         const float *w, int N, int C, int OC, int acc) {
     cuda_gemm(be, 0, 1, N, C, OC, 1.0f, dout, OC, w, OC, acc ? 1.0f : 0.0f, dinp, C);
     cuda_gemm(be, 1, 0, C, OC, N, 1.0f, inp, C, dout, OC, 1.0f, dw, OC);
-    if (dbias) zt_cuda_bias_backward(impl_of(be)->stream, dbias, dout, N, OC);
+    if (dbias) zt_cuda_bias_backward(ST, dbias, dout, impl_of(be)->colsum, N, OC);
 }
 
 // ---- the kernels: thin forwards to kernels_cuda.h with the backend's stream ----
-
-#define ST (impl_of(be)->stream)
 
 static void cuda_encoder_forward(const zt_backend *be, float *out, const int32_t *tokens,
                                  const float *wte, const float *wpe, int vocab_lo,
@@ -233,7 +234,8 @@ static void cuda_layernorm_forward(const zt_backend *be, float *out, float *mean
 static void cuda_layernorm_backward(const zt_backend *be, float *dinp, float *dw, float *db,
                                     const float *dout, const float *inp, const float *w,
                                     const float *mean, const float *rstd, int N, int C) {
-    zt_cuda_layernorm_backward(ST, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    zt_cuda_layernorm_backward(ST, dinp, dw, db, dout, inp, w, mean, rstd, impl_of(be)->colsum, N,
+                               C);
 }
 static void cuda_gelu_forward(const zt_backend *be, float *out, const float *inp, size_t n) {
     zt_cuda_gelu_forward(ST, out, inp, n);
@@ -417,6 +419,7 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
     c->cublas_ws = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, CUBLAS_WORKSPACE_BYTES);
     ZT_CHECK_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WORKSPACE_BYTES));
     c->reduce = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_REDUCE_WORK * sizeof(double));
+    c->colsum = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_COLSUM_WORK * sizeof(float));
     set_tf32(c, opt->tf32);
     const char *att = getenv("ZT_CUDA_ATTENTION");
     c->att_rows = att && !strcmp(att, "rows");
@@ -430,6 +433,7 @@ static void cuda_close(zt_backend *be) {
     if (c->stream) cudaStreamSynchronize(c->stream);
     if (c->cublas) cublasDestroy(c->cublas);
     cuda_free_raw(c, c->reduce);
+    cuda_free_raw(c, c->colsum);
     cuda_free_raw(c, c->cublas_ws);
     // a leak is a bug, but not one to end a finished run for: say it, then free them
     if (c->nblocks)

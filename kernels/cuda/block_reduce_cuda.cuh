@@ -54,6 +54,13 @@ struct zt_op_softmax_merge {
     }
 };
 
+// Sum over a warp's 32 lanes in a fixed shuffle-down tree (lane l < off takes lane l + off,
+// off = 16, 8, 4, 2, 1), lane 0's sum to every lane: the order the host tests replay.
+static __device__ inline float zt_warp_sum(float x) {
+    for (int off = 16; off > 0; off /= 2) x += __shfl_down_sync(0xffffffffu, x, off);
+    return __shfl_sync(0xffffffffu, x, 0);
+}
+
 // The contiguous piece [lo, hi) of [0, n) that thread t of nt owns (launch_math.h's
 // zt_piece_int).
 static __device__ inline void zt_thread_piece(int n, int t, int nt, int *lo, int *hi) {

@@ -26,13 +26,17 @@ void zt_cuda_encoder_backward(cudaStream_t st, float *dwte, float *dwpe, const f
                               int C);
 void zt_cuda_layernorm_forward(cudaStream_t st, float *out, float *mean, float *rstd,
                                const float *inp, const float *w, const float *b, int N, int C);
+// work: ZT_CUDA_COLSUM_WORK floats of device memory (launch_math.h) for dw's and db's column
+// sums, as zt_cuda_bias_backward's.
 void zt_cuda_layernorm_backward(cudaStream_t st, float *dinp, float *dw, float *db,
                                 const float *dout, const float *inp, const float *w,
-                                const float *mean, const float *rstd, int N, int C);
+                                const float *mean, const float *rstd, float *work, int N, int C);
 // out (N, OC) rows = bias (the matmul's C before a beta = 1 GEMM).
 void zt_cuda_fill_bias(cudaStream_t st, float *out, const float *bias, int N, int OC);
-// dbias (OC) += column sums of dout (N, OC).
-void zt_cuda_bias_backward(cudaStream_t st, float *dbias, const float *dout, int N, int OC);
+// dbias (OC) += column sums of dout (N, OC); work: ZT_CUDA_COLSUM_WORK floats of device
+// memory for the row chunks' partial sums (one launch's, reused by the next in the stream).
+void zt_cuda_bias_backward(cudaStream_t st, float *dbias, const float *dout, float *work, int N,
+                           int OC);
 void zt_cuda_gelu_forward(cudaStream_t st, float *out, const float *inp, size_t n);
 void zt_cuda_gelu_backward(cudaStream_t st, float *dinp, const float *inp, const float *dout,
                            size_t n);
