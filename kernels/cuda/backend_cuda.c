@@ -32,6 +32,18 @@ typedef struct {
     zt_mem_category cat;
 } cuda_block;
 
+// Small write-only host views (a micro-batch's tokens) come from pinned buffers, and their
+// write-back is an asynchronous copy the buffer's event tracks: the step does not wait for
+// the GPU to upload a batch (map, unmap). 8 x 1 MiB: tokens of B x T up to 256 K each.
+#define MAP_POOL 8
+#define MAP_POOL_BYTES ((size_t)1 << 20)
+
+typedef struct {
+    void *host;        // (MAP_POOL_BYTES) pinned
+    cudaEvent_t done;  // recorded after the buffer's last upload
+    int mapped;        // handed out by map, not yet unmapped
+} pinned_view;
+
 typedef struct {
     int device;
     int tf32;             // TF32 tensor cores in fp32 GEMMs (--tf32)
@@ -42,6 +54,8 @@ typedef struct {
     double *reduce;       // (ZT_CUDA_REDUCE_WORK) the sums' scratch
     float *colsum;        // (ZT_CUDA_COLSUM_WORK) the column sums' partials (bias, LayerNorm)
     cuda_block *blocks;   // live allocations, for the accounting on free
+    pinned_view pool[MAP_POOL];
+    int pool_next;        // the next pool buffer map tries
     size_t nblocks, capblocks;
 } cuda_impl;
 
@@ -112,10 +126,40 @@ static void cuda_copy(const zt_backend *be, void *dst, const void *src, size_t b
     if (kind != ZT_COPY_D2D) ZT_CHECK_CUDA(cudaStreamSynchronize(st));
 }
 
-// The view is plain host memory (not counted: it lives only between map and unmap, for
-// initialization, checkpoints and checks, never in the step).
+// A pool buffer for a small write-only view, once its previous upload is done; NULL when
+// the view is large, read, or the next buffer is still mapped (then plain host memory).
+static void *pool_map(cuda_impl *c, size_t bytes, int read) {
+    pinned_view *v = &c->pool[c->pool_next];
+    if (read || bytes > MAP_POOL_BYTES || v->mapped) return NULL;
+    c->pool_next = (c->pool_next + 1) % MAP_POOL;
+    ZT_CHECK_CUDA(cudaEventSynchronize(v->done)); // its last upload has read it
+    v->mapped = 1;
+    memset(v->host, 0, bytes);
+    return v->host;
+}
+
+// Unmaps a pool view (1) or says it is not one (0): the write-back stays in the stream.
+static int pool_unmap(cuda_impl *c, void *dev, void *host, size_t bytes, int write) {
+    for (int i = 0; i < MAP_POOL; i++) {
+        pinned_view *v = &c->pool[i];
+        if (v->host != host) continue;
+        if (write) {
+            ZT_CHECK_CUDA(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, c->stream));
+            ZT_CHECK_CUDA(cudaEventRecord(v->done, c->stream));
+        }
+        v->mapped = 0;
+        return 1;
+    }
+    return 0;
+}
+
+// The view is a pinned pool buffer (small, write-only: a batch's upload in the step) or
+// plain host memory (not counted: it lives only between map and unmap, for
+// initialization, checkpoints and checks).
 static void *cuda_map(const zt_backend *be, void *dev, size_t bytes, int read) {
     if (!bytes) return NULL;
+    void *pooled = pool_map(impl_of(be), bytes, read);
+    if (pooled) return pooled;
     void *host = malloc(bytes);
     ZT_ASSERTF(host, "out of host memory mapping %zu bytes of GPU memory", bytes);
     if (read) cuda_copy(be, host, dev, bytes, ZT_COPY_D2H);
@@ -124,7 +168,7 @@ static void *cuda_map(const zt_backend *be, void *dev, size_t bytes, int read) {
 }
 
 static void cuda_unmap(const zt_backend *be, void *dev, void *host, size_t bytes, int write) {
-    if (!host) return;
+    if (!host || pool_unmap(impl_of(be), dev, host, bytes, write)) return;
     if (write) cuda_copy(be, dev, host, bytes, ZT_COPY_H2D);
     free(host);
 }
@@ -298,6 +342,12 @@ static double cuda_sum(const zt_backend *be, const float *x, size_t n) {
     return r;
 }
 
+// cuda_sum without the copy: the reduction, then a one-thread add into *acc, in the stream.
+static void cuda_sum_into(const zt_backend *be, double *acc, const float *x, size_t n) {
+    zt_cuda_reduce(ST, impl_of(be)->reduce, x, n, 0);
+    zt_cuda_accumulate(ST, acc, impl_of(be)->reduce);
+}
+
 static void cuda_sumsq(const zt_backend *be, double out[2], const float *x, size_t n) {
     double r[2];
     zt_cuda_reduce(ST, impl_of(be)->reduce, x, n, 1);
@@ -381,6 +431,7 @@ static const zt_backend_i cuda_ops = {
     .ce_slice_sumexp = cuda_ce_slice_sumexp,
     .ce_slice_finish = cuda_ce_slice_finish,
     .sum = cuda_sum,
+    .sum_into = cuda_sum_into,
     .sumsq = cuda_sumsq,
     .adamw = cuda_adamw,
     .adamw8bit = cuda_adamw8bit,
@@ -421,6 +472,10 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
     c->reduce = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_REDUCE_WORK * sizeof(double));
     c->colsum = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_COLSUM_WORK * sizeof(float));
     set_tf32(c, opt->tf32);
+    for (int i = 0; i < MAP_POOL; i++) {
+        ZT_CHECK_CUDA(cudaHostAlloc(&c->pool[i].host, MAP_POOL_BYTES, cudaHostAllocDefault));
+        ZT_CHECK_CUDA(cudaEventCreateWithFlags(&c->pool[i].done, cudaEventDisableTiming));
+    }
     const char *att = getenv("ZT_CUDA_ATTENTION");
     c->att_rows = att && !strcmp(att, "rows");
     ZT_CHECK_CUDA(cudaStreamSynchronize(c->stream));
@@ -433,6 +488,10 @@ static void cuda_close(zt_backend *be) {
     if (c->stream) cudaStreamSynchronize(c->stream);
     if (c->cublas) cublasDestroy(c->cublas);
     cuda_free_raw(c, c->reduce);
+    for (int i = 0; i < MAP_POOL; i++) {
+        if (c->pool[i].host) cudaFreeHost(c->pool[i].host);
+        if (c->pool[i].done) cudaEventDestroy(c->pool[i].done);
+    }
     cuda_free_raw(c, c->colsum);
     cuda_free_raw(c, c->cublas_ws);
     // a leak is a bug, but not one to end a finished run for: say it, then free them

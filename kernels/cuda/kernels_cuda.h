@@ -72,6 +72,8 @@ void zt_cuda_ce_slice_finish(cudaStream_t st, float *dlogits, float *losses, con
 #define ZT_CUDA_REDUCE_BLOCKS 256
 #define ZT_CUDA_REDUCE_WORK (2 + 2 * ZT_CUDA_REDUCE_BLOCKS)
 void zt_cuda_reduce(cudaStream_t st, double *work, const float *x, size_t n, int mode);
+// *acc += *x, one double each in device memory (after zt_cuda_reduce: the loss's running sum).
+void zt_cuda_accumulate(cudaStream_t st, double *acc, const double *x);
 void zt_cuda_adamw(cudaStream_t st, float *p, float *m, float *v, const float *g, size_t n,
                    float wd, zt_adamw_hparams h);
 // The two 256-entry code maps, passed to the kernel by value (2 KiB of parameters).
