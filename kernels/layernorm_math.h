@@ -8,7 +8,7 @@
 // Row sums in ZT_LN_LANES interleaved partial sums (lane l takes i = l mod ZT_LN_LANES),
 // combined in lane order, then the tail: independent additions a CPU runs in vector lanes
 // (one float chain waits on each add's latency: 768 adds per sum), and the same order on
-// every backend, so the GPU's one-thread-per-row kernels still match the CPU bit for bit.
+// every backend that runs these row functions (the GPU runs the warp's lane functions below).
 #define ZT_LN_LANES 16
 
 // The per-element expressions, one definition for the CPU's rows and the GPU's lanes.

@@ -1161,7 +1161,8 @@ static float emu_warp_sum(float x[32]) {
 
 static void emu_softmax_row(float *row, float *lse, int p, int i, int n, int T, int NH) {
     float m[32], s[32];
-    for (int lane = 0; lane < 32; lane++) zt_att_lane_stats(row, i + 1, lane, 32, &m[lane], &s[lane]);
+    for (int lane = 0; lane < 32; lane++)
+        zt_att_lane_stats(row, i + 1, lane, 32, &m[lane], &s[lane]);
     emu_merge_stats(m, s);
     float l = m[0] + logf(s[0]);
     lse[zt_lse_at(p / NH, p % NH, i, T, NH)] = l;
@@ -1321,9 +1322,9 @@ static void emu_colsum(float *out0, float *out1, const float *dout, const float 
                 zt_piece_int(N, k, ZT_COL_CHUNKS, &lo, &hi);
                 float s[2] = {0.0f, 0.0f};
                 for (int n = lo; n < hi; n++) {
-                    float d = dout[(size_t)n * C + c0 + c];
-                    s[0] += inp ? zt_ln_dw_term(d, inp[(size_t)n * C + c0 + c], mean[n], rstd[n]) : d;
-                    s[1] += d;
+                    size_t at = (size_t)n * C + c0 + c;
+                    s[0] += inp ? zt_ln_dw_term(dout[at], inp[at], mean[n], rstd[n]) : dout[at];
+                    s[1] += dout[at];
                 }
                 for (int j = 0; j < nout; j++) work[zt_col_partial_at(j, k, c)] = s[j];
             }
@@ -1356,7 +1357,8 @@ ZT_TEST(cuda_layernorm_warp_host) {
         float *b = fresh(C, -1, 1, k + 2), *dout = fresh(nc, -1, 1, k + 3);
         float *out[2], *mean[2], *rstd[2], *dx[2], *dw[2], *db[2], *dbias[2];
         for (int s = 0; s < 2; s++) {
-            out[s] = fresh(nc, 0, 1, 99), mean[s] = fresh(N, 0, 1, 99), rstd[s] = fresh(N, 0, 1, 99);
+            out[s] = fresh(nc, 0, 1, 99), mean[s] = fresh(N, 0, 1, 99);
+            rstd[s] = fresh(N, 0, 1, 99);
             dx[s] = fresh(nc, -1, 1, k + 4), dw[s] = fresh(C, -1, 1, k + 5);
             db[s] = fresh(C, -1, 1, k + 6), dbias[s] = fresh(C, -1, 1, k + 7);
         }

@@ -17,7 +17,6 @@
 #include "launch_math.h"
 
 #define ROW_THREADS 256 // 8 warps, a row each
-#define FULL_MASK 0xffffffffu
 
 // The base and kind of each pointer array a chunk's GEMMs take.
 typedef struct {
@@ -46,15 +45,6 @@ static __device__ inline int warp_row(int m, int G, int *g, int *r) {
     return w < G * m;
 }
 
-// The fixed shuffle-down tree of attention_math.h, lane 0's result to every lane.
-static __device__ inline void warp_merge_stats(float *m, float *s) {
-    for (int off = 16; off > 0; off /= 2) {
-        float m2 = __shfl_down_sync(FULL_MASK, *m, off), s2 = __shfl_down_sync(FULL_MASK, *s, off);
-        zt_softmax_merge(m, s, m2, s2);
-    }
-    *m = __shfl_sync(FULL_MASK, *m, 0);
-    *s = __shfl_sync(FULL_MASK, *s, 0);
-}
 
 // Scores of query block [i0, i0 + m) to probabilities in place, the rows' LSE to lse.
 static __global__ void att_softmax_kernel(float *S, float *lse, int p0, int G, int i0, int m,
@@ -65,7 +55,7 @@ static __global__ void att_softmax_kernel(float *S, float *lse, int p0, int G, i
     float *row = S + zt_att_score_at(g, r, T);
     float mx, s;
     zt_att_lane_stats(row, i + 1, lane, 32, &mx, &s);
-    warp_merge_stats(&mx, &s);
+    zt_warp_merge_softmax(&mx, &s);
     float l = mx + logf(s);
     if (lane == 0) lse[zt_lse_at(p / NH, p % NH, i, T, NH)] = l;
     zt_att_lane_probs(row, row, i0 + m, i + 1, l, lane, 32);
