@@ -327,9 +327,12 @@ def build_ops():
     # one block per row, each thread a contiguous piece of 197 logits: a warp load touches
     # 32 lines; ceil(rows / SMs) blocks on the busiest SM; 4 passes (max, sumexp, read+write)
     ce_today = sum(-(-nc // SMS) * 4 * VP / (WF_PER_CLK * CLK) for nc in CHUNKS)
-    ops.append(Op("cross-entropy (3 passes)", 3 * nchunk, sum(8 * nc * VP for nc in CHUNKS),
+    ce_fl = sum(8 * nc * VP for nc in CHUNKS)
+    # branch kern25: threads stride over the row (coalesced), so the passes stream
+    ops.append(Op("cross-entropy (3 passes)", 3 * nchunk, ce_fl,
                   ce_b, "mem", lambda g: ce_today,
-                  f"1 block/row ({CHUNKS[0]} blocks): per-thread pieces, 32 lines per warp load"))
+                  f"1 block/row ({CHUNKS[0]} blocks): per-thread pieces, 32 lines per warp load",
+                  lambda g: max(ce_fl / (PEAK["fp32"] * SIMT_EFF), mem_time(ce_b("fp32")))))
 
     def head_b(p):
         sa, sw, sg, sl = dsize(p)
@@ -574,7 +577,7 @@ def main():
         times = {o.name: o.branch(g) for o in ops}
         flag = "" if g == "fp32" else " `--tf32`"
         w(f"| branch kern25: `--backend cuda`{flag} ({g} products; blocked attention, warp "
-          f"LayerNorm, chunked column sums; predicted, not measured) | {ms(branch[g])} | "
+          f"LayerNorm, chunked column sums, strided cross entropy; predicted, not measured) | {ms(branch[g])} | "
           f"{tok(branch[g])} | {top(times)} | {anchors[g]} |")
     for p in precs:
         times = {o.name: o.predicted(p) for o in ops}
@@ -616,7 +619,7 @@ def main():
     flash32, flash_tc = flash_attention("fp32")[2], flash_attention("tf32")[2]
     slow_flash = flash_attention("fp32")[0] / (PEAK["fp32"] * ATT_EFF["fp32"] / 2)
     w(f"- Branch kern25 (the fp32 path; nothing of it has run on a GPU yet) takes (1) and the "
-      "LayerNorm and column-sum parts of (2) and (3): predicted "
+      "LayerNorm, column-sum and cross-entropy parts of (2) and (3): predicted "
       f"{ms(branch['fp32'])} ms ({tok(branch['fp32'])} tokens/s) with fp32 products and "
       f"{ms(branch['tf32'])} ms ({tok(branch['tf32'])}) with TF32, from "
       f"{today['fp32']:.1f} s. Attention went to query blocks through cuBLAS: "

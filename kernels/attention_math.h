@@ -13,11 +13,8 @@
 // has none, which zt_softmax_merge leaves alone.
 static inline ZT_HD void zt_att_lane_stats(const float *x, int valid, int lane, int lanes,
                                            float *m, float *s) {
-    float mx = -INFINITY, sum = 0.0f;
-    for (int j = lane; j < valid; j += lanes) mx = x[j] > mx ? x[j] : mx;
-    for (int j = lane; j < valid; j += lanes) sum += expf(x[j] - mx);
-    *m = mx;
-    *s = sum;
+    *m = zt_row_max_strided(x, valid, lane, lanes);
+    *s = zt_row_sumexp_strided(x, valid, lane, lanes, 1.0f, *m);
 }
 
 // Row i of a query block holds keys [0, n): p[j] = exp(x[j] - lse) for j < valid (= i + 1,
