@@ -382,9 +382,15 @@ def build_ops():
     def enc_b(p):
         sa, _, sg, _ = dsize(p)
         return sa * NC + 4 * N + 2 * sg * NC + 2 * sg * T * C
+    # branch kern25: tokens bucketed by row (count, one-block scan of V counts, scatter, rank),
+    # then a block per vocabulary row (~48 waves of mostly empty blocks, ~2 us each) and a
+    # thread per (position, channel): dout read twice, plus the scan's chain of V/1024 loads
+    enc_branch = (2 * mem_time(4 * NC) + latency_loop(-(-VP // 1024), LAT_DRAM)
+                  + -(-VP // (SMS * 8)) * 2e-6 + 7 * LAUNCH_GAP)
     ops.append(Op("encoder backward", 1, 2 * NC, enc_b, "mem",
                   lambda g: latency_loop(N, 2 * LAT_DRAM + LAT_L2),
-                  f"1 thread/channel ({C} threads): {N} dependent load-add-store chains"))
+                  f"1 thread/channel ({C} threads): {N} dependent load-add-store chains",
+                  lambda g: enc_branch))
 
     # -- step: zero the gradients, the head's copies, the grad norm, AdamW
     def misc(p):
@@ -577,7 +583,8 @@ def main():
         times = {o.name: o.branch(g) for o in ops}
         flag = "" if g == "fp32" else " `--tf32`"
         w(f"| branch kern25: `--backend cuda`{flag} ({g} products; blocked attention, warp "
-          f"LayerNorm, chunked column sums, strided cross entropy; predicted, not measured) | {ms(branch[g])} | "
+          f"LayerNorm, chunked column sums, strided cross entropy, bucketed embedding backward; "
+          f"predicted, not measured) | {ms(branch[g])} | "
           f"{tok(branch[g])} | {top(times)} | {anchors[g]} |")
     for p in precs:
         times = {o.name: o.predicted(p) for o in ops}
@@ -619,7 +626,7 @@ def main():
     flash32, flash_tc = flash_attention("fp32")[2], flash_attention("tf32")[2]
     slow_flash = flash_attention("fp32")[0] / (PEAK["fp32"] * ATT_EFF["fp32"] / 2)
     w(f"- Branch kern25 (the fp32 path; nothing of it has run on a GPU yet) takes (1) and the "
-      "LayerNorm, column-sum and cross-entropy parts of (2) and (3): predicted "
+      "LayerNorm, column-sum, embedding and cross-entropy parts of (2) and (3): predicted "
       f"{ms(branch['fp32'])} ms ({tok(branch['fp32'])} tokens/s) with fp32 products and "
       f"{ms(branch['tf32'])} ms ({tok(branch['tf32'])}) with TF32, from "
       f"{today['fp32']:.1f} s. Attention went to query blocks through cuBLAS: "

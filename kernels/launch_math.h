@@ -177,6 +177,25 @@ static inline ZT_HD size_t zt_col_partial_at(int j, int k, int c) {
     return ((size_t)j * ZT_COL_CHUNKS + k) * ZT_COL_TILE + (size_t)c;
 }
 
+// ---- the embedding backward (encoder_cuda.cu): tokens bucketed by dwte row ----
+// A row's tokens are counted, the counts scanned into bucket offsets, the token indices
+// scattered into their buckets (in any order: atomics) and ranked within them, so each bucket
+// lists its tokens in index order; then a block per row adds its tokens' gradients in that
+// order: the CPU's additions, in parallel over rows. The scratch, allocated at open, holds
+// ZT_ENC_MAX_ROWS + 1 offsets and cursors and 2 x ZT_ENC_MAX_TOKENS indices; larger calls
+// take the one-thread-per-channel kernel.
+#define ZT_ENC_MAX_ROWS (1 << 18)
+#define ZT_ENC_MAX_TOKENS (1 << 20)
+#define ZT_CUDA_ENC_WORK (2 * ((size_t)ZT_ENC_MAX_ROWS + 1) + 2 * (size_t)ZT_ENC_MAX_TOKENS)
+#define ZT_ENC_SCAN_THREADS 1024 // the one block that scans the counts
+
+// The place of token n in its bucket [lo, hi) of scattered indices: how many are smaller.
+static inline ZT_HD int zt_enc_rank(const int *idx, int lo, int hi, int n) {
+    int r = 0;
+    for (int k = lo; k < hi; k++) r += idx[k] < n;
+    return r;
+}
+
 // ---- LayerNorm rows (layernorm_cuda.cu): a warp per row ----
 #define ZT_LN_WARPS 8 // rows per block of 256 threads
 

@@ -284,6 +284,7 @@ ZT_TEST(cuda_matmul) {
     return ZT_PASS;
 }
 
+static int cuda_encoder_backward_big(void);
 ZT_TEST(cuda_encoder) {
     NEED_GPU();
     const int B = 3, T = 17, C = 37, lo = 5, rows = 41, N = B * T;
@@ -308,11 +309,31 @@ ZT_TEST(cuda_encoder) {
                                    T, C);
         GPU->ops->encoder_backward(GPU, g_dwte, with_pos ? g_dwpe : NULL,
                                    dputf(dout, (size_t)N * C), dtok, lo, rows, N, T, C);
-        // the same additions in the same order (tokens in sequence per channel): exact
+        // the same additions in the same order (each row's tokens in sequence): exact
         CHECK_DEV("encoder_backward dwte", g_dwte, dwte, (size_t)rows * C, 0.0, 0.0);
         CHECK_DEV("encoder_backward dwpe", g_dwpe, dwpe, (size_t)T * C, 0.0, 0.0);
     }
+    if (cuda_encoder_backward_big() != ZT_PASS) return ZT_FAIL;
     gpu_close();
+    return ZT_PASS;
+}
+
+// GPT-2's tokens per micro-batch and width against 2000 rows of a vocabulary slice, drawn
+// skewed so that rows repeat hundreds of times (the buckets' ranking) and some fall outside.
+static int cuda_encoder_backward_big(void) {
+    const int B = 16, T = 1024, C = 768, lo = 100, rows = 2000, N = B * T;
+    int32_t *tokens = hmem((size_t)N * sizeof(int32_t));
+    uint64_t key = zt_splitmix64(g_seed + 98);
+    for (int n = 0; n < N; n++)
+        tokens[n] = (int32_t)(lo + rows * 1.2 * pow(zt_uniform(key, n), 3.0)) - (n % 7 == 0);
+    float *dout = hrand((size_t)N * C, -1, 1);
+    float *dwte = hrand((size_t)rows * C, -1, 1), *dwpe = hrand((size_t)T * C, -1, 1);
+    float *g_dwte = dputf(dwte, (size_t)rows * C), *g_dwpe = dputf(dwpe, (size_t)T * C);
+    CPU->ops->encoder_backward(CPU, dwte, dwpe, dout, tokens, lo, rows, N, T, C);
+    GPU->ops->encoder_backward(GPU, g_dwte, g_dwpe, dputf(dout, (size_t)N * C),
+                               dput(tokens, (size_t)N * sizeof(int32_t)), lo, rows, N, T, C);
+    CHECK_DEV("encoder_backward dwte (16k tokens)", g_dwte, dwte, (size_t)rows * C, 0.0, 0.0);
+    CHECK_DEV("encoder_backward dwpe (16k tokens)", g_dwpe, dwpe, (size_t)T * C, 0.0, 0.0);
     return ZT_PASS;
 }
 
@@ -1387,6 +1408,77 @@ ZT_TEST(cuda_layernorm_warp_host) {
         for (int s = 0; s < 2; s++)
             free(out[s]), free(mean[s]), free(rstd[s]), free(dx[s]), free(dw[s]), free(db[s]),
                 free(dbias[s]);
+        if (bad) return ZT_FAIL;
+    }
+    return ZT_PASS;
+}
+
+// ---------------------------------------------------------------------------------------
+// The bucketed embedding backward (encoder_cuda.cu) replayed on the host: counts, the scan
+// in ZT_ENC_SCAN_THREADS pieces, the scatter in reverse token order (the GPU's atomics give
+// any order), the ranking by zt_enc_rank, then each row's and position's additions in
+// order: bit for bit the CPU's, which is what the GPU test demands.
+
+static void emu_encoder_backward(float *dwte, float *dwpe, const float *dout,
+                                 const int32_t *tokens, int lo, int rows, int N, int T, int C) {
+    int *off = calloc((size_t)rows + 1, sizeof(int));
+    int *cursor = calloc((size_t)rows + 1, sizeof(int));
+    int *idx = malloc((size_t)N * sizeof(int)), *sorted = malloc((size_t)N * sizeof(int));
+    ZT_ASSERT(off && cursor && idx && sorted);
+    for (int n = 0; n < N; n++)
+        if (tokens[n] - lo >= 0 && tokens[n] - lo < rows) off[tokens[n] - lo]++;
+    int base = 0;
+    for (int t = 0; t < ZT_ENC_SCAN_THREADS; t++) {
+        int plo, phi;
+        zt_piece_int(rows, t, ZT_ENC_SCAN_THREADS, &plo, &phi);
+        for (int r = plo; r < phi; r++) {
+            int c = off[r];
+            off[r] = cursor[r] = base;
+            base += c;
+        }
+    }
+    off[rows] = base;
+    for (int n = N - 1; n >= 0; n--)
+        if (tokens[n] - lo >= 0 && tokens[n] - lo < rows) idx[cursor[tokens[n] - lo]++] = n;
+    for (int n = 0; n < N; n++) {
+        int r = tokens[n] - lo;
+        if (r >= 0 && r < rows) sorted[off[r] + zt_enc_rank(idx, off[r], off[r + 1], n)] = n;
+    }
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < C; c++) {
+            float acc = dwte[(size_t)r * C + c];
+            for (int k = off[r]; k < off[r + 1]; k++) acc += dout[(size_t)sorted[k] * C + c];
+            dwte[(size_t)r * C + c] = acc;
+        }
+    for (size_t i = 0; dwpe && i < (size_t)T * C; i++)
+        for (size_t n = i / C; n < (size_t)N; n += T) dwpe[i] += dout[n * C + i % C];
+    free(off), free(cursor), free(idx), free(sorted);
+}
+
+// A vocabulary slice with tokens outside it and many repeats; GPT-2's sizes, fewer rows than
+// scan threads, and rows no token hits.
+ZT_TEST(cuda_encoder_buckets_host) {
+    const int shapes[][5] = {{3, 17, 37, 5, 41}, {16, 1024, 64, 0, 50304}, {2, 64, 8, 100, 300}};
+    for (size_t a = 0; a < sizeof shapes / sizeof *shapes; a++) {
+        int B = shapes[a][0], T = shapes[a][1], C = shapes[a][2], lo = shapes[a][3];
+        int rows = shapes[a][4], N = B * T;
+        int32_t *tokens = malloc((size_t)N * sizeof(int32_t));
+        ZT_ASSERT(tokens);
+        uint64_t key = zt_splitmix64(25 + a);
+        for (int n = 0; n < N; n++) // a skewed draw: small ids repeat often, some fall outside
+            tokens[n] = (int32_t)(lo + rows * 1.2 * pow(zt_uniform(key, n), 3.0)) - (n % 7 == 0);
+        float *dout = fresh((size_t)N * C, -1, 1, 40 + a);
+        float *w[2], *p[2];
+        for (int k = 0; k < 2; k++)
+            w[k] = fresh((size_t)rows * C, -1, 1, 50 + a),
+            p[k] = fresh((size_t)T * C, -1, 1, 60 + a);
+        zt_encoder_backward(w[0], p[0], dout, tokens, lo, rows, N, T, C);
+        emu_encoder_backward(w[1], p[1], dout, tokens, lo, rows, N, T, C);
+        printf("  N %d, C %d, rows [%d, %d)\n", N, C, lo, lo + rows);
+        int bad = zt_check_close("bucketed dwte", w[1], w[0], (size_t)rows * C, 0.0, 0.0) ||
+                  zt_check_close("bucketed dwpe", p[1], p[0], (size_t)T * C, 0.0, 0.0);
+        free(tokens), free(dout);
+        for (int k = 0; k < 2; k++) free(w[k]), free(p[k]);
         if (bad) return ZT_FAIL;
     }
     return ZT_PASS;

@@ -53,6 +53,7 @@ typedef struct {
     void *cublas_ws;      // (CUBLAS_WORKSPACE_BYTES)
     double *reduce;       // (ZT_CUDA_REDUCE_WORK) the sums' scratch
     float *colsum;        // (ZT_CUDA_COLSUM_WORK) the column sums' partials (bias, LayerNorm)
+    int *enc;             // (ZT_CUDA_ENC_WORK) the embedding backward's token buckets
     cuda_block *blocks;   // live allocations, for the accounting on free
     pinned_view pool[MAP_POOL];
     int pool_next;        // the next pool buffer map tries
@@ -268,7 +269,8 @@ static void cuda_encoder_forward(const zt_backend *be, float *out, const int32_t
 static void cuda_encoder_backward(const zt_backend *be, float *dwte, float *dwpe,
                                   const float *dout, const int32_t *tokens, int vocab_lo,
                                   int vocab_rows, int N, int T, int C) {
-    zt_cuda_encoder_backward(ST, dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
+    zt_cuda_encoder_backward(ST, dwte, dwpe, dout, tokens, impl_of(be)->enc, vocab_lo, vocab_rows,
+                             N, T, C);
 }
 static void cuda_layernorm_forward(const zt_backend *be, float *out, float *mean, float *rstd,
                                    const float *inp, const float *w, const float *b, int N,
@@ -471,6 +473,7 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
     ZT_CHECK_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WORKSPACE_BYTES));
     c->reduce = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_REDUCE_WORK * sizeof(double));
     c->colsum = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_COLSUM_WORK * sizeof(float));
+    c->enc = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_ENC_WORK * sizeof(int));
     set_tf32(c, opt->tf32);
     for (int i = 0; i < MAP_POOL; i++) {
         ZT_CHECK_CUDA(cudaHostAlloc(&c->pool[i].host, MAP_POOL_BYTES, cudaHostAllocDefault));
@@ -493,6 +496,7 @@ static void cuda_close(zt_backend *be) {
         if (c->pool[i].done) cudaEventDestroy(c->pool[i].done);
     }
     cuda_free_raw(c, c->colsum);
+    cuda_free_raw(c, c->enc);
     cuda_free_raw(c, c->cublas_ws);
     // a leak is a bug, but not one to end a finished run for: say it, then free them
     if (c->nblocks)

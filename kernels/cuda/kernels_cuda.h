@@ -21,9 +21,10 @@ extern "C" {
 
 void zt_cuda_encoder_forward(cudaStream_t st, float *out, const int32_t *tokens, const float *wte,
                              const float *wpe, int vocab_lo, int vocab_rows, int N, int T, int C);
+// work: ZT_CUDA_ENC_WORK ints of device memory (launch_math.h), the token buckets.
 void zt_cuda_encoder_backward(cudaStream_t st, float *dwte, float *dwpe, const float *dout,
-                              const int32_t *tokens, int vocab_lo, int vocab_rows, int N, int T,
-                              int C);
+                              const int32_t *tokens, int *work, int vocab_lo, int vocab_rows,
+                              int N, int T, int C);
 void zt_cuda_layernorm_forward(cudaStream_t st, float *out, float *mean, float *rstd,
                                const float *inp, const float *w, const float *b, int N, int C);
 // work: ZT_CUDA_COLSUM_WORK floats of device memory (launch_math.h) for dw's and db's column
