@@ -45,7 +45,6 @@ static __device__ inline int warp_row(int m, int G, int *g, int *r) {
     return w < G * m;
 }
 
-
 // Scores of query block [i0, i0 + m) to probabilities in place, the rows' LSE to lse.
 static __global__ void att_softmax_kernel(float *S, float *lse, int p0, int G, int i0, int m,
                                           int T, int NH) {
