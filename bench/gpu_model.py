@@ -644,6 +644,13 @@ def main():
       "score block (up to 32 MiB) between a GEMM and the row kernel that reads it, which "
       "would cut the bytes; cuBLAS's host cost per batched call (several us) against "
       f"{b['launches']} calls a step; the efficiency of batched GEMMs with K = {HS}.")
+    w("- What branch kern25 leaves for the GPU session (none of it has run on a GPU): `make "
+      "cuda && make test-cuda` (the op tests `cuda_attention` at hs 64, T 1024 and 75 pairs, "
+      "`cuda_layernorm` at 2048 x 768, `cuda_encoder` at 16k tokens, `cuda_matmul`, "
+      "`cuda_crossentropy`, and `cuda_train`), 20 fresh seeds, compute-sanitizer memcheck and "
+      "racecheck on them; the step at B 16, T 1024 with and without `ZT_CUDA_ATTENTION=rows` "
+      "(the old attention) and `--tf32`, `nsys profile --stats=true` against this table's "
+      "branch column; then the fused tensor-core attention if the blocked one's 99 GB show.")
     w(f"- bf16 is where the anchors are. With this step's structure and good kernels it "
       f"predicts {ms(pred['bf16'])} ms ({tok(pred['bf16'])} tokens/s): matrix products "
       f"{100 * gemm_bf16 / pred['bf16']:.0f}%, the rest mostly memory traffic of the "
