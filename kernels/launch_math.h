@@ -116,8 +116,16 @@ static inline ZT_HD size_t zt_att_shared_q(int T, int hs) {
 #define ZT_ATT_QBLOCK 128
 #define ZT_ATT_PAIRS 64
 
-// Query blocks of a sequence of T: ceil(T / ZT_ATT_QBLOCK).
+// Query blocks of a sequence of T: ceil(T / ZT_ATT_QBLOCK); block qb's rows start at
+// qb ZT_ATT_QBLOCK, the last block is short; the pairs of the chunk from pair p0.
 static inline ZT_HD int zt_att_qblocks(int T) { return (T + ZT_ATT_QBLOCK - 1) / ZT_ATT_QBLOCK; }
+static inline ZT_HD int zt_att_block_rows(int qb, int T) {
+    int left = T - qb * ZT_ATT_QBLOCK;
+    return left < ZT_ATT_QBLOCK ? left : ZT_ATT_QBLOCK;
+}
+static inline ZT_HD int zt_att_chunk_pairs(int p0, int pairs) {
+    return pairs - p0 < ZT_ATT_PAIRS ? pairs - p0 : ZT_ATT_PAIRS;
+}
 
 // The operands a batched GEMM takes per pair. A launcher lists the arrays it needs (a base
 // and a kind each); array a for query block qb sits at (a zt_att_qblocks(T) + qb)

@@ -1148,7 +1148,7 @@ typedef struct {
 
 static emu_chunk emu_chunk_of(const emu_ops *o, int p0, int pairs, int T, int C, int NH) {
     emu_chunk c = {calloc(zt_att_pointers(T), sizeof(float *)), p0,
-                   pairs - p0 < ZT_ATT_PAIRS ? pairs - p0 : ZT_ATT_PAIRS, zt_att_qblocks(T), T};
+                   zt_att_chunk_pairs(p0, pairs), zt_att_qblocks(T), T};
     ZT_ASSERT(c.arrays && o->n <= ZT_ATT_MAX_ARRAYS);
     for (int x = 0; x < o->n * c.nq * c.G; x++) {
         int g = x % c.G, qb = x / c.G % c.nq, a = x / c.G / c.nq;
@@ -1199,7 +1199,7 @@ static void emu_forward(float *out, float *lse, const float *qkv, float *work, i
     for (int p0 = 0; p0 < B * NH; p0 += ZT_ATT_PAIRS) {
         emu_chunk c = emu_chunk_of(&o, p0, B * NH, T, C, NH);
         for (int qb = 0; qb < c.nq; qb++) {
-            int i0 = qb * ZT_ATT_QBLOCK, m = T - i0 < ZT_ATT_QBLOCK ? T - i0 : ZT_ATT_QBLOCK;
+            int i0 = qb * ZT_ATT_QBLOCK, m = zt_att_block_rows(qb, T);
             emu_batched(0, 1, m, i0 + m, hs, scale, emu_arr(&c, 0, qb), ld, emu_arr(&c, 1, qb),
                         ld, 0.0f, emu_arr(&c, 4, qb), T, c.G);
             for (int g = 0; g < c.G; g++)
@@ -1232,7 +1232,7 @@ static void emu_backward(float *dqkv, const float *dout, const float *qkv, const
     for (int p0 = 0; p0 < B * NH; p0 += ZT_ATT_PAIRS) {
         emu_chunk c = emu_chunk_of(&o, p0, B * NH, T, C, NH);
         for (int qb = c.nq - 1; qb >= 0; qb--) {
-            int i0 = qb * ZT_ATT_QBLOCK, m = T - i0 < ZT_ATT_QBLOCK ? T - i0 : ZT_ATT_QBLOCK;
+            int i0 = qb * ZT_ATT_QBLOCK, m = zt_att_block_rows(qb, T);
             int n = i0 + m;
             float acc = qb == c.nq - 1 ? 0.0f : 1.0f;
             emu_batched(0, 1, m, n, hs, scale, emu_arr(&c, 0, qb), ld, emu_arr(&c, 1, qb), ld,

@@ -110,8 +110,7 @@ static unsigned row_grid(int G, int m) { return zt_grid_for((size_t)G * m * 32, 
 static att_chunk chunk_of(cublasHandle_t hb, cudaStream_t st, float *work, int p0, int pairs,
                           int T, int C, int NH) {
     att_chunk c = {hb, st, (float **)(work + 2 * zt_att_scores_floats(T)), p0,
-                   pairs - p0 < ZT_ATT_PAIRS ? pairs - p0 : ZT_ATT_PAIRS, zt_att_qblocks(T),
-                   T, C, NH};
+                   zt_att_chunk_pairs(p0, pairs), zt_att_qblocks(T), T, C, NH};
     return c;
 }
 
@@ -134,7 +133,7 @@ extern "C" void zt_cuda_attention_gemm_forward(cublasHandle_t hb, cudaStream_t s
         att_chunk c = chunk_of(hb, st, work, p0, B * NH, T, C, NH);
         fill_pointers(&c, &ops);
         for (int qb = 0; qb < c.nq; qb++) {
-            int i0 = qb * ZT_ATT_QBLOCK, m = T - i0 < ZT_ATT_QBLOCK ? T - i0 : ZT_ATT_QBLOCK;
+            int i0 = qb * ZT_ATT_QBLOCK, m = zt_att_block_rows(qb, T);
             batched(hb, 0, 1, m, i0 + m, hs, scale, arr(&c, F_Q, qb), ld, arr(&c, F_K, qb), ld,
                     0.0f, arr(&c, F_S, qb), T, c.G);
             att_softmax_kernel<<<row_grid(c.G, m), ROW_THREADS, 0, st>>>(work, lse, p0, c.G, i0,
@@ -163,7 +162,7 @@ extern "C" void zt_cuda_attention_gemm_backward(cublasHandle_t hb, cudaStream_t 
         att_chunk c = chunk_of(hb, st, work, p0, B * NH, T, C, NH);
         fill_pointers(&c, &ops);
         for (int qb = c.nq - 1; qb >= 0; qb--) { // the last block first: it covers all keys
-            int i0 = qb * ZT_ATT_QBLOCK, m = T - i0 < ZT_ATT_QBLOCK ? T - i0 : ZT_ATT_QBLOCK;
+            int i0 = qb * ZT_ATT_QBLOCK, m = zt_att_block_rows(qb, T);
             int n = i0 + m;
             float acc = qb == c.nq - 1 ? 0.0f : 1.0f;
             batched(hb, 0, 1, m, n, hs, scale, arr(&c, B_Q, qb), ld, arr(&c, B_K, qb), ld, 0.0f,
