@@ -1613,6 +1613,78 @@ ZT_TEST(cuda_launch_math_host) {
     CHECK(zt_att_shared_forward(5568, 64) <= zt_att_shared_kv(5568, 64) &&
           zt_att_shared_q(5568, 64) <= zt_att_shared_kv(5568, 64));
 
+    // blocked attention: query blocks tile [0, T) and chunks the pairs; every operand row a
+    // GEMM touches lies in its buffer, every pointer in the pointer area; 64 MiB at T 1024
+    const int ts[] = {1, 37, 128, 129, 1024};
+    for (size_t a = 0; a < sizeof ts / sizeof *ts; a++) {
+        int T = ts[a], rows = 0;
+        for (int qb = 0; qb < zt_att_qblocks(T); qb++) {
+            int m = zt_att_block_rows(qb, T);
+            CHECK(m >= 1 && m <= ZT_ATT_QBLOCK && rows == qb * ZT_ATT_QBLOCK);
+            rows += m;
+        }
+        CHECK(rows == T);
+    }
+    const int np[] = {1, 63, 64, 65, 192};
+    for (size_t a = 0; a < sizeof np / sizeof *np; a++) {
+        int sum = 0;
+        for (int p0 = 0; p0 < np[a]; p0 += ZT_ATT_PAIRS) sum += zt_att_chunk_pairs(p0, np[a]);
+        CHECK(sum == np[a]);
+    }
+    const int ashapes[][4] = {{2, 37, 3, 13}, {1, 1024, 2, 64}, {3, 300, 25, 4}}; // B T NH hs
+    for (size_t a = 0; a < sizeof ashapes / sizeof *ashapes; a++) {
+        int B = ashapes[a][0], T = ashapes[a][1], NH = ashapes[a][2], C = NH * ashapes[a][3];
+        size_t nqkv = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
+        int ok = 1;
+        for (int p0 = 0; p0 < B * NH; p0 += ZT_ATT_PAIRS)
+            for (int g = 0; g < zt_att_chunk_pairs(p0, B * NH); g++)
+                for (int qb = 0; qb < zt_att_qblocks(T); qb++) {
+                    int m = zt_att_block_rows(qb, T), n = qb * ZT_ATT_QBLOCK + m, hs = C / NH;
+                    size_t q = zt_att_operand_at(ZT_ATT_OP_Q, p0 + g, g, qb, T, C, NH);
+                    size_t k = zt_att_operand_at(ZT_ATT_OP_K, p0 + g, g, qb, T, C, NH);
+                    size_t v = zt_att_operand_at(ZT_ATT_OP_V, p0 + g, g, qb, T, C, NH);
+                    size_t o = zt_att_operand_at(ZT_ATT_OP_O, p0 + g, g, qb, T, C, NH);
+                    size_t sc = zt_att_operand_at(ZT_ATT_OP_S, p0 + g, g, qb, T, C, NH);
+                    ok &= q + (size_t)(m - 1) * 3 * C + hs <= nqkv;
+                    ok &= k + (size_t)(n - 1) * 3 * C + hs <= nqkv && v == k + (size_t)C;
+                    ok &= o + (size_t)(m - 1) * C + hs <= no;
+                    ok &= sc == zt_att_score_at(g, 0, T) &&
+                          zt_att_score_at(g, m - 1, T) + n <= zt_att_scores_floats(T) &&
+                          zt_att_score_at(g, m - 1, T) + n <= zt_att_score_at(g + 1, 0, T);
+                    size_t last = ((size_t)(ZT_ATT_MAX_ARRAYS - 1) * zt_att_qblocks(T) + qb) *
+                                      ZT_ATT_PAIRS + g;
+                    ok &= last < zt_att_pointers(T);
+                }
+        CHECK(ok);
+    }
+    CHECK(zt_cuda_attention_workspace(1, 1024) * sizeof(float) ==
+          ((size_t)64 << 20) + 2 * sizeof(float) * zt_att_pointers(1024));
+
+    // column sums: the chunks tile the rows; each (partial, chunk, column) its own float
+    CHECK(zt_col_partial_at(1, ZT_COL_CHUNKS - 1, ZT_COL_TILE - 1) == ZT_CUDA_COLSUM_WORK - 1);
+    CHECK(zt_col_partial_at(0, 1, 0) == ZT_COL_TILE && zt_col_partial_at(1, 0, 0) ==
+                                                           (size_t)ZT_COL_CHUNKS * ZT_COL_TILE);
+    const int nrows[] = {0, 1, 53, 64, 65, 16384};
+    for (size_t a = 0; a < sizeof nrows / sizeof *nrows; a++) {
+        int prev = 0, clo, chi;
+        for (int k = 0; k < ZT_COL_CHUNKS; k++) {
+            zt_piece_int(nrows[a], k, ZT_COL_CHUNKS, &clo, &chi);
+            CHECK(clo == prev && chi >= clo);
+            prev = chi;
+        }
+        CHECK(prev == nrows[a]);
+        // LayerNorm: a warp per row, the fewest blocks of ZT_LN_WARPS rows
+        unsigned lb = zt_ln_blocks(nrows[a]);
+        CHECK((size_t)lb * ZT_LN_WARPS >= (size_t)nrows[a] &&
+              (lb == 0 || (size_t)(lb - 1) * ZT_LN_WARPS < (size_t)nrows[a]));
+    }
+
+    // the embedding's buckets: a bucket scattered in any order ranks into 0 .. n-1
+    int idx[] = {40, 3, 17, 99, 5, 64}, seen_rank[6] = {0};
+    for (int k = 0; k < 6; k++) seen_rank[zt_enc_rank(idx, 0, 6, idx[k])]++;
+    CHECK(zt_enc_rank(idx, 0, 6, 3) == 0 && zt_enc_rank(idx, 0, 6, 99) == 5);
+    for (int k = 0; k < 6; k++) CHECK(seen_rank[k] == 1);
+
     // 8-bit AdamW: blocks tile n, the last one short; a block's threads hold each of its
     // values exactly once, for every block size up to ZT_Q8_MAX_BLOCK
     const int q8_per = ZT_Q8_PER_THREAD(ZT_Q8_MAX_BLOCK);
