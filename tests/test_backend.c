@@ -19,9 +19,9 @@ ZT_TEST(backend_caps) {
     const zt_backend_caps *cpu = zt_backend_caps_of("cpu"), *cuda = zt_backend_caps_of("cuda");
     CHECK(cpu->built && cpu->multi_rank && !cpu->tf32 && !cpu->device_memory);
     CHECK(cuda->tf32 && cuda->device_memory);
-    // the bf16 op group: the CPU has it (and states its GEMM scratch), CUDA not yet
+    // the bf16 op group: both have it and state their GEMM scratch (CUDA's, built or not)
     CHECK(cpu->bf16 && cpu->gemm_mixed_workspace >= ((size_t)1 << 20));
-    CHECK(!cuda->bf16);
+    CHECK(cuda->bf16 && cuda->gemm_mixed_workspace == ZT_CUDA_GEMM_MIXED_WORKSPACE);
     CHECK(zt_backend_caps_of("tpu") == NULL && zt_backend_caps_of(NULL) == NULL);
     // the CPU attention's scratch: two T x T matrices per thread; CUDA's: two score buffers of
     // query blocks and their pointer arrays, linear in T, the same built or not (the planner)
