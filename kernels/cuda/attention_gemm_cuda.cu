@@ -81,10 +81,9 @@ static void batched(cublasHandle_t hb, int ta, int tb, int M, int N, int K, floa
                                              (const float *)B, ldb);
     const float *const *first = (const float *const *)c.first;
     const float *const *second = (const float *const *)c.second;
-    cublasStatus_t s = cublasSgemmBatched(
+    ZT_CHECK_CUBLAS(cublasSgemmBatched(
         hb, c.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N, c.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N,
-        c.m, c.n, c.k, &alpha, first, c.ld_first, second, c.ld_second, &beta, Cm, ldc, G);
-    ZT_ASSERTF(s == CUBLAS_STATUS_SUCCESS, "cublasSgemmBatched: %s", cublasGetStatusString(s));
+        c.m, c.n, c.k, &alpha, first, c.ld_first, second, c.ld_second, &beta, Cm, ldc, G));
 }
 
 typedef struct {
