@@ -1,5 +1,7 @@
 // Token + position embedding on the GPU, forward and backward (vocab-parallel aware, as
-// encoder_cpu.c).
+// encoder_cpu.c). The backward buckets the tokens by dwte row and adds each row's tokens in
+// token order, a block per row (launch_math.h, "the embedding backward"): the CPU's sums, bit
+// for bit, without one thread per channel walking every token.
 #include "cuda_check.h"
 #include "kernels_cuda.h"
 #include "launch_math.h"
