@@ -129,6 +129,10 @@ typedef struct zt_backend_i {
     // ---- reductions that come back to the host ----
     // Sum of x[0..n) in double.
     double (*sum)(const zt_backend *be, const float *x, size_t n);
+    // *acc += sum of x[0..n) in double, as `sum`, with acc one double of the backend's memory:
+    // nothing comes back, so a GPU need not wait (the training loss stays on the device until
+    // the step's end, when one copy reads it).
+    void (*sum_into)(const zt_backend *be, double *acc, const float *x, size_t n);
     // out[0] += sum of x[i]^2 over the finite x[i] (in double), out[1] += count of the
     // non-finite ones.
     void (*sumsq)(const zt_backend *be, double out[2], const float *x, size_t n);

@@ -36,6 +36,7 @@ typedef struct {
     cublasLtHandle_t lt;
     float *scratch; // (ZT_CUDA_BF16_SCRATCH)
     double *reduce; // (ZT_CUDA_REDUCE_WORK) the backend's sums' scratch
+    float *colsum;  // (ZT_CUDA_COLSUM_WORK) the backend's column sums' partials
 } zt_cuda_bf16;
 
 // ---- kernels (bf16_cuda.cu) ----

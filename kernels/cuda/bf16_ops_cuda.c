@@ -15,7 +15,7 @@ void zt_cuda_bf16_bias_backward(const zt_cuda_bf16 *b, zt_bf16 *dbias, const flo
     ZT_ASSERTF((size_t)OC <= ZT_CUDA_BF16_SCRATCH, "bias_backward_bf16: OC = %d > %zu", OC,
                ZT_CUDA_BF16_SCRATCH);
     zt_cuda_bf16_to_fp32(b->stream, b->scratch, dbias, (size_t)OC);
-    zt_cuda_bias_backward(b->stream, b->scratch, dout, N, OC);
+    zt_cuda_bias_backward(b->stream, b->scratch, dout, b->colsum, N, OC);
     zt_cuda_bf16_from_fp32(b->stream, dbias, b->scratch, (size_t)OC);
 }
 
@@ -51,7 +51,8 @@ void zt_cuda_bf16_layernorm_backward(const zt_cuda_bf16 *b, float *dinp, zt_bf16
     zt_cuda_bf16_to_fp32(b->stream, wf, w, (size_t)C);
     zt_cuda_bf16_to_fp32(b->stream, dwf, dw, (size_t)C);
     zt_cuda_bf16_to_fp32(b->stream, dbf, db, (size_t)C);
-    zt_cuda_layernorm_backward(b->stream, dinp, dwf, dbf, dout, inp, wf, mean, rstd, N, C);
+    zt_cuda_layernorm_backward(b->stream, dinp, dwf, dbf, dout, inp, wf, mean, rstd, b->colsum, N,
+                               C);
     zt_cuda_bf16_from_fp32(b->stream, dw, dwf, (size_t)C);
     zt_cuda_bf16_from_fp32(b->stream, db, dbf, (size_t)C);
 }

@@ -77,7 +77,7 @@ static double run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
     zt_gpt2 *m = &t->model;
     int prev = t->grid.pp_rank - 1, next = t->grid.pp_rank + 1;
     size_t NC = act_count(t), BT = (size_t)c->micro_batch * c->seq;
-    double loss = 0.0, start = zt_now_s();
+    double start = zt_now_s();
     int last_bwd = t->overlap ? last_backward(&t->sched) : -1;
     t->compute_s = 0.0;
     for (int i = 0; i < t->sched.n_actions; i++) {
@@ -92,8 +92,8 @@ static double run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
         case ZT_SCHED_OP_FWD:
             zt_gpt2_use_slot(m, slot);
             read_batch(t, &t->train, step, a->micro, c->grad_accum, slot);
-            loss += zt_gpt2_forward(m, t->inputs + slot * BT, t->recv_in + slot * NC,
-                                    t->targets + slot * BT, 1, loss_scale);
+            zt_gpt2_forward(m, t->inputs + slot * BT, t->recv_in + slot * NC,
+                            t->targets + slot * BT, 1, loss_scale); // its loss: below
             break;
         case ZT_SCHED_OP_SEND_FWD:
             zt_gpt2_use_slot(m, slot);
@@ -128,7 +128,7 @@ static double run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
         if (a->op == ZT_SCHED_OP_FWD || a->op == ZT_SCHED_OP_BWD) t->compute_s += zt_now_s() - t0;
     }
     t->sched_s = zt_now_s() - start;
-    return loss;
+    return zt_gpt2_take_loss(m); // the micro-batches' losses, added on the device
 }
 
 // Mean validation loss over the first val_batches global batches of the validation
