@@ -493,6 +493,7 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
     c->bf16.stream = c->stream;
     c->bf16.scratch = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_BF16_SCRATCH * sizeof(float));
     c->bf16.reduce = c->reduce;
+    c->bf16.sums = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, 2 * sizeof(double));
     set_tf32(c, opt->tf32);
     ZT_CHECK_CUDA(cudaStreamSynchronize(c->stream));
     return ZT_OK;
@@ -504,6 +505,7 @@ static void cuda_close(zt_backend *be) {
     if (c->stream) cudaStreamSynchronize(c->stream);
     if (c->cublas) cublasDestroy(c->cublas);
     if (c->bf16.lt) cublasLtDestroy(c->bf16.lt);
+    cuda_free_raw(c, c->bf16.sums);
     cuda_free_raw(c, c->bf16.scratch);
     cuda_free_raw(c, c->reduce);
     cuda_free_raw(c, c->cublas_ws);

@@ -40,6 +40,11 @@ static __global__ void gelu_forward_kernel(zt_bf16 *out, const float *inp, size_
     GRID_STRIDE(i, n) out[i] = zt_bf16_from_fp32(zt_gelu(inp[i]));
 }
 
+static __global__ void sums_add_kernel(double *acc, const double *r, int first) {
+    acc[0] = first ? r[0] : acc[0] + r[0];
+    acc[1] = first ? r[1] : acc[1] + r[1];
+}
+
 static __global__ void encoder_forward_kernel(float *out, const int32_t *tokens,
                                               const zt_bf16 *wte, const zt_bf16 *wpe,
                                               int vocab_lo, int vocab_rows, int N, int T, int C) {
@@ -130,6 +135,11 @@ extern "C" void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const f
     if (!n) return;
     gelu_forward_kernel<<<grid_of(n), ZT_CUDA_THREADS, 0, st>>>(out, inp, n);
     ZT_CUDA_LAUNCHED(st, "gelu_forward_bf16");
+}
+
+extern "C" void zt_cuda_sums_add(cudaStream_t st, double *acc, const double *r, int first) {
+    sums_add_kernel<<<1, 1, 0, st>>>(acc, r, first);
+    ZT_CUDA_LAUNCHED(st, "sums_add");
 }
 
 extern "C" void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const int32_t *tokens,

@@ -36,6 +36,7 @@ typedef struct {
     cublasLtHandle_t lt;
     float *scratch; // (ZT_CUDA_BF16_SCRATCH)
     double *reduce; // (ZT_CUDA_REDUCE_WORK) the backend's sums' scratch
+    double *sums;   // (2) sumsq's running sums across chunks
 } zt_cuda_bf16;
 
 // ---- kernels (bf16_cuda.cu) ----
@@ -48,6 +49,8 @@ void zt_cuda_bf16_widen_matrix(cudaStream_t st, float *out, int ld_out, const zt
                                int ld_in, int rows, int cols);
 void zt_cuda_bias_forward_bf16(cudaStream_t st, float *out, const zt_bf16 *bias, int N, int OC);
 void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const float *inp, size_t n);
+// acc[0..1] = r[0..1] (first), else acc[0..1] += r[0..1]: one thread, in stream order.
+void zt_cuda_sums_add(cudaStream_t st, double *acc, const double *r, int first);
 void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const int32_t *tokens,
                                   const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
                                   int vocab_rows, int N, int T, int C);
