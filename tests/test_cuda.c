@@ -9,7 +9,8 @@
 //
 // The *_host tests run everywhere: they check on the host what the GPU tests rely on, the
 // AdamW bounds against an emulation of nvcc's contraction (cuda_adamw_contraction_host and
-// its 8-bit twin) and the kernels' index arithmetic (launch_math.h, cuda_launch_math_host).
+// its 8-bit twin) and the kernels' index arithmetic (launch_math.h, cuda_launch_math_host,
+// cuda_bf16_embed_sort_host).
 //
 // The seed is fresh per run (printed; ZT_SEED=N repeats one). Tolerances, with u = 2^-24
 // the fp32 unit roundoff, budget only how the two backends may differ: FMA contraction
@@ -1524,6 +1525,8 @@ ZT_TEST(cuda_bf16_encoder) {
                                        rows, N, T, C);
         CHECK_DEV("encoder_forward_bf16", g_out, out, no, 0.0, 0.0); // one add: exact
         float *dout = hrand(no, -1, 1);
+        // a few +-2^24: 2^24 + x loses x in fp32, so the sums see their order, not only the set
+        for (size_t i = 0; i < no; i += 7) dout[i] = i % 2 ? 0x1p24f : -0x1p24f;
         zt_bf16 *dwte = hrand16(ne, -1, 1), *dwpe = hrand16(np, -1, 1);
         zt_bf16 *g_dwte = dput(dwte, ne * 2), *g_dwpe = dput(dwpe, np * 2);
         CPU->ops->encoder_backward_bf16(CPU, dwte, with_pos ? dwpe : NULL, dout, tokens, lo, rows,
@@ -1801,5 +1804,82 @@ ZT_TEST(cuda_bf16_gemm_tiles_host) {
     // nothing fits: kt 0 (the caller's fatal check)
     t = zt_gemm_plan_tiles(8, 8, 8, ZT_GEMM_MIXED_K_CHUNK, &s, 100);
     CHECK(t.kt == 0);
+    return ZT_PASS;
+}
+
+// The embedding backward's sort (launch_math.h), on the host as bf16_cuda.cu runs it: keys,
+// then merge passes into a second buffer, then one sum per row's run. Each pass moves the
+// keys to a permutation; the result is qsort's order; and the sums, emulated with the same
+// functions, equal the CPU's bf16 op bit for bit (what cuda_bf16_encoder checks on a GPU).
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+ZT_TEST(cuda_bf16_embed_sort_host) {
+    CHECK(zt_merge_passes(0) == 0 && zt_merge_passes(1) == 0 && zt_merge_passes(2) == 1);
+    CHECK(zt_merge_passes(3) == 2 && zt_merge_passes(16384) == 14 && zt_merge_passes(16385) == 15);
+    CHECK(zt_embed_key_row(zt_embed_key(7, 5, 41, 3)) == 2 &&
+          zt_embed_key_token(zt_embed_key(7, 5, 41, 3)) == 3);
+    CHECK(zt_embed_key_row(zt_embed_key(4, 5, 41, 0)) == ZT_EMBED_OUTSIDE); // below the slice
+    CHECK(zt_embed_key_row(zt_embed_key(46, 5, 41, 0)) == ZT_EMBED_OUTSIDE); // past it
+    CHECK(zt_embed_key_row(zt_embed_key(INT32_MIN, 5, 41, 0)) == ZT_EMBED_OUTSIDE);
+    const int sizes[] = {1, 2, 3, 17, 51, 64, 1000, 4097};
+    const int lo = 5, rows = 41, C = 13, T = 17;
+    uint64_t key = zt_splitmix64(1234);
+    for (size_t a = 0; a < sizeof sizes / sizeof *sizes; a++) {
+        int N = sizes[a];
+        int32_t *tok = malloc((size_t)N * sizeof *tok);
+        uint64_t *buf[2] = {malloc((size_t)N * 8), malloc((size_t)N * 8)};
+        uint64_t *want = malloc((size_t)N * 8);
+        unsigned char *seen = malloc((size_t)N);
+        for (int n = 0; n < N; n++) // some outside the slice, many repeats
+            tok[n] = (int32_t)(zt_uniform(key, (uint64_t)a * 10000 + n) * (a % 2 ? 60 : 9));
+        tok[N - 1] = tok[0];
+        for (int n = 0; n < N; n++) buf[0][n] = want[n] = zt_embed_key(tok[n], lo, rows, n);
+        qsort(want, (size_t)N, 8, cmp_u64);
+        int passes = zt_merge_passes((size_t)N), perm = 1;
+        for (int p = 0; p < passes; p++) {
+            memset(seen, 0, (size_t)N);
+            for (size_t i = 0; i < (size_t)N; i++) {
+                size_t d = zt_merge_dest(buf[p % 2], (size_t)N, i, (size_t)1 << p);
+                if (d >= (size_t)N || seen[d]++) perm = 0;
+                else buf[(p + 1) % 2][d] = buf[p % 2][i];
+            }
+        }
+        CHECK(perm);
+        const uint64_t *s = buf[passes % 2];
+        CHECK(memcmp(s, want, (size_t)N * 8) == 0);
+        // the wte kernel's sums, one block per run start, against the CPU's bf16 op
+        size_t ne = (size_t)rows * C;
+        float *dout = malloc((size_t)N * C * sizeof(float));
+        zt_bf16 *g = malloc(ne * 2), *ref = malloc(ne * 2);
+        // +-2^24 and +-1: 2^24 + 1 rounds to 2^24 in fp32, so the large terms cancel to
+        // different small sums in different orders (the test sees the order, not only the set)
+        const float pick[4] = {0x1p24f, -0x1p24f, 1.0f, -1.0f};
+        for (size_t i = 0; i < (size_t)N * C; i++)
+            dout[i] = pick[(int)(zt_uniform(key, 50000 + i) * 4)];
+        for (size_t i = 0; i < ne; i++)
+            g[i] = ref[i] = zt_bf16_from_fp32((float)zt_uniform(key, 9000 + i) - 0.5f);
+        size_t runs = 0;
+        for (size_t i = 0; i < (size_t)N; i++) {
+            if (!zt_embed_run_start(s, i)) continue;
+            size_t row = zt_embed_key_row(s[i]), end = zt_embed_run_end(s, (size_t)N, i);
+            CHECK(end > i && (end == (size_t)N || zt_embed_key_row(s[end]) != row));
+            runs++;
+            for (int c = 0; c < C; c++) {
+                float acc = zt_bf16_to_fp32(g[row * C + c]);
+                for (size_t k = i; k < end; k++)
+                    acc += dout[(size_t)zt_embed_key_token(s[k]) * C + c];
+                g[row * C + c] = zt_bf16_from_fp32(acc);
+            }
+        }
+        CPU->ops->encoder_backward_bf16(CPU, ref, NULL, dout, tok, lo, rows, N, T, C);
+        printf("  N=%4d: %d passes, %zu rows touched, sums %s the CPU's\n", N, passes, runs,
+               memcmp(g, ref, ne * 2) ? "differ from" : "equal");
+        CHECK(memcmp(g, ref, ne * 2) == 0);
+        free(tok), free(buf[0]), free(buf[1]), free(want), free(seen);
+        free(dout), free(g), free(ref);
+    }
     return ZT_PASS;
 }

@@ -338,7 +338,7 @@ static void cuda_encoder_forward_bf16(const zt_backend *be, float *out, const in
 static void cuda_encoder_backward_bf16(const zt_backend *be, zt_bf16 *dwte, zt_bf16 *dwpe,
                                        const float *dout, const int32_t *tokens, int vocab_lo,
                                        int vocab_rows, int N, int T, int C) {
-    zt_cuda_encoder_backward_bf16(ST, dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
+    zt_cuda_encoder_backward_bf16(BF, dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
 }
 static void cuda_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtype out_dt,
                                         float *mean, float *rstd, const float *inp,

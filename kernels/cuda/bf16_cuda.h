@@ -29,6 +29,9 @@ extern "C" {
 // workspace. Rows of LayerNorm up to ZT_CUDA_BF16_MAX_ROW fit with room for 62 rows a chunk.
 #define ZT_CUDA_BF16_SCRATCH ((size_t)1 << 20)
 #define ZT_CUDA_BF16_MAX_ROW (1 << 14)
+// The embedding backward's sort keeps two 8-byte keys a token in the scratch: 2^18 tokens
+// (a micro-batch of 256 x 1024).
+#define ZT_CUDA_BF16_MAX_TOKENS ((int)(ZT_CUDA_BF16_SCRATCH * sizeof(float) / 16))
 
 // What the bf16 ops of one backend share: its stream, a cuBLASLt handle, the scratch.
 typedef struct {
@@ -54,7 +57,8 @@ void zt_cuda_sums_add(cudaStream_t st, double *acc, const double *r, int first);
 void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const int32_t *tokens,
                                   const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
                                   int vocab_rows, int N, int T, int C);
-void zt_cuda_encoder_backward_bf16(cudaStream_t st, zt_bf16 *dwte, zt_bf16 *dwpe,
+// Sorts the tokens in b's scratch first: at most ZT_CUDA_BF16_MAX_TOKENS of them.
+void zt_cuda_encoder_backward_bf16(const zt_cuda_bf16 *b, zt_bf16 *dwte, zt_bf16 *dwpe,
                                    const float *dout, const int32_t *tokens, int vocab_lo,
                                    int vocab_rows, int N, int T, int C);
 
