@@ -9,8 +9,8 @@
 //
 // The *_host tests run everywhere: they check on the host what the GPU tests rely on, the
 // AdamW bounds against an emulation of nvcc's contraction (cuda_adamw_contraction_host and
-// its 8-bit twin) and the kernels' index arithmetic (launch_math.h, cuda_launch_math_host,
-// cuda_bf16_embed_sort_host).
+// its 8-bit twin), the kernels' index arithmetic (launch_math.h, cuda_launch_math_host,
+// cuda_bf16_embed_sort_host) and the cuBLASLt plan cache (cuda_bf16_lt_cache_host).
 //
 // The seed is fresh per run (printed; ZT_SEED=N repeats one). Tolerances, with u = 2^-24
 // the fp32 unit roundoff, budget only how the two backends may differ: FMA contraction
@@ -32,6 +32,7 @@
 #include "generate.h"
 #include "kernels.h"
 #include "launch_math.h"
+#include "lt_cache_math.h"
 #include "memory.h"
 #include "quant8_math.h"
 #include "rng.h"
@@ -1881,5 +1882,59 @@ ZT_TEST(cuda_bf16_embed_sort_host) {
         free(tok), free(buf[0]), free(buf[1]), free(want), free(seen);
         free(dout), free(g), free(ref);
     }
+    return ZT_PASS;
+}
+
+// gemm_lt_cuda.c's plan cache (lt_cache_math.h), on the host: the alignment class of an
+// address; a key of a repeated product hits, one differing in any part it depends on misses
+// (a less aligned operand or C included); a full table replaces its oldest slot.
+ZT_TEST(cuda_bf16_lt_cache_host) {
+    CHECK(zt_lt_align_class(0) == 256 && zt_lt_align_class(512) == 256);
+    CHECK(zt_lt_align_class(256 + 16) == 16 && zt_lt_align_class(2) == 2);
+    CHECK(zt_lt_align_class(1) == 1 && zt_lt_align_class(0x1234567) == 1);
+    CHECK(zt_lt_align_class(0x7f0000000040u) == 64);
+    static zt_lt_index x; // zeroed: empty
+    char *base = (char *)(uintptr_t)0x7f0000000000u; // never dereferenced
+    const float *A = (const float *)(base + 0x1000), *B = (const float *)(base + 0x2000);
+    zt_col_major_gemm g = zt_gemm_row_to_col(0, 1, 768, 2304, 1024, A, 1024, B, 1024);
+    zt_lt_key k = zt_lt_key_of(&g, 2304, 14, 14, 0, base + 0x3000);
+    CHECK(k.align_first == 256 && k.align_second == 256 && k.align_c == 256);
+    CHECK(k.m == 2304 && k.n == 768 && k.trans_first == 1 && k.trans_second == 0);
+    CHECK(zt_lt_find(&x, &k) == -1 && x.misses == 1);
+    int replaced = -1, slot = zt_lt_insert(&x, &k, &replaced);
+    CHECK(slot == 0 && replaced == 0 && x.used == 1);
+    zt_lt_key same = zt_lt_key_of(&g, 2304, 14, 14, 0, base + 0x5000); // C elsewhere, aligned
+    CHECK(zt_lt_find(&x, &same) == 0 && x.hits == 1);
+    // each part the plan depends on, changed alone: a miss
+    zt_lt_key v[14];
+    for (int i = 0; i < 14; i++) v[i] = k;
+    v[0].trans_first ^= 1, v[1].trans_second ^= 1, v[2].m++, v[3].n++, v[4].k++;
+    v[5].ld_first++, v[6].ld_second++, v[7].ldc++, v[8].type_first = 0, v[9].type_second = 0;
+    v[10].type_c = 14;
+    zt_col_major_gemm odd = g;
+    odd.first = (const float *)(base + 0x1000 + 2); // a bf16 piece 1 element in: 2-byte aligned
+    v[11] = zt_lt_key_of(&odd, 2304, 14, 14, 0, base + 0x3000);
+    odd = g;
+    odd.second = (const float *)(base + 0x2000 + 16);
+    v[12] = zt_lt_key_of(&odd, 2304, 14, 14, 0, base + 0x3000);
+    v[13] = zt_lt_key_of(&g, 2304, 14, 14, 0, base + 0x3000 + 4); // C one float in
+    CHECK(v[11].align_first == 2 && v[12].align_second == 16 && v[13].align_c == 4);
+    for (int i = 0; i < 14; i++) CHECK(zt_lt_find(&x, &v[i]) == -1);
+    // fill the table: the slots in order, then the oldest replaced, round robin
+    for (int i = 1; i < ZT_LT_CACHE_SLOTS; i++) {
+        zt_lt_key ki = k;
+        ki.k = i;
+        CHECK(zt_lt_insert(&x, &ki, &replaced) == i && replaced == 0);
+    }
+    zt_lt_key extra = k;
+    extra.k = 5000;
+    CHECK(zt_lt_insert(&x, &extra, &replaced) == 0 && replaced == 1);
+    CHECK(zt_lt_find(&x, &k) == -1 && zt_lt_find(&x, &extra) == 0);
+    extra.k = 5001;
+    CHECK(zt_lt_insert(&x, &extra, &replaced) == 1 && replaced == 1);
+    zt_lt_key second = k;
+    second.k = 2;
+    CHECK(zt_lt_find(&x, &second) == 2 && x.used == ZT_LT_CACHE_SLOTS);
+    printf("  %zu hits, %zu misses, %d slots\n", x.hits, x.misses, x.used);
     return ZT_PASS;
 }

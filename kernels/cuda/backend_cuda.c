@@ -504,6 +504,7 @@ static void cuda_close(zt_backend *be) {
     if (!c) return;
     if (c->stream) cudaStreamSynchronize(c->stream);
     if (c->cublas) cublasDestroy(c->cublas);
+    zt_cuda_gemm_mixed_free(&c->bf16);
     if (c->bf16.lt) cublasLtDestroy(c->bf16.lt);
     cuda_free_raw(c, c->bf16.sums);
     cuda_free_raw(c, c->bf16.scratch);

@@ -19,6 +19,7 @@
 #include "dtype.h"
 #include "kernels_cuda.h"
 #include "launch_math.h"
+#include "lt_cache_math.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,10 +34,21 @@ extern "C" {
 // (a micro-batch of 256 x 1024).
 #define ZT_CUDA_BF16_MAX_TOKENS ((int)(ZT_CUDA_BF16_SCRATCH * sizeof(float) / 16))
 
-// What the bf16 ops of one backend share: its stream, a cuBLASLt handle, the scratch.
+// One cached cuBLASLt plan (gemm_lt_cuda.c): the matmul descriptor, the layouts of the two
+// operands and C, and the heuristic's algorithm for them.
+typedef struct {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t first, second, c;
+    cublasLtMatmulAlgo_t algo;
+} zt_cuda_lt_plan;
+
+// What the bf16 ops of one backend share: its stream, a cuBLASLt handle and its plans, the
+// scratch.
 typedef struct {
     cudaStream_t stream;
     cublasLtHandle_t lt;
+    zt_lt_index lt_index;                         // which plan a slot holds
+    zt_cuda_lt_plan lt_plans[ZT_LT_CACHE_SLOTS];  // slot for slot with lt_index.keys
     float *scratch; // (ZT_CUDA_BF16_SCRATCH)
     double *reduce; // (ZT_CUDA_REDUCE_WORK) the backend's sums' scratch
     double *sums;   // (2) sumsq's running sums across chunks
@@ -81,12 +93,15 @@ void zt_cuda_bf16_adamw8bit(const zt_cuda_bf16 *b, float *master, zt_bf16 *p, co
                             int block, const zt_q8_maps *maps, float wd, zt_adamw_hparams h);
 
 // ---- gemm_mixed (gemm_lt_cuda.c) ----
-// backend.h's gemm_mixed; work: ZT_CUDA_GEMM_MIXED_WORKSPACE bytes, 256-byte aligned.
-void zt_cuda_gemm_mixed(const zt_cuda_bf16 *b, int trans_a, int trans_b, int M, int N, int K,
+// backend.h's gemm_mixed; work: ZT_CUDA_GEMM_MIXED_WORKSPACE bytes, 256-byte aligned. Plans
+// for new shapes go into b's cache (host memory of cuBLASLt's; the first step makes them).
+void zt_cuda_gemm_mixed(zt_cuda_bf16 *b, int trans_a, int trans_b, int M, int N, int K,
                         float alpha, const void *A, zt_dtype at, int lda, const void *B,
                         zt_dtype bt, int ldb, float beta, void *C, zt_dtype ct, int ldc,
                         void *work);
 void zt_cuda_gemm_mixed_describe(char *buf, size_t size);
+// Frees the cached plans (at close, before the cuBLASLt handle); b's index is empty after.
+void zt_cuda_gemm_mixed_free(zt_cuda_bf16 *b);
 
 #ifdef __cplusplus
 }
