@@ -173,6 +173,12 @@ static inline ZT_HD size_t zt_embed_run_end(const uint64_t *keys, size_t n, size
     while (e < n && zt_embed_key_row(keys[e]) == r) e++;
     return e;
 }
+// acc plus channel c of the gradients of the run's tokens [i, end), in sorted (token) order.
+static inline ZT_HD float zt_embed_run_add(float acc, const float *dout, const uint64_t *keys,
+                                           size_t i, size_t end, int C, int c) {
+    for (size_t k = i; k < end; k++) acc += dout[(size_t)zt_embed_key_token(keys[k]) * C + c];
+    return acc;
+}
 
 // ---- cuBLAS ----
 

@@ -1809,7 +1809,8 @@ ZT_TEST(cuda_bf16_gemm_tiles_host) {
 }
 
 // The embedding backward's sort (launch_math.h), on the host as bf16_cuda.cu runs it: keys,
-// then merge passes into a second buffer, then one sum per row's run. Each pass moves the
+// then merge passes into a second buffer, then one sum per row's run (zt_embed_run_add, the
+// kernel's own loop). Each pass moves the
 // keys to a permutation; the result is qsort's order; and the sums, emulated with the same
 // functions, equal the CPU's bf16 op bit for bit (what cuda_bf16_encoder checks on a GPU).
 static int cmp_u64(const void *a, const void *b) {
@@ -1870,9 +1871,7 @@ ZT_TEST(cuda_bf16_embed_sort_host) {
             runs++;
             for (int c = 0; c < C; c++) {
                 float acc = zt_bf16_to_fp32(g[row * C + c]);
-                for (size_t k = i; k < end; k++)
-                    acc += dout[(size_t)zt_embed_key_token(s[k]) * C + c];
-                g[row * C + c] = zt_bf16_from_fp32(acc);
+                g[row * C + c] = zt_bf16_from_fp32(zt_embed_run_add(acc, dout, s, i, end, C, c));
             }
         }
         CPU->ops->encoder_backward_bf16(CPU, ref, NULL, dout, tok, lo, rows, N, T, C);

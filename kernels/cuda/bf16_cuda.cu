@@ -88,9 +88,7 @@ static __global__ void encoder_backward_wte_kernel(zt_bf16 *dwte, const float *d
     size_t row = zt_embed_key_row(keys[i]), end = zt_embed_run_end(keys, (size_t)N, i);
     for (int c = threadIdx.x; c < C; c += blockDim.x) {
         zt_bf16 *g = dwte + row * C + c;
-        float acc = zt_bf16_to_fp32(*g);
-        for (size_t k = i; k < end; k++) acc += dout[(size_t)zt_embed_key_token(keys[k]) * C + c];
-        *g = zt_bf16_from_fp32(acc);
+        *g = zt_bf16_from_fp32(zt_embed_run_add(zt_bf16_to_fp32(*g), dout, keys, i, end, C, c));
     }
 }
 

@@ -27,7 +27,7 @@
 #include "bf16_cuda.h"
 #include "cuda_check.h"
 
-#define PART_ALIGN 256 // cuBLASLt's default alignment of every operand (ZT_LT_ALIGN_MAX)
+#define PART_ALIGN ((int)ZT_LT_ALIGN_MAX) // cuBLASLt's default alignment of every operand
 
 typedef struct {
     const void *p; // as stored: op(X) = X, or X^T when trans
