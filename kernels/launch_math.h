@@ -2,12 +2,14 @@
 // (ZT_HD) so that a host test checks it where there is no GPU (tests/test_cuda.c,
 // cuda_launch_math_host): the grids, the part of a range each block or thread owns, how an
 // attention block's index maps to (batch, head, row), where q, k, v and their gradients sit
-// in a (B, T, 3C) buffer, the shared memory each attention kernel asks for, and the cuBLAS
-// arguments that compute a row-major product. The kernels and backend_cuda.c call these
-// functions, so what the host test checks is what runs.
+// in a (B, T, 3C) buffer, the shared memory each attention kernel asks for, the bf16
+// embedding backward's sort by row, and the cuBLAS arguments that compute a row-major
+// product. The kernels and backend_cuda.c call these functions, so what the host test checks
+// is what runs.
 #ifndef ZT_LAUNCH_MATH_H
 #define ZT_LAUNCH_MATH_H
 #include <stddef.h>
+#include <stdint.h>
 
 #include "zt_hd.h"
 
@@ -222,6 +224,65 @@ static inline ZT_HD unsigned zt_ln_blocks(int N) { return zt_grid_for((size_t)N,
 static inline ZT_HD int zt_q8_block_len(size_t n, size_t j, int block) {
     size_t s = j * (size_t)block;
     return (int)(n - s < (size_t)block ? n - s : (size_t)block);
+}
+
+// ---- the embedding's backward (bf16_cuda.cu): the batch's tokens sorted by row ----
+
+// A token's sort key: its row in the vocabulary slice in the high 32 bits (ZT_EMBED_OUTSIDE,
+// past every row, for a token outside the slice), its index in the batch in the low ones.
+// The keys are unique, so they have one sorted order whatever the schedule: by row, then
+// token index, the CPU's (encoder_cpu.c).
+#define ZT_EMBED_OUTSIDE 0xffffffffu
+static inline ZT_HD uint64_t zt_embed_key(int32_t token, int vocab_lo, int vocab_rows, int n) {
+    int64_t row = (int64_t)token - vocab_lo;
+    uint32_t r = row >= 0 && row < vocab_rows ? (uint32_t)row : ZT_EMBED_OUTSIDE;
+    return (uint64_t)r << 32 | (uint32_t)n;
+}
+static inline ZT_HD uint32_t zt_embed_key_row(uint64_t key) { return (uint32_t)(key >> 32); }
+static inline ZT_HD int zt_embed_key_token(uint64_t key) { return (int)(uint32_t)key; }
+
+// The merge sort's passes over n keys: ceil(log2 n); pass p merges runs of 2^p pairwise.
+static inline ZT_HD int zt_merge_passes(size_t n) {
+    int p = 0;
+    while (((size_t)1 << p) < n) p++;
+    return p;
+}
+
+// Where one merge pass moves key i of n (runs of `width` sorted keys, merged pairwise): the
+// pair's start, plus its place in its own run, plus the keys of the sibling run (run ^ 1)
+// below it (a binary search). The keys are unique, so both runs agree on every comparison
+// and the places are a permutation; a last run with no sibling stays where it is.
+static inline ZT_HD size_t zt_merge_dest(const uint64_t *keys, size_t n, size_t i,
+                                          size_t width) {
+    size_t run = i / width, pair = (run & ~(size_t)1) * width;
+    size_t s = (run ^ 1) * width < n ? (run ^ 1) * width : n;
+    size_t lo = s, hi = s + width < n ? s + width : n;
+    uint64_t k = keys[i];
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (keys[mid] < k) lo = mid + 1;
+        else hi = mid;
+    }
+    return pair + (i - run * width) + (lo - s);
+}
+
+// In n sorted keys: whether key i starts a row's run (and the row is in the slice), and the
+// end of the run that starts at i.
+static inline ZT_HD int zt_embed_run_start(const uint64_t *keys, size_t i) {
+    uint32_t r = zt_embed_key_row(keys[i]);
+    return r != ZT_EMBED_OUTSIDE && (i == 0 || zt_embed_key_row(keys[i - 1]) != r);
+}
+static inline ZT_HD size_t zt_embed_run_end(const uint64_t *keys, size_t n, size_t i) {
+    uint32_t r = zt_embed_key_row(keys[i]);
+    size_t e = i + 1;
+    while (e < n && zt_embed_key_row(keys[e]) == r) e++;
+    return e;
+}
+// acc plus channel c of the gradients of the run's tokens [i, end), in sorted (token) order.
+static inline ZT_HD float zt_embed_run_add(float acc, const float *dout, const uint64_t *keys,
+                                           size_t i, size_t end, int C, int c) {
+    for (size_t k = i; k < end; k++) acc += dout[(size_t)zt_embed_key_token(keys[k]) * C + c];
+    return acc;
 }
 
 // ---- cuBLAS ----

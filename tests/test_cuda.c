@@ -9,7 +9,8 @@
 //
 // The *_host tests run everywhere: they check on the host what the GPU tests rely on, the
 // AdamW bounds against an emulation of nvcc's contraction (cuda_adamw_contraction_host and
-// its 8-bit twin) and the kernels' index arithmetic (launch_math.h, cuda_launch_math_host).
+// its 8-bit twin), the kernels' index arithmetic (launch_math.h, cuda_launch_math_host,
+// cuda_bf16_embed_sort_host) and the cuBLASLt plan cache (cuda_bf16_lt_cache_host).
 //
 // The seed is fresh per run (printed; ZT_SEED=N repeats one). Tolerances, with u = 2^-24
 // the fp32 unit roundoff, budget only how the two backends may differ: FMA contraction
@@ -33,6 +34,7 @@
 #include "attention_math.h"
 #include "launch_math.h"
 #include "layernorm_math.h"
+#include "lt_cache_math.h"
 #include "memory.h"
 #include "quant8_math.h"
 #include "rng.h"
@@ -2040,6 +2042,8 @@ ZT_TEST(cuda_bf16_encoder) {
                                        rows, N, T, C);
         CHECK_DEV("encoder_forward_bf16", g_out, out, no, 0.0, 0.0); // one add: exact
         float *dout = hrand(no, -1, 1);
+        // a few +-2^24: 2^24 + x loses x in fp32, so the sums see their order, not only the set
+        for (size_t i = 0; i < no; i += 7) dout[i] = i % 2 ? 0x1p24f : -0x1p24f;
         zt_bf16 *dwte = hrand16(ne, -1, 1), *dwpe = hrand16(np, -1, 1);
         zt_bf16 *g_dwte = dput(dwte, ne * 2), *g_dwpe = dput(dwpe, np * 2);
         CPU->ops->encoder_backward_bf16(CPU, dwte, with_pos ? dwpe : NULL, dout, tokens, lo, rows,
@@ -2317,5 +2321,135 @@ ZT_TEST(cuda_bf16_gemm_tiles_host) {
     // nothing fits: kt 0 (the caller's fatal check)
     t = zt_gemm_plan_tiles(8, 8, 8, ZT_GEMM_MIXED_K_CHUNK, &s, 100);
     CHECK(t.kt == 0);
+    return ZT_PASS;
+}
+
+// The embedding backward's sort (launch_math.h), on the host as bf16_cuda.cu runs it: keys,
+// then merge passes into a second buffer, then one sum per row's run (zt_embed_run_add, the
+// kernel's own loop). Each pass moves the
+// keys to a permutation; the result is qsort's order; and the sums, emulated with the same
+// functions, equal the CPU's bf16 op bit for bit (what cuda_bf16_encoder checks on a GPU).
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+ZT_TEST(cuda_bf16_embed_sort_host) {
+    CHECK(zt_merge_passes(0) == 0 && zt_merge_passes(1) == 0 && zt_merge_passes(2) == 1);
+    CHECK(zt_merge_passes(3) == 2 && zt_merge_passes(16384) == 14 && zt_merge_passes(16385) == 15);
+    CHECK(zt_embed_key_row(zt_embed_key(7, 5, 41, 3)) == 2 &&
+          zt_embed_key_token(zt_embed_key(7, 5, 41, 3)) == 3);
+    CHECK(zt_embed_key_row(zt_embed_key(4, 5, 41, 0)) == ZT_EMBED_OUTSIDE); // below the slice
+    CHECK(zt_embed_key_row(zt_embed_key(46, 5, 41, 0)) == ZT_EMBED_OUTSIDE); // past it
+    CHECK(zt_embed_key_row(zt_embed_key(INT32_MIN, 5, 41, 0)) == ZT_EMBED_OUTSIDE);
+    const int sizes[] = {1, 2, 3, 17, 51, 64, 1000, 4097};
+    const int lo = 5, rows = 41, C = 13, T = 17;
+    uint64_t key = zt_splitmix64(1234);
+    for (size_t a = 0; a < sizeof sizes / sizeof *sizes; a++) {
+        int N = sizes[a];
+        int32_t *tok = malloc((size_t)N * sizeof *tok);
+        uint64_t *buf[2] = {malloc((size_t)N * 8), malloc((size_t)N * 8)};
+        uint64_t *want = malloc((size_t)N * 8);
+        unsigned char *seen = malloc((size_t)N);
+        for (int n = 0; n < N; n++) // some outside the slice, many repeats
+            tok[n] = (int32_t)(zt_uniform(key, (uint64_t)a * 10000 + n) * (a % 2 ? 60 : 9));
+        tok[N - 1] = tok[0];
+        for (int n = 0; n < N; n++) buf[0][n] = want[n] = zt_embed_key(tok[n], lo, rows, n);
+        qsort(want, (size_t)N, 8, cmp_u64);
+        int passes = zt_merge_passes((size_t)N), perm = 1;
+        for (int p = 0; p < passes; p++) {
+            memset(seen, 0, (size_t)N);
+            for (size_t i = 0; i < (size_t)N; i++) {
+                size_t d = zt_merge_dest(buf[p % 2], (size_t)N, i, (size_t)1 << p);
+                if (d >= (size_t)N || seen[d]++) perm = 0;
+                else buf[(p + 1) % 2][d] = buf[p % 2][i];
+            }
+        }
+        CHECK(perm);
+        const uint64_t *s = buf[passes % 2];
+        CHECK(memcmp(s, want, (size_t)N * 8) == 0);
+        // the wte kernel's sums, one block per run start, against the CPU's bf16 op
+        size_t ne = (size_t)rows * C;
+        float *dout = malloc((size_t)N * C * sizeof(float));
+        zt_bf16 *g = malloc(ne * 2), *ref = malloc(ne * 2);
+        // +-2^24 and +-1: 2^24 + 1 rounds to 2^24 in fp32, so the large terms cancel to
+        // different small sums in different orders (the test sees the order, not only the set)
+        const float pick[4] = {0x1p24f, -0x1p24f, 1.0f, -1.0f};
+        for (size_t i = 0; i < (size_t)N * C; i++)
+            dout[i] = pick[(int)(zt_uniform(key, 50000 + i) * 4)];
+        for (size_t i = 0; i < ne; i++)
+            g[i] = ref[i] = zt_bf16_from_fp32((float)zt_uniform(key, 9000 + i) - 0.5f);
+        size_t runs = 0;
+        for (size_t i = 0; i < (size_t)N; i++) {
+            if (!zt_embed_run_start(s, i)) continue;
+            size_t row = zt_embed_key_row(s[i]), end = zt_embed_run_end(s, (size_t)N, i);
+            CHECK(end > i && (end == (size_t)N || zt_embed_key_row(s[end]) != row));
+            runs++;
+            for (int c = 0; c < C; c++) {
+                float acc = zt_bf16_to_fp32(g[row * C + c]);
+                g[row * C + c] = zt_bf16_from_fp32(zt_embed_run_add(acc, dout, s, i, end, C, c));
+            }
+        }
+        CPU->ops->encoder_backward_bf16(CPU, ref, NULL, dout, tok, lo, rows, N, T, C);
+        printf("  N=%4d: %d passes, %zu rows touched, sums %s the CPU's\n", N, passes, runs,
+               memcmp(g, ref, ne * 2) ? "differ from" : "equal");
+        CHECK(memcmp(g, ref, ne * 2) == 0);
+        free(tok), free(buf[0]), free(buf[1]), free(want), free(seen);
+        free(dout), free(g), free(ref);
+    }
+    return ZT_PASS;
+}
+
+// gemm_lt_cuda.c's plan cache (lt_cache_math.h), on the host: the alignment class of an
+// address; a key of a repeated product hits, one differing in any part it depends on misses
+// (a less aligned operand or C included); a full table replaces its oldest slot.
+ZT_TEST(cuda_bf16_lt_cache_host) {
+    CHECK(zt_lt_align_class(0) == 256 && zt_lt_align_class(512) == 256);
+    CHECK(zt_lt_align_class(256 + 16) == 16 && zt_lt_align_class(2) == 2);
+    CHECK(zt_lt_align_class(1) == 1 && zt_lt_align_class(0x1234567) == 1);
+    CHECK(zt_lt_align_class(0x7f0000000040u) == 64);
+    static zt_lt_index x; // zeroed: empty
+    char *base = (char *)(uintptr_t)0x7f0000000000u; // never dereferenced
+    const float *A = (const float *)(base + 0x1000), *B = (const float *)(base + 0x2000);
+    zt_col_major_gemm g = zt_gemm_row_to_col(0, 1, 768, 2304, 1024, A, 1024, B, 1024);
+    zt_lt_key k = zt_lt_key_of(&g, 2304, 14, 14, 0, base + 0x3000);
+    CHECK(k.align_first == 256 && k.align_second == 256 && k.align_c == 256);
+    CHECK(k.m == 2304 && k.n == 768 && k.trans_first == 1 && k.trans_second == 0);
+    CHECK(zt_lt_find(&x, &k) == -1 && x.misses == 1);
+    int replaced = -1, slot = zt_lt_insert(&x, &k, &replaced);
+    CHECK(slot == 0 && replaced == 0 && x.used == 1);
+    zt_lt_key same = zt_lt_key_of(&g, 2304, 14, 14, 0, base + 0x5000); // C elsewhere, aligned
+    CHECK(zt_lt_find(&x, &same) == 0 && x.hits == 1);
+    // each part the plan depends on, changed alone: a miss
+    zt_lt_key v[14];
+    for (int i = 0; i < 14; i++) v[i] = k;
+    v[0].trans_first ^= 1, v[1].trans_second ^= 1, v[2].m++, v[3].n++, v[4].k++;
+    v[5].ld_first++, v[6].ld_second++, v[7].ldc++, v[8].type_first = 0, v[9].type_second = 0;
+    v[10].type_c = 14;
+    zt_col_major_gemm odd = g;
+    odd.first = (const float *)(base + 0x1000 + 2); // a bf16 piece 1 element in: 2-byte aligned
+    v[11] = zt_lt_key_of(&odd, 2304, 14, 14, 0, base + 0x3000);
+    odd = g;
+    odd.second = (const float *)(base + 0x2000 + 16);
+    v[12] = zt_lt_key_of(&odd, 2304, 14, 14, 0, base + 0x3000);
+    v[13] = zt_lt_key_of(&g, 2304, 14, 14, 0, base + 0x3000 + 4); // C one float in
+    CHECK(v[11].align_first == 2 && v[12].align_second == 16 && v[13].align_c == 4);
+    for (int i = 0; i < 14; i++) CHECK(zt_lt_find(&x, &v[i]) == -1);
+    // fill the table: the slots in order, then the oldest replaced, round robin
+    for (int i = 1; i < ZT_LT_CACHE_SLOTS; i++) {
+        zt_lt_key ki = k;
+        ki.k = i;
+        CHECK(zt_lt_insert(&x, &ki, &replaced) == i && replaced == 0);
+    }
+    zt_lt_key extra = k;
+    extra.k = 5000;
+    CHECK(zt_lt_insert(&x, &extra, &replaced) == 0 && replaced == 1);
+    CHECK(zt_lt_find(&x, &k) == -1 && zt_lt_find(&x, &extra) == 0);
+    extra.k = 5001;
+    CHECK(zt_lt_insert(&x, &extra, &replaced) == 1 && replaced == 1);
+    zt_lt_key second = k;
+    second.k = 2;
+    CHECK(zt_lt_find(&x, &second) == 2 && x.used == ZT_LT_CACHE_SLOTS);
+    printf("  %zu hits, %zu misses, %d slots\n", x.hits, x.misses, x.used);
     return ZT_PASS;
 }

@@ -398,7 +398,7 @@ static void cuda_encoder_forward_bf16(const zt_backend *be, float *out, const in
 static void cuda_encoder_backward_bf16(const zt_backend *be, zt_bf16 *dwte, zt_bf16 *dwpe,
                                        const float *dout, const int32_t *tokens, int vocab_lo,
                                        int vocab_rows, int N, int T, int C) {
-    zt_cuda_encoder_backward_bf16(ST, dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
+    zt_cuda_encoder_backward_bf16(BF, dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
 }
 static void cuda_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtype out_dt,
                                         float *mean, float *rstd, const float *inp,
@@ -557,6 +557,7 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
     c->bf16.scratch = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_BF16_SCRATCH * sizeof(float));
     c->bf16.reduce = c->reduce;
     c->bf16.colsum = c->colsum;
+    c->bf16.sums = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, 2 * sizeof(double));
     set_tf32(c, opt->tf32);
     for (int i = 0; i < MAP_POOL; i++) {
         ZT_CHECK_CUDA(cudaHostAlloc(&c->pool[i].host, MAP_POOL_BYTES, cudaHostAllocDefault));
@@ -573,7 +574,9 @@ static void cuda_close(zt_backend *be) {
     if (!c) return;
     if (c->stream) cudaStreamSynchronize(c->stream);
     if (c->cublas) cublasDestroy(c->cublas);
+    zt_cuda_gemm_mixed_free(&c->bf16);
     if (c->bf16.lt) cublasLtDestroy(c->bf16.lt);
+    cuda_free_raw(c, c->bf16.sums);
     cuda_free_raw(c, c->bf16.scratch);
     cuda_free_raw(c, c->reduce);
     for (int i = 0; i < MAP_POOL; i++) {
