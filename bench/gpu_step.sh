@@ -114,8 +114,8 @@ zt_run() { # name flags...
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 ms = [r["ms"] for r in rows if "ms" in r and "step" in r][int(sys.argv[2]):]
-peak = max(r["mem_peak_total"] for r in rows if "mem_peak_total" in r)
-print(",".join(f"{m:.3f}" for m in ms), f"{peak:.0f}", sys.argv[3])
+peaks = [r["mem_peak_total"] for r in rows if "mem_peak_total" in r]
+print(",".join(f"{m:.3f}" for m in ms) or "-", f"{max(peaks):.0f}" if peaks else "-", sys.argv[3])
 EOF
 }
 
