@@ -16,10 +16,12 @@
 #   layouts   the layout tests with ZT_BACKEND=cuda (tests/env.sh): every rank on the one GPU,
 #             tensors through MPI with host staging, against the single-rank CUDA run
 #   profile   nsys's kernel table for a few GPT-2 124M steps, fp32 and bf16 (DIR/profile.md),
-#             and ncu --set basic on some kernels of a later step (DIR/ncu_basic.csv)
+#             and ncu --set basic on some kernels of a later step (DIR/ncu_basic.csv; ncu
+#             needs the GPU's performance counters: ERR_NVGPUCTRPERM where they are withheld)
 #   repeat    the GPU op tests REPEAT (20) times with fresh seeds (ZT_SEED), then
 #             tests/sh/cuda_train.sh with fresh seeds while the time lasts (up to REPEAT)
-#   sanitize  compute-sanitizer memcheck, then racecheck, on each GPU op test
+#   sanitize  compute-sanitizer memcheck, then racecheck, on each GPU op test (SAN_TOOLS picks:
+#             "memcheck" or "racecheck" alone, when both do not fit one command)
 # The default is "build tests bench layouts". Not run by default: the layout tests that
 # cannot take a backend yet: staged_equivalence.sh (its CPU emulation of staging is the
 # point), generate_parallel.sh (generate on CUDA runs one rank), vocab_loss_mpi.sh and
@@ -265,7 +267,7 @@ stage_sanitize() {
     san=$(find_tool compute-sanitizer /usr/local/cuda/bin/compute-sanitizer)
     if [ "$HAVE_GPU" = 0 ]; then result SKIP sanitize "no GPU here"; return 0; fi
     if [ -z "$san" ]; then result SKIP sanitize "no compute-sanitizer found"; return 0; fi
-    for tool in memcheck racecheck; do
+    for tool in ${SAN_TOOLS:-memcheck racecheck}; do
         for t in $(gpu_op_tests); do
             run_logged "sanitize/$tool $t" 20 120 "$san" --tool "$tool" --error-exitcode 99 \
                 build/zt_tests_cuda "$t" || continue
