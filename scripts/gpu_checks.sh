@@ -20,6 +20,11 @@
 #             needs the GPU's performance counters: ERR_NVGPUCTRPERM where they are withheld)
 #   repeat    the GPU op tests REPEAT (20) times with fresh seeds (ZT_SEED), then
 #             tests/sh/cuda_train.sh with fresh seeds while the time lasts (up to REPEAT)
+#   cpu       bench/step_scaling.sh on this machine's CPU (issue 25: zerotrain against PyTorch
+#             at 1-16 threads; CPU_THREADS "1 2 4 8 16", CPU_CONFIGS "4x64 8x256", CPU_ROUNDS 1,
+#             CPU_STEPS 3, TORCH_BF16_STEPS 1 as given to it): DIR/cpu_scaling.md. Its own
+#             command: about 8 minutes by the CPU figures seen there (1 thread is most of it);
+#             each thread count's step.sh output (build/bench/scaling_t*.out) is in the logs
 #   sanitize  compute-sanitizer memcheck, then racecheck, on each GPU op test (SAN_TOOLS picks:
 #             "memcheck" or "racecheck" alone, when both do not fit one command)
 # The default is "build tests bench layouts". Not run by default: the layout tests that
@@ -34,8 +39,8 @@
 #
 # Results, in DIR (-o DIR, else $OUT, else build/gpu_checks/out), at most 8 files, since
 # that is what comes back from the GPU machine: gpu_checks.log (this output), summary.txt
-# (one line per check and the totals), gpu_step.md, profile.md, ncu_basic.csv and logs.tar.gz
-# (every stage's log and the tests' .out/.jsonl files; no checkpoints).
+# (one line per check and the totals), gpu_step.md, profile.md, ncu_basic.csv, cpu_scaling.md
+# and logs.tar.gz (every stage's log and the tests' .out/.jsonl files; no checkpoints).
 #
 # Without a GPU every stage after the build SKIPs (the scripts say why): that is this
 # script's dry run, e.g. `BUDGET_S=300 bash scripts/gpu_checks.sh -o /tmp/dry tests bench`.
@@ -262,6 +267,21 @@ stage_repeat() {
     return 0
 }
 
+stage_cpu() {
+    run_logged bench/step_scaling.sh 120 540 env PY="$PY" THREADS="${CPU_THREADS:-1 2 4 8 16}" \
+        CONFIGS="${CPU_CONFIGS:-4x64 8x256}" ROUNDS="${CPU_ROUNDS:-1}" STEPS="${CPU_STEPS:-3}" \
+        TORCH_BF16_STEPS="${TORCH_BF16_STEPS:-1}" bash bench/step_scaling.sh || return 0
+    judge bench/step_scaling.sh
+    [ "$RC" = 0 ] || return 0
+    "$PY" - bench/RESULTS.md "## Training step: thread scaling" > "$DIR/cpu_scaling.md" <<'EOF'
+import re, sys
+text, head = open(sys.argv[1]).read(), sys.argv[2]
+m = re.search(r"^" + re.escape(head) + r"\n.*?(?=^## |\Z)", text, re.S | re.M)
+print(m.group(0).rstrip("\n") if m else "no section " + head)
+EOF
+    grep '^|' "$DIR/cpu_scaling.md"
+}
+
 stage_sanitize() {
     local san t tool
     san=$(find_tool compute-sanitizer /usr/local/cuda/bin/compute-sanitizer)
@@ -280,8 +300,8 @@ if [ "$build_ok" = 1 ]; then
     for st in "${STAGES[@]}"; do
         case $st in
         build) ;;
-        tests|bench|layouts|profile|repeat|sanitize) "stage_$st" ;;
-        *) result FAIL "$st" "unknown stage (build tests bench layouts profile repeat sanitize)" ;;
+        tests|bench|layouts|profile|repeat|cpu|sanitize) "stage_$st" ;;
+        *) result FAIL "$st" "unknown stage (build tests bench layouts profile repeat cpu sanitize)" ;;
         esac
     done
 else
@@ -294,6 +314,7 @@ find build -maxdepth 2 \( -path 'build/test_*' -o -path 'build/bench/gpu' \) -ty
         find "$d" -maxdepth 1 -type f \( -name '*.out' -o -name '*.jsonl' -o -name '*.log' \
             -o -name '*.txt' -o -name '*.smi' -o -name '*.cmp' \) -newermt "@$T0" 2>/dev/null
     done > "$WORK/files.list"
+find build/bench -maxdepth 1 -name 'scaling_t*.out' -newermt "@$T0" >> "$WORK/files.list" 2>/dev/null
 tar -czf "$DIR/logs.tar.gz" --exclude='*.nsys-rep' --exclude='*.sqlite' "$WORK" -T "$WORK/files.list" 2>/dev/null ||
     say "tar: some files could not be packed"
 total="gpu_checks: $npass passed, $nfail failed, $nskip skipped, $ntime timed out, $nnot not run ($(elapsed)s)"
