@@ -42,7 +42,7 @@
 # (one line per check and the totals), gpu_step.md, profile.md, ncu_basic.csv, cpu_scaling.md
 # and logs.tar.gz (every stage's log and the tests' .out/.jsonl files; no checkpoints).
 #
-# Without a GPU every stage after the build SKIPs (the scripts say why): that is this
+# Without a GPU every GPU stage SKIPs (the scripts say why; cpu runs anywhere): that is this
 # script's dry run, e.g. `BUDGET_S=300 bash scripts/gpu_checks.sh -o /tmp/dry tests bench`.
 # shellcheck disable=SC2317 # the stage_* functions are called by name ("stage_$st")
 set -uo pipefail
