@@ -2,9 +2,14 @@
 # The GPU checks of issues 24-26 in one command, for a session that has the GPU machine
 # (10 minutes per command, a fresh machine each time: docs in README, "On a GPU").
 #
-#   source .device/env.sh && bash scripts/gpu_checks.sh            # build tests bench layouts
-#   source .device/env.sh && bash scripts/gpu_checks.sh profile repeat sanitize
-#   bash scripts/gpu_checks.sh -o DIR STAGE...                       # results into DIR
+#   bash scripts/gpu_checks.sh                       # build tests bench layouts
+#   bash scripts/gpu_checks.sh profile repeat sanitize
+#   bash scripts/gpu_checks.sh -o DIR STAGE...       # results into DIR
+#
+# A machine without cJSON or OpenBLAS installed needs them on the compiler's and loader's
+# paths first (CPATH, LIBRARY_PATH, LD_LIBRARY_PATH, and build/.deps-ok to skip
+# scripts/setup.sh where no package registry answers), and PYTHON naming a python whose torch
+# has CUDA.
 #
 # Stages, in the order given (the build always runs first: make is a no-op when up to date):
 #   build     make -j16 all cuda (CUDA_ARCH for this GPU's compute capability only, to save
@@ -15,6 +20,7 @@
 #             B16 T1024 (DIR/gpu_step.md is the bench/RESULTS.md section)
 #   layouts   the layout tests with ZT_BACKEND=cuda (tests/env.sh): every rank on the one GPU,
 #             tensors through MPI with host staging, against the single-rank CUDA run
+#             (LAYOUT_TESTS="dp_equivalence ..." picks them)
 #   profile   nsys's kernel table for a few GPT-2 124M steps, fp32 and bf16 (DIR/profile.md),
 #             and ncu --set basic on some kernels of a later step (DIR/ncu_basic.csv; ncu
 #             needs the GPU's performance counters: ERR_NVGPUCTRPERM where they are withheld)
@@ -27,8 +33,8 @@
 #             each thread count's step.sh output (build/bench/scaling_t*.out) is in the logs
 #   sanitize  compute-sanitizer memcheck, then racecheck, on each GPU op test (SAN_TOOLS picks:
 #             "memcheck" or "racecheck" alone, when both do not fit one command)
-# The default is "build tests bench layouts". Not run by default: the layout tests that
-# cannot take a backend yet: staged_equivalence.sh (its CPU emulation of staging is the
+# The default is "build tests bench layouts". Not covered: the layout tests that cannot take
+# a backend yet: staged_equivalence.sh (its CPU emulation of staging is the
 # point), generate_parallel.sh (generate on CUDA runs one rank), vocab_loss_mpi.sh and
 # comm_mpi.sh (CPU ops and comm), and the memory bench on the GPU (issue 26: not written).
 #
