@@ -30,3 +30,20 @@ zt_gpt2_vocab() {
   export XDG_CACHE_HOME
   VOCAB=$XDG_CACHE_HOME/zerotrain/gpt2.tiktoken
 }
+
+# zt_layout_backend: sets ZT_TRAIN, the training command of a layout test (a single-rank run
+# against the layouts): build/zerotrain, or with ZT_BACKEND=cuda (scripts/gpu_checks.sh)
+# build/zerotrain-cuda --backend cuda, every rank on this machine's GPUs (ranks sharing one GPU
+# move their tensors through MPI with host staging), so each layout is checked against the
+# single-rank CUDA run with the same bounds. Exits 77 (SKIP) where that cannot run.
+zt_layout_backend() {
+  case ${ZT_BACKEND:-cpu} in
+  cpu) ZT_TRAIN=build/zerotrain ;;
+  cuda)
+    [ -x build/zerotrain-cuda ] || { echo "SKIP: ZT_BACKEND=cuda: no build/zerotrain-cuda (make cuda)"; exit 77; }
+    command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 ||
+      { echo "SKIP: ZT_BACKEND=cuda: no GPU here"; exit 77; }
+    ZT_TRAIN="build/zerotrain-cuda --backend cuda" ;;
+  *) echo "ZT_BACKEND must be cpu or cuda (got $ZT_BACKEND)"; exit 1 ;;
+  esac
+}

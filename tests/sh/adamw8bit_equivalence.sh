@@ -8,6 +8,9 @@
 # compare_models.py's 8-bit one (--param-frac 0.05; see its docstring for why it differs
 # from fp32's).
 set -euo pipefail
+# ZT_BACKEND=cuda: the same runs on build/zerotrain-cuda --backend cuda (tests/env.sh)
+. tests/env.sh
+zt_layout_backend
 out=build/test_8bit; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
 MPI="mpirun --oversubscribe --allow-run-as-root"
@@ -15,7 +18,7 @@ common="--n-layer 4 --n-head 4 --n-embd 64 --vocab 256 --n-ctx 64 --seq 32 --ste
         --warmup 2 --val-every 3 --val-batches 1 --seed 5 --optim adamw8bit"
 run() { # name np micro-batch grad-accum extra...
   local name=$1 np=$2 B=$3 A=$4; shift 4
-  $MPI -np $np build/zerotrain $common --micro-batch $B --grad-accum $A "$@" \
+  $MPI -np $np $ZT_TRAIN $common --micro-batch $B --grad-accum $A "$@" \
       --log $out/$name.jsonl --save $out/$name > $out/$name.out 2>&1 || { cat $out/$name.out; exit 1; }
 }
 run base 1 2 4

@@ -7,6 +7,9 @@
 # - the dtype may change on resume: an fp32 checkpoint resumed in bf16 and a bf16 one in
 #   fp32 both run, and say so.
 set -euo pipefail
+# ZT_BACKEND=cuda: the same runs on build/zerotrain-cuda --backend cuda (tests/env.sh)
+. tests/env.sh
+zt_layout_backend
 out=build/test_bf16_resume; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
 MPI="mpirun --oversubscribe $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root )"
@@ -15,7 +18,7 @@ common="--n-layer 4 --n-head 4 --n-embd 64 --vocab 256 --n-ctx 64 --seq 32 --ste
         --warmup 2 --val-every 0 --seed 5"
 run() { # name np extra...
   local name=$1 np=$2; shift 2
-  $MPI -np $np build/zerotrain $common "$@" --log $out/$name.jsonl > $out/$name.out 2>&1 \
+  $MPI -np $np $ZT_TRAIN $common "$@" --log $out/$name.jsonl > $out/$name.out 2>&1 \
       || { cat $out/$name.out; exit 1; }
 }
 fail=0

@@ -9,6 +9,9 @@
 #   moves exactly (the resume reports 0 requantized blocks); reassociation can still move
 #   a moment across a code midpoint later, hence rtol 1e-4 for 8-bit.
 set -euo pipefail
+# ZT_BACKEND=cuda: the same runs on build/zerotrain-cuda --backend cuda (tests/env.sh)
+. tests/env.sh
+zt_layout_backend
 out=build/test_ckpt; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
 MPI="mpirun --oversubscribe $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root )"
@@ -17,7 +20,7 @@ common="--n-layer 4 --n-head 4 --n-embd 64 --vocab 256 --n-ctx 64 --seq 32 --ste
         --warmup 2 --val-every 0 --seed 5"
 run() { # name np extra...
   local name=$1 np=$2; shift 2
-  $MPI -np $np build/zerotrain $common "$@" --log $out/$name.jsonl > $out/$name.out 2>&1 \
+  $MPI -np $np $ZT_TRAIN $common "$@" --log $out/$name.jsonl > $out/$name.out 2>&1 \
       || { cat $out/$name.out; exit 1; }
 }
 fail=0

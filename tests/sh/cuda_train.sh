@@ -7,8 +7,9 @@
 # (--param-dtype bf16) against the CPU's bf16 run, within compare_models.py's bf16 bounds
 # (--bf16): the GPU's products sum in other orders, so a bf16 gradient may round to the
 # neighbour of the CPU's, the kind of difference those bounds take from the layouts (not yet
-# run on a GPU). SKIP (77) without a CUDA build (`make cuda`) or without a GPU the backend
-# can open.
+# run on a GPU). ZT_SEED=N trains from seed N (default 7; the op tests take the same variable),
+# for repeats with fresh seeds (scripts/gpu_checks.sh repeat). SKIP (77) without a CUDA build
+# (`make cuda`) or without a GPU the backend can open.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ZC=build/zerotrain-cuda
@@ -20,7 +21,8 @@ rc=$?
 out=build/test_cuda_train; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 common="--n-layer 2 --n-head 4 --n-embd 64 --vocab 256 --n-ctx 64 --seq 33 --micro-batch 3
-        --grad-accum 2 --steps 20 --lr 1e-3 --warmup 2 --val-every 10 --val-batches 1 --seed 7"
+        --grad-accum 2 --steps 20 --lr 1e-3 --warmup 2 --val-every 10 --val-batches 1
+        --seed ${ZT_SEED:-7}"
 fail=0
 for dtype in fp32 bf16; do
 for optim in adamw adamw8bit; do

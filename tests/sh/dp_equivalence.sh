@@ -4,13 +4,16 @@
 # (bounds in tests/compare_models.py). The model's sizes (n_embd 48, 3 heads) make a
 # parameter count that neither 3 nor 4 divides, so ZeRO shards need padding.
 set -euo pipefail
+# ZT_BACKEND=cuda: the same runs on build/zerotrain-cuda --backend cuda (tests/env.sh)
+. tests/env.sh
+zt_layout_backend
 out=build/test_dp; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
 MPI="mpirun --oversubscribe --allow-run-as-root"
 common="--n-layer 2 --n-head 3 --n-embd 48 --vocab 256 --n-ctx 64 --seq 32 --steps 6 --lr 1e-3
         --warmup 2 --val-every 0 --seed 7"
 run() { # name np micro-batch grad-accum zero
-  $MPI -np $2 build/zerotrain $common --micro-batch $3 --grad-accum $4 --zero $5 \
+  $MPI -np $2 $ZT_TRAIN $common --micro-batch $3 --grad-accum $4 --zero $5 \
       --log $out/$1.jsonl --save $out/$1 > $out/$1.out 2>&1 || { cat $out/$1.out; exit 1; }
 }
 run base 1 4 3 0

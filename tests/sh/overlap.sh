@@ -17,6 +17,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
+# ZT_BACKEND=cuda: the same runs on build/zerotrain-cuda --backend cuda (tests/env.sh)
+. tests/env.sh
+zt_layout_backend
 out=build/test_overlap; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
 MPI="mpirun --oversubscribe --allow-run-as-root -x ZT_COMM_TIMEOUT_S"
@@ -25,7 +28,7 @@ common="--n-layer 3 --n-head 4 --n-embd 48 --vocab 256 --n-ctx 64 --seq 32 --ste
         --warmup 2 --val-every 0 --seed 7"
 run() { # name np overlap args...
   local name=$1 np=$2 ov=$3; shift 3
-  $MPI -np $np build/zerotrain $common --overlap-comm $ov "$@" --log $out/$name.jsonl \
+  $MPI -np $np $ZT_TRAIN $common --overlap-comm $ov "$@" --log $out/$name.jsonl \
       --save $out/$name > $out/$name.out 2>&1 || { cat $out/$name.out; exit 1; }
   grep -q "the same sequence on every rank of a stage" $out/$name.out ||
     { echo "FAIL $name: no collective-sequence check"; tail $out/$name.out; exit 1; }

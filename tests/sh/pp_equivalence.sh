@@ -7,6 +7,9 @@
 # own, with dp 2 and --zero 1. Every run must also report the same collective sequence on
 # every rank and, with pp > 1, bit-identical tied embedding copies.
 set -euo pipefail
+# ZT_BACKEND=cuda: the same runs on build/zerotrain-cuda --backend cuda (tests/env.sh)
+. tests/env.sh
+zt_layout_backend
 out=build/test_pp; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
 MPI="mpirun --oversubscribe --allow-run-as-root"
@@ -14,7 +17,7 @@ common="--n-head 3 --n-embd 48 --vocab 256 --n-ctx 64 --seq 32 --steps 6 --lr 1e
         --warmup 2 --val-every 3 --val-batches 1 --seed 11"
 run() { # name np n_layer micro-batch grad-accum extra...
   local name=$1 np=$2 L=$3 B=$4 A=$5; shift 5
-  $MPI -np $np build/zerotrain $common --n-layer $L --micro-batch $B --grad-accum $A "$@" \
+  $MPI -np $np $ZT_TRAIN $common --n-layer $L --micro-batch $B --grad-accum $A "$@" \
       --log $out/$name.jsonl --save $out/$name > $out/$name.out 2>&1 || { cat $out/$name.out; exit 1; }
   grep -q "the same sequence on every rank" $out/$name.out || { echo "$name: no collective check"; exit 1; }
 }

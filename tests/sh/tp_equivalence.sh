@@ -7,6 +7,9 @@
 # the same collective sequence on every rank and bit-identical tp replicas (LayerNorms,
 # biases), and with pp > 1 bit-identical tied embedding copies.
 set -euo pipefail
+# ZT_BACKEND=cuda: the same runs on build/zerotrain-cuda --backend cuda (tests/env.sh)
+. tests/env.sh
+zt_layout_backend
 out=build/test_tp; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
 MPI="mpirun --oversubscribe --allow-run-as-root"
@@ -14,7 +17,7 @@ common="--n-layer 4 --n-head 4 --n-embd 64 --vocab 300 --n-ctx 64 --seq 32 --ste
         --warmup 2 --val-every 3 --val-batches 1 --seed 11"
 run() { # name np micro-batch grad-accum extra...
   local name=$1 np=$2 B=$3 A=$4; shift 4
-  $MPI -np $np build/zerotrain $common --micro-batch $B --grad-accum $A "$@" \
+  $MPI -np $np $ZT_TRAIN $common --micro-batch $B --grad-accum $A "$@" \
       --log $out/$name.jsonl --save $out/$name > $out/$name.out 2>&1 || { cat $out/$name.out; exit 1; }
 }
 fail=0
