@@ -18,6 +18,7 @@
 #include "config.h"
 #include "generate.h"
 #include "gpt2.h"
+#include "launch_math.h"
 #include "memory.h"
 #include "planner.h"
 #include "test.h"
@@ -563,6 +564,44 @@ ZT_TEST(planner_bf16_counts_gemm_workspace) {
         printf("  %s: bf16 workspace %.0f bytes over fp32's (gemm_mixed: %zu)\n", backends[b],
                extra, s.backend->gemm_mixed_workspace);
         CHECK(extra == (double)s.backend->gemm_mixed_workspace);
+        zt_partition_free(&p);
+    }
+    return ZT_PASS;
+}
+
+// The CUDA backend allocates its own buffers when it opens (cuBLAS's workspace, the sums'
+// scratch, the bf16 ops' scratch: launch_math.h) and states their sum in its caps, in a
+// binary built with CUDA or without; every rank's plan counts them as workspace, fp32 or
+// bf16. Written out here from the sizes the backend documents, so a change to them shows.
+ZT_TEST(planner_cuda_counts_fixed_workspace) {
+    const zt_backend_caps *cuda = zt_backend_caps_of("cuda");
+    const double fixed = 32.0 * 1048576 + (2 + 2 * 256) * 8.0 + 4.0 * 1048576;
+    printf("  cuda caps.fixed_workspace %zu bytes (cuBLAS 32 MiB + sums 4112 B + bf16 4 MiB = "
+           "%.0f)\n", cuda->fixed_workspace, fixed);
+    CHECK((double)cuda->fixed_workspace == fixed);
+    CHECK(cuda->fixed_workspace == ZT_CUDA_FIXED_WORKSPACE);
+    CHECK_EQ_INT(zt_backend_caps_of("cpu")->fixed_workspace, 0);
+    zt_backend_caps none = *cuda; // the same backend without its own buffers
+    none.fixed_workspace = 0;
+    for (int pb = 4; pb >= 2; pb -= 2) {
+        zt_plan_spec s = tiny_spec(&k_layouts[7]); // dp 2 x pp 2 x tp 2
+        s.param_bytes = pb;
+        zt_partition p;
+        CHECK(zt_plan_partition(&s, &p) == ZT_OK);
+        int W = s.dp * s.pp * s.tp;
+        zt_plan_bytes *a = calloc((size_t)W, sizeof *a), *b = calloc((size_t)W, sizeof *b);
+        CHECK(a && b);
+        s.backend = cuda;
+        CHECK(zt_plan_all(&s, &p, a) == ZT_OK);
+        s.backend = &none;
+        CHECK(zt_plan_all(&s, &p, b) == ZT_OK);
+        for (int r = 0; r < W; r++) {
+            CHECK(a[r].bytes[ZT_MEM_WORKSPACE] - b[r].bytes[ZT_MEM_WORKSPACE] == fixed);
+            CHECK(a[r].tracked - b[r].tracked == fixed);
+            CHECK(a[r].peak - b[r].peak == fixed);
+        }
+        free(a);
+        free(b);
         zt_partition_free(&p);
     }
     return ZT_PASS;

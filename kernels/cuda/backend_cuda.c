@@ -15,10 +15,6 @@
 #include "kernels_cuda.h"
 #include "launch_math.h"
 
-// cuBLAS's workspace, given to it at init (counted as workspace) so it allocates none in
-// the step. 32 MiB is what cuBLAS documents as enough for Hopper.
-#define CUBLAS_WORKSPACE_BYTES ((size_t)32 << 20)
-
 typedef struct {
     void *ptr;
     size_t bytes;
@@ -30,7 +26,7 @@ typedef struct {
     int tf32;             // TF32 tensor cores in fp32 GEMMs (--tf32)
     cudaStream_t stream;
     cublasHandle_t cublas;
-    void *cublas_ws;      // (CUBLAS_WORKSPACE_BYTES)
+    void *cublas_ws;      // (ZT_CUDA_CUBLAS_WORKSPACE bytes)
     double *reduce;       // (ZT_CUDA_REDUCE_WORK) the sums' scratch
     zt_cuda_bf16 bf16;    // the bf16 ops' stream, cuBLASLt handle and scratch
     cuda_block *blocks;   // live allocations, for the accounting on free
@@ -486,13 +482,16 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
     ZT_CHECK_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     ZT_CHECK_CUBLAS(cublasCreate(&c->cublas));
     ZT_CHECK_CUBLAS(cublasSetStream(c->cublas, c->stream));
-    c->cublas_ws = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, CUBLAS_WORKSPACE_BYTES);
-    ZT_CHECK_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WORKSPACE_BYTES));
+    size_t before = zt_mem_current(ZT_MEM_WORKSPACE);
+    c->cublas_ws = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_CUBLAS_WORKSPACE);
+    ZT_CHECK_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, ZT_CUDA_CUBLAS_WORKSPACE));
     c->reduce = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_REDUCE_WORK * sizeof(double));
     ZT_CHECK_CUBLAS(cublasLtCreate(&c->bf16.lt));
     c->bf16.stream = c->stream;
     c->bf16.scratch = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_BF16_SCRATCH * sizeof(float));
     c->bf16.reduce = c->reduce;
+    // exactly what caps.fixed_workspace states (the planner counts it)
+    ZT_ASSERT(zt_mem_current(ZT_MEM_WORKSPACE) - before == ZT_CUDA_FIXED_WORKSPACE);
     set_tf32(c, opt->tf32);
     ZT_CHECK_CUDA(cudaStreamSynchronize(c->stream));
     return ZT_OK;
@@ -521,10 +520,12 @@ static void cuda_close(zt_backend *be) {
 }
 
 // The CUDA attention keeps its scores in registers and shared memory: no workspace.
-// gemm_mixed's scratch holds cuBLASLt's workspace and the tiles' converted operands.
+// gemm_mixed's scratch holds cuBLASLt's workspace and the tiles' converted operands; the
+// fixed workspace is what cuda_open allocates (cuBLAS's workspace, the sums', the bf16 ops').
 const zt_backend_entry zt_backend_cuda_entry = {
     .caps = {.name = "cuda", .built = 1, .tf32 = 1, .multi_rank = 1, .device_memory = 1,
-             .bf16 = 1, .gemm_mixed_workspace = ZT_CUDA_GEMM_MIXED_WORKSPACE},
+             .bf16 = 1, .gemm_mixed_workspace = ZT_CUDA_GEMM_MIXED_WORKSPACE,
+             .fixed_workspace = ZT_CUDA_FIXED_WORKSPACE},
     .open = cuda_open,
     .close = cuda_close,
 };

@@ -7,5 +7,6 @@
 // The built backend's caps, so a plan made by this binary counts what a CUDA run allocates.
 const zt_backend_entry zt_backend_cuda_entry = {
     .caps = {.name = "cuda", .built = 0, .tf32 = 1, .device_memory = 1, .bf16 = 1,
-             .gemm_mixed_workspace = ZT_CUDA_GEMM_MIXED_WORKSPACE},
+             .gemm_mixed_workspace = ZT_CUDA_GEMM_MIXED_WORKSPACE,
+             .fixed_workspace = ZT_CUDA_FIXED_WORKSPACE},
 };

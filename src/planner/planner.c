@@ -66,6 +66,9 @@ static zt_status plan_stage(const zt_plan_spec *s, int first, int last, int tp_r
     // the stage after, per slot, and the gradient of the stage's input
     double BT = (double)s->micro_batch * s->seq, NC = BT * s->shape.n_embd;
     o->bytes[ZT_MEM_WORKSPACE] += 2.0 * slots * BT * sizeof(int32_t);
+    // the backend's own buffers, allocated when it opens (CUDA: cuBLAS's workspace, the
+    // sums' and the bf16 ops' scratch)
+    o->bytes[ZT_MEM_WORKSPACE] += (double)s->backend->fixed_workspace;
     o->bytes[ZT_MEM_COMM] += (2.0 * slots + 1.0) * NC * sizeof(float); // fp32 activations
     if (s->sample) { // the --sample-every decoder's own buffers (fp32, src/model/generate.h)
         size_t dec[ZT_MEM_NCAT];

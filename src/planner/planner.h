@@ -11,7 +11,8 @@
 //             the micro-batches the schedule keeps in flight on stage s (1F1B:
 //             min(pp - s, grad_accum); GPipe: grad_accum); the flat buffer padded to a
 //             multiple of dp * ZT_ALIGN_ELEMS. Plus the trainer's token buffers
-//             (2 * slots * B * T int32, workspace).
+//             (2 * slots * B * T int32, workspace) and the backend's own buffers
+//             (caps.fixed_workspace: CUDA's cuBLAS workspace and scratch, workspace).
 //   optimizer zero 1: this dp rank's shard [d * numel/dp, (d+1) * numel/dp); zero 0: the
 //             whole flat buffer. fp32 AdamW: m and v, 4 bytes each per element;
 //             adamw8bit: zt_adamw8bit_state_bytes of the shard (codes, absmax, fp32
