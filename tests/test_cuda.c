@@ -1364,7 +1364,7 @@ ZT_TEST(cuda_comm_staged) {
     // the grid's paths for dp = world on this machine
     zt_grid g;
     ZT_ASSERT(zt_grid_init(&g, &world, 0, 1, 1) == ZT_OK);
-    if (zt_grid_open_data(&g, &g_gpu) != ZT_OK) {
+    if (zt_grid_open_data(&g, &g_gpu, 0) != ZT_OK) {
         printf("  grid: %s\n", zt_error_message());
         bad++;
     } else if (me == 0) printf("  devices: %s\n  tensor paths: %s\n", g.devices_report,
