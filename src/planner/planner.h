@@ -22,6 +22,14 @@
 //             The MPI backend's shared-memory staging windows (2 * size * slot bytes per
 //             node-local communicator of 2 or more ranks) are MPI's allocation, outside
 //             the allocator's count: reported as comm_window, counted in the peak.
+//   staging   the host staging buffers of the rank's tp, dp, pp and embed groups where the
+//             grid stages them (comm/comm_staged.c; src/parallel/grid_data.h): on a device
+//             backend a group whose ranks share a GPU (by --gpus-per-node and
+//             --ranks-per-node, each rank taking GPU local rank mod gpus, as the backend
+//             picks) and a group of one; with --tensor-path staged every group. Two buffers
+//             per group (16 MiB each, 64 KiB for a group of one). On the CPU (staged) they
+//             are host memory the allocator counts, in comm; on a GPU pinned host memory
+//             outside its count (device memory): reported as staging, counted in the peak.
 // bf16 (param_bytes 2, docs/design.md "bf16"): params and grads take 2 bytes per value,
 // the optimizer adds an fp32 master copy of its range (4 bytes per element, sharded like m
 // and v), the backward scratch the backend's gemm_mixed scratch; activations, logits and
@@ -52,6 +60,8 @@ typedef struct {
     zt_adamw8bit_options opt8;
     int param_bytes;              // 4: fp32; 2: bf16 params and grads + fp32 master
     int ranks_per_node;           // consecutive world ranks per machine; 0 = all on one
+    int gpus_per_node;            // GPUs per machine (a device backend); 0 = one per rank
+    int stage_all;                // --tensor-path staged: every group through host staging
     int stage_kib;                // the MPI backend's staging slot (KiB; 0 = no windows):
                                   // zt_comm_mpi_stage_kib()
     int save;                     // --save given: rank 0 gathers every part at the end
@@ -77,9 +87,13 @@ typedef struct {
     double comm_backend;          // the MPI backend's part of bytes[ZT_MEM_COMM] (its
                                   // per-communicator state and tables)
     double comm_window;           // MPI staging windows: MPI's memory, not in bytes[]
+    double staging;               // host staging buffers of the rank's staged groups: in
+                                  // bytes[ZT_MEM_COMM] on a host backend, pinned host memory
+                                  // outside bytes[] on a device backend
     double end_transient;         // malloc'd at the end of the run (export, checks)
     double tracked;               // sum of bytes[]
-    double peak;                  // tracked + comm_window + end_transient
+    double peak;                  // tracked + comm_window + end_transient (+ staging
+                                  // where it is outside bytes[])
 } zt_plan_bytes;
 
 
