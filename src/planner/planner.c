@@ -204,8 +204,8 @@ static void device_id(const zt_plan_spec *s, int r, char *id) {
 
 // Host staging bytes of one group (members[0..n)): the grid's choice of path for it, two
 // buffers of that path's size.
-static double group_staging(const zt_plan_spec *s, const int *members, int n, char (*ids)[DEVICE_ID],
-                            const char **pids) {
+static double group_staging(const zt_plan_spec *s, const int *members, int n,
+                            char (*ids)[DEVICE_ID], const char **pids) {
     for (int i = 0; i < n; i++) {
         device_id(s, members[i], ids[i]);
         pids[i] = ids[i];
@@ -246,36 +246,27 @@ static void scratch_free(group_scratch *g) {
     free(g->pids);
 }
 
-// One rank's staging, its four groups planned on their own.
-static void plan_staging(const zt_plan_spec *s, zt_plan_bytes *o) {
-    o->staging = 0.0;
-    if (!has_data_paths(s)) return;
-    int most = s->dp > s->pp ? s->dp : s->pp;
-    group_scratch g;
-    scratch_init(&g, most > s->tp ? most : s->tp);
-    for (int k = 0; k < 4; k++) {
-        int n = group_ranks(s, k_data_groups[k], o->dp_rank, o->pp_rank, o->tp_rank, g.members);
-        add_staging(s, o, group_staging(s, g.members, n, g.ids, g.pids));
-    }
-    scratch_free(&g);
-}
-
-// Every rank's staging: each group's path chosen once (by its first member) and added to
-// every member, so a plan of many ranks costs one choice per group.
+// The staging of one rank (one != NULL: its four groups) or of every rank (all, indexed by
+// world rank: each group's path chosen once, with its first member, and added to every
+// member, so a plan of many ranks costs one choice per group).
 // TODO: zt_grid_data_path compares every pair of a group's devices, so a device plan of a
 // dp group of 10^5 ranks takes minutes; none of that size has been asked for.
-static void plan_staging_all(const zt_plan_spec *s, zt_plan_bytes *all) {
-    int W = s->dp * s->pp * s->tp;
-    for (int r = 0; r < W; r++) all[r].staging = 0.0;
+static void plan_staging(const zt_plan_spec *s, zt_plan_bytes *one, zt_plan_bytes *all) {
+    int W = s->dp * s->pp * s->tp, lo = one ? one->rank : 0, hi = one ? one->rank + 1 : W;
+    for (int r = lo; r < hi; r++) (one ? one : &all[r])->staging = 0.0;
     if (!has_data_paths(s)) return;
     int most = s->dp > s->pp ? s->dp : s->pp;
     group_scratch g;
     scratch_init(&g, most > s->tp ? most : s->tp);
-    for (int r = 0; r < W; r++) {
-        const zt_plan_bytes *o = &all[r];
+    for (int r = lo; r < hi; r++) {
+        const zt_plan_bytes *o = one ? one : &all[r];
         for (int k = 0; k < 4; k++) {
             int n = group_ranks(s, k_data_groups[k], o->dp_rank, o->pp_rank, o->tp_rank,
                                 g.members);
+            if (one) {
+                add_staging(s, one, group_staging(s, g.members, n, g.ids, g.pids));
+                continue;
+            }
             if (g.members[0] != r) continue; // planned with its first member
             double bytes = group_staging(s, g.members, n, g.ids, g.pids);
             for (int i = 0; i < n; i++) add_staging(s, &all[g.members[i]], bytes);
@@ -333,7 +324,7 @@ zt_status zt_plan_rank(const zt_plan_spec *s, const zt_partition *p, int dp_rank
     plan_optimizer(s, &lay, dp_rank, out);
     zt_layout_free(&lay);
     plan_comm_backend(s, out);
-    plan_staging(s, out);
+    plan_staging(s, out, NULL);
     size_t *numel = calloc((size_t)s->pp, sizeof *numel);
     ZT_ASSERT(numel);
     zt_status st = out->rank == 0 && s->save ? stage_numels(s, p, numel) : ZT_OK;
@@ -380,7 +371,7 @@ zt_status zt_plan_all(const zt_plan_spec *s, const zt_partition *p, zt_plan_byte
     if (st == ZT_OK) {
         int W = s->dp * s->pp * s->tp;
         for (int r = 0; r < W; r++) plan_comm_backend(s, &out[r]);
-        plan_staging_all(s, out);
+        plan_staging(s, NULL, out);
         for (int r = 0; r < W; r++) {
             plan_end(s, &out[r], numel);
             finish(s, &out[r]);
