@@ -138,6 +138,20 @@ static float *dget(const float *d, size_t n) {
 
 // ---------------------------------------------------------------------------------------
 
+// Opening the backend allocates exactly the workspace its caps state (caps.fixed_workspace:
+// the planner's figure, planner_cuda_counts_fixed_workspace), and closing gives it back.
+ZT_TEST(cuda_fixed_workspace) {
+    size_t before = zt_mem_current(ZT_MEM_WORKSPACE);
+    NEED_GPU();
+    size_t opened = zt_mem_current(ZT_MEM_WORKSPACE) - before, want = GPU->caps->fixed_workspace;
+    printf("  opening the %s backend allocated %zu bytes of workspace; caps state %zu\n",
+           GPU->caps->name, opened, want);
+    gpu_close();
+    CHECK_EQ_INT(opened, want);
+    CHECK_EQ_INT(zt_mem_current(ZT_MEM_WORKSPACE), before);
+    return ZT_PASS;
+}
+
 ZT_TEST(cuda_memory) {
     NEED_GPU();
     // the accounting: device bytes counted under their category, given back on free
