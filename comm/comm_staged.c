@@ -183,6 +183,7 @@ static void init_impl(zt_comm *out, staged_impl *s, const zt_comm *inner,
     s->inner = inner;
     s->st = *st;
     s->bytes = stage_bytes;
+    // the two buffers, as zt_comm_staged_host_bytes says
     s->h[0] = st->host_alloc(st->ctx, stage_bytes);
     s->h[1] = st->host_alloc(st->ctx, stage_bytes);
     out->ops = &staged_ops;
@@ -261,3 +262,5 @@ void zt_comm_staged_init(zt_comm *out, const zt_comm *inner, const zt_comm_stagi
     ZT_ASSERTF(s, "out of host memory");
     init_impl(out, s, inner, st, stage_bytes);
 }
+
+size_t zt_comm_staged_host_bytes(size_t stage_bytes) { return 2 * stage_bytes; }

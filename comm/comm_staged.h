@@ -38,4 +38,8 @@ typedef struct {
 void zt_comm_staged_init(zt_comm *out, const zt_comm *inner, const zt_comm_staging *st,
                          size_t stage_bytes);
 
+// Bytes of host memory zt_comm_staged_init(..., stage_bytes) allocates through host_alloc
+// (its two buffers), for the memory planner.
+size_t zt_comm_staged_host_bytes(size_t stage_bytes);
+
 #endif

@@ -214,6 +214,8 @@ typedef struct {
     int device_memory; // tensors live off the host (a GPU's memory)
     int bf16;          // the bf16 mixed-precision ops (zt_backend_i's last group)
     size_t gemm_mixed_workspace; // bytes of scratch gemm_mixed takes (0: none)
+    size_t fixed_workspace; // bytes the backend allocates itself when it opens, counted by the
+                            // allocator as workspace and held until it closes (0: none)
     // Floats of scratch the attention kernels need for sequences of T positions when the
     // kernels run on `threads` host threads (0: none).
     size_t (*attention_workspace)(int threads, int T);

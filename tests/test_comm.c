@@ -630,7 +630,7 @@ static void check_staged_bits(ctx_t *x, const zt_comm *plain, const zt_comm *sta
 // (its copies are memcpy): a staging buffer that holds everything, one so small that every
 // operation runs in pieces (reduce_scatter and all_gather in slices of every block), a split
 // of a staged communicator, and the grid's groups staged by zt_grid_open_data
-// (ZT_GRID_STAGED=1). Then staged == plain MPI bit for bit on sums that round.
+// (--tensor-path staged). Then staged == plain MPI bit for bit on sums that round.
 ZT_TEST(comm_staged_collectives) {
     if (!getenv("OMPI_COMM_WORLD_SIZE")) {
         printf("  not launched by mpirun: skipped (tests/sh/comm_mpi.sh runs it)\n");
@@ -684,8 +684,8 @@ ZT_TEST(comm_staged_collectives) {
     zt_comm_free(&small);
     zt_comm_free(&big);
 
-    // 4. The grid's tensor paths, staged by the grid itself, for every layout.
-    setenv("ZT_GRID_STAGED", "1", 1);
+    // 4. The grid's tensor paths, staged by the grid itself (--tensor-path staged), for every
+    // layout.
     for (int pp = 1; pp <= world.size; pp++)
         for (int tp = 1; pp * tp <= world.size; tp++) {
             if (world.size % (pp * tp)) continue;
@@ -694,7 +694,7 @@ ZT_TEST(comm_staged_collectives) {
             x.label = label;
             zt_grid g;
             if (zt_grid_init(&g, &world, 0, pp, tp) != ZT_OK ||
-                zt_grid_open_data(&g, cpu) != ZT_OK) {
+                zt_grid_open_data(&g, cpu, 1) != ZT_OK) {
                 failf(&x, "grid: %s", zt_error_message());
                 zt_grid_free(&g);
                 continue;
@@ -713,7 +713,6 @@ ZT_TEST(comm_staged_collectives) {
                 printf("  devices: %s\n  tensor paths: %s\n", g.devices_report, g.paths_report);
             zt_grid_free(&g);
         }
-    unsetenv("ZT_GRID_STAGED");
 
     // The staging buffers (host memory counted under comm on the CPU) are all freed.
     x.label = "staged world";

@@ -165,6 +165,20 @@ static int check_within(const char *what, const float *got, const float *ref,
 
 // ---------------------------------------------------------------------------------------
 
+// Opening the backend allocates exactly the workspace its caps state (caps.fixed_workspace:
+// the planner's figure, planner_cuda_counts_fixed_workspace), and closing gives it back.
+ZT_TEST(cuda_fixed_workspace) {
+    size_t before = zt_mem_current(ZT_MEM_WORKSPACE);
+    NEED_GPU();
+    size_t opened = zt_mem_current(ZT_MEM_WORKSPACE) - before, want = GPU->caps->fixed_workspace;
+    printf("  opening the %s backend allocated %zu bytes of workspace; caps state %zu\n",
+           GPU->caps->name, opened, want);
+    gpu_close();
+    CHECK_EQ_INT(opened, want);
+    CHECK_EQ_INT(zt_mem_current(ZT_MEM_WORKSPACE), before);
+    return ZT_PASS;
+}
+
 ZT_TEST(cuda_memory) {
     NEED_GPU();
     // the accounting: device bytes counted under their category, given back on free
@@ -1882,7 +1896,7 @@ ZT_TEST(cuda_comm_staged) {
     // the grid's paths for dp = world on this machine
     zt_grid g;
     ZT_ASSERT(zt_grid_init(&g, &world, 0, 1, 1) == ZT_OK);
-    if (zt_grid_open_data(&g, &g_gpu) != ZT_OK) {
+    if (zt_grid_open_data(&g, &g_gpu, 0) != ZT_OK) {
         printf("  grid: %s\n", zt_error_message());
         bad++;
     } else if (me == 0) printf("  devices: %s\n  tensor paths: %s\n", g.devices_report,

@@ -422,6 +422,13 @@ ZT_TEST(grid_data_path) {
     CHECK_EQ_INT(b, 1);
     CHECK_EQ_INT(zt_grid_data_path(own, 1, NULL, NULL), ZT_DATA_ONE);
     CHECK_EQ_INT(zt_grid_data_path(host + 1, 1, NULL, NULL), ZT_DATA_ONE);
+    // --tensor-path staged: every group of two or more, whatever its devices
+    CHECK_EQ_INT(zt_grid_group_path(own, 3, 1, &a, &b), ZT_DATA_STAGED);
+    CHECK_EQ_INT(zt_grid_group_path(own, 3, 0, &a, &b), ZT_DATA_NCCL);
+    CHECK_EQ_INT(zt_grid_group_path(own, 1, 1, NULL, NULL), ZT_DATA_ONE);
+    CHECK_EQ_INT(zt_grid_stage_bytes(ZT_DATA_STAGED), ZT_COMM_STAGE_BYTES_DEFAULT);
+    CHECK_EQ_INT(zt_grid_stage_bytes(ZT_DATA_ONE), ZT_GRID_STAGE_BYTES_ONE);
+    CHECK_EQ_INT(zt_grid_stage_bytes(ZT_DATA_NCCL), 0);
     return ZT_PASS;
 }
 
@@ -449,23 +456,29 @@ ZT_TEST(grid_data_report) {
         CHECK(zt_backend_pick_device(-1, r, 2, &d) == ZT_OK);
         devices[r] = d, ids[r] = gpu[d];
     }
-    zt_grid_data_report(2, 1, 2, devices, ids, dev, sizeof dev, paths, sizeof paths);
+    zt_grid_data_report(2, 1, 2, devices, ids, 0, dev, sizeof dev, paths, sizeof paths);
     CHECK_STR(dev, "GPU 0 (n1/0000:01:00.0): ranks 0, 2 (shared); "
                    "GPU 1 (n1/0000:02:00.0): ranks 1, 3 (shared)");
     CHECK_STR(paths, "tp: NCCL; dp: MPI with host staging (ranks 0 and 2 share GPU 0); "
                      "pp: one rank, nothing to move");
     // 8 ranks, pp 2 x tp 2 x dp 2 on one machine of 2 GPUs
     for (int r = 0; r < 8; r++) devices[r] = r % 2, ids[r] = gpu[r % 2];
-    zt_grid_data_report(2, 2, 2, devices, ids, dev, sizeof dev, paths, sizeof paths);
+    zt_grid_data_report(2, 2, 2, devices, ids, 0, dev, sizeof dev, paths, sizeof paths);
     CHECK_STR(paths, "tp: NCCL; dp: MPI with host staging (ranks 0 and 2 share GPU 0); "
                      "pp: MPI with host staging (ranks 0 and 4 share GPU 0); "
                      "embed: MPI with host staging (ranks 0 and 4 share GPU 0)");
     // 4 ranks on 2 machines of 2 GPUs, one each: NCCL everywhere (same bus ids, other hosts)
     for (int r = 0; r < 4; r++) devices[r] = r % 2, ids[r] = gpu[r];
-    zt_grid_data_report(2, 2, 1, devices, ids, dev, sizeof dev, paths, sizeof paths);
+    zt_grid_data_report(2, 2, 1, devices, ids, 0, dev, sizeof dev, paths, sizeof paths);
     CHECK_STR(dev, "GPU 0 (n1/0000:01:00.0): rank 0; GPU 1 (n1/0000:02:00.0): rank 1; "
                    "GPU 0 (n2/0000:01:00.0): rank 2; GPU 1 (n2/0000:02:00.0): rank 3");
     CHECK_STR(paths, "tp: one rank, nothing to move; dp: NCCL; pp: NCCL; embed: NCCL");
+    // the same with --tensor-path staged: every group of two staged, groups of one as ever
+    zt_grid_data_report(2, 2, 1, devices, ids, 1, dev, sizeof dev, paths, sizeof paths);
+    CHECK_STR(paths, "tp: one rank, nothing to move; "
+                     "dp: MPI with host staging (--tensor-path staged); "
+                     "pp: MPI with host staging (--tensor-path staged); "
+                     "embed: MPI with host staging (--tensor-path staged)");
     // mixed: 4 ranks dp 4, ranks 0, 1 on machine 1's two GPUs, ranks 2, 3 sharing machine
     // 2's GPU 0 (pp 1, so the dp groups are one group: staged); with tp 2 the two tp groups
     // differ
@@ -473,12 +486,12 @@ ZT_TEST(grid_data_report) {
     devices[1] = 1, ids[1] = gpu[1];
     devices[2] = 0, ids[2] = gpu[2];
     devices[3] = 0, ids[3] = gpu[2];
-    zt_grid_data_report(2, 1, 2, devices, ids, dev, sizeof dev, paths, sizeof paths);
+    zt_grid_data_report(2, 1, 2, devices, ids, 0, dev, sizeof dev, paths, sizeof paths);
     CHECK_STR(paths, "tp: NCCL in 1 group, MPI with host staging in 1 (ranks 2 and 3 share "
                      "GPU 0); dp: NCCL; pp: one rank, nothing to move");
     // a short buffer cuts the report, NUL-terminated
     char tiny[12];
-    zt_grid_data_report(2, 1, 2, devices, ids, dev, sizeof dev, tiny, sizeof tiny);
+    zt_grid_data_report(2, 1, 2, devices, ids, 0, dev, sizeof dev, tiny, sizeof tiny);
     CHECK_EQ_INT(strlen(tiny), sizeof tiny - 1);
     return ZT_PASS;
 }

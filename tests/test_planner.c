@@ -18,6 +18,8 @@
 #include "config.h"
 #include "generate.h"
 #include "gpt2.h"
+#include "grid_data.h"
+#include "launch_math.h"
 #include "memory.h"
 #include "planner.h"
 #include "test.h"
@@ -152,6 +154,7 @@ static int same_plan(const zt_plan_bytes *a, const zt_plan_bytes *b) {
         if (a->bytes[k] != b->bytes[k]) return 0;
     return a->rank == b->rank && a->numel == b->numel && a->shard_lo == b->shard_lo &&
            a->shard_hi == b->shard_hi && a->comm_window == b->comm_window &&
+           a->staging == b->staging &&
            a->end_transient == b->end_transient && a->peak == b->peak && a->n_slots == b->n_slots;
 }
 
@@ -565,5 +568,114 @@ ZT_TEST(planner_bf16_counts_gemm_workspace) {
         CHECK(extra == (double)s.backend->gemm_mixed_workspace);
         zt_partition_free(&p);
     }
+    return ZT_PASS;
+}
+
+// The CUDA backend allocates its own buffers when it opens (cuBLAS's workspace, the sums'
+// scratch, the column sums' partials, the embedding backward's buckets, the bf16 ops' scratch
+// and running sums: launch_math.h) and states their sum in its caps, in a
+// binary built with CUDA or without; every rank's plan counts them as workspace, fp32 or
+// bf16. Written out here from the sizes the backend documents, so a change to them shows.
+ZT_TEST(planner_cuda_counts_fixed_workspace) {
+    const zt_backend_caps *cuda = zt_backend_caps_of("cuda");
+    const double colsum = 2.0 * 64 * 4096 * 4, enc = (2.0 * ((1 << 18) + 1) + 2.0 * (1 << 20)) * 4;
+    const double fixed = 32.0 * 1048576 + (2 + 2 * 256) * 8.0 + colsum + enc + 4.0 * 1048576 + 16;
+    printf("  cuda caps.fixed_workspace %zu bytes (cuBLAS 32 MiB + sums 4112 B + column sums "
+           "%.0f B + embedding buckets %.0f B + bf16 4 MiB + 16 B = %.0f)\n",
+           cuda->fixed_workspace, colsum, enc, fixed);
+    CHECK((double)cuda->fixed_workspace == fixed);
+    CHECK(cuda->fixed_workspace == ZT_CUDA_FIXED_WORKSPACE);
+    CHECK_EQ_INT(zt_backend_caps_of("cpu")->fixed_workspace, 0);
+    zt_backend_caps none = *cuda; // the same backend without its own buffers
+    none.fixed_workspace = 0;
+    for (int pb = 4; pb >= 2; pb -= 2) {
+        zt_plan_spec s = tiny_spec(&k_layouts[7]); // dp 2 x pp 2 x tp 2
+        s.param_bytes = pb;
+        zt_partition p;
+        CHECK(zt_plan_partition(&s, &p) == ZT_OK);
+        int W = s.dp * s.pp * s.tp;
+        zt_plan_bytes *a = calloc((size_t)W, sizeof *a), *b = calloc((size_t)W, sizeof *b);
+        CHECK(a && b);
+        s.backend = cuda;
+        CHECK(zt_plan_all(&s, &p, a) == ZT_OK);
+        s.backend = &none;
+        CHECK(zt_plan_all(&s, &p, b) == ZT_OK);
+        for (int r = 0; r < W; r++) {
+            CHECK(a[r].bytes[ZT_MEM_WORKSPACE] - b[r].bytes[ZT_MEM_WORKSPACE] == fixed);
+            CHECK(a[r].tracked - b[r].tracked == fixed);
+            CHECK(a[r].peak - b[r].peak == fixed);
+        }
+        free(a);
+        free(b);
+        zt_partition_free(&p);
+    }
+    return ZT_PASS;
+}
+
+// The host staging buffers of the grid's staged groups (comm_staged.c: two buffers of
+// ZT_COMM_STAGE_BYTES_DEFAULT per group, of ZT_GRID_STAGE_BYTES_ONE for a group of one), for
+// the path the grid picks per group: none on the CPU's plain MPI paths; with --tensor-path
+// staged every group, in comm (the CPU's allocator counts host memory); on CUDA by which
+// ranks share a GPU, beside the device count and in the peak. dp 2 x pp 2 x tp 2: every
+// group has two ranks; rank r is (stage r / 4, dp (r / 2) % 2, tp r % 2).
+ZT_TEST(planner_counts_host_staging) {
+    const double two = 2.0 * ZT_COMM_STAGE_BYTES_DEFAULT, one = 2.0 * ZT_GRID_STAGE_BYTES_ONE;
+    CHECK(zt_comm_staged_host_bytes(ZT_COMM_STAGE_BYTES_DEFAULT) == (size_t)two);
+    struct {
+        const char *backend;
+        int stage_all, gpus, ranks_per_node;
+        double want; // staging of every rank
+    } cases[] = {
+        {"cpu", 0, 0, 0, 0.0},         // plain MPI: nothing staged
+        {"cpu", 1, 0, 0, 4 * two},     // --tensor-path staged: tp, dp, pp, embed
+        {"cuda", 0, 0, 0, 0.0},        // a GPU per rank: NCCL everywhere
+        {"cuda", 0, 8, 0, 0.0},        // 8 GPUs for 8 ranks: the same
+        {"cuda", 0, 4, 0, 2 * two},    // GPU r % 4: pp and embed {r, r+4} share one
+        {"cuda", 0, 1, 0, 4 * two},    // one GPU: every group shares it
+        {"cuda", 0, 2, 4, 1 * two},    // 2 machines of 2 GPUs: dp {r, r+2} shares one
+        {"cuda", 1, 0, 0, 4 * two},    // --tensor-path staged on GPUs of their own
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        zt_plan_spec s = tiny_spec(&k_layouts[7]), base;
+        s.backend = zt_backend_caps_of(cases[c].backend);
+        s.ranks_per_node = cases[c].ranks_per_node;
+        base = s;
+        s.stage_all = cases[c].stage_all;
+        s.gpus_per_node = cases[c].gpus;
+        zt_partition p;
+        CHECK(zt_plan_partition(&s, &p) == ZT_OK);
+        zt_plan_bytes *a = calloc(8, sizeof *a), *b = calloc(8, sizeof *b);
+        CHECK(a && b && zt_plan_all(&s, &p, a) == ZT_OK && zt_plan_all(&base, &p, b) == ZT_OK);
+        int dev = s.backend->device_memory;
+        for (int r = 0; r < 8; r++) {
+            if (a[r].staging != cases[c].want)
+                fprintf(stderr, "case %zu rank %d: staging %.0f, want %.0f\n", c, r,
+                        a[r].staging, cases[c].want);
+            CHECK(a[r].staging == cases[c].want);
+            double in_comm = dev ? 0.0 : a[r].staging;
+            CHECK(a[r].bytes[ZT_MEM_COMM] - b[r].bytes[ZT_MEM_COMM] == in_comm);
+            CHECK(a[r].peak - b[r].peak == a[r].staging);
+            zt_plan_bytes alone;
+            CHECK(zt_plan_rank(&s, &p, a[r].dp_rank, a[r].pp_rank, a[r].tp_rank, &alone) ==
+                  ZT_OK);
+            CHECK(same_plan(&alone, &a[r]));
+        }
+        printf("  %s%s, %d GPUs per machine, %d ranks per machine: %.0f MiB staging per rank\n",
+               cases[c].backend, cases[c].stage_all ? " staged" : "", cases[c].gpus,
+               cases[c].ranks_per_node, cases[c].want / 1048576);
+        free(a);
+        free(b);
+        zt_partition_free(&p);
+    }
+    // one rank on a GPU: four groups of one, each a staged communicator that copies nothing
+    // but holds its two small buffers
+    zt_plan_spec s = tiny_spec(&k_layouts[0]);
+    s.backend = zt_backend_caps_of("cuda");
+    zt_partition p;
+    CHECK(zt_plan_partition(&s, &p) == ZT_OK);
+    zt_plan_bytes b;
+    CHECK(zt_plan_rank(&s, &p, 0, 0, 0, &b) == ZT_OK);
+    CHECK(b.staging == 4 * one);
+    zt_partition_free(&p);
     return ZT_PASS;
 }

@@ -15,10 +15,6 @@
 #include "kernels_cuda.h"
 #include "launch_math.h"
 
-// cuBLAS's workspace, given to it at init (counted as workspace) so it allocates none in
-// the step. 32 MiB is what cuBLAS documents as enough for Hopper.
-#define CUBLAS_WORKSPACE_BYTES ((size_t)32 << 20)
-
 typedef struct {
     void *ptr;
     size_t bytes;
@@ -43,7 +39,7 @@ typedef struct {
     int att_rows;         // ZT_CUDA_ATTENTION=rows: the one-block-per-row attention kernels
     cudaStream_t stream;
     cublasHandle_t cublas;
-    void *cublas_ws;      // (CUBLAS_WORKSPACE_BYTES)
+    void *cublas_ws;      // (ZT_CUDA_CUBLAS_WORKSPACE bytes)
     double *reduce;       // (ZT_CUDA_REDUCE_WORK) the sums' scratch
     float *colsum;        // (ZT_CUDA_COLSUM_WORK) the column sums' partials (bias, LayerNorm)
     int *enc;             // (ZT_CUDA_ENC_WORK) the embedding backward's token buckets
@@ -547,8 +543,9 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
     ZT_CHECK_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     ZT_CHECK_CUBLAS(cublasCreate(&c->cublas));
     ZT_CHECK_CUBLAS(cublasSetStream(c->cublas, c->stream));
-    c->cublas_ws = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, CUBLAS_WORKSPACE_BYTES);
-    ZT_CHECK_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WORKSPACE_BYTES));
+    size_t before = zt_mem_current(ZT_MEM_WORKSPACE);
+    c->cublas_ws = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_CUBLAS_WORKSPACE);
+    ZT_CHECK_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, ZT_CUDA_CUBLAS_WORKSPACE));
     c->reduce = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_REDUCE_WORK * sizeof(double));
     c->colsum = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_COLSUM_WORK * sizeof(float));
     c->enc = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_ENC_WORK * sizeof(int));
@@ -557,7 +554,9 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
     c->bf16.scratch = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_BF16_SCRATCH * sizeof(float));
     c->bf16.reduce = c->reduce;
     c->bf16.colsum = c->colsum;
-    c->bf16.sums = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, 2 * sizeof(double));
+    c->bf16.sums = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_BF16_SUMS * sizeof(double));
+    // exactly what caps.fixed_workspace states (the planner counts it)
+    ZT_ASSERT(zt_mem_current(ZT_MEM_WORKSPACE) - before == ZT_CUDA_FIXED_WORKSPACE);
     set_tf32(c, opt->tf32);
     for (int i = 0; i < MAP_POOL; i++) {
         ZT_CHECK_CUDA(cudaHostAlloc(&c->pool[i].host, MAP_POOL_BYTES, cudaHostAllocDefault));
@@ -600,11 +599,14 @@ static void cuda_close(zt_backend *be) {
 }
 
 // The attention's scores go through a workspace of query blocks (launch_math.h);
-// gemm_mixed's scratch holds cuBLASLt's workspace and the tiles' converted operands.
+// gemm_mixed's scratch holds cuBLASLt's workspace and the tiles' converted operands; the
+// fixed workspace is what cuda_open allocates (cuBLAS's workspace, the sums', the column
+// sums', the embedding backward's, the bf16 ops').
 const zt_backend_entry zt_backend_cuda_entry = {
     .caps = {.name = "cuda", .built = 1, .tf32 = 1, .multi_rank = 1, .device_memory = 1,
              .bf16 = 1, .gemm_mixed_workspace = ZT_CUDA_GEMM_MIXED_WORKSPACE,
-             .attention_workspace = zt_cuda_attention_workspace},
+             .attention_workspace = zt_cuda_attention_workspace,
+             .fixed_workspace = ZT_CUDA_FIXED_WORKSPACE},
     .open = cuda_open,
     .close = cuda_close,
 };

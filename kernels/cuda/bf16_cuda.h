@@ -25,10 +25,9 @@
 extern "C" {
 #endif
 
-// The widened weights, gradients and row chunks of bf16_ops_cuda.c: 2^20 floats (4 MiB), a
-// chunk of 4096 blocks of 256 threads, enough to fill a GPU; allocated at open, counted as
-// workspace. Rows of LayerNorm up to ZT_CUDA_BF16_MAX_ROW fit with room for 62 rows a chunk.
-#define ZT_CUDA_BF16_SCRATCH ((size_t)1 << 20)
+// The widened weights, gradients and row chunks of bf16_ops_cuda.c: ZT_CUDA_BF16_SCRATCH
+// floats (launch_math.h), allocated at open, counted as workspace. Rows of LayerNorm up to
+// ZT_CUDA_BF16_MAX_ROW fit with room for 62 rows a chunk.
 #define ZT_CUDA_BF16_MAX_ROW (1 << 14)
 // The embedding backward's sort keeps two 8-byte keys a token in the scratch: 2^18 tokens
 // (a micro-batch of 256 x 1024).

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "adamw_math.h"
+#include "launch_math.h"
 #include "quant8_math.h"
 
 #ifdef __cplusplus
@@ -70,8 +71,7 @@ void zt_cuda_ce_slice_finish(cudaStream_t st, float *dlogits, float *losses, con
 // device memory (the blocks' partial results follow the two outputs). Two kernels: each
 // block sums a fixed range, then one block adds the blocks' results in block order, so
 // the result does not change from run to run.
-#define ZT_CUDA_REDUCE_BLOCKS 256
-#define ZT_CUDA_REDUCE_WORK (2 + 2 * ZT_CUDA_REDUCE_BLOCKS)
+// (ZT_CUDA_REDUCE_BLOCKS and ZT_CUDA_REDUCE_WORK: launch_math.h, which the planner reads.)
 void zt_cuda_reduce(cudaStream_t st, double *work, const float *x, size_t n, int mode);
 // *acc += *x, one double each in device memory (after zt_cuda_reduce: the loss's running sum).
 void zt_cuda_accumulate(cudaStream_t st, double *acc, const double *x);

@@ -64,6 +64,8 @@ typedef struct {
     int threads;              // OpenMP threads per rank (0 = runtime default)
     float peak_tflops;        // one rank's peak fp32 TFLOP/s, for the MFU (0 = not shown)
     char backend[8];          // cpu | cuda (kernels/backend.h)
+    char tensor_path[8];      // auto | staged: every group's tensors through MPI with host
+                              // staging (src/parallel/grid_data.h)
     int device;               // --backend cuda: the GPU (-1 = by the rank on its machine)
     int tf32;                 // --backend cuda: TF32 tensor cores in fp32 GEMMs
     int profile;              // time each op by phase (src/core/profile.h)
@@ -73,6 +75,7 @@ typedef struct {
                               // weights in the optimizer: docs/design.md, "bf16")
     char mem_limit[32];       // bytes one rank may use, "16G", "512M", ... ("" = none)
     int ranks_per_node;       // ranks sharing one machine, for `memory` (0 = all)
+    int gpus_per_node;        // GPUs of one machine, for `memory` (0 = one per rank)
     unsigned shape_given;     // bits: --model, --n-layer, --n-head, --n-embd, --vocab, --n-ctx
                               // given explicitly (flag or file), set by zt_config_parse
 } zt_config;

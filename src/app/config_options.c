@@ -14,6 +14,7 @@ static const char *const k_schedules[] = {"1f1b", "gpipe", NULL};
 static const char *const k_param_dtypes[] = {"fp32", "bf16", NULL};
 static const char *const k_save_dtypes[] = {"fp32", "bf16", NULL};
 static const char *const k_on_off[] = {"on", "off", NULL};
+static const char *const k_tensor_paths[] = {"auto", "staged", NULL};
 
 // Every option, once. The shape keys default to 0, which the preset always replaces.
 const opt_desc zt_opts[] = {
@@ -126,6 +127,10 @@ const opt_desc zt_opts[] = {
     {"backend", OPT_STR, FIELD(backend), "cpu", "NAME", zt_backend_names, 0, "parallel",
      "where tensors live and kernels run: cpu, or cuda (one GPU; a binary built with "
      "`make cuda`: build/zerotrain-cuda)"},
+    {"tensor-path", OPT_STR, FIELD(tensor_path), "auto", "MODE", k_tensor_paths, 0, "parallel",
+     "how tensors move between ranks: auto (--backend cuda: NCCL where the ranks of a group "
+     "have GPUs of their own, MPI with host staging where they share one; cpu: MPI) or staged "
+     "(every group through MPI with host staging, on either backend)"},
     {"device", OPT_INT, FIELD(device), "-1", "N", NULL, 0, "parallel",
      "--backend cuda: the GPU this rank uses (-1 = its rank on the machine mod the GPU count, "
      "so ranks beyond the count share GPUs; CUDA_VISIBLE_DEVICES numbers them)"},
@@ -145,6 +150,10 @@ const opt_desc zt_opts[] = {
     {"ranks-per-node", OPT_INT, FIELD(ranks_per_node), "0", "N", NULL, 0, "memory",
      "`zerotrain memory`: consecutive ranks sharing one machine (0 = all; sizes the MPI "
      "staging windows)"},
+    {"gpus-per-node", OPT_INT, FIELD(gpus_per_node), "0", "N", NULL, 0, "memory",
+     "`zerotrain memory --backend cuda`: GPUs of one machine, which its ranks take in turn (0 = "
+     "one per rank: NCCL everywhere); groups whose ranks share one stage through pinned host "
+     "buffers, which the plan counts"},
 };
 _Static_assert(sizeof zt_opts / sizeof zt_opts[0] == ZT_N_OPTS,
                "ZT_N_OPTS (config_options.h) must count the options of zt_opts");

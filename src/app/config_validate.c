@@ -126,10 +126,12 @@ static zt_status check_parallel(const zt_config *c) {
     return ZT_OK;
 }
 
-// Memory planning: --ranks-per-node and the syntax of --mem-limit.
+// Memory planning: --ranks-per-node, --gpus-per-node and the syntax of --mem-limit.
 static zt_status check_memory(const zt_config *c) {
     NEED(c->ranks_per_node >= 0, "--ranks-per-node must be at least 0 (got %d; 0 = all ranks "
          "on one machine)", c->ranks_per_node);
+    NEED(c->gpus_per_node >= 0, "--gpus-per-node must be at least 0 (got %d; 0 = one GPU per "
+         "rank)", c->gpus_per_node);
     if (c->mem_limit[0]) {
         double bytes;
         ZT_TRY(zt_config_parse_bytes(c->mem_limit, "--mem-limit", &bytes));

@@ -19,7 +19,7 @@ static const char *const k_eval_options[] = {
     "micro-batch", "seq",     "grad-accum", "seed",        "data",   "val-data",
     "val-batches", "init-from", "resume",   "dp",          "pp",     "tp",
     "partition", "loss-chunk", "threads",   "backend",     "tf32",   "mem-limit",
-    "param-dtype", NULL};
+    "param-dtype", "tensor-path", NULL};
 
 void zt_eval_usage(FILE *f) {
     fprintf(f,

@@ -17,6 +17,9 @@ void zt_memory_usage(FILE *f) {
                "  the bytes every rank of that layout would need, by category, without\n"
                "  allocating (one process, no mpirun; --dp, --pp, --tp default to 1);\n"
                "  --mem-limit checks a budget per rank and advises changes that fit;\n"
+               "  --backend cuda plans device memory, with --ranks-per-node and\n"
+               "  --gpus-per-node saying which ranks share a GPU (their groups stage\n"
+               "  through pinned host buffers; default: a GPU per rank, NCCL);\n"
                "  --json prints the plan as JSON. The train flags:\n\n");
     zt_config_print_help(f);
 }

@@ -38,6 +38,8 @@ zt_status zt_plan_spec_from_config(zt_plan_spec *s, const zt_config *c, int dp) 
         return zt_errorf("--param-dtype '%s' is not known: use one of fp32, bf16",
                          c->param_dtype);
     s->ranks_per_node = c->ranks_per_node;
+    s->gpus_per_node = c->gpus_per_node;
+    s->stage_all = strcmp(c->tensor_path, "staged") == 0;
     s->stage_kib = zt_comm_mpi_stage_kib();
     s->save = c->save[0] != 0;
     s->sample = c->sample_every > 0;

@@ -303,7 +303,7 @@ static zt_status open_trainer(zt_trainer *t, zt_backend *backend, const zt_comm 
     ZT_TRY(open_run(t, backend, world, &dp));
     ZT_TRY(zt_grid_init(&t->grid, world, dp, cfg->pp, cfg->tp));
     // a device backend's tensors: NCCL, or MPI with host staging (before the profile wraps)
-    ZT_TRY(zt_grid_open_data(&t->grid, backend));
+    ZT_TRY(zt_grid_open_data(&t->grid, backend, strcmp(cfg->tensor_path, "staged") == 0));
     if (cfg->profile) start_profile(t);
     // the launcher says which ranks share a machine; else all (the conservative guess)
     t->plan.ranks_per_node = zt_launcher_local_size(t->grid.world);

@@ -27,6 +27,19 @@ zt_data_path zt_grid_data_path(const char *const *ids, int n, int *a, int *b) {
     return ZT_DATA_NCCL;
 }
 
+zt_data_path zt_grid_group_path(const char *const *ids, int n, int stage_all, int *a, int *b) {
+    if (!stage_all || n == 1) return zt_grid_data_path(ids, n, a, b);
+    if (a) *a = 0;
+    if (b) *b = 0;
+    return ZT_DATA_STAGED;
+}
+
+size_t zt_grid_stage_bytes(zt_data_path p) {
+    return p == ZT_DATA_STAGED ? ZT_COMM_STAGE_BYTES_DEFAULT
+           : p == ZT_DATA_ONE  ? ZT_GRID_STAGE_BYTES_ONE
+                               : 0;
+}
+
 // snprintf appending at *len, never past size (a cut report stays NUL-terminated).
 static void add(char *buf, size_t size, size_t *len, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -59,7 +72,7 @@ static void report_devices(int world, const int *devices, const char *const *ids
 }
 
 void zt_grid_data_report(int dp, int pp, int tp, const int *devices, const char *const *ids,
-                         char *devices_out, size_t devices_size, char *paths,
+                         int stage_all, char *devices_out, size_t devices_size, char *paths,
                          size_t paths_size) {
     static const struct {
         zt_grid_group group;
@@ -85,7 +98,7 @@ void zt_grid_data_report(int dp, int pp, int tp, const int *devices, const char 
             if (kinds[k].group == ZT_GRID_GROUP_EMBED && n == 1) continue; // a middle stage
             for (int i = 0; i < n; i++) mids[i] = ids[members[i]];
             int a, b;
-            zt_data_path p = zt_grid_data_path(mids, n, &a, &b);
+            zt_data_path p = zt_grid_group_path(mids, n, stage_all, &a, &b);
             if (p == ZT_DATA_ONE) n_one++;
             else if (p == ZT_DATA_NCCL) n_nccl++;
             else if (n_staged++ == 0) wa = members[a], wb = members[b];
@@ -103,7 +116,8 @@ void zt_grid_data_report(int dp, int pp, int tp, const int *devices, const char 
                         n_nccl == 1 ? "" : "s");
         add(paths, paths_size, &len, "MPI with host staging");
         if (n_nccl) add(paths, paths_size, &len, " in %d", n_staged);
-        if (!ids[wa][0]) add(paths, paths_size, &len, " (host memory)");
+        if (stage_all) add(paths, paths_size, &len, " (--tensor-path staged)");
+        else if (!ids[wa][0]) add(paths, paths_size, &len, " (host memory)");
         else add(paths, paths_size, &len, " (ranks %d and %d share GPU %d)", wa, wb, devices[wa]);
     }
     free(members);
@@ -140,15 +154,10 @@ typedef struct {
     int32_t pad;
 } device_record; // gathered as bytes: 128 per rank
 
-zt_status zt_grid_open_data(zt_grid *g, const zt_backend *be) {
-    const char *force = getenv("ZT_GRID_STAGED");
-    int forced = force && strcmp(force, "1") == 0;
-    // every rank reads the same environment (mpirun -x), so each decides alike, before any
-    // collective: a host backend's path is then exactly what it was, not one call more
-    if (force && force[0] && !forced && strcmp(force, "0") != 0)
-        return zt_errorf("ZT_GRID_STAGED=%s: use 1 (every group's tensors through MPI with host "
-                         "staging) or 0", force);
-    if (!be->caps->device_memory && !forced) return ZT_OK;
+zt_status zt_grid_open_data(zt_grid *g, const zt_backend *be, int stage_all) {
+    // every rank decides alike, before any collective: a host backend's path without
+    // stage_all is then exactly what it was, not one call more
+    if (!be->caps->device_memory && !stage_all) return ZT_OK;
     zt_status s = ZT_OK;
 
     // every rank's device, over the control path
@@ -166,7 +175,7 @@ zt_status zt_grid_open_data(zt_grid *g, const zt_backend *be) {
         ids[r] = all[r].id;
         devices[r] = all[r].device;
     }
-    zt_grid_data_report(g->dp, g->pp, g->tp, devices, ids, g->devices_report,
+    zt_grid_data_report(g->dp, g->pp, g->tp, devices, ids, stage_all, g->devices_report,
                         sizeof g->devices_report, g->paths_report, sizeof g->paths_report);
 
     // Where every rank has a GPU of its own, one NCCL communicator over the world is made
@@ -174,7 +183,7 @@ zt_status zt_grid_open_data(zt_grid *g, const zt_backend *be) {
     // a group's first world rank its color); else each NCCL group joins on its own.
     zt_comm world_dev;
     memset(&world_dev, 0, sizeof world_dev);
-    if (zt_grid_data_path(ids, g->world, NULL, NULL) == ZT_DATA_NCCL)
+    if (zt_grid_group_path(ids, g->world, stage_all, NULL, NULL) == ZT_DATA_NCCL)
         s = zt_comm_nccl_init(&world_dev, &g->world_comm, be->ops->stream(be));
 
     // Each kind in the same order on every rank; a group's members all decide alike (they
@@ -196,15 +205,13 @@ zt_status zt_grid_open_data(zt_grid *g, const zt_backend *be) {
         const char **mids = calloc((size_t)n, sizeof *mids);
         ZT_ASSERTF(mids, "out of host memory");
         for (int j = 0; j < n; j++) mids[j] = ids[members[j]];
-        zt_data_path path = zt_grid_data_path(mids, n, NULL, NULL);
+        zt_data_path path = zt_grid_group_path(mids, n, stage_all, NULL, NULL);
         free(mids);
         if (world_dev.ops)
             zt_comm_nccl_split(&world_dev, path == ZT_DATA_NCCL ? members[0] : ZT_COMM_UNDEFINED,
                                k[i].ctrl->rank, k[i].dev);
         if (path != ZT_DATA_NCCL) {
-            zt_comm_staged_init(k[i].dev, k[i].ctrl, &st,
-                                path == ZT_DATA_ONE ? ZT_GRID_STAGE_BYTES_ONE
-                                                    : ZT_COMM_STAGE_BYTES_DEFAULT);
+            zt_comm_staged_init(k[i].dev, k[i].ctrl, &st, zt_grid_stage_bytes(path));
         } else if (!world_dev.ops) {
             zt_status r = zt_comm_nccl_init(k[i].dev, k[i].ctrl, be->ops->stream(be));
             if (r != ZT_OK && s == ZT_OK) s = r;

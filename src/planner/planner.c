@@ -9,6 +9,7 @@
 #include "generate.h"
 #include "gpt2.h"
 #include "grid.h"
+#include "grid_data.h"
 
 // Communicators of one rank: main's world, then the grid's world, tp, dp, pp and embed.
 #define N_COMMS 6
@@ -66,6 +67,9 @@ static zt_status plan_stage(const zt_plan_spec *s, int first, int last, int tp_r
     // the stage after, per slot, and the gradient of the stage's input
     double BT = (double)s->micro_batch * s->seq, NC = BT * s->shape.n_embd;
     o->bytes[ZT_MEM_WORKSPACE] += 2.0 * slots * BT * sizeof(int32_t);
+    // the backend's own buffers, allocated when it opens (CUDA: cuBLAS's workspace, the
+    // sums' and the bf16 ops' scratch)
+    o->bytes[ZT_MEM_WORKSPACE] += (double)s->backend->fixed_workspace;
     o->bytes[ZT_MEM_COMM] += (2.0 * slots + 1.0) * NC * sizeof(float); // fp32 activations
     if (s->sample) { // the --sample-every decoder's own buffers (fp32, src/model/generate.h)
         size_t dec[ZT_MEM_NCAT];
@@ -156,6 +160,121 @@ static void plan_comm_backend(const zt_plan_spec *s, zt_plan_bytes *o) {
     o->bytes[ZT_MEM_COMM] += o->comm_backend;
 }
 
+// ---------------------------------------------------------------- host staging
+
+// The grid's groups that get a tensor path (grid_data.c), in its order.
+static const zt_grid_group k_data_groups[4] = {ZT_GRID_GROUP_TP, ZT_GRID_GROUP_DP,
+                                               ZT_GRID_GROUP_PP, ZT_GRID_GROUP_EMBED};
+
+// The members of world rank (d, p, t)'s group of kind g in group order (zt_grid_members'
+// order, by arithmetic: a plan of a million ranks must not scan the world per rank).
+static int group_ranks(const zt_plan_spec *s, zt_grid_group g, int d, int p, int t, int *out) {
+    int dp = s->dp, pp = s->pp, tp = s->tp, n = 0;
+    switch (g) {
+    case ZT_GRID_GROUP_TP:
+        for (int i = 0; i < tp; i++) out[n++] = zt_grid_rank(d, p, i, dp, pp, tp);
+        break;
+    case ZT_GRID_GROUP_DP:
+        for (int i = 0; i < dp; i++) out[n++] = zt_grid_rank(i, p, t, dp, pp, tp);
+        break;
+    case ZT_GRID_GROUP_PP:
+        for (int i = 0; i < pp; i++) out[n++] = zt_grid_rank(d, i, t, dp, pp, tp);
+        break;
+    default: // the embed group: the first and last stage; a middle stage (or pp 1) alone
+        out[n++] = zt_grid_rank(d, pp > 1 && p == pp - 1 ? 0 : p, t, dp, pp, tp);
+        if (pp > 1 && (p == 0 || p == pp - 1)) out[n++] = zt_grid_rank(d, pp - 1, t, dp, pp, tp);
+        break;
+    }
+    return n;
+}
+
+#define DEVICE_ID 32
+
+// The device identity the grid would gather from world rank r (zt_backend_i.device): its
+// machine and the GPU it opens there, picked as the backend picks it (local rank mod the
+// machine's GPUs; a GPU of its own when gpus_per_node is 0); "" on a host backend.
+static void device_id(const zt_plan_spec *s, int r, char *id) {
+    id[0] = 0;
+    if (!s->backend->device_memory) return;
+    int local = s->ranks_per_node > 0 ? r % s->ranks_per_node : r, gpu = 0;
+    int count = s->gpus_per_node > 0 ? s->gpus_per_node : local + 1;
+    ZT_ASSERT(zt_backend_pick_device(-1, local, count, &gpu) == ZT_OK);
+    snprintf(id, DEVICE_ID, "%d/%d", node_of(s, r), gpu);
+}
+
+// Host staging bytes of one group (members[0..n)): the grid's choice of path for it, two
+// buffers of that path's size.
+static double group_staging(const zt_plan_spec *s, const int *members, int n,
+                            char (*ids)[DEVICE_ID], const char **pids) {
+    for (int i = 0; i < n; i++) {
+        device_id(s, members[i], ids[i]);
+        pids[i] = ids[i];
+    }
+    zt_data_path path = zt_grid_group_path(pids, n, s->stage_all, NULL, NULL);
+    return (double)zt_comm_staged_host_bytes(zt_grid_stage_bytes(path));
+}
+
+// Whether the grid makes tensor paths at all (zt_grid_open_data): a device backend, or
+// --tensor-path staged.
+static int has_data_paths(const zt_plan_spec *s) {
+    return s->backend->device_memory || s->stage_all;
+}
+
+// Adds `bytes` of staging to rank plan o: counted in comm where the allocator counts host
+// memory (a host backend), else beside it.
+static void add_staging(const zt_plan_spec *s, zt_plan_bytes *o, double bytes) {
+    o->staging += bytes;
+    if (!s->backend->device_memory) o->bytes[ZT_MEM_COMM] += bytes;
+}
+
+typedef struct {
+    int *members;
+    char (*ids)[DEVICE_ID];
+    const char **pids;
+} group_scratch;
+
+static void scratch_init(group_scratch *g, int n) {
+    g->members = malloc((size_t)n * sizeof *g->members);
+    g->ids = malloc((size_t)n * sizeof *g->ids);
+    g->pids = malloc((size_t)n * sizeof *g->pids);
+    ZT_ASSERT(g->members && g->ids && g->pids);
+}
+
+static void scratch_free(group_scratch *g) {
+    free(g->members);
+    free(g->ids);
+    free(g->pids);
+}
+
+// The staging of one rank (one != NULL: its four groups) or of every rank (all, indexed by
+// world rank: each group's path chosen once, with its first member, and added to every
+// member, so a plan of many ranks costs one choice per group).
+// TODO: zt_grid_data_path compares every pair of a group's devices, so a device plan of a
+// dp group of 10^5 ranks takes minutes; none of that size has been asked for.
+static void plan_staging(const zt_plan_spec *s, zt_plan_bytes *one, zt_plan_bytes *all) {
+    int W = s->dp * s->pp * s->tp, lo = one ? one->rank : 0, hi = one ? one->rank + 1 : W;
+    for (int r = lo; r < hi; r++) (one ? one : &all[r])->staging = 0.0;
+    if (!has_data_paths(s)) return;
+    int most = s->dp > s->pp ? s->dp : s->pp;
+    group_scratch g;
+    scratch_init(&g, most > s->tp ? most : s->tp);
+    for (int r = lo; r < hi; r++) {
+        const zt_plan_bytes *o = one ? one : &all[r];
+        for (int k = 0; k < 4; k++) {
+            int n = group_ranks(s, k_data_groups[k], o->dp_rank, o->pp_rank, o->tp_rank,
+                                g.members);
+            if (one) {
+                add_staging(s, one, group_staging(s, g.members, n, g.ids, g.pids));
+                continue;
+            }
+            if (g.members[0] != r) continue; // planned with its first member
+            double bytes = group_staging(s, g.members, n, g.ids, g.pids);
+            for (int i = 0; i < n; i++) add_staging(s, &all[g.members[i]], bytes);
+        }
+    }
+    scratch_free(&g);
+}
+
 // What the trainer mallocs at the end while everything else is still held: the first
 // stage's copy of the last stage's tied embedding (the bit-identity check, pp > 1), then,
 // with --save, rank 0's copy of every other (stage, tp rank) part's parameters (the
@@ -174,10 +293,11 @@ static void plan_end(const zt_plan_spec *s, zt_plan_bytes *o, const size_t *stag
     o->end_transient = tied > save ? tied : save;
 }
 
-static void finish(zt_plan_bytes *o) {
+static void finish(const zt_plan_spec *s, zt_plan_bytes *o) {
     o->tracked = 0.0;
     for (int k = 0; k < ZT_MEM_NCAT; k++) o->tracked += o->bytes[k];
-    o->peak = o->tracked + o->comm_window + o->end_transient;
+    o->peak = o->tracked + o->comm_window + o->end_transient +
+              (s->backend->device_memory ? o->staging : 0.0);
 }
 
 // Every stage's padded flat length on tp rank 0 (rank 0's export gathers them).
@@ -204,12 +324,13 @@ zt_status zt_plan_rank(const zt_plan_spec *s, const zt_partition *p, int dp_rank
     plan_optimizer(s, &lay, dp_rank, out);
     zt_layout_free(&lay);
     plan_comm_backend(s, out);
+    plan_staging(s, out, NULL);
     size_t *numel = calloc((size_t)s->pp, sizeof *numel);
     ZT_ASSERT(numel);
     zt_status st = out->rank == 0 && s->save ? stage_numels(s, p, numel) : ZT_OK;
     if (st == ZT_OK) {
         plan_end(s, out, numel);
-        finish(out);
+        finish(s, out);
     }
     free(numel);
     return st;
@@ -249,10 +370,11 @@ zt_status zt_plan_all(const zt_plan_spec *s, const zt_partition *p, zt_plan_byte
         }
     if (st == ZT_OK) {
         int W = s->dp * s->pp * s->tp;
+        for (int r = 0; r < W; r++) plan_comm_backend(s, &out[r]);
+        plan_staging(s, NULL, out);
         for (int r = 0; r < W; r++) {
-            plan_comm_backend(s, &out[r]);
             plan_end(s, &out[r], numel);
-            finish(&out[r]);
+            finish(s, &out[r]);
         }
     }
     free(numel);
@@ -304,7 +426,7 @@ static zt_status exact_cost(const zt_plan_spec *s, int first, int last, int slot
     if (s->is_8bit) ZT_TRY(stage_layout(s, first, last, 0, b.numel, &lay));
     plan_optimizer(s, &lay, 0, &b);
     zt_layout_free(&lay);
-    finish(&b);
+    finish(s, &b);
     *cost = b.tracked;
     return ZT_OK;
 }

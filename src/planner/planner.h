@@ -11,7 +11,8 @@
 //             the micro-batches the schedule keeps in flight on stage s (1F1B:
 //             min(pp - s, grad_accum); GPipe: grad_accum); the flat buffer padded to a
 //             multiple of dp * ZT_ALIGN_ELEMS. Plus the trainer's token buffers
-//             (2 * slots * B * T int32, workspace).
+//             (2 * slots * B * T int32, workspace) and the backend's own buffers
+//             (caps.fixed_workspace: CUDA's cuBLAS workspace and scratch, workspace).
 //   optimizer zero 1: this dp rank's shard [d * numel/dp, (d+1) * numel/dp); zero 0: the
 //             whole flat buffer. fp32 AdamW: m and v, 4 bytes each per element;
 //             adamw8bit: zt_adamw8bit_state_bytes of the shard (codes, absmax, fp32
@@ -21,6 +22,14 @@
 //             The MPI backend's shared-memory staging windows (2 * size * slot bytes per
 //             node-local communicator of 2 or more ranks) are MPI's allocation, outside
 //             the allocator's count: reported as comm_window, counted in the peak.
+//   staging   the host staging buffers of the rank's tp, dp, pp and embed groups where the
+//             grid stages them (comm/comm_staged.c; src/parallel/grid_data.h): on a device
+//             backend a group whose ranks share a GPU (by --gpus-per-node and
+//             --ranks-per-node, each rank taking GPU local rank mod gpus, as the backend
+//             picks) and a group of one; with --tensor-path staged every group. Two buffers
+//             per group (16 MiB each, 64 KiB for a group of one). On the CPU (staged) they
+//             are host memory the allocator counts, in comm; on a GPU pinned host memory
+//             outside its count (device memory): reported as staging, counted in the peak.
 // bf16 (param_bytes 2, docs/design.md "bf16"): params and grads take 2 bytes per value,
 // the optimizer adds an fp32 master copy of its range (4 bytes per element, sharded like m
 // and v), the backward scratch the backend's gemm_mixed scratch; activations, logits and
@@ -51,6 +60,8 @@ typedef struct {
     zt_adamw8bit_options opt8;
     int param_bytes;              // 4: fp32; 2: bf16 params and grads + fp32 master
     int ranks_per_node;           // consecutive world ranks per machine; 0 = all on one
+    int gpus_per_node;            // GPUs per machine (a device backend); 0 = one per rank
+    int stage_all;                // --tensor-path staged: every group through host staging
     int stage_kib;                // the MPI backend's staging slot (KiB; 0 = no windows):
                                   // zt_comm_mpi_stage_kib()
     int save;                     // --save given: rank 0 gathers every part at the end
@@ -76,9 +87,13 @@ typedef struct {
     double comm_backend;          // the MPI backend's part of bytes[ZT_MEM_COMM] (its
                                   // per-communicator state and tables)
     double comm_window;           // MPI staging windows: MPI's memory, not in bytes[]
+    double staging;               // host staging buffers of the rank's staged groups: in
+                                  // bytes[ZT_MEM_COMM] on a host backend, pinned host memory
+                                  // outside bytes[] on a device backend
     double end_transient;         // malloc'd at the end of the run (export, checks)
     double tracked;               // sum of bytes[]
-    double peak;                  // tracked + comm_window + end_transient
+    double peak;                  // tracked + comm_window + end_transient (+ staging
+                                  // where it is outside bytes[])
 } zt_plan_bytes;
 
 

@@ -40,7 +40,7 @@ static int alike(const zt_plan_bytes *a, const zt_plan_bytes *b) {
     return a->opt_master == b->opt_master && a->opt_m == b->opt_m && a->opt_v == b->opt_v &&
            a->opt_absmax == b->opt_absmax && a->opt_table == b->opt_table &&
            a->comm_backend == b->comm_backend && a->comm_window == b->comm_window &&
-           a->end_transient == b->end_transient;
+           a->staging == b->staging && a->end_transient == b->end_transient;
 }
 
 // "0-3,5,7-9" of the set bits of `on` (n entries), truncated with "..." to fit.
@@ -107,6 +107,7 @@ static int make_groups(const zt_plan_spec *s, const zt_plan_bytes *all, group **
         m->opt_table = fmax(m->opt_table, b->opt_table);
         m->comm_backend = fmax(m->comm_backend, b->comm_backend);
         m->comm_window = fmax(m->comm_window, b->comm_window);
+        m->staging = fmax(m->staging, b->staging);
         m->end_transient = fmax(m->end_transient, b->end_transient);
         m->tracked = fmax(m->tracked, b->tracked);
         x->spread = fmax(x->spread, fabs(b->peak - x->first.peak));
@@ -186,6 +187,16 @@ static void text_report(FILE *f, const zt_plan_spec *s, const zt_partition *p,
     fprintf(f, "%d OpenMP threads per rank (--threads, else OMP_NUM_THREADS: the attention "
                "workspace grows with them)\n",
             s->threads);
+    if (s->stage_all)
+        fprintf(f, "tensor paths: every group through MPI with host staging (--tensor-path "
+                   "staged)\n");
+    else if (s->backend->device_memory && s->gpus_per_node > 0)
+        fprintf(f, "tensor paths: %d GPUs per machine, taken in turn by its ranks: NCCL where a "
+                   "group's ranks have GPUs of their own, MPI with host staging where they "
+                   "share one (--gpus-per-node)\n", s->gpus_per_node);
+    else if (s->backend->device_memory)
+        fprintf(f, "tensor paths: NCCL, each rank a GPU of its own (--gpus-per-node 0; give "
+                   "the machines' GPU count where ranks share them)\n");
     group *g = NULL;
     int n = make_groups(s, all, &g);
     double top = 0.0;
@@ -195,18 +206,21 @@ static void text_report(FILE *f, const zt_plan_spec *s, const zt_partition *p,
     fprintf(f, "\npredicted bytes per rank in %s, allocated before step 1 (ranks alike share "
                "a row):\n",
             uname);
-    fprintf(f, "%-30s %5s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "ranks", "slots", "params",
-            "grads", "optimizer", "activ.", "workspace", "comm", "logits", "windows",
-            "end", "peak");
+    fprintf(f, "%-30s %5s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "ranks", "slots",
+            "params", "grads", "optimizer", "activ.", "workspace", "comm", "logits", "windows",
+            "staging", "end", "peak");
     for (int k = 0; k < n; k++) {
         const zt_plan_bytes *b = &g[k].max;
         fprintf(f, "%-30s %5d", g[k].label, b->n_slots);
         for (int c = 0; c < ZT_MEM_NCAT; c++) fprintf(f, " %9.1f", b->bytes[c] / unit);
-        fprintf(f, " %9.1f %9.1f %9.1f\n", b->comm_window / unit, b->end_transient / unit,
-                b->peak / unit);
+        fprintf(f, " %9.1f %9.1f %9.1f %9.1f\n", b->comm_window / unit, b->staging / unit,
+                b->end_transient / unit, b->peak / unit);
     }
     fprintf(f, "(windows: the MPI backend's shared-memory staging windows, outside the "
-               "allocator's count; end: buffers the run mallocs at its end%s)\n",
+               "allocator's count; staging: the host buffers of groups staged through MPI, %s; "
+               "end: buffers the run mallocs at its end%s)\n",
+            s->backend->device_memory ? "pinned host memory outside the device's count"
+                                      : "in comm",
             s->save ? ", the --save export included" : "");
     fprintf(f, "\noptimizer state in %s:\n%-30s %9s %9s %9s %9s %9s\n", uname, "ranks",
             "master", "m", "v", "absmax", "table");
@@ -315,6 +329,9 @@ static void json_report(FILE *f, const zt_plan_spec *s, const zt_partition *p,
     cJSON_AddStringToObject(lay, "schedule", zt_schedule_kind_name(s->schedule));
     cJSON_AddStringToObject(lay, "partition", s->partition);
     cJSON_AddNumberToObject(lay, "ranks_per_node", s->ranks_per_node);
+    cJSON_AddNumberToObject(lay, "gpus_per_node", s->gpus_per_node);
+    cJSON_AddStringToObject(lay, "tensor_path", s->stage_all ? "staged" : "auto");
+    cJSON_AddStringToObject(lay, "backend", s->backend->name);
     cJSON_AddNumberToObject(lay, "stage_kib", s->stage_kib);
     cJSON_AddNumberToObject(lay, "threads", s->threads);
     cJSON *stages = cJSON_AddArrayToObject(root, "stages");
@@ -350,6 +367,7 @@ static void json_report(FILE *f, const zt_plan_spec *s, const zt_partition *p,
         cJSON_AddNumberToObject(opt, "table", b->opt_table);
         cJSON_AddNumberToObject(o, "comm_backend", b->comm_backend);
         cJSON_AddNumberToObject(o, "comm_window", b->comm_window);
+        cJSON_AddNumberToObject(o, "staging", b->staging);
         cJSON_AddNumberToObject(o, "end_transient", b->end_transient);
         cJSON_AddNumberToObject(o, "tracked", b->tracked);
         cJSON_AddNumberToObject(o, "peak", b->peak);

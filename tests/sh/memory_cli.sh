@@ -34,7 +34,10 @@ for r in j["ranks"]:
     assert sorted(b) == sorted(CATS), b
     assert all(v >= 0 for v in b.values()), b
     assert r["tracked"] == sum(b.values()), r
-    assert r["peak"] == r["tracked"] + r["comm_window"] + r["end_transient"], r
+    # host staging buffers are in comm on the CPU, pinned host memory beside it on a GPU
+    dev = lay["backend"] == "cuda"
+    assert r["peak"] == r["tracked"] + r["comm_window"] + r["end_transient"] + \
+        (r["staging"] if dev else 0), r
     s = r["optimizer_split"]
     assert b["optimizer"] == s["master"] + s["m"] + s["v"] + s["absmax"] + s["table"], r
     assert r["rank"] == (r["pp_rank"] * lay["dp"] + r["dp_rank"]) * lay["tp"] + r["tp_rank"]
@@ -67,7 +70,7 @@ EOF
 
 # ---- the text report -----------------------------------------------------------------
 expect_ok text_tiny_pp2 '^stage 1, dp 0-1 +1 ' -- "$ZT" memory --dp 2 --pp 2
-expect_ok text_columns '^ranks +slots +params +grads +optimizer +activ\. +workspace +comm +logits +windows +end +peak$' -- \
+expect_ok text_columns '^ranks +slots +params +grads +optimizer +activ\. +workspace +comm +logits +windows +staging +end +peak$' -- \
   "$ZT" memory --dp 2 --pp 2
 expect_ok text_optimizer_split '^ranks +master +m +v +absmax +table$' -- "$ZT" memory --dp 2 --optim adamw8bit --zero 1
 expect_ok text_largest_rank '^largest rank: [0-9]+ \(stage' -- "$ZT" memory --model gpt2 --dp 4 --pp 2 --tp 2
@@ -138,6 +141,36 @@ json_check json_gpt3_175b_3d 'assert max(r["pp_rank"] for r in j["ranks"]) == 7'
   --n-layer 96 --n-head 96 --n-embd 12288 --n-ctx 2048 --vocab 50257 --seq 2048 --micro-batch 1 \
   --dp 16 --pp 8 --tp 8 --zero 1 --optim adamw8bit --partition memory --grad-accum 16 --ranks-per-node 8
 
+# ---- host staging: the grid's choice of path per group, from the GPUs per machine --------
+# A CUDA plan counts each staged group's two pinned host buffers (16 MiB each; 64 KiB for a
+# group of one) beside the device bytes; NCCL groups stage nothing. 8 ranks dp 2 x pp 2 x tp 2
+# on one machine: rank r takes GPU r mod G.
+STG='
+MiB, KiB = 2**20, 2**10
+def staging(r): return j["ranks"][r]["staging"]'
+json_check json_cuda_staging_own_gpus "$STG
+assert all(staging(r) == 0 for r in range(8)), [staging(r) for r in range(8)]" -- \
+  --backend cuda --dp 2 --pp 2 --tp 2
+json_check json_cuda_staging_one_rank "$STG
+assert staging(0) == 4 * 2 * 64 * KiB, staging(0)  # four groups of one" -- --backend cuda
+# 4 GPUs: tp {0,1} and dp {0,2} on GPUs of their own, pp and embed {0,4} share GPU 0
+json_check json_cuda_staging_4_gpus "$STG
+assert all(staging(r) == 2 * 2 * 16 * MiB for r in range(8)), [staging(r) for r in range(8)]" -- \
+  --backend cuda --dp 2 --pp 2 --tp 2 --gpus-per-node 4
+# 1 GPU: every group shares it
+json_check json_cuda_staging_1_gpu "$STG
+assert all(staging(r) == 4 * 2 * 16 * MiB for r in range(8)), [staging(r) for r in range(8)]" -- \
+  --backend cuda --dp 2 --pp 2 --tp 2 --gpus-per-node 1
+# 2 machines of 4 ranks and 2 GPUs: the pp groups {r, r+4} span machines (NCCL), tp pairs
+# share nothing, dp pairs {0,2} share GPU 0 of their machine
+json_check json_cuda_staging_2_machines "$STG
+assert all(staging(r) == 2 * 16 * MiB for r in range(8)), [staging(r) for r in range(8)]" -- \
+  --backend cuda --dp 2 --pp 2 --tp 2 --gpus-per-node 2 --ranks-per-node 4
+# --tensor-path staged on the CPU: the buffers are host memory the allocator counts, in comm
+json_check json_cpu_staged_in_comm "$STG
+assert staging(0) == 3 * 2 * 16 * MiB + 2 * 64 * KiB, staging(0)  # dp, pp, embed; tp alone" -- \
+  --dp 2 --pp 2 --tensor-path staged
+
 # ---- --mem-limit: the advice fits when planned again -----------------------------------
 BASE=(--model gpt2 --dp 2 --micro-batch 8 --seq 1024 --grad-accum 2)
 json_check json_mem_limit_advice '
@@ -161,7 +194,9 @@ if command -v mpirun >/dev/null; then
   for cfg in "4|--dp 2 --pp 2 --grad-accum 4 --n-layer 2" "2|--dp 2 --zero 1 --optim adamw8bit" \
              "1|--dp 1 --loss-chunk 8" "4|--dp 1 --pp 2 --tp 2 --schedule gpipe --grad-accum 3 --n-layer 3" \
              "2|--dp 2 --zero 1 --param-dtype bf16" "2|--dp 2 --zero 1 --optim adamw8bit --param-dtype bf16" \
-             "4|--dp 1 --pp 2 --tp 2 --grad-accum 2 --n-layer 3 --param-dtype bf16"; do
+             "4|--dp 1 --pp 2 --tp 2 --grad-accum 2 --n-layer 3 --param-dtype bf16" \
+             "4|--dp 2 --pp 2 --grad-accum 2 --n-layer 2 --tensor-path staged" \
+             "2|--dp 2 --zero 1 --param-dtype bf16 --tensor-path staged"; do
     np=${cfg%%|*}; flags=${cfg#*|}
     name="run_np${np}_$(echo "$flags" | tr -c 'a-z0-9' _)"
     # shellcheck disable=SC2086  # flags are several words
