@@ -225,6 +225,8 @@ static inline ZT_HD int zt_q8_block_len(size_t n, size_t j, int block) {
 //   sort: keys, P merge passes of N binary searches (N P (P + 1) / 2 = 1.7M key reads
 //     whatever the repeats), then N blocks, the non-starts returning at once: P + 2
 //     launches; scratch 16 N bytes whatever V, no atomics, one path.
+// (Grouping on the host would need the device's tokens copied back and waited for
+// mid-backward.)
 // The scratch (ZT_CUDA_EMBED_WORK keys, 16 MiB) is the backend's, allocated at open; a
 // micro-batch of more than ZT_EMBED_MAX_TOKENS tokens is refused before the run starts
 // (caps.max_tokens), as a status.
