@@ -213,6 +213,8 @@ typedef struct {
     int multi_rank;    // several ranks' tensors can move through the comm backends
     int device_memory; // tensors live off the host (a GPU's memory)
     int bf16;          // the bf16 mixed-precision ops (zt_backend_i's last group)
+    int max_tokens;    // tokens a micro-batch may hold (0: any): the CUDA embedding backward's
+                       // sort scratch, sized at open (launch_math.h, ZT_EMBED_MAX_TOKENS)
     size_t gemm_mixed_workspace; // bytes of scratch gemm_mixed takes (0: none)
     size_t fixed_workspace; // bytes the backend allocates itself when it opens, counted by the
                             // allocator as workspace and held until it closes (0: none)

@@ -2,8 +2,8 @@
 // (ZT_HD) so that a host test checks it where there is no GPU (tests/test_cuda.c,
 // cuda_launch_math_host): the grids, the part of a range each block or thread owns, how an
 // attention block's index maps to (batch, head, row), where q, k, v and their gradients sit
-// in a (B, T, 3C) buffer, the shared memory each attention kernel asks for, the bf16
-// embedding backward's sort by row, and the cuBLAS arguments that compute a row-major
+// in a (B, T, 3C) buffer, the shared memory each attention kernel asks for, the embedding
+// backward's sort by row, and the cuBLAS arguments that compute a row-major
 // product. The kernels and backend_cuda.c call these functions, so what the host test checks
 // is what runs.
 #ifndef ZT_LAUNCH_MATH_H
@@ -187,25 +187,6 @@ static inline ZT_HD size_t zt_col_partial_at(int j, int k, int c) {
     return ((size_t)j * ZT_COL_CHUNKS + k) * ZT_COL_TILE + (size_t)c;
 }
 
-// ---- the embedding backward (encoder_cuda.cu): tokens bucketed by dwte row ----
-// A row's tokens are counted, the counts scanned into bucket offsets, the token indices
-// scattered into their buckets (in any order: atomics) and ranked within them, so each bucket
-// lists its tokens in index order; then a block per row adds its tokens' gradients in that
-// order: the CPU's additions, in parallel over rows. The scratch, allocated at open, holds
-// ZT_ENC_MAX_ROWS + 1 offsets and cursors and 2 x ZT_ENC_MAX_TOKENS indices; larger calls
-// take the one-thread-per-channel kernel.
-#define ZT_ENC_MAX_ROWS (1 << 18)
-#define ZT_ENC_MAX_TOKENS (1 << 20)
-#define ZT_CUDA_ENC_WORK (2 * ((size_t)ZT_ENC_MAX_ROWS + 1) + 2 * (size_t)ZT_ENC_MAX_TOKENS)
-#define ZT_ENC_SCAN_THREADS 1024 // the one block that scans the counts
-
-// The place of token n in its bucket [lo, hi) of scattered indices: how many are smaller.
-static inline ZT_HD int zt_enc_rank(const int *idx, int lo, int hi, int n) {
-    int r = 0;
-    for (int k = lo; k < hi; k++) r += idx[k] < n;
-    return r;
-}
-
 // ---- LayerNorm rows (layernorm_cuda.cu): a warp per row ----
 #define ZT_LN_WARPS 8 // rows per block of 256 threads
 
@@ -226,7 +207,31 @@ static inline ZT_HD int zt_q8_block_len(size_t n, size_t j, int block) {
     return (int)(n - s < (size_t)block ? n - s : (size_t)block);
 }
 
-// ---- the embedding's backward (bf16_cuda.cu): the batch's tokens sorted by row ----
+// ---- the embedding backward (encoder_cuda.cu, bf16_cuda.cu): tokens grouped by row ----
+// A wte row's gradient takes its tokens in token order, as the CPU ops (encoder_cpu.c): fp32
+// adds them into the row one by one; bf16 sums them in fp32 from the widened row and rounds
+// once. The GPU groups the batch's N tokens by row once, for both dtypes: unique keys (row,
+// token index) merge-sorted on the device, then a block per key, where a row's run starts,
+// sums the run in order (zt_embed_run_add) and stores it as its dtype does. The positions'
+// gradient needs no grouping: position p's tokens are p, p + T, ... (zt_embed_pos_add).
+//
+// Why the sort and not the buckets fp32 had (N tokens, V rows in the vocabulary slice;
+// GPT-2: N = 16K, V = 50K, P = ceil(log2 N) = 14):
+//   buckets: count (N atomics), a one-block scan of V counters, scatter (N atomics, any
+//     order), rank each token among its bucket (the sum of the squared bucket sizes: N^2 =
+//     2.7e8 reads when one token fills the batch), then V blocks: a memset and 5 launches;
+//     scratch 4 (2 V + 2 N) bytes, bounded in both, so a one-thread-per-channel kernel
+//     (every token read C times) took the calls past it: two paths to keep bit-identical.
+//   sort: keys, P merge passes of N binary searches (N P (P + 1) / 2 = 1.7M key reads
+//     whatever the repeats), then N blocks, the non-starts returning at once: P + 2
+//     launches; scratch 16 N bytes whatever V, no atomics, one path.
+// (Grouping on the host would need the device's tokens copied back and waited for
+// mid-backward.)
+// The scratch (ZT_CUDA_EMBED_WORK keys, 16 MiB) is the backend's, allocated at open; a
+// micro-batch of more than ZT_EMBED_MAX_TOKENS tokens is refused before the run starts
+// (caps.max_tokens), as a status.
+#define ZT_EMBED_MAX_TOKENS (1 << 20)
+#define ZT_CUDA_EMBED_WORK (2 * (size_t)ZT_EMBED_MAX_TOKENS) // keys (uint64_t): two buffers
 
 // A token's sort key: its row in the vocabulary slice in the high 32 bits (ZT_EMBED_OUTSIDE,
 // past every row, for a token outside the slice), its index in the batch in the low ones.
@@ -284,6 +289,12 @@ static inline ZT_HD float zt_embed_run_add(float acc, const float *dout, const u
     for (size_t k = i; k < end; k++) acc += dout[(size_t)zt_embed_key_token(keys[k]) * C + c];
     return acc;
 }
+// acc plus channel c of the gradients of position p's tokens p, p + T, ... below N, in order.
+static inline ZT_HD float zt_embed_pos_add(float acc, const float *dout, int p, int N, int T,
+                                           int C, int c) {
+    for (size_t n = (size_t)p; n < (size_t)N; n += (size_t)T) acc += dout[n * C + c];
+    return acc;
+}
 
 // ---- cuBLAS ----
 
@@ -334,7 +345,7 @@ static inline ZT_HD zt_col_major_gemm zt_gemm_row_to_col(int trans_a, int trans_
 // bytes: what opening the CUDA backend adds to the allocator's workspace.
 #define ZT_CUDA_FIXED_WORKSPACE                                                              \
     (ZT_CUDA_CUBLAS_WORKSPACE + ZT_CUDA_REDUCE_WORK * sizeof(double) +                       \
-     ZT_CUDA_COLSUM_WORK * sizeof(float) + ZT_CUDA_ENC_WORK * sizeof(int) +                  \
+     ZT_CUDA_COLSUM_WORK * sizeof(float) + ZT_CUDA_EMBED_WORK * sizeof(uint64_t) +           \
      ZT_CUDA_BF16_SCRATCH * sizeof(float) + ZT_CUDA_BF16_SUMS * sizeof(double))
 
 // K chunks of at most this many (balanced: K = 3072 is 3 x 1024). Chunks cost only one more

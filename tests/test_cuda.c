@@ -10,7 +10,7 @@
 // The *_host tests run everywhere: they check on the host what the GPU tests rely on, the
 // AdamW bounds against an emulation of nvcc's contraction (cuda_adamw_contraction_host and
 // its 8-bit twin), the kernels' index arithmetic (launch_math.h, cuda_launch_math_host,
-// cuda_bf16_embed_sort_host) and the cuBLASLt plan cache (cuda_bf16_lt_cache_host).
+// cuda_embed_sort_host) and the cuBLASLt plan cache (cuda_bf16_lt_cache_host).
 //
 // The seed is fresh per run (printed; ZT_SEED=N repeats one). Tolerances, with u = 2^-24
 // the fp32 unit roundoff, budget only how the two backends may differ: FMA contraction
@@ -335,13 +335,19 @@ ZT_TEST(cuda_encoder) {
 }
 
 // GPT-2's tokens per micro-batch and width against 2000 rows of a vocabulary slice, drawn
-// skewed so that rows repeat hundreds of times (the buckets' ranking) and some fall outside.
-static int cuda_encoder_backward_big(void) {
-    const int B = 16, T = 1024, C = 768, lo = 100, rows = 2000, N = B * T;
+// skewed so that rows repeat hundreds of times (long runs in the sorted keys) and some fall
+// outside (cuda_bf16_encoder's 16k case draws the same).
+static int32_t *big_tokens(int N, int lo, int rows) {
     int32_t *tokens = hmem((size_t)N * sizeof(int32_t));
     uint64_t key = zt_splitmix64(g_seed + 98);
     for (int n = 0; n < N; n++)
         tokens[n] = (int32_t)(lo + rows * 1.2 * pow(zt_uniform(key, n), 3.0)) - (n % 7 == 0);
+    return tokens;
+}
+
+static int cuda_encoder_backward_big(void) {
+    const int B = 16, T = 1024, C = 768, lo = 100, rows = 2000, N = B * T;
+    int32_t *tokens = big_tokens(N, lo, rows);
     float *dout = hrand((size_t)N * C, -1, 1);
     float *dwte = hrand((size_t)rows * C, -1, 1), *dwpe = hrand((size_t)T * C, -1, 1);
     float *g_dwte = dputf(dwte, (size_t)rows * C), *g_dwpe = dputf(dwpe, (size_t)T * C);
@@ -1478,77 +1484,6 @@ ZT_TEST(cuda_layernorm_warp_host) {
 }
 
 // ---------------------------------------------------------------------------------------
-// The bucketed embedding backward (encoder_cuda.cu) replayed on the host: counts, the scan
-// in ZT_ENC_SCAN_THREADS pieces, the scatter in reverse token order (the GPU's atomics give
-// any order), the ranking by zt_enc_rank, then each row's and position's additions in
-// order: bit for bit the CPU's, which is what the GPU test demands.
-
-static void emu_encoder_backward(float *dwte, float *dwpe, const float *dout,
-                                 const int32_t *tokens, int lo, int rows, int N, int T, int C) {
-    int *off = calloc((size_t)rows + 1, sizeof(int));
-    int *cursor = calloc((size_t)rows + 1, sizeof(int));
-    int *idx = malloc((size_t)N * sizeof(int)), *sorted = malloc((size_t)N * sizeof(int));
-    ZT_ASSERT(off && cursor && idx && sorted);
-    for (int n = 0; n < N; n++)
-        if (tokens[n] - lo >= 0 && tokens[n] - lo < rows) off[tokens[n] - lo]++;
-    int base = 0;
-    for (int t = 0; t < ZT_ENC_SCAN_THREADS; t++) {
-        int plo, phi;
-        zt_piece_int(rows, t, ZT_ENC_SCAN_THREADS, &plo, &phi);
-        for (int r = plo; r < phi; r++) {
-            int c = off[r];
-            off[r] = cursor[r] = base;
-            base += c;
-        }
-    }
-    off[rows] = base;
-    for (int n = N - 1; n >= 0; n--)
-        if (tokens[n] - lo >= 0 && tokens[n] - lo < rows) idx[cursor[tokens[n] - lo]++] = n;
-    for (int n = 0; n < N; n++) {
-        int r = tokens[n] - lo;
-        if (r >= 0 && r < rows) sorted[off[r] + zt_enc_rank(idx, off[r], off[r + 1], n)] = n;
-    }
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < C; c++) {
-            float acc = dwte[(size_t)r * C + c];
-            for (int k = off[r]; k < off[r + 1]; k++) acc += dout[(size_t)sorted[k] * C + c];
-            dwte[(size_t)r * C + c] = acc;
-        }
-    for (size_t i = 0; dwpe && i < (size_t)T * C; i++)
-        for (size_t n = i / C; n < (size_t)N; n += T) dwpe[i] += dout[n * C + i % C];
-    free(off), free(cursor), free(idx), free(sorted);
-}
-
-// A vocabulary slice with tokens outside it and many repeats; GPT-2's sizes, fewer rows than
-// scan threads, and rows no token hits.
-ZT_TEST(cuda_encoder_buckets_host) {
-    const int shapes[][5] = {{3, 17, 37, 5, 41}, {16, 1024, 64, 0, 50304}, {2, 64, 8, 100, 300}};
-    for (size_t a = 0; a < sizeof shapes / sizeof *shapes; a++) {
-        int B = shapes[a][0], T = shapes[a][1], C = shapes[a][2], lo = shapes[a][3];
-        int rows = shapes[a][4], N = B * T;
-        int32_t *tokens = malloc((size_t)N * sizeof(int32_t));
-        ZT_ASSERT(tokens);
-        uint64_t key = zt_splitmix64(25 + a);
-        for (int n = 0; n < N; n++) // a skewed draw: small ids repeat often, some fall outside
-            tokens[n] = (int32_t)(lo + rows * 1.2 * pow(zt_uniform(key, n), 3.0)) - (n % 7 == 0);
-        float *dout = fresh((size_t)N * C, -1, 1, 40 + a);
-        float *w[2], *p[2];
-        for (int k = 0; k < 2; k++)
-            w[k] = fresh((size_t)rows * C, -1, 1, 50 + a),
-            p[k] = fresh((size_t)T * C, -1, 1, 60 + a);
-        zt_encoder_backward(w[0], p[0], dout, tokens, lo, rows, N, T, C);
-        emu_encoder_backward(w[1], p[1], dout, tokens, lo, rows, N, T, C);
-        printf("  N %d, C %d, rows [%d, %d)\n", N, C, lo, lo + rows);
-        int bad = zt_check_close("bucketed dwte", w[1], w[0], (size_t)rows * C, 0.0, 0.0) ||
-                  zt_check_close("bucketed dwpe", p[1], p[0], (size_t)T * C, 0.0, 0.0);
-        free(tokens), free(dout);
-        for (int k = 0; k < 2; k++) free(w[k]), free(p[k]);
-        if (bad) return ZT_FAIL;
-    }
-    return ZT_PASS;
-}
-
-// ---------------------------------------------------------------------------------------
 // The CUDA kernels' index arithmetic (launch_math.h), on the host: the kernels call these
 // functions, so this checks the grids, the pieces and the offsets that run on the GPU, and
 // the cuBLAS arguments of backend_cuda.c's cuda_gemm against a column-major reference.
@@ -1742,12 +1677,6 @@ ZT_TEST(cuda_launch_math_host) {
         CHECK((size_t)lb * ZT_LN_WARPS >= (size_t)nrows[a] &&
               (lb == 0 || (size_t)(lb - 1) * ZT_LN_WARPS < (size_t)nrows[a]));
     }
-
-    // the embedding's buckets: a bucket scattered in any order ranks into 0 .. n-1
-    int idx[] = {40, 3, 17, 99, 5, 64}, seen_rank[6] = {0};
-    for (int k = 0; k < 6; k++) seen_rank[zt_enc_rank(idx, 0, 6, idx[k])]++;
-    CHECK(zt_enc_rank(idx, 0, 6, 3) == 0 && zt_enc_rank(idx, 0, 6, 99) == 5);
-    for (int k = 0; k < 6; k++) CHECK(seen_rank[k] == 1);
 
     // 8-bit AdamW: blocks tile n, the last one short; a block's threads hold each of its
     // values exactly once, for every block size up to ZT_Q8_MAX_BLOCK
@@ -2068,6 +1997,19 @@ ZT_TEST(cuda_bf16_encoder) {
         CHECK_DEV16("encoder_backward_bf16 dwte", g_dwte, dwte, ne, 0.0, 0.0);
         CHECK_DEV16("encoder_backward_bf16 dwpe", g_dwpe, dwpe, np, 0.0, 0.0);
     }
+    // GPT-2's micro-batch, as cuda_encoder's 16k case: long runs, one rounding each
+    const int BN = 16 * 1024, BT = 1024, BC = 768, blo = 100, brows = 2000;
+    int32_t *btok = big_tokens(BN, blo, brows);
+    size_t bne = (size_t)brows * BC, bnp = (size_t)BT * BC, bno = (size_t)BN * BC;
+    float *bdout = hrand(bno, -1, 1);
+    zt_bf16 *bdwte = hrand16(bne, -1, 1), *bdwpe = hrand16(bnp, -1, 1);
+    zt_bf16 *g_bdwte = dput(bdwte, bne * 2), *g_bdwpe = dput(bdwpe, bnp * 2);
+    CPU->ops->encoder_backward_bf16(CPU, bdwte, bdwpe, bdout, btok, blo, brows, BN, BT, BC);
+    GPU->ops->encoder_backward_bf16(GPU, g_bdwte, g_bdwpe, dputf(bdout, bno),
+                                    dput(btok, (size_t)BN * sizeof(int32_t)), blo, brows, BN, BT,
+                                    BC);
+    CHECK_DEV16("encoder_backward_bf16 dwte (16k tokens)", g_bdwte, bdwte, bne, 0.0, 0.0);
+    CHECK_DEV16("encoder_backward_bf16 dwpe (16k tokens)", g_bdwpe, bdwpe, bnp, 0.0, 0.0);
     gpu_close();
     return ZT_PASS;
 }
@@ -2338,17 +2280,75 @@ ZT_TEST(cuda_bf16_gemm_tiles_host) {
     return ZT_PASS;
 }
 
-// The embedding backward's sort (launch_math.h), on the host as bf16_cuda.cu runs it: keys,
-// then merge passes into a second buffer, then one sum per row's run (zt_embed_run_add, the
-// kernel's own loop). Each pass moves the
-// keys to a permutation; the result is qsort's order; and the sums, emulated with the same
-// functions, equal the CPU's bf16 op bit for bit (what cuda_bf16_encoder checks on a GPU).
+// The embedding backward of both dtypes (launch_math.h, "the embedding backward"), on the
+// host as encoder_cuda.cu and bf16_cuda.cu run it: the keys, merge passes into a second
+// buffer (each pass a permutation, the result qsort's order), then for each key where a row's
+// run starts its sum (zt_embed_run_add, the kernels' own loop) stored as each dtype stores it
+// (fp32: into the row; bf16: from the widened row, rounded once), and each position's sum
+// (zt_embed_pos_add). Both equal the CPU ops bit for bit, what cuda_encoder and
+// cuda_bf16_encoder demand on a GPU. Sizes 1 .. 4097 over a slice of 41 rows, then GPT-2's
+// micro-batch of 16K tokens over its 50304 rows drawn skewed (rows repeat hundreds of times).
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
 }
 
-ZT_TEST(cuda_bf16_embed_sort_host) {
+// zt_cuda_embed_sort's passes: the sorted keys (buf[0] or buf[1]); *perm 0 if a pass is not a
+// permutation.
+static const uint64_t *emu_embed_sort(uint64_t *buf[2], unsigned char *seen, const int32_t *tok,
+                                      int lo, int rows, int N, int *perm) {
+    for (int n = 0; n < N; n++) buf[0][n] = zt_embed_key(tok[n], lo, rows, n);
+    int passes = zt_merge_passes((size_t)N);
+    *perm = 1;
+    for (int p = 0; p < passes; p++) {
+        memset(seen, 0, (size_t)N);
+        for (size_t i = 0; i < (size_t)N; i++) {
+            size_t d = zt_merge_dest(buf[p % 2], (size_t)N, i, (size_t)1 << p);
+            if (d >= (size_t)N || seen[d]++) *perm = 0;
+            else buf[(p + 1) % 2][d] = buf[p % 2][i];
+        }
+    }
+    return buf[passes % 2];
+}
+
+// The wte kernels (one per dtype) over the sorted keys s, then the wpe kernels (dwpe may be
+// NULL); returns the runs summed, or SIZE_MAX where a run's end is not the row's last key.
+static size_t emu_embed_backward(void *dwte, void *dwpe, zt_dtype dt, const float *dout,
+                                 const uint64_t *s, int N, int T, int C) {
+    size_t runs = 0;
+    for (size_t i = 0; i < (size_t)N; i++) {
+        if (!zt_embed_run_start(s, i)) continue;
+        size_t row = zt_embed_key_row(s[i]), end = zt_embed_run_end(s, (size_t)N, i);
+        if (end <= i || (end < (size_t)N && zt_embed_key_row(s[end]) == row)) return SIZE_MAX;
+        runs++;
+        for (int c = 0; c < C; c++) {
+            size_t at = row * C + c;
+            if (dt == ZT_F32) {
+                float *g = dwte;
+                g[at] = zt_embed_run_add(g[at], dout, s, i, end, C, c);
+            } else {
+                zt_bf16 *g = dwte;
+                g[at] = zt_bf16_from_fp32(zt_embed_run_add(zt_bf16_to_fp32(g[at]), dout, s, i, end,
+                                                           C, c));
+            }
+        }
+    }
+    for (int p = 0; dwpe && p < (N < T ? N : T); p++)
+        for (int c = 0; c < C; c++) {
+            size_t at = (size_t)p * C + c;
+            if (dt == ZT_F32) {
+                float *g = dwpe;
+                g[at] = zt_embed_pos_add(g[at], dout, p, N, T, C, c);
+            } else {
+                zt_bf16 *g = dwpe;
+                g[at] = zt_bf16_from_fp32(zt_embed_pos_add(zt_bf16_to_fp32(g[at]), dout, p, N, T,
+                                                           C, c));
+            }
+        }
+    return runs;
+}
+
+ZT_TEST(cuda_embed_sort_host) {
     CHECK(zt_merge_passes(0) == 0 && zt_merge_passes(1) == 0 && zt_merge_passes(2) == 1);
     CHECK(zt_merge_passes(3) == 2 && zt_merge_passes(16384) == 14 && zt_merge_passes(16385) == 15);
     CHECK(zt_embed_key_row(zt_embed_key(7, 5, 41, 3)) == 2 &&
@@ -2356,60 +2356,70 @@ ZT_TEST(cuda_bf16_embed_sort_host) {
     CHECK(zt_embed_key_row(zt_embed_key(4, 5, 41, 0)) == ZT_EMBED_OUTSIDE); // below the slice
     CHECK(zt_embed_key_row(zt_embed_key(46, 5, 41, 0)) == ZT_EMBED_OUTSIDE); // past it
     CHECK(zt_embed_key_row(zt_embed_key(INT32_MIN, 5, 41, 0)) == ZT_EMBED_OUTSIDE);
-    const int sizes[] = {1, 2, 3, 17, 51, 64, 1000, 4097};
-    const int lo = 5, rows = 41, C = 13, T = 17;
+    // the largest micro-batch's keys keep its last token index and fit the scratch
+    CHECK(zt_embed_key_token(zt_embed_key(0, 0, 1, ZT_EMBED_MAX_TOKENS - 1)) ==
+          ZT_EMBED_MAX_TOKENS - 1);
+    CHECK(ZT_CUDA_EMBED_WORK >= 2 * (size_t)ZT_EMBED_MAX_TOKENS);
+    // {N, T, lo, rows}: small sizes over 41 rows; GPT-2's 16 x 1024 tokens over 50304 rows
+    const int cases[][4] = {{1, 17, 5, 41},   {2, 17, 5, 41},    {3, 17, 5, 41},
+                            {17, 17, 5, 41},  {51, 17, 5, 41},   {64, 17, 5, 41},
+                            {1000, 17, 5, 41}, {4097, 17, 5, 41}, {16384, 1024, 0, 50304}};
+    const int C = 13;
     uint64_t key = zt_splitmix64(1234);
-    for (size_t a = 0; a < sizeof sizes / sizeof *sizes; a++) {
-        int N = sizes[a];
+    for (size_t a = 0; a < sizeof cases / sizeof *cases; a++) {
+        int N = cases[a][0], T = cases[a][1], lo = cases[a][2], rows = cases[a][3];
         int32_t *tok = malloc((size_t)N * sizeof *tok);
         uint64_t *buf[2] = {malloc((size_t)N * 8), malloc((size_t)N * 8)};
         uint64_t *want = malloc((size_t)N * 8);
         unsigned char *seen = malloc((size_t)N);
-        for (int n = 0; n < N; n++) // some outside the slice, many repeats
-            tok[n] = (int32_t)(zt_uniform(key, (uint64_t)a * 10000 + n) * (a % 2 ? 60 : 9));
-        tok[N - 1] = tok[0];
-        for (int n = 0; n < N; n++) buf[0][n] = want[n] = zt_embed_key(tok[n], lo, rows, n);
-        qsort(want, (size_t)N, 8, cmp_u64);
-        int passes = zt_merge_passes((size_t)N), perm = 1;
-        for (int p = 0; p < passes; p++) {
-            memset(seen, 0, (size_t)N);
-            for (size_t i = 0; i < (size_t)N; i++) {
-                size_t d = zt_merge_dest(buf[p % 2], (size_t)N, i, (size_t)1 << p);
-                if (d >= (size_t)N || seen[d]++) perm = 0;
-                else buf[(p + 1) % 2][d] = buf[p % 2][i];
-            }
+        ZT_ASSERT(tok && buf[0] && buf[1] && want && seen);
+        for (int n = 0; n < N; n++) { // some outside the slice, many repeats
+            double u = zt_uniform(key, (uint64_t)a * 100000 + n);
+            tok[n] = rows > 1000 ? (int32_t)(lo + rows * 1.2 * pow(u, 3.0)) - (n % 7 == 0)
+                                 : (int32_t)(u * (a % 2 ? 60 : 9));
         }
+        tok[N - 1] = tok[0];
+        for (int n = 0; n < N; n++) want[n] = zt_embed_key(tok[n], lo, rows, n);
+        qsort(want, (size_t)N, 8, cmp_u64);
+        int perm;
+        const uint64_t *s = emu_embed_sort(buf, seen, tok, lo, rows, N, &perm);
         CHECK(perm);
-        const uint64_t *s = buf[passes % 2];
         CHECK(memcmp(s, want, (size_t)N * 8) == 0);
-        // the wte kernel's sums, one block per run start, against the CPU's bf16 op
-        size_t ne = (size_t)rows * C;
-        float *dout = malloc((size_t)N * C * sizeof(float));
-        zt_bf16 *g = malloc(ne * 2), *ref = malloc(ne * 2);
         // +-2^24 and +-1: 2^24 + 1 rounds to 2^24 in fp32, so the large terms cancel to
         // different small sums in different orders (the test sees the order, not only the set)
+        size_t ne = (size_t)rows * C, np = (size_t)T * C;
+        float *dout = malloc((size_t)N * C * sizeof(float));
         const float pick[4] = {0x1p24f, -0x1p24f, 1.0f, -1.0f};
         for (size_t i = 0; i < (size_t)N * C; i++)
-            dout[i] = pick[(int)(zt_uniform(key, 50000 + i) * 4)];
-        for (size_t i = 0; i < ne; i++)
-            g[i] = ref[i] = zt_bf16_from_fp32((float)zt_uniform(key, 9000 + i) - 0.5f);
-        size_t runs = 0;
-        for (size_t i = 0; i < (size_t)N; i++) {
-            if (!zt_embed_run_start(s, i)) continue;
-            size_t row = zt_embed_key_row(s[i]), end = zt_embed_run_end(s, (size_t)N, i);
-            CHECK(end > i && (end == (size_t)N || zt_embed_key_row(s[end]) != row));
-            runs++;
-            for (int c = 0; c < C; c++) {
-                float acc = zt_bf16_to_fp32(g[row * C + c]);
-                g[row * C + c] = zt_bf16_from_fp32(zt_embed_run_add(acc, dout, s, i, end, C, c));
-            }
+            dout[i] = pick[(int)(zt_uniform(key, 5000000 + i) * 4)];
+        // fp32: starting rows of either sign and size, the CPU op into w[0], the emulation w[1]
+        float *w[2], *p[2];
+        for (int k = 0; k < 2; k++)
+            w[k] = fresh(ne, -4, 4, 70 + a), p[k] = fresh(np, -4, 4, 80 + a);
+        zt_encoder_backward(w[0], p[0], dout, tok, lo, rows, N, T, C);
+        size_t runs = emu_embed_backward(w[1], p[1], ZT_F32, dout, s, N, T, C);
+        int bad = zt_check_close("fp32 dwte", w[1], w[0], ne, 0.0, 0.0) ||
+                  zt_check_close("fp32 dwpe", p[1], p[0], np, 0.0, 0.0);
+        // bf16: the CPU backend's op into g[0], the emulation g[1]
+        zt_bf16 *g[2], *q[2];
+        for (int k = 0; k < 2; k++) {
+            g[k] = malloc(ne * 2), q[k] = malloc(np * 2);
+            ZT_ASSERT(g[k] && q[k]);
+            for (size_t i = 0; i < ne; i++)
+                g[k][i] = zt_bf16_from_fp32((float)zt_uniform(key, 9000 + i) - 0.5f);
+            for (size_t i = 0; i < np; i++)
+                q[k][i] = zt_bf16_from_fp32((float)zt_uniform(key, 7000000 + i) - 0.5f);
         }
-        CPU->ops->encoder_backward_bf16(CPU, ref, NULL, dout, tok, lo, rows, N, T, C);
-        printf("  N=%4d: %d passes, %zu rows touched, sums %s the CPU's\n", N, passes, runs,
-               memcmp(g, ref, ne * 2) ? "differ from" : "equal");
-        CHECK(memcmp(g, ref, ne * 2) == 0);
-        free(tok), free(buf[0]), free(buf[1]), free(want), free(seen);
-        free(dout), free(g), free(ref);
+        CPU->ops->encoder_backward_bf16(CPU, g[0], q[0], dout, tok, lo, rows, N, T, C);
+        size_t runs16 = emu_embed_backward(g[1], q[1], ZT_BF16, dout, s, N, T, C);
+        int bad16 = memcmp(g[1], g[0], ne * 2) || memcmp(q[1], q[0], np * 2);
+        printf("  N=%5d over %5d rows: %2d passes, %zu rows touched; fp32 sums %s, bf16 sums %s "
+               "the CPU's\n", N, rows, zt_merge_passes((size_t)N), runs,
+               bad ? "differ from" : "equal", bad16 ? "differ from" : "equal");
+        CHECK(runs != SIZE_MAX && runs16 == runs && (N < 1000 || runs > 1));
+        CHECK(!bad && !bad16);
+        free(tok), free(buf[0]), free(buf[1]), free(want), free(seen), free(dout);
+        for (int k = 0; k < 2; k++) free(w[k]), free(p[k]), free(g[k]), free(q[k]);
     }
     return ZT_PASS;
 }

@@ -42,7 +42,7 @@ typedef struct {
     void *cublas_ws;      // (ZT_CUDA_CUBLAS_WORKSPACE bytes)
     double *reduce;       // (ZT_CUDA_REDUCE_WORK) the sums' scratch
     float *colsum;        // (ZT_CUDA_COLSUM_WORK) the column sums' partials (bias, LayerNorm)
-    int *enc;             // (ZT_CUDA_ENC_WORK) the embedding backward's token buckets
+    uint64_t *embed;      // (ZT_CUDA_EMBED_WORK) the embedding backward's sort keys
     zt_cuda_bf16 bf16;    // the bf16 ops' stream, cuBLASLt handle and scratch
     cuda_block *blocks;   // live allocations, for the accounting on free
     pinned_view pool[MAP_POOL];
@@ -259,8 +259,8 @@ static void cuda_encoder_forward(const zt_backend *be, float *out, const int32_t
 static void cuda_encoder_backward(const zt_backend *be, float *dwte, float *dwpe,
                                   const float *dout, const int32_t *tokens, int vocab_lo,
                                   int vocab_rows, int N, int T, int C) {
-    zt_cuda_encoder_backward(ST, dwte, dwpe, dout, tokens, impl_of(be)->enc, vocab_lo, vocab_rows,
-                             N, T, C);
+    zt_cuda_encoder_backward(ST, dwte, dwpe, dout, tokens, impl_of(be)->embed, vocab_lo,
+                             vocab_rows, N, T, C);
 }
 static void cuda_layernorm_forward(const zt_backend *be, float *out, float *mean, float *rstd,
                                    const float *inp, const float *w, const float *b, int N,
@@ -548,12 +548,13 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
     ZT_CHECK_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, ZT_CUDA_CUBLAS_WORKSPACE));
     c->reduce = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_REDUCE_WORK * sizeof(double));
     c->colsum = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_COLSUM_WORK * sizeof(float));
-    c->enc = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_ENC_WORK * sizeof(int));
+    c->embed = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_EMBED_WORK * sizeof(uint64_t));
     ZT_CHECK_CUBLAS(cublasLtCreate(&c->bf16.lt));
     c->bf16.stream = c->stream;
     c->bf16.scratch = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_BF16_SCRATCH * sizeof(float));
     c->bf16.reduce = c->reduce;
     c->bf16.colsum = c->colsum;
+    c->bf16.embed = c->embed;
     c->bf16.sums = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_BF16_SUMS * sizeof(double));
     // exactly what caps.fixed_workspace states (the planner counts it)
     ZT_ASSERT(zt_mem_current(ZT_MEM_WORKSPACE) - before == ZT_CUDA_FIXED_WORKSPACE);
@@ -583,7 +584,7 @@ static void cuda_close(zt_backend *be) {
         if (c->pool[i].done) cudaEventDestroy(c->pool[i].done);
     }
     cuda_free_raw(c, c->colsum);
-    cuda_free_raw(c, c->enc);
+    cuda_free_raw(c, c->embed);
     cuda_free_raw(c, c->cublas_ws);
     // a leak is a bug, but not one to end a finished run for: say it, then free them
     if (c->nblocks)
@@ -604,7 +605,8 @@ static void cuda_close(zt_backend *be) {
 // sums', the embedding backward's, the bf16 ops').
 const zt_backend_entry zt_backend_cuda_entry = {
     .caps = {.name = "cuda", .built = 1, .tf32 = 1, .multi_rank = 1, .device_memory = 1,
-             .bf16 = 1, .gemm_mixed_workspace = ZT_CUDA_GEMM_MIXED_WORKSPACE,
+             .bf16 = 1, .max_tokens = ZT_EMBED_MAX_TOKENS,
+             .gemm_mixed_workspace = ZT_CUDA_GEMM_MIXED_WORKSPACE,
              .attention_workspace = zt_cuda_attention_workspace,
              .fixed_workspace = ZT_CUDA_FIXED_WORKSPACE},
     .open = cuda_open,

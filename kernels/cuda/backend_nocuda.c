@@ -8,6 +8,7 @@
 // (the bf16 GEMM's scratch, the attention's workspace).
 const zt_backend_entry zt_backend_cuda_entry = {
     .caps = {.name = "cuda", .built = 0, .tf32 = 1, .device_memory = 1, .bf16 = 1,
+             .max_tokens = ZT_EMBED_MAX_TOKENS,
              .gemm_mixed_workspace = ZT_CUDA_GEMM_MIXED_WORKSPACE,
              .attention_workspace = zt_cuda_attention_workspace,
              .fixed_workspace = ZT_CUDA_FIXED_WORKSPACE},

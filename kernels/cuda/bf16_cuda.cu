@@ -56,31 +56,9 @@ static __global__ void encoder_forward_kernel(float *out, const int32_t *tokens,
     }
 }
 
-// The embedding's wte gradient: the batch's tokens sorted by (row, token index)
-// (launch_math.h's keys, unique, so one sorted order on any schedule), then one block per
-// sorted key; the block where a row's run starts sums the run's tokens, in token order, into
-// the widened gradient and rounds once: the CPU's sums (it sorts by row, then index) with no
-// race on a repeated token. Threads take channels, so reads and writes are coalesced; the
-// keys are the same address across a block.
-//
-// Why a merge sort of keys on the GPU (N tokens, V rows in the slice; GPT-2: N = 16K at
-// B=16, T=1024, V = 50K): the tokens are in device memory here, so the host's position lists
-// would cost a copy back and a wait mid-backward; a counting sort reads and scans V counters
-// a call (more than N) and its scatter needs atomics, which do not keep token order. The
-// merge sort is log2 N passes (14) of N threads, pass p a binary search of p + 1 steps:
-// N (1 + ... + 14) = 1.7M key reads and 15 small launches, against the scan it replaces
-// (each row's first token re-read the rest of the batch's ids for every channel:
-// ~D N C / 2 reads, ~3e10 for D = 5K distinct rows, and N^2 / 2 to find first tokens).
-static __global__ void embed_keys_kernel(uint64_t *keys, const int32_t *tokens, int vocab_lo,
-                                         int vocab_rows, int N) {
-    GRID_STRIDE(i, (size_t)N) keys[i] = zt_embed_key(tokens[i], vocab_lo, vocab_rows, (int)i);
-}
-
-static __global__ void merge_pass_kernel(uint64_t *out, const uint64_t *in, size_t n,
-                                         size_t width) {
-    GRID_STRIDE(i, n) out[zt_merge_dest(in, n, i, width)] = in[i];
-}
-
+// The embedding's wte gradient from the tokens grouped by row (zt_cuda_embed_sort, the fp32
+// backward's): block i, where a row's run starts, sums the run's tokens in token order into
+// the widened gradient and rounds once (the CPU's sums: it sorts by row, then index).
 static __global__ void encoder_backward_wte_kernel(zt_bf16 *dwte, const float *dout,
                                                    const uint64_t *keys, int N, int C) {
     size_t i = blockIdx.x;
@@ -97,8 +75,7 @@ static __global__ void encoder_backward_wpe_kernel(zt_bf16 *dwpe, const float *d
                                                    int C, int positions) {
     GRID_STRIDE(i, (size_t)positions * C) {
         int p = (int)(i / C), c = (int)(i % C);
-        float acc = zt_bf16_to_fp32(dwpe[i]);
-        for (int n = p; n < N; n += T) acc += dout[(size_t)n * C + c];
+        float acc = zt_embed_pos_add(zt_bf16_to_fp32(dwpe[i]), dout, p, N, T, C, c);
         dwpe[i] = zt_bf16_from_fp32(acc);
     }
 }
@@ -170,23 +147,10 @@ extern "C" void zt_cuda_encoder_backward_bf16(const zt_cuda_bf16 *b, zt_bf16 *dw
                                               const int32_t *tokens, int vocab_lo,
                                               int vocab_rows, int N, int T, int C) {
     ZT_ASSERT(N >= 0 && T > 0 && C > 0);
-    ZT_ASSERTF(N <= ZT_CUDA_BF16_MAX_TOKENS,
-               "encoder_backward_bf16: %d tokens; the sort's scratch holds %d", N,
-               ZT_CUDA_BF16_MAX_TOKENS);
     if (!N) return;
     cudaStream_t st = b->stream;
-    uint64_t *keys[2] = {(uint64_t *)b->scratch, (uint64_t *)b->scratch + N};
-    embed_keys_kernel<<<grid_of((size_t)N), ZT_CUDA_THREADS, 0, st>>>(keys[0], tokens, vocab_lo,
-                                                                      vocab_rows, N);
-    ZT_CUDA_LAUNCHED(st, "encoder_backward_bf16 keys");
-    int passes = zt_merge_passes((size_t)N);
-    for (int p = 0; p < passes; p++) {
-        merge_pass_kernel<<<grid_of((size_t)N), ZT_CUDA_THREADS, 0, st>>>(
-            keys[(p + 1) % 2], keys[p % 2], (size_t)N, (size_t)1 << p);
-        ZT_CUDA_LAUNCHED(st, "encoder_backward_bf16 merge");
-    }
-    encoder_backward_wte_kernel<<<(unsigned)N, ZT_CUDA_THREADS, 0, st>>>(dwte, dout,
-                                                                        keys[passes % 2], N, C);
+    const uint64_t *keys = zt_cuda_embed_sort(st, b->embed, tokens, vocab_lo, vocab_rows, N);
+    encoder_backward_wte_kernel<<<(unsigned)N, ZT_CUDA_THREADS, 0, st>>>(dwte, dout, keys, N, C);
     ZT_CUDA_LAUNCHED(st, "encoder_backward_bf16 wte");
     if (!dwpe) return;
     int positions = N < T ? N : T;

@@ -29,9 +29,6 @@ extern "C" {
 // floats (launch_math.h), allocated at open, counted as workspace. Rows of LayerNorm up to
 // ZT_CUDA_BF16_MAX_ROW fit with room for 62 rows a chunk.
 #define ZT_CUDA_BF16_MAX_ROW (1 << 14)
-// The embedding backward's sort keeps two 8-byte keys a token in the scratch: 2^18 tokens
-// (a micro-batch of 256 x 1024).
-#define ZT_CUDA_BF16_MAX_TOKENS ((int)(ZT_CUDA_BF16_SCRATCH * sizeof(float) / 16))
 
 // One cached cuBLASLt plan (gemm_lt_cuda.c): the matmul descriptor, the layouts of the two
 // operands and C, and the heuristic's algorithm for them.
@@ -52,6 +49,7 @@ typedef struct {
     double *reduce; // (ZT_CUDA_REDUCE_WORK) the backend's sums' scratch
     float *colsum;  // (ZT_CUDA_COLSUM_WORK) the backend's column sums' partials
     double *sums;   // (2) sumsq's running sums across chunks
+    uint64_t *embed; // (ZT_CUDA_EMBED_WORK) the backend's embedding sort keys
 } zt_cuda_bf16;
 
 // ---- kernels (bf16_cuda.cu) ----
@@ -69,7 +67,7 @@ void zt_cuda_sums_add(cudaStream_t st, double *acc, const double *r, int first);
 void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const int32_t *tokens,
                                   const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
                                   int vocab_rows, int N, int T, int C);
-// Sorts the tokens in b's scratch first: at most ZT_CUDA_BF16_MAX_TOKENS of them.
+// Groups the tokens by row in b->embed (zt_cuda_embed_sort), as the fp32 backward does.
 void zt_cuda_encoder_backward_bf16(const zt_cuda_bf16 *b, zt_bf16 *dwte, zt_bf16 *dwpe,
                                    const float *dout, const int32_t *tokens, int vocab_lo,
                                    int vocab_rows, int N, int T, int C);

@@ -22,10 +22,17 @@ extern "C" {
 
 void zt_cuda_encoder_forward(cudaStream_t st, float *out, const int32_t *tokens, const float *wte,
                              const float *wpe, int vocab_lo, int vocab_rows, int N, int T, int C);
-// work: ZT_CUDA_ENC_WORK ints of device memory (launch_math.h), the token buckets.
+// The embedding backward's grouping of tokens by row (launch_math.h, "the embedding
+// backward"), shared by the fp32 and bf16 backwards: the N keys zt_embed_key(tokens[n], ...)
+// sorted, in work (2 N keys of device memory: ZT_CUDA_EMBED_WORK holds 0 < N <=
+// ZT_EMBED_MAX_TOKENS; more is a fatal bug, the run was refused at start). Returns the half
+// of work holding the sorted keys, valid once the stream reaches it.
+const uint64_t *zt_cuda_embed_sort(cudaStream_t st, uint64_t *work, const int32_t *tokens,
+                                   int vocab_lo, int vocab_rows, int N);
+// work: ZT_CUDA_EMBED_WORK keys of device memory (launch_math.h), for zt_cuda_embed_sort.
 void zt_cuda_encoder_backward(cudaStream_t st, float *dwte, float *dwpe, const float *dout,
-                              const int32_t *tokens, int *work, int vocab_lo, int vocab_rows,
-                              int N, int T, int C);
+                              const int32_t *tokens, uint64_t *work, int vocab_lo,
+                              int vocab_rows, int N, int T, int C);
 void zt_cuda_layernorm_forward(cudaStream_t st, float *out, float *mean, float *rstd,
                                const float *inp, const float *w, const float *b, int N, int C);
 // work: ZT_CUDA_COLSUM_WORK floats of device memory (launch_math.h) for dw's and db's column

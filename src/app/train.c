@@ -226,6 +226,11 @@ static zt_status open_run(zt_trainer *t, zt_backend *backend, const zt_comm *wor
         return zt_errorf("--backend %s runs on one rank (%d ranks given): its tensors cannot "
                          "move between ranks; run one rank or --backend cpu",
                          cfg->backend, world->size);
+    long long tokens = (long long)cfg->micro_batch * cfg->seq;
+    if (caps && caps->max_tokens && tokens > caps->max_tokens)
+        return zt_errorf("--backend %s takes at most %d tokens per micro-batch (--micro-batch "
+                         "%d x --seq %d = %lld): lower --micro-batch and raise --grad-accum",
+                         cfg->backend, caps->max_tokens, cfg->micro_batch, cfg->seq, tokens);
     // The GPU: --device, else the rank's place on its machine as the launcher says (every
     // rank on one machine when it does not: the world rank)
     int local_rank = zt_launcher_local_rank(NULL);
