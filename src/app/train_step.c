@@ -53,8 +53,10 @@ static void read_batch(zt_trainer *t, zt_dataset *ds, uint64_t step, int k, int 
     zt_be_unmap(t->be, t->targets + slot * BT, tg, bytes, 1);
 }
 
-// --overlap-comm on: the model's announcement that a tail of the gradient is final.
+// --overlap-comm on: the model's announcement that a tail of the gradient is final, and its
+// request for a unit's weights while the parameter gather may be in flight.
 static void grad_ready(void *ctx, size_t from) { zt_grad_reduce_ready(ctx, from); }
+static void params_need(void *ctx, size_t lo, size_t hi) { zt_param_gather_need(ctx, lo, hi); }
 
 // The index of the stage's last backward: once it runs, every other micro-batch's gradient
 // has been added, so what it finishes is final. Every forward comes before it.
@@ -67,65 +69,139 @@ static int last_backward(const zt_schedule *s) {
     return last;
 }
 
+// The index of the stage's first forward: the first to read the weights in a step.
+static int first_forward(const zt_schedule *s) {
+    for (int i = 0; i < s->n_actions; i++)
+        if (s->actions[i].op == ZT_SCHED_OP_FWD) return i;
+    return -1;
+}
+
+// The schedule's transfer actions, blocking: sends wait for their receiver, so the pairs of
+// 1F1B's steady state are combined exchanges (docs/design.md, "Pipeline").
+static void transfer_blocking(zt_trainer *t, const zt_sched_action *a) {
+    const zt_comm *pp = t->grid.pp_data;
+    int prev = t->grid.pp_rank - 1, next = t->grid.pp_rank + 1;
+    size_t NC = act_count(t);
+    int slot = a->micro % t->n_slots, rslot = a->recv_micro < 0 ? 0 : a->recv_micro % t->n_slots;
+    switch (a->op) {
+    case ZT_SCHED_OP_RECV_FWD:
+        zt_comm_recv(pp, t->recv_in + slot * NC, NC, ZT_F32, prev, 0, NULL);
+        break;
+    case ZT_SCHED_OP_SEND_FWD:
+        zt_gpt2_use_slot(&t->model, slot);
+        zt_comm_send(pp, zt_gpt2_output(&t->model), NC, ZT_F32, next, 0, NULL);
+        break;
+    case ZT_SCHED_OP_RECV_BWD:
+        zt_comm_recv(pp, t->recv_dout + slot * NC, NC, ZT_F32, next, 0, NULL);
+        break;
+    case ZT_SCHED_OP_SEND_BWD:
+        zt_comm_send(pp, t->dinput, NC, ZT_F32, prev, 0, NULL);
+        break;
+    case ZT_SCHED_OP_SEND_FWD_RECV_BWD:
+        zt_gpt2_use_slot(&t->model, slot);
+        zt_comm_send_recv(pp, zt_gpt2_output(&t->model), NC, next, t->recv_dout + rslot * NC, NC,
+                          next, ZT_F32, 0, NULL);
+        break;
+    case ZT_SCHED_OP_SEND_BWD_RECV_FWD:
+        zt_comm_send_recv(pp, t->dinput, NC, prev, t->recv_in + rslot * NC, NC, prev, ZT_F32, 0,
+                          NULL);
+        break;
+    default: ZT_ASSERTF(0, "unknown schedule op %d", (int)a->op);
+    }
+}
+
+// The same actions nonblocking (pipe_comm.h): a send starts and the stage moves on; a
+// receive was posted as soon as its buffer was free, and the forward or backward that reads
+// it waits for it.
+static void transfer_async(zt_trainer *t, const zt_sched_action *a) {
+    zt_pipe_comm *pc = &t->pc;
+    switch (a->op) {
+    case ZT_SCHED_OP_RECV_FWD: zt_pipe_comm_check_posted(pc, a->micro, 0); break;
+    case ZT_SCHED_OP_RECV_BWD: zt_pipe_comm_check_posted(pc, a->micro, 1); break;
+    case ZT_SCHED_OP_SEND_FWD:
+    case ZT_SCHED_OP_SEND_FWD_RECV_BWD:
+        zt_gpt2_use_slot(&t->model, a->micro % t->n_slots);
+        zt_pipe_comm_send_fwd(pc, a->micro, zt_gpt2_output(&t->model));
+        if (a->recv_micro >= 0) zt_pipe_comm_check_posted(pc, a->recv_micro, 1);
+        break;
+    case ZT_SCHED_OP_SEND_BWD:
+    case ZT_SCHED_OP_SEND_BWD_RECV_FWD:
+        zt_pipe_comm_send_bwd(pc, t->dinput);
+        if (a->recv_micro >= 0) zt_pipe_comm_check_posted(pc, a->recv_micro, 0);
+        break;
+    default: ZT_ASSERTF(0, "unknown schedule op %d", (int)a->op);
+    }
+}
+
+// Micro-batch k's forward in its slot. In the step's first forward (`first`) the model asks
+// for each unit's weights as it reaches them while the last step's parameter gather may
+// still be in flight (param_gather.h); that wait is communication, not compute.
+static double forward(zt_trainer *t, uint64_t step, int k, float loss_scale, int first) {
+    const zt_config *c = t->cfg;
+    zt_gpt2 *m = &t->model;
+    size_t NC = act_count(t), BT = (size_t)c->micro_batch * c->seq;
+    int slot = k % t->n_slots;
+    if (t->overlap_pipe) zt_pipe_comm_before_fwd(&t->pc, k);
+    double t0 = zt_now_s(), g0 = t->pg.comm_s;
+    zt_gpt2_use_slot(m, slot);
+    read_batch(t, &t->train, step, k, c->grad_accum, slot);
+    if (first && t->overlap_gather) {
+        m->params_need = params_need;
+        m->params_need_ctx = &t->pg;
+    }
+    double loss = zt_gpt2_forward(m, t->inputs + slot * BT, t->recv_in + slot * NC,
+                                  t->targets + slot * BT, 1, loss_scale);
+    m->params_need = NULL;
+    t->compute_s += zt_now_s() - t0 - (t->pg.comm_s - g0);
+    if (t->overlap_pipe) zt_pipe_comm_after_fwd(&t->pc, k);
+    return loss;
+}
+
+// Micro-batch k's backward. In the step's last one (`last`) the model announces final
+// gradient tails and the dp reduction starts buckets (grad_reduce.h).
+static void backward(zt_trainer *t, int k, int last) {
+    const zt_config *c = t->cfg;
+    zt_gpt2 *m = &t->model;
+    size_t NC = act_count(t), BT = (size_t)c->micro_batch * c->seq;
+    int slot = k % t->n_slots;
+    if (t->overlap_pipe) zt_pipe_comm_before_bwd(&t->pc, k);
+    double t0 = zt_now_s();
+    zt_gpt2_use_slot(m, slot);
+    if (last && t->overlap) {
+        m->grad_ready = grad_ready;
+        m->grad_ready_ctx = &t->gr;
+    }
+    zt_gpt2_backward(m, t->inputs + slot * BT, t->recv_dout + slot * NC, t->dinput);
+    m->grad_ready = NULL;
+    t->compute_s += zt_now_s() - t0;
+    if (t->overlap_pipe) zt_pipe_comm_after_bwd(&t->pc, k);
+}
+
 // Runs this stage's schedule for one step (forward and backward of every micro-batch,
 // gradients added into the flat grad buffer). Returns this stage's loss sum (non-zero
 // on the last stage only). With --overlap-comm on, the last backward starts the dp
-// reduction's buckets as it goes (grad_reduce.h).
+// reduction's buckets as it goes (grad_reduce.h), the first forward waits for the parameter
+// gather piece by piece (param_gather.h), and the transfers do not block (pipe_comm.h).
 static double run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
-    const zt_config *c = t->cfg;
-    const zt_comm *pp = t->grid.pp_data;
-    zt_gpt2 *m = &t->model;
-    int prev = t->grid.pp_rank - 1, next = t->grid.pp_rank + 1;
-    size_t NC = act_count(t), BT = (size_t)c->micro_batch * c->seq;
     double loss = 0.0, start = zt_now_s();
-    int last_bwd = t->overlap ? last_backward(&t->sched) : -1;
+    int first_fwd = first_forward(&t->sched), last_bwd = last_backward(&t->sched);
     t->compute_s = 0.0;
+    t->pp_comm_s = 0.0;
+    if (t->overlap_pipe) zt_pipe_comm_begin(&t->pc);
     for (int i = 0; i < t->sched.n_actions; i++) {
-        double t0 = zt_now_s();
         const zt_sched_action *a = &t->sched.actions[i];
-        int slot = a->micro % t->n_slots, rslot = a->recv_micro % t->n_slots;
-        if (a->recv_micro < 0) rslot = 0;
-        switch (a->op) {
-        case ZT_SCHED_OP_RECV_FWD:
-            zt_comm_recv(pp, t->recv_in + slot * NC, NC, ZT_F32, prev, 0, NULL);
-            break;
-        case ZT_SCHED_OP_FWD:
-            zt_gpt2_use_slot(m, slot);
-            read_batch(t, &t->train, step, a->micro, c->grad_accum, slot);
-            loss += zt_gpt2_forward(m, t->inputs + slot * BT, t->recv_in + slot * NC,
-                                    t->targets + slot * BT, 1, loss_scale);
-            break;
-        case ZT_SCHED_OP_SEND_FWD:
-            zt_gpt2_use_slot(m, slot);
-            zt_comm_send(pp, zt_gpt2_output(m), NC, ZT_F32, next, 0, NULL);
-            break;
-        case ZT_SCHED_OP_RECV_BWD:
-            zt_comm_recv(pp, t->recv_dout + slot * NC, NC, ZT_F32, next, 0, NULL);
-            break;
-        case ZT_SCHED_OP_BWD:
-            zt_gpt2_use_slot(m, slot);
-            if (i == last_bwd) {
-                m->grad_ready = grad_ready;
-                m->grad_ready_ctx = &t->gr;
-            }
-            zt_gpt2_backward(m, t->inputs + slot * BT, t->recv_dout + slot * NC, t->dinput);
-            m->grad_ready = NULL;
-            break;
-        case ZT_SCHED_OP_SEND_BWD:
-            zt_comm_send(pp, t->dinput, NC, ZT_F32, prev, 0, NULL);
-            break;
-        case ZT_SCHED_OP_SEND_FWD_RECV_BWD:
-            zt_gpt2_use_slot(m, slot);
-            zt_comm_send_recv(pp, zt_gpt2_output(m), NC, next, t->recv_dout + rslot * NC, NC, next,
-                              ZT_F32, 0, NULL);
-            break;
-        case ZT_SCHED_OP_SEND_BWD_RECV_FWD:
-            zt_comm_send_recv(pp, t->dinput, NC, prev, t->recv_in + rslot * NC, NC, prev, ZT_F32,
-                              0, NULL);
-            break;
-        default: ZT_ASSERTF(0, "unknown schedule op %d", (int)a->op);
+        double t0 = zt_now_s();
+        if (a->op == ZT_SCHED_OP_FWD) loss += forward(t, step, a->micro, loss_scale, i == first_fwd);
+        else if (a->op == ZT_SCHED_OP_BWD) backward(t, a->micro, i == last_bwd);
+        else if (t->overlap_pipe) transfer_async(t, a);
+        else {
+            transfer_blocking(t, a);
+            t->pp_comm_s += zt_now_s() - t0;
         }
-        if (a->op == ZT_SCHED_OP_FWD || a->op == ZT_SCHED_OP_BWD) t->compute_s += zt_now_s() - t0;
+    }
+    if (t->overlap_pipe) {
+        zt_pipe_comm_end(&t->pc);
+        t->pp_comm_s = t->pc.comm_s;
     }
     t->sched_s = zt_now_s() - start;
     return loss;
@@ -158,7 +234,8 @@ double zt_trainer_evaluate(zt_trainer *t) {
 // One step (docs/design.md §2): the schedule's forwards and backwards add into the flat
 // gradient buffer; the tied embedding's two copies are summed; dp reduces (all-reduce under
 // --zero 0, reduce-scatter under --zero 1); one world all-reduce gives the norm, the loss and
-// the non-finite count; the optimizer updates this rank's range; --zero 1 all-gathers.
+// the non-finite count; the optimizer updates this rank's range; --zero 1 all-gathers
+// (overlapped: starts the gather, which the next step's first forward waits for).
 zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
     const zt_config *c = t->cfg;
     zt_grid *g = &t->grid;
@@ -173,6 +250,8 @@ zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
     t->be->ops->memset(t->be, m->grads, 0, total * elem);
     if (t->overlap) zt_grad_reduce_begin(&t->gr);
     double loss_sum = run_schedule(t, (uint64_t)step, (float)(1.0 / global_tokens));
+    // the pieces no forward asked for (the buffer's padding), before the update writes
+    if (t->overlap_gather) zt_param_gather_finish(&t->pg);
     // the tied embedding: sum the first and last stage's gradient copies over the
     // whole tensor, before the dp reduction, so both stages then shard and update
     // identical values (stages in the middle issue the same call with nothing in it).
@@ -214,8 +293,16 @@ zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
     float clip = zt_clip_scale(norm, c->grad_clip);
     if (t->plan.is_8bit) zt_adamw8bit_step(&t->opt8, m->params, m->grads, &m->layout, &oc, lr, clip);
     else zt_adamw_step(&t->opt, m->params, m->grads, &m->layout, &oc, lr, clip);
-    if (is_zero)
+    double tg = zt_now_s();
+    if (t->overlap_gather) zt_param_gather_start(&t->pg); // waited for in the next forward
+    else if (is_zero)
         zt_comm_all_gather(g->dp_data, params + t->shard_lo * elem, params, total, dt, NULL);
+    out->param_overlapped = 0;
+    out->param_comm_ms = 1000.0 * (t->overlap_gather
+                                       ? zt_param_gather_take(&t->pg, &out->param_overlapped)
+                                       : zt_now_s() - tg);
+    out->pp_comm_ms = 1000.0 * t->pp_comm_s;
+    out->pp_async = t->overlap_pipe ? t->pc.transfers : 0;
     t->be->ops->sync(t->be); // the step's work is done (and its errors seen) here
     out->stop = r[4] > 0; // a rank was asked to stop: every rank stops after this step
     out->loss = loss;

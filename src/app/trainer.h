@@ -16,7 +16,9 @@
 #include "gpt2.h"
 #include "grad_reduce.h"
 #include "grid.h"
+#include "param_gather.h"
 #include "partition.h"
+#include "pipe_comm.h"
 #include "planner.h"
 #include "profile.h"
 #include "schedule.h"
@@ -48,8 +50,13 @@ typedef struct {
     float *recv_dout;          // (n_slots, N*C) their gradients received from the stage after
     float *dinput;             // (N*C) gradient of this stage's input, to send back
     double compute_s, sched_s; // time in forward/backward, and in the whole schedule, last step
+    double pp_comm_s;          // of the schedule, in pipeline transfers, last step
     int overlap;               // --overlap-comm on: the dp reduction in buckets (gr)
     zt_grad_reduce gr;
+    int overlap_gather;        // ... and with --zero 1, the parameter all-gather (pg)
+    zt_param_gather pg;        //   left in flight into the next step's first forward
+    int overlap_pipe;          // ... and with --pp on a path with isend/irecv, the pipeline
+    zt_pipe_comm pc;           //   transfers nonblocking
     int step0;                 // completed steps at start (--resume), and
     uint64_t sample0;          // training samples consumed by then
     zt_train_sampler sampler;  // --sample-every
@@ -78,6 +85,15 @@ typedef struct {
     double ms;         // wall time of the step
     double grad_comm_ms; // of it, in the dp gradient reduction's calls (blocking: the whole
                          // reduction; overlapped: starting, polling and waiting for buckets)
+    double param_comm_ms; // in the ZeRO-1 parameter all-gather's calls since the last step
+                          // (blocking: the all-gather; overlapped: the last step's pieces
+                          // waited for and polled in this forward or between the steps,
+                          // and the start of this step's)
+    int param_overlapped; // pieces of the last step's gather completed inside this step's
+                          // first forward (0 on the blocking path)
+    double pp_comm_ms;    // in the pipeline's sends and receives (blocking: the calls;
+                          // nonblocking: posting, starting and waiting)
+    int pp_async;         // nonblocking pipeline sends and receives started (0: blocking)
     zt_profile phases; // --profile: the step's phase times
     int stop;          // a preemption signal reached some rank: save and stop after it
 } zt_step_stats;
