@@ -999,6 +999,10 @@ static void mpi_free(zt_comm *c) {
 //
 // The in-place reduce_scatter moves the rank's block from the front to its place (as the
 // blocking one does) once the operation completes: the request remembers the move.
+//
+// isend/irecv are MPI_Isend/MPI_Irecv, one call each. Point-to-point is not a collective: it
+// counts as nothing entered; its wait names the peer, as the blocking send and recv do, and
+// a receive checks its count at completion.
 
 typedef struct {
     MPI_Request rq;
