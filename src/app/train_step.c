@@ -1,7 +1,6 @@
 // One training step's data path (docs/design.md §2), the learning-rate schedule and the
-// validation pass: each dp rank reads its part of the global batch; the pipeline schedule
-// runs forward/backward over its micro-batches on this rank's stage, moving activations and
-// their gradients between neighbour stages.
+// validation pass: the stage's schedule (train_schedule.c) runs forward/backward over the
+// micro-batches; then the gradient's reductions, the norm, the update and ZeRO-1's gather.
 #include "trainer.h"
 
 #include <errno.h>
@@ -29,196 +28,18 @@ double zt_now_s(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-
-static size_t act_count(const zt_trainer *t) {
-    return (size_t)t->cfg->micro_batch * t->cfg->seq * t->shape.n_embd;
-}
-
-
-// Reads micro-batch `k` of step `step` for this dp rank into slot `slot`: sample indices
-// are global (step * G + (dp_rank * grad_accum + k) * B + b), so every layout sees the
-// same batch. Every stage reads (it is cheap); the first uses the inputs, the last the
-// targets.
-static void read_batch(zt_trainer *t, zt_dataset *ds, uint64_t step, int k, int accum, int slot) {
-    const zt_config *c = t->cfg;
-    size_t BT = (size_t)c->micro_batch * c->seq, bytes = BT * sizeof(int32_t);
-    uint64_t G = (uint64_t)c->micro_batch * accum * t->grid.dp;
-    uint64_t base = ds == &t->train ? t->sample0 + (step - (uint64_t)t->step0) * G : step * G;
-    uint64_t first = base + ((uint64_t)t->grid.dp_rank * accum + k) * c->micro_batch;
-    int32_t *in = zt_be_map(t->be, t->inputs + slot * BT, bytes, 0);
-    int32_t *tg = zt_be_map(t->be, t->targets + slot * BT, bytes, 0);
-    for (int b = 0; b < c->micro_batch; b++)
-        zt_dataset_sample(ds, first + b, in + (size_t)b * c->seq, tg + (size_t)b * c->seq);
-    zt_be_unmap(t->be, t->inputs + slot * BT, in, bytes, 1);
-    zt_be_unmap(t->be, t->targets + slot * BT, tg, bytes, 1);
-}
-
-// --overlap-comm on: the model's announcement that a tail of the gradient is final, and its
-// request for a unit's weights while the parameter gather may be in flight.
-static void grad_ready(void *ctx, size_t from) { zt_grad_reduce_ready(ctx, from); }
-static void params_need(void *ctx, size_t lo, size_t hi) { zt_param_gather_need(ctx, lo, hi); }
-
-// The index of the stage's last backward: once it runs, every other micro-batch's gradient
-// has been added, so what it finishes is final. Every forward comes before it.
-static int last_backward(const zt_schedule *s) {
-    int last = -1;
-    for (int i = 0; i < s->n_actions; i++)
-        if (s->actions[i].op == ZT_SCHED_OP_BWD) last = i;
-    for (int i = last + 1; i < s->n_actions; i++)
-        ZT_ASSERTF(s->actions[i].op != ZT_SCHED_OP_FWD, "a forward after the last backward");
-    return last;
-}
-
-// The index of the stage's first forward: the first to read the weights in a step.
-static int first_forward(const zt_schedule *s) {
-    for (int i = 0; i < s->n_actions; i++)
-        if (s->actions[i].op == ZT_SCHED_OP_FWD) return i;
-    return -1;
-}
-
-// The schedule's transfer actions, blocking: sends wait for their receiver, so the pairs of
-// 1F1B's steady state are combined exchanges (docs/design.md, "Pipeline").
-static void transfer_blocking(zt_trainer *t, const zt_sched_action *a) {
-    const zt_comm *pp = t->grid.pp_data;
-    int prev = t->grid.pp_rank - 1, next = t->grid.pp_rank + 1;
-    size_t NC = act_count(t);
-    int slot = a->micro % t->n_slots, rslot = a->recv_micro < 0 ? 0 : a->recv_micro % t->n_slots;
-    switch (a->op) {
-    case ZT_SCHED_OP_RECV_FWD:
-        zt_comm_recv(pp, t->recv_in + slot * NC, NC, ZT_F32, prev, 0, NULL);
-        break;
-    case ZT_SCHED_OP_SEND_FWD:
-        zt_gpt2_use_slot(&t->model, slot);
-        zt_comm_send(pp, zt_gpt2_output(&t->model), NC, ZT_F32, next, 0, NULL);
-        break;
-    case ZT_SCHED_OP_RECV_BWD:
-        zt_comm_recv(pp, t->recv_dout + slot * NC, NC, ZT_F32, next, 0, NULL);
-        break;
-    case ZT_SCHED_OP_SEND_BWD:
-        zt_comm_send(pp, t->dinput, NC, ZT_F32, prev, 0, NULL);
-        break;
-    case ZT_SCHED_OP_SEND_FWD_RECV_BWD:
-        zt_gpt2_use_slot(&t->model, slot);
-        zt_comm_send_recv(pp, zt_gpt2_output(&t->model), NC, next, t->recv_dout + rslot * NC, NC,
-                          next, ZT_F32, 0, NULL);
-        break;
-    case ZT_SCHED_OP_SEND_BWD_RECV_FWD:
-        zt_comm_send_recv(pp, t->dinput, NC, prev, t->recv_in + rslot * NC, NC, prev, ZT_F32, 0,
-                          NULL);
-        break;
-    default: ZT_ASSERTF(0, "unknown schedule op %d", (int)a->op);
-    }
-}
-
-// The same actions nonblocking (pipe_comm.h): a send starts and the stage moves on; a
-// receive was posted as soon as its buffer was free, and the forward or backward that reads
-// it waits for it.
-static void transfer_async(zt_trainer *t, const zt_sched_action *a) {
-    zt_pipe_comm *pc = &t->pc;
-    switch (a->op) {
-    case ZT_SCHED_OP_RECV_FWD: zt_pipe_comm_check_posted(pc, a->micro, 0); break;
-    case ZT_SCHED_OP_RECV_BWD: zt_pipe_comm_check_posted(pc, a->micro, 1); break;
-    case ZT_SCHED_OP_SEND_FWD:
-    case ZT_SCHED_OP_SEND_FWD_RECV_BWD:
-        zt_gpt2_use_slot(&t->model, a->micro % t->n_slots);
-        zt_pipe_comm_send_fwd(pc, a->micro, zt_gpt2_output(&t->model));
-        if (a->recv_micro >= 0) zt_pipe_comm_check_posted(pc, a->recv_micro, 1);
-        break;
-    case ZT_SCHED_OP_SEND_BWD:
-    case ZT_SCHED_OP_SEND_BWD_RECV_FWD:
-        zt_pipe_comm_send_bwd(pc, t->dinput);
-        if (a->recv_micro >= 0) zt_pipe_comm_check_posted(pc, a->recv_micro, 0);
-        break;
-    default: ZT_ASSERTF(0, "unknown schedule op %d", (int)a->op);
-    }
-}
-
-// Micro-batch k's forward in its slot. In the step's first forward (`first`) the model asks
-// for each unit's weights as it reaches them while the last step's parameter gather may
-// still be in flight (param_gather.h); that wait is communication, not compute.
-static double forward(zt_trainer *t, uint64_t step, int k, float loss_scale, int first) {
-    const zt_config *c = t->cfg;
-    zt_gpt2 *m = &t->model;
-    size_t NC = act_count(t), BT = (size_t)c->micro_batch * c->seq;
-    int slot = k % t->n_slots;
-    if (t->overlap_pipe) zt_pipe_comm_before_fwd(&t->pc, k);
-    double t0 = zt_now_s(), g0 = t->pg.comm_s;
-    zt_gpt2_use_slot(m, slot);
-    read_batch(t, &t->train, step, k, c->grad_accum, slot);
-    if (first && t->overlap_gather) {
-        m->params_need = params_need;
-        m->params_need_ctx = &t->pg;
-    }
-    double loss = zt_gpt2_forward(m, t->inputs + slot * BT, t->recv_in + slot * NC,
-                                  t->targets + slot * BT, 1, loss_scale);
-    m->params_need = NULL;
-    t->compute_s += zt_now_s() - t0 - (t->pg.comm_s - g0);
-    if (t->overlap_pipe) zt_pipe_comm_after_fwd(&t->pc, k);
-    return loss;
-}
-
-// Micro-batch k's backward. In the step's last one (`last`) the model announces final
-// gradient tails and the dp reduction starts buckets (grad_reduce.h).
-static void backward(zt_trainer *t, int k, int last) {
-    const zt_config *c = t->cfg;
-    zt_gpt2 *m = &t->model;
-    size_t NC = act_count(t), BT = (size_t)c->micro_batch * c->seq;
-    int slot = k % t->n_slots;
-    if (t->overlap_pipe) zt_pipe_comm_before_bwd(&t->pc, k);
-    double t0 = zt_now_s();
-    zt_gpt2_use_slot(m, slot);
-    if (last && t->overlap) {
-        m->grad_ready = grad_ready;
-        m->grad_ready_ctx = &t->gr;
-    }
-    zt_gpt2_backward(m, t->inputs + slot * BT, t->recv_dout + slot * NC, t->dinput);
-    m->grad_ready = NULL;
-    t->compute_s += zt_now_s() - t0;
-    if (t->overlap_pipe) zt_pipe_comm_after_bwd(&t->pc, k);
-}
-
-// Runs this stage's schedule for one step (forward and backward of every micro-batch,
-// gradients added into the flat grad buffer). Returns this stage's loss sum (non-zero
-// on the last stage only). With --overlap-comm on, the last backward starts the dp
-// reduction's buckets as it goes (grad_reduce.h), the first forward waits for the parameter
-// gather piece by piece (param_gather.h), and the transfers do not block (pipe_comm.h).
-static double run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
-    double loss = 0.0, start = zt_now_s();
-    int first_fwd = first_forward(&t->sched), last_bwd = last_backward(&t->sched);
-    t->compute_s = 0.0;
-    t->pp_comm_s = 0.0;
-    if (t->overlap_pipe) zt_pipe_comm_begin(&t->pc);
-    for (int i = 0; i < t->sched.n_actions; i++) {
-        const zt_sched_action *a = &t->sched.actions[i];
-        double t0 = zt_now_s();
-        if (a->op == ZT_SCHED_OP_FWD) loss += forward(t, step, a->micro, loss_scale, i == first_fwd);
-        else if (a->op == ZT_SCHED_OP_BWD) backward(t, a->micro, i == last_bwd);
-        else if (t->overlap_pipe) transfer_async(t, a);
-        else {
-            transfer_blocking(t, a);
-            t->pp_comm_s += zt_now_s() - t0;
-        }
-    }
-    if (t->overlap_pipe) {
-        zt_pipe_comm_end(&t->pc);
-        t->pp_comm_s = t->pc.comm_s;
-    }
-    t->sched_s = zt_now_s() - start;
-    return loss;
-}
-
 // Mean validation loss over the first val_batches global batches of the validation
 // file (the same samples whatever the layout), through the pipeline stage by stage.
 double zt_trainer_evaluate(zt_trainer *t) {
     const zt_config *c = t->cfg;
     const zt_comm *pp = t->grid.pp_data;
     zt_gpt2 *m = &t->model;
-    size_t NC = act_count(t);
+    size_t NC = zt_trainer_act_count(t);
     double sum = 0.0;
     zt_gpt2_use_slot(m, 0);
     for (int vb = 0; vb < c->val_batches; vb++)
         for (int k = 0; k < c->grad_accum; k++) {
-            read_batch(t, &t->val, (uint64_t)vb, k, c->grad_accum, 0);
+            zt_trainer_read_batch(t, &t->val, (uint64_t)vb, k, c->grad_accum, 0);
             if (!zt_trainer_first_stage(t))
                 zt_comm_recv(pp, t->recv_in, NC, ZT_F32, t->grid.pp_rank - 1, 0, NULL);
             double part = zt_gpt2_forward(m, t->inputs, t->recv_in, t->targets, 0, 0.0f);
@@ -249,7 +70,7 @@ zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
     zt_profile prof0 = t->prof;
     t->be->ops->memset(t->be, m->grads, 0, total * elem);
     if (t->overlap) zt_grad_reduce_begin(&t->gr);
-    double loss_sum = run_schedule(t, (uint64_t)step, (float)(1.0 / global_tokens));
+    double loss_sum = zt_trainer_run_schedule(t, (uint64_t)step, (float)(1.0 / global_tokens));
     // the pieces no forward asked for (the buffer's padding), before the update writes
     if (t->overlap_gather) zt_param_gather_finish(&t->pg);
     // the tied embedding: sum the first and last stage's gradient copies over the

@@ -1,5 +1,6 @@
 // The trainer's state and its parts, shared by the files of the training run: train.c (set-up
-// and the loop), train_step.c (one step's data path), train_report.c (what is printed and
+// and the loop), train_step.c (one step's data path), train_schedule.c (the stage's
+// schedule within it), train_report.c (what is printed and
 // logged), train_checks.c (the checks before and after), train_export.c (--save).
 #ifndef ZT_TRAINER_H
 #define ZT_TRAINER_H
@@ -105,6 +106,16 @@ static inline int zt_trainer_last_stage(const zt_trainer *t) {
 
 // train_step.c. Seconds on a monotonic clock.
 double zt_now_s(void);
+
+// Elements of one micro-batch's activations (N * C): what the pipeline moves.
+static inline size_t zt_trainer_act_count(const zt_trainer *t) {
+    return (size_t)t->cfg->micro_batch * t->cfg->seq * t->shape.n_embd;
+}
+// train_schedule.c. Micro-batch k of `step` (of `accum` per dp rank) from ds into slot `slot`.
+void zt_trainer_read_batch(zt_trainer *t, zt_dataset *ds, uint64_t step, int k, int accum,
+                           int slot);
+// Runs this stage's schedule for one step; returns its loss sum (non-zero on the last stage).
+double zt_trainer_run_schedule(zt_trainer *t, uint64_t step, float loss_scale);
 
 // The fp32 master weights of this rank's optimizer range under bf16, else NULL.
 static inline float *zt_trainer_master(const zt_trainer *t) {
