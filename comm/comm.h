@@ -1,7 +1,7 @@
 // The communication interface: collectives and point-to-point on a communicator, one
-// interface struct with a size-1 `self` backend, an MPI backend (host memory) and an NCCL
-// backend (device memory; built by `make cuda`, not yet wired into the grid). docs/design.md
-// §6.
+// interface struct with a size-1 `self` backend, an MPI backend (host memory), MPI with
+// host staging for device memory (comm_staged.h) and an NCCL backend (device memory; built
+// by `make cuda`). docs/design.md §6.
 //
 // Conventions every backend keeps (the zt_comm_* wrappers below check them once, so a
 // backend may assume them):
@@ -184,6 +184,10 @@ zt_status zt_comm_mpi_check_env(void);
 // No-ops with ZT_COMM_TIMEOUT_S set, on one rank, and before zt_comm_mpi_init_world.
 void zt_comm_mpi_watch(double longest_s);
 void zt_comm_mpi_unwatch(void);
+// The seconds one operation may wait now, for other paths that time out alike (the NCCL
+// watchdog): ZT_COMM_TIMEOUT_S when set, else the default timeout's armed deadline; 0 when
+// none applies (off, disarmed, one rank). Any thread may ask.
+double zt_comm_mpi_stall_limit_s(void);
 // MPI_Finalize, if zt_comm_mpi_init_world initialized MPI and it is not yet finalized.
 // Every rank must call it (it is collective); free all communicators first.
 void zt_comm_mpi_finalize(void);

@@ -545,6 +545,12 @@ void zt_comm_mpi_watch(double longest_s) {
 
 void zt_comm_mpi_unwatch(void) { __atomic_store_n(&g_watch.deadline_ns, 0, __ATOMIC_RELEASE); }
 
+double zt_comm_mpi_stall_limit_s(void) {
+    if (g_timeout_s > 0) return g_timeout_s;
+    if (!g_watch.on) return 0;
+    return (double)__atomic_load_n(&g_watch.deadline_ns, __ATOMIC_ACQUIRE) * 1e-9;
+}
+
 // ---- node-local collectives through a shared-memory staging window ----
 //
 // Why: on one node Open MPI 4.1's reduce-scatter allocates full-size temporaries on every

@@ -138,4 +138,77 @@ static inline ZT_HD zt_col_major_gemm zt_gemm_row_to_col(int trans_a, int trans_
     zt_col_major_gemm g = {trans_b, trans_a, N, M, K, B, A, ldb, lda};
     return g;
 }
+
+// ---- gemm_mixed (gemm_lt_cuda.c, and the CPU's gemm_mixed_cpu.c): tiles of C, chunks of
+// K, operand pieces in scratch ----
+
+// gemm_mixed's scratch (caps.gemm_mixed_workspace: the model carves it, the planner counts
+// it; here so that a build without CUDA states the same caps): cuBLASLt's workspace (32 MiB,
+// what cuBLAS documents for Hopper), then 32 MiB for a tile's converted operands and fp32 C.
+#define ZT_CUDA_LT_WORKSPACE ((size_t)32 << 20)
+#define ZT_CUDA_GEMM_MIXED_WORKSPACE (ZT_CUDA_LT_WORKSPACE + ((size_t)32 << 20))
+
+// K chunks of at most this many (balanced: K = 3072 is 3 x 1024). Chunks cost only one more
+// pass over the fp32 C tile each, and keep the operand tiles, and so the scratch a tile of C
+// needs, independent of K (a weight gradient's K is the micro-batch's tokens).
+#define ZT_GEMM_MIXED_K_CHUNK 1024
+
+// Offset in a stored row-major X (leading dimension ld) of op(X)'s element (r, c): op(X) = X,
+// or X^T when trans (the stored coordinates swap).
+static inline ZT_HD size_t zt_op_at(int trans, int r, int c, int ld) {
+    return trans ? (size_t)c * ld + r : (size_t)r * ld + c;
+}
+
+// Offset of element i of a (rows, cols) sub-matrix read row by row, in a row-major matrix
+// with leading dimension ld (the conversion kernels' one thread per element).
+static inline ZT_HD size_t zt_sub_at(size_t i, int cols, int ld) {
+    return i / (size_t)cols * ld + i % (size_t)cols;
+}
+
+// What a tile of gemm_mixed keeps in scratch: a bf16 C's tile in fp32 (c32), and op(A)'s
+// (mt, kt) and op(B)'s (kt, nt) pieces where an operand is converted (copy_a, copy_b), `elem`
+// bytes a value; each part starts `align` bytes aligned (cuBLASLt's operands: 256).
+typedef struct {
+    int c32, copy_a, copy_b;
+    size_t elem, align;
+} zt_gemm_scratch;
+
+typedef struct {
+    int mt, nt, kt; // the largest tile of C and chunk of K (kt 0: no tile fits)
+} zt_gemm_tiles;
+
+static inline ZT_HD size_t zt_align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+// Bytes of each part: the fp32 C tile, op(A)'s piece, op(B)'s piece (0 where not kept).
+static inline ZT_HD size_t zt_gemm_part_c(zt_gemm_tiles t, const zt_gemm_scratch *s) {
+    return s->c32 ? zt_align_up((size_t)t.mt * t.nt * sizeof(float), s->align) : 0;
+}
+static inline ZT_HD size_t zt_gemm_part_a(zt_gemm_tiles t, const zt_gemm_scratch *s) {
+    return s->copy_a ? zt_align_up((size_t)t.mt * t.kt * s->elem, s->align) : 0;
+}
+static inline ZT_HD size_t zt_gemm_part_b(zt_gemm_tiles t, const zt_gemm_scratch *s) {
+    return s->copy_b ? zt_align_up((size_t)t.kt * t.nt * s->elem, s->align) : 0;
+}
+static inline ZT_HD size_t zt_gemm_tile_bytes(zt_gemm_tiles t, const zt_gemm_scratch *s) {
+    return zt_gemm_part_c(t, s) + zt_gemm_part_a(t, s) + zt_gemm_part_b(t, s);
+}
+
+// The largest tiles that fit `bytes` (both backends' plan): the whole of C and
+// K in balanced chunks of at most k_chunk, then the longer side of the tile halved (then the
+// chunk) until the scratch holds it: square-ish tiles convert the fewest values again.
+static inline ZT_HD zt_gemm_tiles zt_gemm_plan_tiles(int M, int N, int K, int k_chunk,
+                                                      const zt_gemm_scratch *s, size_t bytes) {
+    int chunks = (K + k_chunk - 1) / k_chunk;
+    zt_gemm_tiles t = {M, N, chunks ? (K + chunks - 1) / chunks : 0};
+    while (zt_gemm_tile_bytes(t, s) > bytes) {
+        int *longer = t.mt >= t.nt ? &t.mt : &t.nt;
+        if (*longer > 1) *longer = (*longer + 1) / 2;
+        else if (t.kt > 1) t.kt = (t.kt + 1) / 2;
+        else {
+            t.kt = 0;
+            break;
+        }
+    }
+    return t;
+}
 #endif

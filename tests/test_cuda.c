@@ -1038,6 +1038,54 @@ ZT_TEST(cuda_nccl_single_rank) {
     return ZT_PASS;
 }
 
+// NCCL's nonblocking collectives and split on one rank: each starts after the kernel the
+// backend's stream issued just before it (x + y written by `add` right before the call: the
+// communicator's own stream must wait for it), completes by test or wait in stream order,
+// and the results are the size-1 copies, exact. zt_comm_nccl_split: color 0 gives a
+// communicator, ZT_COMM_UNDEFINED none.
+ZT_TEST(cuda_nccl_nonblocking) {
+    NEED_GPU();
+    if (g_on_cpu) {
+        gpu_close();
+        printf("SKIP: NCCL needs the GPU\n");
+        return ZT_SKIP;
+    }
+    zt_comm self, nc, part, none;
+    zt_comm_self_init(&self);
+    if (zt_comm_nccl_init(&nc, &self, GPU->ops->stream(GPU)) != ZT_OK) {
+        fprintf(stderr, "%s\n", zt_error_message());
+        return ZT_FAIL;
+    }
+    zt_comm_free(&self);
+    const size_t n = 1 << 22; // large enough that a race with `add` would show
+    float *x = hrand(n, -1, 1), *y = hrand(n, -1, 1), *sum = hpoison(n);
+    CPU->ops->add(CPU, sum, x, y, n);
+    float *g_x = dputf(x, n), *g_y = dputf(y, n), *g_s = dpoison(n), *g_r = dpoison(n);
+    zt_comm_req req = {0};
+    GPU->ops->add(GPU, g_s, g_x, g_y, n);
+    zt_comm_iall_reduce(&nc, g_s, g_r, n, ZT_F32, ZT_REDUCE_SUM, NULL, &req);
+    while (!zt_comm_test(&req)) {}
+    CHECK_DEV("nccl iall_reduce after add (test)", g_r, sum, n, 0.0, 0.0);
+    GPU->ops->memset(GPU, g_s, 0xff, n * sizeof(float));
+    GPU->ops->add(GPU, g_s, g_x, g_y, n);
+    zt_comm_ireduce(&nc, g_s, g_s, n, ZT_F32, ZT_REDUCE_SUM, 0, NULL, &req);
+    zt_comm_wait(&req);
+    zt_comm_ireduce_scatter(&nc, g_s, g_s, n, ZT_F32, ZT_REDUCE_SUM, NULL, &req);
+    zt_comm_wait(&req);
+    zt_comm_iall_gather(&nc, g_s, g_r, n, ZT_F32, NULL, &req);
+    zt_comm_wait(&req);
+    CHECK_DEV("nccl ireduce, ireduce_scatter, iall_gather (wait)", g_r, sum, n, 0.0, 0.0);
+    zt_comm_nccl_split(&nc, 0, 0, &part);
+    zt_comm_nccl_split(&nc, ZT_COMM_UNDEFINED, 0, &none);
+    CHECK(part.size == 1 && !strcmp(part.ops->name, "nccl") && none.ops == NULL);
+    zt_comm_all_gather(&part, g_x, g_r, n, ZT_F32, NULL);
+    CHECK_DEV("nccl split all_gather", g_r, x, n, 0.0, 0.0);
+    zt_comm_free(&part);
+    zt_comm_free(&nc);
+    gpu_close();
+    return ZT_PASS;
+}
+
 // ---------------------------------------------------------------------------------------
 // The CUDA kernels' index arithmetic (launch_math.h), on the host: the kernels call these
 // functions, so this checks the grids, the pieces and the offsets that run on the GPU, and
@@ -1328,5 +1376,430 @@ ZT_TEST(cuda_comm_staged) {
     if (mpi) zt_comm_mpi_finalize();
     gpu_close();
     CHECK_EQ_INT(any, 0);
+    return ZT_PASS;
+}
+
+// ---------------------------------------------------------------------------------------
+// The bf16 op group (kernels/cuda/bf16_cuda.h) against the CPU's bf16 ops on the same inputs.
+//
+// How far apart they may be, from the arithmetic (u = 2^-24, fp32's unit roundoff):
+// - Conversions, the bias, the embedding forward and backward: widening is exact, the only
+//   arithmetic is fp32 adds (no product: nothing to contract) in the CPU's order, and the
+//   rounding is bf16_math.h's on both sides: bit for bit.
+// - Ops that run the fp32 kernel on widened values (LayerNorm, the bias gradient, sumsq,
+//   both AdamWs): the fp32 CUDA test's bound for that kernel (contraction, other summation
+//   orders), then for a bf16 result one more step: fp32 values a, b within d round to bf16
+//   values within d + ulp(a)/2 + ulp(b)/2 <= d + 2^-7 |ref| (1 + 2^-7) (an ulp of bf16 is at
+//   most 2^-7 of the value: 8 significant bits), so BF16_STEP relative is added.
+// - gemm_mixed: both sides form the same exact products (an fp32 operand is rounded by the
+//   same RNE first; two bf16 multiply exactly in fp32) and add them in fp32 in other orders
+//   (cuBLASLt's tensor-core tiles and K chunks, the CPU's blocks): the CPU's within
+//   gamma_{K+2}(u) (|alpha| sum_k |a b| + |beta| |c|) of the exact result (one rounding for
+//   the alpha/beta epilogue, one for a chunk boundary). A tensor core's fp32 accumulation is
+//   not IEEE round to nearest (it may truncate the aligned sum), so the GPU's side takes 2u
+//   an add: 3 gamma_{K+2}(u) apart in all; |a|, |b| < 1 bound sum_k |a b| by K. A bf16 C
+//   adds BF16_STEP.
+
+#define BF16_STEP (0x1p-7 * (1.0 + 0x1p-7))
+
+// The scratch count now, and back to it (frees what came after): for a test whose loop would
+// outgrow MAX_SCRATCH.
+typedef struct {
+    int host, dev;
+} scratch_mark;
+static scratch_mark scratch_now(void) { return (scratch_mark){g_nhost, g_ndev}; }
+static void scratch_back(scratch_mark m) {
+    while (g_ndev > m.dev) zt_be_free(&g_gpu, g_dev[--g_ndev]);
+    while (g_nhost > m.host) free(g_host[--g_nhost]);
+}
+
+static zt_bf16 *hround16(const float *x, size_t n) {
+    zt_bf16 *p = hmem(n * sizeof(zt_bf16));
+    for (size_t i = 0; i < n; i++) p[i] = zt_bf16_from_fp32(x[i]);
+    return p;
+}
+// n bf16 values drawn uniform in [lo, hi), then rounded.
+static zt_bf16 *hrand16(size_t n, float lo, float hi) { return hround16(hrand(n, lo, hi), n); }
+static float *hwiden16(const zt_bf16 *x, size_t n) {
+    float *p = hmem(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) p[i] = zt_bf16_to_fp32(x[i]);
+    return p;
+}
+static zt_bf16 *dpoison16(size_t n) {
+    zt_bf16 *d = (zt_bf16 *)dpoison((n + 1) / 2);
+    return d;
+}
+// Host copy of device bf16 values, widened (exact).
+static float *dget16(const zt_bf16 *d, size_t n) {
+    g_gpu.ops->sync(&g_gpu);
+    zt_bf16 *h = hmem(n * sizeof(zt_bf16));
+    g_gpu.ops->copy(&g_gpu, h, d, n * sizeof(zt_bf16), ZT_COPY_D2H);
+    return hwiden16(h, n);
+}
+// Compares device bf16 values d with the CPU's h (bf16), both widened.
+#define CHECK_DEV16(what, d, h, n, atol, rtol)                                        \
+    do {                                                                              \
+        if (zt_check_close(what, dget16(d, n), hwiden16(h, n), n, atol, rtol)) {      \
+            gpu_close();                                                              \
+            return ZT_FAIL;                                                           \
+        }                                                                             \
+    } while (0)
+
+// The conversions bit for bit, NaNs included (compared by their bits), on random values and
+// the hard ones: ties both ways, the largest finite bf16 and past it, subnormals, Inf, NaN.
+ZT_TEST(cuda_bf16_conversions) {
+    NEED_GPU();
+    const size_t n = 100003;
+    float *x = hrand(n, -3, 3);
+    const uint32_t hard[] = {0x3f808000u, 0x3f818000u, 0x7f7f7fffu, 0x7f7f8000u, 0x00008000u,
+                             0x00018000u, 0x80000001u, 0x7f800000u, 0xff800000u, 0x7fc00001u,
+                             0xff800001u, 0x00000000u, 0x80000000u};
+    for (size_t i = 0; i < sizeof hard / sizeof *hard; i++) memcpy(&x[i * 7], &hard[i], 4);
+    zt_bf16 *want = hmem(n * sizeof(zt_bf16)), *got = hmem(n * sizeof(zt_bf16));
+    zt_bf16 *d16 = dpoison16(n);
+    CPU->ops->bf16_from_fp32(CPU, want, x, n);
+    GPU->ops->bf16_from_fp32(GPU, d16, dputf(x, n), n);
+    GPU->ops->sync(GPU);
+    GPU->ops->copy(GPU, got, d16, n * sizeof(zt_bf16), ZT_COPY_D2H);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += got[i] != want[i];
+    printf("  bf16_from_fp32 n=%zu: %zu values apart (bit for bit)\n", n, bad);
+    CHECK_EQ_INT(bad, 0);
+    float *wide = hpoison(n), *g_wide = dpoison(n);
+    CPU->ops->bf16_to_fp32(CPU, wide, want, n);
+    GPU->ops->bf16_to_fp32(GPU, g_wide, d16, n);
+    float *back = dget(g_wide, n);
+    CHECK(memcmp(back, wide, n * sizeof(float)) == 0);
+    gpu_close();
+    return ZT_PASS;
+}
+
+// The bias (forward: one add; backward: column sums) and GELU with a bf16 output.
+ZT_TEST(cuda_bf16_bias_gelu) {
+    NEED_GPU();
+    const int N = 301, OC = 77;
+    size_t no = (size_t)N * OC;
+    zt_bf16 *bias = hrand16(OC, -1, 1);
+    float *out = hrand(no, -1, 1), *g_out = dputf(out, no);
+    CPU->ops->bias_forward_bf16(CPU, out, bias, N, OC);
+    GPU->ops->bias_forward_bf16(GPU, g_out, dput(bias, OC * sizeof(zt_bf16)), N, OC);
+    CHECK_DEV("bias_forward_bf16", g_out, out, no, 0.0, 0.0); // one add: exact
+    float *dout = hrand(no, -1, 1);
+    zt_bf16 *db = hrand16(OC, -1, 1), *g_db = dput(db, OC * sizeof(zt_bf16));
+    CPU->ops->bias_backward_bf16(CPU, db, dout, N, OC);
+    GPU->ops->bias_backward_bf16(GPU, g_db, dputf(dout, no), N, OC);
+    // N + 1 terms of |.| < 1 in fp32 in any order (the fp32 kernel sums rows in order today,
+    // then this is exact): gamma_{N+1} (N + 1) each side, then the bf16 step
+    double tol = 2.0 * (N + 1) * U32 * (N + 1) * 1.01;
+    CHECK_DEV16("bias_backward_bf16", g_db, db, OC, tol, BF16_STEP);
+    const size_t n = 100003;
+    float *x = hrand(n, -6, 6);
+    zt_bf16 *ge = hmem(n * sizeof(zt_bf16)), *g_ge = dpoison16(n);
+    CPU->ops->gelu_forward_bf16(CPU, ge, x, n);
+    GPU->ops->gelu_forward_bf16(GPU, g_ge, dputf(x, n), n);
+    // cuda_elementwise's gelu_forward bound (tanhf's ulps), then the bf16 step
+    CHECK_DEV16("gelu_forward_bf16", g_ge, ge, n, 16 * U32 * 1.01, 8 * U32 + BF16_STEP);
+    gpu_close();
+    return ZT_PASS;
+}
+
+// The embedding: tokens repeated and outside the slice, with and without positions; the
+// backward sums each row's tokens in token order, then rounds once (both sides).
+ZT_TEST(cuda_bf16_encoder) {
+    NEED_GPU();
+    const int B = 3, T = 17, C = 300, lo = 5, rows = 41, N = B * T;
+    int32_t tokens[3 * 17];
+    uint64_t key = zt_splitmix64(g_seed + 99);
+    for (int n = 0; n < N; n++) tokens[n] = (int32_t)(zt_uniform(key, n) * 60); // some outside
+    tokens[1] = tokens[0], tokens[N - 1] = tokens[0];                          // repeats
+    int32_t *dtok = dput(tokens, sizeof tokens);
+    size_t ne = (size_t)rows * C, np = (size_t)T * C, no = (size_t)N * C;
+    zt_bf16 *wte = hrand16(ne, -1, 1), *wpe = hrand16(np, -1, 1);
+    zt_bf16 *g_wte = dput(wte, ne * 2), *g_wpe = dput(wpe, np * 2);
+    for (int with_pos = 0; with_pos < 2; with_pos++) {
+        float *out = hpoison(no), *g_out = dpoison(no);
+        CPU->ops->encoder_forward_bf16(CPU, out, tokens, wte, with_pos ? wpe : NULL, lo, rows, N,
+                                       T, C);
+        GPU->ops->encoder_forward_bf16(GPU, g_out, dtok, g_wte, with_pos ? g_wpe : NULL, lo,
+                                       rows, N, T, C);
+        CHECK_DEV("encoder_forward_bf16", g_out, out, no, 0.0, 0.0); // one add: exact
+        float *dout = hrand(no, -1, 1);
+        zt_bf16 *dwte = hrand16(ne, -1, 1), *dwpe = hrand16(np, -1, 1);
+        zt_bf16 *g_dwte = dput(dwte, ne * 2), *g_dwpe = dput(dwpe, np * 2);
+        CPU->ops->encoder_backward_bf16(CPU, dwte, with_pos ? dwpe : NULL, dout, tokens, lo, rows,
+                                        N, T, C);
+        GPU->ops->encoder_backward_bf16(GPU, g_dwte, with_pos ? g_dwpe : NULL, dputf(dout, no),
+                                        dtok, lo, rows, N, T, C);
+        // the same adds in the same order, one rounding: exact
+        CHECK_DEV16("encoder_backward_bf16 dwte", g_dwte, dwte, ne, 0.0, 0.0);
+        CHECK_DEV16("encoder_backward_bf16 dwpe", g_dwpe, dwpe, np, 0.0, 0.0);
+    }
+    gpu_close();
+    return ZT_PASS;
+}
+
+// LayerNorm with bf16 weights: fp32 and bf16 outputs; the backward's bf16 dw, db. N is
+// larger than a chunk of the bf16 output's rows (ZT_CUDA_BF16_SCRATCH / C), so the chunks
+// are covered.
+ZT_TEST(cuda_bf16_layernorm) {
+    NEED_GPU();
+    const int N = 1500, C = 777;
+    size_t nc = (size_t)N * C;
+    float *x = hrand(nc, -2, 3), *g_x = dputf(x, nc);
+    zt_bf16 *w = hrand16(C, 0.5f, 1.5f), *b = hrand16(C, -1, 1);
+    zt_bf16 *g_w = dput(w, C * 2), *g_b = dput(b, C * 2);
+    float *mean = hpoison(N), *rstd = hpoison(N), *g_mean = dpoison(N), *g_rstd = dpoison(N);
+    // cuda_layernorm's bounds (contraction in the C products), the mean's widened for a
+    // reordered row sum: C values |x| <= 3, gamma_C * 3C each side
+    const double t_mean = 6.0 * C * U32 * 1.01, t_out = 8.0 * C * U32;
+    for (int o16 = 0; o16 < 2; o16++) {
+        zt_dtype dt = o16 ? ZT_BF16 : ZT_F32;
+        void *out = o16 ? (void *)hmem(nc * 2) : (void *)hpoison(nc);
+        void *g_out = o16 ? (void *)dpoison16(nc) : (void *)dpoison(nc);
+        CPU->ops->layernorm_forward_bf16(CPU, out, dt, mean, rstd, x, w, b, N, C);
+        GPU->ops->layernorm_forward_bf16(GPU, g_out, dt, g_mean, g_rstd, g_x, g_w, g_b, N, C);
+        CHECK_DEV("layernorm_forward_bf16 mean", g_mean, mean, N, t_mean, 0.0);
+        CHECK_DEV("layernorm_forward_bf16 rstd", g_rstd, rstd, N, 0.0, 2.0 * C * U32);
+        if (o16) CHECK_DEV16("layernorm_forward_bf16 out", g_out, out, nc, t_out, BF16_STEP);
+        else CHECK_DEV("layernorm_forward_bf16 out", g_out, out, nc, t_out, 0.0);
+    }
+    float *dout = hrand(nc, -1, 1), *dinp0 = hrand(nc, -1, 1), *dinp = hcopy(dinp0, nc);
+    zt_bf16 *dw = hrand16(C, -1, 1), *db = hrand16(C, -1, 1);
+    zt_bf16 *g_dw = dput(dw, C * 2), *g_db = dput(db, C * 2);
+    float *g_dinp = dputf(dinp0, nc);
+    CPU->ops->layernorm_backward_bf16(CPU, dinp, dw, db, dout, x, w, mean, rstd, N, C);
+    GPU->ops->layernorm_backward_bf16(GPU, g_dinp, g_dw, g_db, dputf(dout, nc), g_x, g_w,
+                                      dputf(mean, N), dputf(rstd, N), N, C);
+    // cuda_layernorm's: dx C*u of magnitudes <= ~4; dw N contracted products <= ~4 (and a
+    // reordered sum: gamma_{N+1} of (4N + 1)); db N + 1 terms < 1 in any order
+    CHECK_DEV("layernorm_backward_bf16 dinp", g_dinp, dinp, nc, 8.0 * C * U32, 0.0);
+    CHECK_DEV16("layernorm_backward_bf16 dw", g_dw, dw, C, 2.0 * (N + 1) * U32 * (4.0 * N + 1),
+                BF16_STEP);
+    CHECK_DEV16("layernorm_backward_bf16 db", g_db, db, C, 2.0 * (N + 1) * U32 * (N + 1.0),
+                BF16_STEP);
+    gpu_close();
+    return ZT_PASS;
+}
+
+// The gradient norm's sum of squares over more values than one chunk of the scratch.
+ZT_TEST(cuda_bf16_sumsq) {
+    NEED_GPU();
+    const size_t n = ((size_t)1 << 20) + 100003;
+    zt_bf16 *x = hrand16(n, -1, 1);
+    x[5] = 0x7fc0, x[77777] = 0x7f80, x[n - 1] = 0xff80; // NaN, Inf, -Inf
+    double q_cpu[2] = {1, 2}, q_gpu[2] = {1, 2};
+    CPU->ops->sumsq_bf16(CPU, q_cpu, x, n);
+    GPU->ops->sumsq_bf16(GPU, q_gpu, dput(x, n * 2), n);
+    // the same exact squares summed in double in other orders: n * 2^-53 of sum x^2 <= n
+    CHECK_NEAR(q_gpu[0], q_cpu[0], (double)n * n * 0x1p-53, 0.0);
+    CHECK_EQ_INT(q_gpu[1], q_cpu[1]);
+    CHECK_EQ_INT(q_gpu[1], 5);
+    gpu_close();
+    return ZT_PASS;
+}
+
+// AdamW on fp32 masters with a bf16 gradient, over more values than one chunk: the masters
+// and moments within adamw_bound of the widened gradient's update (the bf16 op is the fp32
+// update on it, on both backends), the bf16 weights within that plus the bf16 step.
+ZT_TEST(cuda_bf16_adamw) {
+    NEED_GPU();
+    const size_t n = ((size_t)1 << 20) + 1001;
+    const float wd = 0.1f;
+    float *mst = hrand(n, -1, 1), *m = hrand(n, -0.01f, 0.01f), *v = hrand(n, 0, 1e-4f);
+    zt_bf16 *p = hround16(mst, n), *g = hrand16(n, -0.1f, 0.1f);
+    float *gw = hwiden16(g, n);
+    double *bp = hmem(n * sizeof(double)), *bm = hmem(n * sizeof(double));
+    double *bv = hmem(n * sizeof(double));
+    zt_adamw_hparams h = test_hparams(2, 0.5f);
+    for (size_t i = 0; i < n; i++) {
+        adamw_tol b = adamw_bound(mst[i], m[i], v[i], gw[i], wd, &h);
+        bp[i] = b.p, bm[i] = b.m, bv[i] = b.v;
+    }
+    float *g_mst = dputf(mst, n), *g_m = dputf(m, n), *g_v = dputf(v, n);
+    zt_bf16 *g_p = dput(p, n * 2);
+    CPU->ops->adamw_bf16(CPU, mst, p, m, v, g, n, wd, &h);
+    GPU->ops->adamw_bf16(GPU, g_mst, g_p, g_m, g_v, dput(g, n * 2), n, wd, &h);
+    CHECK_DEV_WITHIN("adamw_bf16 master", g_mst, mst, bp, n);
+    CHECK_DEV_WITHIN("adamw_bf16 m", g_m, m, bm, n);
+    CHECK_DEV_WITHIN("adamw_bf16 v", g_v, v, bv, n);
+    float *pw = hwiden16(p, n);
+    for (size_t i = 0; i < n; i++) bp[i] = bp[i] * 1.01 + BF16_STEP * fabs((double)pw[i]);
+    if (check_within("adamw_bf16 p", dget16(g_p, n), pw, bp, n)) {
+        gpu_close();
+        return ZT_FAIL;
+    }
+    gpu_close();
+    return ZT_PASS;
+}
+
+// 8-bit AdamW on fp32 masters with a bf16 gradient, two steps from the CPU's state, in blocks
+// of 256 over more values than one chunk (chunks of whole blocks): cuda_adamw8bit's bounds
+// for the fp32 step on the widened gradient (what the bf16 op runs on both backends), the
+// bf16 weights within the master's bound plus the bf16 step.
+ZT_TEST(cuda_bf16_adamw8bit) {
+    NEED_GPU();
+    float map_m[ZT_Q8_CODES], map_v[ZT_Q8_CODES];
+    zt_q8_make_map(map_m, 1);
+    zt_q8_make_map(map_v, 0);
+    const int block = 256;
+    const float wd = 0.1f;
+    size_t n = ((size_t)1 << 20) + 3 * (size_t)block + 77, nb = (n + block - 1) / block;
+    q8_state cpu = q8_alloc(n, nb), pre = q8_alloc(n, nb), host = q8_alloc(n, nb);
+    q8_state gpu = q8_alloc(n, nb);
+    q8_bounds b = q8_bounds_alloc(n, nb);
+    float *m0 = hmem(n * 4), *v0 = hmem(n * 4), *mm = hmem(n * 4), *vv = hmem(n * 4);
+    memcpy(cpu.p, hrand(n, -1, 1), n * 4);
+    memset(cpu.qm, zt_q8_quantize(map_m, 0, 0), n);
+    memset(cpu.qv, zt_q8_quantize(map_v, 0, 0), n);
+    memset(cpu.am, 0, nb * 4), memset(cpu.av, 0, nb * 4);
+    zt_bf16 *p16 = hround16(cpu.p, n), *got16 = hmem(n * 2);
+    int rc = ZT_PASS;
+    for (int t = 1; t <= 2 && rc == ZT_PASS; t++) {
+        zt_bf16 *g = hrand16(n, -0.1f, 0.1f);
+        float *gw = hwiden16(g, n);
+        zt_adamw_hparams h = test_hparams(t, 1.0f);
+        float *d_p = dputf(cpu.p, n), *d_am = dputf(cpu.am, nb), *d_av = dputf(cpu.av, nb);
+        uint8_t *d_qm = dput(cpu.qm, n), *d_qv = dput(cpu.qv, n);
+        zt_bf16 *d_p16 = dput(p16, n * 2);
+        q8_copy(pre, cpu, n, nb);
+        q8_copy(host, cpu, n, nb);
+        q8_moments(m0, v0, pre, n, block, map_m, map_v);
+        adamw8bit_host(host, gw, n, block, map_m, map_v, wd, &h, NULL, mm, vv);
+        CPU->ops->adamw8bit_bf16(CPU, cpu.p, p16, g, cpu.qm, cpu.qv, cpu.am, cpu.av, n, block,
+                                 map_m, map_v, wd, &h);
+        if (!q8_equal(host, cpu, n, nb)) {
+            fprintf(stderr, "the CPU's bf16 8-bit step is not the fp32 one on the widened g\n");
+            rc = ZT_FAIL;
+            break;
+        }
+        GPU->ops->adamw8bit_bf16(GPU, d_p, d_p16, dput(g, n * 2), d_qm, d_qv, d_am, d_av, n,
+                                 block, map_m, map_v, wd, &h);
+        GPU->ops->sync(GPU);
+        GPU->ops->copy(GPU, gpu.p, d_p, n * 4, ZT_COPY_D2H);
+        GPU->ops->copy(GPU, gpu.am, d_am, nb * 4, ZT_COPY_D2H);
+        GPU->ops->copy(GPU, gpu.av, d_av, nb * 4, ZT_COPY_D2H);
+        GPU->ops->copy(GPU, gpu.qm, d_qm, n, ZT_COPY_D2H);
+        GPU->ops->copy(GPU, gpu.qv, d_qv, n, ZT_COPY_D2H);
+        GPU->ops->copy(GPU, got16, d_p16, n * 2, ZT_COPY_D2H);
+        q8_bounds_of(&b, pre.p, gw, m0, v0, mm, vv, cpu, n, block, map_m, map_v, wd, &h);
+        char what[48];
+        snprintf(what, sizeof what, "adamw8bit_bf16 step %d", t);
+        if (q8_outside(what, gpu, cpu, &b, n, block)) rc = ZT_FAIL;
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            double ref = zt_bf16_to_fp32(p16[i]), got = zt_bf16_to_fp32(got16[i]);
+            bad += !(fabs(got - ref) <= b.bp[i] * 1.01 + BF16_STEP * fabs(ref));
+        }
+        printf("  %-28s n=%zu: %zu bf16 weights outside the bound\n", "adamw8bit_bf16 p", n, bad);
+        if (bad) rc = ZT_FAIL;
+    }
+    q8_free(cpu), q8_free(pre), q8_free(host), q8_free(gpu), q8_bounds_free(b);
+    gpu_close();
+    return rc;
+}
+
+// gemm_mixed: every mix of fp32 and bf16 A, B and C, every transpose, padded leading
+// dimensions, beta 0 and not; then a product large enough that the GPU cuts C into tiles
+// and K into chunks. The bound (top of this section): 3 gamma_{K+2} (|alpha| K + |beta| |c|)
+// per element, plus the bf16 step for a bf16 C.
+static int mixed_case(int ta, int tb, int M, int N, int K, zt_dtype at, zt_dtype bt, zt_dtype ct,
+                      float alpha, float beta, int pad) {
+    int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+    size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+    float *A = hrand(na, -1, 1), *B = hrand(nb, -1, 1), *C0 = hrand(nc, -1, 1);
+    void *hA = at == ZT_BF16 ? (void *)hround16(A, na) : (void *)A;
+    void *hB = bt == ZT_BF16 ? (void *)hround16(B, nb) : (void *)B;
+    void *hC = ct == ZT_BF16 ? (void *)hround16(C0, nc) : (void *)hcopy(C0, nc);
+    size_t es = zt_dtype_size(ct);
+    void *dA = dput(hA, na * zt_dtype_size(at)), *dB = dput(hB, nb * zt_dtype_size(bt));
+    void *dC = dput(hC, nc * es);
+    float *cw = ct == ZT_BF16 ? hwiden16(hC, nc) : hcopy(hC, nc); // C before, for the bound
+    CPU->ops->gemm_mixed(CPU, ta, tb, M, N, K, alpha, hA, at, lda, hB, bt, ldb, beta, hC, ct,
+                         ldc, hmem(CPU->caps->gemm_mixed_workspace));
+    void *work = zt_be_alloc(GPU, ZT_MEM_WORKSPACE, GPU->caps->gemm_mixed_workspace);
+    GPU->ops->gemm_mixed(GPU, ta, tb, M, N, K, alpha, dA, at, lda, dB, bt, ldb, beta, dC, ct, ldc,
+                         work);
+    GPU->ops->sync(GPU);
+    zt_be_free(GPU, work);
+    float *got = ct == ZT_BF16 ? dget16(dC, nc) : dget(dC, nc);
+    float *want = ct == ZT_BF16 ? hwiden16(hC, nc) : (float *)hC;
+    double *bound = hmem(nc * sizeof(double)), g = (K + 2) * U32 / (1.0 - (K + 2) * U32);
+    for (size_t i = 0; i < nc; i++)
+        bound[i] = (i % ldc < (size_t)N ? 3.0 * g * (fabs(alpha) * K + fabs(beta * cw[i])) : 0.0) +
+                   (ct == ZT_BF16 ? BF16_STEP * fabs((double)want[i]) : 0.0) + 0x1p-149;
+    char what[80];
+    snprintf(what, sizeof what, "gemm_mixed %dx%dx%d t%d%d %s%s%s b%g", M, N, K, ta, tb,
+             zt_dtype_name(at), zt_dtype_name(bt), zt_dtype_name(ct), beta);
+    return check_within(what, got, want, bound, nc);
+}
+
+ZT_TEST(cuda_bf16_gemm_mixed) {
+    NEED_GPU();
+    const zt_dtype dts[2] = {ZT_F32, ZT_BF16};
+    int bad = 0;
+    for (int k = 0; k < 32; k++) {
+        int ta = k & 1, tb = k >> 1 & 1;
+        zt_dtype at = dts[k >> 2 & 1], bt = dts[k >> 3 & 1], ct = dts[k >> 4 & 1];
+        scratch_mark mark = scratch_now();
+        bad += mixed_case(ta, tb, 37, 53, 71, at, bt, ct, 0.7f, k % 3 ? 0.3f : 0.0f, 3);
+        scratch_back(mark);
+    }
+    scratch_mark mark = scratch_now();
+    // C (3000, 3000) in fp32 for a bf16 C is 36 MB: more than the tiles' 32 MiB, so tiles;
+    // K = 1100: two chunks. fp32 A and bf16 B: one operand converted, one read in place.
+    bad += mixed_case(1, 0, 3000, 3000, 1100, ZT_F32, ZT_BF16, ZT_BF16, 1.0f, 1.0f, 0);
+    scratch_back(mark);
+    bad += mixed_case(0, 1, 3000, 3000, 1100, ZT_BF16, ZT_F32, ZT_F32, 1.0f, 0.5f, 1);
+    gpu_close();
+    CHECK_EQ_INT(bad, 0);
+    return ZT_PASS;
+}
+
+// gemm_mixed's tile plan and operand offsets (launch_math.h), on the host: what
+// gemm_lt_cuda.c's loop relies on. Offsets against the element they name; the plan's tiles
+// fit the scratch, start 256-byte aligned, and keep GPT-2's products whole where they can.
+ZT_TEST(cuda_bf16_gemm_tiles_host) {
+    // op(X)[r][c] for a stored 5 x 7 (ld 9) X, and its transpose
+    for (int r = 0; r < 5; r++)
+        for (int c = 0; c < 7; c++) {
+            CHECK(zt_op_at(0, r, c, 9) == (size_t)r * 9 + c);
+            CHECK(zt_op_at(1, c, r, 9) == (size_t)r * 9 + c);
+        }
+    // a sub-matrix's elements read row by row: every one once, nothing past its columns
+    unsigned char seen[12 * 10] = {0};
+    for (size_t i = 0; i < 5 * 7; i++) {
+        size_t off = zt_sub_at(i, 7, 10);
+        CHECK(off % 10 < 7 && off / 10 < 5);
+        seen[off]++;
+    }
+    for (int r = 0; r < 5; r++)
+        for (int c = 0; c < 10; c++) CHECK(seen[r * 10 + c] == (c < 7));
+    const size_t tiles = ZT_CUDA_GEMM_MIXED_WORKSPACE - ZT_CUDA_LT_WORKSPACE;
+    // M, N, K, copy_a, copy_b, bf16 C: GPT-2's products at 16 x 1024 tokens (dinp, the
+    // weight gradients, the lm-head's logits and its wte gradient over a loss chunk of 1024)
+    const int cases[][6] = {{16384, 768, 3072, 1, 0, 0}, {3072, 768, 16384, 1, 0, 1},
+                            {768, 3072, 16384, 0, 1, 1}, {1024, 50304, 768, 0, 0, 0},
+                            {50304, 768, 1024, 1, 0, 1}, {37, 53, 71, 1, 1, 1},
+                            {1, 1, 1, 1, 1, 1}};
+    for (size_t a = 0; a < sizeof cases / sizeof *cases; a++) {
+        const int *c = cases[a];
+        zt_gemm_scratch s = {c[5], c[3], c[4], 2, 256};
+        zt_gemm_tiles t = zt_gemm_plan_tiles(c[0], c[1], c[2], ZT_GEMM_MIXED_K_CHUNK, &s, tiles);
+        CHECK(t.kt > 0 && t.kt <= ZT_GEMM_MIXED_K_CHUNK && t.mt >= 1 && t.nt >= 1);
+        CHECK(t.mt <= c[0] && t.nt <= c[1] && t.kt <= c[2]);
+        CHECK(zt_gemm_tile_bytes(t, &s) <= tiles);
+        CHECK(zt_gemm_part_c(t, &s) % 256 == 0 && zt_gemm_part_a(t, &s) % 256 == 0);
+        printf("  %5d x %5d x %5d: tiles %d x %d, K chunks of %d\n", c[0], c[1], c[2], t.mt, t.nt,
+               t.kt);
+    }
+    // the layer products stay one tile per K chunk; the wte gradient is cut
+    zt_gemm_scratch s = {1, 1, 0, 2, 256};
+    zt_gemm_tiles t = zt_gemm_plan_tiles(3072, 768, 16384, ZT_GEMM_MIXED_K_CHUNK, &s, tiles);
+    CHECK(t.mt == 3072 && t.nt == 768);
+    t = zt_gemm_plan_tiles(50304, 768, 1024, ZT_GEMM_MIXED_K_CHUNK, &s, tiles);
+    CHECK(t.mt < 50304);
+    // nothing fits: kt 0 (the caller's fatal check)
+    t = zt_gemm_plan_tiles(8, 8, 8, ZT_GEMM_MIXED_K_CHUNK, &s, 100);
+    CHECK(t.kt == 0);
     return ZT_PASS;
 }

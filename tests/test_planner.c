@@ -543,3 +543,27 @@ ZT_TEST(planner_mem_limit_syntax) {
     }
     return ZT_PASS;
 }
+
+// A bf16 plan counts the backend's gemm_mixed scratch (the model carves it from its
+// workspace): on the CPU its 32 MiB, on CUDA cuBLASLt's workspace and the tiles (64 MiB),
+// in a binary built with CUDA or without (the registry entries state the same caps).
+ZT_TEST(planner_bf16_counts_gemm_workspace) {
+    const char *backends[] = {"cpu", "cuda"};
+    for (int b = 0; b < 2; b++) {
+        zt_plan_spec s = tiny_spec(&k_layouts[0]);
+        s.backend = zt_backend_caps_of(backends[b]);
+        CHECK(s.backend->bf16 && s.backend->gemm_mixed_workspace > 0);
+        zt_partition p;
+        CHECK(zt_plan_partition(&s, &p) == ZT_OK);
+        zt_plan_bytes f32, bf16;
+        CHECK(zt_plan_rank(&s, &p, 0, 0, 0, &f32) == ZT_OK);
+        s.param_bytes = 2;
+        CHECK(zt_plan_rank(&s, &p, 0, 0, 0, &bf16) == ZT_OK);
+        double extra = bf16.bytes[ZT_MEM_WORKSPACE] - f32.bytes[ZT_MEM_WORKSPACE];
+        printf("  %s: bf16 workspace %.0f bytes over fp32's (gemm_mixed: %zu)\n", backends[b],
+               extra, s.backend->gemm_mixed_workspace);
+        CHECK(extra == (double)s.backend->gemm_mixed_workspace);
+        zt_partition_free(&p);
+    }
+    return ZT_PASS;
+}

@@ -21,11 +21,7 @@
 #include <string.h>
 
 #include "kernels.h"
-
-// K chunks of at most this many (balanced: K = 3072 is 3 x 1024). Chunks cost only one more
-// pass over the fp32 C tile each, and keep the operand tiles, and so the scratch a tile of C
-// needs, independent of K (a weight gradient's K is the micro-batch's tokens).
-#define ZT_GEMM_MIXED_K_CHUNK 1024
+#include "launch_math.h"
 
 typedef struct {
     const void *p; // as stored: op(X) = X, or X^T when trans
@@ -44,36 +40,22 @@ typedef struct {
 // takes fp32), on oneDNN only an fp32 one (rounded to bf16).
 static int copied(const plan *p, const operand *x) { return p->fallback || x->t == ZT_F32; }
 
-// Scratch bytes of an (mt, nt, kt) tile, in the layout above.
-static size_t tile_bytes(const plan *p, const operand *a, const operand *b, zt_dtype ct) {
-    size_t elem = p->fallback ? sizeof(float) : sizeof(zt_bf16), bytes = 0;
-    if (ct == ZT_BF16) bytes += (size_t)p->mt * p->nt * sizeof(float);
-    if (copied(p, a)) bytes += (size_t)p->mt * p->kt * elem;
-    if (copied(p, b)) bytes += (size_t)p->kt * p->nt * elem;
-    return bytes;
-}
-
-// The largest tiles that fit: the whole of C and balanced K chunks, then the longer side of
-// the tile halved (then the chunk) until the scratch holds it. Halving the longer side keeps
-// tiles square-ish, which converts the fewest operand values again.
+// The largest tiles that fit (launch_math.h's zt_gemm_plan_tiles, the CUDA backend's plan
+// too): the whole of C and balanced K chunks, then the longer side of the tile halved (then
+// the chunk) until the scratch holds it. Halving the longer side keeps tiles square-ish,
+// which converts the fewest operand values again. The parts lie as drawn above, unaligned.
 static plan plan_tiles(const operand *a, const operand *b, zt_dtype ct, int M, int N, int K,
                        void *work, size_t work_bytes) {
-    int chunks = (K + ZT_GEMM_MIXED_K_CHUNK - 1) / ZT_GEMM_MIXED_K_CHUNK;
-    plan p = {M, N, chunks ? (K + chunks - 1) / chunks : 0,
-              zt_gemm_bf16_path() == ZT_BF16_GEMM_FALLBACK, NULL, NULL, NULL};
-    while (tile_bytes(&p, a, b, ct) > work_bytes) {
-        int *longer = p.mt >= p.nt ? &p.mt : &p.nt;
-        if (*longer > 1) *longer = (*longer + 1) / 2;
-        else {
-            ZT_ASSERTF(p.kt > 1, "gemm_mixed: %zu bytes of scratch hold no tile", work_bytes);
-            p.kt = (p.kt + 1) / 2;
-        }
-    }
+    plan p = {0, 0, 0, zt_gemm_bf16_path() == ZT_BF16_GEMM_FALLBACK, NULL, NULL, NULL};
     size_t elem = p.fallback ? sizeof(float) : sizeof(zt_bf16);
+    zt_gemm_scratch s = {ct == ZT_BF16, copied(&p, a), copied(&p, b), elem, 1};
+    zt_gemm_tiles t = zt_gemm_plan_tiles(M, N, K, ZT_GEMM_MIXED_K_CHUNK, &s, work_bytes);
+    ZT_ASSERTF(t.kt > 0 || K == 0, "gemm_mixed: %zu bytes of scratch hold no tile", work_bytes);
+    p.mt = t.mt, p.nt = t.nt, p.kt = t.kt;
     char *at = work;
-    if (ct == ZT_BF16) p.c32 = (float *)at, at += (size_t)p.mt * p.nt * sizeof(float);
-    if (copied(&p, a)) p.a = at, at += (size_t)p.mt * p.kt * elem;
-    if (copied(&p, b)) p.b = at;
+    p.c32 = s.c32 ? (float *)at : NULL;
+    p.a = s.copy_a ? at + zt_gemm_part_c(t, &s) : NULL;
+    p.b = s.copy_b ? at + zt_gemm_part_c(t, &s) + zt_gemm_part_a(t, &s) : NULL;
     return p;
 }
 
@@ -82,9 +64,8 @@ static plan plan_tiles(const operand *a, const operand *b, zt_dtype ct, int M, i
 // stored: still transposed when X is). Stored coordinates swap under a transpose.
 static const void *operand_piece(const plan *p, const operand *x, int r0, int c0, int rows,
                                  int cols, void *buf, int *ld) {
-    int sr0 = x->trans ? c0 : r0, sc0 = x->trans ? r0 : c0;
     int srows = x->trans ? cols : rows, scols = x->trans ? rows : cols;
-    size_t off = (size_t)sr0 * x->ld + sc0;
+    size_t off = zt_op_at(x->trans, r0, c0, x->ld);
     if (!copied(p, x)) {
         *ld = x->ld;
         return (const zt_bf16 *)x->p + off;

@@ -10,17 +10,10 @@
 
 #include "backend.h"
 #include "backend_impl.h"
+#include "bf16_cuda.h"
 #include "cuda_check.h"
 #include "kernels_cuda.h"
 #include "launch_math.h"
-
-#define ZT_CHECK_CUBLAS(call)                                                             \
-    do {                                                                                  \
-        cublasStatus_t zt_cb_s_ = (call);                                                 \
-        if (zt_cb_s_ != CUBLAS_STATUS_SUCCESS)                                            \
-            zt_fatal(__FILE__, __LINE__, "cuBLAS error %s (%s) in %s",                    \
-                     cublasGetStatusName(zt_cb_s_), cublasGetStatusString(zt_cb_s_), #call); \
-    } while (0)
 
 // cuBLAS's workspace, given to it at init (counted as workspace) so it allocates none in
 // the step. 32 MiB is what cuBLAS documents as enough for Hopper.
@@ -39,6 +32,7 @@ typedef struct {
     cublasHandle_t cublas;
     void *cublas_ws;      // (CUBLAS_WORKSPACE_BYTES)
     double *reduce;       // (ZT_CUDA_REDUCE_WORK) the sums' scratch
+    zt_cuda_bf16 bf16;    // the bf16 ops' stream, cuBLASLt handle and scratch
     cuda_block *blocks;   // live allocations, for the accounting on free
     size_t nblocks, capblocks;
 } cuda_impl;
@@ -315,6 +309,76 @@ static void cuda_adamw8bit(const zt_backend *be, float *p, const float *g, uint8
     zt_cuda_adamw8bit(ST, p, g, qm, qv, absmax_m, absmax_v, n, block, &maps, wd, *h);
 }
 
+// ---- bf16 mixed precision (bf16_cuda.h) ----
+
+#define BF (&impl_of(be)->bf16)
+
+static void cuda_gemm_mixed(const zt_backend *be, int ta, int tb, int M, int N, int K,
+                            float alpha, const void *A, zt_dtype at, int lda, const void *B,
+                            zt_dtype bt, int ldb, float beta, void *C, zt_dtype ct, int ldc,
+                            void *work) {
+    zt_cuda_gemm_mixed(BF, ta, tb, M, N, K, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, work);
+}
+static void cuda_describe_gemm_mixed(const zt_backend *be, char *buf, size_t size) {
+    zt_cuda_gemm_mixed_describe(buf, size);
+}
+static void cuda_bias_forward_bf16(const zt_backend *be, float *out, const zt_bf16 *bias, int N,
+                                   int OC) {
+    zt_cuda_bias_forward_bf16(ST, out, bias, N, OC);
+}
+static void cuda_bias_backward_bf16(const zt_backend *be, zt_bf16 *dbias, const float *dout,
+                                    int N, int OC) {
+    zt_cuda_bf16_bias_backward(BF, dbias, dout, N, OC);
+}
+static void cuda_encoder_forward_bf16(const zt_backend *be, float *out, const int32_t *tokens,
+                                      const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
+                                      int vocab_rows, int N, int T, int C) {
+    zt_cuda_encoder_forward_bf16(ST, out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);
+}
+static void cuda_encoder_backward_bf16(const zt_backend *be, zt_bf16 *dwte, zt_bf16 *dwpe,
+                                       const float *dout, const int32_t *tokens, int vocab_lo,
+                                       int vocab_rows, int N, int T, int C) {
+    zt_cuda_encoder_backward_bf16(ST, dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
+}
+static void cuda_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtype out_dt,
+                                        float *mean, float *rstd, const float *inp,
+                                        const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
+    zt_cuda_bf16_layernorm_forward(BF, out, out_dt, mean, rstd, inp, w, b, N, C);
+}
+static void cuda_gelu_forward_bf16(const zt_backend *be, zt_bf16 *out, const float *inp,
+                                   size_t n) {
+    zt_cuda_gelu_forward_bf16(ST, out, inp, n);
+}
+static void cuda_layernorm_backward_bf16(const zt_backend *be, float *dinp, zt_bf16 *dw,
+                                         zt_bf16 *db, const float *dout, const float *inp,
+                                         const zt_bf16 *w, const float *mean, const float *rstd,
+                                         int N, int C) {
+    zt_cuda_bf16_layernorm_backward(BF, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+static void cuda_sumsq_bf16(const zt_backend *be, double out[2], const zt_bf16 *x, size_t n) {
+    zt_cuda_bf16_sumsq(BF, out, x, n);
+}
+static void cuda_adamw_bf16(const zt_backend *be, float *master, zt_bf16 *p, float *m, float *v,
+                            const zt_bf16 *g, size_t n, float wd, const zt_adamw_hparams *h) {
+    zt_cuda_bf16_adamw(BF, master, p, m, v, g, n, wd, *h);
+}
+static void cuda_adamw8bit_bf16(const zt_backend *be, float *master, zt_bf16 *p,
+                                const zt_bf16 *g, uint8_t *qm, uint8_t *qv, float *absmax_m,
+                                float *absmax_v, size_t n, int block, const float *map_m,
+                                const float *map_v, float wd, const zt_adamw_hparams *h) {
+    zt_q8_maps maps;
+    memcpy(maps.m, map_m, sizeof maps.m);
+    memcpy(maps.v, map_v, sizeof maps.v);
+    zt_cuda_bf16_adamw8bit(BF, master, p, g, qm, qv, absmax_m, absmax_v, n, block, &maps, wd, *h);
+}
+static void cuda_bf16_from_fp32(const zt_backend *be, zt_bf16 *out, const float *in, size_t n) {
+    zt_cuda_bf16_from_fp32(ST, out, in, n);
+}
+static void cuda_bf16_to_fp32(const zt_backend *be, float *out, const zt_bf16 *in, size_t n) {
+    zt_cuda_bf16_to_fp32(ST, out, in, n);
+}
+
+#undef BF
 #undef ST
 
 static void cuda_describe(const zt_backend *be, char *buf, size_t size) {
@@ -376,6 +440,20 @@ static const zt_backend_i cuda_ops = {
     .sumsq = cuda_sumsq,
     .adamw = cuda_adamw,
     .adamw8bit = cuda_adamw8bit,
+    .gemm_mixed = cuda_gemm_mixed,
+    .describe_gemm_mixed = cuda_describe_gemm_mixed,
+    .bias_forward_bf16 = cuda_bias_forward_bf16,
+    .bias_backward_bf16 = cuda_bias_backward_bf16,
+    .encoder_forward_bf16 = cuda_encoder_forward_bf16,
+    .encoder_backward_bf16 = cuda_encoder_backward_bf16,
+    .layernorm_forward_bf16 = cuda_layernorm_forward_bf16,
+    .gelu_forward_bf16 = cuda_gelu_forward_bf16,
+    .layernorm_backward_bf16 = cuda_layernorm_backward_bf16,
+    .sumsq_bf16 = cuda_sumsq_bf16,
+    .adamw_bf16 = cuda_adamw_bf16,
+    .adamw8bit_bf16 = cuda_adamw8bit_bf16,
+    .bf16_from_fp32 = cuda_bf16_from_fp32,
+    .bf16_to_fp32 = cuda_bf16_to_fp32,
 };
 
 // ---- open / close ----
@@ -411,6 +489,10 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
     c->cublas_ws = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, CUBLAS_WORKSPACE_BYTES);
     ZT_CHECK_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WORKSPACE_BYTES));
     c->reduce = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_REDUCE_WORK * sizeof(double));
+    ZT_CHECK_CUBLAS(cublasLtCreate(&c->bf16.lt));
+    c->bf16.stream = c->stream;
+    c->bf16.scratch = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_BF16_SCRATCH * sizeof(float));
+    c->bf16.reduce = c->reduce;
     set_tf32(c, opt->tf32);
     ZT_CHECK_CUDA(cudaStreamSynchronize(c->stream));
     return ZT_OK;
@@ -421,6 +503,8 @@ static void cuda_close(zt_backend *be) {
     if (!c) return;
     if (c->stream) cudaStreamSynchronize(c->stream);
     if (c->cublas) cublasDestroy(c->cublas);
+    if (c->bf16.lt) cublasLtDestroy(c->bf16.lt);
+    cuda_free_raw(c, c->bf16.scratch);
     cuda_free_raw(c, c->reduce);
     cuda_free_raw(c, c->cublas_ws);
     // a leak is a bug, but not one to end a finished run for: say it, then free them
@@ -437,8 +521,10 @@ static void cuda_close(zt_backend *be) {
 }
 
 // The CUDA attention keeps its scores in registers and shared memory: no workspace.
+// gemm_mixed's scratch holds cuBLASLt's workspace and the tiles' converted operands.
 const zt_backend_entry zt_backend_cuda_entry = {
-    .caps = {.name = "cuda", .built = 1, .tf32 = 1, .multi_rank = 1, .device_memory = 1},
+    .caps = {.name = "cuda", .built = 1, .tf32 = 1, .multi_rank = 1, .device_memory = 1,
+             .bf16 = 1, .gemm_mixed_workspace = ZT_CUDA_GEMM_MIXED_WORKSPACE},
     .open = cuda_open,
     .close = cuda_close,
 };

@@ -27,6 +27,16 @@ extern "C" {
                      cudaGetErrorName(zt_cu_e_), cudaGetErrorString(zt_cu_e_), #call);    \
     } while (0)
 
+// cuBLAS and cuBLASLt calls (both return a cublasStatus_t), in C files that include
+// cublas_v2.h or cublasLt.h.
+#define ZT_CHECK_CUBLAS(call)                                                             \
+    do {                                                                                  \
+        cublasStatus_t zt_cb_s_ = (call);                                                 \
+        if (zt_cb_s_ != CUBLAS_STATUS_SUCCESS)                                            \
+            zt_fatal(__FILE__, __LINE__, "cuBLAS error %s (%s) in %s",                    \
+                     cublasGetStatusName(zt_cb_s_), cublasGetStatusString(zt_cb_s_), #call); \
+    } while (0)
+
 // After every kernel launch: a bad launch (configuration, too much shared memory) shows
 // here at once; an error while the kernel runs shows at the next sync (backend.h's
 // sync, every step boundary), or right here in a ZT_CUDA_DEBUG build, which waits for

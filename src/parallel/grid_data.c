@@ -169,6 +169,14 @@ zt_status zt_grid_open_data(zt_grid *g, const zt_backend *be) {
     zt_grid_data_report(g->dp, g->pp, g->tp, devices, ids, g->devices_report,
                         sizeof g->devices_report, g->paths_report, sizeof g->paths_report);
 
+    // Where every rank has a GPU of its own, one NCCL communicator over the world is made
+    // (one bootstrap) and each group split from it (ncclCommSplit, every rank taking part,
+    // a group's first world rank its color); else each NCCL group joins on its own.
+    zt_comm world_dev;
+    memset(&world_dev, 0, sizeof world_dev);
+    if (zt_grid_data_path(ids, g->world, NULL, NULL) == ZT_DATA_NCCL)
+        s = zt_comm_nccl_init(&world_dev, &g->world_comm, be->ops->stream(be));
+
     // Each kind in the same order on every rank; a group's members all decide alike (they
     // see the same identities), so the NCCL or staging set-up is collective over the group.
     // A group NCCL refuses leaves its path unset; the others still take part in theirs.
@@ -190,17 +198,21 @@ zt_status zt_grid_open_data(zt_grid *g, const zt_backend *be) {
         for (int j = 0; j < n; j++) mids[j] = ids[members[j]];
         zt_data_path path = zt_grid_data_path(mids, n, NULL, NULL);
         free(mids);
+        if (world_dev.ops)
+            zt_comm_nccl_split(&world_dev, path == ZT_DATA_NCCL ? members[0] : ZT_COMM_UNDEFINED,
+                               k[i].ctrl->rank, k[i].dev);
         if (path != ZT_DATA_NCCL) {
             zt_comm_staged_init(k[i].dev, k[i].ctrl, &st,
                                 path == ZT_DATA_ONE ? ZT_GRID_STAGE_BYTES_ONE
                                                     : ZT_COMM_STAGE_BYTES_DEFAULT);
-        } else {
+        } else if (!world_dev.ops) {
             zt_status r = zt_comm_nccl_init(k[i].dev, k[i].ctrl, be->ops->stream(be));
             if (r != ZT_OK && s == ZT_OK) s = r;
             if (r != ZT_OK) continue;
         }
         *k[i].data = k[i].dev;
     }
+    zt_comm_free(&world_dev); // the groups' communicators outlive it
     free(all), free(ids), free(devices), free(members);
     return zt_comm_agree(&g->world_comm, s);
 }

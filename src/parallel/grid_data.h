@@ -42,8 +42,9 @@ void zt_grid_staging_of(const zt_backend *be, zt_comm_staging *out);
 // device memory (caps.device_memory), or when ZT_GRID_STAGED=1 asks for host staging on any
 // backend (a test of the staging with the CPU as the device: every group staged). Otherwise
 // nothing changes: the paths stay the grid's MPI communicators. Gathers every rank's device
-// (be->ops->device) over the world, then makes each group NCCL (comm_nccl.h, on be's stream)
-// or staged over the group's MPI communicator (zt_grid_data_path), and writes the reports.
+// (be->ops->device) over the world, then makes each group NCCL (comm_nccl.h, on be's stream;
+// split from one world NCCL communicator where every rank has its own GPU) or staged over
+// the group's MPI communicator (zt_grid_data_path), and writes the reports.
 // Collective over the grid's world when it makes device paths; ZT_ERR agreed on every rank
 // when NCCL refuses a group (its message); ZT_ERR before any collective for a malformed
 // ZT_GRID_STAGED (every rank reads the same environment). zt_grid_free frees what it made; `be` must

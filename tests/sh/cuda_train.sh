@@ -3,8 +3,12 @@
 # build/zerotrain-cuda with --backend cuda against the same binary with --backend cpu,
 # 20 steps, AdamW and 8-bit AdamW, losses and final parameters within
 # tests/compare_models.py's float-reassociation bounds (the GPU sums in other orders:
-# cuBLAS, the attention and loss reductions; see its docstring). SKIP (77) without a
-# CUDA build (`make cuda`) or without a GPU the backend can open.
+# cuBLAS, the attention and loss reductions; see its docstring). Then the same in bf16
+# (--param-dtype bf16) against the CPU's bf16 run, within compare_models.py's bf16 bounds
+# (--bf16): the GPU's products sum in other orders, so a bf16 gradient may round to the
+# neighbour of the CPU's, the kind of difference those bounds take from the layouts (not yet
+# run on a GPU). SKIP (77) without a CUDA build (`make cuda`) or without a GPU the backend
+# can open.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ZC=build/zerotrain-cuda
@@ -18,14 +22,19 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 common="--n-layer 2 --n-head 4 --n-embd 64 --vocab 256 --n-ctx 64 --seq 33 --micro-batch 3
         --grad-accum 2 --steps 20 --lr 1e-3 --warmup 2 --val-every 10 --val-batches 1 --seed 7"
 fail=0
+for dtype in fp32 bf16; do
 for optim in adamw adamw8bit; do
-  frac=""; [ $optim = adamw8bit ] && frac="--param-frac 0.05"
+  # bf16: compare_models.py's bf16 bounds, 8-bit state included (its BF16_FRAC)
+  frac=""; [ $optim = adamw8bit ] && [ $dtype = fp32 ] && frac="--param-frac 0.05"
+  [ $dtype = bf16 ] && frac="--bf16"
+  run=$dtype-$optim
   for be in cpu cuda; do
-    $ZC $common --optim $optim --backend $be --log $out/$optim-$be.jsonl --save $out/$optim-$be \
-        > $out/$optim-$be.out 2>&1 || { cat $out/$optim-$be.out; exit 1; }
+    $ZC $common --optim $optim --param-dtype $dtype --backend $be --log $out/$run-$be.jsonl \
+        --save $out/$run-$be > $out/$run-$be.out 2>&1 || { cat $out/$run-$be.out; exit 1; }
   done
-  echo "== $optim: cuda vs cpu"
-  "${PYTHON:-/usr/bin/python3}" tests/compare_models.py $out/$optim-cpu $out/$optim-cuda \
-      --steps 20 --lr 1e-3 $frac --log-a $out/$optim-cpu.jsonl --log-b $out/$optim-cuda.jsonl || fail=1
+  echo "== $dtype $optim: cuda vs cpu"
+  "${PYTHON:-/usr/bin/python3}" tests/compare_models.py $out/$run-cpu $out/$run-cuda \
+      --steps 20 --lr 1e-3 $frac --log-a $out/$run-cpu.jsonl --log-b $out/$run-cuda.jsonl || fail=1
+done
 done
 exit $fail

@@ -1,0 +1,87 @@
+// The CUDA backend's bf16 op group (backend.h's last group; docs/design.md, "bf16"), callable
+// from C (backend_cuda.c). Each op means what the backend.h entry of the same name says.
+//   bf16_cuda.cu      kernels that read bf16 and write bf16 or fp32, computing in fp32 with
+//                     bf16_math.h's conversions (the CPU's round to nearest even)
+//   bf16_ops_cuda.c   ops that widen a bf16 weight or gradient into the scratch, run the fp32
+//                     kernel on it and round back: the fp32 kernel's arithmetic, as the CPU
+//   gemm_lt_cuda.c    gemm_mixed through cuBLASLt (bf16 operands, fp32 sums, tensor cores)
+// All pointers are device memory; work may still run when a call returns, except sumsq.
+#ifndef ZT_BF16_CUDA_H
+#define ZT_BF16_CUDA_H
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adamw_math.h"
+#include "bf16_math.h"
+#include "dtype.h"
+#include "kernels_cuda.h"
+#include "launch_math.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// The widened weights, gradients and row chunks of bf16_ops_cuda.c: 2^20 floats (4 MiB), a
+// chunk of 4096 blocks of 256 threads, enough to fill a GPU; allocated at open, counted as
+// workspace. Rows of LayerNorm up to ZT_CUDA_BF16_MAX_ROW fit with room for 62 rows a chunk.
+#define ZT_CUDA_BF16_SCRATCH ((size_t)1 << 20)
+#define ZT_CUDA_BF16_MAX_ROW (1 << 14)
+
+// What the bf16 ops of one backend share: its stream, a cuBLASLt handle, the scratch.
+typedef struct {
+    cudaStream_t stream;
+    cublasLtHandle_t lt;
+    float *scratch; // (ZT_CUDA_BF16_SCRATCH)
+    double *reduce; // (ZT_CUDA_REDUCE_WORK) the backend's sums' scratch
+} zt_cuda_bf16;
+
+// ---- kernels (bf16_cuda.cu) ----
+void zt_cuda_bf16_from_fp32(cudaStream_t st, zt_bf16 *out, const float *in, size_t n);
+void zt_cuda_bf16_to_fp32(cudaStream_t st, float *out, const zt_bf16 *in, size_t n);
+// (rows, cols) sub-matrices, row-major with leading dimensions: out = in rounded / widened.
+void zt_cuda_bf16_round_matrix(cudaStream_t st, zt_bf16 *out, int ld_out, const float *in,
+                               int ld_in, int rows, int cols);
+void zt_cuda_bf16_widen_matrix(cudaStream_t st, float *out, int ld_out, const zt_bf16 *in,
+                               int ld_in, int rows, int cols);
+void zt_cuda_bias_forward_bf16(cudaStream_t st, float *out, const zt_bf16 *bias, int N, int OC);
+void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const float *inp, size_t n);
+void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const int32_t *tokens,
+                                  const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
+                                  int vocab_rows, int N, int T, int C);
+void zt_cuda_encoder_backward_bf16(cudaStream_t st, zt_bf16 *dwte, zt_bf16 *dwpe,
+                                   const float *dout, const int32_t *tokens, int vocab_lo,
+                                   int vocab_rows, int N, int T, int C);
+
+// ---- widen, run the fp32 kernel, round (bf16_ops_cuda.c) ----
+void zt_cuda_bf16_bias_backward(const zt_cuda_bf16 *b, zt_bf16 *dbias, const float *dout, int N,
+                                int OC);
+void zt_cuda_bf16_layernorm_forward(const zt_cuda_bf16 *b, void *out, zt_dtype out_dt,
+                                    float *mean, float *rstd, const float *inp, const zt_bf16 *w,
+                                    const zt_bf16 *bias, int N, int C);
+void zt_cuda_bf16_layernorm_backward(const zt_cuda_bf16 *b, float *dinp, zt_bf16 *dw,
+                                     zt_bf16 *db, const float *dout, const float *inp,
+                                     const zt_bf16 *w, const float *mean, const float *rstd,
+                                     int N, int C);
+// Waits for the GPU (the result comes back to the host).
+void zt_cuda_bf16_sumsq(const zt_cuda_bf16 *b, double out[2], const zt_bf16 *x, size_t n);
+void zt_cuda_bf16_adamw(const zt_cuda_bf16 *b, float *master, zt_bf16 *p, float *m, float *v,
+                        const zt_bf16 *g, size_t n, float wd, zt_adamw_hparams h);
+void zt_cuda_bf16_adamw8bit(const zt_cuda_bf16 *b, float *master, zt_bf16 *p, const zt_bf16 *g,
+                            uint8_t *qm, uint8_t *qv, float *absmax_m, float *absmax_v, size_t n,
+                            int block, const zt_q8_maps *maps, float wd, zt_adamw_hparams h);
+
+// ---- gemm_mixed (gemm_lt_cuda.c) ----
+// backend.h's gemm_mixed; work: ZT_CUDA_GEMM_MIXED_WORKSPACE bytes, 256-byte aligned.
+void zt_cuda_gemm_mixed(const zt_cuda_bf16 *b, int trans_a, int trans_b, int M, int N, int K,
+                        float alpha, const void *A, zt_dtype at, int lda, const void *B,
+                        zt_dtype bt, int ldb, float beta, void *C, zt_dtype ct, int ldc,
+                        void *work);
+void zt_cuda_gemm_mixed_describe(char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
