@@ -22,11 +22,7 @@ float zt_lr_at(const zt_config *cfg, int step) {
     return lr_min + coeff * (cfg->lr - lr_min);
 }
 
-double zt_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+double zt_now_s(void) { return zt_mono_s(); }
 
 // Mean validation loss over the first val_batches global batches of the validation
 // file (the same samples whatever the layout), through the pipeline stage by stage.

@@ -3,13 +3,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 // Appends the piece starting at `at` (a bucket or shard boundary), once.
 static void add_cut(zt_param_gather *o, size_t at, size_t shard) {
@@ -59,30 +52,30 @@ int zt_param_gather_pending(const zt_param_gather *o) {
 }
 
 void zt_param_gather_start(zt_param_gather *o) {
-    double t0 = now_s();
+    double t0 = zt_mono_s();
     ZT_ASSERTF(!zt_param_gather_pending(o), "a parameter gather of the last step in flight");
     size_t es = zt_dtype_size(o->dt);
     for (int i = 0; i < o->n; i++)
         zt_comm_ibroadcast(o->dp, o->params + o->lo[i] * es, o->lo[i + 1] - o->lo[i], o->dt,
                            o->owner[i], NULL, &o->req[i]);
-    o->comm_s += now_s() - t0;
+    o->comm_s += zt_mono_s() - t0;
 }
 
 void zt_param_gather_need(zt_param_gather *o, size_t lo, size_t hi) {
-    double t0 = now_s();
+    double t0 = zt_mono_s();
     for (int i = 0; i < o->n; i++) {
         if (!o->req[i].c) continue;
         if (o->lo[i] < hi && lo < o->lo[i + 1]) zt_comm_wait(&o->req[i]);
         else if (!zt_comm_test(&o->req[i])) continue;
         o->waited_in_use++;
     }
-    o->comm_s += now_s() - t0;
+    o->comm_s += zt_mono_s() - t0;
 }
 
 void zt_param_gather_finish(zt_param_gather *o) {
-    double t0 = now_s();
+    double t0 = zt_mono_s();
     for (int i = 0; i < o->n; i++) zt_comm_wait(&o->req[i]);
-    o->comm_s += now_s() - t0;
+    o->comm_s += zt_mono_s() - t0;
 }
 
 double zt_param_gather_take(zt_param_gather *o, int *waited_in_use) {

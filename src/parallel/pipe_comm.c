@@ -3,13 +3,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 // The requests, by role (pipe_comm.h: zt_pipe_comm.req).
 static zt_comm_req *r_in(zt_pipe_comm *o, int k) { return &o->req[k % o->n_slots]; }
@@ -40,22 +33,33 @@ void zt_pipe_comm_free(zt_pipe_comm *o) {
     memset(o, 0, sizeof *o);
 }
 
-// Posts every receive whose slot is free: micro-batch k's once the forward (backward) of
-// k - n_slots has read the slot.
+// Posts the receives from `peer` into buf's slots (requests reqs) while a slot is free:
+// micro-batch k's once `done` forwards (backwards) have read the slot of k - n_slots.
+static void post_side(zt_pipe_comm *o, int *posted, int done, int peer, float *buf,
+                      zt_comm_req *reqs) {
+    while (peer >= 0 && *posted < o->micro && *posted - o->n_slots < done) {
+        int slot = (*posted)++ % o->n_slots;
+        zt_comm_irecv(o->pp, buf + (size_t)slot * o->count, o->count, ZT_F32, peer, 0, NULL,
+                      &reqs[slot]);
+        o->transfers++;
+    }
+}
+
+// Posts every receive whose slot is free, activations and gradients. Timed.
 static void post_free(zt_pipe_comm *o) {
-    while (o->prev >= 0 && o->in_posted < o->micro && o->in_posted - o->n_slots < o->fwd_done) {
-        int k = o->in_posted++;
-        zt_comm_irecv(o->pp, o->recv_in + (size_t)(k % o->n_slots) * o->count, o->count, ZT_F32,
-                      o->prev, 0, NULL, r_in(o, k));
-        o->transfers++;
-    }
-    while (o->next >= 0 && o->dout_posted < o->micro &&
-           o->dout_posted - o->n_slots < o->bwd_done) {
-        int k = o->dout_posted++;
-        zt_comm_irecv(o->pp, o->recv_dout + (size_t)(k % o->n_slots) * o->count, o->count,
-                      ZT_F32, o->next, 0, NULL, r_dout(o, k));
-        o->transfers++;
-    }
+    double t0 = zt_mono_s();
+    post_side(o, &o->in_posted, o->fwd_done, o->prev, o->recv_in, r_in(o, 0));
+    post_side(o, &o->dout_posted, o->bwd_done, o->next, o->recv_dout, r_dout(o, 0));
+    o->comm_s += zt_mono_s() - t0;
+}
+
+// Starts a send of one message to `peer`, tracked by r. Timed.
+static void start_send(zt_pipe_comm *o, const float *buf, int peer, zt_comm_req *r) {
+    ZT_ASSERTF(peer >= 0, "a pipeline send past the first or last stage");
+    double t0 = zt_mono_s();
+    zt_comm_isend(o->pp, buf, o->count, ZT_F32, peer, 0, NULL, r);
+    o->transfers++;
+    o->comm_s += zt_mono_s() - t0;
 }
 
 void zt_pipe_comm_begin(zt_pipe_comm *o) {
@@ -64,9 +68,7 @@ void zt_pipe_comm_begin(zt_pipe_comm *o) {
     o->in_posted = o->dout_posted = o->fwd_done = o->bwd_done = 0;
     o->comm_s = 0.0;
     o->transfers = 0;
-    double t0 = now_s();
     post_free(o);
-    o->comm_s += now_s() - t0;
 }
 
 void zt_pipe_comm_check_posted(const zt_pipe_comm *o, int k, int backward) {
@@ -78,9 +80,9 @@ void zt_pipe_comm_check_posted(const zt_pipe_comm *o, int k, int backward) {
 // Waits for `r` (nothing when it is not in flight), timed.
 static void wait_timed(zt_pipe_comm *o, zt_comm_req *r) {
     if (!r->c) return;
-    double t0 = now_s();
+    double t0 = zt_mono_s();
     zt_comm_wait(r);
-    o->comm_s += now_s() - t0;
+    o->comm_s += zt_mono_s() - t0;
 }
 
 void zt_pipe_comm_before_fwd(zt_pipe_comm *o, int k) {
@@ -94,9 +96,7 @@ void zt_pipe_comm_before_fwd(zt_pipe_comm *o, int k) {
 
 void zt_pipe_comm_after_fwd(zt_pipe_comm *o, int k) {
     o->fwd_done = k + 1;
-    double t0 = now_s();
     post_free(o);
-    o->comm_s += now_s() - t0;
 }
 
 void zt_pipe_comm_before_bwd(zt_pipe_comm *o, int k) {
@@ -111,25 +111,15 @@ void zt_pipe_comm_before_bwd(zt_pipe_comm *o, int k) {
 
 void zt_pipe_comm_after_bwd(zt_pipe_comm *o, int k) {
     o->bwd_done = k + 1;
-    double t0 = now_s();
     post_free(o);
-    o->comm_s += now_s() - t0;
 }
 
 void zt_pipe_comm_send_fwd(zt_pipe_comm *o, int k, const float *out) {
-    ZT_ASSERT(o->next >= 0);
-    double t0 = now_s();
-    zt_comm_isend(o->pp, out, o->count, ZT_F32, o->next, 0, NULL, r_out(o, k));
-    o->transfers++;
-    o->comm_s += now_s() - t0;
+    start_send(o, out, o->next, r_out(o, k));
 }
 
 void zt_pipe_comm_send_bwd(zt_pipe_comm *o, const float *dinput) {
-    ZT_ASSERT(o->prev >= 0);
-    double t0 = now_s();
-    zt_comm_isend(o->pp, dinput, o->count, ZT_F32, o->prev, 0, NULL, r_dinput(o));
-    o->transfers++;
-    o->comm_s += now_s() - t0;
+    start_send(o, dinput, o->prev, r_dinput(o));
 }
 
 void zt_pipe_comm_end(zt_pipe_comm *o) {
