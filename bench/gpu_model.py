@@ -71,6 +71,18 @@ UNROLL = 4  # nvcc unrolls the column-reduction loops by 4 (their PTX): 4 loads 
 FILL_BIAS_INT_OPS = 25  # i % OC: nvcc's 32-bit bypass of the 64-bit remainder, ~20 ops
 
 
+# ---- branch kern25's kernels (kernels/launch_math.h) ----
+ATT_QBLOCK, ATT_PAIRS = 128, 64  # query rows per block; (batch, head) pairs per batched GEMM
+COL_CHUNKS = 64  # row chunks of a column sum (bias, LayerNorm dw/db)
+
+
+def col_sum_time(n_rows, n_cols, nbytes):
+    """A column sum over COL_CHUNKS chunks: each thread walks N/64 rows with UNROLL loads in
+    flight (as the old one-thread-per-column kernels, 64x shorter), against streaming."""
+    chain = latency_loop(-(-(-(-n_rows // COL_CHUNKS)) // UNROLL), LAT_DRAM)
+    return max(chain, mem_time(nbytes)) + 2 * LAUNCH_GAP
+
+
 def dsize(prec):
     """Bytes per activation, compute-weight, gradient and logit value. bf16 is llm.c's mixed
     precision: bf16 activations, weights and gradients, fp32 master weights and moments."""
@@ -80,12 +92,15 @@ def dsize(prec):
 class Op:
     """One row of the table: `calls` launches of a kind of kernel over the step."""
 
-    def __init__(self, name, calls, flops, nbytes, kind, today, why):
+    def __init__(self, name, calls, flops, nbytes, kind, today, why, branch=None):
         self.name, self.calls, self.flops = name, calls, flops
         self.nbytes = nbytes  # prec -> bytes over the step
         self.kind = kind  # "gemm", "attn" or "mem": what its arithmetic runs on
         self.today = today  # gemm_prec -> seconds of the current kernels
         self.why = why  # what limits the current kernel
+        # gemm_prec -> seconds of the kernels of branch kern25 (the fp32 path of issue 25):
+        # query-blocked attention, LayerNorm a warp per row, column sums over row chunks
+        self.branch = branch or today
 
     def peak(self, prec):
         if self.kind == "mem":
@@ -116,6 +131,65 @@ def wavefronts(n_wf, sms):
     return n_wf / (sms * WF_PER_CLK * CLK)
 
 
+def blocked_attention(T_=T, qblock=ATT_QBLOCK, pairs_per_call=ATT_PAIRS):
+    """attention_gemm_cuda.cu over the step (L layers, forward and backward, fp32 scores):
+    per chunk of pairs and query block [i0, i0 + m), GEMMs over the n = i0 + m causal keys.
+    Returns flops, bytes, launches and gemm_prec -> seconds."""
+    pairs = B * NH
+    nq = -(-T_ // qblock)
+    chunks = -(-pairs // pairs_per_call)
+    blocks = [(min(qblock, T_ - q * qblock), q * qblock + min(qblock, T_ - q * qblock))
+              for q in range(nq)]
+    # per pair: score entries computed, and each GEMM's operand rows (m-row block, n-row prefix)
+    area = sum(m * n for m, n in blocks)
+
+    def gemm(m, n, k_dim, out_rows, rmw):
+        """One batched GEMM over all pairs: its flops and bytes (operands of hs columns)."""
+        return 2 * pairs * m * n * k_dim, 4 * pairs * HS * (out_rows * (2 if rmw else 1))
+
+    def layer(g):
+        t = [0.0, 0.0]  # forward, backward
+        fl = by = 0.0
+        for m, n in blocks:
+            sc = 4 * pairs * m * n  # one pass over the block's fp32 scores
+            # forward: S = Q K^T (write S), softmax (read, write), O = P V (read P)
+            # backward: S, dP (write both), softmax backward (read S, dP; write P, dS: the
+            # second pass re-reads a 4 KiB row from L1/L2), dV, dK (read P, dS; add into
+            # their n rows), dQ (read dS)
+            steps = [(2 * pairs * m * n * HS, sc + 4 * pairs * HS * (m + n)),  # S
+                     (0, 2 * sc),  # softmax
+                     (2 * pairs * m * n * HS, sc + 4 * pairs * HS * (n + m)),  # PV
+                     (2 * pairs * m * n * HS, sc + 4 * pairs * HS * (m + n)),  # S again
+                     (2 * pairs * m * n * HS, sc + 4 * pairs * HS * (m + n)),  # dP
+                     (0, 4 * sc),  # softmax backward
+                     (2 * pairs * m * n * HS, sc + 4 * pairs * HS * (m + 2 * n)),  # dV
+                     (2 * pairs * m * n * HS, sc + 4 * pairs * HS * (m + 2 * n)),  # dK
+                     (2 * pairs * m * n * HS, sc + 4 * pairs * HS * (n + m))]  # dQ
+            for i, (f, b_) in enumerate(steps):
+                fl += f
+                by += b_
+                # the row kernels: ~25 flops (expf, the max and sums) per score, on CUDA cores
+                t[i >= 3] += (gemm_time(f, b_, g) if f else
+                              max(mem_time(b_), 25 * sc / 4 / (PEAK["fp32"] * SIMT_EFF)))
+        return fl, by, t
+    fl, by, _ = layer("fp32")
+    launches = L * chunks * (2 + 9 * nq)  # two pointer fills, 3 + 6 launches per block
+    lf, lb = L * chunks * (1 + 3 * nq), L * chunks * (1 + 6 * nq)
+    times = {g: [L * layer(g)[2][0] + lf * LAUNCH_GAP, L * layer(g)[2][1] + lb * LAUNCH_GAP]
+             for g in ["fp32", "tf32"]}
+    work = 2 * pairs_per_call * qblock * T_ * 4  # the two score buffers, bytes
+    return {"flops": L * fl, "bytes": L * by, "launches": launches, "time": times,
+            "area": area, "chunks": chunks, "nq": nq, "work": work}
+
+
+def flash_attention(prec):
+    """A fused flash-style kernel: exact causal flops (forward 2 GEMMs, backward 5 with the
+    recomputed scores), inputs and outputs read and written once, at ATT_EFF of `prec`'s peak."""
+    fl = L * 2 * B * C * T * (T + 1) * 3.5
+    by = L * 4 * (3 * NC + NC + 3 * NC + NC + 3 * NC)  # qkv, out; qkv, dout, dqkv
+    return fl, by, max(fl / (PEAK[prec] * ATT_EFF[prec]), mem_time(by))
+
+
 def build_ops():
     ops = []
     row_sms = min(SMS, -(-N // 256))  # one thread per row, 256 per block: 64 blocks
@@ -139,7 +213,8 @@ def build_ops():
     ln_f_wf = n_ln * NC * (4 + 2 / 32)
     ops.append(Op("LayerNorm forward", n_ln, n_ln * 8 * NC, ln_f, "mem",
                   lambda g: wavefronts(ln_f_wf, row_sms),
-                  f"1 thread/row: {row_sms} blocks on {SMS} SMs, 32 lines per warp load"))
+                  f"1 thread/row: {row_sms} blocks on {SMS} SMs, 32 lines per warp load",
+                  lambda g: mem_time(ln_f("fp32")) + n_ln * LAUNCH_GAP))
 
     layer = [("c_attn", C, 3 * C), ("attn c_proj", C, C), ("c_fc", C, 4 * C),
              ("mlp c_proj", 4 * C, C)]
@@ -177,7 +252,11 @@ def build_ops():
             # one thread per column, N rows in order, 4 loads in flight per warp
             t_db = latency_loop(-(-N // UNROLL), LAT_DRAM)
             return L * (t_dinp + t_dw + t_db)
-        return fl, nb, today
+
+        def branch(g):
+            t_db = latency_loop(-(-N // UNROLL), LAT_DRAM)
+            return today(g) - L * t_db + L * col_sum_time(N, oc, 4 * N * oc)
+        return fl, nb, today, branch
 
     for nm, cin, oc in layer[:1]:
         fl, nb, td = mm_fwd(cin, oc)
@@ -195,9 +274,11 @@ def build_ops():
     # per pair: the 64 k loads of a scalar dot over rows 3C floats apart (1 wavefront each),
     # plus ~10% for the coalesced v loads and shared-memory broadcasts
     WF_FWD = 64 * 1.1
+    blk = blocked_attention()
     ops.append(Op("attention forward", L, att_f_fl, att_f, "attn",
                   lambda g: L * wavefronts(pairs * WF_FWD, SMS),
-                  f"1 block/row ({B * NH * T} blocks): scalar 64-dots on rows 9 KiB apart"))
+                  f"1 block/row ({B * NH * T} blocks): scalar 64-dots on rows 9 KiB apart",
+                  lambda g: blk["time"][g][0]))
 
     for nm, cin, oc in layer[1:2]:
         fl, nb, td = mm_fwd(cin, oc)
@@ -246,9 +327,12 @@ def build_ops():
     # one block per row, each thread a contiguous piece of 197 logits: a warp load touches
     # 32 lines; ceil(rows / SMs) blocks on the busiest SM; 4 passes (max, sumexp, read+write)
     ce_today = sum(-(-nc // SMS) * 4 * VP / (WF_PER_CLK * CLK) for nc in CHUNKS)
-    ops.append(Op("cross-entropy (3 passes)", 3 * nchunk, sum(8 * nc * VP for nc in CHUNKS),
+    ce_fl = sum(8 * nc * VP for nc in CHUNKS)
+    # branch kern25: threads stride over the row (coalesced), so the passes stream
+    ops.append(Op("cross-entropy (3 passes)", 3 * nchunk, ce_fl,
                   ce_b, "mem", lambda g: ce_today,
-                  f"1 block/row ({CHUNKS[0]} blocks): per-thread pieces, 32 lines per warp load"))
+                  f"1 block/row ({CHUNKS[0]} blocks): per-thread pieces, 32 lines per warp load",
+                  lambda g: max(ce_fl / (PEAK["fp32"] * SIMT_EFF), mem_time(ce_b("fp32")))))
 
     def head_b(p):
         sa, sw, sg, sl = dsize(p)
@@ -270,12 +354,13 @@ def build_ops():
                   lambda g: wavefronts(ln_b_wf, row_sms)
                   + n_ln * latency_loop(-(-N // UNROLL), LAT_DRAM),
                   f"dx 1 thread/row ({row_sms} SMs); dw,db 1 thread/column: 3 blocks walk "
-                  f"{N} rows"))
+                  f"{N} rows",
+                  lambda g: n_ln * (mem_time(4 * 4 * NC) + col_sum_time(N, C, 2 * 4 * NC))))
 
     for nm, cin, oc in layer[::-1]:
-        fl, nb, td = mm_bwd(cin, oc)
+        fl, nb, td, br = mm_bwd(cin, oc)
         ops.append(Op(f"{nm} backward", 3 * L, L * fl, lambda p, nb=nb: L * nb(p), "gemm", td,
-                      f"bias grad: 1 thread/column ({-(-oc // 256)} blocks), {N} rows"))
+                      f"bias grad: 1 thread/column ({-(-oc // 256)} blocks), {N} rows", br))
         if nm == "c_fc":
             def gelu_b(p):
                 return L * 3 * dsize(p)[0] * 4 * NC
@@ -290,15 +375,22 @@ def build_ops():
             WF_BWD = (128 + 129 + 128) * 1.1
             ops.append(Op("attention backward", 3 * L, 2.5 * att_f_fl, att_b, "attn",
                           lambda g: L * wavefronts(pairs * WF_BWD, SMS),
-                          "3 kernels, 1 block/row: six scalar 64-dots per pair"))
+                          "3 kernels, 1 block/row: six scalar 64-dots per pair",
+                          lambda g: blk["time"][g][1]))
 
     # -- encoder backward
     def enc_b(p):
         sa, _, sg, _ = dsize(p)
         return sa * NC + 4 * N + 2 * sg * NC + 2 * sg * T * C
+    # branch kern25: tokens bucketed by row (count, one-block scan of V counts, scatter, rank),
+    # then a block per vocabulary row (~48 waves of mostly empty blocks, ~2 us each) and a
+    # thread per (position, channel): dout read twice, plus the scan's chain of V/1024 loads
+    enc_branch = (2 * mem_time(4 * NC) + latency_loop(-(-VP // 1024), LAT_DRAM)
+                  + -(-VP // (SMS * 8)) * 2e-6 + 7 * LAUNCH_GAP)
     ops.append(Op("encoder backward", 1, 2 * NC, enc_b, "mem",
                   lambda g: latency_loop(N, 2 * LAT_DRAM + LAT_L2),
-                  f"1 thread/channel ({C} threads): {N} dependent load-add-store chains"))
+                  f"1 thread/channel ({C} threads): {N} dependent load-add-store chains",
+                  lambda g: enc_branch))
 
     # -- step: zero the gradients, the head's copies, the grad norm, AdamW
     def misc(p):
@@ -322,6 +414,43 @@ def build_ops():
     return ops
 
 
+def attention_section(w, ms):
+    """The attention designs compared, and the blocked one's block sizes (branch kern25)."""
+    today = [o for o in build_ops() if o.name.startswith("attention")]
+    t_today = {g: sum(o.today(g) for o in today) for g in ["fp32", "tf32"]}
+    b = blocked_attention()
+    exact = L * 2 * B * C * T * (T + 1) * 3.5
+    w("**Attention: the design of branch kern25, chosen by this estimate** (forward and "
+      f"backward over the step's {L} layers; scores fp32; time = max(FLOPs at the efficiency "
+      "above, bytes at "
+      f"{BW_EFF:.0%} of HBM) per kernel, plus {LAUNCH_GAP * 1e6:.0f} us a launch).")
+    w("")
+    w("| design | GFLOP | GB moved | launches | ms fp32 / TF32 products | memory beyond the "
+      "inputs |")
+    w("|---|---:|---:|---:|---:|---|")
+    w(f"| today: a block per query row, scalar dots | {exact / 1e9:.0f} | | {4 * L} | "
+      f"{ms(t_today['fp32'])} / {ms(t_today['tf32'])} | O(B NH T): the LSE |")
+    w(f"| **query blocks through cuBLAS batched GEMMs** ({ATT_QBLOCK} rows, {ATT_PAIRS} pairs a "
+      f"call: {b['chunks']} chunks x {b['nq']} blocks) | {b['flops'] / 1e9:.0f} | "
+      f"{b['bytes'] / 1e9:.0f} | {b['launches']} | "
+      f"{ms(sum(b['time']['fp32']))} / {ms(sum(b['time']['tf32']))} | "
+      f"{b['work'] / 2 ** 20:.0f} MiB of scores, all layers |")
+    for prec, what in [("fp32", "fused flash-style kernel on CUDA cores"),
+                       ("tf32", "fused flash-style kernel on tensor cores (TF32 mma)")]:
+        fl, by, t = flash_attention(prec)
+        cell = f"{ms(t)} / {ms(t)}" if prec == "fp32" else f"- / {ms(t)}"
+        w(f"| {what}, at {ATT_EFF[prec]:.0%} of peak | {fl / 1e9:.0f} | {by / 1e9:.1f} | "
+          f"{2 * L} | {cell} | none |")
+    w("")
+    sweep = [(q, p) for q in (64, 128, 256, 1024) for p in (32, 64, 192)]
+    w("Block sizes of the blocked design (ms with fp32 / TF32 products, GB moved, score "
+      "workspace): " + "; ".join(
+          f"{q} x {p}: {ms(sum(x['time']['fp32']))} / {ms(sum(x['time']['tf32']))} ms, "
+          f"{x['bytes'] / 1e9:.0f} GB, {x['work'] / 2 ** 20:.0f} MiB"
+          for q, p in sweep for x in [blocked_attention(qblock=q, pairs_per_call=p)]) + ".")
+    w("")
+
+
 def launches(ops):
     return sum(o.calls for o in ops)
 
@@ -343,6 +472,7 @@ def main():
     roof = {p: sum(o.roofline(p) for o in ops) for p in precs}
     pred = {p: sum(o.predicted(p) for o in ops) + gaps for p in precs}
     today = {g: sum(o.today(g) for o in ops) + gaps for g in ["fp32", "tf32"]}
+    branch = {g: sum(o.branch(g) for o in ops) + gaps for g in ["fp32", "tf32"]}
 
     def ms(s):
         return f"{s * 1e3:.1f}" if s * 1e3 < 100 else f"{s * 1e3:.0f}"
@@ -418,22 +548,24 @@ def main():
     w("")
     w("| op | launches | GFLOP | GB fp32 / bf16 | roofline ms fp32 / TF32 / bf16 | "
       "predicted ms fp32 / TF32 / bf16 | current kernels ms (fp32 / TF32 products) | what "
-      "limits the current kernel |")
-    w("|---|---:|---:|---:|---:|---:|---:|---|")
+      "limits the current kernel | branch kern25 ms (fp32 / TF32) |")
+    w("|---|---:|---:|---:|---:|---:|---:|---|---:|")
     for o in ops:
         w(f"| {o.name} | {o.calls} | {o.flops / 1e9:.0f} | "
           f"{o.nbytes('fp32') / 1e9:.2f} / {o.nbytes('bf16') / 1e9:.2f} | "
           + " / ".join(ms(o.roofline(p)) for p in precs) + " | "
           + " / ".join(ms(o.predicted(p)) for p in precs) + " | "
-          + " / ".join(ms(o.today(g)) for g in ["fp32", "tf32"]) + f" | {o.why} |")
+          + " / ".join(ms(o.today(g)) for g in ["fp32", "tf32"]) + f" | {o.why} | "
+          + " / ".join(ms(o.branch(g)) for g in ["fp32", "tf32"]) + " |")
     w(f"| launch gaps ({LAUNCH_GAP * 1e6:.0f} us) | {launches(ops)} | | | | "
       + " / ".join(ms(gaps) for p in precs) + " | " + " / ".join(ms(gaps) for g in "ab")
-      + " | |")
+      + " | | " + " / ".join(ms(gaps) for g in "ab") + " |")
     tot_b = {p: sum(o.nbytes(p) for o in ops) for p in precs}
     w(f"| **step** | {launches(ops)} | {flops / 1e9:.0f} | {tot_b['fp32'] / 1e9:.1f} / "
       f"{tot_b['bf16'] / 1e9:.1f} | " + " / ".join(ms(roof[p]) for p in precs) + " | "
       + " / ".join(ms(pred[p]) for p in precs) + " | "
-      + " / ".join(ms(today[g]) for g in ["fp32", "tf32"]) + " | |")
+      + " / ".join(ms(today[g]) for g in ["fp32", "tf32"]) + " | | "
+      + " / ".join(ms(branch[g]) for g in ["fp32", "tf32"]) + " |")
     w("")
     anchors = {"fp32": "PyTorch fp32 eager 305 ms, 53.7k",
                "tf32": "PyTorch TF32 eager 110 ms, 149k",
@@ -447,6 +579,13 @@ def main():
         flag = "" if g == "fp32" else " `--tf32`"
         w(f"| today: `--backend cuda`{flag} ({g} products, current kernels) | {ms(today[g])} | "
           f"{tok(today[g])} | {top(times)} | {anchors[g]} |")
+    for g in ["fp32", "tf32"]:
+        times = {o.name: o.branch(g) for o in ops}
+        flag = "" if g == "fp32" else " `--tf32`"
+        w(f"| branch kern25: `--backend cuda`{flag} ({g} products; blocked attention, warp "
+          f"LayerNorm, chunked column sums, strided cross entropy, bucketed embedding backward; "
+          f"predicted, not measured) | {ms(branch[g])} | "
+          f"{tok(branch[g])} | {top(times)} | {anchors[g]} |")
     for p in precs:
         times = {o.name: o.predicted(p) for o in ops}
         w(f"| {p}, every kernel good (predicted) | {ms(pred[p])} | {tok(pred[p])} | "
@@ -465,6 +604,7 @@ def main():
     gemm_bf16 = sum(o.predicted("bf16") for o in ops if o.kind == "gemm")
     fusable = sum(o.predicted("bf16") for o in ops
                   if o.kind == "mem" and not o.name.startswith(("AdamW", "grad")))
+    attention_section(w, ms)
     w("**Reading it.**")
     w(f"- Today the step would take about {today['fp32']:.1f} s ({tok(today['fp32'])} tokens/s, "
       f"~{53.7e3 / (N / today['fp32']):.0f}x slower than PyTorch's fp32 eager), "
@@ -482,6 +622,35 @@ def main():
       "deterministic) and the encoder backward bucketed by token; (3) LayerNorm and the "
       "cross entropy a warp per row, coalesced. With those the fp32 step is cuBLAS-bound "
       f"(~{ms(pred['fp32'])} ms, PyTorch's fp32 eager takes 305) and TF32 ~{ms(pred['tf32'])} ms.")
+    b = blocked_attention()
+    flash32, flash_tc = flash_attention("fp32")[2], flash_attention("tf32")[2]
+    slow_flash = flash_attention("fp32")[0] / (PEAK["fp32"] * ATT_EFF["fp32"] / 2)
+    w(f"- Branch kern25 (the fp32 path; nothing of it has run on a GPU yet) takes (1) and the "
+      "LayerNorm, column-sum, embedding and cross-entropy parts of (2) and (3): predicted "
+      f"{ms(branch['fp32'])} ms ({tok(branch['fp32'])} tokens/s) with fp32 products and "
+      f"{ms(branch['tf32'])} ms ({tok(branch['tf32'])}) with TF32, from "
+      f"{today['fp32']:.1f} s. Attention went to query blocks through cuBLAS: "
+      f"{ms(sum(b['time']['fp32']))} ms, bound by the {b['bytes'] / 1e9:.0f} GB its fp32 scores "
+      f"move through HBM ({ATT_QBLOCK}-row blocks compute {b['area'] / (T * (T + 1) / 2) - 1:.0%} "
+      "more scores than the causal half; 64-row blocks re-read K and V more, whole-sequence "
+      "blocks compute twice the scores: the sweep above). Why not a fused kernel: on CUDA "
+      f"cores it predicts {ms(flash32)} ms only if it reaches {ATT_EFF['fp32']:.0%} of the fp32 "
+      f"peak ({ms(slow_flash)} ms at half that), while the blocked design's arithmetic is "
+      "cuBLAS's and its own device code (a warp per score row, a pointer fill) is replayed "
+      "on the host against the CPU attention; on tensor cores a fused kernel predicts "
+      f"{ms(flash_tc)} ms, the real target for TF32 and bf16 (the blocked attention is "
+      f"{100 * sum(b['time']['tf32']) / branch['tf32']:.0f}% of the TF32 step), but it needs mma "
+      "fragments that no check here can run. Weak points: L2 (50 MB) may hold a chunk's "
+      "score block (up to 32 MiB) between a GEMM and the row kernel that reads it, which "
+      "would cut the bytes; cuBLAS's host cost per batched call (several us) against "
+      f"{b['launches']} calls a step; the efficiency of batched GEMMs with K = {HS}.")
+    w("- What branch kern25 leaves for the GPU session (none of it has run on a GPU): `make "
+      "cuda && make test-cuda` (the op tests `cuda_attention` at hs 64, T 1024 and 75 pairs, "
+      "`cuda_layernorm` at 2048 x 768, `cuda_encoder` at 16k tokens, `cuda_matmul`, "
+      "`cuda_crossentropy`, and `cuda_train`), 20 fresh seeds, compute-sanitizer memcheck and "
+      "racecheck on them; the step at B 16, T 1024 with and without `ZT_CUDA_ATTENTION=rows` "
+      "(the old attention) and `--tf32`, `nsys profile --stats=true` against this table's "
+      "branch column; then the fused tensor-core attention if the blocked one's 99 GB show.")
     w(f"- bf16 is where the anchors are. With this step's structure and good kernels it "
       f"predicts {ms(pred['bf16'])} ms ({tok(pred['bf16'])} tokens/s): matrix products "
       f"{100 * gemm_bf16 / pred['bf16']:.0f}%, the rest mostly memory traffic of the "

@@ -134,3 +134,8 @@ int zt_backends_start(char **argv) {
         if (k_entries[i]->caps.built && k_entries[i]->start) slow |= k_entries[i]->start(argv);
     return slow;
 }
+
+void zt_backends_unset_env(void) {
+    for (size_t i = 0; i < N_ENTRIES; i++)
+        if (k_entries[i]->caps.built && k_entries[i]->unset_env) k_entries[i]->unset_env();
+}

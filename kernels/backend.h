@@ -129,6 +129,10 @@ typedef struct zt_backend_i {
     // ---- reductions that come back to the host ----
     // Sum of x[0..n) in double.
     double (*sum)(const zt_backend *be, const float *x, size_t n);
+    // *acc += sum of x[0..n) in double, as `sum`, with acc one double of the backend's memory:
+    // nothing comes back, so a GPU need not wait (the training loss stays on the device until
+    // the step's end, when one copy reads it).
+    void (*sum_into)(const zt_backend *be, double *acc, const float *x, size_t n);
     // out[0] += sum of x[i]^2 over the finite x[i] (in double), out[1] += count of the
     // non-finite ones.
     void (*sumsq)(const zt_backend *be, double out[2], const float *x, size_t n);
@@ -266,6 +270,10 @@ size_t zt_backend_attention_workspace(const zt_backend *be, int T);
 // with `argv` (then it does not return: kernels/cpu/blas_core.h). Returns 1 where the kernels
 // that will run are below what the machine offers, 0 otherwise.
 int zt_backends_start(char **argv);
+// Before this process starts other programs that are zerotrain's ranks (`zerotrain launch`
+// execs mpirun): takes back the variables zt_backends_start set for this process alone, so
+// each rank decides for itself and reports its own choice, not a launcher's as the user's.
+void zt_backends_unset_env(void);
 
 // The CPU backend, already open with OpenMP's default threads: for tests and tools that
 // need no options. The pointer is static.

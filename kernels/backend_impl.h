@@ -12,6 +12,7 @@ typedef struct {
     zt_status (*open)(zt_backend *be, const zt_backend_options *opt);
     void (*close)(zt_backend *be); // accepts a zeroed or half-built *be
     int (*start)(char **argv);     // zt_backends_start's part; NULL: nothing to do
+    void (*unset_env)(void);       // zt_backends_unset_env's part; NULL: nothing to do
 } zt_backend_entry;
 
 // kernels/cpu/backend_cpu.c

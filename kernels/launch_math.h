@@ -2,12 +2,14 @@
 // (ZT_HD) so that a host test checks it where there is no GPU (tests/test_cuda.c,
 // cuda_launch_math_host): the grids, the part of a range each block or thread owns, how an
 // attention block's index maps to (batch, head, row), where q, k, v and their gradients sit
-// in a (B, T, 3C) buffer, the shared memory each attention kernel asks for, and the cuBLAS
-// arguments that compute a row-major product. The kernels and backend_cuda.c call these
-// functions, so what the host test checks is what runs.
+// in a (B, T, 3C) buffer, the shared memory each attention kernel asks for, the bf16
+// embedding backward's sort by row, and the cuBLAS arguments that compute a row-major
+// product. The kernels and backend_cuda.c call these functions, so what the host test checks
+// is what runs.
 #ifndef ZT_LAUNCH_MATH_H
 #define ZT_LAUNCH_MATH_H
 #include <stddef.h>
+#include <stdint.h>
 
 #include "zt_hd.h"
 
@@ -105,6 +107,111 @@ static inline ZT_HD size_t zt_att_shared_q(int T, int hs) {
     return (size_t)(2 * hs + T) * sizeof(float);
 }
 
+// ---- attention on cuBLAS (attention_gemm_cuda.cu): query blocks of (batch, head) pairs ----
+// Pairs p = b NH + h go in chunks of up to ZT_ATT_PAIRS; a chunk's query rows in blocks of
+// ZT_ATT_QBLOCK. Block [i0, i1) of pair g of the chunk holds its scores against the causal
+// keys [0, i1) at score buffer + g ZT_ATT_QBLOCK T, row r at + r T (ld T). Each GEMM runs
+// over the whole chunk as one cublasSgemmBatched call with pointer arrays, which a kernel
+// fills on the device from zt_att_operand_at. bench/gpu_model.py's estimate chose the sizes:
+// 128 rows compute 12% more scores than the causal half at T = 1024 (256: 25%), and 64 pairs
+// keep a GEMM at ~600 MFLOP (well above the launch cost) in 64 MiB of scores at T = 1024.
+#define ZT_ATT_QBLOCK 128
+#define ZT_ATT_PAIRS 64
+
+// Query blocks of a sequence of T: ceil(T / ZT_ATT_QBLOCK); block qb's rows start at
+// qb ZT_ATT_QBLOCK, the last block is short; the pairs of the chunk from pair p0.
+static inline ZT_HD int zt_att_qblocks(int T) { return (T + ZT_ATT_QBLOCK - 1) / ZT_ATT_QBLOCK; }
+static inline ZT_HD int zt_att_block_rows(int qb, int T) {
+    int left = T - qb * ZT_ATT_QBLOCK;
+    return left < ZT_ATT_QBLOCK ? left : ZT_ATT_QBLOCK;
+}
+static inline ZT_HD int zt_att_chunk_pairs(int p0, int pairs) {
+    return pairs - p0 < ZT_ATT_PAIRS ? pairs - p0 : ZT_ATT_PAIRS;
+}
+
+// The operands a batched GEMM takes per pair. A launcher lists the arrays it needs (a base
+// and a kind each); array a for query block qb sits at (a zt_att_qblocks(T) + qb)
+// ZT_ATT_PAIRS in the pointer area, one pointer per pair of the chunk.
+// Q, K, V: slices of a (B, T, 3C) buffer (qkv or dqkv), rows 3C apart, Q from row i0;
+// O: a (B, T, C) buffer (out or dout) from row i0; S: a score buffer (scores, dP).
+typedef enum { ZT_ATT_OP_Q, ZT_ATT_OP_K, ZT_ATT_OP_V, ZT_ATT_OP_O, ZT_ATT_OP_S } zt_att_op;
+#define ZT_ATT_MAX_ARRAYS 9 // the backward's: Q K V dQ dK dV dO S dP
+
+// Offset in a score buffer of row r of pair g of the chunk (ld T).
+static inline ZT_HD size_t zt_att_score_at(int g, int r, int T) {
+    return ((size_t)g * ZT_ATT_QBLOCK + r) * (size_t)T;
+}
+
+// Offset in floats, from its buffer's base, of operand `kind` of pair p for query block qb.
+static inline ZT_HD size_t zt_att_operand_at(zt_att_op kind, int p, int g, int qb, int T, int C,
+                                             int NH) {
+    int b = p / NH, h = p % NH, hs = C / NH, i0 = qb * ZT_ATT_QBLOCK;
+    switch (kind) {
+    case ZT_ATT_OP_Q: return zt_qkv_at(b, i0, 0, h, T, C, hs);
+    case ZT_ATT_OP_K: return zt_qkv_at(b, 0, 1, h, T, C, hs);
+    case ZT_ATT_OP_V: return zt_qkv_at(b, 0, 2, h, T, C, hs);
+    case ZT_ATT_OP_O: return zt_btc_at(b, i0, h, T, C, hs);
+    default: return zt_att_score_at(g, 0, T);
+    }
+}
+
+// Floats of the blocked attention's workspace for sequences of T (zt_backend_caps'
+// attention_workspace; `threads` does not matter on a GPU): two score buffers (scores or P;
+// dP or dS) of ZT_ATT_PAIRS x ZT_ATT_QBLOCK x T, then the pointer arrays (two floats a
+// pointer, 8-byte aligned since the buffers are an even number of floats). T = 1024: 16.8 M
+// floats (64 MiB), shared by every layer.
+static inline ZT_HD size_t zt_att_scores_floats(int T) {
+    return (size_t)ZT_ATT_PAIRS * ZT_ATT_QBLOCK * (size_t)T;
+}
+static inline ZT_HD size_t zt_att_pointers(int T) {
+    return (size_t)ZT_ATT_MAX_ARRAYS * zt_att_qblocks(T) * ZT_ATT_PAIRS;
+}
+static inline size_t zt_cuda_attention_workspace(int threads, int T) {
+    (void)threads;
+    return 2 * zt_att_scores_floats(T) + 2 * zt_att_pointers(T);
+}
+
+// ---- column sums (colsum_cuda.cuh: bias gradients, LayerNorm's dw and db) ----
+// Rows split into ZT_COL_CHUNKS fixed chunks (chunk k: zt_piece_int(N, k, ZT_COL_CHUNKS)),
+// a thread per (column, chunk) sums its chunk's rows in order into a partial; then a thread
+// per column adds the partials to the output in chunk order. Fixed chunks, so the sums do not
+// depend on the GPU, and ZT_COL_CHUNKS x the columns' blocks instead of one thread per column:
+// GPT-2's N = 16384 rows take 256 loads per thread, not 16384. Columns go in tiles of
+// ZT_COL_TILE; the scratch holds two partials (dw and db) per (chunk, column) of a tile.
+#define ZT_COL_CHUNKS 64
+#define ZT_COL_TILE 4096
+#define ZT_CUDA_COLSUM_WORK ((size_t)2 * ZT_COL_CHUNKS * ZT_COL_TILE)
+
+// Offset in the scratch of partial j (0, 1) of chunk k for column c of the tile.
+static inline ZT_HD size_t zt_col_partial_at(int j, int k, int c) {
+    return ((size_t)j * ZT_COL_CHUNKS + k) * ZT_COL_TILE + (size_t)c;
+}
+
+// ---- the embedding backward (encoder_cuda.cu): tokens bucketed by dwte row ----
+// A row's tokens are counted, the counts scanned into bucket offsets, the token indices
+// scattered into their buckets (in any order: atomics) and ranked within them, so each bucket
+// lists its tokens in index order; then a block per row adds its tokens' gradients in that
+// order: the CPU's additions, in parallel over rows. The scratch, allocated at open, holds
+// ZT_ENC_MAX_ROWS + 1 offsets and cursors and 2 x ZT_ENC_MAX_TOKENS indices; larger calls
+// take the one-thread-per-channel kernel.
+#define ZT_ENC_MAX_ROWS (1 << 18)
+#define ZT_ENC_MAX_TOKENS (1 << 20)
+#define ZT_CUDA_ENC_WORK (2 * ((size_t)ZT_ENC_MAX_ROWS + 1) + 2 * (size_t)ZT_ENC_MAX_TOKENS)
+#define ZT_ENC_SCAN_THREADS 1024 // the one block that scans the counts
+
+// The place of token n in its bucket [lo, hi) of scattered indices: how many are smaller.
+static inline ZT_HD int zt_enc_rank(const int *idx, int lo, int hi, int n) {
+    int r = 0;
+    for (int k = lo; k < hi; k++) r += idx[k] < n;
+    return r;
+}
+
+// ---- LayerNorm rows (layernorm_cuda.cu): a warp per row ----
+#define ZT_LN_WARPS 8 // rows per block of 256 threads
+
+// Blocks for N rows: warp w of the grid takes row w (the last block's extra warps none).
+static inline ZT_HD unsigned zt_ln_blocks(int N) { return zt_grid_for((size_t)N, ZT_LN_WARPS); }
+
 // ---- 8-bit AdamW (optim_cuda.cu): one block per quantization block ----
 
 // Threads per quantization block, and the values each thread holds: thread t takes values
@@ -117,6 +224,65 @@ static inline ZT_HD size_t zt_att_shared_q(int T, int hs) {
 static inline ZT_HD int zt_q8_block_len(size_t n, size_t j, int block) {
     size_t s = j * (size_t)block;
     return (int)(n - s < (size_t)block ? n - s : (size_t)block);
+}
+
+// ---- the embedding's backward (bf16_cuda.cu): the batch's tokens sorted by row ----
+
+// A token's sort key: its row in the vocabulary slice in the high 32 bits (ZT_EMBED_OUTSIDE,
+// past every row, for a token outside the slice), its index in the batch in the low ones.
+// The keys are unique, so they have one sorted order whatever the schedule: by row, then
+// token index, the CPU's (encoder_cpu.c).
+#define ZT_EMBED_OUTSIDE 0xffffffffu
+static inline ZT_HD uint64_t zt_embed_key(int32_t token, int vocab_lo, int vocab_rows, int n) {
+    int64_t row = (int64_t)token - vocab_lo;
+    uint32_t r = row >= 0 && row < vocab_rows ? (uint32_t)row : ZT_EMBED_OUTSIDE;
+    return (uint64_t)r << 32 | (uint32_t)n;
+}
+static inline ZT_HD uint32_t zt_embed_key_row(uint64_t key) { return (uint32_t)(key >> 32); }
+static inline ZT_HD int zt_embed_key_token(uint64_t key) { return (int)(uint32_t)key; }
+
+// The merge sort's passes over n keys: ceil(log2 n); pass p merges runs of 2^p pairwise.
+static inline ZT_HD int zt_merge_passes(size_t n) {
+    int p = 0;
+    while (((size_t)1 << p) < n) p++;
+    return p;
+}
+
+// Where one merge pass moves key i of n (runs of `width` sorted keys, merged pairwise): the
+// pair's start, plus its place in its own run, plus the keys of the sibling run (run ^ 1)
+// below it (a binary search). The keys are unique, so both runs agree on every comparison
+// and the places are a permutation; a last run with no sibling stays where it is.
+static inline ZT_HD size_t zt_merge_dest(const uint64_t *keys, size_t n, size_t i,
+                                          size_t width) {
+    size_t run = i / width, pair = (run & ~(size_t)1) * width;
+    size_t s = (run ^ 1) * width < n ? (run ^ 1) * width : n;
+    size_t lo = s, hi = s + width < n ? s + width : n;
+    uint64_t k = keys[i];
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (keys[mid] < k) lo = mid + 1;
+        else hi = mid;
+    }
+    return pair + (i - run * width) + (lo - s);
+}
+
+// In n sorted keys: whether key i starts a row's run (and the row is in the slice), and the
+// end of the run that starts at i.
+static inline ZT_HD int zt_embed_run_start(const uint64_t *keys, size_t i) {
+    uint32_t r = zt_embed_key_row(keys[i]);
+    return r != ZT_EMBED_OUTSIDE && (i == 0 || zt_embed_key_row(keys[i - 1]) != r);
+}
+static inline ZT_HD size_t zt_embed_run_end(const uint64_t *keys, size_t n, size_t i) {
+    uint32_t r = zt_embed_key_row(keys[i]);
+    size_t e = i + 1;
+    while (e < n && zt_embed_key_row(keys[e]) == r) e++;
+    return e;
+}
+// acc plus channel c of the gradients of the run's tokens [i, end), in sorted (token) order.
+static inline ZT_HD float zt_embed_run_add(float acc, const float *dout, const uint64_t *keys,
+                                           size_t i, size_t end, int C, int c) {
+    for (size_t k = i; k < end; k++) acc += dout[(size_t)zt_embed_key_token(keys[k]) * C + c];
+    return acc;
 }
 
 // ---- cuBLAS ----

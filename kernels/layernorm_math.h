@@ -8,8 +8,26 @@
 // Row sums in ZT_LN_LANES interleaved partial sums (lane l takes i = l mod ZT_LN_LANES),
 // combined in lane order, then the tail: independent additions a CPU runs in vector lanes
 // (one float chain waits on each add's latency: 768 adds per sum), and the same order on
-// every backend, so the GPU's one-thread-per-row kernels still match the CPU bit for bit.
+// every backend that runs these row functions (the GPU runs the warp's lane functions below).
 #define ZT_LN_LANES 16
+
+// The per-element expressions, one definition for the CPU's rows and the GPU's lanes.
+static inline ZT_HD float zt_ln_out(float x, float m, float s, float w, float b) {
+    return (x - m) * s * w + b;
+}
+static inline ZT_HD float zt_ln_rstd(float sqdev_sum, int C) {
+    return 1.0f / sqrtf(sqdev_sum / C + ZT_LN_EPS);
+}
+// dx's term: (g - mean(g) - xhat mean(g xhat)) rstd with g = dout w.
+static inline ZT_HD float zt_ln_dx(float dout, float x, float w, float mean, float rstd,
+                                   float gmean, float gxmean) {
+    float xhat = (x - mean) * rstd;
+    return (dout * w - gmean - xhat * gxmean) * rstd;
+}
+// dw's term of one row (the column sums of the backward): dout xhat.
+static inline ZT_HD float zt_ln_dw_term(float dout, float x, float mean, float rstd) {
+    return dout * (x - mean) * rstd;
+}
 
 // out = (x - mean) * rstd * w + b; returns mean and rstd for the backward.
 static inline ZT_HD void zt_layernorm_row_forward(float *out, float *mean_out, float *rstd_out,
@@ -33,9 +51,8 @@ static inline ZT_HD void zt_layernorm_row_forward(float *out, float *mean_out, f
         float d = x[i] - m;
         v += d * d;
     }
-    v /= C;
-    float s = 1.0f / sqrtf(v + ZT_LN_EPS);
-    for (int i = 0; i < C; i++) out[i] = (x[i] - m) * s * w[i] + b[i];
+    float s = zt_ln_rstd(v, C);
+    for (int i = 0; i < C; i++) out[i] = zt_ln_out(x[i], m, s, w[i], b[i]);
     *mean_out = m;
     *rstd_out = s;
 }
@@ -63,9 +80,49 @@ static inline ZT_HD void zt_layernorm_row_backward_dx(float *dx, const float *do
     }
     gmean /= C;
     gxmean /= C;
-    for (int i = 0; i < C; i++) {
-        float xhat = (x[i] - mean) * rstd;
-        dx[i] += (dout[i] * w[i] - gmean - xhat * gxmean) * rstd;
+    for (int i = 0; i < C; i++) dx[i] += zt_ln_dx(dout[i], x[i], w[i], mean, rstd, gmean, gxmean);
+}
+
+// ---- the GPU's warp per row (kernels/cuda/layernorm_cuda.cu) ----
+// Lane `lane` of `lanes` takes columns i = lane + k lanes (a warp's loads coalesce), and the
+// warp adds the lanes' partial sums in a fixed shuffle-down tree (16, 8, 4, 2, 1; lane 0's
+// sum to all): deterministic, but not the CPU's order, so the GPU test bounds the difference
+// and cuda_layernorm_warp_host replays these lanes in that tree on the host.
+
+static inline ZT_HD float zt_ln_lane_sum(const float *x, int C, int lane, int lanes) {
+    float s = 0.0f;
+    for (int i = lane; i < C; i += lanes) s += x[i];
+    return s;
+}
+static inline ZT_HD float zt_ln_lane_sqdev(const float *x, float m, int C, int lane, int lanes) {
+    float s = 0.0f;
+    for (int i = lane; i < C; i += lanes) {
+        float d = x[i] - m;
+        s += d * d;
     }
+    return s;
+}
+static inline ZT_HD void zt_ln_lane_out(float *out, const float *x, const float *w, const float *b,
+                                        float m, float s, int C, int lane, int lanes) {
+    for (int i = lane; i < C; i += lanes) out[i] = zt_ln_out(x[i], m, s, w[i], b[i]);
+}
+// The lane's parts of sum(g) and sum(g xhat) of the backward, g = dout w.
+static inline ZT_HD void zt_ln_lane_dx_sums(float *g, float *gx, const float *dout, const float *x,
+                                            const float *w, float mean, float rstd, int C,
+                                            int lane, int lanes) {
+    float a = 0.0f, b = 0.0f;
+    for (int i = lane; i < C; i += lanes) {
+        float gi = dout[i] * w[i];
+        a += gi;
+        b += gi * (x[i] - mean) * rstd;
+    }
+    *g = a;
+    *gx = b;
+}
+static inline ZT_HD void zt_ln_lane_dx(float *dx, const float *dout, const float *x, const float *w,
+                                       float mean, float rstd, float gmean, float gxmean, int C,
+                                       int lane, int lanes) {
+    for (int i = lane; i < C; i += lanes)
+        dx[i] += zt_ln_dx(dout[i], x[i], w[i], mean, rstd, gmean, gxmean);
 }
 #endif

@@ -5,17 +5,27 @@
 #define ZT_SOFTMAX_MATH_H
 #include "zt_hd.h"
 
-static inline ZT_HD float zt_row_max(const float *x, int n) {
+// Each row function in a strided form over x[start], x[start + stride], ... below n (a GPU
+// thread's or warp lane's share of a row: consecutive threads read consecutive values) and the
+// contiguous form, which is the strided one from 0 by 1.
+static inline ZT_HD float zt_row_max_strided(const float *x, int n, int start, int stride) {
     float m = -INFINITY;
-    for (int i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    for (int i = start; i < n; i += stride) m = x[i] > m ? x[i] : m;
     return m;
 }
+static inline ZT_HD float zt_row_max(const float *x, int n) {
+    return zt_row_max_strided(x, n, 0, 1);
+}
 
-// sum of exp(scale*x[i] - m) over i < n.
-static inline ZT_HD float zt_row_sumexp(const float *x, int n, float scale, float m) {
+// sum of exp(scale*x[i] - m) over the row's i < n.
+static inline ZT_HD float zt_row_sumexp_strided(const float *x, int n, int start, int stride,
+                                                float scale, float m) {
     float s = 0.0f;
-    for (int i = 0; i < n; i++) s += expf(scale * x[i] - m);
+    for (int i = start; i < n; i += stride) s += expf(scale * x[i] - m);
     return s;
+}
+static inline ZT_HD float zt_row_sumexp(const float *x, int n, float scale, float m) {
+    return zt_row_sumexp_strided(x, n, 0, 1, scale, m);
 }
 
 // Merges two partial (max, sumexp) pairs into *m, *s.
@@ -31,8 +41,14 @@ static inline ZT_HD float zt_ce_loss(float lse, float target_logit) { return lse
 
 // dlogits[i] = scale * (softmax_i - [i == target]) for i < n (this slice's columns,
 // `target` relative to the slice, outside [0, n) when another slice owns it).
+static inline ZT_HD void zt_ce_row_backward_strided(float *dx, const float *x, int n, int start,
+                                                    int stride, float lse, int target,
+                                                    float scale) {
+    for (int i = start; i < n; i += stride)
+        dx[i] = scale * (expf(x[i] - lse) - (i == target ? 1.0f : 0.0f));
+}
 static inline ZT_HD void zt_ce_row_backward(float *dx, const float *x, int n, float lse, int target,
                                             float scale) {
-    for (int i = 0; i < n; i++) dx[i] = scale * (expf(x[i] - lse) - (i == target ? 1.0f : 0.0f));
+    zt_ce_row_backward_strided(dx, x, n, 0, 1, lse, target, scale);
 }
 #endif

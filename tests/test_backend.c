@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "launch_math.h"
 #include "test.h"
 
 // Every known name has capabilities; the CPU is always built and runs several ranks; the
@@ -18,13 +19,16 @@ ZT_TEST(backend_caps) {
     const zt_backend_caps *cpu = zt_backend_caps_of("cpu"), *cuda = zt_backend_caps_of("cuda");
     CHECK(cpu->built && cpu->multi_rank && !cpu->tf32 && !cpu->device_memory);
     CHECK(cuda->tf32 && cuda->device_memory);
-    // the bf16 op group: the CPU has it (and states its GEMM scratch), CUDA not yet
+    // the bf16 op group: both have it and state their GEMM scratch (CUDA's, built or not)
     CHECK(cpu->bf16 && cpu->gemm_mixed_workspace >= ((size_t)1 << 20));
-    CHECK(!cuda->bf16);
+    CHECK(cuda->bf16 && cuda->gemm_mixed_workspace == ZT_CUDA_GEMM_MIXED_WORKSPACE);
     CHECK(zt_backend_caps_of("tpu") == NULL && zt_backend_caps_of(NULL) == NULL);
-    // the CPU attention's scratch: two T x T matrices per thread; CUDA's: none
+    // the CPU attention's scratch: two T x T matrices per thread; CUDA's: two score buffers of
+    // query blocks and their pointer arrays, linear in T, the same built or not (the planner)
     CHECK_EQ_INT(cpu->attention_workspace(3, 64), 3 * 2 * 64 * 64);
-    CHECK(cuda->attention_workspace == NULL);
+    size_t att1024 = 2 * zt_att_scores_floats(1024) + 2 * zt_att_pointers(1024);
+    CHECK(cuda->attention_workspace && cuda->attention_workspace(3, 1024) == att1024);
+    CHECK(cuda->attention_workspace(1, 2048) == 2 * cuda->attention_workspace(1, 1024));
     return ZT_PASS;
 }
 

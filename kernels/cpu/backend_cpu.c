@@ -152,6 +152,9 @@ static double cpu_sum(const zt_backend *be, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) s += x[i];
     return s;
 }
+static void cpu_sum_into(const zt_backend *be, double *acc, const float *x, size_t n) {
+    *acc += cpu_sum(be, x, n);
+}
 
 // One vectorized pass: the squares summed in double, and x * 0 summed in float, which
 // stays 0 unless some x is Inf or NaN. Only then a second pass counts those and sums the
@@ -409,6 +412,7 @@ static const zt_backend_i cpu_ops = {
     .ce_slice_sumexp = cpu_ce_slice_sumexp,
     .ce_slice_finish = cpu_ce_slice_finish,
     .sum = cpu_sum,
+    .sum_into = cpu_sum_into,
     .sumsq = cpu_sumsq,
     .adamw = cpu_adamw,
     .adamw8bit = cpu_adamw8bit,
@@ -452,6 +456,7 @@ const zt_backend_entry zt_backend_cpu_entry = {
     .open = cpu_open,
     .close = cpu_close,
     .start = cpu_start,
+    .unset_env = zt_blas_unset_env,
 };
 
 // threads 0: the kernels size their scratch by omp_get_max_threads() when called

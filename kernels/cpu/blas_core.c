@@ -184,6 +184,16 @@ void zt_blas_write_json(FILE *f) {
     fputc('}', f);
 }
 
+// Only a core zerotrain chose is taken back: the re-exec happens only where the user chose
+// none (unset or empty, which count alike).
+void zt_blas_unset_env(void) {
+    if (zt_blas_info_get()->origin == ZT_BLAS_BY_ZEROTRAIN) {
+        unsetenv("OPENBLAS_CORETYPE");
+        unsetenv(MARKER_ENV);
+    }
+    zt_omp_policy_unset_env();
+}
+
 void zt_blas_init(char **argv) {
     zt_omp_policy_init(argv); // the process's other start-up fix (may re-execute first)
     const zt_blas_info *in = zt_blas_info_get();

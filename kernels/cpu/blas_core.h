@@ -44,6 +44,9 @@ typedef struct {
 // OPENBLAS_CORETYPE that is set as the library's own choice, to emulate a library that
 // does not know the CPU.
 void zt_blas_init(char **argv);
+// Takes back what zt_blas_init set in this process (OPENBLAS_CORETYPE, the marker, and the
+// OpenMP wait policy's), leaving the user's values.
+void zt_blas_unset_env(void);
 
 // The user's OPENBLAS_CORETYPE, or NULL where unset or empty (empty is no choice).
 const char *zt_blas_user_coretype(void);

@@ -61,7 +61,7 @@ static void layernorm_backward(float *dinp, void *dw, void *db, zt_dtype pt, con
 #pragma omp simd
                 for (int c = 0; c < wd; c++) {
                     sb[c] += d[c];
-                    sw[c] += d[c] * (x[c] - m) * r;
+                    sw[c] += zt_ln_dw_term(d[c], x[c], m, r);
                 }
             }
             zt_acc_store(dw, pt, (size_t)c0, sw, wd);

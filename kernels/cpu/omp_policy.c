@@ -42,6 +42,12 @@ void zt_omp_policy_init(char **argv) {
                         "the cores; set OMP_WAIT_POLICY=PASSIVE yourself\n", strerror(err));
 }
 
+void zt_omp_policy_unset_env(void) {
+    if (!set_by_us()) return;
+    unsetenv("OMP_WAIT_POLICY");
+    unsetenv(MARKER_ENV);
+}
+
 const char *zt_omp_policy_describe(void) {
     static char buf[96];
     const char *v = getenv("OMP_WAIT_POLICY");

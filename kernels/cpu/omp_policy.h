@@ -14,4 +14,7 @@ void zt_omp_policy_init(char **argv);
 // "PASSIVE (set by zerotrain)", or the user's value with "(yours)", for banners and logs.
 const char *zt_omp_policy_describe(void);
 
+// Takes back OMP_WAIT_POLICY where this process set it (a user's value stays).
+void zt_omp_policy_unset_env(void);
+
 #endif

@@ -5,10 +5,10 @@
 // The row's softmax is softmax_math.h's: each thread takes zt_row_max and zt_row_sumexp
 // of its piece of the row, and zt_softmax_merge combines the pieces.
 //
-// TODO(perf): this is the simple, checkable version. Every block re-reads k and v rows
-// from L2 and leaves tensor cores idle; the fast one tiles queries and keys through
-// shared memory (flash-attention style) or runs score tiles through cuBLAS
-// strided-batched GEMM on a bounded workspace, checked against this one.
+// The first, simple version: every block re-reads k and v rows from L2 and leaves tensor
+// cores idle. Training runs attention_gemm_cuda.cu's query blocks through cuBLAS; these
+// forward and backward kernels run under ZT_CUDA_ATTENTION=rows (backend_cuda.c), kept to
+// compare the two on a GPU. The decode kernel below is generation's.
 #include "block_reduce_cuda.cuh"
 #include "cuda_check.h"
 #include "kernels_cuda.h"

@@ -25,15 +25,32 @@ typedef struct {
     zt_mem_category cat;
 } cuda_block;
 
+// Small write-only host views (a micro-batch's tokens) come from pinned buffers, and their
+// write-back is an asynchronous copy the buffer's event tracks: the step does not wait for
+// the GPU to upload a batch (map, unmap). 8 x 1 MiB: tokens of B x T up to 256 K each.
+#define MAP_POOL 8
+#define MAP_POOL_BYTES ((size_t)1 << 20)
+
+typedef struct {
+    void *host;        // (MAP_POOL_BYTES) pinned
+    cudaEvent_t done;  // recorded after the buffer's last upload
+    int mapped;        // handed out by map, not yet unmapped
+} pinned_view;
+
 typedef struct {
     int device;
     int tf32;             // TF32 tensor cores in fp32 GEMMs (--tf32)
+    int att_rows;         // ZT_CUDA_ATTENTION=rows: the one-block-per-row attention kernels
     cudaStream_t stream;
     cublasHandle_t cublas;
     void *cublas_ws;      // (CUBLAS_WORKSPACE_BYTES)
     double *reduce;       // (ZT_CUDA_REDUCE_WORK) the sums' scratch
+    float *colsum;        // (ZT_CUDA_COLSUM_WORK) the column sums' partials (bias, LayerNorm)
+    int *enc;             // (ZT_CUDA_ENC_WORK) the embedding backward's token buckets
     zt_cuda_bf16 bf16;    // the bf16 ops' stream, cuBLASLt handle and scratch
     cuda_block *blocks;   // live allocations, for the accounting on free
+    pinned_view pool[MAP_POOL];
+    int pool_next;        // the next pool buffer map tries
     size_t nblocks, capblocks;
 } cuda_impl;
 
@@ -104,10 +121,40 @@ static void cuda_copy(const zt_backend *be, void *dst, const void *src, size_t b
     if (kind != ZT_COPY_D2D) ZT_CHECK_CUDA(cudaStreamSynchronize(st));
 }
 
-// The view is plain host memory (not counted: it lives only between map and unmap, for
-// initialization, checkpoints and checks, never in the step).
+// A pool buffer for a small write-only view, once its previous upload is done; NULL when
+// the view is large, read, or the next buffer is still mapped (then plain host memory).
+static void *pool_map(cuda_impl *c, size_t bytes, int read) {
+    pinned_view *v = &c->pool[c->pool_next];
+    if (read || bytes > MAP_POOL_BYTES || v->mapped) return NULL;
+    c->pool_next = (c->pool_next + 1) % MAP_POOL;
+    ZT_CHECK_CUDA(cudaEventSynchronize(v->done)); // its last upload has read it
+    v->mapped = 1;
+    memset(v->host, 0, bytes);
+    return v->host;
+}
+
+// Unmaps a pool view (1) or says it is not one (0): the write-back stays in the stream.
+static int pool_unmap(cuda_impl *c, void *dev, void *host, size_t bytes, int write) {
+    for (int i = 0; i < MAP_POOL; i++) {
+        pinned_view *v = &c->pool[i];
+        if (v->host != host) continue;
+        if (write) {
+            ZT_CHECK_CUDA(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, c->stream));
+            ZT_CHECK_CUDA(cudaEventRecord(v->done, c->stream));
+        }
+        v->mapped = 0;
+        return 1;
+    }
+    return 0;
+}
+
+// The view is a pinned pool buffer (small, write-only: a batch's upload in the step) or
+// plain host memory (not counted: it lives only between map and unmap, for
+// initialization, checkpoints and checks).
 static void *cuda_map(const zt_backend *be, void *dev, size_t bytes, int read) {
     if (!bytes) return NULL;
+    void *pooled = pool_map(impl_of(be), bytes, read);
+    if (pooled) return pooled;
     void *host = malloc(bytes);
     ZT_ASSERTF(host, "out of host memory mapping %zu bytes of GPU memory", bytes);
     if (read) cuda_copy(be, host, dev, bytes, ZT_COPY_D2H);
@@ -116,7 +163,7 @@ static void *cuda_map(const zt_backend *be, void *dev, size_t bytes, int read) {
 }
 
 static void cuda_unmap(const zt_backend *be, void *dev, void *host, size_t bytes, int write) {
-    if (!host) return;
+    if (!host || pool_unmap(impl_of(be), dev, host, bytes, write)) return;
     if (write) cuda_copy(be, dev, host, bytes, ZT_COPY_H2D);
     free(host);
 }
@@ -162,6 +209,8 @@ static void cuda_host_free(const zt_backend *be, void *ptr) {
 
 // ---- GEMM and the linear layers ----
 
+#define ST (impl_of(be)->stream)
+
 // Row-major C (M, N) = alpha op(A) op(B) + beta C is column-major C^T (N, M) = alpha
 // op(B)^T op(A)^T + beta C^T: the same buffers, operands swapped, dimensions swapped
 // (launch_math.h's zt_gemm_row_to_col, checked on the host against a column-major
@@ -193,7 +242,7 @@ static void cuda_matmul_backward(const zt_backend *be, float *dinp, float *dw, f
                                  int C, int OC, int acc) {
     cuda_gemm(be, 0, 0, N, C, OC, 1.0f, dout, OC, w, C, acc ? 1.0f : 0.0f, dinp, C);
     cuda_gemm(be, 1, 0, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dw, C);
-    if (dbias) zt_cuda_bias_backward(impl_of(be)->stream, dbias, dout, N, OC);
+    if (dbias) zt_cuda_bias_backward(ST, dbias, dout, impl_of(be)->colsum, N, OC);
 }
 
 static void cuda_matmul_in_out_backward(const zt_backend *be, float *dinp, float *dw,
@@ -201,12 +250,10 @@ static void cuda_matmul_in_out_backward(const zt_backend *be, float *dinp, float
                                         const float *w, int N, int C, int OC, int acc) {
     cuda_gemm(be, 0, 1, N, C, OC, 1.0f, dout, OC, w, OC, acc ? 1.0f : 0.0f, dinp, C);
     cuda_gemm(be, 1, 0, C, OC, N, 1.0f, inp, C, dout, OC, 1.0f, dw, OC);
-    if (dbias) zt_cuda_bias_backward(impl_of(be)->stream, dbias, dout, N, OC);
+    if (dbias) zt_cuda_bias_backward(ST, dbias, dout, impl_of(be)->colsum, N, OC);
 }
 
 // ---- the kernels: thin forwards to kernels_cuda.h with the backend's stream ----
-
-#define ST (impl_of(be)->stream)
 
 static void cuda_encoder_forward(const zt_backend *be, float *out, const int32_t *tokens,
                                  const float *wte, const float *wpe, int vocab_lo,
@@ -216,7 +263,8 @@ static void cuda_encoder_forward(const zt_backend *be, float *out, const int32_t
 static void cuda_encoder_backward(const zt_backend *be, float *dwte, float *dwpe,
                                   const float *dout, const int32_t *tokens, int vocab_lo,
                                   int vocab_rows, int N, int T, int C) {
-    zt_cuda_encoder_backward(ST, dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
+    zt_cuda_encoder_backward(ST, dwte, dwpe, dout, tokens, impl_of(be)->enc, vocab_lo, vocab_rows,
+                             N, T, C);
 }
 static void cuda_layernorm_forward(const zt_backend *be, float *out, float *mean, float *rstd,
                                    const float *inp, const float *w, const float *b, int N,
@@ -226,7 +274,8 @@ static void cuda_layernorm_forward(const zt_backend *be, float *out, float *mean
 static void cuda_layernorm_backward(const zt_backend *be, float *dinp, float *dw, float *db,
                                     const float *dout, const float *inp, const float *w,
                                     const float *mean, const float *rstd, int N, int C) {
-    zt_cuda_layernorm_backward(ST, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    zt_cuda_layernorm_backward(ST, dinp, dw, db, dout, inp, w, mean, rstd, impl_of(be)->colsum, N,
+                               C);
 }
 static void cuda_gelu_forward(const zt_backend *be, float *out, const float *inp, size_t n) {
     zt_cuda_gelu_forward(ST, out, inp, n);
@@ -238,16 +287,21 @@ static void cuda_gelu_backward(const zt_backend *be, float *dinp, const float *i
 static void cuda_add(const zt_backend *be, float *out, const float *a, const float *b, size_t n) {
     zt_cuda_add(ST, out, a, b, n);
 }
-// `work` (the CPU's zt_attention_workspace) is not needed: the CUDA kernels keep their
-// rows in shared memory.
+// The query-blocked cuBLAS attention on `work` (zt_cuda_attention_workspace floats), or with
+// ZT_CUDA_ATTENTION=rows the one-block-per-row kernels, which need none: the first
+// version, kept for comparing the two on a GPU and as a fallback until they have been.
 static void cuda_attention_forward(const zt_backend *be, float *out, float *lse,
                                    const float *qkv, float *work, int B, int T, int C, int NH) {
-    zt_cuda_attention_forward(ST, out, lse, qkv, B, T, C, NH);
+    if (impl_of(be)->att_rows) zt_cuda_attention_forward(ST, out, lse, qkv, B, T, C, NH);
+    else zt_cuda_attention_gemm_forward(impl_of(be)->cublas, ST, out, lse, qkv, work, B, T, C, NH);
 }
 static void cuda_attention_backward(const zt_backend *be, float *dqkv, const float *dout,
                                     const float *qkv, const float *lse, float *work, int B,
                                     int T, int C, int NH) {
-    zt_cuda_attention_backward(ST, dqkv, dout, qkv, lse, B, T, C, NH);
+    if (impl_of(be)->att_rows) zt_cuda_attention_backward(ST, dqkv, dout, qkv, lse, B, T, C, NH);
+    else
+        zt_cuda_attention_gemm_backward(impl_of(be)->cublas, ST, dqkv, dout, qkv, lse, work, B, T,
+                                        C, NH);
 }
 // One query row at a time, each against the cache up to its position, in stream order;
 // `work` holds one row's scores (NH * n_pos floats) at a time.
@@ -282,6 +336,12 @@ static double cuda_sum(const zt_backend *be, const float *x, size_t n) {
     zt_cuda_reduce(ST, impl_of(be)->reduce, x, n, 0);
     cuda_copy(be, &r, impl_of(be)->reduce, sizeof r, ZT_COPY_D2H);
     return r;
+}
+
+// cuda_sum without the copy: the reduction, then a one-thread add into *acc, in the stream.
+static void cuda_sum_into(const zt_backend *be, double *acc, const float *x, size_t n) {
+    zt_cuda_reduce(ST, impl_of(be)->reduce, x, n, 0);
+    zt_cuda_accumulate(ST, acc, impl_of(be)->reduce);
 }
 
 static void cuda_sumsq(const zt_backend *be, double out[2], const float *x, size_t n) {
@@ -338,7 +398,7 @@ static void cuda_encoder_forward_bf16(const zt_backend *be, float *out, const in
 static void cuda_encoder_backward_bf16(const zt_backend *be, zt_bf16 *dwte, zt_bf16 *dwpe,
                                        const float *dout, const int32_t *tokens, int vocab_lo,
                                        int vocab_rows, int N, int T, int C) {
-    zt_cuda_encoder_backward_bf16(ST, dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
+    zt_cuda_encoder_backward_bf16(BF, dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
 }
 static void cuda_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtype out_dt,
                                         float *mean, float *rstd, const float *inp,
@@ -437,6 +497,7 @@ static const zt_backend_i cuda_ops = {
     .ce_slice_sumexp = cuda_ce_slice_sumexp,
     .ce_slice_finish = cuda_ce_slice_finish,
     .sum = cuda_sum,
+    .sum_into = cuda_sum_into,
     .sumsq = cuda_sumsq,
     .adamw = cuda_adamw,
     .adamw8bit = cuda_adamw8bit,
@@ -489,11 +550,21 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
     c->cublas_ws = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, CUBLAS_WORKSPACE_BYTES);
     ZT_CHECK_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WORKSPACE_BYTES));
     c->reduce = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_REDUCE_WORK * sizeof(double));
+    c->colsum = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_COLSUM_WORK * sizeof(float));
+    c->enc = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_ENC_WORK * sizeof(int));
     ZT_CHECK_CUBLAS(cublasLtCreate(&c->bf16.lt));
     c->bf16.stream = c->stream;
     c->bf16.scratch = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_BF16_SCRATCH * sizeof(float));
     c->bf16.reduce = c->reduce;
+    c->bf16.colsum = c->colsum;
+    c->bf16.sums = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, 2 * sizeof(double));
     set_tf32(c, opt->tf32);
+    for (int i = 0; i < MAP_POOL; i++) {
+        ZT_CHECK_CUDA(cudaHostAlloc(&c->pool[i].host, MAP_POOL_BYTES, cudaHostAllocDefault));
+        ZT_CHECK_CUDA(cudaEventCreateWithFlags(&c->pool[i].done, cudaEventDisableTiming));
+    }
+    const char *att = getenv("ZT_CUDA_ATTENTION");
+    c->att_rows = att && !strcmp(att, "rows");
     ZT_CHECK_CUDA(cudaStreamSynchronize(c->stream));
     return ZT_OK;
 }
@@ -503,9 +574,17 @@ static void cuda_close(zt_backend *be) {
     if (!c) return;
     if (c->stream) cudaStreamSynchronize(c->stream);
     if (c->cublas) cublasDestroy(c->cublas);
+    zt_cuda_gemm_mixed_free(&c->bf16);
     if (c->bf16.lt) cublasLtDestroy(c->bf16.lt);
+    cuda_free_raw(c, c->bf16.sums);
     cuda_free_raw(c, c->bf16.scratch);
     cuda_free_raw(c, c->reduce);
+    for (int i = 0; i < MAP_POOL; i++) {
+        if (c->pool[i].host) cudaFreeHost(c->pool[i].host);
+        if (c->pool[i].done) cudaEventDestroy(c->pool[i].done);
+    }
+    cuda_free_raw(c, c->colsum);
+    cuda_free_raw(c, c->enc);
     cuda_free_raw(c, c->cublas_ws);
     // a leak is a bug, but not one to end a finished run for: say it, then free them
     if (c->nblocks)
@@ -520,11 +599,12 @@ static void cuda_close(zt_backend *be) {
     be->ops = NULL;
 }
 
-// The CUDA attention keeps its scores in registers and shared memory: no workspace.
+// The attention's scores go through a workspace of query blocks (launch_math.h);
 // gemm_mixed's scratch holds cuBLASLt's workspace and the tiles' converted operands.
 const zt_backend_entry zt_backend_cuda_entry = {
     .caps = {.name = "cuda", .built = 1, .tf32 = 1, .multi_rank = 1, .device_memory = 1,
-             .bf16 = 1, .gemm_mixed_workspace = ZT_CUDA_GEMM_MIXED_WORKSPACE},
+             .bf16 = 1, .gemm_mixed_workspace = ZT_CUDA_GEMM_MIXED_WORKSPACE,
+             .attention_workspace = zt_cuda_attention_workspace},
     .open = cuda_open,
     .close = cuda_close,
 };

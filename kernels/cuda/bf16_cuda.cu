@@ -40,6 +40,11 @@ static __global__ void gelu_forward_kernel(zt_bf16 *out, const float *inp, size_
     GRID_STRIDE(i, n) out[i] = zt_bf16_from_fp32(zt_gelu(inp[i]));
 }
 
+static __global__ void sums_add_kernel(double *acc, const double *r, int first) {
+    acc[0] = first ? r[0] : acc[0] + r[0];
+    acc[1] = first ? r[1] : acc[1] + r[1];
+}
+
 static __global__ void encoder_forward_kernel(float *out, const int32_t *tokens,
                                               const zt_bf16 *wte, const zt_bf16 *wpe,
                                               int vocab_lo, int vocab_rows, int N, int T, int C) {
@@ -51,26 +56,39 @@ static __global__ void encoder_forward_kernel(float *out, const int32_t *tokens,
     }
 }
 
-// One block per token; the block of a row's first token sums all of the row's tokens, in
-// token order, into the widened gradient and rounds once: the CPU's sums (it sorts by row,
-// then index) with no race on a repeated token and no scratch. Threads take channels, so
-// reads and writes are coalesced; the token ids are the same address across a block.
-// TODO(perf): each first token scans the rest of the batch (N^2 / 2 id reads over the grid,
-// cached); sort the ids once if a profile shows it.
+// The embedding's wte gradient: the batch's tokens sorted by (row, token index)
+// (launch_math.h's keys, unique, so one sorted order on any schedule), then one block per
+// sorted key; the block where a row's run starts sums the run's tokens, in token order, into
+// the widened gradient and rounds once: the CPU's sums (it sorts by row, then index) with no
+// race on a repeated token. Threads take channels, so reads and writes are coalesced; the
+// keys are the same address across a block.
+//
+// Why a merge sort of keys on the GPU (N tokens, V rows in the slice; GPT-2: N = 16K at
+// B=16, T=1024, V = 50K): the tokens are in device memory here, so the host's position lists
+// would cost a copy back and a wait mid-backward; a counting sort reads and scans V counters
+// a call (more than N) and its scatter needs atomics, which do not keep token order. The
+// merge sort is log2 N passes (14) of N threads, pass p a binary search of p + 1 steps:
+// N (1 + ... + 14) = 1.7M key reads and 15 small launches, against the scan it replaces
+// (each row's first token re-read the rest of the batch's ids for every channel:
+// ~D N C / 2 reads, ~3e10 for D = 5K distinct rows, and N^2 / 2 to find first tokens).
+static __global__ void embed_keys_kernel(uint64_t *keys, const int32_t *tokens, int vocab_lo,
+                                         int vocab_rows, int N) {
+    GRID_STRIDE(i, (size_t)N) keys[i] = zt_embed_key(tokens[i], vocab_lo, vocab_rows, (int)i);
+}
+
+static __global__ void merge_pass_kernel(uint64_t *out, const uint64_t *in, size_t n,
+                                         size_t width) {
+    GRID_STRIDE(i, n) out[zt_merge_dest(in, n, i, width)] = in[i];
+}
+
 static __global__ void encoder_backward_wte_kernel(zt_bf16 *dwte, const float *dout,
-                                                   const int32_t *tokens, int vocab_lo,
-                                                   int vocab_rows, int N, int C) {
-    int n = blockIdx.x, tok = tokens[n], row = tok - vocab_lo;
-    if (row < 0 || row >= vocab_rows) return; // the same for the whole block
-    int earlier = 0;
-    for (int k = threadIdx.x; k < n; k += blockDim.x) earlier |= tokens[k] == tok;
-    if (__syncthreads_or(earlier)) return;
+                                                   const uint64_t *keys, int N, int C) {
+    size_t i = blockIdx.x;
+    if (!zt_embed_run_start(keys, i)) return; // the same for the whole block
+    size_t row = zt_embed_key_row(keys[i]), end = zt_embed_run_end(keys, (size_t)N, i);
     for (int c = threadIdx.x; c < C; c += blockDim.x) {
-        zt_bf16 *g = dwte + (size_t)row * C + c;
-        float acc = zt_bf16_to_fp32(*g);
-        for (int k = n; k < N; k++)
-            if (tokens[k] == tok) acc += dout[(size_t)k * C + c];
-        *g = zt_bf16_from_fp32(acc);
+        zt_bf16 *g = dwte + row * C + c;
+        *g = zt_bf16_from_fp32(zt_embed_run_add(zt_bf16_to_fp32(*g), dout, keys, i, end, C, c));
     }
 }
 
@@ -132,6 +150,11 @@ extern "C" void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const f
     ZT_CUDA_LAUNCHED(st, "gelu_forward_bf16");
 }
 
+extern "C" void zt_cuda_sums_add(cudaStream_t st, double *acc, const double *r, int first) {
+    sums_add_kernel<<<1, 1, 0, st>>>(acc, r, first);
+    ZT_CUDA_LAUNCHED(st, "sums_add");
+}
+
 extern "C" void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const int32_t *tokens,
                                              const zt_bf16 *wte, const zt_bf16 *wpe,
                                              int vocab_lo, int vocab_rows, int N, int T, int C) {
@@ -142,13 +165,28 @@ extern "C" void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const 
     ZT_CUDA_LAUNCHED(st, "encoder_forward_bf16");
 }
 
-extern "C" void zt_cuda_encoder_backward_bf16(cudaStream_t st, zt_bf16 *dwte, zt_bf16 *dwpe,
-                                              const float *dout, const int32_t *tokens,
-                                              int vocab_lo, int vocab_rows, int N, int T, int C) {
+extern "C" void zt_cuda_encoder_backward_bf16(const zt_cuda_bf16 *b, zt_bf16 *dwte,
+                                              zt_bf16 *dwpe, const float *dout,
+                                              const int32_t *tokens, int vocab_lo,
+                                              int vocab_rows, int N, int T, int C) {
     ZT_ASSERT(N >= 0 && T > 0 && C > 0);
+    ZT_ASSERTF(N <= ZT_CUDA_BF16_MAX_TOKENS,
+               "encoder_backward_bf16: %d tokens; the sort's scratch holds %d", N,
+               ZT_CUDA_BF16_MAX_TOKENS);
     if (!N) return;
-    encoder_backward_wte_kernel<<<(unsigned)N, ZT_CUDA_THREADS, 0, st>>>(
-        dwte, dout, tokens, vocab_lo, vocab_rows, N, C);
+    cudaStream_t st = b->stream;
+    uint64_t *keys[2] = {(uint64_t *)b->scratch, (uint64_t *)b->scratch + N};
+    embed_keys_kernel<<<grid_of((size_t)N), ZT_CUDA_THREADS, 0, st>>>(keys[0], tokens, vocab_lo,
+                                                                      vocab_rows, N);
+    ZT_CUDA_LAUNCHED(st, "encoder_backward_bf16 keys");
+    int passes = zt_merge_passes((size_t)N);
+    for (int p = 0; p < passes; p++) {
+        merge_pass_kernel<<<grid_of((size_t)N), ZT_CUDA_THREADS, 0, st>>>(
+            keys[(p + 1) % 2], keys[p % 2], (size_t)N, (size_t)1 << p);
+        ZT_CUDA_LAUNCHED(st, "encoder_backward_bf16 merge");
+    }
+    encoder_backward_wte_kernel<<<(unsigned)N, ZT_CUDA_THREADS, 0, st>>>(dwte, dout,
+                                                                        keys[passes % 2], N, C);
     ZT_CUDA_LAUNCHED(st, "encoder_backward_bf16 wte");
     if (!dwpe) return;
     int positions = N < T ? N : T;

@@ -19,6 +19,7 @@
 #include "dtype.h"
 #include "kernels_cuda.h"
 #include "launch_math.h"
+#include "lt_cache_math.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,13 +30,29 @@ extern "C" {
 // workspace. Rows of LayerNorm up to ZT_CUDA_BF16_MAX_ROW fit with room for 62 rows a chunk.
 #define ZT_CUDA_BF16_SCRATCH ((size_t)1 << 20)
 #define ZT_CUDA_BF16_MAX_ROW (1 << 14)
+// The embedding backward's sort keeps two 8-byte keys a token in the scratch: 2^18 tokens
+// (a micro-batch of 256 x 1024).
+#define ZT_CUDA_BF16_MAX_TOKENS ((int)(ZT_CUDA_BF16_SCRATCH * sizeof(float) / 16))
 
-// What the bf16 ops of one backend share: its stream, a cuBLASLt handle, the scratch.
+// One cached cuBLASLt plan (gemm_lt_cuda.c): the matmul descriptor, the layouts of the two
+// operands and C, and the heuristic's algorithm for them.
+typedef struct {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t first, second, c;
+    cublasLtMatmulAlgo_t algo;
+} zt_cuda_lt_plan;
+
+// What the bf16 ops of one backend share: its stream, a cuBLASLt handle and its plans, the
+// scratch.
 typedef struct {
     cudaStream_t stream;
     cublasLtHandle_t lt;
+    zt_lt_index lt_index;                         // which plan a slot holds
+    zt_cuda_lt_plan lt_plans[ZT_LT_CACHE_SLOTS];  // slot for slot with lt_index.keys
     float *scratch; // (ZT_CUDA_BF16_SCRATCH)
     double *reduce; // (ZT_CUDA_REDUCE_WORK) the backend's sums' scratch
+    float *colsum;  // (ZT_CUDA_COLSUM_WORK) the backend's column sums' partials
+    double *sums;   // (2) sumsq's running sums across chunks
 } zt_cuda_bf16;
 
 // ---- kernels (bf16_cuda.cu) ----
@@ -48,10 +65,13 @@ void zt_cuda_bf16_widen_matrix(cudaStream_t st, float *out, int ld_out, const zt
                                int ld_in, int rows, int cols);
 void zt_cuda_bias_forward_bf16(cudaStream_t st, float *out, const zt_bf16 *bias, int N, int OC);
 void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const float *inp, size_t n);
+// acc[0..1] = r[0..1] (first), else acc[0..1] += r[0..1]: one thread, in stream order.
+void zt_cuda_sums_add(cudaStream_t st, double *acc, const double *r, int first);
 void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const int32_t *tokens,
                                   const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
                                   int vocab_rows, int N, int T, int C);
-void zt_cuda_encoder_backward_bf16(cudaStream_t st, zt_bf16 *dwte, zt_bf16 *dwpe,
+// Sorts the tokens in b's scratch first: at most ZT_CUDA_BF16_MAX_TOKENS of them.
+void zt_cuda_encoder_backward_bf16(const zt_cuda_bf16 *b, zt_bf16 *dwte, zt_bf16 *dwpe,
                                    const float *dout, const int32_t *tokens, int vocab_lo,
                                    int vocab_rows, int N, int T, int C);
 
@@ -74,12 +94,15 @@ void zt_cuda_bf16_adamw8bit(const zt_cuda_bf16 *b, float *master, zt_bf16 *p, co
                             int block, const zt_q8_maps *maps, float wd, zt_adamw_hparams h);
 
 // ---- gemm_mixed (gemm_lt_cuda.c) ----
-// backend.h's gemm_mixed; work: ZT_CUDA_GEMM_MIXED_WORKSPACE bytes, 256-byte aligned.
-void zt_cuda_gemm_mixed(const zt_cuda_bf16 *b, int trans_a, int trans_b, int M, int N, int K,
+// backend.h's gemm_mixed; work: ZT_CUDA_GEMM_MIXED_WORKSPACE bytes, 256-byte aligned. Plans
+// for new shapes go into b's cache (host memory of cuBLASLt's; the first step makes them).
+void zt_cuda_gemm_mixed(zt_cuda_bf16 *b, int trans_a, int trans_b, int M, int N, int K,
                         float alpha, const void *A, zt_dtype at, int lda, const void *B,
                         zt_dtype bt, int ldb, float beta, void *C, zt_dtype ct, int ldc,
                         void *work);
 void zt_cuda_gemm_mixed_describe(char *buf, size_t size);
+// Frees the cached plans (at close, before the cuBLASLt handle); b's index is empty after.
+void zt_cuda_gemm_mixed_free(zt_cuda_bf16 *b);
 
 #ifdef __cplusplus
 }

@@ -15,7 +15,7 @@ void zt_cuda_bf16_bias_backward(const zt_cuda_bf16 *b, zt_bf16 *dbias, const flo
     ZT_ASSERTF((size_t)OC <= ZT_CUDA_BF16_SCRATCH, "bias_backward_bf16: OC = %d > %zu", OC,
                ZT_CUDA_BF16_SCRATCH);
     zt_cuda_bf16_to_fp32(b->stream, b->scratch, dbias, (size_t)OC);
-    zt_cuda_bias_backward(b->stream, b->scratch, dout, N, OC);
+    zt_cuda_bias_backward(b->stream, b->scratch, dout, b->colsum, N, OC);
     zt_cuda_bf16_from_fp32(b->stream, dbias, b->scratch, (size_t)OC);
 }
 
@@ -51,25 +51,27 @@ void zt_cuda_bf16_layernorm_backward(const zt_cuda_bf16 *b, float *dinp, zt_bf16
     zt_cuda_bf16_to_fp32(b->stream, wf, w, (size_t)C);
     zt_cuda_bf16_to_fp32(b->stream, dwf, dw, (size_t)C);
     zt_cuda_bf16_to_fp32(b->stream, dbf, db, (size_t)C);
-    zt_cuda_layernorm_backward(b->stream, dinp, dwf, dbf, dout, inp, wf, mean, rstd, N, C);
+    zt_cuda_layernorm_backward(b->stream, dinp, dwf, dbf, dout, inp, wf, mean, rstd, b->colsum, N,
+                               C);
     zt_cuda_bf16_from_fp32(b->stream, dw, dwf, (size_t)C);
     zt_cuda_bf16_from_fp32(b->stream, db, dbf, (size_t)C);
 }
 
 // The squares of the widened values (exact) summed in double per chunk by the fp32 sums'
-// kernels, the chunks' results added here in order.
-// TODO(perf): one copy back per 2^20 values; a bf16 reading of the sums' kernel saves them.
+// kernels, the chunks' sums added on the GPU in order (b->sums), one copy back at the end.
 void zt_cuda_bf16_sumsq(const zt_cuda_bf16 *b, double out[2], const zt_bf16 *x, size_t n) {
+    if (!n) return;
     for (size_t s = 0; s < n; s += ZT_CUDA_BF16_SCRATCH) {
         size_t len = n - s < ZT_CUDA_BF16_SCRATCH ? n - s : ZT_CUDA_BF16_SCRATCH;
-        double r[2];
         zt_cuda_bf16_to_fp32(b->stream, b->scratch, x + s, len);
         zt_cuda_reduce(b->stream, b->reduce, b->scratch, len, 1);
-        ZT_CHECK_CUDA(cudaMemcpyAsync(r, b->reduce, sizeof r, cudaMemcpyDeviceToHost, b->stream));
-        ZT_CHECK_CUDA(cudaStreamSynchronize(b->stream));
-        out[0] += r[0];
-        out[1] += r[1];
+        zt_cuda_sums_add(b->stream, b->sums, b->reduce, s == 0);
     }
+    double r[2];
+    ZT_CHECK_CUDA(cudaMemcpyAsync(r, b->sums, sizeof r, cudaMemcpyDeviceToHost, b->stream));
+    ZT_CHECK_CUDA(cudaStreamSynchronize(b->stream));
+    out[0] += r[0];
+    out[1] += r[1];
 }
 
 // The fp32 update on the master with the widened gradient, then p = master rounded.

@@ -54,6 +54,25 @@ struct zt_op_softmax_merge {
     }
 };
 
+// Warp-wide combinations in a fixed shuffle-down tree (lane l < off takes lane l + off,
+// off = 16, 8, 4, 2, 1), lane 0's result to every lane: the order the host tests replay
+// (tests/test_cuda.c, emu_warp_sum and emu_merge_stats). Every lane of the warp calls them.
+#define ZT_WARP_ALL 0xffffffffu
+static __device__ inline float zt_warp_sum(float x) {
+    for (int off = 16; off > 0; off /= 2) x += __shfl_down_sync(ZT_WARP_ALL, x, off);
+    return __shfl_sync(ZT_WARP_ALL, x, 0);
+}
+// A row's (max, sum of exp(x - max)) pairs merged with zt_softmax_merge.
+static __device__ inline void zt_warp_merge_softmax(float *m, float *s) {
+    for (int off = 16; off > 0; off /= 2) {
+        float m2 = __shfl_down_sync(ZT_WARP_ALL, *m, off);
+        float s2 = __shfl_down_sync(ZT_WARP_ALL, *s, off);
+        zt_softmax_merge(m, s, m2, s2);
+    }
+    *m = __shfl_sync(ZT_WARP_ALL, *m, 0);
+    *s = __shfl_sync(ZT_WARP_ALL, *s, 0);
+}
+
 // The contiguous piece [lo, hi) of [0, n) that thread t of nt owns (launch_math.h's
 // zt_piece_int).
 static __device__ inline void zt_thread_piece(int n, int t, int nt, int *lo, int *hi) {

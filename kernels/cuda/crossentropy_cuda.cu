@@ -1,6 +1,7 @@
 // The three passes of the sliced softmax cross entropy (kernels.h) on the GPU: one block
-// per row; each thread runs softmax_math.h's row functions on its contiguous piece of the
-// row, and the block combines the pieces (max; sum; nothing to combine for the gradient).
+// per row; thread t runs softmax_math.h's strided row functions on columns t, t + 256, ...
+// (a warp's loads coalesce), and the block combines the threads' results in a fixed tree
+// (max; sum; nothing to combine for the gradient).
 #include "block_reduce_cuda.cuh"
 #include "cuda_check.h"
 #include "kernels_cuda.h"
@@ -12,10 +13,10 @@ static_assert(CE_THREADS <= ZT_REDUCE_MAX_THREADS, "zt_block_reduce's buffer");
 static __global__ void ce_stats_kernel(float *row_max, float *target_logit, const float *logits,
                                        const int32_t *targets, int n_valid, int vocab_lo,
                                        int ld) {
-    int r = blockIdx.x, lo, hi;
+    int r = blockIdx.x;
     const float *x = logits + (size_t)r * ld;
-    zt_thread_piece(n_valid, threadIdx.x, blockDim.x, &lo, &hi);
-    float m = zt_block_reduce(zt_row_max(x + lo, hi - lo), zt_op_max_f());
+    float m = zt_block_reduce(zt_row_max_strided(x, n_valid, threadIdx.x, blockDim.x),
+                              zt_op_max_f());
     if (threadIdx.x == 0) {
         row_max[r] = m; // -inf for a slice of padding only
         int t = targets[r] - vocab_lo;
@@ -25,9 +26,9 @@ static __global__ void ce_stats_kernel(float *row_max, float *target_logit, cons
 
 static __global__ void ce_sumexp_kernel(float *sumexp, const float *logits, const float *row_max,
                                         int n_valid, int ld) {
-    int r = blockIdx.x, lo, hi;
-    zt_thread_piece(n_valid, threadIdx.x, blockDim.x, &lo, &hi);
-    float s = zt_row_sumexp(logits + (size_t)r * ld + lo, hi - lo, 1.0f, row_max[r]);
+    int r = blockIdx.x;
+    float s = zt_row_sumexp_strided(logits + (size_t)r * ld, n_valid, threadIdx.x, blockDim.x,
+                                    1.0f, row_max[r]);
     s = zt_block_reduce(s, zt_op_sum_f());
     if (threadIdx.x == 0) sumexp[r] = s;
 }
@@ -37,14 +38,13 @@ static __global__ void ce_finish_kernel(float *dlogits, float *losses, const flo
                                         const int32_t *targets, const float *row_max,
                                         const float *sumexp, const float *target_logit,
                                         float scale, int n_valid, int vocab_lo, int ld) {
-    int r = blockIdx.x, lo, hi;
+    int r = blockIdx.x;
     float lse = row_max[r] + logf(sumexp[r]);
     if (threadIdx.x == 0) losses[r] = zt_ce_loss(lse, target_logit[r]);
     const float *x = logits + (size_t)r * ld;
     float *dx = dlogits + (size_t)r * ld;
-    zt_thread_piece(n_valid, threadIdx.x, blockDim.x, &lo, &hi);
-    int t = targets[r] - vocab_lo; // outside [lo, hi) when another piece or slice has it
-    zt_ce_row_backward(dx + lo, x + lo, hi - lo, lse, t - lo, scale);
+    int t = targets[r] - vocab_lo; // outside [0, n_valid) when another slice has it
+    zt_ce_row_backward_strided(dx, x, n_valid, threadIdx.x, blockDim.x, lse, t, scale);
     for (int i = n_valid + threadIdx.x; i < ld; i += blockDim.x) dx[i] = 0.0f; // padding
 }
 

@@ -1,5 +1,7 @@
 // Elementwise CUDA kernels: GELU (gelu_math.h), residual add, the bias of the linear
-// layers. One thread per element; grid-stride loops so any n fits the grid.
+// layers (one thread per element; grid-stride loops so any n fits the grid), and the bias
+// gradient (column sums over fixed row chunks, colsum_cuda.cuh).
+#include "colsum_cuda.cuh"
 #include "cuda_check.h"
 #include "gelu_math.h"
 #include "kernels_cuda.h"
@@ -31,17 +33,12 @@ static __global__ void fill_bias_kernel(float *out, const float *bias, int N, in
         out[i] = bias[i % OC];
 }
 
-// One thread per column, rows in order: the CPU's summation order (zt_bias_backward), so
-// the result is the same bit for bit. Reads are coalesced across a warp's columns.
-// TODO(perf): OC threads is little parallelism for small OC; split rows into chunks
-// reduced in a fixed order when this shows in a profile.
-static __global__ void bias_backward_kernel(float *dbias, const float *dout, int N, int OC) {
-    int o = blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= OC) return;
-    float s = dbias[o];
-    for (int n = 0; n < N; n++) s += dout[(size_t)n * OC + o];
-    dbias[o] = s;
-}
+// Row n's term of column c of dbias: dout itself.
+struct bias_terms {
+    const float *dout;
+    int OC;
+    __device__ void operator()(float s[1], int n, int c) const { s[0] += dout[(size_t)n * OC + c]; }
+};
 
 // Enough blocks to fill the GPU, not one per element (grid-stride loops do the rest).
 static unsigned elementwise_grid(size_t n) { return zt_grid_stride(n, ZT_CUDA_THREADS); }
@@ -74,10 +71,9 @@ extern "C" void zt_cuda_fill_bias(cudaStream_t st, float *out, const float *bias
     ZT_CUDA_LAUNCHED(st, "fill_bias");
 }
 
-extern "C" void zt_cuda_bias_backward(cudaStream_t st, float *dbias, const float *dout, int N,
-                                      int OC) {
+extern "C" void zt_cuda_bias_backward(cudaStream_t st, float *dbias, const float *dout,
+                                      float *work, int N, int OC) {
     ZT_ASSERT(N >= 0 && OC >= 0);
-    if (!OC) return;
-    bias_backward_kernel<<<ZT_CUDA_GRID(OC), ZT_CUDA_THREADS, 0, st>>>(dbias, dout, N, OC);
-    ZT_CUDA_LAUNCHED(st, "bias_backward");
+    if (!OC || !N) return;
+    zt_colsum<1>(st, dbias, NULL, work, bias_terms{dout, OC}, N, OC, "bias_backward");
 }

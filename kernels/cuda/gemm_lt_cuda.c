@@ -13,16 +13,21 @@
 //     ZT_CUDA_LT_WORKSPACE   mt*nt                   mt*kt (fp32 A)      kt*nt (fp32 B)
 //
 // each part 256-byte aligned. A bf16 operand is read where it lies.
-// TODO(perf): the descriptors and the algorithm are looked up per product; cache them per
-// shape when a profile shows the host time (a few µs a call against ms-long GEMMs).
+//
+// Each product's descriptors, layouts and the heuristic's algorithm form a plan, cached in the
+// backend's fixed table (lt_cache_math.h) under everything they depend on: transposes,
+// sizes, leading dimensions, types and the pointers' alignment classes, so a plan chosen for
+// 256-byte aligned operands never runs on a less aligned piece. A step's ~10 shapes then
+// cost a lookup each instead of a heuristic query and seven descriptor calls.
 #include <cublasLt.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "bf16_cuda.h"
 #include "cuda_check.h"
 
-#define PART_ALIGN 256 // cuBLASLt's default alignment of every operand
+#define PART_ALIGN ((int)ZT_LT_ALIGN_MAX) // cuBLASLt's default alignment of every operand
 
 typedef struct {
     const void *p; // as stored: op(X) = X, or X^T when trans
@@ -32,7 +37,7 @@ typedef struct {
 
 // One call's fixed part: operands, C, and where the tile's scratch parts lie.
 typedef struct {
-    const zt_cuda_bf16 *b;
+    zt_cuda_bf16 *b;
     operand a, bm;
     int K;
     float alpha, beta;
@@ -44,14 +49,6 @@ typedef struct {
     float *c32;
     zt_bf16 *pa, *pb;
 } job;
-
-// The largest power of two (at most 256) that divides the address: cuBLASLt picks only
-// algorithms that work at the operands' real alignment (its default assumes 256).
-static uint32_t align_of(const void *p) {
-    uint32_t a = PART_ALIGN;
-    while (a > 1 && (uintptr_t)p % a) a /= 2;
-    return a;
-}
 
 static void set_pref(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t at,
                      const void *v, size_t size) {
@@ -72,21 +69,19 @@ static cublasLtMatmulDesc_t lt_desc(int trans_first, int trans_second) {
 }
 
 // A column-major (rows, cols) matrix with leading dimension ld.
-static cublasLtMatrixLayout_t lt_layout(cudaDataType_t type, int rows, int cols, int ld) {
+static cublasLtMatrixLayout_t lt_layout(int type, int rows, int cols, int ld) {
     cublasLtMatrixLayout_t l;
-    ZT_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&l, type, rows, cols, ld));
+    ZT_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&l, (cudaDataType_t)type, rows, cols, ld));
     return l;
 }
 
-// cuBLASLt's first choice within its workspace at the operands' alignment.
-static cublasLtMatmulAlgo_t lt_algo(const job *j, cublasLtMatmulDesc_t op,
-                                    cublasLtMatrixLayout_t l1, cublasLtMatrixLayout_t l2,
-                                    cublasLtMatrixLayout_t lc, const void *p1, const void *p2,
-                                    const void *c) {
+// cuBLASLt's first choice within its workspace at the key's alignments.
+static cublasLtMatmulAlgo_t lt_algo(const zt_cuda_bf16 *b, const zt_cuda_lt_plan *p,
+                                    const zt_lt_key *k) {
     cublasLtMatmulPreference_t pref;
     ZT_CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
     size_t ws = ZT_CUDA_LT_WORKSPACE;
-    uint32_t a1 = align_of(p1), a2 = align_of(p2), ac = align_of(c);
+    uint32_t a1 = k->align_first, a2 = k->align_second, ac = k->align_c;
     set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
     set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &a1, sizeof a1);
     set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &a2, sizeof a2);
@@ -94,12 +89,39 @@ static cublasLtMatmulAlgo_t lt_algo(const job *j, cublasLtMatmulDesc_t op,
     set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac);
     cublasLtMatmulHeuristicResult_t h;
     int found = 0;
-    ZT_CHECK_CUBLAS(
-        cublasLtMatmulAlgoGetHeuristic(j->b->lt, op, l1, l2, lc, lc, pref, 1, &h, &found));
+    ZT_CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(b->lt, p->op, p->first, p->second, p->c, p->c,
+                                                   pref, 1, &h, &found));
     ZT_ASSERTF(found > 0, "cuBLASLt has no bf16 GEMM for these operands (alignment %u, %u, %u)",
                a1, a2, ac);
     cublasLtMatmulPreferenceDestroy(pref);
     return h.algo;
+}
+
+static void plan_free(zt_cuda_lt_plan *p) {
+    cublasLtMatrixLayoutDestroy(p->c);
+    cublasLtMatrixLayoutDestroy(p->second);
+    cublasLtMatrixLayoutDestroy(p->first);
+    cublasLtMatmulDescDestroy(p->op);
+}
+
+// The plan of key k: from the cache, or made and cached (replacing the oldest when the table
+// is full: cuBLASLt reads the descriptors when a call enqueues, and before the cache this file
+// freed them right after each call).
+static const zt_cuda_lt_plan *lt_plan(zt_cuda_bf16 *b, const zt_lt_key *k) {
+    int i = zt_lt_find(&b->lt_index, k), replaced;
+    if (i >= 0) return &b->lt_plans[i];
+    zt_cuda_lt_plan p;
+    p.op = lt_desc(k->trans_first, k->trans_second);
+    p.first = lt_layout(k->type_first, k->trans_first ? k->k : k->m,
+                        k->trans_first ? k->m : k->k, k->ld_first);
+    p.second = lt_layout(k->type_second, k->trans_second ? k->n : k->k,
+                         k->trans_second ? k->k : k->n, k->ld_second);
+    p.c = lt_layout(k->type_c, k->m, k->n, k->ldc);
+    p.algo = lt_algo(b, &p, k);
+    i = zt_lt_insert(&b->lt_index, k, &replaced);
+    if (replaced) plan_free(&b->lt_plans[i]);
+    b->lt_plans[i] = p;
+    return &b->lt_plans[i];
 }
 
 // Row-major C (M, N) = alpha op(A) op(B) + beta C, A and B bf16, C fp32, as the column-major
@@ -108,20 +130,11 @@ static void lt_matmul(const job *j, int ta, int tb, int M, int N, int K, const z
                       int lda, const zt_bf16 *B, int ldb, float beta, float *C, int ldc) {
     zt_col_major_gemm g = zt_gemm_row_to_col(ta, tb, M, N, K, (const float *)(const void *)A,
                                              lda, (const float *)(const void *)B, ldb);
-    cublasLtMatmulDesc_t op = lt_desc(g.trans_first, g.trans_second);
-    cublasLtMatrixLayout_t l1 = lt_layout(CUDA_R_16BF, g.trans_first ? g.k : g.m,
-                                          g.trans_first ? g.m : g.k, g.ld_first);
-    cublasLtMatrixLayout_t l2 = lt_layout(CUDA_R_16BF, g.trans_second ? g.n : g.k,
-                                          g.trans_second ? g.k : g.n, g.ld_second);
-    cublasLtMatrixLayout_t lc = lt_layout(CUDA_R_32F, g.m, g.n, ldc);
-    cublasLtMatmulAlgo_t algo = lt_algo(j, op, l1, l2, lc, g.first, g.second, C);
-    ZT_CHECK_CUBLAS(cublasLtMatmul(j->b->lt, op, &j->alpha, g.first, l1, g.second, l2, &beta, C,
-                                   lc, C, lc, &algo, j->lt_ws, ZT_CUDA_LT_WORKSPACE,
-                                   j->b->stream));
-    cublasLtMatrixLayoutDestroy(lc);
-    cublasLtMatrixLayoutDestroy(l2);
-    cublasLtMatrixLayoutDestroy(l1);
-    cublasLtMatmulDescDestroy(op);
+    zt_lt_key k = zt_lt_key_of(&g, ldc, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, C);
+    const zt_cuda_lt_plan *p = lt_plan(j->b, &k);
+    ZT_CHECK_CUBLAS(cublasLtMatmul(j->b->lt, p->op, &j->alpha, g.first, p->first, g.second,
+                                   p->second, &beta, C, p->c, C, p->c, &p->algo, j->lt_ws,
+                                   ZT_CUDA_LT_WORKSPACE, j->b->stream));
 }
 
 // op(X)'s piece [r0, r0 + rows) x [c0, c0 + cols) in bf16 with leading dimension *ld: where
@@ -161,7 +174,7 @@ static void gemm_tile(const job *j, int i0, int j0, int m, int n) {
     if (c16) zt_cuda_bf16_round_matrix(st, (zt_bf16 *)j->C + c_off, j->ldc, c, ld, m, n);
 }
 
-void zt_cuda_gemm_mixed(const zt_cuda_bf16 *b, int trans_a, int trans_b, int M, int N, int K,
+void zt_cuda_gemm_mixed(zt_cuda_bf16 *b, int trans_a, int trans_b, int M, int N, int K,
                         float alpha, const void *A, zt_dtype at, int lda, const void *B,
                         zt_dtype bt, int ldb, float beta, void *C, zt_dtype ct, int ldc,
                         void *work) {
@@ -197,4 +210,9 @@ void zt_cuda_gemm_mixed_describe(char *buf, size_t size) {
              "bf16 GEMM: cuBLASLt %zu.%zu.%zu, bf16 operands (fp32 ones rounded on the GPU), "
              "fp32 accumulation on tensor cores",
              v / 10000, v / 100 % 100, v % 100);
+}
+
+void zt_cuda_gemm_mixed_free(zt_cuda_bf16 *b) {
+    for (int i = 0; i < b->lt_index.used; i++) plan_free(&b->lt_plans[i]);
+    memset(&b->lt_index, 0, sizeof b->lt_index);
 }

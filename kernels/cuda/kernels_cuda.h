@@ -7,6 +7,7 @@
 #ifndef ZT_KERNELS_CUDA_H
 #define ZT_KERNELS_CUDA_H
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,18 +21,23 @@ extern "C" {
 
 void zt_cuda_encoder_forward(cudaStream_t st, float *out, const int32_t *tokens, const float *wte,
                              const float *wpe, int vocab_lo, int vocab_rows, int N, int T, int C);
+// work: ZT_CUDA_ENC_WORK ints of device memory (launch_math.h), the token buckets.
 void zt_cuda_encoder_backward(cudaStream_t st, float *dwte, float *dwpe, const float *dout,
-                              const int32_t *tokens, int vocab_lo, int vocab_rows, int N, int T,
-                              int C);
+                              const int32_t *tokens, int *work, int vocab_lo, int vocab_rows,
+                              int N, int T, int C);
 void zt_cuda_layernorm_forward(cudaStream_t st, float *out, float *mean, float *rstd,
                                const float *inp, const float *w, const float *b, int N, int C);
+// work: ZT_CUDA_COLSUM_WORK floats of device memory (launch_math.h) for dw's and db's column
+// sums, as zt_cuda_bias_backward's.
 void zt_cuda_layernorm_backward(cudaStream_t st, float *dinp, float *dw, float *db,
                                 const float *dout, const float *inp, const float *w,
-                                const float *mean, const float *rstd, int N, int C);
+                                const float *mean, const float *rstd, float *work, int N, int C);
 // out (N, OC) rows = bias (the matmul's C before a beta = 1 GEMM).
 void zt_cuda_fill_bias(cudaStream_t st, float *out, const float *bias, int N, int OC);
-// dbias (OC) += column sums of dout (N, OC).
-void zt_cuda_bias_backward(cudaStream_t st, float *dbias, const float *dout, int N, int OC);
+// dbias (OC) += column sums of dout (N, OC); work: ZT_CUDA_COLSUM_WORK floats of device
+// memory for the row chunks' partial sums (one launch's, reused by the next in the stream).
+void zt_cuda_bias_backward(cudaStream_t st, float *dbias, const float *dout, float *work, int N,
+                           int OC);
 void zt_cuda_gelu_forward(cudaStream_t st, float *out, const float *inp, size_t n);
 void zt_cuda_gelu_backward(cudaStream_t st, float *dinp, const float *inp, const float *dout,
                            size_t n);
@@ -40,6 +46,14 @@ void zt_cuda_attention_forward(cudaStream_t st, float *out, float *lse, const fl
                                int T, int C, int NH);
 void zt_cuda_attention_backward(cudaStream_t st, float *dqkv, const float *dout, const float *qkv,
                                 const float *lse, int B, int T, int C, int NH);
+// attention_forward / attention_backward in query blocks through cuBLAS on `hb` (whose
+// stream is st and whose math mode, TF32 or not, the GEMMs take): work is
+// zt_cuda_attention_workspace(0, T) floats of device memory (launch_math.h).
+void zt_cuda_attention_gemm_forward(cublasHandle_t hb, cudaStream_t st, float *out, float *lse,
+                                    const float *qkv, float *work, int B, int T, int C, int NH);
+void zt_cuda_attention_gemm_backward(cublasHandle_t hb, cudaStream_t st, float *dqkv,
+                                     const float *dout, const float *qkv, const float *lse,
+                                     float *work, int B, int T, int C, int NH);
 void zt_cuda_attention_decode(cudaStream_t st, float *out, const float *q, const float *k,
                               const float *v, float *work, int n_pos, int C, int NH);
 void zt_cuda_ce_slice_stats(cudaStream_t st, float *row_max, float *target_logit,
@@ -59,6 +73,8 @@ void zt_cuda_ce_slice_finish(cudaStream_t st, float *dlogits, float *losses, con
 #define ZT_CUDA_REDUCE_BLOCKS 256
 #define ZT_CUDA_REDUCE_WORK (2 + 2 * ZT_CUDA_REDUCE_BLOCKS)
 void zt_cuda_reduce(cudaStream_t st, double *work, const float *x, size_t n, int mode);
+// *acc += *x, one double each in device memory (after zt_cuda_reduce: the loss's running sum).
+void zt_cuda_accumulate(cudaStream_t st, double *acc, const double *x);
 void zt_cuda_adamw(cudaStream_t st, float *p, float *m, float *v, const float *g, size_t n,
                    float wd, zt_adamw_hparams h);
 // The two 256-entry code maps, passed to the kernel by value (2 KiB of parameters).

@@ -1,66 +1,79 @@
-// LayerNorm on the GPU around layernorm_math.h's row functions, the CPU's own math.
+// LayerNorm on the GPU: a warp per row around layernorm_math.h's lane functions (loads
+// coalesced across the warp, sums in a fixed shuffle tree), and dw, db as column sums over
+// fixed row chunks (colsum_cuda.cuh). Deterministic run to run; the CPU sums in another
+// order, which the GPU test bounds.
+#include "block_reduce_cuda.cuh"
+#include "colsum_cuda.cuh"
 #include "cuda_check.h"
 #include "kernels_cuda.h"
 #include "layernorm_math.h"
 
-// One thread per row runs zt_layernorm_row_forward itself: the CPU's arithmetic in the
-// CPU's order (bit-identical to the CPU when nvcc contracts no FMAs: -fmad=false).
-// TODO(perf): a warp per row (coalesced, a shuffle reduction) changes the summation
-// order; do it with a tolerance test when the profile asks for it.
+// The warp's row, and its lane; 0 for the extra warps of the last block (whole warps leave).
+static __device__ inline int ln_row(int N, int *row, int *lane) {
+    *row = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32);
+    *lane = threadIdx.x % 32;
+    return *row < N;
+}
+
 static __global__ void layernorm_forward_kernel(float *out, float *mean, float *rstd,
                                                 const float *inp, const float *w, const float *b,
                                                 int N, int C) {
-    int n = blockIdx.x * blockDim.x + threadIdx.x;
-    if (n >= N) return;
-    zt_layernorm_row_forward(out + (size_t)n * C, mean + n, rstd + n, inp + (size_t)n * C, w, b,
-                             C);
+    int n, lane;
+    if (!ln_row(N, &n, &lane)) return;
+    const float *x = inp + (size_t)n * C;
+    float m = zt_warp_sum(zt_ln_lane_sum(x, C, lane, 32)) / C;
+    float s = zt_ln_rstd(zt_warp_sum(zt_ln_lane_sqdev(x, m, C, lane, 32)), C);
+    zt_ln_lane_out(out + (size_t)n * C, x, w, b, m, s, C, lane, 32);
+    if (lane == 0) {
+        mean[n] = m;
+        rstd[n] = s;
+    }
 }
 
 static __global__ void layernorm_backward_dx_kernel(float *dinp, const float *dout,
                                                     const float *inp, const float *w,
                                                     const float *mean, const float *rstd, int N,
                                                     int C) {
-    int n = blockIdx.x * blockDim.x + threadIdx.x;
-    if (n >= N) return;
-    zt_layernorm_row_backward_dx(dinp + (size_t)n * C, dout + (size_t)n * C, inp + (size_t)n * C,
-                                 w, mean[n], rstd[n], C);
+    int n, lane;
+    if (!ln_row(N, &n, &lane)) return;
+    size_t at = (size_t)n * C;
+    float g, gx;
+    zt_ln_lane_dx_sums(&g, &gx, dout + at, inp + at, w, mean[n], rstd[n], C, lane, 32);
+    g = zt_warp_sum(g) / C;
+    gx = zt_warp_sum(gx) / C;
+    zt_ln_lane_dx(dinp + at, dout + at, inp + at, w, mean[n], rstd[n], g, gx, C, lane, 32);
 }
 
-// dw, db: one thread per column, rows in order (layernorm_cpu.c's order).
-static __global__ void layernorm_backward_dw_kernel(float *dw, float *db, const float *dout,
-                                                    const float *inp, const float *mean,
-                                                    const float *rstd, int N, int C) {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C) return;
-    float sw = dw[c], sb = db[c];
-    for (int n = 0; n < N; n++) {
+// Row n's terms of column c: dw's dout xhat, db's dout.
+struct ln_dwdb_terms {
+    const float *dout, *inp, *mean, *rstd;
+    int C;
+    __device__ void operator()(float s[2], int n, int c) const {
         float d = dout[(size_t)n * C + c];
-        sb += d;
-        sw += d * (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
+        s[0] += zt_ln_dw_term(d, inp[(size_t)n * C + c], mean[n], rstd[n]);
+        s[1] += d;
     }
-    dw[c] = sw;
-    db[c] = sb;
-}
+};
 
 extern "C" void zt_cuda_layernorm_forward(cudaStream_t st, float *out, float *mean, float *rstd,
                                           const float *inp, const float *w, const float *b,
                                           int N, int C) {
     ZT_ASSERT(N >= 0 && C > 0);
     if (!N) return;
-    layernorm_forward_kernel<<<ZT_CUDA_GRID(N), ZT_CUDA_THREADS, 0, st>>>(out, mean, rstd, inp,
-                                                                          w, b, N, C);
+    layernorm_forward_kernel<<<zt_ln_blocks(N), 32 * ZT_LN_WARPS, 0, st>>>(out, mean, rstd, inp,
+                                                                           w, b, N, C);
     ZT_CUDA_LAUNCHED(st, "layernorm_forward");
 }
 
 extern "C" void zt_cuda_layernorm_backward(cudaStream_t st, float *dinp, float *dw, float *db,
                                            const float *dout, const float *inp, const float *w,
-                                           const float *mean, const float *rstd, int N, int C) {
+                                           const float *mean, const float *rstd, float *work,
+                                           int N, int C) {
     ZT_ASSERT(N >= 0 && C > 0);
     if (!N) return;
-    layernorm_backward_dx_kernel<<<ZT_CUDA_GRID(N), ZT_CUDA_THREADS, 0, st>>>(
+    layernorm_backward_dx_kernel<<<zt_ln_blocks(N), 32 * ZT_LN_WARPS, 0, st>>>(
         dinp, dout, inp, w, mean, rstd, N, C);
     ZT_CUDA_LAUNCHED(st, "layernorm_backward_dx");
-    layernorm_backward_dw_kernel<<<ZT_CUDA_GRID(C), ZT_CUDA_THREADS, 0, st>>>(dw, db, dout, inp,
-                                                                              mean, rstd, N, C);
-    ZT_CUDA_LAUNCHED(st, "layernorm_backward_dw");
+    zt_colsum<2>(st, dw, db, work, ln_dwdb_terms{dout, inp, mean, rstd, C}, N, C,
+                 "layernorm_backward_dwdb");
 }

@@ -47,6 +47,13 @@ extern "C" void zt_cuda_reduce(cudaStream_t st, double *work, const float *x, si
     ZT_CUDA_LAUNCHED(st, "reduce_final");
 }
 
+static __global__ void accumulate_kernel(double *acc, const double *x) { *acc += *x; }
+
+extern "C" void zt_cuda_accumulate(cudaStream_t st, double *acc, const double *x) {
+    accumulate_kernel<<<1, 1, 0, st>>>(acc, x);
+    ZT_CUDA_LAUNCHED(st, "accumulate");
+}
+
 static __global__ void adamw_kernel(float *p, float *m, float *v, const float *g, size_t n,
                                     float wd, zt_adamw_hparams h) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;

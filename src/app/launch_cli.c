@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "launcher.h"
 
 void zt_launch_usage(FILE *f) {
@@ -80,6 +81,7 @@ int zt_launch_main(int argc, char **argv) {
     for (int i = 0; i < k; i++) fprintf(stderr, " %s", args[i]);
     fprintf(stderr, "  (%ld ranks on %d cores)\n", np, cores);
     fflush(NULL);
+    zt_backends_unset_env(); // the ranks pick their own BLAS core and wait policy, and say so
     execvp("mpirun", args);
     int err = errno;
     free(args);

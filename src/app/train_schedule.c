@@ -106,7 +106,7 @@ static void transfer_async(zt_trainer *t, const zt_sched_action *a) {
 // Micro-batch k's forward in its slot. In the step's first forward (`first`) the model asks
 // for each unit's weights as it reaches them while the last step's parameter gather may
 // still be in flight (param_gather.h); that wait is communication, not compute.
-static double forward(zt_trainer *t, uint64_t step, int k, float loss_scale, int first) {
+static void forward(zt_trainer *t, uint64_t step, int k, float loss_scale, int first) {
     const zt_config *c = t->cfg;
     zt_gpt2 *m = &t->model;
     size_t NC = zt_trainer_act_count(t), BT = (size_t)c->micro_batch * c->seq;
@@ -119,12 +119,11 @@ static double forward(zt_trainer *t, uint64_t step, int k, float loss_scale, int
         m->params_need = params_need;
         m->params_need_ctx = &t->pg;
     }
-    double loss = zt_gpt2_forward(m, t->inputs + slot * BT, t->recv_in + slot * NC,
-                                  t->targets + slot * BT, 1, loss_scale);
+    zt_gpt2_forward(m, t->inputs + slot * BT, t->recv_in + slot * NC, t->targets + slot * BT, 1,
+                    loss_scale); // its loss: added on the device, taken once a step
     m->params_need = NULL;
     t->compute_s += zt_now_s() - t0 - (t->pg.comm_s - g0);
     if (t->overlap_pipe) zt_pipe_comm_after_fwd(&t->pc, k);
-    return loss;
 }
 
 // Micro-batch k's backward. In the step's last one (`last`) the model announces final
@@ -153,7 +152,7 @@ static void backward(zt_trainer *t, int k, int last) {
 // reduction's buckets as it goes (grad_reduce.h), the first forward waits for the parameter
 // gather piece by piece (param_gather.h), and the transfers do not block (pipe_comm.h).
 double zt_trainer_run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
-    double loss = 0.0, start = zt_now_s();
+    double start = zt_now_s();
     int first_fwd = first_forward(&t->sched), last_bwd = last_backward(&t->sched);
     t->compute_s = 0.0;
     t->pp_comm_s = 0.0;
@@ -161,7 +160,7 @@ double zt_trainer_run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
     for (int i = 0; i < t->sched.n_actions; i++) {
         const zt_sched_action *a = &t->sched.actions[i];
         double t0 = zt_now_s();
-        if (a->op == ZT_SCHED_OP_FWD) loss += forward(t, step, a->micro, loss_scale, i == first_fwd);
+        if (a->op == ZT_SCHED_OP_FWD) forward(t, step, a->micro, loss_scale, i == first_fwd);
         else if (a->op == ZT_SCHED_OP_BWD) backward(t, a->micro, i == last_bwd);
         else if (t->overlap_pipe) transfer_async(t, a);
         else {
@@ -174,5 +173,5 @@ double zt_trainer_run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
         t->pp_comm_s = t->pc.comm_s;
     }
     t->sched_s = zt_now_s() - start;
-    return loss;
+    return zt_gpt2_take_loss(&t->model); // the micro-batches' losses, added on the device
 }

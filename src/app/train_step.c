@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "grad_norm.h"
 #include "signals.h"

@@ -146,6 +146,7 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     a->gemm_work = carve(ws, m->gemm_work_n);
     a->logits = carve(lg, head ? (size_t)m->loss_chunk * Vl : 0);
     a->ce_work = carve(lg, head ? 3 * (size_t)m->loss_chunk : 0);
+    a->loss_acc = (double *)carve(ws, head ? 2 : 0); // one double, 64-byte aligned
 }
 
 // Fills everything but the allocations: shape, layout, sizes, loss chunk.
@@ -217,6 +218,14 @@ zt_status zt_gpt2_init(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s
     m->ws_block = ws.base;
     m->logits_block = lg.base;
     return ZT_OK;
+}
+
+double zt_gpt2_take_loss(zt_gpt2 *m) {
+    double s = 0.0;
+    if (!has_head(m)) return s;
+    m->be->ops->copy(m->be, &s, m->a.loss_acc, sizeof s, ZT_COPY_D2H);
+    m->be->ops->memset(m->be, m->a.loss_acc, 0, sizeof s);
+    return s;
 }
 
 void zt_gpt2_use_slot(zt_gpt2 *m, int slot) {
@@ -444,7 +453,9 @@ static double head_forward(zt_gpt2 *m, const float *x, const int32_t *targets, i
         zt_gpt2_weight_gemm(m, 1, 0, Vl, C, nc, a->logits, ZT_F32, Vl, lnf, it, C, 1.0f, m->g.wte,
                             m->dtype, C);
     }
-    double sum = m->be->ops->sum(m->be, a->losses, (size_t)N);
+    double sum = 0.0;
+    if (backward) m->be->ops->sum_into(m->be, a->loss_acc, a->losses, (size_t)N);
+    else sum = m->be->ops->sum(m->be, a->losses, (size_t)N);
     if (backward) {                       // kept per micro-batch: GPipe runs the backward later
         tp_sum(m, a->dln, (size_t)N * C); // each vocabulary slice adds its part
         m->be->ops->memset(m->be, a->dhead, 0, (size_t)N * C * sizeof(float));

@@ -62,6 +62,7 @@ typedef struct {
     float *scratch;                 // (N, C) projection outputs before the residual add
     float *logits;                  // (loss_chunk, Vp/tp) one chunk of logits, then its grads
     float *ce_work;                 // (3 * loss_chunk) the loss's per-row max, sums, targets
+    double *loss_acc;               // (1) the training forwards' loss sum (last stage)
     float *attn_work;               // (attn_work_n) the backend's attention scratch
     void *gemm_work;                // the backend's gemm_mixed scratch (bf16 only)
 } zt_gpt2_acts;
@@ -155,9 +156,15 @@ void zt_gpt2_init_random(zt_gpt2 *m, uint64_t seed);
 // embedding; else `input` (N, C) is the previous stage's output; all device memory) and,
 // on the last stage, the loss against targets. With `backward`, the head also computes its
 // gradient (scaled by `loss_scale`, e.g. 1/tokens in the global batch) as it goes.
-// Returns the sum of the per-token losses of the micro-batch on the last stage, else 0.
+// Returns the sum of the per-token losses of the micro-batch on the last stage, else 0;
+// with `backward`, 0: that sum is added on the device to the loss zt_gpt2_take_loss reads
+// (a GPU then need not wait for it every micro-batch).
 double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
                        const int32_t *targets, int backward, float loss_scale);
+
+// The sum of the per-token losses of the forwards with `backward` since the last call (0 on
+// a stage without the head); starts the next sum at 0. One copy: call it once a step.
+double zt_gpt2_take_loss(zt_gpt2 *m);
 
 // Backward of the blocks and the embedding, after zt_gpt2_forward(..., backward=1).
 // On a stage without the head, `dout` (N, C) is the gradient of its output. Gradients

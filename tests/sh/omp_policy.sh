@@ -41,4 +41,11 @@ n=$(grep -c "GOMP_SPINCOUNT = '0'" $out/mpi.err || true)
 [ "$n" -ge 2 ] || { echo "FAIL mpi: $n ranks report PASSIVE, expected 2"; fail=1; }
 grep -q '"omp_wait_policy":"PASSIVE' $out/mpi.jsonl || { echo "FAIL mpi: log"; fail=1; }
 [ $fail = 1 ] || echo "ok   mpi: 2 ranks PASSIVE"
+# zerotrain launch: the launcher's own PASSIVE is taken back before it execs mpirun, so each
+# rank sets its own and says so (it said "yours", inherited from the launcher)
+env -u OMP_WAIT_POLICY build/zerotrain launch -np 2 train $TINY --dp 2 --log $out/launch.jsonl \
+    > $out/launch.out 2>&1 || { cat $out/launch.out; exit 1; }
+grep -q '"omp_wait_policy":"PASSIVE (set by zerotrain)' $out/launch.jsonl ||
+  { echo "FAIL launch: the ranks' log does not say 'PASSIVE (set by zerotrain)'"; fail=1; }
+[ $fail = 1 ] || echo "ok   launch: the ranks' own PASSIVE"
 exit $fail
