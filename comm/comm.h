@@ -256,6 +256,16 @@ static inline void zt_comm_check_block_(const zt_comm *c, const char *what, size
                what, count, c->size);
 }
 
+// A point-to-point call's arguments: dtype, peer, tag and buffer.
+static inline void zt_comm_check_p2p_(const zt_comm *c, const char *what, zt_dtype dt, int peer,
+                                      int tag, const void *buf, size_t count) {
+    zt_comm_check_dtype_(dt);
+    zt_comm_check_peer_(c, what, peer);
+    ZT_ASSERTF(tag >= 0 && tag <= ZT_COMM_TAG_MAX, "%s: tag %d outside 0..%d", what, tag,
+               ZT_COMM_TAG_MAX);
+    ZT_ASSERTF(count == 0 || buf, "%s: NULL buffer", what);
+}
+
 static inline void zt_comm_all_reduce(const zt_comm *c, const void *send, void *recv,
                                       size_t count, zt_dtype dt, zt_reduce_op op,
                                       void *stream) {
@@ -311,22 +321,14 @@ static inline void zt_comm_broadcast(const zt_comm *c, void *buf, size_t count, 
 static inline void zt_comm_send(const zt_comm *c, const void *buf, size_t count, zt_dtype dt,
                                 int peer, int tag, void *stream) {
     zt_comm_check_(c);
-    zt_comm_check_dtype_(dt);
-    zt_comm_check_peer_(c, "send", peer);
-    ZT_ASSERTF(tag >= 0 && tag <= ZT_COMM_TAG_MAX, "send: tag %d outside 0..%d", tag,
-               ZT_COMM_TAG_MAX);
-    ZT_ASSERTF(count == 0 || buf, "send: NULL buffer");
+    zt_comm_check_p2p_(c, "send", dt, peer, tag, buf, count);
     c->ops->send(c, buf, count, dt, peer, tag, stream);
 }
 
 static inline void zt_comm_recv(const zt_comm *c, void *buf, size_t count, zt_dtype dt,
                                 int peer, int tag, void *stream) {
     zt_comm_check_(c);
-    zt_comm_check_dtype_(dt);
-    zt_comm_check_peer_(c, "recv", peer);
-    ZT_ASSERTF(tag >= 0 && tag <= ZT_COMM_TAG_MAX, "recv: tag %d outside 0..%d", tag,
-               ZT_COMM_TAG_MAX);
-    ZT_ASSERTF(count == 0 || buf, "recv: NULL buffer");
+    zt_comm_check_p2p_(c, "recv", dt, peer, tag, buf, count);
     c->ops->recv(c, buf, count, dt, peer, tag, stream);
 }
 
@@ -466,11 +468,7 @@ static inline void zt_comm_isend(const zt_comm *c, const void *buf, size_t count
                                  int peer, int tag, void *stream, zt_comm_req *req) {
     zt_comm_check_(c);
     zt_comm_istart_(c, c->ops->isend != NULL, "isend", req);
-    zt_comm_check_dtype_(dt);
-    zt_comm_check_peer_(c, "isend", peer);
-    ZT_ASSERTF(tag >= 0 && tag <= ZT_COMM_TAG_MAX, "isend: tag %d outside 0..%d", tag,
-               ZT_COMM_TAG_MAX);
-    ZT_ASSERTF(count == 0 || buf, "isend: NULL buffer");
+    zt_comm_check_p2p_(c, "isend", dt, peer, tag, buf, count);
     c->ops->isend(c, buf, count, dt, peer, tag, stream, req);
     req->c = c;
 }
@@ -479,11 +477,7 @@ static inline void zt_comm_irecv(const zt_comm *c, void *buf, size_t count, zt_d
                                  int peer, int tag, void *stream, zt_comm_req *req) {
     zt_comm_check_(c);
     zt_comm_istart_(c, c->ops->irecv != NULL, "irecv", req);
-    zt_comm_check_dtype_(dt);
-    zt_comm_check_peer_(c, "irecv", peer);
-    ZT_ASSERTF(tag >= 0 && tag <= ZT_COMM_TAG_MAX, "irecv: tag %d outside 0..%d", tag,
-               ZT_COMM_TAG_MAX);
-    ZT_ASSERTF(count == 0 || buf, "irecv: NULL buffer");
+    zt_comm_check_p2p_(c, "irecv", dt, peer, tag, buf, count);
     c->ops->irecv(c, buf, count, dt, peer, tag, stream, req);
     req->c = c;
 }
