@@ -75,7 +75,7 @@ typedef struct zt_comm zt_comm;
 // copied meanwhile (the backend keeps no pointer to it). `impl` holds the backend's handle.
 typedef struct {
     const zt_comm *c; // the communicator it runs on; NULL once complete
-    _Alignas(8) unsigned char impl[48];
+    _Alignas(8) unsigned char impl[64];
 } zt_comm_req;
 
 // One backend. The comm argument is the communicator the op runs on; every pointer
@@ -122,6 +122,15 @@ typedef struct zt_comm_i {
                             zt_dtype dt, zt_reduce_op op, void *stream, zt_comm_req *req);
     void (*iall_gather)(const zt_comm *c, const void *send, void *recv, size_t count,
                         zt_dtype dt, void *stream, zt_comm_req *req);
+    void (*ibroadcast)(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int root,
+                       void *stream, zt_comm_req *req);
+    // Nonblocking point-to-point (NULL: none; a backend whose operations complete at issue
+    // must leave them NULL, since two ranks that both send first would wait on each other).
+    // Same rules as send and recv; complete at test/wait.
+    void (*isend)(const zt_comm *c, const void *buf, size_t count, zt_dtype dt, int peer,
+                  int tag, void *stream, zt_comm_req *req);
+    void (*irecv)(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int peer, int tag,
+                  void *stream, zt_comm_req *req);
     // Advances the operation (MPI progresses a nonblocking collective only inside MPI
     // calls); 1 once it is complete (its results in place), else 0.
     int (*test)(const zt_comm *c, zt_comm_req *req);
@@ -247,6 +256,16 @@ static inline void zt_comm_check_block_(const zt_comm *c, const char *what, size
                what, count, c->size);
 }
 
+// A point-to-point call's arguments: dtype, peer, tag and buffer.
+static inline void zt_comm_check_p2p_(const zt_comm *c, const char *what, zt_dtype dt, int peer,
+                                      int tag, const void *buf, size_t count) {
+    zt_comm_check_dtype_(dt);
+    zt_comm_check_peer_(c, what, peer);
+    ZT_ASSERTF(tag >= 0 && tag <= ZT_COMM_TAG_MAX, "%s: tag %d outside 0..%d", what, tag,
+               ZT_COMM_TAG_MAX);
+    ZT_ASSERTF(count == 0 || buf, "%s: NULL buffer", what);
+}
+
 static inline void zt_comm_all_reduce(const zt_comm *c, const void *send, void *recv,
                                       size_t count, zt_dtype dt, zt_reduce_op op,
                                       void *stream) {
@@ -302,22 +321,14 @@ static inline void zt_comm_broadcast(const zt_comm *c, void *buf, size_t count, 
 static inline void zt_comm_send(const zt_comm *c, const void *buf, size_t count, zt_dtype dt,
                                 int peer, int tag, void *stream) {
     zt_comm_check_(c);
-    zt_comm_check_dtype_(dt);
-    zt_comm_check_peer_(c, "send", peer);
-    ZT_ASSERTF(tag >= 0 && tag <= ZT_COMM_TAG_MAX, "send: tag %d outside 0..%d", tag,
-               ZT_COMM_TAG_MAX);
-    ZT_ASSERTF(count == 0 || buf, "send: NULL buffer");
+    zt_comm_check_p2p_(c, "send", dt, peer, tag, buf, count);
     c->ops->send(c, buf, count, dt, peer, tag, stream);
 }
 
 static inline void zt_comm_recv(const zt_comm *c, void *buf, size_t count, zt_dtype dt,
                                 int peer, int tag, void *stream) {
     zt_comm_check_(c);
-    zt_comm_check_dtype_(dt);
-    zt_comm_check_peer_(c, "recv", peer);
-    ZT_ASSERTF(tag >= 0 && tag <= ZT_COMM_TAG_MAX, "recv: tag %d outside 0..%d", tag,
-               ZT_COMM_TAG_MAX);
-    ZT_ASSERTF(count == 0 || buf, "recv: NULL buffer");
+    zt_comm_check_p2p_(c, "recv", dt, peer, tag, buf, count);
     c->ops->recv(c, buf, count, dt, peer, tag, stream);
 }
 
@@ -424,6 +435,50 @@ static inline void zt_comm_iall_gather(const zt_comm *c, const void *send, void 
         zt_comm_check_disjoint_("iall_gather", send, block * es, recv, count * es);
     zt_comm_trace_(9);
     c->ops->iall_gather(c, send, recv, count, dt, stream, req);
+    req->c = c;
+}
+
+static inline void zt_comm_ibroadcast(const zt_comm *c, void *buf, size_t count, zt_dtype dt,
+                                      int root, void *stream, zt_comm_req *req) {
+    zt_comm_check_(c);
+    zt_comm_istart_(c, c->ops->ibroadcast != NULL, "ibroadcast", req);
+    zt_comm_check_dtype_(dt);
+    ZT_ASSERTF(root >= 0 && root < c->size, "ibroadcast: root %d is not a rank of 0..%d", root,
+               c->size - 1);
+    ZT_ASSERTF(count == 0 || buf, "ibroadcast: NULL buffer");
+    zt_comm_trace_(10);
+    c->ops->ibroadcast(c, buf, count, dt, root, stream, req);
+    req->c = c;
+}
+
+// ---- nonblocking point-to-point ----
+//
+// isend/irecv start a send or receive and return at once; the buffer stays the operation's
+// until zt_comm_test says done or zt_comm_wait returns (a receive's count is checked then).
+// Messages between a pair match in the order they were posted, as for send/recv. Not
+// traced (point-to-point never is). A backend without them (zt_comm_has_async_p2p 0) is
+// fatal to call: the caller uses send, recv and send_recv there.
+
+static inline int zt_comm_has_async_p2p(const zt_comm *c) {
+    zt_comm_check_(c);
+    return c->ops->isend != NULL && c->ops->irecv != NULL;
+}
+
+static inline void zt_comm_isend(const zt_comm *c, const void *buf, size_t count, zt_dtype dt,
+                                 int peer, int tag, void *stream, zt_comm_req *req) {
+    zt_comm_check_(c);
+    zt_comm_istart_(c, c->ops->isend != NULL, "isend", req);
+    zt_comm_check_p2p_(c, "isend", dt, peer, tag, buf, count);
+    c->ops->isend(c, buf, count, dt, peer, tag, stream, req);
+    req->c = c;
+}
+
+static inline void zt_comm_irecv(const zt_comm *c, void *buf, size_t count, zt_dtype dt,
+                                 int peer, int tag, void *stream, zt_comm_req *req) {
+    zt_comm_check_(c);
+    zt_comm_istart_(c, c->ops->irecv != NULL, "irecv", req);
+    zt_comm_check_p2p_(c, "irecv", dt, peer, tag, buf, count);
+    c->ops->irecv(c, buf, count, dt, peer, tag, stream, req);
     req->c = c;
 }
 

@@ -1005,6 +1005,10 @@ static void mpi_free(zt_comm *c) {
 //
 // The in-place reduce_scatter moves the rank's block from the front to its place (as the
 // blocking one does) once the operation completes: the request remembers the move.
+//
+// isend/irecv are MPI_Isend/MPI_Irecv, one call each. Point-to-point is not a collective: it
+// counts as nothing entered; its wait names the peer, as the blocking send and recv do, and
+// a receive checks its count at completion.
 
 typedef struct {
     MPI_Request rq;
@@ -1012,22 +1016,32 @@ typedef struct {
     const char *move_src;
     size_t move_bytes;
     const char *what;    // the operation's name, for the timeout's message
+    int peer;            // point-to-point: the other rank (named by a timeout); -1 collective
+    int recv_n;          // irecv: the elements expected (checked at completion), else -1
+    zt_dtype recv_dt;
 } mpi_req;
 _Static_assert(sizeof(mpi_req) <= sizeof(((zt_comm_req *)0)->impl),
                "zt_comm_req.impl (comm.h) must hold the MPI backend's request");
 
-static mpi_req *req_start(const zt_comm *c, zt_comm_req *r, const char *what) {
+// peer: -1 for a collective (counted as entered), else the point-to-point peer.
+static mpi_req *req_start_peer(const zt_comm *c, zt_comm_req *r, const char *what, int peer) {
     mpi_req *q = (mpi_req *)r->impl;
     memset(q, 0, sizeof *q);
     q->rq = MPI_REQUEST_NULL;
     q->what = what;
-    if (g_timeout_s > 0 || g_timeout_auto) coll_enter(c);
+    q->peer = peer;
+    q->recv_n = -1;
+    if (peer < 0 && (g_timeout_s > 0 || g_timeout_auto)) coll_enter(c);
     return q;
 }
+static mpi_req *req_start(const zt_comm *c, zt_comm_req *r, const char *what) {
+    return req_start_peer(c, r, what, -1);
+}
 
-static void req_done(mpi_req *q) {
+static void req_done(mpi_req *q, const MPI_Status *st) {
     if (q->move_bytes && q->move_dst != q->move_src) memmove(q->move_dst, q->move_src, q->move_bytes);
     q->move_bytes = 0;
+    if (q->recv_n >= 0) check_received(st, q->recv_dt, q->recv_n, q->peer);
 }
 
 static void mpi_iall_reduce(const zt_comm *c, const void *send, void *recv, size_t count,
@@ -1083,25 +1097,53 @@ static void mpi_iall_gather(const zt_comm *c, const void *send, void *recv, size
                                     &q->rq));
 }
 
+static void mpi_ibroadcast(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int root,
+                           void *stream, zt_comm_req *r) {
+    mpi_check_stream(stream);
+    int n = block_count("ibroadcast", count);
+    mpi_req *q = req_start(c, r, "ibroadcast");
+    ZT_CHECK_MPI(MPI_Ibcast(buf, n, mpi_type(dt), root, mpi_comm(c), &q->rq));
+}
+
+// One MPI call each, so a message must fit one (the blocking forms split larger ones).
+static void mpi_isend(const zt_comm *c, const void *buf, size_t count, zt_dtype dt, int peer,
+                      int tag, void *stream, zt_comm_req *r) {
+    mpi_check_stream(stream);
+    int n = block_count("isend", count);
+    mpi_req *q = req_start_peer(c, r, "send", peer);
+    ZT_CHECK_MPI(MPI_Isend(buf, n, mpi_type(dt), peer, tag, mpi_comm(c), &q->rq));
+}
+
+static void mpi_irecv(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int peer, int tag,
+                      void *stream, zt_comm_req *r) {
+    mpi_check_stream(stream);
+    int n = block_count("irecv", count);
+    mpi_req *q = req_start_peer(c, r, "recv", peer);
+    q->recv_n = n;
+    q->recv_dt = dt;
+    ZT_CHECK_MPI(MPI_Irecv(buf, n, mpi_type(dt), peer, tag, mpi_comm(c), &q->rq));
+}
+
 static int mpi_test(const zt_comm *c, zt_comm_req *r) {
     mpi_req *q = (mpi_req *)r->impl;
     int done = 0;
-    ZT_CHECK_MPI(MPI_Test(&q->rq, &done, MPI_STATUS_IGNORE));
-    if (done) req_done(q);
+    MPI_Status st;
+    ZT_CHECK_MPI(MPI_Test(&q->rq, &done, &st));
+    if (done) req_done(q, &st);
     return done;
 }
 
 static void mpi_wait(const zt_comm *c, zt_comm_req *r) {
     mpi_req *q = (mpi_req *)r->impl;
+    MPI_Status st;
     if (g_timeout_s > 0) {
-        static const int coll_peer = -1;
-        wait_timed(c, q->what, 1, &q->rq, MPI_STATUSES_IGNORE, &coll_peer);
+        wait_timed(c, q->what, 1, &q->rq, &st, &q->peer);
     } else {
-        watch_begin(c, q->what, -1);
-        ZT_CHECK_MPI(MPI_Wait(&q->rq, MPI_STATUS_IGNORE));
+        watch_begin(c, q->what, q->peer);
+        ZT_CHECK_MPI(MPI_Wait(&q->rq, &st));
         watch_end();
     }
-    req_done(q);
+    req_done(q, &st);
 }
 
 static const zt_comm_i zt_comm_mpi_ops = {
@@ -1120,6 +1162,9 @@ static const zt_comm_i zt_comm_mpi_ops = {
     .ireduce = mpi_ireduce,
     .ireduce_scatter = mpi_ireduce_scatter,
     .iall_gather = mpi_iall_gather,
+    .ibroadcast = mpi_ibroadcast,
+    .isend = mpi_isend,
+    .irecv = mpi_irecv,
     .test = mpi_test,
     .wait = mpi_wait,
 };

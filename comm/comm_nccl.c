@@ -325,6 +325,14 @@ static void nccl_iall_gather(const zt_comm *c, const void *send, void *recv, siz
     ifinish(c, stream, req, "all-gather (nonblocking)");
 }
 
+static void nccl_ibroadcast(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int root,
+                            void *stream, zt_comm_req *req) {
+    nccl_impl *n = impl_of(c);
+    ZT_CHECK_NCCL(ncclBroadcast(buf, buf, count, nccl_dtype(dt), root, n->nccl,
+                                istart(c, stream)));
+    ifinish(c, stream, req, "broadcast (nonblocking)");
+}
+
 // The caller's stream waits for the collective; the handle is released (a destroyed event
 // still completes the waits already queued on it).
 static void icomplete(nccl_req *q) {
@@ -468,6 +476,7 @@ static const zt_comm_i nccl_ops = {
     .ireduce = nccl_ireduce,
     .ireduce_scatter = nccl_ireduce_scatter,
     .iall_gather = nccl_iall_gather,
+    .ibroadcast = nccl_ibroadcast, // (no isend/irecv: an unmatched send holds its stream)
     .test = nccl_test,
     .wait = nccl_wait,
 };

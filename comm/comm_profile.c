@@ -77,6 +77,19 @@ static void p_iall_gather(const zt_comm *c, const void *send, void *recv, size_t
     HAVE(iall_gather);
     TIMED(in->ops->iall_gather(in, send, recv, count, dt, stream, req));
 }
+static void p_ibroadcast(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int root,
+                         void *stream, zt_comm_req *req) {
+    HAVE(ibroadcast);
+    TIMED(in->ops->ibroadcast(in, buf, count, dt, root, stream, req));
+}
+static void p_isend(const zt_comm *c, const void *buf, size_t count, zt_dtype dt, int peer,
+                    int tag, void *stream, zt_comm_req *req) {
+    TIMED(in->ops->isend(in, buf, count, dt, peer, tag, stream, req));
+}
+static void p_irecv(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int peer, int tag,
+                    void *stream, zt_comm_req *req) {
+    TIMED(in->ops->irecv(in, buf, count, dt, peer, tag, stream, req));
+}
 static int p_test(const zt_comm *c, zt_comm_req *req) {
     int done = 0;
     TIMED(done = in->ops->test(in, req));
@@ -84,31 +97,36 @@ static int p_test(const zt_comm *c, zt_comm_req *req) {
 }
 static void p_wait(const zt_comm *c, zt_comm_req *req) { TIMED(in->ops->wait(in, req)); }
 
-static const zt_comm_i profile_ops = {
-    .name = "profile",
-    .all_reduce = p_all_reduce,
-    .reduce_scatter = p_reduce_scatter,
-    .all_gather = p_all_gather,
-    .broadcast = p_broadcast,
-    .send = p_send,
-    .recv = p_recv,
-    .send_recv = p_send_recv,
-    .barrier = p_barrier,
-    .split = p_split,
-    .free = p_free,
-    .iall_reduce = p_iall_reduce,
-    .ireduce = p_ireduce,
-    .ireduce_scatter = p_ireduce_scatter,
-    .iall_gather = p_iall_gather,
-    .test = p_test,
-    .wait = p_wait,
-};
+// Two tables, so that the decorator has nonblocking point-to-point exactly when the inner
+// backend does (zt_comm_has_async_p2p is how callers choose).
+#define PROFILE_OPS                          \
+    .name = "profile",                      \
+    .all_reduce = p_all_reduce,             \
+    .reduce_scatter = p_reduce_scatter,     \
+    .all_gather = p_all_gather,             \
+    .broadcast = p_broadcast,               \
+    .send = p_send,                         \
+    .recv = p_recv,                         \
+    .send_recv = p_send_recv,               \
+    .barrier = p_barrier,                   \
+    .split = p_split,                       \
+    .free = p_free,                         \
+    .iall_reduce = p_iall_reduce,           \
+    .ireduce = p_ireduce,                   \
+    .ireduce_scatter = p_ireduce_scatter,   \
+    .iall_gather = p_iall_gather,           \
+    .test = p_test,                         \
+    .wait = p_wait,                         \
+    .ibroadcast = p_ibroadcast
+
+static const zt_comm_i profile_ops = {PROFILE_OPS};
+static const zt_comm_i profile_ops_p2p = {PROFILE_OPS, .isend = p_isend, .irecv = p_irecv};
 
 void zt_comm_profile_init(zt_comm *out, zt_comm_profile_state *st, const zt_comm *inner,
                           zt_profile *acc) {
     st->inner = inner;
     st->acc = acc;
-    out->ops = &profile_ops;
+    out->ops = zt_comm_has_async_p2p(inner) ? &profile_ops_p2p : &profile_ops;
     out->impl = st;
     out->rank = inner->rank;
     out->size = inner->size;

@@ -82,6 +82,10 @@ static void self_iall_gather(const zt_comm *c, const void *send, void *recv, siz
                              zt_dtype dt, void *stream, zt_comm_req *req) {
     self_all_gather(c, send, recv, count, dt, stream);
 }
+static void self_ibroadcast(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int root,
+                            void *stream, zt_comm_req *req) {
+    self_broadcast(c, buf, count, dt, root, stream);
+}
 static int self_test(const zt_comm *c, zt_comm_req *req) { return 1; }
 static void self_wait(const zt_comm *c, zt_comm_req *req) {}
 
@@ -101,6 +105,7 @@ static const zt_comm_i zt_comm_self_ops = {
     .ireduce = self_ireduce,
     .ireduce_scatter = self_ireduce_scatter,
     .iall_gather = self_iall_gather,
+    .ibroadcast = self_ibroadcast, // (isend, irecv: there is no peer)
     .test = self_test,
     .wait = self_wait,
 };

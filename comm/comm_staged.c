@@ -231,6 +231,12 @@ static void staged_iall_gather(const zt_comm *c, const void *send, void *recv, s
                                zt_dtype dt, void *stream, zt_comm_req *req) {
     staged_all_gather(c, send, recv, count, dt, stream);
 }
+static void staged_ibroadcast(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int root,
+                              void *stream, zt_comm_req *req) {
+    staged_broadcast(c, buf, count, dt, root, stream);
+}
+// No isend/irecv: done at issue they would be blocking, and two neighbours that both send
+// first would wait on each other (comm.h); callers use send, recv and send_recv here.
 static int staged_test(const zt_comm *c, zt_comm_req *req) { return 1; }
 static void staged_wait(const zt_comm *c, zt_comm_req *req) {}
 
@@ -248,6 +254,7 @@ static const zt_comm_i staged_ops = {
     .ireduce = staged_ireduce,
     .ireduce_scatter = staged_ireduce_scatter,
     .iall_gather = staged_iall_gather,
+    .ibroadcast = staged_ibroadcast,
     .test = staged_test,
     .wait = staged_wait,
     .split = staged_split,

@@ -155,6 +155,9 @@ static double p_sum(const zt_backend *be, const float *x, size_t n) {
     TIMED(ZT_PHASE_GRAD_NORM, 0, s = in->ops->sum(in, x, n));
     return s;
 }
+static void p_sum_into(const zt_backend *be, double *acc, const float *x, size_t n) {
+    TIMED(ZT_PHASE_GRAD_NORM, 0, in->ops->sum_into(in, acc, x, n)); // as sum: the loss's
+}
 static void p_sumsq(const zt_backend *be, double out[2], const float *x, size_t n) {
     TIMED(ZT_PHASE_GRAD_NORM, 0, in->ops->sumsq(in, out, x, n));
 }
@@ -275,6 +278,7 @@ static const zt_backend_i profile_ops = {
     .ce_slice_sumexp = p_ce_slice_sumexp,
     .ce_slice_finish = p_ce_slice_finish,
     .sum = p_sum,
+    .sum_into = p_sum_into,
     .sumsq = p_sumsq,
     .adamw = p_adamw,
     .adamw8bit = p_adamw8bit,

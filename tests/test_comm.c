@@ -278,13 +278,46 @@ static void check_point_to_point(ctx_t *x, const zt_comm *c, zt_dtype dt, size_t
     gb_free(&mine), gb_free(&want), gb_free(&got), gb_free(&want2), gb_free(&got2);
 }
 
+// isend/irecv where the backend has them: every rank posts two sends to each neighbour
+// before any receive (with blocking sends that would wait on each other), then the receives
+// in the order sent, completes them in reverse; the two messages of a pair must arrive in
+// order, each exact.
+static void check_async_point_to_point(ctx_t *x, const zt_comm *c, zt_dtype dt, size_t n,
+                                       int salt) {
+    if (c->size < 2 || !zt_comm_has_async_p2p(c)) return;
+    int me = c->rank, nb[2] = {(me + 1) % c->size, (me + c->size - 1) % c->size};
+    enum { N_MSG = 4 }; // [2 * side + k]: message k to / from neighbour side
+    gbuf mine[N_MSG], got[N_MSG], want = gb_new(n + 1, dt);
+    zt_comm_req req[2 * N_MSG];
+    memset(req, 0, sizeof req);
+    for (int i = 0; i < N_MSG; i++) {
+        mine[i] = gb_new(n + 1, dt), got[i] = gb_new(n + 1, dt);
+        fill(mine[i].p, dt, n + 1, me, salt + i);
+        zt_comm_isend(c, mine[i].p, n + (size_t)(i & 1), dt, nb[i / 2], 5, NULL, &req[i]);
+    }
+    // message k from neighbour nb[1 - side] is the one it sent as its own [2 * side + k]
+    // (towards this rank: its next is this rank's prev); with 2 ranks both are the one peer,
+    // whose four messages then arrive in the order posted
+    for (int i = 0; i < N_MSG; i++)
+        zt_comm_irecv(c, got[i].p, n + (size_t)(i & 1), dt, nb[1 - i / 2], 5, NULL,
+                      &req[N_MSG + i]);
+    for (int i = 2 * N_MSG - 1; i >= 0; i--) zt_comm_wait(&req[i]);
+    for (int i = 0; i < N_MSG; i++) {
+        fill(want.p, dt, n + 1, nb[1 - i / 2], salt + i);
+        expect_equal(x, "isend/irecv", got[i].p, want.p, n + (size_t)(i & 1), dt);
+        gb_check_guards(x, &got[i], "isend/irecv");
+        gb_free(&mine[i]), gb_free(&got[i]);
+    }
+    gb_free(&want);
+}
+
 // The nonblocking collectives, all in flight at once (issued in one order, completed by
 // polling in another, then by wait), each checked exactly against the blocking result:
 // all_reduce, reduce to every root in place and not, reduce_scatter in place and not,
 // all_gather in place and not. count = block * size.
 static void check_nonblocking(ctx_t *x, const zt_comm *c, zt_dtype dt, zt_reduce_op op,
                               size_t block, int salt) {
-    enum { AR, AR_IN, RED, RED_IN, RS, RS_IN, AG, AG_IN, N_OPS };
+    enum { AR, AR_IN, RED, RED_IN, RS, RS_IN, AG, AG_IN, BC, N_OPS };
     size_t count = block * (size_t)c->size;
     int root = (salt + 1) % c->size;
     gbuf want = gb_new(count, dt), gath = gb_new(count, dt);
@@ -311,6 +344,9 @@ static void check_nonblocking(ctx_t *x, const zt_comm *c, zt_dtype dt, zt_reduce
     fill(at(send[AG_IN].p, own, dt), dt, block, c->rank, salt);
     zt_comm_iall_gather(c, at(send[AG_IN].p, own, dt), send[AG_IN].p, count, dt, NULL,
                         &req[AG_IN]);
+    gbuf bc_want = gb_new(count, dt);
+    fill(bc_want.p, dt, count, root, salt);
+    zt_comm_ibroadcast(c, send[BC].p, count, dt, root, NULL, &req[BC]);
     // poll from the last one issued (completion order is free), then wait for the rest
     for (int round = 0; round < 64; round++)
         for (int i = N_OPS - 1; i >= 0; i--) zt_comm_test(&req[i]);
@@ -333,6 +369,8 @@ static void check_nonblocking(ctx_t *x, const zt_comm *c, zt_dtype dt, zt_reduce
                  block, dt);
     expect_equal(x, "iall_gather", recv[AG].p, gath.p, count, dt);
     expect_equal(x, "iall_gather in place", send[AG_IN].p, gath.p, count, dt);
+    expect_equal(x, "ibroadcast", send[BC].p, bc_want.p, count, dt);
+    gb_free(&bc_want);
     for (int i = 0; i < N_OPS; i++) {
         gb_check_guards(x, &send[i], "nonblocking send");
         gb_check_guards(x, &recv[i], "nonblocking recv");
@@ -361,6 +399,7 @@ static void check_comm(ctx_t *x, const zt_comm *c, const size_t *counts, int n_c
             check_broadcast(x, c, dt, n, c->size - 1, ++salt);
             check_broadcast(x, c, dt, n, c->size / 2, ++salt);
             check_point_to_point(x, c, dt, n, ++salt);
+            check_async_point_to_point(x, c, dt, n, salt += 4);
         }
     zt_comm_barrier(c, NULL);
 }

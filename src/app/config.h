@@ -58,8 +58,10 @@ typedef struct {
     char schedule[16];        // 1f1b | gpipe
     char partition[256];
     char overlap_comm[4];     // on | off: the dp gradient reduction overlapped with the
-                              // backward (src/parallel/grad_reduce.h)
-    int bucket_mib;           // --overlap-comm on: MiB per gradient bucket
+                              // backward, the ZeRO-1 gather with the next forward, pipeline
+                              // transfers nonblocking (grad_reduce.h, param_gather.h,
+                              // pipe_comm.h)
+    int bucket_mib;           // --overlap-comm on: MiB per gradient (and gather) bucket
     int loss_chunk;           // tokens per chunk of the loss (0 = automatic)
     int threads;              // OpenMP threads per rank (0 = runtime default)
     float peak_tflops;        // one rank's peak fp32 TFLOP/s, for the MFU (0 = not shown)

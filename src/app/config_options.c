@@ -111,12 +111,14 @@ const opt_desc zt_opts[] = {
     {"partition", OPT_STR, FIELD(partition), "uniform", "SPEC", NULL, 0, "parallel",
      "uniform | parameters | memory | type:... | 0:11,11:24,..."},
     {"overlap-comm", OPT_STR, FIELD(overlap_comm), "off", "MODE", k_on_off, 0, "parallel",
-     "on: reduce the gradient over dp in buckets while the step's last backward still runs "
-     "(nonblocking collectives); off: one blocking reduction after it (bench/RESULTS.md, "
-     "\"Overlapped gradient reduction\")"},
+     "on: communication beside computation (nonblocking): the dp gradient reduction in "
+     "buckets while the step's last backward runs, the --zero 1 parameter all-gather while "
+     "the next forward runs, pipeline sends and receives that do not hold the stage; off: "
+     "each blocking (bench/RESULTS.md, \"Overlapped communication\")"},
     {"bucket-mib", OPT_INT, FIELD(bucket_mib), "4", "N", NULL, 0, "parallel",
-     "--overlap-comm on: MiB of final gradient a bucket waits for before it starts (0: a "
-     "bucket at each half block)"},
+     "--overlap-comm on: MiB of final gradient a bucket waits for before it starts, and the "
+     "least MiB of whole tensors in a parameter-gather bucket (0: a gradient bucket at each "
+     "half block, a gather bucket per tensor)"},
     {"loss-chunk", OPT_INT, FIELD(loss_chunk), "0", "N", NULL, 0, "parallel",
      "tokens per chunk of the loss (0 = automatic)"},
     {"threads", OPT_INT, FIELD(threads), "0", "N", NULL, 0, "parallel",

@@ -87,6 +87,12 @@ static zt_status open_data(zt_trainer *t, const char *argv0) {
     return ZT_OK;
 }
 
+// --bucket-mib in elements of the model's dtype; 0 gives 1: every announcement (gradient) or
+// tensor (parameters) its own bucket.
+static size_t bucket_elems(const zt_config *c, zt_dtype dt) {
+    return c->bucket_mib ? ((size_t)c->bucket_mib << 20) / zt_dtype_size(dt) : 1;
+}
+
 static zt_status setup(zt_trainer *t, const char *argv0) {
     const zt_config *c = t->cfg;
     const zt_grid *g = &t->grid;
@@ -114,10 +120,16 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
     t->overlap = strcmp(c->overlap_comm, "on") == 0 && !t->eval_only;
     if (t->overlap) // a bucket per --bucket-mib; two announcements per block (gpt2.h)
         zt_grad_reduce_init(&t->gr, g->dp_data, t->model.grads, t->model.dtype,
-                            t->model.layout.numel, c->zero,
-                            c->bucket_mib ? ((size_t)c->bucket_mib << 20) /
-                                                zt_dtype_size(t->model.dtype) : 1,
+                            t->model.layout.numel, c->zero, bucket_elems(c, t->model.dtype),
                             2 * t->shape.n_layer);
+    t->overlap_gather = t->overlap && c->zero == 1;
+    if (t->overlap_gather) // a bucket per --bucket-mib of whole tensors (0: each tensor)
+        zt_param_gather_init(&t->pg, g->dp_data, t->model.params, t->model.dtype,
+                             &t->model.layout, bucket_elems(c, t->model.dtype));
+    t->overlap_pipe = t->overlap && g->pp > 1 && zt_comm_has_async_p2p(g->pp_data);
+    if (t->overlap_pipe)
+        zt_pipe_comm_init(&t->pc, g->pp_data, g->pp_rank, g->pp, NC, t->n_slots, c->grad_accum,
+                          t->recv_in, t->recv_dout);
     if (c->sample_every > 0) // each stage decodes its own layers
         ZT_TRY(zt_train_sampler_init(&t->sampler, &t->model, g->tp_data, g->pp_data,
                                      t->train.tokens[0], g->rank == 0));
@@ -181,17 +193,23 @@ static zt_status run(zt_trainer *t) {
         ZT_TRY(zt_trainer_step(t, step, &st));
         zt_trainer_report_step(t, step, &st);
         int last = step + 1 == c->steps;
-        if (t->has_val && ((step + 1) % c->val_every == 0 || last)) {
+        int val = t->has_val && ((step + 1) % c->val_every == 0 || last);
+        int sample = c->sample_every > 0 && ((step + 1) % c->sample_every == 0 || last);
+        int every = c->ckpt_every > 0 && (step + 1) % c->ckpt_every == 0;
+        int ckpt = c->ckpt_dir[0] && (every || last || st.stop);
+        // the step's parameter gather is left in flight into the next step's forward only:
+        // validation, a sample, a checkpoint, the end and a stop read the weights first
+        if ((val || sample || ckpt || last || st.stop) && t->overlap_gather)
+            zt_param_gather_finish(&t->pg);
+        if (val) {
             double vl = zt_trainer_evaluate(t);
             if (g->rank == 0) {
                 printf("step %5d/%d | val loss %.4f\n", step + 1, c->steps, vl);
                 if (t->log) fprintf(t->log, "{\"step\":%d,\"val_loss\":%.9g}\n", step + 1, vl);
             }
         }
-        if (c->sample_every > 0 && ((step + 1) % c->sample_every == 0 || last))
-            zt_train_sample(&t->sampler, c->sample_len, c->seed, step + 1, g->rank == 0);
-        int every = c->ckpt_every > 0 && (step + 1) % c->ckpt_every == 0;
-        if (c->ckpt_dir[0] && (every || last || st.stop)) {
+        if (sample) zt_train_sample(&t->sampler, c->sample_len, c->seed, step + 1, g->rank == 0);
+        if (ckpt) {
             zt_ckpt_ctx x = ckpt_ctx(t);
             uint64_t per_step = (uint64_t)c->micro_batch * c->grad_accum * g->dp;
             ZT_TRY(zt_ckpt_save(&x, step + 1,
@@ -292,6 +310,8 @@ static void free_trainer(zt_trainer *t) {
     zt_adamw_free(&t->opt);
     zt_adamw8bit_free(&t->opt8);
     zt_grad_reduce_free(&t->gr);
+    zt_param_gather_free(&t->pg);
+    zt_pipe_comm_free(&t->pc);
     zt_gpt2_free(&t->model);
     zt_dataset_close(&t->train);
     zt_dataset_close(&t->val);

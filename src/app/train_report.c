@@ -134,9 +134,11 @@ static void log_step(zt_trainer *t, int step, const zt_step_stats *st, double tp
                      double bubble, double elapsed, double eta) {
     fprintf(t->log,
             "{\"step\":%d,\"loss\":%.9g,\"lr\":%.6e,\"grad_norm\":%.6f,\"ms\":%.3f,"
-            "\"grad_comm_ms\":%.3f,\"tokens_per_s\":%.1f,\"bubble\":%.4f,\"elapsed_s\":%.3f,"
-            "\"eta_s\":",
-            step + 1, st->loss, st->lr, st->norm, st->ms, st->grad_comm_ms, tps, bubble, elapsed);
+            "\"grad_comm_ms\":%.3f,\"param_comm_ms\":%.3f,\"param_overlapped\":%d,"
+            "\"pp_comm_ms\":%.3f,\"pp_async\":%d,\"tokens_per_s\":%.1f,\"bubble\":%.4f,"
+            "\"elapsed_s\":%.3f,\"eta_s\":",
+            step + 1, st->loss, st->lr, st->norm, st->ms, st->grad_comm_ms, st->param_comm_ms,
+            st->param_overlapped, st->pp_comm_ms, st->pp_async, tps, bubble, elapsed);
     if (eta < 0) fputs("null", t->log);
     else fprintf(t->log, "%.3f", eta);
     fputs(",\"mem\":{", t->log);

@@ -1,13 +1,11 @@
 // One training step's data path (docs/design.md §2), the learning-rate schedule and the
-// validation pass: each dp rank reads its part of the global batch; the pipeline schedule
-// runs forward/backward over its micro-batches on this rank's stage, moving activations and
-// their gradients between neighbour stages.
+// validation pass: the stage's schedule (train_schedule.c) runs forward/backward over the
+// micro-batches; then the gradient's reductions, the norm, the update and ZeRO-1's gather.
 #include "trainer.h"
 
 #include <errno.h>
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "grad_norm.h"
 #include "signals.h"
@@ -23,113 +21,7 @@ float zt_lr_at(const zt_config *cfg, int step) {
     return lr_min + coeff * (cfg->lr - lr_min);
 }
 
-double zt_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-
-static size_t act_count(const zt_trainer *t) {
-    return (size_t)t->cfg->micro_batch * t->cfg->seq * t->shape.n_embd;
-}
-
-
-// Reads micro-batch `k` of step `step` for this dp rank into slot `slot`: sample indices
-// are global (step * G + (dp_rank * grad_accum + k) * B + b), so every layout sees the
-// same batch. Every stage reads (it is cheap); the first uses the inputs, the last the
-// targets.
-static void read_batch(zt_trainer *t, zt_dataset *ds, uint64_t step, int k, int accum, int slot) {
-    const zt_config *c = t->cfg;
-    size_t BT = (size_t)c->micro_batch * c->seq, bytes = BT * sizeof(int32_t);
-    uint64_t G = (uint64_t)c->micro_batch * accum * t->grid.dp;
-    uint64_t base = ds == &t->train ? t->sample0 + (step - (uint64_t)t->step0) * G : step * G;
-    uint64_t first = base + ((uint64_t)t->grid.dp_rank * accum + k) * c->micro_batch;
-    int32_t *in = zt_be_map(t->be, t->inputs + slot * BT, bytes, 0);
-    int32_t *tg = zt_be_map(t->be, t->targets + slot * BT, bytes, 0);
-    for (int b = 0; b < c->micro_batch; b++)
-        zt_dataset_sample(ds, first + b, in + (size_t)b * c->seq, tg + (size_t)b * c->seq);
-    zt_be_unmap(t->be, t->inputs + slot * BT, in, bytes, 1);
-    zt_be_unmap(t->be, t->targets + slot * BT, tg, bytes, 1);
-}
-
-// --overlap-comm on: the model's announcement that a tail of the gradient is final.
-static void grad_ready(void *ctx, size_t from) { zt_grad_reduce_ready(ctx, from); }
-
-// The index of the stage's last backward: once it runs, every other micro-batch's gradient
-// has been added, so what it finishes is final. Every forward comes before it.
-static int last_backward(const zt_schedule *s) {
-    int last = -1;
-    for (int i = 0; i < s->n_actions; i++)
-        if (s->actions[i].op == ZT_SCHED_OP_BWD) last = i;
-    for (int i = last + 1; i < s->n_actions; i++)
-        ZT_ASSERTF(s->actions[i].op != ZT_SCHED_OP_FWD, "a forward after the last backward");
-    return last;
-}
-
-// Runs this stage's schedule for one step (forward and backward of every micro-batch,
-// gradients added into the flat grad buffer). Returns this stage's loss sum (non-zero
-// on the last stage only). With --overlap-comm on, the last backward starts the dp
-// reduction's buckets as it goes (grad_reduce.h).
-static double run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
-    const zt_config *c = t->cfg;
-    const zt_comm *pp = t->grid.pp_data;
-    zt_gpt2 *m = &t->model;
-    int prev = t->grid.pp_rank - 1, next = t->grid.pp_rank + 1;
-    size_t NC = act_count(t), BT = (size_t)c->micro_batch * c->seq;
-    double start = zt_now_s();
-    int last_bwd = t->overlap ? last_backward(&t->sched) : -1;
-    t->compute_s = 0.0;
-    for (int i = 0; i < t->sched.n_actions; i++) {
-        double t0 = zt_now_s();
-        const zt_sched_action *a = &t->sched.actions[i];
-        int slot = a->micro % t->n_slots, rslot = a->recv_micro % t->n_slots;
-        if (a->recv_micro < 0) rslot = 0;
-        switch (a->op) {
-        case ZT_SCHED_OP_RECV_FWD:
-            zt_comm_recv(pp, t->recv_in + slot * NC, NC, ZT_F32, prev, 0, NULL);
-            break;
-        case ZT_SCHED_OP_FWD:
-            zt_gpt2_use_slot(m, slot);
-            read_batch(t, &t->train, step, a->micro, c->grad_accum, slot);
-            zt_gpt2_forward(m, t->inputs + slot * BT, t->recv_in + slot * NC,
-                            t->targets + slot * BT, 1, loss_scale); // its loss: below
-            break;
-        case ZT_SCHED_OP_SEND_FWD:
-            zt_gpt2_use_slot(m, slot);
-            zt_comm_send(pp, zt_gpt2_output(m), NC, ZT_F32, next, 0, NULL);
-            break;
-        case ZT_SCHED_OP_RECV_BWD:
-            zt_comm_recv(pp, t->recv_dout + slot * NC, NC, ZT_F32, next, 0, NULL);
-            break;
-        case ZT_SCHED_OP_BWD:
-            zt_gpt2_use_slot(m, slot);
-            if (i == last_bwd) {
-                m->grad_ready = grad_ready;
-                m->grad_ready_ctx = &t->gr;
-            }
-            zt_gpt2_backward(m, t->inputs + slot * BT, t->recv_dout + slot * NC, t->dinput);
-            m->grad_ready = NULL;
-            break;
-        case ZT_SCHED_OP_SEND_BWD:
-            zt_comm_send(pp, t->dinput, NC, ZT_F32, prev, 0, NULL);
-            break;
-        case ZT_SCHED_OP_SEND_FWD_RECV_BWD:
-            zt_gpt2_use_slot(m, slot);
-            zt_comm_send_recv(pp, zt_gpt2_output(m), NC, next, t->recv_dout + rslot * NC, NC, next,
-                              ZT_F32, 0, NULL);
-            break;
-        case ZT_SCHED_OP_SEND_BWD_RECV_FWD:
-            zt_comm_send_recv(pp, t->dinput, NC, prev, t->recv_in + rslot * NC, NC, prev, ZT_F32,
-                              0, NULL);
-            break;
-        default: ZT_ASSERTF(0, "unknown schedule op %d", (int)a->op);
-        }
-        if (a->op == ZT_SCHED_OP_FWD || a->op == ZT_SCHED_OP_BWD) t->compute_s += zt_now_s() - t0;
-    }
-    t->sched_s = zt_now_s() - start;
-    return zt_gpt2_take_loss(m); // the micro-batches' losses, added on the device
-}
+double zt_now_s(void) { return zt_mono_s(); }
 
 // Mean validation loss over the first val_batches global batches of the validation
 // file (the same samples whatever the layout), through the pipeline stage by stage.
@@ -137,12 +29,12 @@ double zt_trainer_evaluate(zt_trainer *t) {
     const zt_config *c = t->cfg;
     const zt_comm *pp = t->grid.pp_data;
     zt_gpt2 *m = &t->model;
-    size_t NC = act_count(t);
+    size_t NC = zt_trainer_act_count(t);
     double sum = 0.0;
     zt_gpt2_use_slot(m, 0);
     for (int vb = 0; vb < c->val_batches; vb++)
         for (int k = 0; k < c->grad_accum; k++) {
-            read_batch(t, &t->val, (uint64_t)vb, k, c->grad_accum, 0);
+            zt_trainer_read_batch(t, &t->val, (uint64_t)vb, k, c->grad_accum, 0);
             if (!zt_trainer_first_stage(t))
                 zt_comm_recv(pp, t->recv_in, NC, ZT_F32, t->grid.pp_rank - 1, 0, NULL);
             double part = zt_gpt2_forward(m, t->inputs, t->recv_in, t->targets, 0, 0.0f);
@@ -158,7 +50,8 @@ double zt_trainer_evaluate(zt_trainer *t) {
 // One step (docs/design.md §2): the schedule's forwards and backwards add into the flat
 // gradient buffer; the tied embedding's two copies are summed; dp reduces (all-reduce under
 // --zero 0, reduce-scatter under --zero 1); one world all-reduce gives the norm, the loss and
-// the non-finite count; the optimizer updates this rank's range; --zero 1 all-gathers.
+// the non-finite count; the optimizer updates this rank's range; --zero 1 all-gathers
+// (overlapped: starts the gather, which the next step's first forward waits for).
 zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
     const zt_config *c = t->cfg;
     zt_grid *g = &t->grid;
@@ -172,7 +65,9 @@ zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
     zt_profile prof0 = t->prof;
     t->be->ops->memset(t->be, m->grads, 0, total * elem);
     if (t->overlap) zt_grad_reduce_begin(&t->gr);
-    double loss_sum = run_schedule(t, (uint64_t)step, (float)(1.0 / global_tokens));
+    double loss_sum = zt_trainer_run_schedule(t, (uint64_t)step, (float)(1.0 / global_tokens));
+    // the pieces no forward asked for (the buffer's padding), before the update writes
+    if (t->overlap_gather) zt_param_gather_finish(&t->pg);
     // the tied embedding: sum the first and last stage's gradient copies over the
     // whole tensor, before the dp reduction, so both stages then shard and update
     // identical values (stages in the middle issue the same call with nothing in it).
@@ -214,8 +109,16 @@ zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
     float clip = zt_clip_scale(norm, c->grad_clip);
     if (t->plan.is_8bit) zt_adamw8bit_step(&t->opt8, m->params, m->grads, &m->layout, &oc, lr, clip);
     else zt_adamw_step(&t->opt, m->params, m->grads, &m->layout, &oc, lr, clip);
-    if (is_zero)
+    double tg = zt_now_s();
+    if (t->overlap_gather) zt_param_gather_start(&t->pg); // waited for in the next forward
+    else if (is_zero)
         zt_comm_all_gather(g->dp_data, params + t->shard_lo * elem, params, total, dt, NULL);
+    out->param_overlapped = 0;
+    out->param_comm_ms = 1000.0 * (t->overlap_gather
+                                       ? zt_param_gather_take(&t->pg, &out->param_overlapped)
+                                       : zt_now_s() - tg);
+    out->pp_comm_ms = 1000.0 * t->pp_comm_s;
+    out->pp_async = t->overlap_pipe ? t->pc.transfers : 0;
     t->be->ops->sync(t->be); // the step's work is done (and its errors seen) here
     out->stop = r[4] > 0; // a rank was asked to stop: every rank stops after this step
     out->loss = loss;

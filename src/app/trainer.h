@@ -1,5 +1,6 @@
 // The trainer's state and its parts, shared by the files of the training run: train.c (set-up
-// and the loop), train_step.c (one step's data path), train_report.c (what is printed and
+// and the loop), train_step.c (one step's data path), train_schedule.c (the stage's
+// schedule within it), train_report.c (what is printed and
 // logged), train_checks.c (the checks before and after), train_export.c (--save).
 #ifndef ZT_TRAINER_H
 #define ZT_TRAINER_H
@@ -16,7 +17,9 @@
 #include "gpt2.h"
 #include "grad_reduce.h"
 #include "grid.h"
+#include "param_gather.h"
 #include "partition.h"
+#include "pipe_comm.h"
 #include "planner.h"
 #include "profile.h"
 #include "schedule.h"
@@ -48,8 +51,13 @@ typedef struct {
     float *recv_dout;          // (n_slots, N*C) their gradients received from the stage after
     float *dinput;             // (N*C) gradient of this stage's input, to send back
     double compute_s, sched_s; // time in forward/backward, and in the whole schedule, last step
+    double pp_comm_s;          // of the schedule, in pipeline transfers, last step
     int overlap;               // --overlap-comm on: the dp reduction in buckets (gr)
     zt_grad_reduce gr;
+    int overlap_gather;        // ... and with --zero 1, the parameter all-gather (pg)
+    zt_param_gather pg;        //   left in flight into the next step's first forward
+    int overlap_pipe;          // ... and with --pp on a path with isend/irecv, the pipeline
+    zt_pipe_comm pc;           //   transfers nonblocking
     int step0;                 // completed steps at start (--resume), and
     uint64_t sample0;          // training samples consumed by then
     zt_train_sampler sampler;  // --sample-every
@@ -78,6 +86,15 @@ typedef struct {
     double ms;         // wall time of the step
     double grad_comm_ms; // of it, in the dp gradient reduction's calls (blocking: the whole
                          // reduction; overlapped: starting, polling and waiting for buckets)
+    double param_comm_ms; // in the ZeRO-1 parameter all-gather's calls since the last step
+                          // (blocking: the all-gather; overlapped: the last step's pieces
+                          // waited for and polled in this forward or between the steps,
+                          // and the start of this step's)
+    int param_overlapped; // pieces of the last step's gather completed inside this step's
+                          // first forward (0 on the blocking path)
+    double pp_comm_ms;    // in the pipeline's sends and receives (blocking: the calls;
+                          // nonblocking: posting, starting and waiting)
+    int pp_async;         // nonblocking pipeline sends and receives started (0: blocking)
     zt_profile phases; // --profile: the step's phase times
     int stop;          // a preemption signal reached some rank: save and stop after it
 } zt_step_stats;
@@ -89,6 +106,16 @@ static inline int zt_trainer_last_stage(const zt_trainer *t) {
 
 // train_step.c. Seconds on a monotonic clock.
 double zt_now_s(void);
+
+// Elements of one micro-batch's activations (N * C): what the pipeline moves.
+static inline size_t zt_trainer_act_count(const zt_trainer *t) {
+    return (size_t)t->cfg->micro_batch * t->cfg->seq * t->shape.n_embd;
+}
+// train_schedule.c. Micro-batch k of `step` (of `accum` per dp rank) from ds into slot `slot`.
+void zt_trainer_read_batch(zt_trainer *t, zt_dataset *ds, uint64_t step, int k, int accum,
+                           int slot);
+// Runs this stage's schedule for one step; returns its loss sum (non-zero on the last stage).
+double zt_trainer_run_schedule(zt_trainer *t, uint64_t step, float loss_scale);
 
 // The fp32 master weights of this rank's optimizer range under bf16, else NULL.
 static inline float *zt_trainer_master(const zt_trainer *t) {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 // A returned status for what a user can fix (config, data, checkpoints, layout).
 // The message lives in one process-wide buffer set by zt_errorf; the caller that
@@ -72,5 +73,12 @@ static inline size_t zt_round_up(size_t x, size_t multiple) {
     return (x + multiple - 1) / multiple * multiple;
 }
 static inline size_t zt_min_sz(size_t a, size_t b) { return a < b ? a : b; }
+
+// Seconds on the monotonic clock (for durations: the time spent in communication calls).
+static inline double zt_mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 #endif

@@ -465,10 +465,25 @@ static double head_forward(zt_gpt2 *m, const float *x, const int32_t *targets, i
     return sum;
 }
 
+// Tells the caller (zt_gpt2.params_need) that `unit`'s weights are about to be read.
+static void need_unit(zt_gpt2 *m, int unit) {
+    if (!m->params_need) return;
+    int head = zt_unit_head(&m->shape);
+    size_t lo = m->layout.numel, hi = 0;
+    for (int i = 0; i < m->layout.n; i++) {
+        const zt_tensor_desc *d = &m->layout.t[i];
+        if (d->unit != unit && !(unit == head && d->tied)) continue;
+        lo = zt_min_sz(lo, d->offset);
+        if (d->offset + d->numel > hi) hi = d->offset + d->numel;
+    }
+    if (lo < hi) m->params_need(m->params_need_ctx, lo, hi);
+}
+
 double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
                        const int32_t *targets, int backward, float loss_scale) {
     int N = m->B * m->T, C = m->shape.n_embd, L0 = first_layer(m);
     if (has_embed(m)) {
+        need_unit(m, ZT_UNIT_EMBED);
         // a token's row lives on one tp rank (the others add zeros), positions on rank 0:
         // the sum is exact, as at tp = 1
         zt_gpt2_encoder_forward(m, m->a.encoded, tokens, m->p.wte,
@@ -479,8 +494,12 @@ double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
         m->be->ops->copy(m->be, m->a.encoded, input, (size_t)N * C * sizeof(float), ZT_COPY_D2D);
     }
     int nl = n_local_layers(m);
-    for (int li = 0; li < nl; li++) block_forward(m, li, &m->p.h[L0 + li], block_input(m, li));
+    for (int li = 0; li < nl; li++) {
+        need_unit(m, L0 + li + 1); // unit of block l is l + 1
+        block_forward(m, li, &m->p.h[L0 + li], block_input(m, li));
+    }
     if (!has_head(m)) return 0.0;
+    need_unit(m, zt_unit_head(&m->shape));
     return head_forward(m, block_input(m, nl), targets, backward, loss_scale);
 }
 

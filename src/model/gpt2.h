@@ -95,6 +95,12 @@ typedef struct {
     // knows it is final when the backward returns. Also a place to poll communication.
     void (*grad_ready)(void *ctx, size_t from);
     void *grad_ready_ctx;
+    // Set by the caller around the step's first forward only (NULL otherwise): called by
+    // zt_gpt2_forward just before it first reads a unit's weights, params [lo, hi) (the
+    // span of the unit's tensors; the head's includes the tied wte), so that a parameter
+    // gather still in flight can be waited for piece by piece.
+    void (*params_need)(void *ctx, size_t lo, size_t hi);
+    void *params_need_ctx;
 } zt_gpt2;
 
 // Builds the layout for units [unit_first, unit_last) on this tp rank and allocates

@@ -3,13 +3,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void zt_grad_reduce_init(zt_grad_reduce *o, const zt_comm *dp, void *grads, zt_dtype dt,
                          size_t numel, int zero, size_t bucket, int max_ready) {
@@ -71,7 +64,7 @@ static void poll_all(zt_grad_reduce *o) {
 }
 
 void zt_grad_reduce_ready(zt_grad_reduce *o, size_t from) {
-    double t0 = now_s();
+    double t0 = zt_mono_s();
     ZT_ASSERTF(from <= o->issued_lo, "gradient announced final out of order (%zu > %zu)", from,
                o->issued_lo);
     if (o->issued_lo - from >= o->bucket) {
@@ -79,13 +72,13 @@ void zt_grad_reduce_ready(zt_grad_reduce *o, size_t from) {
         o->issued_lo = from;
     }
     poll_all(o);
-    o->comm_s += now_s() - t0;
+    o->comm_s += zt_mono_s() - t0;
 }
 
 void zt_grad_reduce_finish(zt_grad_reduce *o) {
-    double t0 = now_s();
+    double t0 = zt_mono_s();
     if (o->issued_lo > 0) start(o, 0, o->issued_lo);
     o->issued_lo = 0;
     for (int i = 0; i < o->n; i++) zt_comm_wait(&o->req[i]);
-    o->comm_s += now_s() - t0;
+    o->comm_s += zt_mono_s() - t0;
 }

@@ -57,9 +57,11 @@ stall() { # name, seconds to wait at most, ranks, zerotrain args...
   for p in $(ranks_of "$log"); do kill -CONT "$p"; kill -KILL "$p"; done 2>/dev/null
 }
 
-# (and the overlapped gradient reduction: its waits are watched like the blocking calls)
+# (and the overlapped communication: the gradient buckets' and the parameter gather's waits,
+# and the nonblocking pipeline transfers' waits, are watched like the blocking calls)
 for case in "zero1_2ranks|2|--zero 1" "pp3|3|--pp 3" \
-            "overlap_2ranks|2|--zero 1 --overlap-comm on --bucket-mib 0"; do
+            "overlap_2ranks|2|--zero 1 --overlap-comm on --bucket-mib 0" \
+            "overlap_pp3|3|--pp 3 --overlap-comm on"; do
   IFS='|' read -r name np extra <<<"$case"
   stall "$name" 40 "$np" $extra
   line=$(grep -E "zerotrain: error: \(rank [02]\) waited [0-9]+ s in .*: rank 1 did not arrive .*the default timeout, 3 s" "$out/$name.out" | head -1)

@@ -29,14 +29,17 @@ wait_step() { # log, step: wait until the log has that step
 }
 
 # case: how the signal is sent; the run must exit 75 after a checkpoint and resume exactly
-for how in term_ranks usr1_mpirun; do
+# (term_overlap: stopped and resumed with --overlap-comm on, whose parameter gather in flight
+# must be complete before the stop's checkpoint; against the blocking run)
+for how in term_ranks usr1_mpirun term_overlap; do
   d=$out/$how; mkdir -p $d
-  timeout 120 "${MPI[@]}" build/zerotrain "${ARGS[@]}" --ckpt-dir $d/ck --log $d/a.jsonl \
-      > $d/a.out 2>&1 &
+  ov=off; [ $how = term_overlap ] && ov=on
+  timeout 120 "${MPI[@]}" build/zerotrain "${ARGS[@]}" --overlap-comm $ov --ckpt-dir $d/ck \
+      --log $d/a.jsonl > $d/a.out 2>&1 &
   job=$!
   wait_step $d/a.jsonl 2 || bad "$how: the run never reached step 2"
   # $job is timeout(1); mpirun is its child
-  if [ $how = term_ranks ]; then kill -TERM $(rank_pids $d/a.jsonl); else kill -USR1 $(pgrep -P $job); fi
+  if [ $how != usr1_mpirun ]; then kill -TERM $(rank_pids $d/a.jsonl); else kill -USR1 $(pgrep -P $job); fi
   wait $job; rc=$?
   [ $rc -eq 75 ] || { bad "$how: exit $rc, want 75"; cat $d/a.out; }
   n=$(grep -c '^preempted: ' $d/a.out)
@@ -45,8 +48,8 @@ for how in term_ranks usr1_mpirun; do
   [ -n "$step" ] && [ "$step" -ge 2 ] && [ "$step" -lt $STEPS ] || bad "$how: latest checkpoint '$step'"
   grep -q "\"step\":$step," $d/a.jsonl && ! grep -q "\"step\":$((step + 1))," $d/a.jsonl ||
     bad "$how: the log does not end at the checkpoint's step $step"
-  timeout 120 "${MPI[@]}" build/zerotrain "${ARGS[@]}" --resume $d/ck --ckpt-dir $d/ck \
-      --log $d/b.jsonl > $d/b.out 2>&1 || { cat $d/b.out; bad "$how: the resume failed"; }
+  timeout 120 "${MPI[@]}" build/zerotrain "${ARGS[@]}" --overlap-comm $ov --resume $d/ck \
+      --ckpt-dir $d/ck --log $d/b.jsonl > $d/b.out 2>&1 || { cat $d/b.out; bad "$how: the resume failed"; }
   echo "== $how: stopped after step $step, exit $rc; resumed to step $STEPS"
   "$PY" tests/ckpt/compare_losses.py $out/full.jsonl $d/b.jsonl || bad "$how: the resume differs"
 done

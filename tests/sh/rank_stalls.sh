@@ -91,10 +91,12 @@ ranks
 
 # point-to-point: 3 pipeline stages, the middle one stops; its neighbours wait in send/recv.
 # And plain MPI collectives (no staging window) on 2 ranks: the other rank is named.
-# And the overlapped gradient reduction (--overlap-comm on): its buckets' waits are polled
-# under the timeout too.
+# And the overlapped communication (--overlap-comm on): the gradient buckets' and the
+# parameter gather's waits, and the nonblocking pipeline transfers' (the peer named), are
+# polled under the timeout too.
 for case in "3|--pp 3 --dp 1 --n-layer 3|stage" "2|--zero 1|mpi" \
-            "2|--zero 1 --overlap-comm on --bucket-mib 0|stage"; do
+            "2|--zero 1 --overlap-comm on --bucket-mib 0|stage" \
+            "3|--pp 3 --dp 1 --n-layer 3 --overlap-comm on|stage"; do
   IFS='|' read -r np extra algo <<<"$case"
   t1=$(date +%s%N)
   rm -f $out/case.jsonl

@@ -1,0 +1,129 @@
+// Nonblocking pipeline transfers (pipe_comm.h).
+#include "pipe_comm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// The requests, by role (pipe_comm.h: zt_pipe_comm.req).
+static zt_comm_req *r_in(zt_pipe_comm *o, int k) { return &o->req[k % o->n_slots]; }
+static zt_comm_req *r_dout(zt_pipe_comm *o, int k) { return &o->req[o->n_slots + k % o->n_slots]; }
+static zt_comm_req *r_out(zt_pipe_comm *o, int k) {
+    return &o->req[2 * o->n_slots + k % o->n_slots];
+}
+static zt_comm_req *r_dinput(zt_pipe_comm *o) { return &o->req[3 * o->n_slots]; }
+
+void zt_pipe_comm_init(zt_pipe_comm *o, const zt_comm *pp, int pp_rank, int pp_size,
+                       size_t count, int n_slots, int micro, float *recv_in, float *recv_dout) {
+    memset(o, 0, sizeof *o);
+    ZT_ASSERT(zt_comm_has_async_p2p(pp) && n_slots >= 1 && micro >= 1);
+    o->pp = pp;
+    o->prev = pp_rank > 0 ? pp_rank - 1 : -1;
+    o->next = pp_rank + 1 < pp_size ? pp_rank + 1 : -1;
+    o->count = count;
+    o->n_slots = n_slots;
+    o->micro = micro;
+    o->recv_in = recv_in;
+    o->recv_dout = recv_dout;
+    o->req = calloc(3 * (size_t)n_slots + 1, sizeof *o->req);
+    ZT_ASSERT(o->req);
+}
+
+void zt_pipe_comm_free(zt_pipe_comm *o) {
+    free(o->req);
+    memset(o, 0, sizeof *o);
+}
+
+// Posts the receives from `peer` into buf's slots (requests reqs) while a slot is free:
+// micro-batch k's once `done` forwards (backwards) have read the slot of k - n_slots.
+static void post_side(zt_pipe_comm *o, int *posted, int done, int peer, float *buf,
+                      zt_comm_req *reqs) {
+    while (peer >= 0 && *posted < o->micro && *posted - o->n_slots < done) {
+        int slot = (*posted)++ % o->n_slots;
+        zt_comm_irecv(o->pp, buf + (size_t)slot * o->count, o->count, ZT_F32, peer, 0, NULL,
+                      &reqs[slot]);
+        o->transfers++;
+    }
+}
+
+// Posts every receive whose slot is free, activations and gradients. Timed.
+static void post_free(zt_pipe_comm *o) {
+    double t0 = zt_mono_s();
+    post_side(o, &o->in_posted, o->fwd_done, o->prev, o->recv_in, r_in(o, 0));
+    post_side(o, &o->dout_posted, o->bwd_done, o->next, o->recv_dout, r_dout(o, 0));
+    o->comm_s += zt_mono_s() - t0;
+}
+
+// Starts a send of one message to `peer`, tracked by r. Timed.
+static void start_send(zt_pipe_comm *o, const float *buf, int peer, zt_comm_req *r) {
+    ZT_ASSERTF(peer >= 0, "a pipeline send past the first or last stage");
+    double t0 = zt_mono_s();
+    zt_comm_isend(o->pp, buf, o->count, ZT_F32, peer, 0, NULL, r);
+    o->transfers++;
+    o->comm_s += zt_mono_s() - t0;
+}
+
+void zt_pipe_comm_begin(zt_pipe_comm *o) {
+    for (int i = 0; i <= 3 * o->n_slots; i++)
+        ZT_ASSERTF(!o->req[i].c, "a pipeline transfer of the last step in flight");
+    o->in_posted = o->dout_posted = o->fwd_done = o->bwd_done = 0;
+    o->comm_s = 0.0;
+    o->transfers = 0;
+    post_free(o);
+}
+
+void zt_pipe_comm_check_posted(const zt_pipe_comm *o, int k, int backward) {
+    ZT_ASSERTF((backward ? o->dout_posted : o->in_posted) > k,
+               "the receive of micro-batch %d (%s) was not posted before the schedule needed it",
+               k, backward ? "gradient" : "activations");
+}
+
+// Waits for `r` (nothing when it is not in flight), timed.
+static void wait_timed(zt_pipe_comm *o, zt_comm_req *r) {
+    if (!r->c) return;
+    double t0 = zt_mono_s();
+    zt_comm_wait(r);
+    o->comm_s += zt_mono_s() - t0;
+}
+
+void zt_pipe_comm_before_fwd(zt_pipe_comm *o, int k) {
+    ZT_ASSERTF(k == o->fwd_done, "forwards out of micro-batch order (%d after %d)", k, o->fwd_done);
+    if (o->prev >= 0) {
+        zt_pipe_comm_check_posted(o, k, 0);
+        wait_timed(o, r_in(o, k));
+    }
+    wait_timed(o, r_out(o, k)); // the send of k - n_slots reads the slot the forward writes
+}
+
+void zt_pipe_comm_after_fwd(zt_pipe_comm *o, int k) {
+    o->fwd_done = k + 1;
+    post_free(o);
+}
+
+void zt_pipe_comm_before_bwd(zt_pipe_comm *o, int k) {
+    ZT_ASSERTF(k == o->bwd_done, "backwards out of micro-batch order (%d after %d)", k,
+               o->bwd_done);
+    if (o->next >= 0) {
+        zt_pipe_comm_check_posted(o, k, 1);
+        wait_timed(o, r_dout(o, k));
+    }
+    wait_timed(o, r_dinput(o)); // the backward writes dinput
+}
+
+void zt_pipe_comm_after_bwd(zt_pipe_comm *o, int k) {
+    o->bwd_done = k + 1;
+    post_free(o);
+}
+
+void zt_pipe_comm_send_fwd(zt_pipe_comm *o, int k, const float *out) {
+    start_send(o, out, o->next, r_out(o, k));
+}
+
+void zt_pipe_comm_send_bwd(zt_pipe_comm *o, const float *dinput) {
+    start_send(o, dinput, o->prev, r_dinput(o));
+}
+
+void zt_pipe_comm_end(zt_pipe_comm *o) {
+    ZT_ASSERTF((o->prev < 0 || o->fwd_done == o->micro) && (o->next < 0 || o->bwd_done == o->micro),
+               "the step ended with micro-batches not run");
+    for (int i = 0; i <= 3 * o->n_slots; i++) wait_timed(o, &o->req[i]);
+}
