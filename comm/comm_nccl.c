@@ -67,9 +67,12 @@ static int64_t mono_ns(void) {
 }
 
 // After each operation: the watchdog's probe of its stream moves past it.
+// The probe is cleared while the event moves, so the watchdog never pairs an old time with
+// a new operation's event (stalled() re-reads the time after its query).
 static void issued(probe *p, cudaStream_t st, const char *what) {
+    __atomic_store_n(&p->issued_ns, 0, __ATOMIC_RELEASE);
     ZT_CHECK_CUDA(cudaEventRecord(p->done, st));
-    p->what = what;
+    __atomic_store_n(&p->what, what, __ATOMIC_RELAXED);
     __atomic_store_n(&p->issued_ns, mono_ns(), __ATOMIC_RELEASE);
 }
 
@@ -91,7 +94,9 @@ static struct {
     int n, started, device;
 } g_live = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-// One write(2) and the end: the main thread may hold a stdio lock where it is stuck.
+// One write(2) and the end: the main thread may hold a stdio lock where it is stuck. An
+// abort may itself block behind a kernel that waits on a dead peer: the alarm (its default
+// action ends the process) bounds it, since ending is what matters.
 static void watch_fire(const char *why) {
     char line[768];
     int n = snprintf(line, sizeof line, "zerotrain: error: (rank %d) %s; ending the job\n",
@@ -99,15 +104,21 @@ static void watch_fire(const char *why) {
     ssize_t w = write(STDERR_FILENO, line,
                       n > 0 && n < (int)sizeof line ? (size_t)n : sizeof line - 1);
     (void)w;
+    alarm(5);
     for (int i = 0; i < g_live.n; i++) ncclCommAbort(g_live.live[i]->nccl);
     _exit(1);
 }
 
-// Pending past the limit and not done: stalled. A probe seen done is cleared (no query).
+// Pending past the limit and not done: stalled. A probe seen done is cleared (no query). The
+// time is re-read after the query: if it changed, the event answered for a newer operation.
+// The age counts from the host's enqueue, so GPU backlog counts too; the default limit is at
+// least 10 steps, so only a small explicit ZT_COMM_TIMEOUT_S comes near it.
 static int stalled(probe *p, int64_t now, double limit_s) {
     int64_t t = __atomic_load_n(&p->issued_ns, __ATOMIC_ACQUIRE);
     if (t == 0 || limit_s <= 0 || (double)(now - t) * 1e-9 < limit_s) return 0;
-    if (cudaEventQuery(p->done) != cudaErrorNotReady) {
+    cudaError_t q = cudaEventQuery(p->done);
+    if (__atomic_load_n(&p->issued_ns, __ATOMIC_ACQUIRE) != t) return 0;
+    if (q != cudaErrorNotReady) {
         __atomic_compare_exchange_n(&p->issued_ns, &t, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
         return 0;
     }
@@ -129,7 +140,8 @@ static void watch_one(nccl_impl *n, int64_t now, double limit_s) {
     if (!p) return;
     snprintf(why, sizeof why, "an NCCL %s on the communicator of %d ranks has not completed "
              "in %.0f s: a rank stopped or hung (the collective timeout, as on the MPI path; "
-             "ZT_COMM_TIMEOUT_S=S sets it, 0 waits forever)", p->what, n->ctrl.size,
+             "ZT_COMM_TIMEOUT_S=S sets it, 0 waits forever)",
+             (const char *)__atomic_load_n(&p->what, __ATOMIC_RELAXED), n->ctrl.size,
              (double)(now - p->issued_ns) * 1e-9);
     watch_fire(why);
 }
@@ -274,7 +286,10 @@ static void nccl_barrier(const zt_comm *c, void *stream) {
 // Each runs on comm_stream, after everything the caller's stream had issued (the buffers'
 // producers), so the caller's kernels go on beside it. Completion is in stream order, as for
 // the blocking operations (comm_nccl.h): wait makes the caller's stream wait for it without
-// blocking the host; test asks the GPU.
+// blocking the host; test asks the GPU. Collectives of different communicators then run
+// concurrently on two streams; NCCL calls that deadlock-free while their kernels fit on the
+// GPU at once (an H100 holds them easily); NCCL_LAUNCH_ORDER_IMPLICIT=1 (NCCL 2.26+) orders
+// them by host issue order where that ever fails.
 
 static cudaStream_t istart(const zt_comm *c, void *stream) {
     nccl_impl *n = impl_of(c);
@@ -447,9 +462,9 @@ void zt_comm_nccl_split(const zt_comm *parent, int color, int key, zt_comm *out)
 static void nccl_free(zt_comm *c) {
     nccl_impl *n = impl_of(c);
     if (!n) return;
+    cudaStreamSynchronize(n->stream); // nothing of ours still in flight (still watched: a
+    cudaStreamSynchronize(n->comm_stream); // peer dying now ends the job, not a hang)
     watch_remove(n);
-    cudaStreamSynchronize(n->stream); // nothing of ours still in flight
-    cudaStreamSynchronize(n->comm_stream);
     if (n->nccl) ncclCommDestroy(n->nccl);
     cudaStreamDestroy(n->comm_stream);
     cudaEventDestroy(n->ready);

@@ -185,6 +185,10 @@ zt_status zt_grid_open_data(zt_grid *g, const zt_backend *be, int stage_all) {
     memset(&world_dev, 0, sizeof world_dev);
     if (zt_grid_group_path(ids, g->world, stage_all, NULL, NULL) == ZT_DATA_NCCL)
         s = zt_comm_nccl_init(&world_dev, &g->world_comm, be->ops->stream(be));
+    if (s != ZT_OK) { // agreed on every rank by the init: the groups would be refused alike
+        free(all), free(ids), free(devices), free(members);
+        return s;
+    }
 
     // Each kind in the same order on every rank; a group's members all decide alike (they
     // see the same identities), so the NCCL or staging set-up is collective over the group.
