@@ -406,6 +406,43 @@ ZT_TEST(grid_members) {
     return ZT_PASS;
 }
 
+// The first member (in group order) with no device or an earlier member on its device, by
+// definition: every pair, as zt_grid_data_path did before it sorted.
+static zt_data_path data_path_by_pairs(const char *const *ids, int n, int *a, int *b) {
+    if (n == 1) return ZT_DATA_ONE;
+    for (int i = 0; i < n; i++) {
+        if (!ids[i][0]) return *a = *b = i, ZT_DATA_STAGED;
+        for (int j = 0; j < i; j++)
+            if (strcmp(ids[i], ids[j]) == 0) return *a = j, *b = i, ZT_DATA_STAGED;
+    }
+    return ZT_DATA_NCCL;
+}
+
+// The sorted choice equals the pairwise definition on random groups drawn from few devices
+// (many shares), many devices (few) and with hosts without one ("").
+ZT_TEST(grid_data_path_matches_pairs) {
+    static const char *pool[] = {"", "h1/0:01", "h1/0:02", "h1/0:03", "h2/0:01", "h2/0:02",
+                                 "h3/0:01", "h3/0:02", "h4/0:01", "h4/0:02", "h5/0:01"};
+    const char *ids[64];
+    uint64_t x = 12345;
+    for (int trial = 0; trial < 20000; trial++) {
+        int n = 1 + trial % 12, spread = 1 + trial % 11, a1 = -1, b1 = -1, a2 = -1, b2 = -1;
+        for (int i = 0; i < n; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            int k = (int)((x >> 33) % (uint64_t)spread);
+            ids[i] = pool[trial % 3 ? 1 + k % 10 : k]; // one trial in three may draw ""
+        }
+        zt_data_path p1 = zt_grid_data_path(ids, n, &a1, &b1);
+        zt_data_path p2 = data_path_by_pairs(ids, n, &a2, &b2);
+        if (p1 != p2 || (p1 == ZT_DATA_STAGED && (a1 != a2 || b1 != b2))) {
+            printf("  trial %d (n %d): path %d (%d, %d), by pairs %d (%d, %d)\n", trial, n, p1,
+                   a1, b1, p2, a2, b2);
+            return ZT_FAIL;
+        }
+    }
+    return ZT_PASS;
+}
+
 // NCCL only when every member has a device of its own; the first pair that shares is named.
 ZT_TEST(grid_data_path) {
     int a = -1, b = -1;

@@ -9,22 +9,39 @@
 
 #include "comm_nccl.h"
 
+typedef struct {
+    const char *id;
+    int i;
+} indexed_id;
+
+static int by_id_then_index(const void *x, const void *y) {
+    const indexed_id *p = x, *q = y;
+    int c = strcmp(p->id, q->id);
+    return c ? c : (p->i > q->i) - (p->i < q->i);
+}
+
+// Sorted by identity, so a group of 10^5 ranks costs n log n comparisons, not n^2 / 2. The
+// answer is the first member (in group order) with no device or with an earlier member on
+// its device: a = that earlier member (the first on the device), b = it.
 zt_data_path zt_grid_data_path(const char *const *ids, int n, int *a, int *b) {
     if (n == 1) return ZT_DATA_ONE;
+    indexed_id *v = malloc((size_t)n * sizeof *v);
+    ZT_ASSERTF(v, "out of host memory");
+    int first = n, pa = n; // the first member to stage for, and its earlier one
     for (int i = 0; i < n; i++) {
-        if (!ids[i][0]) { // no device: host memory, which NCCL cannot take
-            if (a) *a = i;
-            if (b) *b = i;
-            return ZT_DATA_STAGED;
-        }
-        for (int j = 0; j < i; j++)
-            if (strcmp(ids[i], ids[j]) == 0) {
-                if (a) *a = j;
-                if (b) *b = i;
-                return ZT_DATA_STAGED;
-            }
+        v[i] = (indexed_id){ids[i], i};
+        if (!ids[i][0] && i < first) first = pa = i; // no device: host memory, NCCL cannot
     }
-    return ZT_DATA_NCCL;
+    qsort(v, (size_t)n, sizeof *v, by_id_then_index);
+    for (int k = 1; k < n; k++)
+        if (strcmp(v[k].id, v[k - 1].id) == 0 && (k == 1 || strcmp(v[k].id, v[k - 2].id) != 0) &&
+            v[k].i < first)
+            first = v[k].i, pa = v[k - 1].i; // a device's second member, after its first
+    free(v);
+    if (first == n) return ZT_DATA_NCCL;
+    if (a) *a = pa;
+    if (b) *b = first;
+    return ZT_DATA_STAGED;
 }
 
 zt_data_path zt_grid_group_path(const char *const *ids, int n, int stage_all, int *a, int *b) {

@@ -249,8 +249,6 @@ static void scratch_free(group_scratch *g) {
 // The staging of one rank (one != NULL: its four groups) or of every rank (all, indexed by
 // world rank: each group's path chosen once, with its first member, and added to every
 // member, so a plan of many ranks costs one choice per group).
-// TODO: zt_grid_data_path compares every pair of a group's devices, so a device plan of a
-// dp group of 10^5 ranks takes minutes; none of that size has been asked for.
 static void plan_staging(const zt_plan_spec *s, zt_plan_bytes *one, zt_plan_bytes *all) {
     int W = s->dp * s->pp * s->tp, lo = one ? one->rank : 0, hi = one ? one->rank + 1 : W;
     for (int r = lo; r < hi; r++) (one ? one : &all[r])->staging = 0.0;
