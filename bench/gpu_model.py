@@ -2,9 +2,11 @@
 """A performance model of one training step of GPT-2 124M (micro-batch 16, sequence 1024) on
 one H100 SXM, written before the CUDA backend has run on a GPU (issue 25). For every kernel
 of the step: its FLOPs and bytes, its roofline time with fp32 (SIMT), TF32 and bf16 (tensor
-core) products, and an estimate of the CUDA backend's current kernels (kernels/cuda/*.cu)
-from their structure; then the predicted step time and tokens/s of each configuration and
-the kernels that would limit it. The GPU session measures it (nsys, ncu) and corrects it.
+core) products, and an estimate from their structure of two sets of the CUDA backend's
+kernels: the per-row kernels it ran before 2026-11-25 and the tree's kernels (kernels/cuda/*.cu,
+kernels/launch_math.h; not yet run on a GPU); then the predicted step time and tokens/s of
+each configuration and the kernels that would limit it. The GPU session measures it (nsys,
+ncu) and corrects it.
 
     /usr/bin/python3 bench/gpu_model.py          # prints the bench/RESULTS.md section
     /usr/bin/python3 bench/gpu_model.py | /usr/bin/python3 bench/results_section.py \\
@@ -61,7 +63,7 @@ ATT_EFF = {"fp32": 0.50, "tf32": 0.35, "bf16": 0.35}  # a flash-style kernel at 
 SIMT_EFF = 0.5  # element-wise math on CUDA cores (tanhf, expf, IEEE sqrt and division)
 LAUNCH_GAP = 1.0e-6  # seconds between two kernels of one stream (no CUDA graph)
 
-# ---- the current kernels (kernels/cuda/*.cu, read from their source and PTX/SASS) ----
+# ---- the per-row kernels (before 2026-11-25; read from their source and PTX/SASS) ----
 # L1 serves one 128-byte line ("wavefront") per SM per cycle: a warp load whose 32 threads
 # touch 32 different lines costs 32 cycles of the SM's L1 for 128 useful bytes (4 B/cycle).
 WF_PER_CLK = 1.0
@@ -71,9 +73,12 @@ UNROLL = 4  # nvcc unrolls the column-reduction loops by 4 (their PTX): 4 loads 
 FILL_BIAS_INT_OPS = 25  # i % OC: nvcc's 32-bit bypass of the 64-bit remainder, ~20 ops
 
 
-# ---- branch kern25's kernels (kernels/launch_math.h) ----
+# ---- the tree's kernels (kernels/launch_math.h; not yet run on a GPU) ----
 ATT_QBLOCK, ATT_PAIRS = 128, 64  # query rows per block; (batch, head) pairs per batched GEMM
 COL_CHUNKS = 64  # row chunks of a column sum (bias, LayerNorm dw/db)
+# the most frequent token's share of a batch, the embedding backward's longest run: ~4% for
+# ",", "." or " the" in English web text (an assumption, not counted on this data)
+EMBED_TOP_SHARE = 0.04
 
 
 def col_sum_time(n_rows, n_cols, nbytes):
@@ -92,15 +97,15 @@ def dsize(prec):
 class Op:
     """One row of the table: `calls` launches of a kind of kernel over the step."""
 
-    def __init__(self, name, calls, flops, nbytes, kind, today, why, branch=None):
+    def __init__(self, name, calls, flops, nbytes, kind, old, why, tree=None):
         self.name, self.calls, self.flops = name, calls, flops
         self.nbytes = nbytes  # prec -> bytes over the step
         self.kind = kind  # "gemm", "attn" or "mem": what its arithmetic runs on
-        self.today = today  # gemm_prec -> seconds of the current kernels
-        self.why = why  # what limits the current kernel
-        # gemm_prec -> seconds of the kernels of branch kern25 (the fp32 path of issue 25):
+        self.old = old  # gemm_prec -> seconds of the per-row kernels (before 2026-11-25)
+        self.why = why  # what limits the per-row kernel
+        # gemm_prec -> seconds of the tree's kernels (the fp32 path of issue 25; not yet run):
         # query-blocked attention, LayerNorm a warp per row, column sums over row chunks
-        self.branch = branch or today
+        self.tree = tree or old
 
     def peak(self, prec):
         if self.kind == "mem":
@@ -226,13 +231,13 @@ def build_ops():
             sa, sw, _, _ = dsize(p)
             return sa * N * cin + sw * cin * oc + sa * N * oc + sw * oc
 
-        def today(g):
+        def old(g):
             # fill_bias writes the bias rows (i % OC per element), then the GEMM reads them
             # back with beta = 1
             fill = max(N * oc * FILL_BIAS_INT_OPS / (SMS * INT32_PER_SM_CLK * CLK),
                        mem_time(4 * N * oc))
             return L * (fill + gemm_time(fl, nb("fp32") + 4 * N * oc, g))
-        return fl, nb, today
+        return fl, nb, old
 
     def mm_bwd(cin, oc):
         fl = 2 * (2 * N * cin * oc)
@@ -244,7 +249,7 @@ def build_ops():
             dbias = sa * N * oc + 2 * sg * oc
             return dinp + dw + dbias
 
-        def today(g):
+        def old(g):
             f1 = 2 * N * cin * oc
             sa = 4
             t_dinp = gemm_time(f1, sa * N * oc + sa * oc * cin + sa * N * cin, g)
@@ -253,10 +258,10 @@ def build_ops():
             t_db = latency_loop(-(-N // UNROLL), LAT_DRAM)
             return L * (t_dinp + t_dw + t_db)
 
-        def branch(g):
+        def tree(g):
             t_db = latency_loop(-(-N // UNROLL), LAT_DRAM)
-            return today(g) - L * t_db + L * col_sum_time(N, oc, 4 * N * oc)
-        return fl, nb, today, branch
+            return old(g) - L * t_db + L * col_sum_time(N, oc, 4 * N * oc)
+        return fl, nb, old, tree
 
     for nm, cin, oc in layer[:1]:
         fl, nb, td = mm_fwd(cin, oc)
@@ -326,11 +331,11 @@ def build_ops():
         return sum(4 * sl * nc * VP + 16 * nc for nc in CHUNKS)
     # one block per row, each thread a contiguous piece of 197 logits: a warp load touches
     # 32 lines; ceil(rows / SMs) blocks on the busiest SM; 4 passes (max, sumexp, read+write)
-    ce_today = sum(-(-nc // SMS) * 4 * VP / (WF_PER_CLK * CLK) for nc in CHUNKS)
+    ce_old = sum(-(-nc // SMS) * 4 * VP / (WF_PER_CLK * CLK) for nc in CHUNKS)
     ce_fl = sum(8 * nc * VP for nc in CHUNKS)
-    # branch kern25: threads stride over the row (coalesced), so the passes stream
+    # the tree's kernels: threads stride over the row (coalesced), so the passes stream
     ops.append(Op("cross-entropy (3 passes)", 3 * nchunk, ce_fl,
-                  ce_b, "mem", lambda g: ce_today,
+                  ce_b, "mem", lambda g: ce_old,
                   f"1 block/row ({CHUNKS[0]} blocks): per-thread pieces, 32 lines per warp load",
                   lambda g: max(ce_fl / (PEAK["fp32"] * SIMT_EFF), mem_time(ce_b("fp32")))))
 
@@ -382,15 +387,35 @@ def build_ops():
     def enc_b(p):
         sa, _, sg, _ = dsize(p)
         return sa * NC + 4 * N + 2 * sg * NC + 2 * sg * T * C
-    # branch kern25: tokens bucketed by row (count, one-block scan of V counts, scatter, rank),
-    # then a block per vocabulary row (~48 waves of mostly empty blocks, ~2 us each) and a
-    # thread per (position, channel): dout read twice, plus the scan's chain of V/1024 loads
-    enc_branch = (2 * mem_time(4 * NC) + latency_loop(-(-VP // 1024), LAT_DRAM)
-                  + -(-VP // (SMS * 8)) * 2e-6 + 7 * LAUNCH_GAP)
+    # the tree's kernels (launch_math.h, "the embedding backward"): unique keys (row, token
+    # index), 8 bytes each, merge-sorted between two buffers; then a block per sorted key sums
+    # a row's run in token order where the run starts; the positions apart. Per launch:
+    # - keys (1): read the N tokens, write N keys.
+    # - merge passes (ceil(log2 N) = 14): pass p (runs of 2^p) reads and writes the N keys
+    #   (16 N bytes), and each key's binary search in its sibling run reads p + 1 more (8 (p + 1)
+    #   N bytes, counted at HBM speed though the 2 x 128 KiB of keys stay in L2); a thread's key
+    #   and its probes are a chain of p + 2 dependent L2 loads.
+    # - run sums (1): N blocks of 256, 8 resident per SM, so N / (8 SMS) = 16 waves of mostly
+    #   empty blocks (~2 us each); dout read once and the touched dwte rows read and written (at
+    #   most one a token); the longest run, the most frequent token's (EMBED_TOP_SHARE of the
+    #   batch), is one block's chain of run / UNROLL x (LAT_L2 + LAT_DRAM) cycles, if nvcc
+    #   unrolls the sum by UNROLL as it does the column loops (not read from its PTX). A batch
+    #   of one repeated token makes that chain N long: ~2 ms.
+    # - positions (1): dout read once more, dwpe read and written.
+    # In all ~0.14 ms: the sort ~21 us, the run sums ~84 us (the longest run's chain, over the
+    # 56 us of their bytes), the positions ~21 us, 17 launches.
+    passes = math.ceil(math.log2(N))  # zt_merge_passes
+    enc_sort = mem_time(4 * N + 8 * N) + latency_loop(1, LAT_DRAM) + sum(
+        max(mem_time(16 * N + 8 * (p + 1) * N), latency_loop(p + 2, LAT_L2))
+        for p in range(passes))
+    enc_runs = max(mem_time(4 * NC + 2 * 4 * NC + 8 * N), -(-N // (SMS * 8)) * 2e-6,
+                   latency_loop(EMBED_TOP_SHARE * N / UNROLL, LAT_L2 + LAT_DRAM))
+    enc_pos = mem_time(4 * NC + 2 * 4 * T * C)
+    enc_tree = enc_sort + enc_runs + enc_pos + (1 + passes + 2) * LAUNCH_GAP
     ops.append(Op("encoder backward", 1, 2 * NC, enc_b, "mem",
                   lambda g: latency_loop(N, 2 * LAT_DRAM + LAT_L2),
                   f"1 thread/channel ({C} threads): {N} dependent load-add-store chains",
-                  lambda g: enc_branch))
+                  lambda g: enc_tree))
 
     # -- step: zero the gradients, the head's copies, the grad norm, AdamW
     def misc(p):
@@ -415,12 +440,12 @@ def build_ops():
 
 
 def attention_section(w, ms):
-    """The attention designs compared, and the blocked one's block sizes (branch kern25)."""
-    today = [o for o in build_ops() if o.name.startswith("attention")]
-    t_today = {g: sum(o.today(g) for o in today) for g in ["fp32", "tf32"]}
+    """The attention designs compared, and the block sizes of the blocked one (the tree's)."""
+    att = [o for o in build_ops() if o.name.startswith("attention")]
+    t_old = {g: sum(o.old(g) for o in att) for g in ["fp32", "tf32"]}
     b = blocked_attention()
     exact = L * 2 * B * C * T * (T + 1) * 3.5
-    w("**Attention: the design of branch kern25, chosen by this estimate** (forward and "
+    w("**Attention: the design the tree runs, chosen by this estimate** (forward and "
       f"backward over the step's {L} layers; scores fp32; time = max(FLOPs at the efficiency "
       "above, bytes at "
       f"{BW_EFF:.0%} of HBM) per kernel, plus {LAUNCH_GAP * 1e6:.0f} us a launch).")
@@ -428,8 +453,9 @@ def attention_section(w, ms):
     w("| design | GFLOP | GB moved | launches | ms fp32 / TF32 products | memory beyond the "
       "inputs |")
     w("|---|---:|---:|---:|---:|---|")
-    w(f"| today: a block per query row, scalar dots | {exact / 1e9:.0f} | | {4 * L} | "
-      f"{ms(t_today['fp32'])} / {ms(t_today['tf32'])} | O(B NH T): the LSE |")
+    w(f"| per-row kernels (before 2026-11-25; `ZT_CUDA_ATTENTION=rows`): a block per query "
+      f"row, scalar dots | {exact / 1e9:.0f} | | {4 * L} | "
+      f"{ms(t_old['fp32'])} / {ms(t_old['tf32'])} | O(B NH T): the LSE |")
     w(f"| **query blocks through cuBLAS batched GEMMs** ({ATT_QBLOCK} rows, {ATT_PAIRS} pairs a "
       f"call: {b['chunks']} chunks x {b['nq']} blocks) | {b['flops'] / 1e9:.0f} | "
       f"{b['bytes'] / 1e9:.0f} | {b['launches']} | "
@@ -471,8 +497,8 @@ def main():
     gaps = launches(ops) * LAUNCH_GAP
     roof = {p: sum(o.roofline(p) for o in ops) for p in precs}
     pred = {p: sum(o.predicted(p) for o in ops) + gaps for p in precs}
-    today = {g: sum(o.today(g) for o in ops) + gaps for g in ["fp32", "tf32"]}
-    branch = {g: sum(o.branch(g) for o in ops) + gaps for g in ["fp32", "tf32"]}
+    old = {g: sum(o.old(g) for o in ops) + gaps for g in ["fp32", "tf32"]}
+    tree = {g: sum(o.tree(g) for o in ops) + gaps for g in ["fp32", "tf32"]}
 
     def ms(s):
         return f"{s * 1e3:.1f}" if s * 1e3 < 100 else f"{s * 1e3:.0f}"
@@ -521,9 +547,10 @@ def main():
       "weights and moments: still 28 bytes a parameter in AdamW). All three keep this step's "
       "op structure (separate kernels, the chunked head); fusions are discussed below.")
     w("")
-    w("**The current kernels** (`kernels/cuda/*.cu`; the unroll factors and load widths read "
-      "from their PTX and SASS, nvcc 13.0, sm_90), estimated from three rules, each stated so "
-      "that a profile can refute it:")
+    w("**The per-row kernels (before 2026-11-25)** (`kernels/cuda/*.cu` until then; of them "
+      "only the attention still runs, under `ZT_CUDA_ATTENTION=rows`; the unroll factors and "
+      "load widths read from their PTX and SASS, nvcc 13.0, sm_90), estimated from three rules, "
+      "each stated so that a profile can refute it:")
     w(f"1. *L1 wavefronts.* A warp's load is served one 128-byte line per cycle per SM; "
       "where its 32 threads read 32 different lines (a thread per row of a row-major tensor) "
       "that is 32 cycles for 128 useful bytes, 4 B/cycle per SM (~0.9 TB/s on all 132 SMs, "
@@ -547,16 +574,17 @@ def main():
       f"held to its {FILL_BIAS_INT_OPS} integer operations an element (`i % OC`).")
     w("")
     w("| op | launches | GFLOP | GB fp32 / bf16 | roofline ms fp32 / TF32 / bf16 | "
-      "predicted ms fp32 / TF32 / bf16 | current kernels ms (fp32 / TF32 products) | what "
-      "limits the current kernel | branch kern25 ms (fp32 / TF32) |")
+      "predicted ms fp32 / TF32 / bf16 | per-row kernels (before 2026-11-25) ms (fp32 / TF32 "
+      "products) | what limits the per-row kernel | the tree's kernels (not yet run on a GPU) "
+      "ms (fp32 / TF32) |")
     w("|---|---:|---:|---:|---:|---:|---:|---|---:|")
     for o in ops:
         w(f"| {o.name} | {o.calls} | {o.flops / 1e9:.0f} | "
           f"{o.nbytes('fp32') / 1e9:.2f} / {o.nbytes('bf16') / 1e9:.2f} | "
           + " / ".join(ms(o.roofline(p)) for p in precs) + " | "
           + " / ".join(ms(o.predicted(p)) for p in precs) + " | "
-          + " / ".join(ms(o.today(g)) for g in ["fp32", "tf32"]) + f" | {o.why} | "
-          + " / ".join(ms(o.branch(g)) for g in ["fp32", "tf32"]) + " |")
+          + " / ".join(ms(o.old(g)) for g in ["fp32", "tf32"]) + f" | {o.why} | "
+          + " / ".join(ms(o.tree(g)) for g in ["fp32", "tf32"]) + " |")
     w(f"| launch gaps ({LAUNCH_GAP * 1e6:.0f} us) | {launches(ops)} | | | | "
       + " / ".join(ms(gaps) for p in precs) + " | " + " / ".join(ms(gaps) for g in "ab")
       + " | | " + " / ".join(ms(gaps) for g in "ab") + " |")
@@ -564,8 +592,8 @@ def main():
     w(f"| **step** | {launches(ops)} | {flops / 1e9:.0f} | {tot_b['fp32'] / 1e9:.1f} / "
       f"{tot_b['bf16'] / 1e9:.1f} | " + " / ".join(ms(roof[p]) for p in precs) + " | "
       + " / ".join(ms(pred[p]) for p in precs) + " | "
-      + " / ".join(ms(today[g]) for g in ["fp32", "tf32"]) + " | | "
-      + " / ".join(ms(branch[g]) for g in ["fp32", "tf32"]) + " |")
+      + " / ".join(ms(old[g]) for g in ["fp32", "tf32"]) + " | | "
+      + " / ".join(ms(tree[g]) for g in ["fp32", "tf32"]) + " |")
     w("")
     anchors = {"fp32": "PyTorch fp32 eager 305 ms, 53.7k",
                "tf32": "PyTorch TF32 eager 110 ms, 149k",
@@ -575,17 +603,17 @@ def main():
       "measured there (shared/device/README.md) |")
     w("|---|---:|---:|---|---|")
     for g in ["fp32", "tf32"]:
-        times = {o.name: o.today(g) for o in ops}
+        times = {o.name: o.old(g) for o in ops}
         flag = "" if g == "fp32" else " `--tf32`"
-        w(f"| today: `--backend cuda`{flag} ({g} products, current kernels) | {ms(today[g])} | "
-          f"{tok(today[g])} | {top(times)} | {anchors[g]} |")
+        w(f"| per-row kernels (before 2026-11-25): `--backend cuda`{flag} ({g} products) | "
+          f"{ms(old[g])} | {tok(old[g])} | {top(times)} | {anchors[g]} |")
     for g in ["fp32", "tf32"]:
-        times = {o.name: o.branch(g) for o in ops}
+        times = {o.name: o.tree(g) for o in ops}
         flag = "" if g == "fp32" else " `--tf32`"
-        w(f"| branch kern25: `--backend cuda`{flag} ({g} products; blocked attention, warp "
-          f"LayerNorm, chunked column sums, strided cross entropy, bucketed embedding backward; "
-          f"predicted, not measured) | {ms(branch[g])} | "
-          f"{tok(branch[g])} | {top(times)} | {anchors[g]} |")
+        w(f"| the tree's kernels (not yet run on a GPU): `--backend cuda`{flag} ({g} products; "
+          f"blocked attention, warp LayerNorm, chunked column sums, strided cross entropy, "
+          f"merge-sorted embedding backward; predicted, not measured) | {ms(tree[g])} | "
+          f"{tok(tree[g])} | {top(times)} | {anchors[g]} |")
     for p in precs:
         times = {o.name: o.predicted(p) for o in ops}
         w(f"| {p}, every kernel good (predicted) | {ms(pred[p])} | {tok(pred[p])} | "
@@ -595,8 +623,8 @@ def main():
         w(f"| {p}, every kernel at its roofline (bound) | {ms(roof[p])} | {tok(roof[p])} | "
           f"{top(times)} | |")
     w("")
-    att_today = sum(o.today("fp32") for o in ops if o.name.startswith("attention"))
-    col_today = (sum(L * latency_loop(-(-N // UNROLL), LAT_DRAM) for _ in range(4))
+    att_old = sum(o.old("fp32") for o in ops if o.name.startswith("attention"))
+    col_old = (sum(L * latency_loop(-(-N // UNROLL), LAT_DRAM) for _ in range(4))
                  + (2 * L + 1) * latency_loop(-(-N // UNROLL), LAT_DRAM)
                  + latency_loop(N, 2 * LAT_DRAM + LAT_L2))
     head_bf16 = sum(o.predicted("bf16") for o in ops if o.name.startswith("lm-head"))
@@ -606,30 +634,31 @@ def main():
                   if o.kind == "mem" and not o.name.startswith(("AdamW", "grad")))
     attention_section(w, ms)
     w("**Reading it.**")
-    w(f"- Today the step would take about {today['fp32']:.1f} s ({tok(today['fp32'])} tokens/s, "
-      f"~{53.7e3 / (N / today['fp32']):.0f}x slower than PyTorch's fp32 eager), "
-      f"{100 * att_today / today['fp32']:.0f}% of it in the attention kernels: the scores are "
+    w("- With the per-row kernels (before 2026-11-25) the step would take about "
+      f"{old['fp32']:.1f} s ({tok(old['fp32'])} tokens/s, "
+      f"~{53.7e3 / (N / old['fp32']):.0f}x slower than PyTorch's fp32 eager), "
+      f"{100 * att_old / old['fp32']:.0f}% of it in the attention kernels: the scores are "
       "scalar dot products whose warps read 32 rows at once, so L1 serves 4 useful bytes a "
       "cycle, and the backward does that six times per pair. TF32 barely helps "
-      f"({today['tf32']:.1f} s) because the products are not the problem. Next come the "
-      f"column reductions with few threads ({col_today * 1e3:.0f} ms: bias gradients, "
+      f"({old['tf32']:.1f} s) because the products are not the problem. Next come the "
+      f"column reductions with few threads ({col_old * 1e3:.0f} ms: bias gradients, "
       "LayerNorm dw/db, the encoder backward) and the one-thread-per-row LayerNorm and "
       "cross entropy.")
     w("- Order of work this gives: (1) attention as tiles through shared memory with tensor "
       "cores (flash-style), or its score tiles through cuBLAS strided-batched GEMMs on a "
       "bounded workspace: 2.5 s -> a few ms; (2) the column reductions split over rows in "
       "fixed chunks (a block per column slice, partial sums added in a fixed order: still "
-      "deterministic) and the encoder backward bucketed by token; (3) LayerNorm and the "
+      "deterministic) and the encoder backward grouped by row; (3) LayerNorm and the "
       "cross entropy a warp per row, coalesced. With those the fp32 step is cuBLAS-bound "
       f"(~{ms(pred['fp32'])} ms, PyTorch's fp32 eager takes 305) and TF32 ~{ms(pred['tf32'])} ms.")
     b = blocked_attention()
     flash32, flash_tc = flash_attention("fp32")[2], flash_attention("tf32")[2]
     slow_flash = flash_attention("fp32")[0] / (PEAK["fp32"] * ATT_EFF["fp32"] / 2)
-    w(f"- Branch kern25 (the fp32 path; nothing of it has run on a GPU yet) takes (1) and the "
+    w(f"- The tree's kernels (the fp32 path; not yet run on a GPU) take (1) and the "
       "LayerNorm, column-sum, embedding and cross-entropy parts of (2) and (3): predicted "
-      f"{ms(branch['fp32'])} ms ({tok(branch['fp32'])} tokens/s) with fp32 products and "
-      f"{ms(branch['tf32'])} ms ({tok(branch['tf32'])}) with TF32, from "
-      f"{today['fp32']:.1f} s. Attention went to query blocks through cuBLAS: "
+      f"{ms(tree['fp32'])} ms ({tok(tree['fp32'])} tokens/s) with fp32 products and "
+      f"{ms(tree['tf32'])} ms ({tok(tree['tf32'])}) with TF32, from "
+      f"{old['fp32']:.1f} s. Attention went to query blocks through cuBLAS: "
       f"{ms(sum(b['time']['fp32']))} ms, bound by the {b['bytes'] / 1e9:.0f} GB its fp32 scores "
       f"move through HBM ({ATT_QBLOCK}-row blocks compute {b['area'] / (T * (T + 1) / 2) - 1:.0%} "
       "more scores than the causal half; 64-row blocks re-read K and V more, whole-sequence "
@@ -639,18 +668,19 @@ def main():
       "cuBLAS's and its own device code (a warp per score row, a pointer fill) is replayed "
       "on the host against the CPU attention; on tensor cores a fused kernel predicts "
       f"{ms(flash_tc)} ms, the real target for TF32 and bf16 (the blocked attention is "
-      f"{100 * sum(b['time']['tf32']) / branch['tf32']:.0f}% of the TF32 step), but it needs mma "
+      f"{100 * sum(b['time']['tf32']) / tree['tf32']:.0f}% of the TF32 step), but it needs mma "
       "fragments that no check here can run. Weak points: L2 (50 MB) may hold a chunk's "
       "score block (up to 32 MiB) between a GEMM and the row kernel that reads it, which "
       "would cut the bytes; cuBLAS's host cost per batched call (several us) against "
       f"{b['launches']} calls a step; the efficiency of batched GEMMs with K = {HS}.")
-    w("- What branch kern25 leaves for the GPU session (none of it has run on a GPU): `make "
+    w("- What the tree's kernels leave for the GPU session (none has run on a GPU): `make "
       "cuda && make test-cuda` (the op tests `cuda_attention` at hs 64, T 1024 and 75 pairs, "
       "`cuda_layernorm` at 2048 x 768, `cuda_encoder` at 16k tokens, `cuda_matmul`, "
       "`cuda_crossentropy`, and `cuda_train`), 20 fresh seeds, compute-sanitizer memcheck and "
       "racecheck on them; the step at B 16, T 1024 with and without `ZT_CUDA_ATTENTION=rows` "
       "(the old attention) and `--tf32`, `nsys profile --stats=true` against this table's "
-      "branch column; then the fused tensor-core attention if the blocked one's 99 GB show.")
+      "column of the tree's kernels; then the fused tensor-core attention if the blocked "
+      "one's 99 GB show.")
     w(f"- bf16 is where the anchors are. With this step's structure and good kernels it "
       f"predicts {ms(pred['bf16'])} ms ({tok(pred['bf16'])} tokens/s): matrix products "
       f"{100 * gemm_bf16 / pred['bf16']:.0f}%, the rest mostly memory traffic of the "
