@@ -33,7 +33,7 @@ command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
 zt_layout_backend
 out=build/test_overlap; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
-MPI="mpirun --oversubscribe --allow-run-as-root -x ZT_COMM_TIMEOUT_S -x ZT_GRID_STAGED"
+MPI="mpirun --oversubscribe --allow-run-as-root -x ZT_COMM_TIMEOUT_S"
 PY=${PYTHON:-/usr/bin/python3}
 common="--n-layer 3 --n-head 4 --n-embd 48 --vocab 256 --n-ctx 64 --seq 32 --steps 6 --lr 1e-3
         --warmup 2 --val-every 0 --seed 7"
@@ -147,10 +147,11 @@ run dflt_off 2 off --micro-batch 3 --grad-accum 2 --zero 1
 run dflt_on 2 on --micro-batch 3 --grad-accum 2 --zero 1
 cmp -s $out/dflt_off/model.safetensors $out/dflt_on/model.safetensors && echo "ok   default bucket size: bit-identical" ||
   { echo "FAIL default bucket size"; fail=1; }
-# every group staged through host buffers (ZT_GRID_STAGED=1, the path of GPU ranks sharing a
+# every group staged through host buffers (--tensor-path staged, the path of GPU ranks sharing a
 # device): the gather's broadcasts complete at issue, and staging has no isend/irecv, so the
 # pipeline keeps its blocking transfers (pp_async 0); the same results either way
-ZT_GRID_STAGED=1 NO_P2P=1 exact staged_pp2dp2z1 4 --pp 2 --micro-batch 2 --grad-accum 3 --zero 1
+NO_P2P=1 exact staged_pp2dp2z1 4 --pp 2 --micro-batch 2 --grad-accum 3 --zero 1 \
+  --tensor-path staged
 # ZT_COMM_TIMEOUT_S: every wait polled (wait_timed), the blocking path's calls nonblocking too
 ZT_COMM_TIMEOUT_S=60 exact dp2z1_timeout 2 --micro-batch 3 --grad-accum 2 --zero 1
 ZT_COMM_TIMEOUT_S=60 exact pp2dp2z1_timeout 4 --pp 2 --micro-batch 2 --grad-accum 3 --zero 1
