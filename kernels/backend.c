@@ -44,12 +44,14 @@ static void check_ops(const zt_backend_i *o) {
     HAS(encoder_forward);
     HAS(encoder_backward);
     HAS(layernorm_forward);
+    HAS(residual_layernorm_forward);
     HAS(layernorm_backward);
     HAS(matmul_forward);
     HAS(matmul_backward);
     HAS(matmul_in_out_forward);
     HAS(matmul_in_out_backward);
     HAS(gelu_forward);
+    HAS(matmul_gelu_forward);
     HAS(gelu_backward);
     HAS(add);
     HAS(attention_forward);

@@ -88,6 +88,12 @@ typedef struct zt_backend_i {
                              int C);
     void (*layernorm_forward)(const zt_backend *be, float *out, float *mean, float *rstd,
                               const float *inp, const float *w, const float *b, int N, int C);
+    // res = a + b, then layernorm_forward of res: the residual add and the LayerNorm that
+    // follows it in one pass (kernels.h's zt_residual_layernorm_forward). The CPU's is
+    // bit-identical to add then layernorm_forward; a GPU's may differ as its layernorm_forward.
+    void (*residual_layernorm_forward)(const zt_backend *be, float *res, float *out, float *mean,
+                                       float *rstd, const float *a, const float *b,
+                                       const float *w, const float *bias, int N, int C);
     void (*layernorm_backward)(const zt_backend *be, float *dinp, float *dw, float *db,
                                const float *dout, const float *inp, const float *w,
                                const float *mean, const float *rstd, int N, int C);
@@ -102,6 +108,11 @@ typedef struct zt_backend_i {
                                    const float *dout, const float *inp, const float *w, int N,
                                    int C, int OC, int accumulate_dinp);
     void (*gelu_forward)(const zt_backend *be, float *out, const float *inp, size_t n);
+    // pre = matmul_forward(inp, w, bias), out = gelu(pre), both kept (the MLP's c_fc; the
+    // backward reads pre): the bias and the GELU in one pass on a GPU (kernels.h's
+    // zt_matmul_gelu_forward). The CPU's is bit-identical to matmul_forward then gelu_forward.
+    void (*matmul_gelu_forward)(const zt_backend *be, float *pre, float *out, const float *inp,
+                                const float *w, const float *bias, int N, int C, int OC);
     void (*gelu_backward)(const zt_backend *be, float *dinp, const float *inp, const float *dout,
                           size_t n);
     void (*add)(const zt_backend *be, float *out, const float *a, const float *b, size_t n);

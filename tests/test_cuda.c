@@ -410,6 +410,68 @@ static int cuda_layernorm_case(int N, int C) {
     return ZT_PASS;
 }
 
+// The fused residual + LayerNorm (issue 25) against the CPU's fused op (itself bit-identical to
+// add then layernorm_forward: kernel_fused_residual_layernorm). res is one fp32 add on both
+// sides: exact (tolerance 0). The LayerNorm then runs on the same res with the same lane sums
+// as the GPU's layernorm_forward (cuda_residual_layernorm_warp_host checks that on the host),
+// so cuda_layernorm's bounds hold unchanged: TOL_LN_* above.
+static int cuda_residual_layernorm_case(int N, int C) {
+    printf("  N %d, C %d\n", N, C);
+    size_t nc = (size_t)N * C;
+    float *a = hrand(nc, -2, 3), *b = hrand(nc, -1, 1);
+    float *w = hrand(C, 0.5f, 1.5f), *bias = hrand(C, -1, 1);
+    float *res = hpoison(nc), *out = hpoison(nc), *mean = hpoison(N), *rstd = hpoison(N);
+    float *g_res = dpoison(nc), *g_out = dpoison(nc), *g_mean = dpoison(N), *g_rstd = dpoison(N);
+    CPU->ops->residual_layernorm_forward(CPU, res, out, mean, rstd, a, b, w, bias, N, C);
+    GPU->ops->residual_layernorm_forward(GPU, g_res, g_out, g_mean, g_rstd, dputf(a, nc),
+                                         dputf(b, nc), dputf(w, C), dputf(bias, C), N, C);
+    CHECK_DEV("residual_layernorm res", g_res, res, nc, 0.0, 0.0);
+    CHECK_DEV("residual_layernorm mean", g_mean, mean, N, TOL_LN_MEAN(C), 0.0);
+    CHECK_DEV("residual_layernorm rstd", g_rstd, rstd, N, 0.0, TOL_LN_RSTD(C));
+    CHECK_DEV("residual_layernorm out", g_out, out, nc, TOL_LN_OUT(C), 0.0);
+    return ZT_PASS;
+}
+
+ZT_TEST(cuda_residual_layernorm) {
+    NEED_GPU();
+    if (cuda_residual_layernorm_case(53, 77) != ZT_PASS ||
+        cuda_residual_layernorm_case(2048, 768) != ZT_PASS)
+        return ZT_FAIL;
+    gpu_close();
+    return ZT_PASS;
+}
+
+// c_fc with its GELU (issue 25) against the CPU's fused op (bit-identical to matmul_forward
+// then gelu_forward: kernel_fused_matmul_gelu). pre: a sum of C products of [-1, 1] values plus
+// the bias, added inside the GEMM on the CPU and after it on the GPU: both within gamma_K of
+// the exact sum with K = C + 1 terms, so 2 K u K apart (cuda_matmul's bound). out = gelu(pre):
+// |gelu'| <= 1.13 carries pre's difference (1.2x), plus cuda_elementwise's tanhf bound
+// (16 u absolute: tanh saturates to 1 past |x| ~ 5.5, so |x|/2 * 4u <= 12u; 8 u relative).
+static int cuda_matmul_gelu_case(int N, int C, int OC, int with_bias) {
+    printf("  N %d, C %d, OC %d, bias %d\n", N, C, OC, with_bias);
+    const double K = C + 1.0, tol_pre = 2.0 * K * U32 * K, tol_out = 1.2 * tol_pre + 16 * U32;
+    size_t n = (size_t)N * OC;
+    float *inp = hrand((size_t)N * C, -1, 1), *w = hrand((size_t)OC * C, -1, 1);
+    float *bias = with_bias ? hrand(OC, -1, 1) : NULL;
+    float *pre = hpoison(n), *out = hpoison(n), *g_pre = dpoison(n), *g_out = dpoison(n);
+    CPU->ops->matmul_gelu_forward(CPU, pre, out, inp, w, bias, N, C, OC);
+    GPU->ops->matmul_gelu_forward(GPU, g_pre, g_out, dputf(inp, (size_t)N * C),
+                                  dputf(w, (size_t)OC * C), bias ? dputf(bias, OC) : NULL, N, C,
+                                  OC);
+    CHECK_DEV("matmul_gelu pre", g_pre, pre, n, tol_pre, 0.0);
+    CHECK_DEV("matmul_gelu out", g_out, out, n, tol_out, 8 * U32);
+    return ZT_PASS;
+}
+
+ZT_TEST(cuda_matmul_gelu) {
+    NEED_GPU();
+    for (int with_bias = 0; with_bias < 2; with_bias++)
+        if (cuda_matmul_gelu_case(29, 45, 67, with_bias) != ZT_PASS) return ZT_FAIL;
+    if (cuda_matmul_gelu_case(256, 768, 3072, 1) != ZT_PASS) return ZT_FAIL; // GPT-2's c_fc
+    gpu_close();
+    return ZT_PASS;
+}
+
 ZT_TEST(cuda_elementwise) {
     NEED_GPU();
     const size_t n = 100003;
@@ -1478,6 +1540,45 @@ ZT_TEST(cuda_layernorm_warp_host) {
         for (int s = 0; s < 2; s++)
             free(out[s]), free(mean[s]), free(rstd[s]), free(dx[s]), free(dw[s]), free(db[s]),
                 free(dbias[s]);
+        if (bad) return ZT_FAIL;
+    }
+    return ZT_PASS;
+}
+
+// The fused residual + LayerNorm's warp (residual_layernorm_forward_kernel) replayed on the
+// host: zt_ln_lane_add_sum's res and lane sums, then the LayerNorm's lanes, must give exactly
+// what emu_ln_forward (layernorm_forward_kernel) gives on a + b: the same values in the same
+// order (tolerance 0), so the GPU's fused op inherits cuda_layernorm's bounds.
+ZT_TEST(cuda_residual_layernorm_warp_host) {
+    const int shapes[][2] = {{53, 77}, {64, 768}, {3, 5}};
+    for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+        int N = shapes[k][0], C = shapes[k][1];
+        size_t nc = (size_t)N * C;
+        float *a = fresh(nc, -2, 3, 40 + k), *b = fresh(nc, -1, 1, 50 + k);
+        float *w = fresh(C, 0.5f, 1.5f, 60 + k), *bias = fresh(C, -1, 1, 70 + k);
+        float *res[2], *out[2], *mean[2], *rstd[2];
+        for (int s = 0; s < 2; s++)
+            res[s] = fresh(nc, 0, 1, 99), out[s] = fresh(nc, 0, 1, 99),
+            mean[s] = fresh(N, 0, 1, 99), rstd[s] = fresh(N, 0, 1, 99);
+        for (size_t i = 0; i < nc; i++) res[0][i] = a[i] + b[i];
+        emu_ln_forward(out[0], mean[0], rstd[0], res[0], w, bias, N, C);
+        for (int n = 0; n < N; n++) { // residual_layernorm_forward_kernel's row n
+            size_t at = (size_t)n * C;
+            float *x = res[1] + at, p[32];
+            for (int l = 0; l < 32; l++) p[l] = zt_ln_lane_add_sum(x, a + at, b + at, C, l, 32);
+            float m = emu_warp_sum(p) / C;
+            for (int l = 0; l < 32; l++) p[l] = zt_ln_lane_sqdev(x, m, C, l, 32);
+            float s = zt_ln_rstd(emu_warp_sum(p), C);
+            for (int l = 0; l < 32; l++) zt_ln_lane_out(out[1] + at, x, w, bias, m, s, C, l, 32);
+            mean[1][n] = m, rstd[1][n] = s;
+        }
+        printf("  N %d, C %d\n", N, C);
+        int bad = zt_check_close("fused res", res[1], res[0], nc, 0.0, 0.0) ||
+                  zt_check_close("fused mean", mean[1], mean[0], N, 0.0, 0.0) ||
+                  zt_check_close("fused rstd", rstd[1], rstd[0], N, 0.0, 0.0) ||
+                  zt_check_close("fused out", out[1], out[0], nc, 0.0, 0.0);
+        free(a), free(b), free(w), free(bias);
+        for (int s = 0; s < 2; s++) free(res[s]), free(out[s]), free(mean[s]), free(rstd[s]);
         if (bad) return ZT_FAIL;
     }
     return ZT_PASS;

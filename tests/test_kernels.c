@@ -351,6 +351,69 @@ ZT_TEST(kernel_gelu) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Fused ops (issue 25): each must give the separate ops' bits exactly (tolerance 0), since
+// the model now calls the fused op and every CPU training result stays what it was.
+
+static int same_bits(const char *what, const float *got, const float *want, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&got[i], &want[i], sizeof(float)) != 0) {
+            fprintf(stderr, "  %s[%zu]: %.9g, separate ops %.9g\n", what, i, got[i], want[i]);
+            return 0;
+        }
+    return 1;
+}
+
+// res = a + b then LayerNorm, against zt_add then zt_layernorm_forward: C with and without
+// a tail past the 16 interleaved lanes (40, 768), one row and several.
+ZT_TEST(kernel_fused_residual_layernorm) {
+    tmem_release();
+    const int shapes[][2] = {{1, 40}, {7, 40}, {5, 768}, {3, 17}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int N = shapes[k][0], C = shapes[k][1];
+        size_t NC = (size_t)N * C;
+        float *a = randn_vec(NC, 401 + k, 2.0f), *b = randn_vec(NC, 411 + k, 0.5f);
+        float *w = randn_vec(C, 421 + k, 1.0f), *bias = randn_vec(C, 431 + k, 0.5f);
+        float *res = fvec(NC), *out = fvec(NC), *mean = fvec(N), *rstd = fvec(N);
+        float *res0 = fvec(NC), *out0 = fvec(NC), *mean0 = fvec(N), *rstd0 = fvec(N);
+        zt_residual_layernorm_forward(res, out, mean, rstd, a, b, w, bias, N, C);
+        zt_add(res0, a, b, NC);
+        zt_layernorm_forward(out0, mean0, rstd0, res0, w, bias, N, C);
+        CHECK(guards_ok("fused res", res, NC) && guards_ok("fused out", out, NC) &&
+              guards_ok("fused mean", mean, N) && guards_ok("fused rstd", rstd, N));
+        CHECK(same_bits("fused res", res, res0, NC) && same_bits("fused ln out", out, out0, NC) &&
+              same_bits("fused mean", mean, mean0, N) && same_bits("fused rstd", rstd, rstd0, N));
+        // in place (res = a), as the header allows
+        float *a2 = copy_f(a, NC);
+        zt_residual_layernorm_forward(a2, out, mean, rstd, a2, b, w, bias, N, C);
+        CHECK(same_bits("fused res (in place)", a2, res0, NC) &&
+              same_bits("fused ln out (in place)", out, out0, NC));
+    }
+    tmem_release();
+    return ZT_PASS;
+}
+
+// pre = inp @ w^T + bias and out = gelu(pre), against zt_matmul_forward then zt_gelu_forward,
+// with a bias and without, N * OC with a GELU block tail.
+ZT_TEST(kernel_fused_matmul_gelu) {
+    tmem_release();
+    const int N = 7, C = 24, OC = 37;
+    size_t n = (size_t)N * OC;
+    float *inp = randn_vec((size_t)N * C, 501, 1.0f), *w = randn_vec((size_t)OC * C, 502, 0.3f);
+    float *bias = randn_vec(OC, 503, 0.5f);
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        const float *bb = with_bias ? bias : NULL;
+        float *pre = fvec(n), *out = fvec(n), *pre0 = fvec(n), *out0 = fvec(n);
+        zt_matmul_gelu_forward(pre, out, inp, w, bb, N, C, OC);
+        zt_matmul_forward(pre0, inp, w, bb, N, C, OC);
+        zt_gelu_forward(out0, pre0, n);
+        CHECK(guards_ok("fused pre", pre, n) && guards_ok("fused gelu", out, n));
+        CHECK(same_bits("fused pre", pre, pre0, n) && same_bits("fused gelu", out, out0, n));
+    }
+    tmem_release();
+    return ZT_PASS;
+}
+
+// ---------------------------------------------------------------------------------------
 // Encoder (token + position embedding, vocab slice)
 
 typedef struct {

@@ -82,6 +82,12 @@ static void cpu_layernorm_forward(const zt_backend *be, float *out, float *mean,
                                   int C) {
     zt_layernorm_forward(out, mean, rstd, inp, w, b, N, C);
 }
+static void cpu_residual_layernorm_forward(const zt_backend *be, float *res, float *out,
+                                           float *mean, float *rstd, const float *a,
+                                           const float *b, const float *w, const float *bias,
+                                           int N, int C) {
+    zt_residual_layernorm_forward(res, out, mean, rstd, a, b, w, bias, N, C);
+}
 static void cpu_layernorm_backward(const zt_backend *be, float *dinp, float *dw, float *db,
                                    const float *dout, const float *inp, const float *w,
                                    const float *mean, const float *rstd, int N, int C) {
@@ -107,6 +113,11 @@ static void cpu_matmul_in_out_backward(const zt_backend *be, float *dinp, float 
 }
 static void cpu_gelu_forward(const zt_backend *be, float *out, const float *inp, size_t n) {
     zt_gelu_forward(out, inp, n);
+}
+static void cpu_matmul_gelu_forward(const zt_backend *be, float *pre, float *out,
+                                    const float *inp, const float *w, const float *bias, int N,
+                                    int C, int OC) {
+    zt_matmul_gelu_forward(pre, out, inp, w, bias, N, C, OC);
 }
 static void cpu_gelu_backward(const zt_backend *be, float *dinp, const float *inp,
                               const float *dout, size_t n) {
@@ -397,12 +408,14 @@ static const zt_backend_i cpu_ops = {
     .encoder_forward = cpu_encoder_forward,
     .encoder_backward = cpu_encoder_backward,
     .layernorm_forward = cpu_layernorm_forward,
+    .residual_layernorm_forward = cpu_residual_layernorm_forward,
     .layernorm_backward = cpu_layernorm_backward,
     .matmul_forward = cpu_matmul_forward,
     .matmul_backward = cpu_matmul_backward,
     .matmul_in_out_forward = cpu_matmul_in_out_forward,
     .matmul_in_out_backward = cpu_matmul_in_out_backward,
     .gelu_forward = cpu_gelu_forward,
+    .matmul_gelu_forward = cpu_matmul_gelu_forward,
     .gelu_backward = cpu_gelu_backward,
     .add = cpu_add,
     .attention_forward = cpu_attention_forward,

@@ -72,6 +72,12 @@ void zt_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n
     }
 }
 
+void zt_matmul_gelu_forward(float *pre, float *out, const float *inp, const float *w,
+                            const float *bias, int N, int C, int OC) {
+    zt_matmul_forward(pre, inp, w, bias, N, C, OC);
+    zt_gelu_forward(out, pre, (size_t)N * OC);
+}
+
 void zt_add(float *out, const float *a, const float *b, size_t n) {
 #pragma omp parallel for simd
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];

@@ -140,6 +140,13 @@ void zt_encoder_backward(float *dwte, float *dwpe, const float *dout, const int3
 // out, mean, rstd (N, C), (N), (N).
 void zt_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                           const float *b, int N, int C);
+// The residual add and the LayerNorm that reads it, in one pass over the rows: res (N, C) =
+// a + b, then zt_layernorm_forward of res into out, mean, rstd; bit-identical to zt_add then
+// zt_layernorm_forward (the same expressions in the same order). res may be a or b; out may
+// alias none of the others.
+void zt_residual_layernorm_forward(float *res, float *out, float *mean, float *rstd,
+                                   const float *a, const float *b, const float *w,
+                                   const float *bias, int N, int C);
 // dinp (N, C) +=; dw, db (C) +=.
 void zt_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                            const float *w, const float *mean, const float *rstd, int N, int C);
@@ -187,6 +194,11 @@ static inline void zt_acc_store(void *g, zt_dtype dt, size_t off, const float *a
 }
 
 void zt_gelu_forward(float *out, const float *inp, size_t n);
+// The MLP's c_fc with its GELU: pre (N, OC) = zt_matmul_forward(inp, w, bias), out (N, OC) =
+// gelu(pre); both kept (the backward reads pre). On the CPU the two ops themselves (the
+// bias is already inside the GEMM, as C's starting value), so bit-identical to them.
+void zt_matmul_gelu_forward(float *pre, float *out, const float *inp, const float *w,
+                            const float *bias, int N, int C, int OC);
 // zt_gelu_forward's values rounded to bf16.
 void zt_gelu_forward_bf16(zt_bf16 *out, const float *inp, size_t n);
 // dinp = gelu'(inp) * dout (written, not added).

@@ -75,6 +75,18 @@ void zt_layernorm_forward(float *out, float *mean, float *rstd, const float *inp
     layernorm_forward(out, ZT_F32, mean, rstd, inp, w, b, ZT_F32, N, C);
 }
 
+void zt_residual_layernorm_forward(float *res, float *out, float *mean, float *rstd,
+                                   const float *a, const float *b, const float *w,
+                                   const float *bias, int N, int C) {
+    // Row by row, so the row just added is still in cache when the LayerNorm reads it.
+#pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        size_t at = (size_t)n * C;
+        for (int c = 0; c < C; c++) res[at + c] = a[at + c] + b[at + c]; // zt_add's expression
+        zt_layernorm_row_forward(out + at, mean + n, rstd + n, res + at, w, bias, C);
+    }
+}
+
 void zt_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                            const float *w, const float *mean, const float *rstd, int N, int C) {
     layernorm_backward(dinp, dw, db, ZT_F32, dout, inp, w, mean, rstd, N, C);

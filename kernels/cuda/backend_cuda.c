@@ -227,6 +227,14 @@ static void cuda_matmul_forward(const zt_backend *be, float *out, const float *i
     cuda_gemm(be, 0, 1, N, OC, C, 1.0f, inp, C, w, C, bias ? 1.0f : 0.0f, out, OC);
 }
 
+// c_fc with its GELU: the GEMM (beta 0), then the bias and the GELU in one pass.
+static void cuda_matmul_gelu_forward(const zt_backend *be, float *pre, float *out,
+                                     const float *inp, const float *w, const float *bias, int N,
+                                     int C, int OC) {
+    cuda_gemm(be, 0, 1, N, OC, C, 1.0f, inp, C, w, C, 0.0f, pre, OC);
+    zt_cuda_bias_gelu_forward(impl_of(be)->stream, pre, out, bias, N, OC);
+}
+
 static void cuda_matmul_in_out_forward(const zt_backend *be, float *out, const float *inp,
                                        const float *w, const float *bias, int N, int C, int OC) {
     if (bias) zt_cuda_fill_bias(impl_of(be)->stream, out, bias, N, OC);
@@ -266,6 +274,12 @@ static void cuda_layernorm_forward(const zt_backend *be, float *out, float *mean
                                    const float *inp, const float *w, const float *b, int N,
                                    int C) {
     zt_cuda_layernorm_forward(ST, out, mean, rstd, inp, w, b, N, C);
+}
+static void cuda_residual_layernorm_forward(const zt_backend *be, float *res, float *out,
+                                            float *mean, float *rstd, const float *a,
+                                            const float *b, const float *w, const float *bias,
+                                            int N, int C) {
+    zt_cuda_residual_layernorm_forward(ST, res, out, mean, rstd, a, b, w, bias, N, C);
 }
 static void cuda_layernorm_backward(const zt_backend *be, float *dinp, float *dw, float *db,
                                     const float *dout, const float *inp, const float *w,
@@ -478,12 +492,14 @@ static const zt_backend_i cuda_ops = {
     .encoder_forward = cuda_encoder_forward,
     .encoder_backward = cuda_encoder_backward,
     .layernorm_forward = cuda_layernorm_forward,
+    .residual_layernorm_forward = cuda_residual_layernorm_forward,
     .layernorm_backward = cuda_layernorm_backward,
     .matmul_forward = cuda_matmul_forward,
     .matmul_backward = cuda_matmul_backward,
     .matmul_in_out_forward = cuda_matmul_in_out_forward,
     .matmul_in_out_backward = cuda_matmul_in_out_backward,
     .gelu_forward = cuda_gelu_forward,
+    .matmul_gelu_forward = cuda_matmul_gelu_forward,
     .gelu_backward = cuda_gelu_backward,
     .add = cuda_add,
     .attention_forward = cuda_attention_forward,

@@ -1,5 +1,5 @@
 // Elementwise CUDA kernels: GELU (gelu_math.h), residual add, the bias of the linear
-// layers (one thread per element; grid-stride loops so any n fits the grid), and the bias
+// layers (alone, or with the GELU after c_fc in one pass) (one thread per element; grid-stride loops so any n fits the grid), and the bias
 // gradient (column sums over fixed row chunks, colsum_cuda.cuh).
 #include "colsum_cuda.cuh"
 #include "cuda_check.h"
@@ -10,6 +10,19 @@ static __global__ void gelu_forward_kernel(float *out, const float *inp, size_t 
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         out[i] = zt_gelu(inp[i]);
+}
+
+// One read of the GEMM's output and two writes, where fill_bias, a beta = 1 GEMM and
+// gelu_forward read and write it twice more.
+static __global__ void bias_gelu_forward_kernel(float *pre, float *out, const float *bias, int N,
+                                                int OC) {
+    size_t n = (size_t)N * OC;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float x = bias ? pre[i] + bias[i % OC] : pre[i];
+        pre[i] = x;
+        out[i] = zt_gelu(x);
+    }
 }
 
 // dinp may equal dout (as on the CPU).
@@ -47,6 +60,16 @@ extern "C" void zt_cuda_gelu_forward(cudaStream_t st, float *out, const float *i
     if (!n) return;
     gelu_forward_kernel<<<elementwise_grid(n), ZT_CUDA_THREADS, 0, st>>>(out, inp, n);
     ZT_CUDA_LAUNCHED(st, "gelu_forward");
+}
+
+extern "C" void zt_cuda_bias_gelu_forward(cudaStream_t st, float *pre, float *out,
+                                          const float *bias, int N, int OC) {
+    ZT_ASSERT(N >= 0 && OC >= 0);
+    if (!N || !OC) return;
+    size_t n = (size_t)N * OC;
+    bias_gelu_forward_kernel<<<elementwise_grid(n), ZT_CUDA_THREADS, 0, st>>>(pre, out, bias, N,
+                                                                              OC);
+    ZT_CUDA_LAUNCHED(st, "bias_gelu_forward");
 }
 
 extern "C" void zt_cuda_gelu_backward(cudaStream_t st, float *dinp, const float *inp,

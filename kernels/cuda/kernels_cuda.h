@@ -35,6 +35,11 @@ void zt_cuda_encoder_backward(cudaStream_t st, float *dwte, float *dwpe, const f
                               int vocab_rows, int N, int T, int C);
 void zt_cuda_layernorm_forward(cudaStream_t st, float *out, float *mean, float *rstd,
                                const float *inp, const float *w, const float *b, int N, int C);
+// res = a + b, then zt_cuda_layernorm_forward of res: a warp per row reads a and b once,
+// writes res and sums it as it goes (the same lane sums as the LayerNorm of res).
+void zt_cuda_residual_layernorm_forward(cudaStream_t st, float *res, float *out, float *mean,
+                                        float *rstd, const float *a, const float *b,
+                                        const float *w, const float *bias, int N, int C);
 // work: ZT_CUDA_COLSUM_WORK floats of device memory (launch_math.h) for dw's and db's column
 // sums, as zt_cuda_bias_backward's.
 void zt_cuda_layernorm_backward(cudaStream_t st, float *dinp, float *dw, float *db,
@@ -47,6 +52,10 @@ void zt_cuda_fill_bias(cudaStream_t st, float *out, const float *bias, int N, in
 void zt_cuda_bias_backward(cudaStream_t st, float *dbias, const float *dout, float *work, int N,
                            int OC);
 void zt_cuda_gelu_forward(cudaStream_t st, float *out, const float *inp, size_t n);
+// pre (N, OC) += bias (OC, NULL for none), then out = gelu(pre): a GEMM's output (beta 0)
+// given its bias and GELU in one pass (the c_fc layer; the backward reads pre).
+void zt_cuda_bias_gelu_forward(cudaStream_t st, float *pre, float *out, const float *bias, int N,
+                               int OC);
 void zt_cuda_gelu_backward(cudaStream_t st, float *dinp, const float *inp, const float *dout,
                            size_t n);
 void zt_cuda_add(cudaStream_t st, float *out, const float *a, const float *b, size_t n);

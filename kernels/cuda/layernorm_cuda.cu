@@ -30,6 +30,26 @@ static __global__ void layernorm_forward_kernel(float *out, float *mean, float *
     }
 }
 
+// The residual add fused in: a and b read once, res written once and read back by the same
+// lane (its own columns: no other thread touches them), so the sums are those
+// layernorm_forward_kernel computes on res.
+static __global__ void residual_layernorm_forward_kernel(float *res, float *out, float *mean,
+                                                         float *rstd, const float *a,
+                                                         const float *b, const float *w,
+                                                         const float *bias, int N, int C) {
+    int n, lane;
+    if (!ln_row(N, &n, &lane)) return;
+    size_t at = (size_t)n * C;
+    float *x = res + at;
+    float m = zt_warp_sum(zt_ln_lane_add_sum(x, a + at, b + at, C, lane, 32)) / C;
+    float s = zt_ln_rstd(zt_warp_sum(zt_ln_lane_sqdev(x, m, C, lane, 32)), C);
+    zt_ln_lane_out(out + at, x, w, bias, m, s, C, lane, 32);
+    if (lane == 0) {
+        mean[n] = m;
+        rstd[n] = s;
+    }
+}
+
 static __global__ void layernorm_backward_dx_kernel(float *dinp, const float *dout,
                                                     const float *inp, const float *w,
                                                     const float *mean, const float *rstd, int N,
@@ -63,6 +83,17 @@ extern "C" void zt_cuda_layernorm_forward(cudaStream_t st, float *out, float *me
     layernorm_forward_kernel<<<zt_ln_blocks(N), 32 * ZT_LN_WARPS, 0, st>>>(out, mean, rstd, inp,
                                                                            w, b, N, C);
     ZT_CUDA_LAUNCHED(st, "layernorm_forward");
+}
+
+extern "C" void zt_cuda_residual_layernorm_forward(cudaStream_t st, float *res, float *out,
+                                                   float *mean, float *rstd, const float *a,
+                                                   const float *b, const float *w,
+                                                   const float *bias, int N, int C) {
+    ZT_ASSERT(N >= 0 && C > 0);
+    if (!N) return;
+    residual_layernorm_forward_kernel<<<zt_ln_blocks(N), 32 * ZT_LN_WARPS, 0, st>>>(
+        res, out, mean, rstd, a, b, w, bias, N, C);
+    ZT_CUDA_LAUNCHED(st, "residual_layernorm_forward");
 }
 
 extern "C" void zt_cuda_layernorm_backward(cudaStream_t st, float *dinp, float *dw, float *db,

@@ -360,11 +360,11 @@ static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const f
     zt_gpt2_linear_forward(m, a->scratch, atty, it, w->attprojw, row_bias(m, w->attprojb), N, Cl,
                            C, 1);
     tp_sum(m, a->scratch, d.NC);
-    K(add, res2, x, a->scratch, d.NC);
-    zt_gpt2_layernorm_forward(m, ln2, it, a->ln2_mean + (size_t)li * N,
-                              a->ln2_rstd + (size_t)li * N, res2, w->ln2w, w->ln2b, N, C);
-    zt_gpt2_linear_forward(m, fch, ln2, it, w->fcw, w->fcb, N, C, 4 * Cl, 0);
-    zt_gpt2_gelu_forward(m, fch_gelu, it, fch, 4 * d.NCl);
+    // res2 = x + attention's output, and ln_2 of it, in one pass
+    zt_gpt2_residual_layernorm_forward(m, res2, ln2, it, a->ln2_mean + (size_t)li * N,
+                                       a->ln2_rstd + (size_t)li * N, x, a->scratch, w->ln2w,
+                                       w->ln2b, N, C);
+    zt_gpt2_linear_gelu_forward(m, fch, fch_gelu, it, ln2, it, w->fcw, w->fcb, N, C, 4 * Cl);
     zt_gpt2_linear_forward(m, a->scratch, fch_gelu, it, w->fcprojw, row_bias(m, w->fcprojb), N,
                            4 * Cl, C, 1);
     tp_sum(m, a->scratch, d.NC);

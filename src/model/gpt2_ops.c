@@ -69,6 +69,30 @@ void zt_gpt2_gelu_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const fl
         K(gelu_forward, out, inp, n);
 }
 
+void zt_gpt2_residual_layernorm_forward(const zt_gpt2 *m, float *res, void *out, zt_dtype out_dt,
+                                        float *mean, float *rstd, const float *a, const float *b,
+                                        const void *w, const void *bias, int N, int C) {
+    if (is_bf16(m)) {
+        K(add, res, a, b, (size_t)N * C);
+        K(layernorm_forward_bf16, out, out_dt, mean, rstd, res, w, bias, N, C);
+        return;
+    }
+    ZT_ASSERT(out_dt == ZT_F32);
+    K(residual_layernorm_forward, res, out, mean, rstd, a, b, w, bias, N, C);
+}
+
+void zt_gpt2_linear_gelu_forward(const zt_gpt2 *m, float *pre, void *out, zt_dtype out_dt,
+                                 const void *inp, zt_dtype in_dt, const void *w, const void *bias,
+                                 int N, int C, int OC) {
+    if (is_bf16(m)) {
+        zt_gpt2_linear_forward(m, pre, inp, in_dt, w, bias, N, C, OC, 0);
+        zt_gpt2_gelu_forward(m, out, out_dt, pre, (size_t)N * OC);
+        return;
+    }
+    ZT_ASSERT(in_dt == ZT_F32 && out_dt == ZT_F32);
+    K(matmul_gelu_forward, pre, out, inp, w, bias, N, C, OC);
+}
+
 void zt_gpt2_layernorm_backward(const zt_gpt2 *m, float *dinp, void *dw, void *db,
                                 const float *dout, const float *inp, const void *w,
                                 const float *mean, const float *rstd, int N, int C) {

@@ -24,6 +24,18 @@ void zt_gpt2_linear_backward(const zt_gpt2 *m, float *dinp, void *dw, void *dbia
 void zt_gpt2_layernorm_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, float *mean,
                                float *rstd, const float *inp, const void *w, const void *b, int N,
                                int C);
+// res (N, C) = a + b, then zt_gpt2_layernorm_forward of res: under fp32 the backend's fused
+// residual_layernorm_forward (one pass), under bf16 add then layernorm_forward_bf16 (the
+// fused op has no bf16 variant yet).
+void zt_gpt2_residual_layernorm_forward(const zt_gpt2 *m, float *res, void *out, zt_dtype out_dt,
+                                        float *mean, float *rstd, const float *a, const float *b,
+                                        const void *w, const void *bias, int N, int C);
+// The MLP's c_fc and its GELU: pre (N, OC) = inp @ W + bias (W stored (OC, C)), out = gelu(pre)
+// of out_dt. Under fp32 the backend's matmul_gelu_forward (bias and GELU in one pass on a
+// GPU), under bf16 zt_gpt2_linear_forward then zt_gpt2_gelu_forward.
+void zt_gpt2_linear_gelu_forward(const zt_gpt2 *m, float *pre, void *out, zt_dtype out_dt,
+                                 const void *inp, zt_dtype in_dt, const void *w, const void *bias,
+                                 int N, int C, int OC);
 // gelu_forward into out of out_dt (ZT_BF16 under bf16 only: the fp32 values rounded).
 void zt_gpt2_gelu_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const float *inp,
                           size_t n);
