@@ -38,6 +38,7 @@ static void check_ops(const zt_backend_i *o) {
     HAS(sync);
     HAS(stream);
     HAS(device);
+    HAS(memory_info);
     HAS(host_alloc);
     HAS(host_free);
     HAS(gemm);

@@ -70,6 +70,12 @@ typedef struct zt_backend_i {
     // (CUDA: host name and PCI bus id, what NCCL compares to refuse two ranks on one GPU),
     // so the grid can tell which ranks share one. -1 and "" on a backend without a device.
     int (*device)(const zt_backend *be, char *id, size_t size);
+    // The memory of that device now (the fit check before a run allocates): 1 with *free_b
+    // and *total_b as the device reports them (CUDA: cudaMemGetInfo) and *held the bytes
+    // this backend holds there through its allocator (after open: its fixed buffers,
+    // caps.fixed_workspace), already missing from *free_b but counted by the planner too;
+    // 0 (all three 0) on a backend without device memory (the CPU: host memory is checked).
+    int (*memory_info)(const zt_backend *be, size_t *free_b, size_t *total_b, size_t *held);
     // Host memory its copies are fastest from and to (pinned on a GPU): `bytes`, zero-filled,
     // for the comm staging buffers; NULL only for 0 bytes, out of memory is fatal. Counted
     // under `cat` where host memory is the backend's memory (the CPU), not on a GPU (the

@@ -41,6 +41,9 @@ static void *p_stream(const zt_backend *be) { return IN(be)->ops->stream(IN(be))
 static int p_device(const zt_backend *be, char *id, size_t size) {
     return IN(be)->ops->device(IN(be), id, size);
 }
+static int p_memory_info(const zt_backend *be, size_t *free_b, size_t *total_b, size_t *held) {
+    return IN(be)->ops->memory_info(IN(be), free_b, total_b, held);
+}
 static void *p_host_alloc(const zt_backend *be, zt_mem_category cat, size_t bytes) {
     return IN(be)->ops->host_alloc(IN(be), cat, bytes);
 }
@@ -263,6 +266,7 @@ static const zt_backend_i profile_ops = {
     .write_json = p_write_json,
     .stream = p_stream,
     .device = p_device,
+    .memory_info = p_memory_info,
     .host_alloc = p_host_alloc,
     .host_free = p_host_free,
     .alloc = p_alloc,

@@ -36,6 +36,7 @@
 #include "layernorm_math.h"
 #include "lt_cache_math.h"
 #include "memory.h"
+#include "planner.h"
 #include "quant8_math.h"
 #include "rng.h"
 #include "test.h"
@@ -176,6 +177,61 @@ ZT_TEST(cuda_fixed_workspace) {
     gpu_close();
     CHECK_EQ_INT(opened, want);
     CHECK_EQ_INT(zt_mem_current(ZT_MEM_WORKSPACE), before);
+    return ZT_PASS;
+}
+
+// The fit check reads the GPU (memory_info): free within total, the backend's own buffers
+// (its fixed workspace) held; a plan larger than the device is refused by
+// zt_plan_check_devices before anything is allocated, one that fits is not.
+ZT_TEST(cuda_memory_fit) {
+    NEED_GPU();
+    size_t fb = 0, tb = 0, held = 0;
+    int has = GPU->ops->memory_info(GPU, &fb, &tb, &held);
+    if (g_on_cpu) { // the CPU playing the GPU has no device memory: the host path's
+        CHECK(has == 0 && fb == 0 && tb == 0 && held == 0);
+        gpu_close();
+        return ZT_PASS;
+    }
+    printf("  GPU: %zu bytes free of %zu; the backend holds %zu\n", fb, tb, held);
+    CHECK(has == 1 && fb > 0 && fb <= tb);
+    CHECK_EQ_INT(held, GPU->caps->fixed_workspace);
+    char id[ZT_GRID_DEVICE_ID];
+    int dev = GPU->ops->device(GPU, id, sizeof id);
+    const char *ids[1] = {id};
+    zt_device_memory mem = {(double)fb, (double)tb, (double)held};
+    zt_plan_spec sp;
+    memset(&sp, 0, sizeof sp);
+    sp.dp = sp.pp = sp.tp = 1;
+    sp.micro_batch = 1;
+    sp.seq = 64;
+    sp.grad_accum = 1;
+    snprintf(sp.partition, sizeof sp.partition, "uniform");
+    sp.opt8 = zt_adamw8bit_default_options();
+    sp.param_bytes = 4;
+    sp.backend = GPU->caps;
+    size_t before = 0;
+    for (int k = 0; k < ZT_MEM_NCAT; k++) before += zt_mem_current((zt_mem_category)k);
+    // 8 layers of 16384 channels: 25.8e9 parameters, ~400 GB with AdamW: no GPU holds it
+    for (int big = 0; big <= 1; big++) {
+        sp.shape = (zt_model_shape){.vocab = 256, .padded_vocab = 256, .n_ctx = 64,
+                                    .n_layer = big ? 8 : 2, .n_head = 4,
+                                    .n_embd = big ? 16384 : 64};
+        zt_partition p;
+        zt_plan_bytes pb;
+        CHECK(zt_plan_partition(&sp, &p) == ZT_OK);
+        CHECK(zt_plan_all(&sp, &p, &pb) == ZT_OK);
+        zt_partition_free(&p);
+        int bad = 7;
+        zt_status st = zt_plan_check_devices(&pb, 1, ids, &dev, &mem, &bad);
+        if (big) printf("  %s\n", zt_error_message());
+        CHECK(st == (big ? ZT_ERR : ZT_OK));
+        CHECK_EQ_INT(bad, big ? 0 : -1);
+        if (big) CHECK(strstr(zt_error_message(), id) && strstr(zt_error_message(), "--zero"));
+    }
+    size_t after = 0;
+    for (int k = 0; k < ZT_MEM_NCAT; k++) after += zt_mem_current((zt_mem_category)k);
+    CHECK_EQ_INT(after, before); // refused with nothing allocated
+    gpu_close();
     return ZT_PASS;
 }
 

@@ -20,6 +20,12 @@ static int cpu_device(const zt_backend *be, char *id, size_t size) {
     if (size) id[0] = 0;
     return -1;
 }
+// no device memory: the trainer checks host memory (src/app/train_checks.c)
+static int cpu_memory_info(const zt_backend *be, size_t *free_b, size_t *total_b,
+                           size_t *held) {
+    *free_b = *total_b = *held = 0;
+    return 0;
+}
 // Host memory is the CPU backend's memory: counted like alloc's.
 static void *cpu_host_alloc(const zt_backend *be, zt_mem_category cat, size_t bytes) {
     return zt_mem_alloc(cat, bytes);
@@ -402,6 +408,7 @@ static const zt_backend_i cpu_ops = {
     .sync = cpu_sync,
     .stream = cpu_stream,
     .device = cpu_device,
+    .memory_info = cpu_memory_info,
     .host_alloc = cpu_host_alloc,
     .host_free = cpu_host_free,
     .gemm = cpu_gemm,

@@ -187,6 +187,18 @@ static int cuda_device(const zt_backend *be, char *id, size_t size) {
     return c->device;
 }
 
+// cudaMemGetInfo on this backend's GPU (the current device of this thread since open); held:
+// what its allocation table holds (after open, the fixed workspace).
+static int cuda_memory_info(const zt_backend *be, size_t *free_b, size_t *total_b,
+                            size_t *held) {
+    const cuda_impl *c = impl_of(be);
+    ZT_CHECK_CUDA(cudaSetDevice(c->device));
+    ZT_CHECK_CUDA(cudaMemGetInfo(free_b, total_b));
+    *held = 0;
+    for (size_t i = 0; i < c->nblocks; i++) *held += c->blocks[i].bytes;
+    return 1;
+}
+
 // Pinned, so the staging copies run at the bus's speed; not counted by the tagged allocator,
 // whose counts are device memory on this backend.
 static void *cuda_host_alloc(const zt_backend *be, zt_mem_category cat, size_t bytes) {
@@ -479,6 +491,7 @@ static const zt_backend_i cuda_ops = {
     .write_json = cuda_write_json,
     .stream = cuda_stream,
     .device = cuda_device,
+    .memory_info = cuda_memory_info,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
     .alloc = cuda_alloc,

@@ -5,19 +5,70 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grid_data.h"
 #include "host_memory.h"
 #include "rng.h"
 
+// A device run (collective over the grid's world): every rank reads its GPU's memory,
+// all gather it, and each decides alike from every rank's plan and the device identities
+// the grid gathered (zt_grid_open_data): the ranks of each GPU together against its free
+// memory, so a refusal is the same on every rank and rank 0 prints it once. Then the
+// host-side parts (MPI tables and windows, the end's buffers, the pinned staging) against
+// each rank's ulimit -v and the machine's available memory.
+static zt_status check_device_memory(const zt_trainer *t) {
+    const zt_grid *g = &t->grid;
+    int W = g->world;
+    ZT_ASSERTF(g->device_ids && g->device_index, "the grid gathered no devices");
+    size_t fb = 0, tb = 0, hb = 0;
+    (void)t->be->ops->memory_info(t->be, &fb, &tb, &hb);
+    double mine[3] = {(double)fb, (double)tb, (double)hb};
+    zt_device_memory *mem = calloc((size_t)W, sizeof *mem);
+    double *raw = calloc((size_t)W * 3, sizeof *raw);
+    const char **ids = calloc((size_t)W, sizeof *ids);
+    zt_plan_bytes *all = calloc((size_t)W, sizeof *all);
+    ZT_ASSERTF(mem && raw && ids && all, "out of host memory");
+    zt_comm_all_gather(&g->world_comm, mine, raw, (size_t)W * 3, ZT_F64, NULL);
+    for (int r = 0; r < W; r++) {
+        mem[r] = (zt_device_memory){raw[3 * r], raw[3 * r + 1], raw[3 * r + 2]};
+        ids[r] = g->device_ids + (size_t)r * ZT_GRID_DEVICE_ID;
+    }
+    zt_partition p;
+    memset(&p, 0, sizeof p);
+    zt_status s = zt_plan_partition(&t->plan, &p);
+    if (s == ZT_OK) s = zt_plan_all(&t->plan, &p, all);
+    if (s == ZT_OK) s = zt_plan_check_devices(all, W, ids, g->device_index, mem, NULL);
+    // the staging buffers are allocated already (the grid's paths): in the address space
+    // that ulimit -v bounds, but no longer in MemAvailable
+    if (s == ZT_OK)
+        s = zt_plan_check_host_parts(all, W, 1, 1, zt_host_rank_limit_bytes(),
+                                     "ulimit -v (the memory limit of each rank's address "
+                                     "space)");
+    if (s == ZT_OK)
+        s = zt_plan_check_host_parts(all, W, t->plan.ranks_per_node, 0,
+                                     zt_host_available_bytes(),
+                                     "this machine's available memory (MemAvailable and the "
+                                     "memory cgroup's limit)");
+    zt_partition_free(&p);
+    free(all), free(ids), free(raw), free(mem);
+    return s;
+}
+
 // Refuses, before any rank allocates, a run predicted not to fit: per rank against
-// --mem-limit, else the ranks of this machine together against its available memory.
+// --mem-limit, else the ranks of this machine together against its available memory. On a
+// device backend (collective then) --mem-limit as on the CPU, and the GPUs' memory and
+// the host-side parts (check_device_memory) in any case.
 zt_status zt_trainer_check_memory(const zt_trainer *t) {
     const zt_config *c = t->cfg;
     double limit = zt_config_mem_limit(c);
+    int device = t->be->caps->device_memory;
     if (limit > 0) {
         char what[64];
         snprintf(what, sizeof what, "--mem-limit %s", c->mem_limit);
-        return zt_plan_check_fits(&t->plan, limit, 1, what);
+        if (!device) return zt_plan_check_fits(&t->plan, limit, 1, what);
+        // agreed before the collective below: every rank then takes part in it
+        ZT_TRY(zt_comm_agree(&t->grid.world_comm, zt_plan_check_fits(&t->plan, limit, 1, what)));
     }
+    if (device) return check_device_memory(t);
     // ulimit -v bounds each rank (its address space holds more than the plan: a lower
     // bound, so this refuses only what cannot fit)
     ZT_TRY(zt_plan_check_fits(&t->plan, zt_host_rank_limit_bytes(), 1,

@@ -2,6 +2,7 @@
 // communicators built by split (docs/design.md §1).
 #include "grid.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void check_dims(int dp, int pp, int tp) {
@@ -169,5 +170,7 @@ void zt_grid_free(zt_grid *g) {
     zt_comm_free(&g->dp_comm);
     zt_comm_free(&g->tp_comm);
     zt_comm_free(&g->world_comm);
+    free(g->device_ids);
+    free(g->device_index);
     memset(g, 0, sizeof *g);
 }

@@ -63,6 +63,12 @@ typedef struct {
     // What grid_data.h chose, for the start-up report ("" on a host backend): which GPU
     // each rank uses, and each group's path.
     char devices_report[1024], paths_report[1024];
+    // Every rank's device as the grid gathered it (zt_backend_i.device), indexed by world
+    // rank, kept for the fit check (which ranks share a GPU): device_ids holds world
+    // identities of ZT_GRID_DEVICE_ID bytes each (grid_data.h), device_index the indices.
+    // NULL where zt_grid_open_data gathered nothing (a host backend without staging).
+    char *device_ids;  // (world, ZT_GRID_DEVICE_ID)
+    int *device_index; // (world)
 } zt_grid;
 
 // Checks the layout (zt_grid_layout on world->size; dp = 0 derives it) and returns its

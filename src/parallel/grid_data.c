@@ -192,6 +192,15 @@ zt_status zt_grid_open_data(zt_grid *g, const zt_backend *be, int stage_all) {
         ids[r] = all[r].id;
         devices[r] = all[r].device;
     }
+    // kept for the fit check (src/app/train_checks.c: the ranks on each GPU)
+    size_t nw = (unsigned)g->world; // > 0: a grid's world
+    g->device_ids = calloc(nw, ZT_GRID_DEVICE_ID);
+    g->device_index = calloc(nw, sizeof *g->device_index);
+    ZT_ASSERTF(g->device_ids && g->device_index, "out of host memory");
+    for (int r = 0; r < g->world; r++) {
+        memcpy(g->device_ids + (size_t)r * ZT_GRID_DEVICE_ID, all[r].id, ZT_GRID_DEVICE_ID);
+        g->device_index[r] = all[r].device;
+    }
     zt_grid_data_report(g->dp, g->pp, g->tp, devices, ids, stage_all, g->devices_report,
                         sizeof g->devices_report, g->paths_report, sizeof g->paths_report);
 

@@ -168,6 +168,40 @@ int zt_plan_advise(const zt_plan_spec *s, double limit, int sharing, zt_plan_adv
 zt_status zt_plan_check_fits(const zt_plan_spec *s, double limit, int sharing,
                              const char *limit_what);
 
+// One GPU's memory as a rank's backend read it (zt_backend_i.memory_info), in bytes.
+typedef struct {
+    double free, total; // what the device reports
+    double held;        // what this rank's backend holds there already (its fixed buffers)
+} zt_device_memory;
+
+// A rank plan's bytes on a device backend: in device memory (the allocator's count less
+// the MPI backend's tables, host memory), and in host memory outside the device (the MPI
+// tables, staging windows, the end of the run's buffers, and with_staging the pinned
+// staging buffers).
+double zt_plan_device_bytes(const zt_plan_bytes *b);
+double zt_plan_host_bytes(const zt_plan_bytes *b, int with_staging);
+
+// Refuses, before anything is allocated, a device run whose GPUs cannot hold their ranks.
+// all: every rank's plan (world entries, by world rank); ids[r], devices[r]: the device
+// identity and index rank r's backend reported (zt_backend_i.device, as the grid gathers
+// them; "" for no device: skipped); mem[r]: what rank r read of its GPU. Each GPU (the
+// ranks with one identity) must hold the device bytes of all its ranks within its free
+// memory (the least any of its ranks read) plus what those ranks' backends hold already
+// (held: in the plans too, so not counted twice). On failure (the GPU of the lowest rank
+// first; *bad_rank, may be NULL, its first rank, else -1) the message names the GPU, its
+// ranks, the bytes by category of its largest rank, the free and total bytes and the
+// fix (--micro-batch, --zero, --pp, --tp). Pure; every rank given the same inputs gives
+// the same answer.
+zt_status zt_plan_check_devices(const zt_plan_bytes *all, int world, const char *const *ids,
+                                const int *devices, const zt_device_memory *mem,
+                                int *bad_rank);
+
+// The host-side parts of a device plan (zt_plan_host_bytes) of every group of `sharing`
+// consecutive world ranks (one machine's; 1: a single rank) against `limit` bytes, named
+// limit_what in the message. limit <= 0 checks nothing. Pure.
+zt_status zt_plan_check_host_parts(const zt_plan_bytes *all, int world, int sharing,
+                                   int with_staging, double limit, const char *limit_what);
+
 // "1.50 GiB", "12.0 MiB", "512 B" into buf.
 const char *zt_plan_format_bytes(double bytes, char *buf, size_t size);
 
