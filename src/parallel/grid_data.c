@@ -9,13 +9,8 @@
 
 #include "comm_nccl.h"
 
-typedef struct {
-    const char *id;
-    int i;
-} indexed_id;
-
-static int by_id_then_index(const void *x, const void *y) {
-    const indexed_id *p = x, *q = y;
+int zt_indexed_id_cmp(const void *x, const void *y) {
+    const zt_indexed_id *p = x, *q = y;
     int c = strcmp(p->id, q->id);
     return c ? c : (p->i > q->i) - (p->i < q->i);
 }
@@ -25,14 +20,14 @@ static int by_id_then_index(const void *x, const void *y) {
 // its device: a = that earlier member (the first on the device), b = it.
 zt_data_path zt_grid_data_path(const char *const *ids, int n, int *a, int *b) {
     if (n == 1) return ZT_DATA_ONE;
-    indexed_id *v = malloc((size_t)n * sizeof *v);
+    zt_indexed_id *v = malloc((size_t)n * sizeof *v);
     ZT_ASSERTF(v, "out of host memory");
     int first = n, pa = n; // the first member to stage for, and its earlier one
     for (int i = 0; i < n; i++) {
-        v[i] = (indexed_id){ids[i], i};
+        v[i] = (zt_indexed_id){ids[i], i};
         if (!ids[i][0] && i < first) first = pa = i; // no device: host memory, NCCL cannot
     }
-    qsort(v, (size_t)n, sizeof *v, by_id_then_index);
+    qsort(v, (size_t)n, sizeof *v, zt_indexed_id_cmp);
     for (int k = 1; k < n; k++)
         if (strcmp(v[k].id, v[k - 1].id) == 0 && (k == 1 || strcmp(v[k].id, v[k - 2].id) != 0) &&
             v[k].i < first)

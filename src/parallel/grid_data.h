@@ -19,10 +19,19 @@ typedef enum { ZT_DATA_NCCL = 0, ZT_DATA_STAGED, ZT_DATA_ONE } zt_data_path;
 // Bytes of one rank's device record as the grid gathers it (index and identity).
 #define ZT_GRID_DEVICE_ID 120
 
+// A device identity and its index in a list (a group's member, a world rank); the order of
+// identity, then index, groups ranks by GPU in n log n (qsort with zt_indexed_id_cmp).
+typedef struct {
+    const char *id;
+    int i;
+} zt_indexed_id;
+int zt_indexed_id_cmp(const void *x, const void *y);
+
 // The path of a group whose members' device identities (zt_backend_i.device's id) are
-// ids[0..n): ONE for n == 1; NCCL when they are all different and none is empty (a backend without a
-// device: host memory, staged). Otherwise staged, with *a < *b (may be NULL) the first two
-// members that share a device (or the first without one, *a == *b). Pure.
+// ids[0..n): ONE for n == 1; NCCL when they are all different and none is empty (a backend
+// without a device: host memory, staged). Otherwise staged, *b (may be NULL) the first member
+// in group order without a device (*a == *b) or with an earlier member on its device (*a: the
+// first on that device). Pure; n log n.
 zt_data_path zt_grid_data_path(const char *const *ids, int n, int *a, int *b);
 
 // The path the grid takes for a group: zt_grid_data_path's, or with `stage_all`

@@ -204,6 +204,9 @@ zt_status zt_plan_check_host_parts(const zt_plan_bytes *all, int world, int shar
 
 // "1.50 GiB", "12.0 MiB", "512 B" into buf.
 const char *zt_plan_format_bytes(double bytes, char *buf, size_t size);
+// "parameters 1.00 GiB, gradients ..." of one rank's plan into buf, with its MPI windows and
+// end-of-run buffers; device_only: its device bytes alone (comm less its host-side tables).
+void zt_plan_format_categories(const zt_plan_bytes *b, int device_only, char *buf, size_t size);
 
 // The report of `zerotrain memory`: every rank's plan (ranks alike share a row in text),
 // the optimizer split, the largest rank, the ZeRO paper's formula for this run and for

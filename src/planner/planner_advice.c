@@ -206,17 +206,23 @@ static int advise(const zt_plan_spec *s, double limit, int sharing, zt_plan_advi
     return n;
 }
 
-// "parameters 1.00 GiB, gradients 1.00 GiB, ..." of one rank into buf.
-static void format_categories(const zt_plan_bytes *b, char *buf, size_t size) {
+// "parameters 1.00 GiB, gradients 1.00 GiB, ..." of one rank into buf, with its MPI windows
+// and end-of-run buffers; device_only gives its device bytes alone (no comm_backend tables,
+// windows or end-of-run buffers: host memory).
+void zt_plan_format_categories(const zt_plan_bytes *b, int device_only, char *buf,
+                               size_t size) {
     static const char *const words[ZT_MEM_NCAT] = {"parameters",  "gradients", "optimizer",
                                                    "activations", "workspace", "comm",
                                                    "logits"};
     size_t off = 0;
     char x[32];
     buf[0] = 0;
-    for (int k = 0; k < ZT_MEM_NCAT && off < size; k++)
+    for (int k = 0; k < ZT_MEM_NCAT && off < size; k++) {
+        double v = b->bytes[k] - (device_only && k == ZT_MEM_COMM ? b->comm_backend : 0.0);
         off += (size_t)snprintf(buf + off, size - off, "%s%s %s", k ? ", " : "", words[k],
-                                zt_plan_format_bytes(b->bytes[k], x, sizeof x));
+                                zt_plan_format_bytes(v, x, sizeof x));
+    }
+    if (device_only) return; // the rest is host memory
     if (b->comm_window > 0 && off < size)
         off += (size_t)snprintf(buf + off, size - off, ", MPI staging windows %s",
                                 zt_plan_format_bytes(b->comm_window, x, sizeof x));
@@ -235,7 +241,7 @@ zt_status zt_plan_check_fits(const zt_plan_spec *s, double limit, int sharing,
     ZT_TRY(plan_variant(s, NULL, sharing, &v));
     if (v.need <= limit) return ZT_OK;
     char msg[2048], cats[512], a[32], b[32], c[32];
-    format_categories(&v.worst, cats, sizeof cats);
+    zt_plan_format_categories(&v.worst, 0, cats, sizeof cats);
     size_t off;
     if (sharing == 1)
         off = (size_t)snprintf(msg, sizeof msg,

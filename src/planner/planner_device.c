@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grid_data.h"
+
 double zt_plan_device_bytes(const zt_plan_bytes *b) {
     // bytes[] is the allocator's count, device memory on a GPU, except the MPI backend's
     // tables (comm_backend, in comm), which are host memory on every backend
@@ -15,46 +17,20 @@ double zt_plan_host_bytes(const zt_plan_bytes *b, int with_staging) {
     return b->comm_backend + b->comm_window + b->end_transient + (with_staging ? b->staging : 0);
 }
 
-// "parameters 1.00 GiB, gradients ..., workspace ..." of rank plan b's device bytes.
-static void format_device(const zt_plan_bytes *b, char *buf, size_t size) {
-    static const char *const words[ZT_MEM_NCAT] = {"parameters",  "gradients", "optimizer",
-                                                   "activations", "workspace", "comm",
-                                                   "logits"};
-    size_t off = 0;
-    char x[32];
-    buf[0] = 0;
-    for (int k = 0; k < ZT_MEM_NCAT && off < size; k++) {
-        double v = b->bytes[k] - (k == ZT_MEM_COMM ? b->comm_backend : 0.0);
-        off += (size_t)snprintf(buf + off, size - off, "%s%s %s", k ? ", " : "", words[k],
-                                zt_plan_format_bytes(v, x, sizeof x));
-    }
-}
-
-typedef struct {
-    const char *id;
-    int rank;
-} ranked_id;
-
-static int by_id_then_rank(const void *x, const void *y) {
-    const ranked_id *p = x, *q = y;
-    int c = strcmp(p->id, q->id);
-    return c ? c : (p->rank > q->rank) - (p->rank < q->rank);
-}
-
 // The refusal of the GPU whose ranks are v[0..n) (sorted by rank), its need and free bytes.
-static zt_status refuse(const zt_plan_bytes *all, const ranked_id *v, int n, const int *devices,
+static zt_status refuse(const zt_plan_bytes *all, const zt_indexed_id *v, int n, const int *devices,
                         double need, double free_b, double total) {
-    int r = v[0].rank, wr = r;
+    int r = v[0].i, wr = r;
     for (int i = 1; i < n; i++)
-        if (zt_plan_device_bytes(&all[v[i].rank]) > zt_plan_device_bytes(&all[wr]))
-            wr = v[i].rank;
+        if (zt_plan_device_bytes(&all[v[i].i]) > zt_plan_device_bytes(&all[wr]))
+            wr = v[i].i;
     char msg[2048], ranks[256], cats[512], a[32], b[32], c[32], d[32];
     size_t off = 0;
     ranks[0] = 0;
     for (int i = 0; i < n && off < sizeof ranks; i++)
         off += (size_t)snprintf(ranks + off, sizeof ranks - off, "%s%d", i ? ", " : "",
-                                v[i].rank);
-    format_device(&all[wr], cats, sizeof cats);
+                                v[i].i);
+    zt_plan_format_categories(&all[wr], 1, cats, sizeof cats);
     if (n == 1)
         snprintf(msg, sizeof msg, "rank %d needs %s of device memory (stage %d: %s) but its "
                  "GPU %d (%s) has %s free of %s",
@@ -80,10 +56,10 @@ zt_status zt_plan_check_devices(const zt_plan_bytes *all, int world, const char 
                                 const int *devices, const zt_device_memory *mem,
                                 int *bad_rank) {
     if (bad_rank) *bad_rank = -1;
-    ranked_id *v = malloc((size_t)(world > 0 ? world : 1) * sizeof *v);
+    zt_indexed_id *v = malloc((size_t)(world > 0 ? world : 1) * sizeof *v);
     ZT_ASSERTF(v, "out of host memory");
-    for (int r = 0; r < world; r++) v[r] = (ranked_id){ids[r], r};
-    qsort(v, (size_t)world, sizeof *v, by_id_then_rank);
+    for (int r = 0; r < world; r++) v[r] = (zt_indexed_id){ids[r], r};
+    qsort(v, (size_t)world, sizeof *v, zt_indexed_id_cmp);
     int bad = -1, bad_n = 0; // the failing GPU with the lowest first rank: v[bad..bad+bad_n)
     double bad_need = 0, bad_free = 0, bad_total = 0;
     for (int i = 0, j; i < world; i = j) {
@@ -92,20 +68,20 @@ zt_status zt_plan_check_devices(const zt_plan_bytes *all, int world, const char 
         // the GPU's ranks: their device bytes together; its free memory, the least any of
         // them read (they read after every rank opened, so each sees every sharer's fixed
         // buffers as used: added back, since the plans count them)
-        double need = 0, held = 0, free_b = mem[v[i].rank].free;
+        double need = 0, held = 0, free_b = mem[v[i].i].free;
         for (int k = i; k < j; k++) {
-            need += zt_plan_device_bytes(&all[v[k].rank]);
-            held += mem[v[k].rank].held;
-            if (mem[v[k].rank].free < free_b) free_b = mem[v[k].rank].free;
+            need += zt_plan_device_bytes(&all[v[k].i]);
+            held += mem[v[k].i].held;
+            if (mem[v[k].i].free < free_b) free_b = mem[v[k].i].free;
         }
         if (need <= free_b + held) continue;
-        if (bad < 0 || v[i].rank < v[bad].rank)
+        if (bad < 0 || v[i].i < v[bad].i)
             bad = i, bad_n = j - i, bad_need = need, bad_free = free_b + held,
-            bad_total = mem[v[i].rank].total;
+            bad_total = mem[v[i].i].total;
     }
     zt_status s = ZT_OK;
     if (bad >= 0) {
-        if (bad_rank) *bad_rank = v[bad].rank;
+        if (bad_rank) *bad_rank = v[bad].i;
         s = refuse(all, v + bad, bad_n, devices, bad_need, bad_free, bad_total);
     }
     free(v);
