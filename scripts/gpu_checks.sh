@@ -31,12 +31,17 @@
 #             CPU_STEPS 3, TORCH_BF16_STEPS 1 as given to it): DIR/cpu_scaling.md. Its own
 #             command: about 8 minutes by the CPU figures seen there (1 thread is most of it);
 #             each thread count's step.sh output (build/bench/scaling_t*.out) is in the logs
+#   memory    bench/gpu_memory.sh (issue 26): GPT-2 medium bf16, dp 2 --zero 0/1 x adamw/adamw8bit
+#             and pp 2 x the three --partition methods, every rank on the one GPU: the planner
+#             against the allocator's per-rank peak and nvidia-smi's per-process used memory, a
+#             "within 5%" flag per rank (FAIL when one is outside); DIR/gpu_memory.md is the
+#             bench/RESULTS.md section (its plot and per-cell files in logs.tar.gz)
 #   sanitize  compute-sanitizer memcheck, then racecheck, on each GPU op test (SAN_TOOLS picks:
 #             "memcheck" or "racecheck" alone, when both do not fit one command)
 # The default is "build tests bench layouts". Not covered: the layout tests that cannot take
 # a backend yet: staged_equivalence.sh (its CPU emulation of staging is the
 # point), generate_parallel.sh (generate on CUDA runs one rank), vocab_loss_mpi.sh and
-# comm_mpi.sh (CPU ops and comm), and the memory bench on the GPU (issue 26: not written).
+# comm_mpi.sh (CPU ops and comm).
 #
 # Time: everything stops by BUDGET_S (560) seconds after the start, under the machine's
 # 10-minute limit: each stage (and each layout script) runs under `timeout` with what is
@@ -45,8 +50,8 @@
 #
 # Results, in DIR (-o DIR, else $OUT, else build/gpu_checks/out), at most 8 files, since
 # that is what comes back from the GPU machine: gpu_checks.log (this output), summary.txt
-# (one line per check and the totals), gpu_step.md, profile.md, ncu_basic.csv, cpu_scaling.md
-# and logs.tar.gz (every stage's log and the tests' .out/.jsonl files; no checkpoints).
+# (one line per check and the totals), gpu_step.md, profile.md, ncu_basic.csv, cpu_scaling.md,
+# gpu_memory.md and logs.tar.gz (every stage's log and the tests' .out/.jsonl files; no checkpoints).
 #
 # Without a GPU every GPU stage SKIPs (the scripts say why; cpu runs anywhere): that is this
 # script's dry run, e.g. `BUDGET_S=300 bash scripts/gpu_checks.sh -o /tmp/dry tests bench`.
@@ -68,7 +73,7 @@ LAYOUT_TESTS=${LAYOUT_TESTS:-dp_equivalence tp_equivalence pp_equivalence bf16_l
 WORK=build/gpu_checks/logs
 T0=$(date +%s)
 mkdir -p "$DIR" "$WORK"
-rm -f "$WORK"/* "$DIR/summary.txt"
+rm -rf "${WORK:?}"/* "$DIR/summary.txt"
 exec > >(tee "$DIR/gpu_checks.log") 2>&1
 TEE_PID=$!
 
@@ -288,6 +293,15 @@ EOF
     grep '^|' "$DIR/cpu_scaling.md"
 }
 
+stage_memory() {
+    run_logged bench/gpu_memory.sh 120 420 env NO_RESULTS=1 PY="$PY" bash bench/gpu_memory.sh \
+        "$WORK/gpu_memory" || return 0
+    judge bench/gpu_memory.sh
+    [ -f "$WORK/gpu_memory/gpu_memory.md" ] || return 0
+    cp "$WORK/gpu_memory/gpu_memory.md" "$DIR/gpu_memory.md"
+    grep -E '^\| .* (yes|NO) \|$|within 5% of the planner' "$DIR/gpu_memory.md"
+}
+
 stage_sanitize() {
     local san t tool
     san=$(find_tool compute-sanitizer /usr/local/cuda/bin/compute-sanitizer)
@@ -306,8 +320,8 @@ if [ "$build_ok" = 1 ]; then
     for st in "${STAGES[@]}"; do
         case $st in
         build) ;;
-        tests|bench|layouts|profile|repeat|cpu|sanitize) "stage_$st" ;;
-        *) result FAIL "$st" "unknown stage (build tests bench layouts profile repeat cpu sanitize)" ;;
+        tests|bench|layouts|profile|repeat|cpu|memory|sanitize) "stage_$st" ;;
+        *) result FAIL "$st" "unknown stage (build tests bench layouts profile repeat cpu memory sanitize)" ;;
         esac
     done
 else
