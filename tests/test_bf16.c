@@ -276,12 +276,17 @@ static int check_gemm(const gemm_case *g, double *worst) {
 }
 
 // Small odd shapes in all four transpose forms with padded leading dimensions and both
-// scalars, then GPT-2 124M's products at 256 tokens: c_attn forward (NT), mlp c_proj
-// forward into an accumulating C (NN), a weight gradient (TN).
+// scalars; the edges BLAS defines: K = 0 (C = beta C; beta 0 zeros it), K = 1, M or N = 0
+// (nothing written: the padding check sees C's column 0 when N = 0); then GPT-2 124M's
+// products at 256 tokens: c_attn forward (NT), mlp c_proj forward into an accumulating C
+// (NN), a weight gradient (TN).
 static const gemm_case small_cases[] = {
     {0, 0, 7, 5, 3, 0, 1.0f, 0.0f},     {0, 0, 33, 17, 70, 3, 0.5f, 0.25f},
     {0, 1, 33, 17, 70, 1, -1.5f, 1.0f}, {1, 0, 33, 17, 70, 2, 2.0f, -0.5f},
     {1, 1, 33, 17, 70, 5, 1.0f, 1.0f},  {0, 0, 1, 1, 1, 0, 1.0f, 0.0f},
+    {0, 0, 5, 4, 0, 1, 1.0f, 0.5f},     {1, 1, 5, 4, 0, 1, 2.0f, 0.0f},
+    {0, 1, 5, 4, 0, 1, 1.0f, 1.0f},     {1, 0, 6, 3, 1, 1, -1.5f, 0.5f},
+    {0, 0, 0, 4, 3, 1, 1.0f, 0.5f},     {1, 0, 5, 0, 3, 1, 1.0f, 0.5f},
 };
 static const gemm_case gpt2_cases[] = {
     {0, 1, 256, 2304, 768, 0, 1.0f, 0.0f},

@@ -150,7 +150,8 @@ static int check_mixed(const mixed_case *g, double *worst) {
 #define KIB ((size_t)1 << 10)
 // Every dtype combination in all four transposes with padding, beta 0 and 1 for a bf16 C;
 // scratch small enough for many tiles (sizes that do not divide them) and K chunks (K > 1024);
-// K = 0; the production scratch with a lm-head product wider than one tile (16 tokens x 50304).
+// BLAS's edges (K = 0 with beta 0 and not, K = 1, M or N = 0); the production scratch with
+// a lm-head product wider than one tile (16 tokens x 50304).
 static int run_mixed_cases(void) {
     static const zt_dtype dts[2] = {ZT_F32, ZT_BF16};
     int n = 0;
@@ -178,6 +179,11 @@ static int run_mixed_cases(void) {
         {0, 1, 45, 33, 1100, 2, 1.0f, 1.0f, ZT_F32, ZT_F32, ZT_BF16, 40 * KIB},
         {1, 0, 45, 33, 1100, 0, 0.5f, 0.0f, ZT_BF16, ZT_F32, ZT_F32, 40 * KIB},
         {0, 0, 5, 4, 0, 1, 1.0f, 0.5f, ZT_F32, ZT_F32, ZT_BF16, 64},     // K = 0: C = beta C
+        {1, 1, 5, 4, 0, 1, 1.0f, 0.5f, ZT_BF16, ZT_F32, ZT_F32, 64},     // ... fp32 C
+        {0, 1, 5, 4, 0, 1, 1.0f, 0.0f, ZT_BF16, ZT_BF16, ZT_BF16, 64},   // ... beta 0: zeros
+        {1, 0, 6, 3, 1, 1, -1.5f, 0.5f, ZT_F32, ZT_BF16, ZT_BF16, 64},   // K = 1
+        {0, 0, 0, 4, 3, 1, 1.0f, 0.5f, ZT_F32, ZT_F32, ZT_F32, 64},      // M = 0
+        {0, 0, 5, 0, 3, 1, 1.0f, 0.5f, ZT_F32, ZT_F32, ZT_BF16, 64},     // N = 0: C untouched
         {0, 0, 1, 1, 1, 0, 1.0f, 0.0f, ZT_F32, ZT_F32, ZT_BF16, 64},     // the smallest scratch
         {0, 1, 16, 50304, 768, 0, 1.0f, 0.0f, ZT_F32, ZT_BF16, ZT_F32, ZT_GEMM_MIXED_WORKSPACE},
         {1, 0, 768, 300, 16, 0, 1.0f, 1.0f, ZT_F32, ZT_F32, ZT_BF16, 256 * KIB},

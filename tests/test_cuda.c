@@ -2377,6 +2377,22 @@ ZT_TEST(cuda_bf16_gemm_mixed) {
         bad += mixed_case(ta, tb, 37, 53, 71, at, bt, ct, 0.7f, k % 3 ? 0.3f : 0.0f, 3);
         scratch_back(mark);
     }
+    // BLAS's edges: K = 0 (C = beta C; beta 0 zeros it), K = 1, M or N = 0 (nothing written;
+    // with N = 0 the padding column is all of C)
+    static const struct { int ta, tb, M, N, K; zt_dtype at, bt, ct; float alpha, beta; } e[] = {
+        {0, 1, 5, 4, 0, ZT_BF16, ZT_F32, ZT_F32, 1.0f, 0.5f},
+        {1, 0, 5, 4, 0, ZT_F32, ZT_F32, ZT_BF16, 1.0f, 0.5f},
+        {0, 0, 5, 4, 0, ZT_BF16, ZT_BF16, ZT_BF16, 1.0f, 0.0f},
+        {1, 1, 6, 3, 1, ZT_F32, ZT_BF16, ZT_BF16, -1.5f, 0.5f},
+        {0, 0, 0, 4, 3, ZT_F32, ZT_F32, ZT_F32, 1.0f, 0.5f},
+        {0, 0, 5, 0, 3, ZT_F32, ZT_F32, ZT_BF16, 1.0f, 0.5f},
+    };
+    for (size_t i = 0; i < sizeof e / sizeof e[0]; i++) {
+        scratch_mark m = scratch_now();
+        bad += mixed_case(e[i].ta, e[i].tb, e[i].M, e[i].N, e[i].K, e[i].at, e[i].bt, e[i].ct,
+                          e[i].alpha, e[i].beta, 1);
+        scratch_back(m);
+    }
     scratch_mark mark = scratch_now();
     // C (3000, 3000) in fp32 for a bf16 C is 36 MB: more than the tiles' 32 MiB, so tiles;
     // K = 1100: two chunks. fp32 A and bf16 B: one operand converted, one read in place.

@@ -88,8 +88,9 @@ zt_status zt_gemm_bf16_dnnl_check(const zt_bf16_cpu *cpu) {
     // The ISA values are bit sets: bf16's bits are in every ISA that has it (AMX included).
     int bf16 = (int)dnnl_cpu_isa_avx512_core_bf16;
     if ((cpu->dnnl_isa & bf16) != bf16)
-        return zt_errorf("the CPU has %s but oneDNN dispatches only up to %s (is DNNL_MAX_CPU_ISA "
-                         "set?), so its bf16 GEMM would not use them; use the fallback",
+        return zt_errorf("the CPU has %s but oneDNN dispatches only up to %s (is "
+                         "ONEDNN_MAX_CPU_ISA or DNNL_MAX_CPU_ISA set?), so its bf16 GEMM "
+                         "would not use them; use the fallback",
                          cpu->amx_bf16 ? "AMX-BF16" : "AVX512-BF16", dnnl_isa_name(cpu->dnnl_isa));
     return ZT_OK;
 }
@@ -156,8 +157,24 @@ static void gemm_fallback(int trans_a, int trans_b, int M, int N, int K, float a
     zt_gemm(trans_a, trans_b, M, N, K, alpha, a32, a_ld, b32, b_ld, beta, C, ldc);
 }
 
+// C = beta C, BLAS's meaning of an empty sum (K = 0); beta 0 never reads C, as BLAS.
+static void scale_c(int M, int N, float beta, float *C, int ldc) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float *c = &C[(size_t)i * ldc + j];
+            *c = beta == 0.0f ? 0.0f : beta * *c;
+        }
+}
+
 void zt_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const zt_bf16 *A,
                   int lda, const zt_bf16 *B, int ldb, float beta, float *C, int ldc, float *work) {
+    // Empty products are ours on both paths: oneDNN 2.6.3's bf16 GEMM leaves C untouched
+    // when K = 0 (beta not applied; seen on an AMX Xeon).
+    if (M == 0 || N == 0) return;
+    if (K == 0) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
     if (zt_gemm_bf16_path() == ZT_BF16_GEMM_DNNL)
         gemm_dnnl(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     else

@@ -73,6 +73,8 @@ void zt_gemm_bf16_describe(char *buf, size_t size);
 // fallback (op(A) and op(B) widened), 0 on oneDNN (work may then be NULL). Size it after
 // the path is chosen.
 size_t zt_gemm_bf16_workspace(int M, int N, int K);
+// C (M, N) = alpha op(A) op(B) + beta C, BLAS's meaning on both paths: M or N = 0 touches
+// nothing, K = 0 gives beta C (beta 0 writes zeros without reading C).
 void zt_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const zt_bf16 *A,
                   int lda, const zt_bf16 *B, int ldb, float beta, float *C, int ldc, float *work);
 

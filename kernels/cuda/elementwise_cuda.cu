@@ -39,6 +39,15 @@ static __global__ void add_kernel(float *out, const float *a, const float *b, si
         out[i] = a[i] + b[i];
 }
 
+// beta 0 writes zeros without reading (BLAS's rule: no NaN from an unset C).
+static __global__ void scale_matrix_kernel(float *c, int ld, int rows, int cols, float beta) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (size_t)rows * cols;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float *x = &c[zt_sub_at(i, cols, ld)];
+        *x = beta == 0.0f ? 0.0f : beta * *x;
+    }
+}
+
 static __global__ void fill_bias_kernel(float *out, const float *bias, int N, int OC) {
     size_t n = (size_t)N * OC;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
@@ -84,6 +93,15 @@ extern "C" void zt_cuda_add(cudaStream_t st, float *out, const float *a, const f
     if (!n) return;
     add_kernel<<<elementwise_grid(n), ZT_CUDA_THREADS, 0, st>>>(out, a, b, n);
     ZT_CUDA_LAUNCHED(st, "add");
+}
+
+extern "C" void zt_cuda_scale_matrix(cudaStream_t st, float *c, int ld, int rows, int cols,
+                                     float beta) {
+    ZT_ASSERT(rows >= 0 && cols >= 0 && ld >= cols);
+    size_t n = (size_t)rows * cols;
+    if (!n) return;
+    scale_matrix_kernel<<<elementwise_grid(n), ZT_CUDA_THREADS, 0, st>>>(c, ld, rows, cols, beta);
+    ZT_CUDA_LAUNCHED(st, "scale_matrix");
 }
 
 extern "C" void zt_cuda_fill_bias(cudaStream_t st, float *out, const float *bias, int N, int OC) {

@@ -171,6 +171,7 @@ static void gemm_tile(const job *j, int i0, int j0, int m, int n) {
         lt_matmul(j, j->a.trans, j->bm.trans, m, n, kk, pa, lda, pb, ldb, k0 ? 1.0f : j->beta, c,
                   ld);
     }
+    if (j->K == 0) zt_cuda_scale_matrix(st, c, ld, m, n, j->beta); // the empty sum: beta C
     if (c16) zt_cuda_bf16_round_matrix(st, (zt_bf16 *)j->C + c_off, j->ldc, c, ld, m, n);
 }
 
@@ -184,8 +185,6 @@ void zt_cuda_gemm_mixed(zt_cuda_bf16 *b, int trans_a, int trans_b, int M, int N,
                zt_dtype_name(bt), zt_dtype_name(ct));
     ZT_ASSERT(M >= 0 && N >= 0 && K >= 0);
     if (M == 0 || N == 0) return;
-    // TODO: K = 0 (C = beta C) has no caller; cuBLASLt takes no empty product
-    ZT_ASSERTF(K > 0, "gemm_mixed on CUDA: K = 0 is not supported");
     ZT_ASSERTF((uintptr_t)work % PART_ALIGN == 0, "gemm_mixed: scratch not %d-byte aligned",
                PART_ALIGN);
     zt_gemm_scratch s = {ct == ZT_BF16, at == ZT_F32, bt == ZT_F32, sizeof(zt_bf16), PART_ALIGN};
@@ -193,7 +192,7 @@ void zt_cuda_gemm_mixed(zt_cuda_bf16 *b, int trans_a, int trans_b, int M, int N,
              zt_gemm_plan_tiles(M, N, K, ZT_GEMM_MIXED_K_CHUNK, &s,
                                 ZT_CUDA_GEMM_MIXED_WORKSPACE - ZT_CUDA_LT_WORKSPACE),
              work, NULL, NULL, NULL};
-    ZT_ASSERTF(j.t.kt > 0, "gemm_mixed: the scratch holds no tile");
+    ZT_ASSERTF(j.t.kt > 0 || K == 0, "gemm_mixed: the scratch holds no tile");
     char *tiles = (char *)work + ZT_CUDA_LT_WORKSPACE;
     j.c32 = (float *)tiles;
     j.pa = (zt_bf16 *)(tiles + zt_gemm_part_c(j.t, &s));

@@ -59,6 +59,8 @@ void zt_cuda_bias_gelu_forward(cudaStream_t st, float *pre, float *out, const fl
 void zt_cuda_gelu_backward(cudaStream_t st, float *dinp, const float *inp, const float *dout,
                            size_t n);
 void zt_cuda_add(cudaStream_t st, float *out, const float *a, const float *b, size_t n);
+// c (rows, cols; leading dimension ld) *= beta; beta 0 writes zeros without reading c.
+void zt_cuda_scale_matrix(cudaStream_t st, float *c, int ld, int rows, int cols, float beta);
 void zt_cuda_attention_forward(cudaStream_t st, float *out, float *lse, const float *qkv, int B,
                                int T, int C, int NH);
 void zt_cuda_attention_backward(cudaStream_t st, float *dqkv, const float *dout, const float *qkv,
