@@ -17,7 +17,7 @@ MPI_CFLAGS = $(file <$(BUILD)/mpi.cflags)
 MPI_LIBS   = $(file <$(BUILD)/mpi.libs)
 
 # The floors (docs/design.md, "Floors"): every folder with sources is on the include path, and
-# includes name files by their base name (scripts/check_floors.sh keeps the names unique and
+# includes name files by their base name (scripts/check_floors.py keeps the names unique and
 # the includes pointing down).
 SRC_DIRS := src/core kernels kernels/cpu kernels/cuda comm optim src/parallel src/tokenizer \
             src/model src/formats src/planner src/checkpoint src/app

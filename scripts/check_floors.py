@@ -8,11 +8,20 @@ folder's files are included only from that folder (the backends, reached through
 interface). Every C/CUDA source under the listed roots must sit in a listed folder, and base
 names are unique (includes name files by base name, with every folder on the include path).
 
-Usage: check_floors.py [ROOT]   (default: the repository this script is in). Exit 1 with one
-line per violation, 0 when the tree is clean.
+With --objects BUILD (the folder `make` compiles into: BUILD/<path>.o for each <path>.c), the
+calls are checked too, from the objects' symbols (nm): a function defined on a higher floor or
+a sibling folder is called only through a declaration on the caller's floor or below (an
+interface that a higher floor implements, as the backend registry's entries), and no two files
+call each other, directly or around a longer circle (a circle is one concept in two files, or
+two concepts that should meet in a third).
+
+Usage: check_floors.py [--objects BUILD] [ROOT]   (default ROOT: the repository this script is
+in). Exit 1 with one line per violation, 0 when the tree is clean.
 """
+import collections
 import os
 import re
+import subprocess
 import sys
 
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh")
@@ -50,9 +59,101 @@ def sources(root, floor):
                     yield rel, os.path.dirname(rel)
 
 
+def object_symbols(root, build, floor):
+    """({symbol: defining source}, {source: symbols it calls}) from BUILD's objects of the
+    sources on the floors (nm: T/D/B/R defined, U undefined)."""
+    defined, calls = {}, collections.defaultdict(set)
+    for folder in sorted(floor):
+        d = os.path.join(build, folder)
+        if not os.path.isdir(d):
+            continue
+        for n in sorted(os.listdir(d)):
+            stem = os.path.join(folder, n[:-2])
+            src = next((stem + e for e in (".c", ".cu") if n.endswith(".o") and
+                        os.path.exists(os.path.join(root, stem + e))), None)
+            if src is None:
+                continue
+            out = subprocess.run(["nm", os.path.join(d, n)], capture_output=True, text=True,
+                                 check=True).stdout
+            for line in out.splitlines():
+                f = line.split()
+                if len(f) == 3 and f[1] in "TDBR":
+                    defined[f[2]] = src
+                elif len(f) == 2 and f[0] == "U":
+                    calls[src].add(f[1])
+    return defined, calls
+
+
+def declared_at_or_below(root, floor, level, symbol, cache={}):
+    """Whether a header on floor `level` or below declares `symbol` (a function or an extern)."""
+    if level not in cache:
+        cache[level] = "".join(
+            open(os.path.join(root, folder, n), encoding="utf-8", errors="replace").read()
+            for folder, lv in floor.items() if lv <= level and os.path.isdir(os.path.join(root, folder))
+            for n in sorted(os.listdir(os.path.join(root, folder))) if n.endswith((".h", ".cuh")))
+    return re.search(r"\b%s\s*[(;\[]" % re.escape(symbol), cache[level]) is not None
+
+
+def circles(graph):
+    """The strongly connected components of more than one file (Tarjan), each sorted."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def check_calls(root, build, floor):
+    defined, calls = object_symbols(root, build, floor)
+    errors, graph = [], collections.defaultdict(set)
+    for src in sorted(calls):
+        folder = os.path.dirname(src)
+        for sym in sorted(calls[src]):
+            target = defined.get(sym)
+            if target is None or target == src:
+                continue
+            graph[src].add(target)
+            tfolder = os.path.dirname(target)
+            if tfolder == folder or floor[tfolder] < floor[folder]:
+                continue
+            if not declared_at_or_below(root, floor, floor[folder], sym):
+                errors.append(f"{src}: calls {sym} of {target}, on a higher or sibling floor "
+                              f"({tfolder}: {floor[tfolder]}, {folder}: {floor[folder]})")
+    sys.setrecursionlimit(max(1000, 4 * len(graph)))
+    for comp in circles(graph):
+        errors.append(f"{comp[0]}: calls and is called by {', '.join(comp[1:])} (a circle: "
+                      f"split the shared part into a file both call)")
+    return errors
+
+
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))
+    args = sys.argv[1:]
+    build = None
+    if args[:1] == ["--objects"]:
+        build, args = args[1], args[2:]
+    root = args[0] if args else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     floor, private = read_floors(root)
     errors, where = [], {}
     files = list(sources(root, floor))
@@ -86,13 +187,15 @@ def main():
             elif floor[tfolder] == floor[folder]:
                 errors.append(f"{rel}: includes {target}, a sibling on the same floor "
                               f"({tfolder} and {folder}: {floor[folder]})")
+    if build:
+        errors += check_calls(root, build, floor)
     for e in errors:
         print(e)
     if errors:
         print(f"check_floors: {len(errors)} violation(s) of the floors in docs/design.md")
         return 1
     print(f"check_floors: {len(files)} files on {len(set(floor.values()))} floors, "
-          f"every include points down")
+          f"every include points down" + (", every call too, no circles" if build else ""))
     return 0
 
 
