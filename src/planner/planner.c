@@ -416,8 +416,7 @@ void zt_plan_cache_free(zt_plan_cache *c) {
 // The exact cost of a stage: its tracked bytes at tp rank 0 and dp rank 0 (the other dp
 // ranks' 8-bit shards differ by a few blocks), without the comm backend, which every
 // stage has alike.
-static zt_status exact_cost(const zt_plan_spec *s, int first, int last, int slots,
-                            double *cost) {
+zt_status zt_plan_stage_cost(const zt_plan_spec *s, int first, int last, int slots, double *cost) {
     zt_plan_bytes b;
     ZT_TRY(plan_stage(s, first, last, 0, slots, &b));
     zt_layout lay = {0};
@@ -429,8 +428,8 @@ static zt_status exact_cost(const zt_plan_spec *s, int first, int last, int slot
     return ZT_OK;
 }
 
-static double cached_cost(const zt_plan_spec *s, zt_plan_cache *c, int first, int last,
-                          int slots) {
+double zt_plan_stage_cost_cached(const zt_plan_spec *s, zt_plan_cache *c, int first, int last,
+                                 int slots) {
     int L = c->L, embed = first == 0, head = last == L + 2;
     int lo = first > 1 ? first : 1, hi = last < L + 1 ? last : L + 1;
     int blocks = hi > lo ? hi - lo : 0;
@@ -438,8 +437,8 @@ static double cached_cost(const zt_plan_spec *s, zt_plan_cache *c, int first, in
     if (!c->done[key]) {
         double one, two;
         // validated with the spec (tp divides the shape): a failure here is a bug
-        ZT_ASSERT(exact_cost(s, first, last, 1, &one) == ZT_OK);
-        ZT_ASSERT(exact_cost(s, first, last, 2, &two) == ZT_OK);
+        ZT_ASSERT(zt_plan_stage_cost(s, first, last, 1, &one) == ZT_OK);
+        ZT_ASSERT(zt_plan_stage_cost(s, first, last, 2, &two) == ZT_OK);
         c->fixed[key] = one;
         c->per_slot[key] = two - one;
         c->done[key] = 1;
@@ -454,7 +453,8 @@ typedef struct {
 
 static double stage_cost(void *ctx, int stage, int first, int last) {
     cost_ctx *k = ctx;
-    return cached_cost(k->s, k->cache, first, last, zt_plan_stage_slots(k->s, stage));
+    return zt_plan_stage_cost_cached(k->s, k->cache, first, last,
+                                     zt_plan_stage_slots(k->s, stage));
 }
 
 zt_status zt_plan_partition_cached(const zt_plan_spec *s, zt_plan_cache *cache,
@@ -471,25 +471,4 @@ zt_status zt_plan_partition(const zt_plan_spec *s, zt_partition *out) {
     zt_status st = zt_plan_partition_cached(s, &c, out);
     zt_plan_cache_free(&c);
     return st;
-}
-
-// Test hook (tests/test_planner.c): every (stage, first, last) cost from one cache
-// against the exact cost; returns the number that differ (printing the first).
-int zt_plan_cache_mismatches_(const zt_plan_spec *s);
-int zt_plan_cache_mismatches_(const zt_plan_spec *s) {
-    zt_plan_cache c;
-    zt_plan_cache_init(&c, s);
-    int U = zt_unit_count(&s->shape), bad = 0;
-    for (int stage = s->pp - 1; stage >= 0; stage--) // reuse keys filled by other stages
-        for (int first = 0; first < U; first++)
-            for (int last = first + 1; last <= U; last++) {
-                int slots = zt_plan_stage_slots(s, stage);
-                double want, got = cached_cost(s, &c, first, last, slots);
-                ZT_ASSERT(exact_cost(s, first, last, slots, &want) == ZT_OK);
-                if (got != want && bad++ == 0)
-                    fprintf(stderr, "stage %d units [%d, %d): cached %.0f, exact %.0f\n", stage,
-                            first, last, got, want);
-            }
-    zt_plan_cache_free(&c);
-    return bad;
 }

@@ -121,6 +121,12 @@ typedef struct {
 
 void zt_plan_cache_init(zt_plan_cache *c, const zt_plan_spec *s);
 void zt_plan_cache_free(zt_plan_cache *c);
+// The bytes tp rank 0 (and dp rank 0's optimizer) of a stage holding units [first, last)
+// with `slots` micro-batches in flight tracks: from its footprint (fails as the plan does),
+// or from `cache` (which it fills; the spec must be valid: a failure is fatal).
+zt_status zt_plan_stage_cost(const zt_plan_spec *s, int first, int last, int slots, double *cost);
+double zt_plan_stage_cost_cached(const zt_plan_spec *s, zt_plan_cache *c, int first, int last,
+                                 int slots);
 // zt_plan_partition with costs from `cache` (valid for s's sizes), which it fills.
 zt_status zt_plan_partition_cached(const zt_plan_spec *s, zt_plan_cache *cache,
                                    zt_partition *out);
