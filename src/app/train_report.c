@@ -34,8 +34,7 @@ void zt_trainer_print_start(zt_trainer *t) {
         printf("layout: world %d = dp %d x pp %d x tp %d, %s; global batch %d x %d x %d "
                "sequences of %d tokens; %d OpenMP threads per rank\n",
                g->world, g->dp, g->pp, g->tp, zt_dp_sync_describe(&t->sync), c->micro_batch,
-               c->grad_accum, g->dp,
-               c->seq, omp_get_max_threads());
+               c->grad_accum, g->dp, c->seq, omp_get_max_threads());
         if (t->model.dtype == ZT_BF16) {
             printf("precision: bf16 weights and gradients, fp32 master weights in the optimizer; "
                    "products on bf16 operands with fp32 sums, their inputs stored in bf16, the "

@@ -32,8 +32,8 @@
 
 typedef struct {
     const zt_comm *pp;     // the pipeline group's tensor path
-    int async;             // 1: nonblocking; 0: blocking (the calls below but the transfer
-                           // and the step's figures do nothing)
+    int async;             // 1: nonblocking; 0: blocking (only zt_pipe_comm_transfer acts;
+                           // the calls around the forwards and backwards return at once)
     int prev, next;        // neighbour stages' ranks in pp, -1 where there is none
     size_t count;          // fp32 elements of one message (N * C)
     int n_slots, micro;    // slots per buffer, micro-batches per step
