@@ -87,10 +87,35 @@ static zt_status open_data(zt_trainer *t, const char *argv0) {
     return ZT_OK;
 }
 
-// --bucket-mib in elements of the model's dtype; 0 gives 1: every announcement (gradient) or
-// tensor (parameters) its own bucket.
-static size_t bucket_elems(const zt_config *c, zt_dtype dt) {
-    return c->bucket_mib ? ((size_t)c->bucket_mib << 20) / zt_dtype_size(dt) : 1;
+// --overlap-comm, for the synchronizer and the pipeline's transfers (evaluation: off).
+static int overlap_comm(const zt_trainer *t) {
+    return strcmp(t->cfg->overlap_comm, "on") == 0 && !t->eval_only;
+}
+
+// The synchronizer's options: the run's --zero and --overlap-comm, a bucket per --bucket-mib,
+// two announcements per block (gpt2.h).
+static zt_dp_sync_options dp_sync_options(const zt_trainer *t) {
+    const zt_config *c = t->cfg;
+    return (zt_dp_sync_options){.zero = c->zero,
+                                .overlap = overlap_comm(t),
+                                .bucket_bytes = (size_t)c->bucket_mib << 20,
+                                .max_ready = 2 * t->shape.n_layer};
+}
+
+// The data-parallel synchronizer of the model's flat buffers, and the model's hooks into it,
+// given once: the model announces final gradients and asks for parameters (gpt2.h), and the
+// synchronizer acts on them in the moments the schedule names (dp_sync.h).
+static void init_dp_sync(zt_trainer *t) {
+    const zt_grid *g = &t->grid;
+    zt_gpt2 *m = &t->model;
+    zt_dp_sync_options o = dp_sync_options(t);
+    zt_dp_sync_init(&t->sync, &o, g->dp_data, &g->dp_comm, g->embed_data,
+                    g->in_embed_group ? m->layout.tied_numel : 0, m->grads, m->params, m->dtype,
+                    &m->layout);
+    m->grad_ready = zt_dp_sync_grads_final;
+    m->grad_ready_ctx = &t->sync;
+    m->params_need = zt_dp_sync_params_needed;
+    m->params_need_ctx = &t->sync;
 }
 
 static zt_status setup(zt_trainer *t, const char *argv0) {
@@ -117,29 +142,13 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
     t->recv_in = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
     t->recv_dout = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
     t->dinput = zt_be_alloc(t->be, ZT_MEM_COMM, NC * sizeof(float));
-    t->overlap = strcmp(c->overlap_comm, "on") == 0 && !t->eval_only;
-    if (t->overlap) // a bucket per --bucket-mib; two announcements per block (gpt2.h)
-        zt_grad_reduce_init(&t->gr, g->dp_data, t->model.grads, t->model.dtype,
-                            t->model.layout.numel, c->zero, bucket_elems(c, t->model.dtype),
-                            2 * t->shape.n_layer);
-    t->overlap_gather = t->overlap && c->zero == 1;
-    if (t->overlap_gather) // a bucket per --bucket-mib of whole tensors (0: each tensor)
-        zt_param_gather_init(&t->pg, g->dp_data, t->model.params, t->model.dtype,
-                             &t->model.layout, bucket_elems(c, t->model.dtype));
-    t->overlap_pipe = t->overlap && g->pp > 1 && zt_comm_has_async_p2p(g->pp_data);
-    if (t->overlap_pipe)
-        zt_pipe_comm_init(&t->pc, g->pp_data, g->pp_rank, g->pp, NC, t->n_slots, c->grad_accum,
-                          t->recv_in, t->recv_dout);
+    init_dp_sync(t);
+    zt_pipe_comm_init(&t->pc, g->pp_data, g->pp_rank, g->pp, NC, t->n_slots, c->grad_accum,
+                      t->recv_in, t->recv_dout, overlap_comm(t));
     if (c->sample_every > 0) // each stage decodes its own layers
         ZT_TRY(zt_train_sampler_init(&t->sampler, &t->model, g->tp_data, g->pp_data,
                                      t->train.tokens[0], g->rank == 0));
     return ZT_OK;
-}
-
-// This rank's optimizer range [lo, hi) of the flat buffer (ZeRO shard arithmetic:
-// src/planner/planner.h).
-static void plan_shard(zt_trainer *t) {
-    zt_plan_shard(&t->plan, t->model.layout.numel, t->grid.dp_rank, &t->shard_lo, &t->shard_hi);
 }
 
 // What a checkpoint records of the run (ckpt.h): the options, not the whole configuration.
@@ -159,7 +168,7 @@ static zt_ckpt_run ckpt_run_of(const zt_config *c) {
 // What a checkpoint of this rank holds (src/checkpoint/ckpt.h).
 static zt_ckpt_ctx ckpt_ctx(zt_trainer *t) {
     zt_ckpt_ctx x = {&t->ckpt_run, &t->grid, &t->part, &t->model, t->plan.is_8bit, &t->opt,
-                     &t->opt8, t->shard_lo, t->shard_hi, t->step0, t->sample0};
+                     &t->opt8, t->sync.shard_lo, t->sync.shard_hi, t->step0, t->sample0};
     return x;
 }
 
@@ -181,14 +190,14 @@ static zt_status preempted(zt_trainer *t, int step) {
 static zt_status run(zt_trainer *t) {
     const zt_config *c = t->cfg;
     const zt_grid *g = &t->grid;
-    t->run_t0 = zt_now_s();
+    t->run_t0 = zt_mono_s();
     double longest = 0;
     // the default collective timeout, armed over the steps: its deadline follows the longest
     // step (with its validation, sample and checkpoint), so no healthy wait reaches it
     zt_comm_mpi_watch(0);
     for (int step = t->step0; step < c->steps; step++) {
         zt_launcher_check();
-        double t_step = zt_now_s();
+        double t_step = zt_mono_s();
         zt_step_stats st;
         ZT_TRY(zt_trainer_step(t, step, &st));
         zt_trainer_report_step(t, step, &st);
@@ -199,8 +208,7 @@ static zt_status run(zt_trainer *t) {
         int ckpt = c->ckpt_dir[0] && (every || last || st.stop);
         // the step's parameter gather is left in flight into the next step's forward only:
         // validation, a sample, a checkpoint, the end and a stop read the weights first
-        if ((val || sample || ckpt || last || st.stop) && t->overlap_gather)
-            zt_param_gather_finish(&t->pg);
+        if (val || sample || ckpt || last || st.stop) zt_dp_sync_settle(&t->sync);
         if (val) {
             double vl = zt_trainer_evaluate(t);
             if (g->rank == 0) {
@@ -219,10 +227,10 @@ static zt_status run(zt_trainer *t) {
             zt_comm_mpi_unwatch(); // the rest is the stop's, not a step's
             return preempted(t, step + 1);
         }
-        if (zt_now_s() - t_step > longest) zt_comm_mpi_watch(longest = zt_now_s() - t_step);
+        if (zt_mono_s() - t_step > longest) zt_comm_mpi_watch(longest = zt_mono_s() - t_step);
     }
     zt_comm_mpi_unwatch(); // the end: the checks and rank 0's export, of unmeasured length
-    if (g->rank == 0) printf("done: %d steps in %.1f s\n", c->steps, zt_now_s() - t->run_t0);
+    if (g->rank == 0) printf("done: %d steps in %.1f s\n", c->steps, zt_mono_s() - t->run_t0);
     if (g->rank == 0 && c->profile && t->prof_n > 0)
         zt_profile_print(stdout, &t->prof_steps, t->prof_n, t->prof_steps_s / t->prof_n,
                          omp_get_max_threads());
@@ -267,16 +275,16 @@ static zt_status open_run(zt_trainer *t, zt_backend *backend, const zt_comm *wor
 static zt_status init_optimizer_and_log(zt_trainer *t) {
     const zt_config *cfg = t->cfg;
     zt_status s = ZT_OK;
-    plan_shard(t);
+    size_t lo = t->sync.shard_lo, hi = t->sync.shard_hi;
     if (t->plan.is_8bit)
-        s = zt_adamw8bit_init(&t->opt8, t->be, &t->model.layout, t->shard_lo, t->shard_hi,
-                              &t->plan.opt8, t->model.dtype);
-    else zt_adamw_init(&t->opt, t->be, t->shard_lo, t->shard_hi, t->model.dtype);
+        s = zt_adamw8bit_init(&t->opt8, t->be, &t->model.layout, lo, hi, &t->plan.opt8,
+                              t->model.dtype);
+    else zt_adamw_init(&t->opt, t->be, lo, hi, t->model.dtype);
     // bf16: the masters start as the weights set so far (random or --init-from, in bf16);
     // a --resume then loads the checkpoint's fp32 values into them
     float *master = zt_trainer_master(t);
     if (s == ZT_OK && master)
-        zt_master_from_params(t->be, master, t->model.params, t->shard_lo, t->shard_hi);
+        zt_master_from_params(t->be, master, t->model.params, lo, hi);
     if (s == ZT_OK && t->grid.rank == 0 && cfg->log[0]) {
         t->log = fopen(cfg->log, "w");
         if (!t->log) s = zt_errorf("cannot write the log file %s", cfg->log);
@@ -309,8 +317,7 @@ static void free_trainer(zt_trainer *t) {
     zt_partition_free(&t->part);
     zt_adamw_free(&t->opt);
     zt_adamw8bit_free(&t->opt8);
-    zt_grad_reduce_free(&t->gr);
-    zt_param_gather_free(&t->pg);
+    zt_dp_sync_free(&t->sync);
     zt_pipe_comm_free(&t->pc);
     zt_gpt2_free(&t->model);
     zt_dataset_close(&t->train);

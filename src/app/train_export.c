@@ -7,18 +7,17 @@
 #include "hf_export.h"
 
 // This rank's final weights as fp32 on the host. A bf16 run saved as fp32 writes its fp32
-// masters (more than their bf16 rounding): each dp rank puts its range's masters in place and,
-// under ZeRO-1, the dp group all-gathers the ranges (every dp rank takes part). Otherwise the
+// masters (more than their bf16 rounding): each dp rank puts its range's masters in place and
+// the synchronizer makes the buffer whole (every dp rank takes part). Otherwise the
 // model's weights widened: bf16 weights are the masters rounded, exactly what a bf16 file holds.
 static float *final_weights(zt_trainer *t) {
     zt_gpt2 *m = &t->model;
     float *w = zt_gpt2_params_map(m, 1); // fp32, whatever the model's dtype
     float *master = zt_trainer_master(t);
     if (!master || zt_config_save_dtype(t->cfg) != ZT_F32) return w;
-    size_t lo = t->shard_lo, n = t->shard_hi - t->shard_lo;
+    size_t lo = t->sync.shard_lo, n = t->sync.shard_hi - lo;
     t->be->ops->copy(t->be, w + lo, master, n * sizeof(float), ZT_COPY_D2H);
-    if (t->cfg->zero == 1)
-        zt_comm_all_gather(&t->grid.dp_comm, w + lo, w, m->layout.numel, ZT_F32, NULL);
+    zt_dp_sync_gather_host(&t->sync, w);
     return w;
 }
 

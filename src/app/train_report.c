@@ -31,10 +31,10 @@ void zt_trainer_print_start(zt_trainer *t) {
                "n_ctx %d: %.2fM parameters\n",
                t->shape.n_layer, t->shape.n_head, t->shape.n_embd, t->shape.vocab,
                t->shape.padded_vocab, t->shape.n_ctx, zt_model_param_count(&t->shape) / 1e6);
-        printf("layout: world %d = dp %d x pp %d x tp %d, zero %d; global batch %d x %d x %d "
+        printf("layout: world %d = dp %d x pp %d x tp %d, %s; global batch %d x %d x %d "
                "sequences of %d tokens; %d OpenMP threads per rank\n",
-               g->world, g->dp, g->pp, g->tp, c->zero, c->micro_batch, c->grad_accum, g->dp,
-               c->seq, omp_get_max_threads());
+               g->world, g->dp, g->pp, g->tp, zt_dp_sync_describe(&t->sync), c->micro_batch,
+               c->grad_accum, g->dp, c->seq, omp_get_max_threads());
         if (t->model.dtype == ZT_BF16) {
             printf("precision: bf16 weights and gradients, fp32 master weights in the optimizer; "
                    "products on bf16 operands with fp32 sums, their inputs stored in bf16, the "
@@ -119,7 +119,7 @@ static void format_duration(char *out, size_t size, double s) {
 // validation and checkpoints between steps count, as they will in the steps left).
 // *eta is -1 after the first step: there is nothing to average yet.
 static void progress(zt_trainer *t, int step, double *elapsed, double *eta) {
-    *elapsed = zt_now_s() - t->run_t0;
+    *elapsed = zt_mono_s() - t->run_t0;
     if (step == t->step0) {
         t->first_step_s = *elapsed;
         *eta = -1.0;

@@ -14,10 +14,9 @@
 #include "comm_profile.h"
 #include "config.h"
 #include "data.h"
+#include "dp_sync.h"
 #include "gpt2.h"
-#include "grad_reduce.h"
 #include "grid.h"
-#include "param_gather.h"
 #include "partition.h"
 #include "pipe_comm.h"
 #include "planner.h"
@@ -43,7 +42,8 @@ typedef struct {
     zt_dataset train, val;
     char val_path[ZT_PATH_MAX];
     int has_val;
-    size_t shard_lo, shard_hi; // this rank's optimizer range of the flat buffer
+    zt_dp_sync sync;           // ZeRO: this rank's optimizer range (sync.shard_lo, shard_hi),
+                               // the gradient's reduction and the parameters' gather
     int n_slots;               // micro-batches this stage holds at once
     // device memory of `be`:
     int32_t *inputs, *targets; // (n_slots, B*T) tokens of each held micro-batch
@@ -52,17 +52,12 @@ typedef struct {
     float *dinput;             // (N*C) gradient of this stage's input, to send back
     double compute_s, sched_s; // time in forward/backward, and in the whole schedule, last step
     double pp_comm_s;          // of the schedule, in pipeline transfers, last step
-    int overlap;               // --overlap-comm on: the dp reduction in buckets (gr)
-    zt_grad_reduce gr;
-    int overlap_gather;        // ... and with --zero 1, the parameter all-gather (pg)
-    zt_param_gather pg;        //   left in flight into the next step's first forward
-    int overlap_pipe;          // ... and with --pp on a path with isend/irecv, the pipeline
-    zt_pipe_comm pc;           //   transfers nonblocking
+    zt_pipe_comm pc;           // the stage's pipeline transfers (blocking or not inside)
     int step0;                 // completed steps at start (--resume), and
     uint64_t sample0;          // training samples consumed by then
     zt_train_sampler sampler;  // --sample-every
     int preempted;             // stopped by a preemption signal, after a checkpoint
-    double run_t0;             // when the loop began (zt_now_s)
+    double run_t0;             // when the loop began (zt_mono_s)
     double first_step_s;       // rank 0: seconds from run_t0 to the end of the run's first step
     FILE *log;
     int log_errno;             // rank 0: the errno of a failed log write (0 = none)
@@ -104,12 +99,13 @@ static inline int zt_trainer_last_stage(const zt_trainer *t) {
     return t->grid.pp_rank == t->grid.pp - 1;
 }
 
-// train_step.c. Seconds on a monotonic clock.
-double zt_now_s(void);
-
 // Elements of one micro-batch's activations (N * C): what the pipeline moves.
 static inline size_t zt_trainer_act_count(const zt_trainer *t) {
     return (size_t)t->cfg->micro_batch * t->cfg->seq * t->shape.n_embd;
+}
+// Tokens in one global batch (micro-batch x seq x grad-accum x dp): the loss's divisor.
+static inline double zt_trainer_global_tokens(const zt_trainer *t) {
+    return (double)t->cfg->micro_batch * t->cfg->seq * t->cfg->grad_accum * t->grid.dp;
 }
 // train_schedule.c. Micro-batch k of `step` (of `accum` per dp rank) from ds into slot `slot`.
 void zt_trainer_read_batch(zt_trainer *t, zt_dataset *ds, uint64_t step, int k, int accum,
@@ -121,7 +117,7 @@ double zt_trainer_run_schedule(zt_trainer *t, uint64_t step, float loss_scale);
 static inline float *zt_trainer_master(const zt_trainer *t) {
     return t->plan.is_8bit ? t->opt8.master : t->opt.master;
 }
-// One training step on every rank: forward and backward over the micro-batches, the
+// train_step.c. One training step on every rank: forward and backward over the micro-batches, the
 // reductions, the clip and the update. ZT_ERR (the same on every rank) when the loss or a
 // gradient is not finite, or rank 0 could not write the log.
 zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out);

@@ -87,18 +87,19 @@ typedef struct {
     void *act_block;          // one allocation holding every slot's activations
     void *ws_block;           // one allocation holding the backward scratch
     void *logits_block;       // the loss's chunk of logits (last stage), ZT_MEM_LOGITS
-    // Set by the caller around the step's last backward only (NULL otherwise): called by
-    // zt_gpt2_backward each time a tail of the gradient is final, grads [from, layout.numel)
-    // (the blocks run last to first and each block's tensors are laid out attention then MLP,
-    // so the buffer fills from its end: after each half of each block). `from` never grows.
-    // The embedding's region (and wte on the last stage) is never announced: the caller
-    // knows it is final when the backward returns. Also a place to poll communication.
+    // Hooks, set once by the caller (NULL: none); the callee knows which calls concern it
+    // (the trainer's: the step's last backward, its first forward; src/parallel/dp_sync.h).
+    // grad_ready: called by zt_gpt2_backward each time a tail of this backward's gradient is
+    // done, grads [from, layout.numel) (the blocks run last to first and each block's tensors
+    // are laid out attention then MLP, so the buffer fills from its end: after each half of
+    // each block). `from` never grows within a backward. The embedding's region (and wte on
+    // the last stage) is never announced: the caller knows it is done when the backward
+    // returns. Also a place to poll communication.
     void (*grad_ready)(void *ctx, size_t from);
     void *grad_ready_ctx;
-    // Set by the caller around the step's first forward only (NULL otherwise): called by
-    // zt_gpt2_forward just before it first reads a unit's weights, params [lo, hi) (the
-    // span of the unit's tensors; the head's includes the tied wte), so that a parameter
-    // gather still in flight can be waited for piece by piece.
+    // params_need: called by zt_gpt2_forward just before it first reads a unit's weights,
+    // params [lo, hi) (the span of the unit's tensors; the head's includes the tied wte), so
+    // that a parameter gather still in flight can be waited for piece by piece.
     void (*params_need)(void *ctx, size_t lo, size_t hi);
     void *params_need_ctx;
 } zt_gpt2;

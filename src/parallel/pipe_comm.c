@@ -1,4 +1,4 @@
-// Nonblocking pipeline transfers (pipe_comm.h).
+// The stage's pipeline transfers, blocking or nonblocking (pipe_comm.h).
 #include "pipe_comm.h"
 
 #include <stdlib.h>
@@ -13,10 +13,12 @@ static zt_comm_req *r_out(zt_pipe_comm *o, int k) {
 static zt_comm_req *r_dinput(zt_pipe_comm *o) { return &o->req[3 * o->n_slots]; }
 
 void zt_pipe_comm_init(zt_pipe_comm *o, const zt_comm *pp, int pp_rank, int pp_size,
-                       size_t count, int n_slots, int micro, float *recv_in, float *recv_dout) {
+                       size_t count, int n_slots, int micro, float *recv_in, float *recv_dout,
+                       int overlap) {
     memset(o, 0, sizeof *o);
-    ZT_ASSERT(zt_comm_has_async_p2p(pp) && n_slots >= 1 && micro >= 1);
+    ZT_ASSERT(n_slots >= 1 && micro >= 1);
     o->pp = pp;
+    o->async = overlap && pp_size > 1 && zt_comm_has_async_p2p(pp);
     o->prev = pp_rank > 0 ? pp_rank - 1 : -1;
     o->next = pp_rank + 1 < pp_size ? pp_rank + 1 : -1;
     o->count = count;
@@ -63,15 +65,17 @@ static void start_send(zt_pipe_comm *o, const float *buf, int peer, zt_comm_req 
 }
 
 void zt_pipe_comm_begin(zt_pipe_comm *o) {
+    o->comm_s = 0.0;
+    o->transfers = 0;
+    if (!o->async) return;
     for (int i = 0; i <= 3 * o->n_slots; i++)
         ZT_ASSERTF(!o->req[i].c, "a pipeline transfer of the last step in flight");
     o->in_posted = o->dout_posted = o->fwd_done = o->bwd_done = 0;
-    o->comm_s = 0.0;
-    o->transfers = 0;
     post_free(o);
 }
 
-void zt_pipe_comm_check_posted(const zt_pipe_comm *o, int k, int backward) {
+// Receive actions, nonblocking: micro-batch k's receive must be posted already.
+static void check_posted(const zt_pipe_comm *o, int k, int backward) {
     ZT_ASSERTF((backward ? o->dout_posted : o->in_posted) > k,
                "the receive of micro-batch %d (%s) was not posted before the schedule needed it",
                k, backward ? "gradient" : "activations");
@@ -86,43 +90,96 @@ static void wait_timed(zt_pipe_comm *o, zt_comm_req *r) {
 }
 
 void zt_pipe_comm_before_fwd(zt_pipe_comm *o, int k) {
+    if (!o->async) return;
     ZT_ASSERTF(k == o->fwd_done, "forwards out of micro-batch order (%d after %d)", k, o->fwd_done);
     if (o->prev >= 0) {
-        zt_pipe_comm_check_posted(o, k, 0);
+        check_posted(o, k, 0);
         wait_timed(o, r_in(o, k));
     }
     wait_timed(o, r_out(o, k)); // the send of k - n_slots reads the slot the forward writes
 }
 
 void zt_pipe_comm_after_fwd(zt_pipe_comm *o, int k) {
+    if (!o->async) return;
     o->fwd_done = k + 1;
     post_free(o);
 }
 
 void zt_pipe_comm_before_bwd(zt_pipe_comm *o, int k) {
+    if (!o->async) return;
     ZT_ASSERTF(k == o->bwd_done, "backwards out of micro-batch order (%d after %d)", k,
                o->bwd_done);
     if (o->next >= 0) {
-        zt_pipe_comm_check_posted(o, k, 1);
+        check_posted(o, k, 1);
         wait_timed(o, r_dout(o, k));
     }
     wait_timed(o, r_dinput(o)); // the backward writes dinput
 }
 
 void zt_pipe_comm_after_bwd(zt_pipe_comm *o, int k) {
+    if (!o->async) return;
     o->bwd_done = k + 1;
     post_free(o);
 }
 
-void zt_pipe_comm_send_fwd(zt_pipe_comm *o, int k, const float *out) {
-    start_send(o, out, o->next, r_out(o, k));
+// The actions blocking: each its call; a send waits for its receiver.
+static void transfer_blocking(zt_pipe_comm *o, const zt_sched_action *a, const float *out,
+                              const float *dinput) {
+    size_t n = o->count;
+    float *in = o->recv_in + (size_t)(a->micro % o->n_slots) * n;
+    float *dout = o->recv_dout + (size_t)(a->micro % o->n_slots) * n;
+    int r = a->recv_micro < 0 ? 0 : a->recv_micro % o->n_slots;
+    switch (a->op) {
+    case ZT_SCHED_OP_RECV_FWD: zt_comm_recv(o->pp, in, n, ZT_F32, o->prev, 0, NULL); break;
+    case ZT_SCHED_OP_SEND_FWD: zt_comm_send(o->pp, out, n, ZT_F32, o->next, 0, NULL); break;
+    case ZT_SCHED_OP_RECV_BWD: zt_comm_recv(o->pp, dout, n, ZT_F32, o->next, 0, NULL); break;
+    case ZT_SCHED_OP_SEND_BWD: zt_comm_send(o->pp, dinput, n, ZT_F32, o->prev, 0, NULL); break;
+    case ZT_SCHED_OP_SEND_FWD_RECV_BWD:
+        zt_comm_send_recv(o->pp, out, n, o->next, o->recv_dout + (size_t)r * n, n, o->next,
+                          ZT_F32, 0, NULL);
+        break;
+    case ZT_SCHED_OP_SEND_BWD_RECV_FWD:
+        zt_comm_send_recv(o->pp, dinput, n, o->prev, o->recv_in + (size_t)r * n, n, o->prev,
+                          ZT_F32, 0, NULL);
+        break;
+    default: ZT_ASSERTF(0, "unknown schedule op %d", (int)a->op);
+    }
 }
 
-void zt_pipe_comm_send_bwd(zt_pipe_comm *o, const float *dinput) {
-    start_send(o, dinput, o->prev, r_dinput(o));
+// The same actions nonblocking: a send starts and the stage moves on; a receive was posted
+// as soon as its buffer was free, and the forward or backward that reads it waits for it.
+static void transfer_async(zt_pipe_comm *o, const zt_sched_action *a, const float *out,
+                           const float *dinput) {
+    switch (a->op) {
+    case ZT_SCHED_OP_RECV_FWD: check_posted(o, a->micro, 0); break;
+    case ZT_SCHED_OP_RECV_BWD: check_posted(o, a->micro, 1); break;
+    case ZT_SCHED_OP_SEND_FWD:
+    case ZT_SCHED_OP_SEND_FWD_RECV_BWD:
+        start_send(o, out, o->next, r_out(o, a->micro));
+        if (a->recv_micro >= 0) check_posted(o, a->recv_micro, 1);
+        break;
+    case ZT_SCHED_OP_SEND_BWD:
+    case ZT_SCHED_OP_SEND_BWD_RECV_FWD:
+        start_send(o, dinput, o->prev, r_dinput(o));
+        if (a->recv_micro >= 0) check_posted(o, a->recv_micro, 0);
+        break;
+    default: ZT_ASSERTF(0, "unknown schedule op %d", (int)a->op);
+    }
+}
+
+void zt_pipe_comm_transfer(zt_pipe_comm *o, const zt_sched_action *a, const float *out,
+                           const float *dinput) {
+    if (o->async) {
+        transfer_async(o, a, out, dinput); // times its own calls
+        return;
+    }
+    double t0 = zt_mono_s();
+    transfer_blocking(o, a, out, dinput);
+    o->comm_s += zt_mono_s() - t0;
 }
 
 void zt_pipe_comm_end(zt_pipe_comm *o) {
+    if (!o->async) return;
     ZT_ASSERTF((o->prev < 0 || o->fwd_done == o->micro) && (o->next < 0 || o->bwd_done == o->micro),
                "the step ended with micro-batches not run");
     for (int i = 0; i <= 3 * o->n_slots; i++) wait_timed(o, &o->req[i]);

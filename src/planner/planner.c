@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "dp_sync.h"
 #include "generate.h"
 #include "gpt2.h"
 #include "grid.h"
@@ -30,15 +31,7 @@ int zt_plan_stage_slots(const zt_plan_spec *s, int stage) {
 }
 
 void zt_plan_shard(const zt_plan_spec *s, size_t numel, int dp_rank, size_t *lo, size_t *hi) {
-    size_t dp = (size_t)s->dp;
-    ZT_ASSERT(numel % (dp * ZT_ALIGN_ELEMS) == 0 && dp_rank >= 0 && dp_rank < s->dp);
-    if (s->zero == 1) {
-        *lo = (size_t)dp_rank * (numel / dp);
-        *hi = *lo + numel / dp;
-    } else {
-        *lo = 0;
-        *hi = numel;
-    }
+    zt_dp_shard(numel, s->dp, dp_rank, s->zero, lo, hi); // the trainer's own arithmetic
 }
 
 // ---------------------------------------------------------------- one rank

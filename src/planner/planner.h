@@ -133,7 +133,7 @@ zt_status zt_plan_partition_cached(const zt_plan_spec *s, zt_plan_cache *cache,
 
 // This dp rank's optimizer range [lo, hi) of a flat buffer of `numel` elements (a
 // multiple of dp * ZT_ALIGN_ELEMS, asserted): the 1/dp shard under zero 1, everything
-// under zero 0.
+// under zero 0 (zt_dp_shard, src/parallel/dp_sync.h: the trainer's arithmetic).
 void zt_plan_shard(const zt_plan_spec *s, size_t numel, int dp_rank, size_t *lo, size_t *hi);
 
 // The plan of the rank at (dp_rank, pp_rank, tp_rank) under partition `p`. Fails only on
