@@ -29,7 +29,7 @@ int zt_check_close(const char *what, const float *got, const float *ref, size_t 
 // Opened as production opens it (zt_backend_open, which checks its table), with OpenMP's
 // default threads; then threads 0, so the kernels size their scratch by
 // omp_get_max_threads() when called: tests change the thread count between calls.
-const zt_backend *zt_test_backend_cpu(void) {
+const zt_backend *zt_test_cpu(void) {
     static zt_backend cpu;
     if (!cpu.ops) {
         if (zt_backend_open(&cpu, "cpu", &(zt_backend_options){0}) != ZT_OK) {

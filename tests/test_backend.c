@@ -72,7 +72,7 @@ ZT_TEST(backend_open_options) {
 // them sum_into (which the hand-kept check once missed) and attention_decode (every backend
 // has it: the decoder calls it unchecked).
 ZT_TEST(backend_ops_check) {
-    const zt_backend_i *cpu = zt_test_backend_cpu()->ops;
+    const zt_backend_i *cpu = zt_test_cpu()->ops;
     CHECK(zt_backend_missing_op(cpu, 1) == NULL);
     int ops = 0, bf16_ops = 0;
 #define ZT_OP(ret, name, group, ...)                                                   \
@@ -160,7 +160,7 @@ static int forwarded(const char *name, int op, int timed, long timings) {
 // --profile forwards every op of the list to the inner backend's op of the same name, timing
 // those with a phase (a sync, then their time in the phase) and no other.
 ZT_TEST(backend_profile_forwards) {
-    zt_backend_caps caps = *zt_test_backend_cpu()->caps; // bf16 1: every slot wrapped
+    zt_backend_caps caps = *zt_test_cpu()->caps; // bf16 1: every slot wrapped
     zt_backend inner = {&rec_ops, &caps, 1, NULL}, pb;
     zt_profile acc;
     memset(&acc, 0, sizeof acc);
