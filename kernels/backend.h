@@ -1,20 +1,11 @@
 // The backend seam: where tensors live and what runs on them (docs/design.md, "Backends").
 // The model (src/model/gpt2.c), the loss, the trainer, the optimizers and the grad norm reach
 // tensor memory only through a zt_backend: its allocator, memset, copies, host views
-// (map/unmap) and kernels. The CPU backend (backend_cpu.c) is kernels.h's OpenMP + BLAS
-// code and host memory; a GPU backend implements the same table with device memory,
-// CUDA kernels and cuBLAS, and is tested against the CPU one.
-//
-// Conventions every backend keeps:
-// - "Device" pointers are what alloc returned (plus offsets); on the CPU they are host
-//   pointers. Host code never dereferences a device pointer: it maps it.
-// - Every op takes the backend first; a backend with a stream issues its work there in
-//   order. Work may still be running when an op returns, except where a result comes
-//   back to the host (map with read, sum, sumsq, copy to the host): those wait for it.
-// - Kernel arguments follow kernels.h (outputs first, inputs const, sizes last) and mean
-//   exactly what kernels.h says; kernels.h is the CPU backend's implementation.
-// - Failure of the backend itself (out of device memory, a launch error) is fatal with a
-//   message naming what failed; user input never reaches a backend unchecked.
+// (map/unmap) and kernels, the ops of backend_ops.h, which says what each one means. The CPU
+// backend (kernels/cpu/backend_cpu.c) is kernels.h's OpenMP + BLAS code and host memory; a
+// GPU backend (kernels/cuda/backend_cuda.c) implements the same ops with device memory, CUDA
+// kernels and cuBLAS, and is tested against the CPU one. Callers open a backend by name
+// (zt_backend_open) and call its ops through the table: be->ops->gemm(be, ...).
 #ifndef ZT_BACKEND_H
 #define ZT_BACKEND_H
 
@@ -27,199 +18,52 @@
 #include "common.h"
 #include "dtype.h"
 #include "memory.h"
+#include "profile.h"
 
 typedef enum { ZT_COPY_H2D = 0, ZT_COPY_D2H, ZT_COPY_D2D } zt_copy_kind;
 
 typedef struct zt_backend zt_backend;
 
+// ---- the op list's helpers (backend_ops.h has the list and how to read an entry) ----
+// Which backends fill an op's slot.
+typedef enum {
+    ZT_OPS_ALL = 0, // every backend: never NULL
+    ZT_OPS_BF16,    // a backend whose caps.bf16 is 1; NULL on one without the bf16 ops
+} zt_op_group;
+// The phase of an op --profile does not time (host queries, the allocator, sync).
+#define ZT_OP_UNTIMED (-1)
+// An entry's return code as its C type.
+#define ZT_OP_RET(code) ZT_OP_RET_##code
+#define ZT_OP_RET_void void
+#define ZT_OP_RET_int int
+#define ZT_OP_RET_double double
+#define ZT_OP_RET_ptr void *
+// An entry's (type, name)(type, name)... as the parameters that follow the backend,
+// ", type name, type name", and as the arguments that pass them on, ", name, name". Each
+// pair's macro ends with the other's name, which takes the next pair; the one left at the
+// end is pasted with _END into nothing.
+#define ZT_OP_PARAMS(pairs) ZT_OP_LAST_END(ZT_OP_PARAM_A pairs)
+#define ZT_OP_ARGS(pairs) ZT_OP_LAST_END(ZT_OP_ARG_A pairs)
+#define ZT_OP_PARAM_A(type, name) , type name ZT_OP_PARAM_B
+#define ZT_OP_PARAM_B(type, name) , type name ZT_OP_PARAM_A
+#define ZT_OP_ARG_A(type, name) , name ZT_OP_ARG_B
+#define ZT_OP_ARG_B(type, name) , name ZT_OP_ARG_A
+#define ZT_OP_PARAM_A_END
+#define ZT_OP_PARAM_B_END
+#define ZT_OP_ARG_A_END
+#define ZT_OP_ARG_B_END
+#define ZT_OP_LAST_END(...) ZT_OP_PASTE_END(__VA_ARGS__)
+#define ZT_OP_PASTE_END(...) __VA_ARGS__##_END
+
+// The table a backend fills: its name, its library, and one slot per op of backend_ops.h,
+// `returns (*name)(const zt_backend *be, params...)`. The ops' contract is in that list.
 typedef struct zt_backend_i {
     const char *name;    // "cpu", "cuda"
     const char *library; // what describe reports on: "blas", "gpu"
-
-    // ---- what the products run on ----
-    // One line on the library and kernels (the run's banner), and the same as one JSON
-    // object without a newline (the log's header line).
-    void (*describe)(const zt_backend *be, char *buf, size_t size);
-    void (*write_json)(const zt_backend *be, FILE *f);
-
-    // ---- memory ----
-    // `bytes` of device memory, zero-filled, counted under `cat` by the tagged allocator
-    // (memory.h). NULL only for bytes == 0. Free with free (NULL accepted).
-    void *(*alloc)(const zt_backend *be, zt_mem_category cat, size_t bytes);
-    void (*free)(const zt_backend *be, void *ptr);
-    // dst[0..bytes) = byte (device memory).
-    void (*memset)(const zt_backend *be, void *dst, int byte, size_t bytes);
-    // Copies between host and device (kind says which side each pointer is on).
-    void (*copy)(const zt_backend *be, void *dst, const void *src, size_t bytes,
-                 zt_copy_kind kind);
-    // A host view of device memory [dev, dev + bytes): with `read` it holds the device's
-    // values, without it zeros. unmap with `write` stores the view back into the device
-    // memory, then releases the view. On the CPU the view is `dev` itself (no copy).
-    // For host code that is not in the step: initialization, checkpoints, checks.
-    void *(*map)(const zt_backend *be, void *dev, size_t bytes, int read);
-    void (*unmap)(const zt_backend *be, void *dev, void *host, size_t bytes, int write);
-    // Waits until all issued work is done; a failure in it is fatal (with the kernel's
-    // error). Called at every step boundary.
-    void (*sync)(const zt_backend *be);
-    // The queue its work runs on (a cudaStream_t), for a comm backend that orders its
-    // collectives with the kernels (comm/comm_nccl.h); NULL where work runs as it is issued.
-    void *(*stream)(const zt_backend *be);
-    // The device it runs on: returns its index as this process numbers them (after
-    // CUDA_VISIBLE_DEVICES) and writes to id (size bytes, NUL-terminated) a name of the
-    // physical device that is the same in every process and differs between devices
-    // (CUDA: host name and PCI bus id, what NCCL compares to refuse two ranks on one GPU),
-    // so the grid can tell which ranks share one. -1 and "" on a backend without a device.
-    int (*device)(const zt_backend *be, char *id, size_t size);
-    // The memory of that device now (the fit check before a run allocates): 1 with *free_b
-    // and *total_b as the device reports them (CUDA: cudaMemGetInfo) and *held the bytes
-    // this backend holds there through its allocator (after open: its fixed buffers,
-    // caps.fixed_workspace), already missing from *free_b but counted by the planner too;
-    // 0 (all three 0) on a backend without device memory (the CPU: host memory is checked).
-    int (*memory_info)(const zt_backend *be, size_t *free_b, size_t *total_b, size_t *held);
-    // Host memory its copies are fastest from and to (pinned on a GPU): `bytes`, zero-filled,
-    // for the comm staging buffers; NULL only for 0 bytes, out of memory is fatal. Counted
-    // under `cat` where host memory is the backend's memory (the CPU), not on a GPU (the
-    // allocator's counts are device memory there). Free with host_free (NULL accepted).
-    void *(*host_alloc)(const zt_backend *be, zt_mem_category cat, size_t bytes);
-    void (*host_free)(const zt_backend *be, void *ptr);
-
-    // ---- the model's kernels (kernels.h has each one's shapes and rules) ----
-    void (*gemm)(const zt_backend *be, int trans_a, int trans_b, int M, int N, int K, float alpha,
-                 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
-    void (*encoder_forward)(const zt_backend *be, float *out, const int32_t *tokens,
-                            const float *wte, const float *wpe, int vocab_lo, int vocab_rows,
-                            int N, int T, int C);
-    void (*encoder_backward)(const zt_backend *be, float *dwte, float *dwpe, const float *dout,
-                             const int32_t *tokens, int vocab_lo, int vocab_rows, int N, int T,
-                             int C);
-    void (*layernorm_forward)(const zt_backend *be, float *out, float *mean, float *rstd,
-                              const float *inp, const float *w, const float *b, int N, int C);
-    // res = a + b, then layernorm_forward of res: the residual add and the LayerNorm that
-    // follows it in one pass (kernels.h's zt_residual_layernorm_forward). The CPU's is
-    // bit-identical to add then layernorm_forward; a GPU's may differ as its layernorm_forward.
-    void (*residual_layernorm_forward)(const zt_backend *be, float *res, float *out, float *mean,
-                                       float *rstd, const float *a, const float *b,
-                                       const float *w, const float *bias, int N, int C);
-    void (*layernorm_backward)(const zt_backend *be, float *dinp, float *dw, float *db,
-                               const float *dout, const float *inp, const float *w,
-                               const float *mean, const float *rstd, int N, int C);
-    void (*matmul_forward)(const zt_backend *be, float *out, const float *inp, const float *w,
-                           const float *bias, int N, int C, int OC);
-    void (*matmul_backward)(const zt_backend *be, float *dinp, float *dw, float *dbias,
-                            const float *dout, const float *inp, const float *w, int N, int C,
-                            int OC, int accumulate_dinp);
-    void (*matmul_in_out_forward)(const zt_backend *be, float *out, const float *inp,
-                                  const float *w, const float *bias, int N, int C, int OC);
-    void (*matmul_in_out_backward)(const zt_backend *be, float *dinp, float *dw, float *dbias,
-                                   const float *dout, const float *inp, const float *w, int N,
-                                   int C, int OC, int accumulate_dinp);
-    void (*gelu_forward)(const zt_backend *be, float *out, const float *inp, size_t n);
-    // pre = matmul_forward(inp, w, bias), out = gelu(pre), both kept (the MLP's c_fc; the
-    // backward reads pre): the bias and the GELU in one pass on a GPU (kernels.h's
-    // zt_matmul_gelu_forward). The CPU's is bit-identical to matmul_forward then gelu_forward.
-    void (*matmul_gelu_forward)(const zt_backend *be, float *pre, float *out, const float *inp,
-                                const float *w, const float *bias, int N, int C, int OC);
-    void (*gelu_backward)(const zt_backend *be, float *dinp, const float *inp, const float *dout,
-                          size_t n);
-    void (*add)(const zt_backend *be, float *out, const float *a, const float *b, size_t n);
-    void (*attention_forward)(const zt_backend *be, float *out, float *lse, const float *qkv,
-                              float *work, int B, int T, int C, int NH);
-    void (*attention_backward)(const zt_backend *be, float *dqkv, const float *dout,
-                               const float *qkv, const float *lse, float *work, int B, int T,
-                               int C, int NH);
-    // n_q queries against a KV cache (generation, src/model/generate.c; kernels.h has the
-    // rules): out (n_q, C) for q (n_q rows 3C apart), query i at position n_pos - n_q + i
-    // against k, v (n_pos, C) rows up to it, NH heads of C/NH. work: NH * n_q * n_pos
-    // floats. NULL on a backend without it (zt_decoder_init refuses that backend).
-    void (*attention_decode)(const zt_backend *be, float *out, const float *q, const float *k,
-                             const float *v, float *work, int n_q, int n_pos, int C, int NH);
-    void (*ce_slice_stats)(const zt_backend *be, float *row_max, float *target_logit,
-                           const float *logits, const int32_t *targets, int n, int n_valid,
-                           int vocab_lo, int ld);
-    void (*ce_slice_sumexp)(const zt_backend *be, float *sumexp, const float *logits,
-                            const float *row_max, int n, int n_valid, int ld);
-    void (*ce_slice_finish)(const zt_backend *be, float *dlogits, float *losses,
-                            const float *logits, const int32_t *targets, const float *row_max,
-                            const float *sumexp, const float *target_logit, float scale, int n,
-                            int n_valid, int vocab_lo, int ld);
-
-    // ---- reductions that come back to the host ----
-    // Sum of x[0..n) in double.
-    double (*sum)(const zt_backend *be, const float *x, size_t n);
-    // *acc += sum of x[0..n) in double, as `sum`, with acc one double of the backend's memory:
-    // nothing comes back, so a GPU need not wait (the training loss stays on the device until
-    // the step's end, when one copy reads it).
-    void (*sum_into)(const zt_backend *be, double *acc, const float *x, size_t n);
-    // out[0] += sum of x[i]^2 over the finite x[i] (in double), out[1] += count of the
-    // non-finite ones.
-    void (*sumsq)(const zt_backend *be, double out[2], const float *x, size_t n);
-
-    // ---- optimizer kernels (optim/) ----
-    // AdamW on n elements: p, m, v updated from g (adamw_math.h); h is host memory.
-    void (*adamw)(const zt_backend *be, float *p, float *m, float *v, const float *g, size_t n,
-                  float wd, const zt_adamw_hparams *h);
-    // 8-bit AdamW on n elements in blocks of `block` values (optim/adamw8bit.h): per
-    // block, dequantize qm/qv with absmax_m/absmax_v[j], update, requantize with the
-    // block's new absmax. map_m, map_v: the 256-entry code maps, host memory.
-    void (*adamw8bit)(const zt_backend *be, float *p, const float *g, uint8_t *qm, uint8_t *qv,
-                      float *absmax_m, float *absmax_v, size_t n, int block, const float *map_m,
-                      const float *map_v, float wd, const zt_adamw_hparams *h);
-
-    // ---- bf16 mixed precision (docs/design.md, "bf16") ----
-    // NULL on a backend whose caps.bf16 is 0. Parameters and their gradients are bf16,
-    // activations fp32. A kernel that adds into a bf16 gradient sums its own contributions
-    // in fp32 and rounds once per element per call (round to nearest even, bf16_math.h).
-    //
-    // C (M, N) = alpha op(A) op(B) + beta C, row-major with gemm's arguments, A, B and C
-    // each fp32 or bf16 (at, bt, ct). The products have bf16 operands: an fp32 A or B is
-    // rounded to bf16 first (what a tensor core or a bf16 dot product computes); the sums
-    // are fp32. A bf16 C is widened for beta and rounded once at the end. work: the
-    // caller's scratch of caps.gemm_mixed_workspace bytes (any M, N, K: the backend tiles).
-    void (*gemm_mixed)(const zt_backend *be, int trans_a, int trans_b, int M, int N, int K,
-                       float alpha, const void *A, zt_dtype at, int lda, const void *B,
-                       zt_dtype bt, int ldb, float beta, void *C, zt_dtype ct, int ldc,
-                       void *work);
-    // One line on what gemm_mixed's products run on (a bf16 run's banner), e.g. the CPU's
-    // "bf16 GEMM: oneDNN ..." or "bf16 GEMM: fp32 fallback ...": its speed depends on it.
-    void (*describe_gemm_mixed)(const zt_backend *be, char *buf, size_t size);
-    // out (N, OC) += bias (OC).
-    void (*bias_forward_bf16)(const zt_backend *be, float *out, const zt_bf16 *bias, int N,
-                              int OC);
-    // dbias (OC) += column sums of dout (N, OC).
-    void (*bias_backward_bf16)(const zt_backend *be, zt_bf16 *dbias, const float *dout, int N,
-                               int OC);
-    // encoder_forward / encoder_backward with bf16 wte, wpe and their gradients.
-    void (*encoder_forward_bf16)(const zt_backend *be, float *out, const int32_t *tokens,
-                                 const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
-                                 int vocab_rows, int N, int T, int C);
-    void (*encoder_backward_bf16)(const zt_backend *be, zt_bf16 *dwte, zt_bf16 *dwpe,
-                                  const float *dout, const int32_t *tokens, int vocab_lo,
-                                  int vocab_rows, int N, int T, int C);
-    // layernorm_forward / layernorm_backward with bf16 weight, bias and their gradients; the
-    // forward's out is fp32 or bf16 (out_dt: the row computed in fp32, rounded once).
-    void (*layernorm_forward_bf16)(const zt_backend *be, void *out, zt_dtype out_dt, float *mean,
-                                   float *rstd, const float *inp, const zt_bf16 *w,
-                                   const zt_bf16 *b, int N, int C);
-    // gelu_forward with out rounded to bf16.
-    void (*gelu_forward_bf16)(const zt_backend *be, zt_bf16 *out, const float *inp, size_t n);
-    void (*layernorm_backward_bf16)(const zt_backend *be, float *dinp, zt_bf16 *dw, zt_bf16 *db,
-                                    const float *dout, const float *inp, const zt_bf16 *w,
-                                    const float *mean, const float *rstd, int N, int C);
-    // sumsq over bf16 values (the gradient's norm): out[0] += sum of the finite x[i]^2 in
-    // double, out[1] += count of the non-finite ones.
-    void (*sumsq_bf16)(const zt_backend *be, double out[2], const zt_bf16 *x, size_t n);
-    // AdamW on n elements with fp32 master weights: master, m, v updated from the bf16
-    // gradient g exactly as adamw updates p (adamw_math.h), then p = master rounded to bf16.
-    void (*adamw_bf16)(const zt_backend *be, float *master, zt_bf16 *p, float *m, float *v,
-                       const zt_bf16 *g, size_t n, float wd, const zt_adamw_hparams *h);
-    // adamw8bit with fp32 master weights and a bf16 gradient, p = master rounded to bf16.
-    void (*adamw8bit_bf16)(const zt_backend *be, float *master, zt_bf16 *p, const zt_bf16 *g,
-                           uint8_t *qm, uint8_t *qv, float *absmax_m, float *absmax_v, size_t n,
-                           int block, const float *map_m, const float *map_v, float wd,
-                           const zt_adamw_hparams *h);
-    // out[i] = in[i] rounded to bf16 (nearest even) / widened to fp32 (exact), device memory.
-    void (*bf16_from_fp32)(const zt_backend *be, zt_bf16 *out, const float *in, size_t n);
-    void (*bf16_to_fp32)(const zt_backend *be, float *out, const zt_bf16 *in, size_t n);
+#define ZT_OP(ret, name, group, phase, flops, params) \
+    ZT_OP_RET(ret) (*name)(const zt_backend *be ZT_OP_PARAMS(params));
+#include "backend_ops.h"
+#undef ZT_OP
 } zt_backend_i;
 
 // What a backend supports, known without opening it: the option checks and the planner ask.
@@ -229,7 +73,7 @@ typedef struct {
     int tf32;          // honours zt_backend_options.tf32
     int multi_rank;    // several ranks' tensors can move through the comm backends
     int device_memory; // tensors live off the host (a GPU's memory)
-    int bf16;          // the bf16 mixed-precision ops (zt_backend_i's last group)
+    int bf16;          // the bf16 mixed-precision ops (backend_ops.h's ZT_OPS_BF16 group)
     int max_tokens;    // tokens a micro-batch may hold (0: any): the CUDA embedding backward's
                        // sort scratch, sized at open (launch_math.h, ZT_EMBED_MAX_TOKENS)
     size_t gemm_mixed_workspace; // bytes of scratch gemm_mixed takes (0: none)
@@ -276,8 +120,10 @@ zt_status zt_backend_check(const char *name, const zt_backend_options *opt);
 // does not exist, want < -1.
 zt_status zt_backend_pick_device(int want, int local_rank, int count, int *device);
 
-// Opens backend `name` with `opt` into *be (zt_backend_check first). ZT_ERR with one clear message for a name that is
-// unknown or not built into this binary, an option it does not support, a GPU that is missing.
+// Opens backend `name` with `opt` into *be (zt_backend_check first). ZT_ERR with one clear
+// message for a name that is unknown or not built into this binary, an option it does not
+// support, a GPU that is missing. A backend whose table lacks an op (backend_ops.h) is a bug:
+// fatal, naming the op.
 // Close it with zt_backend_close after everything allocated through it has been freed.
 zt_status zt_backend_open(zt_backend *be, const char *name, const zt_backend_options *opt);
 // Releases what open made; accepts a zeroed or half-built *be.
@@ -295,10 +141,6 @@ int zt_backends_start(char **argv);
 // execs mpirun): takes back the variables zt_backends_start set for this process alone, so
 // each rank decides for itself and reports its own choice, not a launcher's as the user's.
 void zt_backends_unset_env(void);
-
-// The CPU backend, already open with OpenMP's default threads: for tests and tools that
-// need no options. The pointer is static.
-const zt_backend *zt_backend_cpu(void);
 
 // Typed shorthands for the calls host code makes most.
 static inline void *zt_be_alloc(const zt_backend *be, zt_mem_category cat, size_t bytes) {

@@ -15,6 +15,11 @@ typedef struct {
     void (*unset_env)(void);       // zt_backends_unset_env's part; NULL: nothing to do
 } zt_backend_entry;
 
+// The registry's check of a table, run when a backend opens (fatal there: a bug): NULL when
+// every slot backend_ops.h requires is filled (the ZT_OPS_BF16 group only where bf16 is 1),
+// else the name of the first empty one.
+const char *zt_backend_missing_op(const zt_backend_i *ops, int bf16);
+
 // kernels/cpu/backend_cpu.c
 extern const zt_backend_entry zt_backend_cpu_entry;
 // kernels/cuda/backend_cuda.c in `make cuda`, kernels/cuda/backend_nocuda.c otherwise

@@ -94,8 +94,8 @@ static inline ZT_HD float zt_ln_lane_sum(const float *x, int C, int lane, int la
     for (int i = lane; i < C; i += lanes) s += x[i];
     return s;
 }
-// The fused residual + LayerNorm (kernels.h's residual_layernorm_forward): res = a + b on the
-// lane's columns, written once, and their sum in zt_ln_lane_sum's order (the same value).
+// The fused residual + LayerNorm (backend_ops.h's residual_layernorm_forward): res = a + b on
+// the lane's columns, written once, and their sum in zt_ln_lane_sum's order (the same value).
 static inline ZT_HD float zt_ln_lane_add_sum(float *res, const float *a, const float *b, int C,
                                              int lane, int lanes) {
     float s = 0.0f;

@@ -1,7 +1,9 @@
 // The test runner: `zt_tests --list`, `zt_tests NAME...`, or no argument for all.
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "blas_core.h"
 #include "test.h"
 #include "test_table.h"
@@ -22,6 +24,21 @@ int zt_check_close(const char *what, const float *got, const float *ref, size_t 
     printf("  %-28s n=%-8zu max|diff|=%.3g worst at [%zu]: %.9g vs %.9g %s\n", what, n, maxdiff,
            wi, n ? got[wi] : 0.0, n ? ref[wi] : 0.0, bad ? "FAIL" : "ok");
     return bad != 0;
+}
+
+// Opened as production opens it (zt_backend_open, which checks its table), with OpenMP's
+// default threads; then threads 0, so the kernels size their scratch by
+// omp_get_max_threads() when called: tests change the thread count between calls.
+const zt_backend *zt_test_cpu(void) {
+    static zt_backend cpu;
+    if (!cpu.ops) {
+        if (zt_backend_open(&cpu, "cpu", &(zt_backend_options){0}) != ZT_OK) {
+            zt_error_report(1);
+            exit(1);
+        }
+        cpu.threads = 0;
+    }
+    return &cpu;
 }
 
 int main(int argc, char **argv) {

@@ -51,6 +51,10 @@ typedef struct {
 int zt_check_close(const char *what, const float *got, const float *ref, size_t n, double atol,
                    double rtol);
 
+// The CPU backend, opened on first use (tests/main.c), for the tests that need no options.
+typedef struct zt_backend zt_backend;
+const zt_backend *zt_test_cpu(void);
+
 #define CHECK_CLOSE(what, got, ref, n, atol, rtol) \
     do {                                           \
         if (zt_check_close(what, got, ref, n, atol, rtol)) return ZT_FAIL; \

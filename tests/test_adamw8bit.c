@@ -61,7 +61,7 @@ static zt_adamw8bit *opt8_new(void) {
 static zt_adamw *opt32_new(const zt_layout *lay, size_t lo, size_t hi) {
     ZT_ASSERT(g_nopt32 < 16);
     zt_adamw *o = scratch(sizeof *o);
-    zt_adamw_init(o, zt_backend_cpu(), lo, hi, ZT_F32);
+    zt_adamw_init(o, zt_test_cpu(), lo, hi, ZT_F32);
     g_opt32[g_nopt32++] = o;
     return o;
 }
@@ -400,7 +400,7 @@ static int step_vs_fp32(double spread) {
     memcpy(p32, p8, N * sizeof(float));
     zt_adamw8bit_options opt = zt_adamw8bit_default_options();
     zt_adamw8bit *o8 = opt8_new();
-    CHECK(zt_adamw8bit_init(o8, zt_backend_cpu(), lay, 0, N, &opt, ZT_F32) == ZT_OK);
+    CHECK(zt_adamw8bit_init(o8, zt_test_cpu(), lay, 0, N, &opt, ZT_F32) == ZT_OK);
     zt_adamw *o32 = opt32_new(lay, 0, N);
     CHECK(o8->n8 > 0 && o8->n32 > 0); // both kinds of state are exercised
 
@@ -521,7 +521,7 @@ ZT_TEST(adamw8bit_step_is_dequant_update_requant) {
         zt_adamw8bit_options opt = zt_adamw8bit_default_options();
         opt.block_size = bs;
         zt_adamw8bit *o8 = opt8_new();
-        CHECK(zt_adamw8bit_init(o8, zt_backend_cpu(), lay, 0, N, &opt, ZT_F32) == ZT_OK);
+        CHECK(zt_adamw8bit_init(o8, zt_test_cpu(), lay, 0, N, &opt, ZT_F32) == ZT_OK);
         zt_adamw *o32 = opt32_new(lay, 0, N);
         double worst = 0;
         for (int step = 0; step < 6; step++) {
@@ -584,7 +584,7 @@ ZT_TEST(adamw8bit_small_tensors_exact) {
         zt_adamw8bit_options opt = zt_adamw8bit_default_options();
         if (all_fp32) opt.min_8bit_size = 1000000000;
         zt_adamw8bit *o8 = opt8_new();
-        CHECK(zt_adamw8bit_init(o8, zt_backend_cpu(), lay, 0, N, &opt, ZT_F32) == ZT_OK);
+        CHECK(zt_adamw8bit_init(o8, zt_test_cpu(), lay, 0, N, &opt, ZT_F32) == ZT_OK);
         zt_adamw *o32 = opt32_new(lay, 0, N);
         if (all_fp32) CHECK(o8->n8 == 0 && o8->n_blocks == 0);
         int n_small = 0;
@@ -628,7 +628,7 @@ ZT_TEST(adamw8bit_weight_decay) {
         zt_adamw8bit_options opt = zt_adamw8bit_default_options();
         if (variant == 0) opt.min_8bit_size = 0;
         zt_adamw8bit *o = opt8_new();
-        CHECK(zt_adamw8bit_init(o, zt_backend_cpu(), lay, 0, N, &opt, ZT_F32) == ZT_OK);
+        CHECK(zt_adamw8bit_init(o, zt_test_cpu(), lay, 0, N, &opt, ZT_F32) == ZT_OK);
         zt_adamw8bit_step(o, p, g, lay, &CFG, LR, 1.0f);
         int n_decay = 0, n_plain = 0;
         for (int i = 0; i < lay->n; i++) {
@@ -676,13 +676,13 @@ ZT_TEST(adamw8bit_shard) {
         }
         cuts[nc++] = N;
         zt_adamw8bit *whole = opt8_new();
-        CHECK(zt_adamw8bit_init(whole, zt_backend_cpu(), lay, 0, N, &opt, ZT_F32) == ZT_OK);
+        CHECK(zt_adamw8bit_init(whole, zt_test_cpu(), lay, 0, N, &opt, ZT_F32) == ZT_OK);
         zt_adamw8bit *shard = scratch((size_t)nc * sizeof *shard);
         for (int i = 0; i + 1 < nc; i++)
-            CHECK(zt_adamw8bit_init(&shard[i], zt_backend_cpu(), lay, cuts[i], cuts[i + 1], &opt, ZT_F32) == ZT_OK);
+            CHECK(zt_adamw8bit_init(&shard[i], zt_test_cpu(), lay, cuts[i], cuts[i + 1], &opt, ZT_F32) == ZT_OK);
         int mid = (nc - 1) / 2;
         zt_adamw8bit *lone = opt8_new();
-        CHECK(zt_adamw8bit_init(lone, zt_backend_cpu(), lay, cuts[mid], cuts[mid + 1], &opt, ZT_F32) == ZT_OK);
+        CHECK(zt_adamw8bit_init(lone, zt_test_cpu(), lay, cuts[mid], cuts[mid + 1], &opt, ZT_F32) == ZT_OK);
         int bad = 0;
         for (int step = 0; step < 4 && !bad; step++) {
             fill_grads(lay, g, 20 + step);
@@ -725,7 +725,7 @@ ZT_TEST(adamw8bit_fp32_embedding) {
         fill_inputs(lay, p8, g, 6);
         memcpy(p32, p8, N * sizeof(float));
         zt_adamw8bit *o8 = opt8_new();
-        CHECK(zt_adamw8bit_init(o8, zt_backend_cpu(), lay, 0, N, &opt, ZT_F32) == ZT_OK);
+        CHECK(zt_adamw8bit_init(o8, zt_test_cpu(), lay, 0, N, &opt, ZT_F32) == ZT_OK);
         zt_adamw *o32 = opt32_new(lay, 0, N);
         for (int step = 0; step < 3; step++) {
             fill_grads(lay, g, 30 + step);
@@ -782,7 +782,7 @@ ZT_TEST(adamw8bit_state_bytes) {
             size_t predicted = zt_adamw8bit_state_bytes(lay, lo, hi, &opts[oi]);
             size_t before = zt_mem_current(ZT_MEM_OPTIMIZER);
             zt_adamw8bit o;
-            CHECK(zt_adamw8bit_init(&o, zt_backend_cpu(), lay, lo, hi, &opts[oi], ZT_F32) == ZT_OK);
+            CHECK(zt_adamw8bit_init(&o, zt_test_cpu(), lay, lo, hi, &opts[oi], ZT_F32) == ZT_OK);
             size_t used = zt_mem_current(ZT_MEM_OPTIMIZER) - before;
             zt_adamw8bit_free(&o);
             CHECK_EQ_INT(predicted, want);
@@ -852,7 +852,7 @@ ZT_TEST(adamw8bit_options) {
     o.block_size = 100;
     size_t before = zt_mem_current(ZT_MEM_OPTIMIZER);
     zt_adamw8bit z;
-    CHECK(zt_adamw8bit_init(&z, zt_backend_cpu(), lay, 0, lay->numel, &o, ZT_F32) == ZT_ERR);
+    CHECK(zt_adamw8bit_init(&z, zt_test_cpu(), lay, 0, lay->numel, &o, ZT_F32) == ZT_ERR);
     CHECK_EQ_INT(zt_mem_current(ZT_MEM_OPTIMIZER), before);
     zt_adamw8bit_free(&z);
     scratch_release();

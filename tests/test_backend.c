@@ -1,9 +1,13 @@
 // The backends by name (kernels/backend.c): what each says it supports, opening with options,
-// and one clear error for a name or option it cannot take.
+// and one clear error for a name or option it cannot take; the op list (backend_ops.h) and
+// what is generated from it: the registry's check and the --profile decorator.
 #include <omp.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backend.h"
+#include "backend_impl.h"
+#include "backend_profile.h"
 #include "launch_math.h"
 #include "test.h"
 
@@ -60,5 +64,126 @@ ZT_TEST(backend_open_options) {
         CHECK(strstr(zt_error_message(), "build with `make cuda`") != NULL);
     }
     zt_backend_close(&be); // a failed open leaves nothing to close
+    return ZT_PASS;
+}
+
+// The registry's check covers every slot of the list: a CPU table with any one op taken out
+// is refused by that op's name; a bf16 op only where the backend says it has them. Among
+// them sum_into (which the hand-kept check once missed) and attention_decode (every backend
+// has it: the decoder calls it unchecked).
+ZT_TEST(backend_ops_check) {
+    const zt_backend_i *cpu = zt_test_cpu()->ops;
+    CHECK(zt_backend_missing_op(cpu, 1) == NULL);
+    int ops = 0, bf16_ops = 0;
+#define ZT_OP(ret, name, group, ...)                                                   \
+    {                                                                                  \
+        zt_backend_i gap = *cpu;                                                       \
+        gap.name = NULL;                                                               \
+        const char *with = zt_backend_missing_op(&gap, 1);                             \
+        const char *without = zt_backend_missing_op(&gap, 0);                          \
+        if (!with || strcmp(with, #name) != 0 ||                                       \
+            (group == ZT_OPS_ALL ? !without || strcmp(without, #name) != 0 : !!without)) { \
+            fprintf(stderr, "the check missed an empty %s: %s with bf16, %s without\n", \
+                    #name, with ? with : "(none)", without ? without : "(none)");       \
+            return ZT_FAIL;                                                            \
+        }                                                                              \
+        ops++;                                                                         \
+        bf16_ops += group == ZT_OPS_BF16;                                              \
+    }
+#include "backend_ops.h"
+#undef ZT_OP
+    printf("  %d ops, %d of them the bf16 group: each one's absence refused\n", ops, bf16_ops);
+    zt_backend_i gap = *cpu;
+    gap.attention_decode = NULL;
+    CHECK(strcmp(zt_backend_missing_op(&gap, 0), "attention_decode") == 0);
+    gap = *cpu;
+    gap.sum_into = NULL;
+    CHECK(strcmp(zt_backend_missing_op(&gap, 0), "sum_into") == 0);
+    return ZT_PASS;
+}
+
+// A backend whose every op only counts its calls (generated from the list): what the
+// profiling decorator must forward each op to.
+enum {
+#define ZT_OP(ret, name, ...) REC_##name,
+#include "backend_ops.h"
+#undef ZT_OP
+    REC_COUNT
+};
+static long rec_calls[REC_COUNT];
+#define RETURN_ZERO_void
+#define RETURN_ZERO_int return 0;
+#define RETURN_ZERO_double return 0.0;
+#define RETURN_ZERO_ptr return NULL;
+#define ZT_OP(ret, name, group, phase, flops, params)                       \
+    static ZT_OP_RET(ret) rec_##name(const zt_backend *be ZT_OP_PARAMS(params)) { \
+        rec_calls[REC_##name]++;                                            \
+        RETURN_ZERO_##ret                                                   \
+    }
+#include "backend_ops.h"
+#undef ZT_OP
+static const zt_backend_i rec_ops = {
+    .name = "recorder",
+    .library = "none",
+#define ZT_OP(ret, name, ...) .name = rec_##name,
+#include "backend_ops.h"
+#undef ZT_OP
+};
+// An entry's parameters as zeros of their types: ", (type){0}, ...".
+#define ZEROS_A(type, name) , (type){0} ZEROS_B
+#define ZEROS_B(type, name) , (type){0} ZEROS_A
+#define ZEROS_A_END
+#define ZEROS_B_END
+
+static long calls_total(const long *calls, int n) {
+    long t = 0;
+    for (int i = 0; i < n; i++) t += calls[i];
+    return t;
+}
+
+// One decorated op's effect: the inner op of its name once, and for a timed one a sync after
+// it and one timing in its phase; nothing else.
+static int forwarded(const char *name, int op, int timed, long timings) {
+    long want[REC_COUNT] = {0};
+    want[op] = 1;
+    want[REC_sync] += timed;
+    int ok = timings == timed;
+    for (int i = 0; i < REC_COUNT; i++) ok &= rec_calls[i] == want[i];
+    if (!ok)
+        fprintf(stderr, "--profile's %s: the inner %s ran %ld time(s), sync %ld, all ops %ld, "
+                "timings %ld (want %ld, %ld, %d, %d)\n", name, name, rec_calls[op],
+                rec_calls[REC_sync], calls_total(rec_calls, REC_COUNT), timings, want[op],
+                want[REC_sync], 1 + timed, timed);
+    return ok;
+}
+
+// --profile forwards every op of the list to the inner backend's op of the same name, timing
+// those with a phase (a sync, then their time in the phase) and no other.
+ZT_TEST(backend_profile_forwards) {
+    zt_backend_caps caps = *zt_test_cpu()->caps; // bf16 1: every slot wrapped
+    zt_backend inner = {&rec_ops, &caps, 1, NULL}, pb;
+    zt_profile acc;
+    memset(&acc, 0, sizeof acc);
+    zt_backend_profile_state st;
+    zt_backend_profile_init(&pb, &st, &inner, &acc);
+    CHECK(zt_backend_missing_op(pb.ops, 1) == NULL);
+    CHECK(strcmp(pb.ops->name, "recorder") == 0);
+    int ops = 0;
+#define ZT_OP(ret, name, group, phase, flops, params)                                  \
+    {                                                                                  \
+        memset(rec_calls, 0, sizeof rec_calls);                                        \
+        long before = calls_total(acc.calls, ZT_PHASE_COUNT);                          \
+        pb.ops->name(&pb ZT_OP_LAST_END(ZEROS_A params));                              \
+        long timings = calls_total(acc.calls, ZT_PHASE_COUNT) - before;                \
+        if (!forwarded(#name, REC_##name, phase != ZT_OP_UNTIMED, timings)) return ZT_FAIL; \
+        ops++;                                                                         \
+    }
+#include "backend_ops.h"
+#undef ZT_OP
+    CHECK_EQ_INT(ops, REC_COUNT);
+    // over a backend without the bf16 ops, their slots stay empty, as the check expects
+    caps.bf16 = 0;
+    zt_backend_profile_init(&pb, &st, &inner, &acc);
+    CHECK(zt_backend_missing_op(pb.ops, 0) == NULL && pb.ops->gemm_mixed == NULL);
     return ZT_PASS;
 }

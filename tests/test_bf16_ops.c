@@ -240,7 +240,7 @@ ZT_TEST(bf16_gemm_mixed_dnnl) {
 static const int k_threads[] = {1, 2, 3};
 
 ZT_TEST(bf16_bias) {
-    const zt_backend *be = zt_backend_cpu();
+    const zt_backend *be = zt_test_cpu();
     int N = 67, OC = 1100; // OC over two 512-wide blocks, with a tail
     uint64_t s = 1;
     zt_bf16 *bias = malloc(OC * 2), *dbias = malloc(OC * 2), *got = malloc(OC * 2);
@@ -268,7 +268,7 @@ ZT_TEST(bf16_bias) {
 
 // GELU into bf16: zt_gelu_forward's values rounded, the tail block included.
 ZT_TEST(bf16_gelu) {
-    const zt_backend *be = zt_backend_cpu();
+    const zt_backend *be = zt_test_cpu();
     size_t n = 4099;
     uint64_t s = 9;
     float *inp = malloc(n * 4), *ref = malloc(n * 4);
@@ -282,7 +282,7 @@ ZT_TEST(bf16_gelu) {
 }
 
 ZT_TEST(bf16_layernorm) {
-    const zt_backend *be = zt_backend_cpu();
+    const zt_backend *be = zt_test_cpu();
     int N = 33, C = 1037; // C over two column blocks with a tail, not a multiple of 16 lanes
     size_t NC = (size_t)N * C;
     uint64_t s = 2;
@@ -322,7 +322,7 @@ ZT_TEST(bf16_layernorm) {
 // A vocab slice [vocab_lo, vocab_lo + rows) with tokens repeated (a row's contributions
 // must be summed before its one rounding) and tokens outside it; N not a multiple of T.
 ZT_TEST(bf16_encoder) {
-    const zt_backend *be = zt_backend_cpu();
+    const zt_backend *be = zt_test_cpu();
     int N = 203, T = 16, C = 530, V = 40, lo = 10, rows = 20;
     size_t NC = (size_t)N * C;
     uint64_t s = 3;
@@ -364,7 +364,7 @@ ZT_TEST(bf16_encoder) {
 // The widened values through the fp32 sumsq: the same squares added in the same lanes, so
 // the same double bit for bit; with an Inf and a NaN, the second pass's count too.
 ZT_TEST(bf16_sumsq) {
-    const zt_backend *be = zt_backend_cpu();
+    const zt_backend *be = zt_test_cpu();
     size_t n = 100003; // past the parallel threshold, a tail past the lanes
     uint64_t s = 4;
     zt_bf16 *x = malloc(n * 2);
@@ -386,7 +386,7 @@ ZT_TEST(bf16_sumsq) {
 // adamw_bf16's master is adamw's p on the widened gradient, bit for bit (the same element
 // update), over several steps; p is the master rounded; m, v the same.
 ZT_TEST(bf16_adamw) {
-    const zt_backend *be = zt_backend_cpu();
+    const zt_backend *be = zt_test_cpu();
     size_t n = 5003; // parallel, odd
     uint64_t s = 5;
     float *master = malloc(n * 4), *p32 = malloc(n * 4), *m = calloc(n, 4), *v = calloc(n, 4);
@@ -412,7 +412,7 @@ ZT_TEST(bf16_adamw) {
 // The same for the 8-bit optimizer: master, codes and absmaxes equal adamw8bit's on the
 // widened gradient; a last block shorter than the others.
 ZT_TEST(bf16_adamw8bit) {
-    const zt_backend *be = zt_backend_cpu();
+    const zt_backend *be = zt_test_cpu();
     size_t n = 256 * 9 + 77, nb = 10;
     uint64_t s = 6;
     float map_m[ZT_Q8_CODES], map_v[ZT_Q8_CODES];
@@ -442,7 +442,7 @@ ZT_TEST(bf16_adamw8bit) {
 }
 
 ZT_TEST(bf16_conversion_ops) {
-    const zt_backend *be = zt_backend_cpu();
+    const zt_backend *be = zt_test_cpu();
     size_t n = 70001;
     uint64_t s = 7;
     float *x = malloc(n * 4), *y = malloc(n * 4);
@@ -463,7 +463,7 @@ ZT_TEST(bf16_ops_profiled) {
     memset(&acc, 0, sizeof acc);
     zt_backend_profile_state st;
     zt_backend pb;
-    zt_backend_profile_init(&pb, &st, zt_backend_cpu(), &acc);
+    zt_backend_profile_init(&pb, &st, zt_test_cpu(), &acc);
     float a[6] = {1, 2, 3, 4, 5, 6}, c[4] = {0}, o[3] = {0};
     zt_bf16 b16[6], g[3] = {0x3f80, 0x3f80, 0x3f80};
     zt_bf16_from_fp32_array(b16, a, 6);
@@ -481,7 +481,7 @@ ZT_TEST(bf16_ops_profiled) {
     CHECK_EQ_INT(acc.calls[ZT_PHASE_ELEMENTWISE], 1);
     free(work);
 
-    zt_backend plain = *zt_backend_cpu();
+    zt_backend plain = *zt_test_cpu();
     zt_backend_caps caps = *plain.caps;
     caps.bf16 = 0;
     plain.caps = &caps;

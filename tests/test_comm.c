@@ -678,7 +678,7 @@ ZT_TEST(comm_staged_collectives) {
     zt_comm world;
     zt_comm_mpi_init_world(&world, NULL, NULL);
     size_t comm_bytes = zt_mem_current(ZT_MEM_COMM);
-    const zt_backend *cpu = zt_backend_cpu();
+    const zt_backend *cpu = zt_test_cpu();
     zt_comm_staging st;
     zt_grid_staging_of(cpu, &st);
     ctx_t x = {"staged world", 0, 0};

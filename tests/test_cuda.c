@@ -56,7 +56,7 @@ static int g_nhost, g_ndev;
 static int gpu_open(const char *test) {
     if (!strncmp(test, "zt_test_", 8)) test += 8;
     g_on_cpu = getenv("ZT_CUDA_TEST_ON_CPU") != NULL;
-    if (g_on_cpu) g_gpu = *zt_backend_cpu();
+    if (g_on_cpu) g_gpu = *zt_test_cpu();
     else if (zt_backend_open(&g_gpu, "cuda", &(zt_backend_options){0}) != ZT_OK) {
         printf("SKIP %s: %s\n", test, zt_error_message());
         return 0;
@@ -130,7 +130,7 @@ static float *dget(const float *d, size_t n) {
     return h;
 }
 
-#define CPU (zt_backend_cpu())
+#define CPU (zt_test_cpu())
 #define GPU (&g_gpu)
 // Compares the device result d (n floats) with the CPU's h.
 #define CHECK_DEV(what, d, h, n, atol, rtol)                              \

@@ -25,7 +25,7 @@ static int decode_case_init(decode_case *c, int n_ctx, zt_dtype dtype) {
                             .n_embd = 32};
     c->s.padded_vocab = zt_padded_vocab(c->s.vocab, 1);
     int T = n_ctx, Vp = c->s.padded_vocab;
-    const zt_backend *be = zt_backend_cpu();
+    const zt_backend *be = zt_test_cpu();
     CHECK(zt_gpt2_init(&c->ref, be, &c->s, 0, zt_unit_count(&c->s), 1, 0, 256, 256, 1, T, 0, 1,
                        NULL, dtype) == ZT_OK);
     zt_gpt2_init_random(&c->ref, 5);

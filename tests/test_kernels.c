@@ -647,7 +647,7 @@ static int check_crossentropy(const char *name, float offset, float spread, int 
         for (int r = 0; r < n; r++) x[(size_t)r * ld + (r + 2) % V] += (float)spike;
     float *losses = fvec(n), *dx = fvec(NL);
     float work[3 * 4];
-    zt_vocab_parallel_ce(zt_backend_cpu(), NULL, dx, losses, x, targets, scale, n, V, ld, work);
+    zt_vocab_parallel_ce(zt_test_cpu(), NULL, dx, losses, x, targets, scale, n, V, ld, work);
     CHECK(guards_ok("ce losses", losses, n) && guards_ok("ce dlogits", dx, NL));
     ce_ctx ctx = {to_double(x, NL), targets, dvec(n), scale, n, V, ld};
     double *g = dvec(NL);
@@ -663,7 +663,7 @@ static int check_crossentropy(const char *name, float offset, float spread, int 
         for (int i = V; i < ld; i++) CHECK(dx[(size_t)r * ld + i] == 0.0f);
     // dlogits may alias logits: the in-place call gives the same bits.
     float *inplace = copy_f(x, NL), *losses2 = fvec(n);
-    zt_vocab_parallel_ce(zt_backend_cpu(), NULL, inplace, losses2, inplace, targets, scale, n, V, ld, work);
+    zt_vocab_parallel_ce(zt_test_cpu(), NULL, inplace, losses2, inplace, targets, scale, n, V, ld, work);
     CHECK(guards_ok("ce in place", inplace, NL));
     CHECK(memcmp(inplace, dx, NL * sizeof(float)) == 0);
     CHECK(memcmp(losses2, losses, (size_t)n * sizeof(float)) == 0);
@@ -763,7 +763,7 @@ static int check_adamw_step(const zt_layout *lay, size_t lo, size_t hi) {
     float *params0 = copy_f(params, n);
     double *P = to_double(params, n), *M = dvec(n), *V = dvec(n);
     zt_adamw o;
-    zt_adamw_init(&o, zt_backend_cpu(), lo, hi, ZT_F32);
+    zt_adamw_init(&o, zt_test_cpu(), lo, hi, ZT_F32);
     for (int t = 1; t <= steps; t++) {
         fill_randn(grads, n, 902 + t, 1.0f); // nonzero in the padding too
         zt_adamw_step(&o, params, grads, lay, &c, lr, gscale);
@@ -873,7 +873,7 @@ ZT_TEST(kernel_grad_sumsq) {
             for (int ct = 0; ct <= 1; ct++) {
                 double got[2], want[2];
                 size_t lo = ranges[ri][0], hi = ranges[ri][1];
-                zt_grad_sumsq(zt_backend_cpu(), got, grads, ZT_F32, &lay, lo, hi, cr, ct);
+                zt_grad_sumsq(zt_test_cpu(), got, grads, ZT_F32, &lay, lo, hi, cr, ct);
                 expected_sumsq(want, grads, &lay, lo, hi, cr, ct);
                 printf("  [%zu, %zu) replicated=%d tied=%d: sumsq %.6f (want %.6f), "
                        "non-finite %.0f (want %.0f)\n",
@@ -1063,7 +1063,7 @@ static int at_thread_counts(const int *counts, int (*check)(int threads, void *c
 }
 
 static int memset_at(int threads, void *ctx) {
-    const zt_backend *be = zt_backend_cpu();
+    const zt_backend *be = zt_test_cpu();
     const size_t *sizes = ctx;
     for (int i = 0; sizes[i]; i++) {
         size_t n = sizes[i] / sizeof(float);
@@ -1134,7 +1134,7 @@ typedef struct {
 
 static int sumsq_at(int threads, void *ctx) {
     const sumsq_case *c = ctx;
-    const zt_backend *be = zt_backend_cpu();
+    const zt_backend *be = zt_test_cpu();
     double got[2] = {0.0, 0.0};
     be->ops->sumsq(be, got, c->x, c->n);
     printf("  %d threads: sumsq %.4f (want %.4f), non-finite %.0f (want %d)\n", threads, got[0],

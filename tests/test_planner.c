@@ -95,7 +95,7 @@ static int check_rank(const zt_plan_spec *s, const zt_plan_bytes *want) {
     zt_gpt2 m;
     int threads = omp_get_max_threads(); // the rank runs with the planned thread count
     if (s->threads > 0) omp_set_num_threads(s->threads);
-    zt_status st = zt_gpt2_init(&m, zt_backend_cpu(), &s->shape, want->unit_first, want->unit_last, s->tp,
+    zt_status st = zt_gpt2_init(&m, zt_test_cpu(), &s->shape, want->unit_first, want->unit_last, s->tp,
                                 want->tp_rank, ZT_ALIGN_ELEMS, (size_t)s->dp * ZT_ALIGN_ELEMS,
                                 s->micro_batch, s->seq, s->loss_chunk, want->n_slots, &tpc,
                                 s->param_bytes == 2 ? ZT_BF16 : ZT_F32);
@@ -110,8 +110,8 @@ static int check_rank(const zt_plan_spec *s, const zt_plan_bytes *want) {
     zt_adamw8bit o8;
     memset(&o32, 0, sizeof o32);
     memset(&o8, 0, sizeof o8);
-    if (s->is_8bit) CHECK(zt_adamw8bit_init(&o8, zt_backend_cpu(), &m.layout, lo, hi, &s->opt8, m.dtype) == ZT_OK);
-    else zt_adamw_init(&o32, zt_backend_cpu(), lo, hi, m.dtype);
+    if (s->is_8bit) CHECK(zt_adamw8bit_init(&o8, zt_test_cpu(), &m.layout, lo, hi, &s->opt8, m.dtype) == ZT_OK);
+    else zt_adamw_init(&o32, zt_test_cpu(), lo, hi, m.dtype);
     // train.c's setup: token ids of every slot (inputs, targets), the pipeline buffers
     size_t BT = (size_t)s->micro_batch * s->seq, NC = BT * (size_t)s->shape.n_embd;
     size_t slots = (size_t)want->n_slots;

@@ -199,7 +199,7 @@ ZT_TEST(reference_pytorch) {
 
     // A loss chunk of 7 tokens: chunks that do not divide B*T exercise the chunked head.
     zt_gpt2 m;
-    CHECK(zt_gpt2_init(&m, zt_backend_cpu(), &s, 0, zt_unit_count(&s), 1, 0, 256, 256, B, T, 7, 1, NULL, ZT_F32) == ZT_OK);
+    CHECK(zt_gpt2_init(&m, zt_test_cpu(), &s, 0, zt_unit_count(&s), 1, 0, 256, 256, B, T, 7, 1, NULL, ZT_F32) == ZT_OK);
     CHECK(fabsf(oc.beta2 - 0.95f) < 1e-7f); // add_step_bound assumes it
     snprintf(path, sizeof path, "%s/model.bin", dir);
     CHECK(zt_llmc_load(&m, path) == ZT_OK);
@@ -211,7 +211,7 @@ ZT_TEST(reference_pytorch) {
     float *logits = malloc(sizeof(float) * (size_t)N * s.padded_vocab);
     float *lv = malloc(sizeof(float) * (size_t)N * s.vocab);
     zt_adamw opt;
-    zt_adamw_init(&opt, zt_backend_cpu(), 0, m.layout.numel, ZT_F32);
+    zt_adamw_init(&opt, zt_test_cpu(), 0, m.layout.numel, ZT_F32);
     float *bound = calloc(m.layout.numel, sizeof(float));
     float scale = 1.0f / (float)(accum * N);
     int bad = 0;
@@ -251,7 +251,7 @@ ZT_TEST(reference_pytorch) {
         bad |= compare_tensors(&m, m.grads, &rs, grad_prefix,
                                step == 0 ? GRAD_RTOL : GRAD_DRIFT_RTOL, NULL, 0);
         double ss[2];
-        zt_grad_sumsq(zt_backend_cpu(), ss, m.grads, ZT_F32, &m.layout, 0, m.layout.numel, 1, 1);
+        zt_grad_sumsq(zt_test_cpu(), ss, m.grads, ZT_F32, &m.layout, 0, m.layout.numel, 1, 1);
         float norm = (float)sqrt(ss[0]);
         bad |= zt_check_close("grad_norm", &norm, find(&rs, "grad_norm.step%s", key)->data, 1, 0,
                               1e-5);

@@ -1,5 +1,5 @@
-// The CUDA backend's bf16 op group (backend.h's last group; docs/design.md, "bf16"), callable
-// from C (backend_cuda.c). Each op means what the backend.h entry of the same name says.
+// The CUDA backend's bf16 op group (backend_ops.h's ZT_OPS_BF16 group; docs/design.md, "bf16"),
+// callable from C (backend_cuda.c). Each op means what the backend_ops.h entry of its name says.
 //   bf16_cuda.cu      kernels that read bf16 and write bf16 or fp32, computing in fp32 with
 //                     bf16_math.h's conversions (the CPU's round to nearest even)
 //   bf16_ops_cuda.c   ops that widen a bf16 weight or gradient into the scratch, run the fp32
@@ -91,7 +91,7 @@ void zt_cuda_bf16_adamw8bit(const zt_cuda_bf16 *b, float *master, zt_bf16 *p, co
                             int block, const zt_q8_maps *maps, float wd, zt_adamw_hparams h);
 
 // ---- gemm_mixed (gemm_lt_cuda.c) ----
-// backend.h's gemm_mixed; work: ZT_CUDA_GEMM_MIXED_WORKSPACE bytes, 256-byte aligned. Plans
+// backend_ops.h's gemm_mixed; work: ZT_CUDA_GEMM_MIXED_WORKSPACE bytes, 256-byte aligned. Plans
 // for new shapes go into b's cache (host memory of cuBLASLt's; the first step makes them).
 void zt_cuda_gemm_mixed(zt_cuda_bf16 *b, int trans_a, int trans_b, int M, int N, int K,
                         float alpha, const void *A, zt_dtype at, int lda, const void *B,

@@ -1,6 +1,6 @@
 // Launchers of the CUDA kernels (kernels/*_cuda.cu), callable from C (backend_cuda.c).
-// Each takes its stream first, then the arguments of the kernels.h function of the same
-// name, which says what each computes (outputs first, inputs const, sizes last). All
+// Each takes its stream first, then the arguments of the backend op of the same name
+// (kernels/backend_ops.h says what each computes: outputs first, inputs const, sizes last). All
 // pointers are device memory; scalars and structs by value. Each checks its
 // preconditions, launches on `stream` and checks the launch (ZT_CUDA_LAUNCHED in
 // cuda_check.h): the work may still be running when it returns.

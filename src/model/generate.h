@@ -42,16 +42,16 @@ typedef struct {
     int32_t *token;           // (R) the tokens being fed
 } zt_decoder;
 
-// Builds the decoder for shape `s` on backend `be` (its attention_decode must exist) for the
+// Builds the decoder for shape `s` on backend `be` (every backend has attention_decode) for the
 // pipeline stage holding units [unit_first, unit_last) (all of them: 0, zt_unit_count(s))
 // as tp rank tp_rank of tp. tp_data: the tp group's tensor communicator (size tp; NULL
 // when tp = 1); pp_data: the pipeline's, rank = stage (NULL or size 1 for one stage): a
 // chunk's residual stream goes from stage to stage through it, and the last stage's
 // logits back to all. Allocates everything at once (the stage's weights, its blocks'
 // caches of n_ctx positions); weights are zero until the caller fills d->model. ZT_ERR
-// (message) on a shape the layout refuses or a backend without attention_decode. Free with
-// zt_decoder_free (also after a failed init). dtype: the weights' (ZT_F32, or ZT_BF16 on a
-// backend with the bf16 ops: bf16 weights, bf16 products with fp32 sums, fp32 activations).
+// (message) on a shape the layout refuses. Free with zt_decoder_free (also after a failed
+// init). dtype: the weights' (ZT_F32, or ZT_BF16 on a backend with the bf16 ops: bf16
+// weights, bf16 products with fp32 sums, fp32 activations).
 zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_shape *s,
                           int unit_first, int unit_last, int tp, int tp_rank,
                           const zt_comm *tp_data, const zt_comm *pp_data, zt_dtype dtype);
