@@ -461,6 +461,9 @@ static int cpu_start(char **argv) {
 static zt_status cpu_open(zt_backend *be, const zt_backend_options *opt) {
     // one OpenMP pool for the kernels and OpenBLAS (docs/machine.md, "Threads")
     if (opt->threads > 0) omp_set_num_threads(opt->threads);
+    if (zt_gemm_bf16_set_path(opt->bf16_gemm) != ZT_OK)
+        return zt_errorf("--bf16-gemm onednn: %s: give --bf16-gemm fallback (or auto, which picks "
+                         "it on this machine)", zt_error_message());
     be->ops = &cpu_ops;
     be->caps = &zt_backend_cpu_entry.caps;
     be->threads = omp_get_max_threads();
@@ -470,7 +473,7 @@ static zt_status cpu_open(zt_backend *be, const zt_backend_options *opt) {
 static void cpu_close(zt_backend *be) { (void)be; }
 
 const zt_backend_entry zt_backend_cpu_entry = {
-    .caps = {.name = "cpu", .built = 1, .multi_rank = 1, .bf16 = 1,
+    .caps = {.name = "cpu", .built = 1, .bf16_gemm = 1, .multi_rank = 1, .bf16 = 1,
              .gemm_mixed_workspace = ZT_GEMM_MIXED_WORKSPACE,
              .attention_workspace = zt_attention_workspace},
     .open = cpu_open,
