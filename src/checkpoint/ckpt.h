@@ -10,23 +10,25 @@
 #include "gpt2.h"
 #include "grid.h"
 #include "partition.h"
+#include "schedule.h"
 
 // The run's options a checkpoint needs: where it goes, who writes, and what the manifest
 // records of the run (its "config", compared on resume: docs/checkpoints.md). The
-// application fills it from its configuration; strings stay the caller's.
+// application derives it from its configuration (src/app/ckpt_view.h); strings stay the
+// caller's. The optimizer (adamw or adamw8bit) and the parameters' dtype (fp32 or bf16: the
+// parameters saved are fp32 either way) are the context's (zt_ckpt_ctx.is_8bit, the model's
+// dtype).
 typedef struct {
     const char *dir;             // --ckpt-dir: checkpoints go to DIR/step-N
     int keep;                    // --ckpt-keep: newest complete checkpoints kept (0 = all)
     int zero;                    // 1: every dp rank writes its shard; 0: dp rank 0 only
-    const char *schedule;        // recorded with the layout
+    zt_schedule_kind schedule;   // recorded with the layout
     const char *partition;
     int micro_batch, seq, grad_accum, steps, warmup, shuffle;
     double lr, lr_final_frac, weight_decay, beta1, beta2, eps, grad_clip;
-    const char *lr_schedule;
-    const char *optim;
+    const char *lr_schedule;     // its name, "cosine" or "constant", as the manifest holds it
     int optim_block, optim_min_8bit, optim_fp32_embedding;
     uint64_t seed;
-    const char *param_dtype; // fp32 | bf16: either way the parameters saved are fp32
 } zt_ckpt_run;
 
 // What one rank checkpoints: its model slice, its optimizer and where it stands. The
