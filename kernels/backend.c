@@ -41,6 +41,9 @@ zt_status zt_backend_check(const char *name, const zt_backend_options *opt) {
     if (opt->tf32 && !e->caps.tf32)
         return zt_errorf("--tf32 applies to --backend cuda only (the %s backend's products are "
                          "fp32)", name);
+    if (opt->bf16_gemm != ZT_BF16_GEMM_AUTO && !e->caps.bf16_gemm)
+        return zt_errorf("--bf16-gemm applies to --backend cpu only (the %s backend has one bf16 "
+                         "GEMM): leave it out or give --bf16-gemm auto", name);
     if (opt->device < -1)
         return zt_errorf("--device %d: give a GPU index (0, 1, ...) or -1 to pick one from the "
                          "rank's place on its machine", opt->device);

@@ -66,11 +66,19 @@ typedef struct zt_backend_i {
 #undef ZT_OP
 } zt_backend_i;
 
+// The CPU's bf16 GEMM (kernels/cpu/kernels.h): its two paths, or the pick by the CPU.
+typedef enum {
+    ZT_BF16_GEMM_AUTO = 0, // oneDNN where the CPU has bf16 instructions, else the fallback
+    ZT_BF16_GEMM_DNNL,     // oneDNN's dnnl_gemm_bf16bf16f32
+    ZT_BF16_GEMM_FALLBACK, // A and B widened to fp32, then the fp32 GEMM
+} zt_bf16_gemm_path;
+
 // What a backend supports, known without opening it: the option checks and the planner ask.
 typedef struct {
     const char *name;  // "cpu", "cuda"
     int built;         // compiled into this binary
     int tf32;          // honours zt_backend_options.tf32
+    int bf16_gemm;     // honours zt_backend_options.bf16_gemm
     int multi_rank;    // several ranks' tensors can move through the comm backends
     int device_memory; // tensors live off the host (a GPU's memory)
     int bf16;          // the bf16 mixed-precision ops (backend_ops.h's ZT_OPS_BF16 group)
@@ -91,6 +99,8 @@ typedef struct {
     int local_rank; // this process's rank among those of its machine (-1: unknown)
     int threads; // host threads for the kernels; 0: OpenMP's default (OMP_NUM_THREADS)
     int tf32;    // TF32 tensor cores in fp32 products (a backend whose caps.tf32 is 1)
+    zt_bf16_gemm_path bf16_gemm; // the bf16 GEMM's path (a backend whose caps.bf16_gemm is
+                                 // 1; others take AUTO only)
 } zt_backend_options;
 
 struct zt_backend {

@@ -59,6 +59,17 @@ ZT_TEST(backend_open_options) {
     CHECK(zt_backend_open(&be, "cpu", &(zt_backend_options){.tf32 = 1}) == ZT_ERR);
     CHECK(strstr(zt_error_message(), "--tf32 applies to --backend cuda only") != NULL);
     CHECK(zt_backend_check("cpu", &(zt_backend_options){.threads = -1}) == ZT_ERR);
+    // --bf16-gemm: the CPU takes a path (the fallback runs anywhere; open again for auto);
+    // another backend refuses all but auto
+    zt_backend_options fallback = {.bf16_gemm = ZT_BF16_GEMM_FALLBACK};
+    CHECK(zt_backend_open(&be, "cpu", &fallback) == ZT_OK);
+    zt_backend_close(&be);
+    CHECK(zt_backend_open(&be, "cpu", &(zt_backend_options){0}) == ZT_OK);
+    zt_backend_close(&be);
+    if (zt_backend_caps_of("cuda")->built) {
+        CHECK(zt_backend_check("cuda", &fallback) == ZT_ERR);
+        CHECK(strstr(zt_error_message(), "--bf16-gemm applies to --backend cpu only") != NULL);
+    }
     if (!zt_backend_caps_of("cuda")->built) { // plain `make`: says how to get it
         CHECK(zt_backend_open(&be, "cuda", &(zt_backend_options){0}) == ZT_ERR);
         CHECK(strstr(zt_error_message(), "build with `make cuda`") != NULL);

@@ -70,11 +70,11 @@ ZT_TEST(config_defaults) {
     CHECK_EQ_INT(c.seq, 128);
     CHECK_EQ_INT(c.grad_accum, 1);
     CHECK_EQ_INT(c.steps, 200);
-    CHECK(strcmp(c.optim, "adamw") == 0);
+    CHECK(c.optim == ZT_OPTIM_ADAMW);
     // Floats compare to the float nearest the decimal default: exact.
     CHECK(c.lr == 6e-4f);
     CHECK(c.lr_final_frac == 0.1f);
-    CHECK(strcmp(c.lr_schedule, "cosine") == 0);
+    CHECK(c.lr_schedule == ZT_LR_COSINE);
     CHECK_EQ_INT(c.warmup, 20);
     CHECK(c.weight_decay == 0.1f);
     CHECK(c.beta1 == 0.9f);
@@ -93,7 +93,7 @@ ZT_TEST(config_defaults) {
     CHECK_EQ_INT(c.dp, 0);
     CHECK_EQ_INT(c.pp, 1);
     CHECK_EQ_INT(c.tp, 1);
-    CHECK(strcmp(c.schedule, "1f1b") == 0);
+    CHECK(c.schedule == ZT_SCHED_1F1B);
     CHECK(strcmp(c.partition, "uniform") == 0);
     CHECK_EQ_INT(c.loss_chunk, 0);
     CHECK_EQ_INT(c.threads, 0);
@@ -208,7 +208,7 @@ ZT_TEST(config_file_every_type) {
     CHECK(c.seed == 9007199254740992ull);
     CHECK_EQ_INT(c.shuffle, 0);
     CHECK(strcmp(c.partition, "0:7,7:14") == 0);
-    CHECK(strcmp(c.optim, "adamw8bit") == 0);
+    CHECK(c.optim == ZT_OPTIM_ADAMW8BIT);
     CHECK(c.weight_decay == 0.0f);
     CHECK_EQ_INT(c.steps, 6);
     CHECK_EQ_INT(c.n_layer, 12);
@@ -393,6 +393,10 @@ ZT_TEST(config_err_file_wrong_type) {
     CHECK_FILE_ERR("{\"seed\": -1}", "\"seed\"");
     CHECK_FILE_ERR("{\"seed\": 1e300}", "\"seed\"");
     CHECK_FILE_ERR("{\"tp\": {\"n\": 2}}", "\"tp\"");
+    // an enum option takes one of its names, as a string
+    CHECK_FILE_ERR("{\"optim\": \"sgd\"}",
+                   "\"optim\" 'sgd' is not known: use one of adamw, adamw8bit");
+    CHECK_FILE_ERR("{\"overlap-comm\": true}", "\"overlap-comm\" must be a string");
     return ZT_PASS;
 }
 
@@ -442,9 +446,9 @@ ZT_TEST(config_validate_ranges) {
     CHECK_INVALID(c->lr_final_frac = -0.1f, "lr-final-frac");
     CHECK_INVALID(c->lr_final_frac = 1.5f, "lr-final-frac");
     CHECK_VALID((c->lr_final_frac = 0, c->lr_final_frac = 1));
-    CHECK_INVALID(strcpy(c->lr_schedule, "linear"), "lr-schedule");
+    CHECK_INVALID(c->lr_schedule = (zt_lr_schedule)7, "lr-schedule");
     CHECK(msg_has("cosine"));
-    CHECK_VALID(strcpy(c->lr_schedule, "constant"));
+    CHECK_VALID(c->lr_schedule = ZT_LR_CONSTANT);
     CHECK_INVALID(c->warmup = -1, "warmup");
     CHECK_INVALID(c->weight_decay = -0.1f, "weight-decay");
     CHECK_INVALID(c->weight_decay = NAN, "weight-decay");
@@ -458,9 +462,9 @@ ZT_TEST(config_validate_ranges) {
     CHECK_INVALID(c->eps = INFINITY, "eps");
     CHECK_INVALID(c->grad_clip = -1, "grad-clip");
     CHECK_VALID(c->grad_clip = 0);
-    CHECK_INVALID(strcpy(c->optim, "sgd"), "optim");
+    CHECK_INVALID(c->optim = (zt_optim_kind)7, "optim");
     CHECK(msg_has("adamw8bit"));
-    CHECK_VALID(strcpy(c->optim, "adamw8bit"));
+    CHECK_VALID(c->optim = ZT_OPTIM_ADAMW8BIT);
     CHECK_INVALID(c->zero = 2, "zero");
     CHECK_INVALID(c->zero = -1, "zero");
     CHECK_VALID(c->zero = 1);
@@ -468,8 +472,8 @@ ZT_TEST(config_validate_ranges) {
     CHECK_INVALID(c->tp = 0, "tp");
     CHECK_INVALID(c->dp = -1, "dp");
     CHECK_VALID(c->dp = 4);
-    CHECK_INVALID(strcpy(c->schedule, "zb"), "schedule");
-    CHECK_VALID(strcpy(c->schedule, "gpipe"));
+    CHECK_INVALID(c->schedule = (zt_schedule_kind)7, "schedule");
+    CHECK_VALID(c->schedule = ZT_SCHED_GPIPE);
     CHECK_INVALID(c->loss_chunk = -1, "loss-chunk");
     CHECK_INVALID(c->threads = -1, "threads");
     CHECK_INVALID(c->val_every = -1, "val-every");
@@ -486,9 +490,20 @@ ZT_TEST(config_validate_after_parse) {
     CHECK(msg_has("--seq 512 exceeds the model's n_ctx 256: lower --seq or raise --n-ctx"));
     CHECK_EQ_INT(PARSE(&c, "--seq", "512", "--n-ctx", "512"), ZT_OK);
     CHECK_EQ_INT(zt_config_validate(&c), ZT_OK);
-    CHECK_EQ_INT(PARSE(&c, "--optim", "sgd"), ZT_OK);
-    CHECK_EQ_INT(zt_config_validate(&c), ZT_ERR);
-    CHECK(msg_has("--optim"));
+    // an enum option's unknown name fails where it is read, listing the names it takes
+    CHECK_EQ_INT(PARSE(&c, "--optim", "sgd"), ZT_ERR);
+    CHECK(msg_has("--optim 'sgd' is not known: use one of adamw, adamw8bit"));
+    return ZT_PASS;
+}
+
+// An enum option's names, as the program writes them elsewhere: the schedule's (the pipeline
+// report, the checkpoint's layout) and the dtypes' (the checkpoint's "param_dtype").
+ZT_TEST(config_enum_names) {
+    for (int k = ZT_SCHED_1F1B; k <= ZT_SCHED_GPIPE; k++)
+        CHECK(strcmp(zt_config_enum_name("schedule", k), zt_schedule_kind_name(k)) == 0);
+    CHECK(strcmp(zt_config_enum_name("param-dtype", ZT_BF16), "bf16") == 0);
+    CHECK(strcmp(zt_config_enum_name("lr-schedule", ZT_LR_CONSTANT), "constant") == 0);
+    CHECK(zt_config_enum_name("save-dtype", ZT_NOT_GIVEN) == NULL);
     return ZT_PASS;
 }
 
@@ -562,7 +577,8 @@ ZT_TEST(config_write_json_round_trip) {
     zt_config c, back;
     CHECK_EQ_INT(PARSE(&c, "--model", "gpt2", "--n-layer", "3", "--lr", "3e-4", "--seed",
                        "18446744073709551615", "--shuffle", "--log-every", "7", "--data",
-                       "a \"q\" \\b\tc.bin", "--partition", "memory", "--eps", "1e-7"),
+                       "a \"q\" \\b\tc.bin", "--partition", "memory", "--eps", "1e-7",
+                       "--optim", "adamw8bit", "--overlap-comm", "on", "--bf16-gemm", "fallback"),
                  ZT_OK);
     char *json = NULL;
     size_t n = 0;
@@ -587,6 +603,9 @@ ZT_TEST(config_write_json_round_trip) {
     CHECK_EQ_INT(keys, cJSON_GetArraySize(root));
     CHECK(strstr(json, "\"lr\":0.0003,") && strstr(json, "\"eps\":1e-07,"));
     CHECK(strstr(json, "\"seed\":18446744073709551615,") && strstr(json, "\"save\":null"));
+    // enum options by name; one not given (--save-dtype) is null, as an unset string
+    CHECK(strstr(json, "\"optim\":\"adamw8bit\",") && strstr(json, "\"save-dtype\":null,"));
+    CHECK(strstr(json, "\"overlap-comm\":\"on\",") && strstr(json, "\"bf16-gemm\":\"fallback\","));
     // without the nulls and the seed (a JSON config holds integers up to 2^53), as a file
     for (cJSON *it = root->child, *next; it; it = next) {
         next = it->next;

@@ -560,7 +560,7 @@ ZT_TEST(planner_mem_limit_syntax) {
         snprintf(c.backend, sizeof c.backend, "cuda");
         CHECK(zt_config_check_trainable(&c) == ZT_ERR);
         CHECK(strstr(zt_error_message(), "--param-dtype bf16"));
-        snprintf(c.param_dtype, sizeof c.param_dtype, "fp32");
+        c.param_dtype = ZT_F32;
         CHECK(zt_config_check_trainable(&c) == ZT_OK);
     }
     return ZT_PASS;

@@ -74,24 +74,11 @@ static void format_list(const zt_schedule *s, char *buf, size_t cap) {
     }
 }
 
-ZT_TEST(schedule_parse) {
-    zt_schedule_kind k = ZT_SCHED_GPIPE;
-    CHECK(zt_schedule_parse("1f1b", &k) == ZT_OK);
-    CHECK(k == ZT_SCHED_1F1B);
-    CHECK(zt_schedule_parse("gpipe", &k) == ZT_OK);
-    CHECK(k == ZT_SCHED_GPIPE);
+// The names the pipeline report and the checkpoint's manifest give the kinds (--schedule's
+// table gives the same: config_enum_names).
+ZT_TEST(schedule_kind_name) {
     CHECK(strcmp(zt_schedule_kind_name(ZT_SCHED_1F1B), "1f1b") == 0);
     CHECK(strcmp(zt_schedule_kind_name(ZT_SCHED_GPIPE), "gpipe") == 0);
-    const char *bad[] = {"", "1F1B", "GPipe", "interleaved", "1f1b ", NULL};
-    for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
-        k = ZT_SCHED_GPIPE;
-        CHECK(zt_schedule_parse(bad[i], &k) == ZT_ERR);
-        CHECK(k == ZT_SCHED_GPIPE); // untouched on error
-        const char *msg = zt_error_message();
-        CHECK(strstr(msg, "1f1b") && strstr(msg, "gpipe"));
-        if (bad[i] && bad[i][0]) CHECK(strstr(msg, bad[i]));
-        if (bad[i] && strcmp(bad[i], "interleaved") == 0) printf("  e.g. %s\n", msg);
-    }
     return ZT_PASS;
 }
 

@@ -412,6 +412,12 @@ static int cpu_start(char **argv) {
 static zt_status cpu_open(zt_backend *be, const zt_backend_options *opt) {
     // one OpenMP pool for the kernels and OpenBLAS (docs/machine.md, "Threads")
     if (opt->threads > 0) omp_set_num_threads(opt->threads);
+    if (zt_gemm_bf16_set_path(opt->bf16_gemm) != ZT_OK) {
+        char why[512]; // the message is rewritten below: copied out of its buffer first
+        snprintf(why, sizeof why, "%s", zt_error_message());
+        return zt_errorf("--bf16-gemm onednn: %s: give --bf16-gemm fallback (or auto, which picks "
+                         "it on this machine)", why);
+    }
     be->ops = &cpu_ops;
     be->caps = &zt_backend_cpu_entry.caps;
     be->threads = omp_get_max_threads();
@@ -421,7 +427,7 @@ static zt_status cpu_open(zt_backend *be, const zt_backend_options *opt) {
 static void cpu_close(zt_backend *be) { (void)be; }
 
 const zt_backend_entry zt_backend_cpu_entry = {
-    .caps = {.name = "cpu", .built = 1, .multi_rank = 1, .bf16 = 1,
+    .caps = {.name = "cpu", .built = 1, .bf16_gemm = 1, .multi_rank = 1, .bf16 = 1,
              .gemm_mixed_workspace = ZT_GEMM_MIXED_WORKSPACE,
              .attention_workspace = zt_attention_workspace},
     .open = cpu_open,

@@ -83,14 +83,13 @@ static const char *dnnl_isa_name(int isa) {
 zt_status zt_gemm_bf16_dnnl_check(const zt_bf16_cpu *cpu) {
     if (!cpu->avx512_bf16 && !cpu->amx_bf16)
         return zt_errorf("the oneDNN bf16 GEMM needs a CPU with AVX512-BF16 or AMX-BF16 "
-                         "instructions and this one has neither; use the fp32 fallback "
-                         "(ZT_BF16_GEMM_AUTO chooses it here)");
+                         "instructions and this one has neither");
     // The ISA values are bit sets: bf16's bits are in every ISA that has it (AMX included).
     int bf16 = (int)dnnl_cpu_isa_avx512_core_bf16;
     if ((cpu->dnnl_isa & bf16) != bf16)
         return zt_errorf("the CPU has %s but oneDNN dispatches only up to %s (is "
                          "ONEDNN_MAX_CPU_ISA or DNNL_MAX_CPU_ISA set?), so its bf16 GEMM "
-                         "would not use them; use the fallback",
+                         "would not use them",
                          cpu->amx_bf16 ? "AMX-BF16" : "AVX512-BF16", dnnl_isa_name(cpu->dnnl_isa));
     return ZT_OK;
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "bf16_math.h"
 #include "common.h"
 #include "dtype.h"
@@ -43,11 +44,7 @@ void zt_bf16_round_fp32_matrix(float *out, int ld_out, const float *in, int ld_i
 //   ZT_BF16_GEMM_FALLBACK  A and B widened to fp32 in `work` (exact), then zt_gemm.
 // Either way the products of two bf16 are exact in fp32 and the sums are fp32: the paths
 // differ only in summation order (docs/design.md, "bf16").
-typedef enum {
-    ZT_BF16_GEMM_AUTO = 0, // oneDNN where the CPU has bf16 instructions, else the fallback
-    ZT_BF16_GEMM_DNNL,
-    ZT_BF16_GEMM_FALLBACK,
-} zt_bf16_gemm_path;
+// zt_bf16_gemm_path is public (backend.h): --bf16-gemm chooses it when the backend opens.
 
 // What the CPU and the linked oneDNN offer.
 typedef struct {
@@ -61,8 +58,8 @@ const zt_bf16_cpu *zt_bf16_cpu_get(void);
 // ZT_OK when oneDNN has bf16 instructions to run on `cpu`; else ZT_ERR with the reason
 // (zt_error_message). Pure, for tests.
 zt_status zt_gemm_bf16_dnnl_check(const zt_bf16_cpu *cpu);
-// Chooses the path (tests, benches; call before the GEMMs run, not during). DNNL where the
-// check fails: ZT_ERR with its message, the path unchanged.
+// Chooses the path (the CPU backend's open, for --bf16-gemm; tests, benches; before the GEMMs
+// run, not during). DNNL where the check fails: ZT_ERR with its message, the path unchanged.
 zt_status zt_gemm_bf16_set_path(zt_bf16_gemm_path path);
 // The path that runs (DNNL or FALLBACK, never AUTO).
 zt_bf16_gemm_path zt_gemm_bf16_path(void);

@@ -8,7 +8,11 @@
 static void set_defaults(zt_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
     for (int i = 0; i < ZT_N_OPTS; i++) {
-        if (zt_opts[i].type == OPT_STR && !zt_opts[i].def[0]) continue; // unset: "" (memset)
+        if (!zt_opts[i].def[0]) { // not set: a string's "" (memset), an enum's ZT_NOT_GIVEN
+            if (zt_opts[i].type == OPT_ENUM)
+                *(int *)((char *)cfg + zt_opts[i].offset) = ZT_NOT_GIVEN;
+            continue;
+        }
         zt_status st = zt_opt_set_text(cfg, &zt_opts[i], zt_opts[i].def, zt_opts[i].name);
         ZT_ASSERTF(st == ZT_OK, "bad default for --%s: %s", zt_opts[i].name, zt_error_message());
     }

@@ -5,9 +5,11 @@
 
 #include <stdint.h>
 
+#include "backend.h"
 #include "common.h"
 #include "dtype.h"
 #include "layout.h"
+#include "schedule.h"
 
 #define ZT_PATH_MAX 512
 
@@ -17,6 +19,14 @@
 #define ZT_MAX_CTX (1 << 20)
 #define ZT_MAX_GRAD_ACCUM (1 << 16)
 #define ZT_MAX_THREADS 1024
+
+// The values of the enum options: the option table (config_options.c) maps each name a
+// flag, the config file or the log writes to one of these, once, at parsing.
+typedef enum { ZT_OPTIM_ADAMW, ZT_OPTIM_ADAMW8BIT } zt_optim_kind;
+typedef enum { ZT_LR_CONSTANT, ZT_LR_COSINE } zt_lr_schedule;
+typedef enum { ZT_TENSOR_PATH_AUTO, ZT_TENSOR_PATH_STAGED } zt_tensor_path;
+// An enum option not given (only --save-dtype may be): the log writes null.
+#define ZT_NOT_GIVEN (-1)
 
 typedef struct {
     // model (a preset fills the shape keys not given explicitly)
@@ -28,12 +38,12 @@ typedef struct {
     int grad_accum;           // micro-batches per step per dp rank
     int steps;
     // optimizer and schedule
-    char optim[16];           // adamw | adamw8bit
+    zt_optim_kind optim;      // adamw | adamw8bit
     int optim_block;          // adamw8bit: values per absmax block
     int optim_min_8bit;       // adamw8bit: tensors smaller than this keep fp32 state
     int optim_fp32_embedding; // adamw8bit: keep wte's state in fp32
     float lr, lr_final_frac;
-    char lr_schedule[16];     // constant | cosine
+    zt_lr_schedule lr_schedule; // constant | cosine
     int warmup;
     float weight_decay, beta1, beta2, eps, grad_clip;
     uint64_t seed;
@@ -45,7 +55,8 @@ typedef struct {
     char init_from[ZT_PATH_MAX]; // Hugging Face directory / .safetensors, or llm.c fp32 file
     char log[ZT_PATH_MAX];       // JSON lines
     char save[ZT_PATH_MAX];      // final weights as a Hugging Face directory
-    char save_dtype[8];          // --save's tensors: fp32 | bf16 | "" (the --param-dtype)
+    int save_dtype;              // --save's tensors: ZT_F32 | ZT_BF16 | ZT_NOT_GIVEN (the
+                                 // --param-dtype): zt_config_save_dtype
     char config[ZT_PATH_MAX];    // the --config file read ("" = none; not an option key)
     // checkpoints (src/checkpoint/ckpt.h, docs/checkpoints.md)
     char ckpt_dir[ZT_PATH_MAX];  // sharded checkpoints go to DIR/step-N
@@ -55,9 +66,9 @@ typedef struct {
     // parallel layout
     int zero;                 // 0 | 1
     int dp, pp, tp;           // dp 0 = derived from the world size
-    char schedule[16];        // 1f1b | gpipe
+    zt_schedule_kind schedule; // 1f1b | gpipe
     char partition[256];
-    char overlap_comm[4];     // on | off: the dp gradient reduction overlapped with the
+    int overlap_comm;         // on (1) | off (0): the dp gradient reduction overlapped with the
                               // backward, the ZeRO-1 gather with the next forward, pipeline
                               // transfers nonblocking (grad_reduce.h, param_gather.h,
                               // pipe_comm.h)
@@ -66,15 +77,16 @@ typedef struct {
     int threads;              // OpenMP threads per rank (0 = runtime default)
     float peak_tflops;        // one rank's peak fp32 TFLOP/s, for the MFU (0 = not shown)
     char backend[8];          // cpu | cuda (kernels/backend.h)
-    char tensor_path[8];      // auto | staged: every group's tensors through MPI with host
-                              // staging (src/parallel/grid_data.h)
+    zt_tensor_path tensor_path; // auto | staged: every group's tensors through MPI with
+                              // host staging (src/parallel/grid_data.h)
     int device;               // --backend cuda: the GPU (-1 = by the rank on its machine)
     int tf32;                 // --backend cuda: TF32 tensor cores in fp32 GEMMs
+    zt_bf16_gemm_path bf16_gemm; // --backend cpu: auto | onednn | fallback (backend.h)
     int profile;              // time each op by phase (src/core/profile.h)
     int log_every;            // the step line on stdout every N steps (and the first, last)
     // memory planning (src/planner/planner.h)
-    char param_dtype[8];      // fp32 | bf16 (bf16 parameters and gradients, fp32 master
-                              // weights in the optimizer: docs/design.md, "bf16")
+    zt_dtype param_dtype;     // fp32 (ZT_F32) | bf16 (ZT_BF16: bf16 parameters and gradients,
+                              // fp32 master weights in the optimizer: docs/design.md, "bf16")
     char mem_limit[32];       // bytes one rank may use, "16G", "512M", ... ("" = none)
     int ranks_per_node;       // ranks sharing one machine, for `memory` (0 = all)
     int gpus_per_node;        // GPUs of one machine, for `memory` (0 = one per rank)
@@ -88,6 +100,11 @@ typedef struct {
 // or flag and what to do (unknown key, malformed JSON, wrong type, value out of range).
 // `--help` is not handled here (see zt_config_print_help).
 zt_status zt_config_parse(zt_config *cfg, int argc, char **argv);
+
+// The name of `value` of the enum option `option` (without "--"): "cosine" for
+// ("lr-schedule", ZT_LR_COSINE); NULL for ZT_NOT_GIVEN. A name that is no enum option, or a
+// value it does not have, is a bug (fatal).
+const char *zt_config_enum_name(const char *option, int value);
 
 // Whether name[0..len) (without "--") is an option of the table.
 int zt_config_is_option(const char *name, size_t len);
@@ -129,9 +146,6 @@ zt_status zt_config_adopt_shape(zt_config *cfg, const zt_model_shape *file, int 
 
 // The model shape the config describes, with Vp padded for `tp`.
 zt_model_shape zt_config_shape(const zt_config *cfg);
-
-// The model's parameter dtype: ZT_BF16 for --param-dtype bf16, else ZT_F32.
-zt_dtype zt_config_param_dtype(const zt_config *cfg);
 
 // The dtype --save writes: --save-dtype's, or the model's parameter dtype when not given.
 zt_dtype zt_config_save_dtype(const zt_config *cfg);

@@ -30,6 +30,11 @@ static zt_status set_from_json(zt_config *cfg, const opt_desc *o, const cJSON *i
             return zt_errorf("%s must be a string, got %s: write \"%s\": \"%s\"", where,
                              json_type_name(it), o->name, o->def[0] ? o->def : "...");
         return zt_opt_set_string(cfg, o, it->valuestring, where);
+    case OPT_ENUM:
+        if (!cJSON_IsString(it) || !it->valuestring)
+            return zt_errorf("%s must be a string, got %s: write \"%s\": \"%s\"", where,
+                             json_type_name(it), o->name, o->def[0] ? o->def : o->names[0].name);
+        return zt_opt_set_enum(cfg, o, it->valuestring, where);
     case OPT_BOOL:
         if (!cJSON_IsBool(it))
             return zt_errorf("%s must be true or false, got %s", where, json_type_name(it));

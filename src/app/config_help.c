@@ -21,10 +21,10 @@ void zt_config_print_help(FILE *f) {
             fprintf(f, "\n%s:\n", group);
         }
         help_line(f, o->name, o->meta, o->help);
-        if (o->choices) {
-            fputs(": ", f);
-            for (const char *const *ch = o->choices; *ch; ch++)
-                fprintf(f, "%s%s", ch == o->choices ? "" : " | ", *ch);
+        if (o->choices || o->names) {
+            char list[128];
+            zt_opt_list_names(o, " | ", list, sizeof list);
+            fprintf(f, ": %s", list);
         }
         if (o->from_preset)
             fputs(" (default from --model)\n", f);

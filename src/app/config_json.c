@@ -30,6 +30,12 @@ void zt_config_write_json(FILE *f, const zt_config *cfg) {
             if (*(const char *)v) zt_json_string(f, v);
             else fputs("null", f);
             break;
+        case OPT_ENUM: { // ZT_NOT_GIVEN: null, as an unset string
+            const char *name = zt_opt_enum_name(o, *(const int *)v);
+            if (name) zt_json_string(f, name);
+            else fputs("null", f);
+            break;
+        }
         }
     }
     fputc('}', f);

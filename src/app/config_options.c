@@ -8,151 +8,167 @@
 
 #define FIELD(f) offsetof(zt_config, f), sizeof(((zt_config *)0)->f)
 
-static const char *const k_optims[] = {"adamw", "adamw8bit", NULL};
-static const char *const k_lr_schedules[] = {"constant", "cosine", NULL};
-static const char *const k_schedules[] = {"1f1b", "gpipe", NULL};
-static const char *const k_param_dtypes[] = {"fp32", "bf16", NULL};
-static const char *const k_save_dtypes[] = {"fp32", "bf16", NULL};
-static const char *const k_on_off[] = {"on", "off", NULL};
-static const char *const k_tensor_paths[] = {"auto", "staged", NULL};
+// The enum options' names, in the order --help and the messages list them.
+static const zt_enum_name k_optims[] = {
+    {"adamw", ZT_OPTIM_ADAMW}, {"adamw8bit", ZT_OPTIM_ADAMW8BIT}, {NULL, 0}};
+static const zt_enum_name k_lr_schedules[] = {
+    {"constant", ZT_LR_CONSTANT}, {"cosine", ZT_LR_COSINE}, {NULL, 0}};
+static const zt_enum_name k_schedules[] = {
+    {"1f1b", ZT_SCHED_1F1B}, {"gpipe", ZT_SCHED_GPIPE}, {NULL, 0}};
+static const zt_enum_name k_dtypes[] = {{"fp32", ZT_F32}, {"bf16", ZT_BF16}, {NULL, 0}};
+static const zt_enum_name k_on_off[] = {{"on", 1}, {"off", 0}, {NULL, 0}};
+static const zt_enum_name k_tensor_paths[] = {
+    {"auto", ZT_TENSOR_PATH_AUTO}, {"staged", ZT_TENSOR_PATH_STAGED}, {NULL, 0}};
+static const zt_enum_name k_bf16_gemms[] = {{"auto", ZT_BF16_GEMM_AUTO},
+                                            {"onednn", ZT_BF16_GEMM_DNNL},
+                                            {"fallback", ZT_BF16_GEMM_FALLBACK},
+                                            {NULL, 0}};
 
 // Every option, once. The shape keys default to 0, which the preset always replaces.
 const opt_desc zt_opts[] = {
-    {"model", OPT_STR, FIELD(model), "tiny", "NAME", NULL, 0, "model",
+    {"model", OPT_STR, FIELD(model), "tiny", "NAME", NULL, NULL, 0, "model",
      "preset for the shape keys not given explicitly"},
-    {"n-layer", OPT_INT, FIELD(n_layer), "0", "N", NULL, 1, "model", "transformer blocks (L)"},
-    {"n-head", OPT_INT, FIELD(n_head), "0", "N", NULL, 1, "model", "attention heads (NH)"},
-    {"n-embd", OPT_INT, FIELD(n_embd), "0", "N", NULL, 1, "model", "channels (C)"},
-    {"vocab", OPT_INT, FIELD(vocab), "0", "N", NULL, 1, "model",
+    {"n-layer", OPT_INT, FIELD(n_layer), "0", "N", NULL, NULL, 1, "model",
+     "transformer blocks (L)"},
+    {"n-head", OPT_INT, FIELD(n_head), "0", "N", NULL, NULL, 1, "model", "attention heads (NH)"},
+    {"n-embd", OPT_INT, FIELD(n_embd), "0", "N", NULL, NULL, 1, "model", "channels (C)"},
+    {"vocab", OPT_INT, FIELD(vocab), "0", "N", NULL, NULL, 1, "model",
      "vocabulary size (V)"},
-    {"n-ctx", OPT_INT, FIELD(n_ctx), "0", "N", NULL, 1, "model",
+    {"n-ctx", OPT_INT, FIELD(n_ctx), "0", "N", NULL, NULL, 1, "model",
      "learned positions (longest --seq)"},
 
-    {"micro-batch", OPT_INT, FIELD(micro_batch), "8", "N", NULL, 0, "batch",
+    {"micro-batch", OPT_INT, FIELD(micro_batch), "8", "N", NULL, NULL, 0, "batch",
      "sequences per micro-batch (B)"},
-    {"seq", OPT_INT, FIELD(seq), "128", "N", NULL, 0, "batch", "tokens per sequence (T)"},
-    {"grad-accum", OPT_INT, FIELD(grad_accum), "1", "N", NULL, 0, "batch",
+    {"seq", OPT_INT, FIELD(seq), "128", "N", NULL, NULL, 0, "batch", "tokens per sequence (T)"},
+    {"grad-accum", OPT_INT, FIELD(grad_accum), "1", "N", NULL, NULL, 0, "batch",
      "micro-batches per step per dp rank"},
-    {"steps", OPT_INT, FIELD(steps), "200", "N", NULL, 0, "batch", "optimizer steps"},
+    {"steps", OPT_INT, FIELD(steps), "200", "N", NULL, NULL, 0, "batch", "optimizer steps"},
 
-    {"optim", OPT_STR, FIELD(optim), "adamw", "NAME", k_optims, 0, "optimizer", "optimizer"},
-    {"optim-block", OPT_INT, FIELD(optim_block), "256", "N", NULL, 0, "optimizer",
+    {"optim", OPT_ENUM, FIELD(optim), "adamw", "NAME", NULL, k_optims, 0, "optimizer",
+     "optimizer"},
+    {"optim-block", OPT_INT, FIELD(optim_block), "256", "N", NULL, NULL, 0, "optimizer",
      "adamw8bit: values per quantization block (bitsandbytes: 256; a power of two, 64-256)"},
-    {"optim-min-8bit", OPT_INT, FIELD(optim_min_8bit), "4096", "N", NULL, 0, "optimizer",
+    {"optim-min-8bit", OPT_INT, FIELD(optim_min_8bit), "4096", "N", NULL, NULL, 0, "optimizer",
      "adamw8bit: tensors with fewer values keep fp32 state (bitsandbytes: 4096)"},
-    {"optim-fp32-embedding", OPT_BOOL, FIELD(optim_fp32_embedding), "false", "", NULL, 0,
+    {"optim-fp32-embedding", OPT_BOOL, FIELD(optim_fp32_embedding), "false", "", NULL, NULL, 0,
      "optimizer", "adamw8bit: keep the token embedding's state in fp32"},
-    {"lr", OPT_FLOAT, FIELD(lr), "6e-4", "X", NULL, 0, "optimizer", "peak learning rate"},
-    {"lr-final-frac", OPT_FLOAT, FIELD(lr_final_frac), "0.1", "X", NULL, 0, "optimizer",
+    {"lr", OPT_FLOAT, FIELD(lr), "6e-4", "X", NULL, NULL, 0, "optimizer", "peak learning rate"},
+    {"lr-final-frac", OPT_FLOAT, FIELD(lr_final_frac), "0.1", "X", NULL, NULL, 0, "optimizer",
      "final learning rate as a fraction of --lr"},
-    {"lr-schedule", OPT_STR, FIELD(lr_schedule), "cosine", "NAME", k_lr_schedules, 0,
+    {"lr-schedule", OPT_ENUM, FIELD(lr_schedule), "cosine", "NAME", NULL, k_lr_schedules, 0,
      "optimizer", "decay after warmup"},
-    {"warmup", OPT_INT, FIELD(warmup), "20", "N", NULL, 0, "optimizer",
+    {"warmup", OPT_INT, FIELD(warmup), "20", "N", NULL, NULL, 0, "optimizer",
      "linear warmup steps"},
-    {"weight-decay", OPT_FLOAT, FIELD(weight_decay), "0.1", "X", NULL, 0, "optimizer",
+    {"weight-decay", OPT_FLOAT, FIELD(weight_decay), "0.1", "X", NULL, NULL, 0, "optimizer",
      "AdamW decoupled weight decay (matrices only)"},
-    {"beta1", OPT_FLOAT, FIELD(beta1), "0.9", "X", NULL, 0, "optimizer",
+    {"beta1", OPT_FLOAT, FIELD(beta1), "0.9", "X", NULL, NULL, 0, "optimizer",
      "AdamW first-moment decay"},
-    {"beta2", OPT_FLOAT, FIELD(beta2), "0.95", "X", NULL, 0, "optimizer",
+    {"beta2", OPT_FLOAT, FIELD(beta2), "0.95", "X", NULL, NULL, 0, "optimizer",
      "AdamW second-moment decay"},
-    {"eps", OPT_FLOAT, FIELD(eps), "1e-8", "X", NULL, 0, "optimizer", "AdamW epsilon"},
-    {"grad-clip", OPT_FLOAT, FIELD(grad_clip), "1.0", "X", NULL, 0, "optimizer",
+    {"eps", OPT_FLOAT, FIELD(eps), "1e-8", "X", NULL, NULL, 0, "optimizer", "AdamW epsilon"},
+    {"grad-clip", OPT_FLOAT, FIELD(grad_clip), "1.0", "X", NULL, NULL, 0, "optimizer",
      "clip the global gradient norm to this (0 = off)"},
-    {"seed", OPT_U64, FIELD(seed), "1337", "N", NULL, 0, "optimizer",
+    {"seed", OPT_U64, FIELD(seed), "1337", "N", NULL, NULL, 0, "optimizer",
      "random seed (initialization, shuffling)"},
 
-    {"data", OPT_STR, FIELD(data), "", "PATH", NULL, 0, "data",
+    {"data", OPT_STR, FIELD(data), "", "PATH", NULL, NULL, 0, "data",
      "training tokens (llm.c .bin format; if not set, the embedded default text, with its "
      "validation split)"},
-    {"val-data", OPT_STR, FIELD(val_data), "", "PATH", NULL, 0, "data",
+    {"val-data", OPT_STR, FIELD(val_data), "", "PATH", NULL, NULL, 0, "data",
      "validation tokens (if not set, no validation)"},
-    {"val-every", OPT_INT, FIELD(val_every), "50", "N", NULL, 0, "data",
+    {"val-every", OPT_INT, FIELD(val_every), "50", "N", NULL, NULL, 0, "data",
      "validate every N steps (0 = never)"},
-    {"val-batches", OPT_INT, FIELD(val_batches), "8", "N", NULL, 0, "data",
+    {"val-batches", OPT_INT, FIELD(val_batches), "8", "N", NULL, NULL, 0, "data",
      "global batches per validation (the same samples whatever the layout)"},
-    {"sample-every", OPT_INT, FIELD(sample_every), "0", "N", NULL, 0, "data",
+    {"sample-every", OPT_INT, FIELD(sample_every), "0", "N", NULL, NULL, 0, "data",
      "every N steps and at the end, print a sampled continuation of the training data's "
      "first token (temperature 1, --seed; 0 = never)"},
-    {"sample-len", OPT_INT, FIELD(sample_len), "64", "N", NULL, 0, "data",
+    {"sample-len", OPT_INT, FIELD(sample_len), "64", "N", NULL, NULL, 0, "data",
      "tokens per --sample-every sample"},
-    {"shuffle", OPT_BOOL, FIELD(shuffle), "false", "", NULL, 0, "data",
+    {"shuffle", OPT_BOOL, FIELD(shuffle), "false", "", NULL, NULL, 0, "data",
      "shuffle the training sequences (--shuffle=false: off)"},
-    {"init-from", OPT_STR, FIELD(init_from), "", "PATH", NULL, 0, "data",
+    {"init-from", OPT_STR, FIELD(init_from), "", "PATH", NULL, NULL, 0, "data",
      "start from a Hugging Face GPT-2 directory or model.safetensors, or an llm.c fp32 file; "
      "the model shape comes from the file"},
-    {"log", OPT_STR, FIELD(log), "", "PATH", NULL, 0, "data",
+    {"log", OPT_STR, FIELD(log), "", "PATH", NULL, NULL, 0, "data",
      "write metrics as JSON lines: first the run's configuration, then one record per step"},
-    {"log-every", OPT_INT, FIELD(log_every), "1", "N", NULL, 0, "data",
+    {"log-every", OPT_INT, FIELD(log_every), "1", "N", NULL, NULL, 0, "data",
      "print the step line every N steps, and the first and last (--log records every step)"},
-    {"save", OPT_STR, FIELD(save), "", "DIR", NULL, 0, "data",
+    {"save", OPT_STR, FIELD(save), "", "DIR", NULL, NULL, 0, "data",
      "at the end, write the weights as a Hugging Face GPT-2 directory (model.safetensors + "
      "config.json, and GPT-2's tokenizer files when the vocabulary is 50257)"},
-    {"save-dtype", OPT_STR, FIELD(save_dtype), "", "NAME", k_save_dtypes, 0, "data",
+    {"save-dtype", OPT_ENUM, FIELD(save_dtype), "", "NAME", NULL, k_dtypes, 0, "data",
      "--save's tensor type (if not set, the run's --param-dtype: fp32 runs write fp32, bf16 "
      "runs bf16; bf16 rounds each weight to nearest even)"},
-    {"ckpt-dir", OPT_STR, FIELD(ckpt_dir), "", "DIR", NULL, 0, "checkpoints",
+    {"ckpt-dir", OPT_STR, FIELD(ckpt_dir), "", "DIR", NULL, NULL, 0, "checkpoints",
      "write sharded checkpoints DIR/step-N (docs/checkpoints.md)"},
-    {"ckpt-every", OPT_INT, FIELD(ckpt_every), "0", "N", NULL, 0, "checkpoints",
+    {"ckpt-every", OPT_INT, FIELD(ckpt_every), "0", "N", NULL, NULL, 0, "checkpoints",
      "checkpoint every N steps (and after the last; 0 = only after the last)"},
-    {"ckpt-keep", OPT_INT, FIELD(ckpt_keep), "0", "K", NULL, 0, "checkpoints",
+    {"ckpt-keep", OPT_INT, FIELD(ckpt_keep), "0", "K", NULL, NULL, 0, "checkpoints",
      "keep the K newest checkpoints (0 = all)"},
-    {"resume", OPT_STR, FIELD(resume), "", "DIR", NULL, 0, "checkpoints",
+    {"resume", OPT_STR, FIELD(resume), "", "DIR", NULL, NULL, 0, "checkpoints",
      "continue from the latest complete checkpoint in DIR (or a step-N directory), in any "
      "layout"},
 
-    {"zero", OPT_INT, FIELD(zero), "0", "N", NULL, 0, "parallel",
+    {"zero", OPT_INT, FIELD(zero), "0", "N", NULL, NULL, 0, "parallel",
      "1 = shard optimizer state over dp (ZeRO-1)"},
-    {"dp", OPT_INT, FIELD(dp), "0", "N", NULL, 0, "parallel",
+    {"dp", OPT_INT, FIELD(dp), "0", "N", NULL, NULL, 0, "parallel",
      "data-parallel degree (0 = world size / (pp*tp))"},
-    {"pp", OPT_INT, FIELD(pp), "1", "N", NULL, 0, "parallel", "pipeline stages"},
-    {"tp", OPT_INT, FIELD(tp), "1", "N", NULL, 0, "parallel", "tensor-parallel degree"},
-    {"schedule", OPT_STR, FIELD(schedule), "1f1b", "NAME", k_schedules, 0, "parallel",
+    {"pp", OPT_INT, FIELD(pp), "1", "N", NULL, NULL, 0, "parallel", "pipeline stages"},
+    {"tp", OPT_INT, FIELD(tp), "1", "N", NULL, NULL, 0, "parallel", "tensor-parallel degree"},
+    {"schedule", OPT_ENUM, FIELD(schedule), "1f1b", "NAME", NULL, k_schedules, 0, "parallel",
      "pipeline schedule"},
-    {"partition", OPT_STR, FIELD(partition), "uniform", "SPEC", NULL, 0, "parallel",
+    {"partition", OPT_STR, FIELD(partition), "uniform", "SPEC", NULL, NULL, 0, "parallel",
      "uniform | parameters | memory | type:... | 0:11,11:24,..."},
-    {"overlap-comm", OPT_STR, FIELD(overlap_comm), "off", "MODE", k_on_off, 0, "parallel",
+    {"overlap-comm", OPT_ENUM, FIELD(overlap_comm), "off", "MODE", NULL, k_on_off, 0,
+     "parallel",
      "on: communication beside computation (nonblocking): the dp gradient reduction in "
      "buckets while the step's last backward runs, the --zero 1 parameter all-gather while "
      "the next forward runs, pipeline sends and receives that do not hold the stage; off: "
      "each blocking (bench/RESULTS.md, \"Overlapped communication\")"},
-    {"bucket-mib", OPT_INT, FIELD(bucket_mib), "4", "N", NULL, 0, "parallel",
+    {"bucket-mib", OPT_INT, FIELD(bucket_mib), "4", "N", NULL, NULL, 0, "parallel",
      "--overlap-comm on: MiB of final gradient a bucket waits for before it starts, and the "
      "least MiB of whole tensors in a parameter-gather bucket (0: a gradient bucket at each "
      "half block, a gather bucket per tensor)"},
-    {"loss-chunk", OPT_INT, FIELD(loss_chunk), "0", "N", NULL, 0, "parallel",
+    {"loss-chunk", OPT_INT, FIELD(loss_chunk), "0", "N", NULL, NULL, 0, "parallel",
      "tokens per chunk of the loss (0 = automatic)"},
-    {"threads", OPT_INT, FIELD(threads), "0", "N", NULL, 0, "parallel",
+    {"threads", OPT_INT, FIELD(threads), "0", "N", NULL, NULL, 0, "parallel",
      "OpenMP threads per rank (0 = runtime default)"},
-    {"peak-tflops", OPT_FLOAT, FIELD(peak_tflops), "0", "X", NULL, 0, "parallel",
+    {"peak-tflops", OPT_FLOAT, FIELD(peak_tflops), "0", "X", NULL, NULL, 0, "parallel",
      "one rank's peak TFLOP/s: the progress line then shows the model FLOPs utilization "
      "(0 = only the achieved TFLOP/s)"},
-    {"backend", OPT_STR, FIELD(backend), "cpu", "NAME", zt_backend_names, 0, "parallel",
+    {"backend", OPT_STR, FIELD(backend), "cpu", "NAME", zt_backend_names, NULL, 0, "parallel",
      "where tensors live and kernels run: cpu, or cuda (one GPU; a binary built with "
      "`make cuda`: build/zerotrain-cuda)"},
-    {"tensor-path", OPT_STR, FIELD(tensor_path), "auto", "MODE", k_tensor_paths, 0, "parallel",
+    {"tensor-path", OPT_ENUM, FIELD(tensor_path), "auto", "MODE", NULL, k_tensor_paths, 0,
+     "parallel",
      "how tensors move between ranks: auto (--backend cuda: NCCL where the ranks of a group "
      "have GPUs of their own, MPI with host staging where they share one; cpu: MPI) or staged "
      "(every group through MPI with host staging, on either backend)"},
-    {"device", OPT_INT, FIELD(device), "-1", "N", NULL, 0, "parallel",
+    {"device", OPT_INT, FIELD(device), "-1", "N", NULL, NULL, 0, "parallel",
      "--backend cuda: the GPU this rank uses (-1 = its rank on the machine mod the GPU count, "
      "so ranks beyond the count share GPUs; CUDA_VISIBLE_DEVICES numbers them)"},
-    {"tf32", OPT_BOOL, FIELD(tf32), "false", "", NULL, 0, "parallel",
+    {"tf32", OPT_BOOL, FIELD(tf32), "false", "", NULL, NULL, 0, "parallel",
      "--backend cuda: allow TF32 tensor cores in fp32 matrix products (faster, ~1e-3 "
      "relative error; off: exact fp32 as on the CPU)"},
-    {"profile", OPT_BOOL, FIELD(profile), "false", "", NULL, 0, "parallel",
+    {"bf16-gemm", OPT_ENUM, FIELD(bf16_gemm), "auto", "PATH", NULL, k_bf16_gemms, 0, "parallel",
+     "--backend cpu, --param-dtype bf16: where the bf16 matrix products run: oneDNN's bf16 "
+     "GEMM (CPUs with AVX512-BF16 or AMX-BF16: auto picks it there) or the fallback (bf16 "
+     "widened to fp32, then OpenBLAS's sgemm)"},
+    {"profile", OPT_BOOL, FIELD(profile), "false", "", NULL, NULL, 0, "parallel",
      "time every kernel and transfer by phase (gemm, attention, loss, element-wise, "
      "optimizer, grad norm, memory, comm): a table at the end, \"phases\" in the --log"},
 
-    {"param-dtype", OPT_STR, FIELD(param_dtype), "fp32", "NAME", k_param_dtypes, 0, "memory",
+    {"param-dtype", OPT_ENUM, FIELD(param_dtype), "fp32", "NAME", NULL, k_dtypes, 0, "memory",
      "parameters and gradients: bf16 keeps fp32 master weights in the optimizer (sharded by "
      "--zero 1), fp32 activations and bf16 products with fp32 sums (--backend cpu)"},
-    {"mem-limit", OPT_STR, FIELD(mem_limit), "", "BYTES", NULL, 0, "memory",
+    {"mem-limit", OPT_STR, FIELD(mem_limit), "", "BYTES", NULL, NULL, 0, "memory",
      "memory one rank may use, e.g. 16G or 512M (binary units); a run predicted to need more "
      "stops before allocating (if not set, train checks the machine's available memory)"},
-    {"ranks-per-node", OPT_INT, FIELD(ranks_per_node), "0", "N", NULL, 0, "memory",
+    {"ranks-per-node", OPT_INT, FIELD(ranks_per_node), "0", "N", NULL, NULL, 0, "memory",
      "`zerotrain memory`: consecutive ranks sharing one machine (0 = all; sizes the MPI "
      "staging windows)"},
-    {"gpus-per-node", OPT_INT, FIELD(gpus_per_node), "0", "N", NULL, 0, "memory",
+    {"gpus-per-node", OPT_INT, FIELD(gpus_per_node), "0", "N", NULL, NULL, 0, "memory",
      "`zerotrain memory --backend cuda`: GPUs of one machine, which its ranks take in turn (0 = "
      "one per rank: NCCL everywhere); groups whose ranks share one stage through pinned host "
      "buffers, which the plan counts"},
@@ -170,6 +186,31 @@ const opt_desc *zt_opt_find(const char *name, size_t len) {
 }
 
 int zt_config_is_option(const char *name, size_t len) { return zt_opt_find(name, len) != NULL; }
+
+const char *zt_opt_enum_name(const opt_desc *o, int value) {
+    for (const zt_enum_name *e = o->names; e->name; e++)
+        if (e->value == value) return e->name;
+    return NULL;
+}
+
+const char *zt_config_enum_name(const char *option, int value) {
+    const opt_desc *o = zt_opt_find(option, strlen(option));
+    ZT_ASSERTF(o && o->type == OPT_ENUM, "--%s is not an enum option", option);
+    const char *name = zt_opt_enum_name(o, value);
+    ZT_ASSERTF(name || (value == ZT_NOT_GIVEN && !o->def[0]), "--%s has no value %d", option,
+               value);
+    return name;
+}
+
+void zt_opt_list_names(const opt_desc *o, const char *sep, char *out, size_t size) {
+    out[0] = '\0';
+    for (int i = 0;; i++) {
+        const char *name = o->type == OPT_ENUM ? o->names[i].name : o->choices[i];
+        if (!name) break;
+        size_t n = strlen(out);
+        snprintf(out + n, size - n, "%s%s", i ? sep : "", name);
+    }
+}
 
 // Levenshtein distance, for "did you mean". Inputs longer than 63 are not worth a
 // suggestion and return a large distance.

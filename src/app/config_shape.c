@@ -110,11 +110,7 @@ zt_model_shape zt_config_shape(const zt_config *cfg) {
     return s;
 }
 
-zt_dtype zt_config_param_dtype(const zt_config *cfg) {
-    return strcmp(cfg->param_dtype, "bf16") == 0 ? ZT_BF16 : ZT_F32;
-}
-
 zt_dtype zt_config_save_dtype(const zt_config *cfg) {
-    if (!cfg->save_dtype[0]) return zt_config_param_dtype(cfg); // a run saves what it trains
-    return strcmp(cfg->save_dtype, "bf16") == 0 ? ZT_BF16 : ZT_F32;
+    // a run saves what it trains unless --save-dtype says otherwise
+    return cfg->save_dtype == ZT_NOT_GIVEN ? cfg->param_dtype : (zt_dtype)cfg->save_dtype;
 }

@@ -139,23 +139,31 @@ static zt_status check_memory(const zt_config *c) {
     return ZT_OK;
 }
 
+// Whether `o`'s field holds one of its values (enums: a program that set the field itself
+// may not have; strings: --backend, checked against the backends' names).
+static int known_value(const zt_config *c, const opt_desc *o) {
+    const char *v = (const char *)c + o->offset;
+    if (o->type == OPT_ENUM)
+        return zt_opt_enum_name(o, *(const int *)v) ||
+               (!o->def[0] && *(const int *)v == ZT_NOT_GIVEN);
+    if (!v[0] && !o->def[0]) return 1; // not set: its help says what it then means
+    for (const char *const *ch = o->choices; *ch; ch++)
+        if (strcmp(v, *ch) == 0) return 1;
+    return 0;
+}
+
 static zt_status check_choices(const zt_config *c) {
-    // String options with a fixed set of values, from the table.
+    // options with a fixed set of values, from the table
     for (int i = 0; i < ZT_N_OPTS; i++) {
         const opt_desc *o = &zt_opts[i];
-        if (!o->choices) continue;
-        const char *v = (const char *)c + o->offset;
-        if (!v[0] && !o->def[0]) continue; // not set: its help says what it then means
-        int ok = 0;
-        for (const char *const *ch = o->choices; *ch; ch++) ok |= strcmp(v, *ch) == 0;
-        if (!ok) {
-            char list[128] = "";
-            for (const char *const *ch = o->choices; *ch; ch++) {
-                size_t n = strlen(list);
-                snprintf(list + n, sizeof list - n, "%s%s", ch == o->choices ? "" : ", ", *ch);
-            }
-            return zt_errorf("--%s '%s' is not known: use one of %s", o->name, v, list);
-        }
+        if (!o->choices && !o->names) continue;
+        if (known_value(c, o)) continue;
+        char list[128], value[32];
+        zt_opt_list_names(o, ", ", list, sizeof list);
+        const char *field = (const char *)c + o->offset;
+        if (o->type == OPT_ENUM) snprintf(value, sizeof value, "%d", *(const int *)field);
+        else snprintf(value, sizeof value, "%s", field);
+        return zt_errorf("--%s '%s' is not known: use one of %s", o->name, value, list);
     }
     return ZT_OK;
 }
@@ -191,8 +199,9 @@ zt_status zt_config_validate(const zt_config *c) {
 zt_status zt_config_check_trainable(const zt_config *c) {
     ZT_TRY(zt_backend_check(c->backend, &(zt_backend_options){.device = c->device,
                                                                .threads = c->threads,
-                                                               .tf32 = c->tf32}));
-    if (strcmp(c->param_dtype, "bf16") != 0) return ZT_OK;
+                                                               .tf32 = c->tf32,
+                                                               .bf16_gemm = c->bf16_gemm}));
+    if (c->param_dtype != ZT_BF16) return ZT_OK;
     if (!zt_backend_caps_of(c->backend)->bf16)
         return zt_errorf("--param-dtype bf16: the %s backend has no bf16 kernels yet; train bf16 "
                          "with --backend cpu, or use --param-dtype fp32 here", c->backend);

@@ -22,6 +22,23 @@ zt_status zt_opt_set_string(zt_config *cfg, const opt_desc *o, const char *s,
     return ZT_OK;
 }
 
+zt_status zt_opt_set_enum(zt_config *cfg, const opt_desc *o, const char *name,
+                          const char *where) {
+    ZT_ASSERTF(o->size == sizeof(int), "enum option %s has a field of %zu bytes", o->name,
+               o->size);
+    for (const zt_enum_name *e = o->names; e->name; e++) {
+        if (strcmp(name, e->name) == 0) {
+            *(int *)((char *)cfg + o->offset) = e->value;
+            return ZT_OK;
+        }
+    }
+    if (!name[0]) // the usual cause: an unset shell variable
+        return zt_errorf("%s is empty: give it a value, or leave it out for its default", where);
+    char list[128];
+    zt_opt_list_names(o, ", ", list, sizeof list);
+    return zt_errorf("%s '%s' is not known: use one of %s", where, name, list);
+}
+
 // Parses a flag value (or a default) for option `o`; `where` names it in messages
 // ("--lr"). Rejects empty text, leading spaces, trailing characters and overflow.
 zt_status zt_opt_set_text(zt_config *cfg, const opt_desc *o, const char *s, const char *where) {
@@ -29,6 +46,7 @@ zt_status zt_opt_set_text(zt_config *cfg, const opt_desc *o, const char *s, cons
     char *end = NULL;
     switch (o->type) {
     case OPT_STR: return zt_opt_set_string(cfg, o, s, where);
+    case OPT_ENUM: return zt_opt_set_enum(cfg, o, s, where);
     case OPT_BOOL:
         if (strcmp(s, "true") == 0 || strcmp(s, "1") == 0) {
             *(int *)field = 1;

@@ -19,7 +19,7 @@ static const char *const k_eval_options[] = {
     "micro-batch", "seq",     "grad-accum", "seed",        "data",   "val-data",
     "val-batches", "init-from", "resume",   "dp",          "pp",     "tp",
     "partition", "loss-chunk", "threads",   "backend",     "tf32",   "mem-limit",
-    "param-dtype", "tensor-path", NULL};
+    "param-dtype", "tensor-path", "bf16-gemm", NULL};
 
 void zt_eval_usage(FILE *f) {
     fprintf(f,
@@ -46,8 +46,8 @@ void zt_eval_usage(FILE *f) {
             "  --param-dtype bf16 the forward in bf16 (bf16 weights, products on bf16 operands),\n"
             "                     as a bf16 run validates; default fp32\n"
             "Also: --micro-batch, --grad-accum, --seq, --partition, --loss-chunk, --threads,\n"
-            "--backend, --tf32, --mem-limit, --config (train --help describes them). Training\n"
-            "options (--steps, --lr, ...) are refused.\n");
+            "--backend, --tf32, --bf16-gemm, --mem-limit, --config (train --help describes them).\n"
+            "Training options (--steps, --lr, ...) are refused.\n");
 }
 
 // Takes --json out of argv (into *json); the rest (rest, *n) are train's flags, refused

@@ -48,6 +48,8 @@ void zt_generate_usage(FILE *f) {
             "  --ids              print token ids instead of text\n"
             "  --param-dtype bf16 decode in bf16 (the weights rounded to bf16, products on bf16\n"
             "                     operands with fp32 sums), as a bf16 run computes; default fp32\n"
+            "  --bf16-gemm PATH   those products through oneDNN (onednn) or widened to fp32\n"
+            "                     (fallback); default auto, as train's --bf16-gemm\n"
             "  --vocab FILE       gpt2.tiktoken (default %s);\n"
             "                     --vocab N (a number) is the model's vocabulary size, as in train\n"
             "  --backend cuda     on GPU 0 (build/zerotrain-cuda; one rank, no --tp or --pp yet)\n"
@@ -87,7 +89,7 @@ static zt_status used_by_generate(const char *arg) {
     static const char *const used[] = {"model", "n-layer", "n-head",  "n-embd",  "vocab",
                                        "n-ctx", "init-from", "seed", "tp",      "dp",
                                        "pp",    "threads", "backend", "tf32",    "config",
-                                       "partition", "param-dtype"};
+                                       "partition", "param-dtype", "bf16-gemm"};
     if (strncmp(arg, "--", 2) != 0) return ZT_OK; // a value, or what train's parser refuses
     size_t n = strcspn(arg + 2, "=");
     for (size_t k = 0; k < sizeof used / sizeof *used; k++)
@@ -169,7 +171,7 @@ static zt_status read_config(zt_config *cfg, int argc, char **argv) {
     if (caps && (!caps->multi_rank || caps->device_memory) && cfg->tp > 1)
         return zt_errorf("generate --backend %s runs on one rank for now (--tp %d given): "
                          "use --backend cpu for --tp", cfg->backend, cfg->tp);
-    if (caps && !caps->bf16 && zt_config_param_dtype(cfg) == ZT_BF16)
+    if (caps && !caps->bf16 && cfg->param_dtype == ZT_BF16)
         return zt_errorf("--param-dtype bf16: the %s backend has no bf16 kernels yet; use "
                          "--backend cpu or --param-dtype fp32", cfg->backend);
     if (caps && (!caps->multi_rank || caps->device_memory) && cfg->pp > 1)
@@ -279,7 +281,7 @@ static zt_status run(const gen_opts *o, const zt_config *cfg, const zt_grid *g,
     zt_model_shape shape = zt_config_shape(cfg);
     if (s == ZT_OK) {
         s = zt_decoder_init(&d, be, &shape, part->first[g->pp_rank], part->first[g->pp_rank + 1],
-                            g->tp, g->tp_rank, g->tp_data, g->pp_data, zt_config_param_dtype(cfg));
+                            g->tp, g->tp_rank, g->tp_data, g->pp_data, cfg->param_dtype);
         if (s == ZT_OK && cfg->init_from[0]) s = zt_init_load(&d.model, cfg->init_from);
         else if (s == ZT_OK) zt_gpt2_init_random(&d.model, cfg->seed);
         s = zt_comm_agree(&g->world_comm, s);
@@ -352,7 +354,7 @@ int zt_generate_main(int argc, char **argv) {
                       "--pp %d --tp %d: launch mpirun -np %d", world.size, cfg.pp, cfg.tp,
                       cfg.pp * cfg.tp);
     zt_partition part = {0};
-    if (s == ZT_OK && strcmp(cfg.partition, "memory") == 0)
+    if (s == ZT_OK && zt_partition_needs_costs(cfg.partition))
         s = zt_errorf("--partition memory balances training's memory per stage; generate takes "
                       "uniform, parameters or unit ranges");
     if (s == ZT_OK) {
@@ -360,7 +362,8 @@ int zt_generate_main(int argc, char **argv) {
         s = zt_partition_build(&part, cfg.partition, &shape, cfg.pp, NULL);
     }
     zt_backend be = {0};
-    zt_backend_options bo = {.device = 0, .threads = cfg.threads, .tf32 = cfg.tf32};
+    zt_backend_options bo = {
+        .device = 0, .threads = cfg.threads, .tf32 = cfg.tf32, .bf16_gemm = cfg.bf16_gemm};
     if (s == ZT_OK) s = zt_backend_open(&be, cfg.backend, &bo);
     if (s == ZT_OK) s = zt_grid_init(&g, &world, 1, cfg.pp, cfg.tp);
     if (s == ZT_OK) s = run(&o, &cfg, &g, &part, &be);

@@ -24,22 +24,18 @@ zt_status zt_plan_spec_from_config(zt_plan_spec *s, const zt_config *c, int dp) 
     s->seq = c->seq;
     s->grad_accum = c->grad_accum;
     s->loss_chunk = c->loss_chunk;
-    ZT_TRY(zt_schedule_parse(c->schedule, &s->schedule));
+    s->schedule = c->schedule;
     snprintf(s->partition, sizeof s->partition, "%s", c->partition);
-    s->is_8bit = strcmp(c->optim, "adamw8bit") == 0;
+    s->is_8bit = c->optim == ZT_OPTIM_ADAMW8BIT;
     s->opt8 = zt_adamw8bit_default_options();
     s->opt8.block_size = c->optim_block;
     s->opt8.min_8bit_size = c->optim_min_8bit;
     s->opt8.fp32_embedding = c->optim_fp32_embedding;
     if (s->is_8bit) ZT_TRY(zt_adamw8bit_check_options(&s->opt8, ZT_ALIGN_ELEMS));
-    if (strcmp(c->param_dtype, "fp32") == 0) s->param_bytes = 4;
-    else if (strcmp(c->param_dtype, "bf16") == 0) s->param_bytes = 2;
-    else
-        return zt_errorf("--param-dtype '%s' is not known: use one of fp32, bf16",
-                         c->param_dtype);
+    s->param_bytes = (int)zt_dtype_size(c->param_dtype); // 4: fp32; 2: bf16
     s->ranks_per_node = c->ranks_per_node;
     s->gpus_per_node = c->gpus_per_node;
-    s->stage_all = strcmp(c->tensor_path, "staged") == 0;
+    s->stage_all = c->tensor_path == ZT_TENSOR_PATH_STAGED;
     s->stage_kib = zt_comm_mpi_stage_kib();
     s->save = c->save[0] != 0;
     s->sample = c->sample_every > 0;

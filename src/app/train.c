@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ckpt_view.h"
 #include "host_memory.h"
 #include "grid_data.h"
 #include "hf_import.h"
@@ -89,7 +90,7 @@ static zt_status open_data(zt_trainer *t, const char *argv0) {
 
 // --overlap-comm, for the synchronizer and the pipeline's transfers (evaluation: off).
 static int overlap_comm(const zt_trainer *t) {
-    return strcmp(t->cfg->overlap_comm, "on") == 0 && !t->eval_only;
+    return t->cfg->overlap_comm && !t->eval_only;
 }
 
 // The synchronizer's options: the run's --zero and --overlap-comm, a bucket per --bucket-mib,
@@ -132,7 +133,7 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
     size_t pad = (size_t)g->dp * ZT_ALIGN_ELEMS;
     ZT_TRY(zt_gpt2_init(&t->model, t->be, &t->shape, t->unit_first, t->unit_last, g->tp,
                         g->tp_rank, ZT_ALIGN_ELEMS, pad, c->micro_batch, c->seq, c->loss_chunk,
-                        t->n_slots, g->tp_data, zt_config_param_dtype(c)));
+                        t->n_slots, g->tp_data, c->param_dtype));
     // with --resume, zt_ckpt_resume fills the weights once the optimizer exists
     if (c->init_from[0] && !c->resume[0]) ZT_TRY(zt_init_load(&t->model, c->init_from));
     else zt_gpt2_init_random(&t->model, c->seed);
@@ -149,20 +150,6 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
         ZT_TRY(zt_train_sampler_init(&t->sampler, &t->model, g->tp_data, g->pp_data,
                                      t->train.tokens[0], g->rank == 0));
     return ZT_OK;
-}
-
-// What a checkpoint records of the run (ckpt.h): the options, not the whole configuration.
-static zt_ckpt_run ckpt_run_of(const zt_config *c) {
-    return (zt_ckpt_run){
-        .dir = c->ckpt_dir, .keep = c->ckpt_keep, .zero = c->zero, .schedule = c->schedule,
-        .partition = c->partition, .micro_batch = c->micro_batch, .seq = c->seq,
-        .grad_accum = c->grad_accum, .steps = c->steps, .warmup = c->warmup,
-        .shuffle = c->shuffle, .lr = c->lr, .lr_final_frac = c->lr_final_frac,
-        .weight_decay = c->weight_decay, .beta1 = c->beta1, .beta2 = c->beta2, .eps = c->eps,
-        .grad_clip = c->grad_clip, .lr_schedule = c->lr_schedule, .optim = c->optim,
-        .optim_block = c->optim_block, .optim_min_8bit = c->optim_min_8bit,
-        .optim_fp32_embedding = c->optim_fp32_embedding, .seed = c->seed,
-        .param_dtype = c->param_dtype};
 }
 
 // What a checkpoint of this rank holds (src/checkpoint/ckpt.h).
@@ -263,7 +250,8 @@ static zt_status open_run(zt_trainer *t, zt_backend *backend, const zt_comm *wor
     zt_backend_options bo = {.device = cfg->device,
                              .local_rank = local_rank >= 0 ? local_rank : world->rank,
                              .threads = cfg->threads,
-                             .tf32 = cfg->tf32};
+                             .tf32 = cfg->tf32,
+                             .bf16_gemm = cfg->bf16_gemm};
     ZT_TRY(zt_backend_open(backend, cfg->backend, &bo));
     t->be = backend;
     return zt_plan_spec_from_config(&t->plan, cfg, *dp);
@@ -335,7 +323,7 @@ static zt_status open_trainer(zt_trainer *t, zt_backend *backend, const zt_comm 
     ZT_TRY(open_run(t, backend, world, &dp));
     ZT_TRY(zt_grid_init(&t->grid, world, dp, cfg->pp, cfg->tp));
     // a device backend's tensors: NCCL, or MPI with host staging (before the profile wraps)
-    ZT_TRY(zt_grid_open_data(&t->grid, backend, strcmp(cfg->tensor_path, "staged") == 0));
+    ZT_TRY(zt_grid_open_data(&t->grid, backend, cfg->tensor_path == ZT_TENSOR_PATH_STAGED));
     if (cfg->profile) start_profile(t);
     // the launcher says which ranks share a machine; else all (the conservative guess)
     t->plan.ranks_per_node = zt_launcher_local_size(t->grid.world);
@@ -353,7 +341,7 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0
     zt_trainer t;
     memset(&t, 0, sizeof t);
     t.cfg = cfg;
-    t.ckpt_run = ckpt_run_of(cfg);
+    t.ckpt_run = zt_ckpt_view_of(cfg);
     t.ckpt_lock = -1;
     zt_backend backend = {0};
     zt_status s = open_trainer(&t, &backend, world, argv0, start);

@@ -53,7 +53,8 @@ void zt_trainer_print_start(zt_trainer *t) {
                (double)t->model.loss_chunk * t->shape.padded_vocab / g->tp * sizeof(float) /
                    1048576.0, t->shape.padded_vocab / g->tp, t->shape.padded_vocab);
         if (g->pp > 1) {
-            printf("pipeline: %s schedule, partition %s: %s\n", c->schedule, c->partition, part);
+            printf("pipeline: %s schedule, partition %s: %s\n", zt_schedule_kind_name(c->schedule),
+                   c->partition, part);
             for (int s = 0; s < g->pp; s++) { // measured on stage s's dp 0, tp 0 rank
                 zt_plan_bytes b;
                 ZT_ASSERT(zt_plan_rank(&t->plan, &t->part, 0, s, 0, &b) == ZT_OK);

@@ -14,7 +14,7 @@
 
 float zt_lr_at(const zt_config *cfg, int step) {
     if (step < cfg->warmup) return cfg->lr * (float)(step + 1) / (float)cfg->warmup;
-    if (strcmp(cfg->lr_schedule, "constant") == 0) return cfg->lr;
+    if (cfg->lr_schedule == ZT_LR_CONSTANT) return cfg->lr;
     int span = cfg->steps - cfg->warmup;
     float ratio = span > 1 ? (float)(step - cfg->warmup) / (float)(span - 1) : 1.0f;
     float coeff = 0.5f * (1.0f + cosf(3.14159265358979f * ratio));

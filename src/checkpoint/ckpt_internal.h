@@ -28,6 +28,15 @@
 #include "ckpt.h"
 
 #define CKPT_FORMAT "zerotrain-checkpoint"
+
+// The manifest's names of the run's optimizer and parameter dtype ("config": "optim",
+// "param_dtype"; docs/checkpoints.md).
+static inline const char *ckpt_optim_name(const zt_ckpt_ctx *c) {
+    return c->is_8bit ? "adamw8bit" : "adamw";
+}
+static inline const char *ckpt_param_dtype_name(const zt_ckpt_ctx *c) {
+    return c->model->dtype == ZT_BF16 ? "bf16" : "fp32";
+}
 // Version 3: manifest.json sealed by its XXH3-64 in manifest.json.xxh3, and "run_start"
 // (the step and samples this run began at) for the cross-check of samples.
 // Version 2: files checksummed with XXH3-64 ("checksum": "xxh3-64", per file "digest").

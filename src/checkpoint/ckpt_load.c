@@ -650,7 +650,8 @@ static zt_status load_fp32_run2(loader *L, const zt_tensor_desc *t, size_t local
 
 // Notes (rank 0) the settings that differ from the checkpoint's run: the continuation is
 // then not the uninterrupted run's.
-static void note_config(const ckpt_index *x, const zt_ckpt_run *c, int dp) {
+static void note_config(const ckpt_index *x, const zt_ckpt_ctx *ctx, int dp) {
+    const zt_ckpt_run *c = ctx->run;
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(x->man.root, "config");
     if (!o) return;
     struct {
@@ -671,16 +672,17 @@ static void note_config(const ckpt_index *x, const zt_ckpt_run *c, int dp) {
     if (cJSON_IsString(v) && strcmp(v->valuestring, c->lr_schedule))
         printf("resume: note: lr_schedule is %s now, %s in the checkpoint's run\n", c->lr_schedule,
                v->valuestring);
+    const char *optim = ckpt_optim_name(ctx), *dtype = ckpt_param_dtype_name(ctx);
     v = cJSON_GetObjectItemCaseSensitive(o, "optim");
-    if (cJSON_IsString(v) && strcmp(v->valuestring, c->optim))
+    if (cJSON_IsString(v) && strcmp(v->valuestring, optim))
         printf("resume: note: the checkpoint's optimizer state is %s, this run's %s: its moments "
-               "are converted\n", v->valuestring, c->optim);
+               "are converted\n", v->valuestring, optim);
     v = cJSON_GetObjectItemCaseSensitive(o, "param_dtype");
     const char *was = cJSON_IsString(v) ? v->valuestring : "fp32"; // before bf16 existed
-    if (strcmp(was, c->param_dtype))
+    if (strcmp(was, dtype))
         printf("resume: note: the checkpoint's run trained %s parameters, this run %s: its fp32 "
-               "parameters become this run's%s\n", was, c->param_dtype,
-               strcmp(c->param_dtype, "bf16") ? "" : " fp32 masters and, rounded, its bf16 weights");
+               "parameters become this run's%s\n", was, dtype,
+               ctx->model->dtype == ZT_BF16 ? " fp32 masters and, rounded, its bf16 weights" : "");
 }
 
 static zt_status load_into(const zt_ckpt_ctx *c, ckpt_index *x, size_t *counts) {
@@ -768,7 +770,7 @@ zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint6
         double mine[2] = {(double)counts[0], (double)counts[1]}, all[2];
         zt_comm_all_reduce(&g->world_comm, mine, all, 2, ZT_F64, ZT_REDUCE_SUM, NULL);
         if (g->rank == 0) {
-            note_config(&x, c->run, g->dp);
+            note_config(&x, c, g->dp);
             printf("resumed from %s in %.2f s: step %d, %llu samples, optimizer t %d; written by "
                    "dp %d x pp %d x tp %d (zero %d), now dp %d x pp %d x tp %d (zero %d)\n",
                    x.man.dir, ckpt_now_s() - t0, x.man.step, (unsigned long long)x.man.samples,

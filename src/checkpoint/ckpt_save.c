@@ -132,7 +132,8 @@ static void shard_name(char *out, size_t size, int pp, int tp, int dp) {
     snprintf(out, size, "shard-pp%d-tp%d-dp%d.safetensors", pp, tp, dp);
 }
 
-static void json_config(FILE *f, const zt_ckpt_run *c, int dp) {
+static void json_config(FILE *f, const zt_ckpt_ctx *x, int dp) {
+    const zt_ckpt_run *c = x->run;
     fprintf(f,
             "  \"config\": {\"micro_batch\": %d, \"seq\": %d, \"grad_accum\": %d, "
             "\"global_batch\": %d, \"steps\": %d, \"lr\": %.9g, \"lr_final_frac\": %.9g, "
@@ -143,8 +144,9 @@ static void json_config(FILE *f, const zt_ckpt_run *c, int dp) {
             c->micro_batch, c->seq, c->grad_accum, c->micro_batch * c->grad_accum * dp, c->steps,
             c->lr, c->lr_final_frac, c->lr_schedule, c->warmup, c->weight_decay, c->beta1,
             c->beta2, c->eps, c->grad_clip, c->shuffle ? "true" : "false",
-            (unsigned long long)c->seed, c->optim, c->optim_block, c->optim_min_8bit,
-            c->optim_fp32_embedding ? "true" : "false", c->param_dtype);
+            (unsigned long long)c->seed, ckpt_optim_name(x), c->optim_block,
+            c->optim_min_8bit, c->optim_fp32_embedding ? "true" : "false",
+            ckpt_param_dtype_name(x));
 }
 
 // Rank 0: manifest.json in `tmp`, from every rank's (written, bytes, hash).
@@ -165,17 +167,18 @@ static zt_status write_manifest(const zt_ckpt_ctx *c, const char *tmp, int step,
             c->step0, (unsigned long long)c->samples0, (unsigned long long)cfg->seed);
     fprintf(f, "  \"optimizer\": {\"name\": \"%s\", \"t\": %d, \"block_size\": %d, "
                "\"min_8bit_size\": %d, \"fp32_embedding\": %s},\n",
-            c->is_8bit ? "adamw8bit" : "adamw", t, cfg->optim_block, cfg->optim_min_8bit,
+            ckpt_optim_name(c), t, cfg->optim_block, cfg->optim_min_8bit,
             cfg->optim_fp32_embedding ? "true" : "false");
     fprintf(f, "  \"model\": {\"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, \"vocab\": %d, "
                "\"n_ctx\": %d},\n",
             s->n_layer, s->n_head, s->n_embd, s->vocab, s->n_ctx);
     fprintf(f, "  \"layout\": {\"world\": %d, \"dp\": %d, \"pp\": %d, \"tp\": %d, \"zero\": %d, "
                "\"schedule\": \"%s\", \"partition\": \"%s\", \"stage_first_unit\": [",
-            g->world, g->dp, g->pp, g->tp, cfg->zero, cfg->schedule, cfg->partition);
+            g->world, g->dp, g->pp, g->tp, cfg->zero, zt_schedule_kind_name(cfg->schedule),
+            cfg->partition);
     for (int k = 0; k <= g->pp; k++) fprintf(f, "%s%d", k ? ", " : "", c->part->first[k]);
     fprintf(f, "]},\n");
-    json_config(f, cfg, g->dp);
+    json_config(f, c, g->dp);
     // every tensor of the model, in zerotrain's global shape (wte without padding)
     zt_layout full;
     zt_model_shape s1 = *s;

@@ -374,6 +374,8 @@ static zt_status build_ranges(zt_partition *p, const char *spec, const zt_model_
 
 // ---------------------------------------------------------------- public
 
+int zt_partition_needs_costs(const char *spec) { return strcmp(spec, "memory") == 0; }
+
 zt_status zt_partition_build(zt_partition *p, const char *spec, const zt_model_shape *s,
                              int n_stages, const double *unit_cost) {
     ZT_ASSERT(p && spec && s && s->n_layer >= 1);
@@ -395,7 +397,7 @@ zt_status zt_partition_build(zt_partition *p, const char *spec, const zt_model_s
         free(cost);
     } else if (strncmp(spec, "type:", 5) == 0) {
         st = build_type(p, spec, s, n_stages);
-    } else if (strcmp(spec, "memory") == 0) {
+    } else if (zt_partition_needs_costs(spec)) {
         if (!unit_cost)
             return zt_errorf("--partition memory balances each unit's predicted memory, "
                              "which the memory planner supplies, and no prediction was "

@@ -45,6 +45,10 @@ typedef struct {
 zt_status zt_partition_build(zt_partition *p, const char *spec, const zt_model_shape *s,
                              int n_stages, const double *unit_cost);
 
+// Whether `spec` names the `memory` method, whose unit costs the memory planner supplies
+// (zt_plan_partition): the one method zt_partition_build cannot run alone.
+int zt_partition_needs_costs(const char *spec);
+
 // The cost of stage `stage` holding units [first, last), which may depend on the stage's
 // position (under 1F1B an early stage keeps more micro-batches of activations in flight
 // than a late one, so the same units cost it more memory).

@@ -40,19 +40,6 @@
 
 #include <string.h>
 
-zt_status zt_schedule_parse(const char *name, zt_schedule_kind *out) {
-    if (name && strcmp(name, "1f1b") == 0) {
-        *out = ZT_SCHED_1F1B;
-        return ZT_OK;
-    }
-    if (name && strcmp(name, "gpipe") == 0) {
-        *out = ZT_SCHED_GPIPE;
-        return ZT_OK;
-    }
-    return zt_errorf("unknown pipeline schedule '%s' (choose 1f1b or gpipe)",
-                     name ? name : "(null)");
-}
-
 const char *zt_schedule_kind_name(zt_schedule_kind kind) {
     switch (kind) {
     case ZT_SCHED_1F1B: return "1f1b";

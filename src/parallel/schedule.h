@@ -24,8 +24,6 @@
 
 typedef enum { ZT_SCHED_1F1B, ZT_SCHED_GPIPE } zt_schedule_kind;
 
-// "1f1b" or "gpipe" -> *out. Unknown name (or NULL): ZT_ERR naming both choices.
-zt_status zt_schedule_parse(const char *name, zt_schedule_kind *out);
 // "1f1b" | "gpipe" (static string).
 const char *zt_schedule_kind_name(zt_schedule_kind kind);
 

@@ -452,7 +452,7 @@ static double stage_cost(void *ctx, int stage, int first, int last) {
 
 zt_status zt_plan_partition_cached(const zt_plan_spec *s, zt_plan_cache *cache,
                                    zt_partition *out) {
-    if (strcmp(s->partition, "memory") != 0)
+    if (!zt_partition_needs_costs(s->partition))
         return zt_partition_build(out, s->partition, &s->shape, s->pp, NULL);
     cost_ctx k = {s, cache};
     return zt_partition_build_staged(out, zt_unit_count(&s->shape), s->pp, stage_cost, &k);

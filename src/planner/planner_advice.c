@@ -112,7 +112,7 @@ static void try_pp(const zt_plan_spec *s, double limit, int sharing, const char 
             break;
         }
         snprintf(t.partition, sizeof t.partition, "memory");
-        if (strcmp(s->partition, "memory") != 0 && fits(&t, &cache, limit, sharing, &v)) {
+        if (!zt_partition_needs_costs(s->partition) && fits(&t, &cache, limit, sharing, &v)) {
             snprintf(c, sizeof c, "%s--pp %d --partition memory", prefix, p);
             add_advice(adv, n, max, c, &v);
             break;

@@ -9,7 +9,8 @@
 #     and the automatic choice is the fp32 fallback; then a 6-step bf16 training run on each
 #     path the CPU has, every one compared with the run on the CPU's own path by
 #     tests/compare_models.py --bf16 (the paths differ in fp32 summation order only, well
-#     inside the layout tests' bf16 bound).
+#     inside the layout tests' bf16 bound); and --bf16-gemm fallback, uncapped, against the
+#     capped fallback run, loss for loss.
 # The C tests force the fallback themselves on every CPU (gemm_bf16_fallback,
 # bf16_gemm_mixed_fallback); the uncapped oneDNN tests run as gemm_bf16_dnnl and
 # bf16_gemm_mixed_dnnl. SKIP (77) on a CPU without bf16 instructions, after the cap check.
@@ -79,4 +80,13 @@ for p in "${paths[@]}"; do
   $PY tests/compare_models.py $out/own $out/$p --steps 6 --lr 1e-3 --bf16 \
       --log-a $out/own.jsonl --log-b $out/$p.jsonl || bad "$p differs from the CPU's own path"
 done
+
+echo "== --bf16-gemm fallback, oneDNN not capped: the capped fallback's losses, bit for bit"
+common="$common --bf16-gemm fallback"
+if train flag "${uncap[@]}"; then
+  grep -q 'bf16 GEMM: fp32 fallback' $out/flag.out || bad "--bf16-gemm fallback: not the fallback"
+  losses() { grep -o '"[a-z_]*loss":[^,}]*' "$1"; }
+  cmp <(losses $out/fallback.jsonl) <(losses $out/flag.jsonl) ||
+    bad "--bf16-gemm fallback's losses differ from the capped fallback's"
+fi
 exit $fail
