@@ -18,6 +18,7 @@ static inline void zt_bpe_ids_reserve(zt_bpe_ids *o, size_t more) {
     if (o->n + more > o->cap) zt_bpe_ids_grow(o, more);
 }
 
+// Appends one id, growing the list when it is full (out of memory is fatal).
 static inline void zt_bpe_ids_push(zt_bpe_ids *o, uint32_t id) {
     if (o->n == o->cap) zt_bpe_ids_grow(o, 1);
     o->ids[o->n++] = (int32_t)id;
