@@ -184,7 +184,7 @@ zt_bpe_long *zt_bpe_long_init(const zt_bpe_vocab *v) {
     ZT_ASSERTF(ix->len && ix->prefix && ix->split && ix->node_tok && ix->child_key && ix->child,
                "out of memory for the long-piece trie");
     memset(ix->child_key, 0xff, (ix->mask + 1) * sizeof *ix->child_key);
-    for (int c = 0; c < 256; c++) {  // every byte is a token (zt_bpe_load checks)
+    for (int c = 0; c < 256; c++) {  // every byte is a token (zt_bpe_vocab_build checks)
         ix->root[c] = (uint32_t)ix->n_nodes++;
         unsigned char byte = (unsigned char)c;
         ix->node_tok[ix->root[c]] = (uint32_t)zt_bpe_vocab_lookup(v, &byte, 1);
