@@ -12,6 +12,7 @@
 #include "bpe.h"
 #include "bpe_impl.h"
 #include "bpe_long.h"
+#include "bpe_merge.h"
 #include "test.h"
 
 // 256 single bytes (id = byte), then "ab" 256, "cd" 257, "abcd" 258, "aa" 259, "xyz" 260.
@@ -55,15 +56,15 @@ static int ids_are(const zt_bpe_ids *got, const int32_t *want, size_t n) {
 ZT_TEST(bpe_hash_tables) {
     zt_bpe *b = tiny();
     CHECK(b);
-    CHECK_EQ_INT(zt_bpe_lookup(b, "abcd", 4), 258);
-    CHECK_EQ_INT(zt_bpe_lookup(b, "xyz", 3), 260);
-    CHECK_EQ_INT(zt_bpe_lookup(b, "\xff", 1), 255);
-    CHECK_EQ_INT(zt_bpe_lookup(b, "abc", 3), -1);
-    CHECK_EQ_INT(zt_bpe_lookup(b, "", 0), -1);
-    CHECK_EQ_INT(zt_bpe_pair(b, 'a', 'b'), 256);
-    CHECK_EQ_INT(zt_bpe_pair(b, 256, 257), 258);  // "ab" + "cd"
-    CHECK_EQ_INT(zt_bpe_pair(b, 'x', 'y'), -1);   // "xy" is not a token
-    CHECK_EQ_INT(zt_bpe_pair(b, 'b', 'a'), -1);
+    CHECK_EQ_INT(zt_bpe_vocab_lookup(&b->vocab, "abcd", 4), 258);
+    CHECK_EQ_INT(zt_bpe_vocab_lookup(&b->vocab, "xyz", 3), 260);
+    CHECK_EQ_INT(zt_bpe_vocab_lookup(&b->vocab, "\xff", 1), 255);
+    CHECK_EQ_INT(zt_bpe_vocab_lookup(&b->vocab, "abc", 3), -1);
+    CHECK_EQ_INT(zt_bpe_vocab_lookup(&b->vocab, "", 0), -1);
+    CHECK_EQ_INT(zt_bpe_vocab_pair(&b->vocab, 'a', 'b'), 256);
+    CHECK_EQ_INT(zt_bpe_vocab_pair(&b->vocab, 256, 257), 258);  // "ab" + "cd"
+    CHECK_EQ_INT(zt_bpe_vocab_pair(&b->vocab, 'x', 'y'), -1);   // "xy" is not a token
+    CHECK_EQ_INT(zt_bpe_vocab_pair(&b->vocab, 'b', 'a'), -1);
     CHECK_EQ_INT(zt_bpe_vocab_size(b), 262);
     CHECK_EQ_INT(zt_bpe_eot(b), 261);
     zt_bpe_free(b);
@@ -105,12 +106,12 @@ ZT_TEST(bpe_merges_tiny) {
 // leftmost of equals, until none is a token. The reference for both loops of bpe.c.
 static void merge_reference(const zt_bpe *b, const unsigned char *p, size_t n, zt_bpe_ids *out) {
     int32_t *part = malloc(n * sizeof *part);
-    for (size_t i = 0; i < n; i++) part[i] = zt_bpe_lookup(b, p + i, 1);
+    for (size_t i = 0; i < n; i++) part[i] = zt_bpe_vocab_lookup(&b->vocab, p + i, 1);
     for (;;) {
         int32_t best = -1;
         size_t at = 0;
         for (size_t i = 0; i + 1 < n; i++) {
-            int32_t r = zt_bpe_pair(b, part[i], part[i + 1]);
+            int32_t r = zt_bpe_vocab_pair(&b->vocab, part[i], part[i + 1]);
             if (r >= 0 && (best < 0 || r < best)) {
                 best = r;
                 at = i;
@@ -431,10 +432,10 @@ ZT_TEST(bpe_long_token_vocab) {
     CHECK(st == ZT_OK);
     if (dt >= 1.0) fprintf(stderr, "  %d tokens, two of %d bytes, took %.1f s to load\n", rank, 2 * H, dt);
     CHECK(dt < 1.0);
-    CHECK_EQ_INT(zt_bpe_pair(b, id_a, id_b), id_ab);
-    CHECK_EQ_INT(zt_bpe_pair(b, id_a, id_a), id_aa);
-    CHECK_EQ_INT(zt_bpe_pair(b, id_b, id_a), -1);
-    CHECK_EQ_INT(zt_bpe_lookup(b, big, 2 * H), id_aa);
+    CHECK_EQ_INT(zt_bpe_vocab_pair(&b->vocab, id_a, id_b), id_ab);
+    CHECK_EQ_INT(zt_bpe_vocab_pair(&b->vocab, id_a, id_a), id_aa);
+    CHECK_EQ_INT(zt_bpe_vocab_pair(&b->vocab, id_b, id_a), -1);
+    CHECK_EQ_INT(zt_bpe_vocab_lookup(&b->vocab, big, 2 * H), id_aa);
     // Every two short tokens (and single bytes of "abc"): pair == lookup of the concatenation.
     for (int i = -3; i < N_SHORT; i++)
         for (int j = -3; j < N_SHORT; j++) {
@@ -445,8 +446,8 @@ ZT_TEST(bpe_long_token_vocab) {
             unsigned char cat[16];
             memcpy(cat, pi, li);
             memcpy(cat + li, pj, lj);
-            int32_t want = zt_bpe_lookup(b, cat, li + lj);
-            CHECK_EQ_INT(zt_bpe_pair(b, zt_bpe_lookup(b, pi, li), zt_bpe_lookup(b, pj, lj)), want);
+            int32_t want = zt_bpe_vocab_lookup(&b->vocab, cat, li + lj);
+            CHECK_EQ_INT(zt_bpe_vocab_pair(&b->vocab, zt_bpe_vocab_lookup(&b->vocab, pi, li), zt_bpe_vocab_lookup(&b->vocab, pj, lj)), want);
         }
     free(big);
     zt_bpe_free(b);
@@ -693,13 +694,13 @@ ZT_TEST(bpe_long_search_matches_reference) {
     for (int v = 0; v < 4; v++) {
         zt_bpe *b = v == 0 ? tiny() : scrambled((unsigned)v, v == 1 ? 40 : 400);
         CHECK(b);
-        zt_bpe_long *ix = zt_bpe_long_init(b);
+        zt_bpe_long *ix = zt_bpe_long_init(&b->vocab);
         for (int trial = 0; trial < 2000; trial++) {
             size_t n = 1 + (size_t)(rand_r(&seed) % (trial % 3 ? 24 : sizeof buf));
             for (size_t i = 0; i < n; i++) buf[i] = (v ? "abcd" : "abcdxyz")[rand_r(&seed) % (v ? 4 : 7)];
             zt_bpe_ids want = {0};
             merge_reference(b, buf, n, &want);
-            zt_bpe_ids got = {(int32_t *)ids, zt_bpe_long_merge(b, ix, buf, n, ids, 0), sizeof ids / sizeof ids[0]};
+            zt_bpe_ids got = {(int32_t *)ids, zt_bpe_long_merge(&b->vocab, ix, buf, n, ids, 0), sizeof ids / sizeof ids[0]};
             if (!ids_are(&got, want.ids, want.n)) {
                 fprintf(stderr, "  vocabulary %d, piece of %zu bytes: %.*s\n", v, n, (int)n, (const char *)buf);
                 return ZT_FAIL;
@@ -732,7 +733,7 @@ ZT_TEST(bpe_gpt2_long_search) {
     unsigned char *buf = malloc(BIG);
     uint32_t *ids = malloc(BIG * sizeof *ids);
     CHECK(buf && ids);
-    zt_bpe_long *ix = zt_bpe_long_init(b);
+    zt_bpe_long *ix = zt_bpe_long_init(&b->vocab);
     unsigned seed = 12;
     for (size_t c = 0; c <= sizeof runs / sizeof runs[0]; c++) {
         const char *al = c < sizeof runs / sizeof runs[0] ? runs[c].chars : NULL;  // NULL: any byte
@@ -744,7 +745,7 @@ ZT_TEST(bpe_gpt2_long_search) {
                              : (unsigned char)al[runs[c].random ? (size_t)rand_r(&seed) % m : i % m];
             zt_bpe_ids want = {0};
             zt_bpe_merge_piece(b, buf, n, n / 8 + 64, &want);  // the heap loop
-            zt_bpe_ids got = {(int32_t *)ids, zt_bpe_long_merge(b, ix, buf, n, ids, 0), BIG};
+            zt_bpe_ids got = {(int32_t *)ids, zt_bpe_long_merge(&b->vocab, ix, buf, n, ids, 0), BIG};
             if (!ids_are(&got, want.ids, want.n)) {
                 fprintf(stderr, "  alphabet \"%s\", piece of %zu bytes\n", al ? al : "(any byte)", n);
                 return ZT_FAIL;

@@ -27,22 +27,18 @@
 // for tokens of at most L bytes.
 //
 // Compatibility of two "tree tokens" (below; all of GPT-2's) is a walk down their merge trees,
-// a pair probe a step. Other pairs are decided by merging the two tokens' bytes with bpe.c's
-// own merge (the array loop, or the heap loop for long tokens): the definition itself, right
-// for any vocabulary, memoized per piece in a direct-mapped table.
+// a pair probe a step. Other pairs are decided by merging the two tokens' bytes with the
+// encoder's own merge (bpe_merge.c: the array loop, or the heap loop for long tokens): the
+// definition itself, right for any vocabulary, memoized per piece in a direct-mapped table.
 #include "bpe_long.h"
 
-#include "bpe_impl.h"
+#include "bpe_merge.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define NO_ID UINT32_MAX
 #define EMPTY_KEY UINT64_MAX
-
-// bpe_impl.h: zt_bpe_merge_piece with heap_cap 0 takes its array loop up to this many bytes.
-// Longer ones get an explicit hold, so a re-merge never comes back here.
-#define ZT_BPE_LONG_ARRAY_MAX 128
 
 struct zt_bpe_long {
     uint32_t n_tokens;
@@ -133,10 +129,10 @@ static uint32_t trie_add(zt_bpe_long *ix, const unsigned char *p, size_t n, size
 // crosses iff it ranks below the limit of the merge undone. limit is the bound at (t, u)
 // itself: UINT32_MAX for the whole merge, a token's rank when checking its last merge. Costs a
 // pair probe per spine step: the tokens' merge-tree depths, a handful.
-static int tree_compatible(const zt_bpe *b, const zt_bpe_long *ix, uint32_t x, uint32_t y,
+static int tree_compatible(const zt_bpe_vocab *v, const zt_bpe_long *ix, uint32_t x, uint32_t y,
                            uint32_t limit) {
     for (;;) {
-        int32_t c = zt_bpe_pair(b, (int32_t)x, (int32_t)y);
+        int32_t c = zt_bpe_vocab_pair(v, (int32_t)x, (int32_t)y);
         if (c >= 0 && (uint32_t)c < limit) return 0;
         int x_leaf = ix->len[x] == 1, y_leaf = ix->len[y] == 1;
         if (x_leaf && y_leaf) return 1;
@@ -154,16 +150,16 @@ static int tree_compatible(const zt_bpe *b, const zt_bpe_long *ix, uint32_t x, u
 // iff for some split t = a b (a a prefix token) a and b are tree tokens ranked below t and
 // merging a b's bytes with only ranks below t allowed ends at [a, b] (then t is next): the walk
 // above with limit t.
-static void find_splits(const zt_bpe *b, zt_bpe_long *ix) {
+static void find_splits(const zt_bpe_vocab *v, zt_bpe_long *ix) {
     for (uint32_t t = 0; t < ix->n_tokens; t++) {
         ix->split[2 * t] = ix->split[2 * t + 1] = NO_ID;
         if (ix->len[t] < 2) continue;
         size_t l;
-        const unsigned char *p = zt_bpe_token_bytes(b, (int32_t)t, &l);
+        const unsigned char *p = zt_bpe_vocab_bytes(v, (int32_t)t, &l);
         for (uint32_t a = ix->prefix[t]; a != NO_ID; a = ix->prefix[a]) {
-            int32_t r = zt_bpe_lookup(b, p + ix->len[a], l - ix->len[a]);
+            int32_t r = zt_bpe_vocab_lookup(v, p + ix->len[a], l - ix->len[a]);
             if (r < 0 || a >= t || (uint32_t)r >= t || !is_tree(ix, a) || !is_tree(ix, (uint32_t)r) ||
-                !tree_compatible(b, ix, a, (uint32_t)r, t))
+                !tree_compatible(v, ix, a, (uint32_t)r, t))
                 continue;
             ix->split[2 * t] = a;
             ix->split[2 * t + 1] = (uint32_t)r;
@@ -172,10 +168,10 @@ static void find_splits(const zt_bpe *b, zt_bpe_long *ix) {
     }
 }
 
-zt_bpe_long *zt_bpe_long_init(const zt_bpe *b) {
+zt_bpe_long *zt_bpe_long_init(const zt_bpe_vocab *v) {
     zt_bpe_long *ix = calloc(1, sizeof *ix);
     ZT_ASSERT(ix);
-    uint32_t n = (uint32_t)(zt_bpe_vocab_size(b) - 1);  // the end-of-text id is not merged
+    uint32_t n = (uint32_t)v->n_tokens;  // the end-of-text id is not merged
     size_t cap = 1024;
     ix->n_tokens = n;
     ix->len = malloc(n * sizeof *ix->len);
@@ -188,14 +184,14 @@ zt_bpe_long *zt_bpe_long_init(const zt_bpe *b) {
     ZT_ASSERTF(ix->len && ix->prefix && ix->split && ix->node_tok && ix->child_key && ix->child,
                "out of memory for the long-piece trie");
     memset(ix->child_key, 0xff, (ix->mask + 1) * sizeof *ix->child_key);
-    for (int c = 0; c < 256; c++) {  // every byte is a token (zt_bpe_load checks)
+    for (int c = 0; c < 256; c++) {  // every byte is a token (zt_bpe_vocab_build checks)
         ix->root[c] = (uint32_t)ix->n_nodes++;
         unsigned char byte = (unsigned char)c;
-        ix->node_tok[ix->root[c]] = (uint32_t)zt_bpe_lookup(b, &byte, 1);
+        ix->node_tok[ix->root[c]] = (uint32_t)zt_bpe_vocab_lookup(v, &byte, 1);
     }
     for (uint32_t t = 0; t < n; t++) {
         size_t l;
-        const unsigned char *p = zt_bpe_token_bytes(b, (int32_t)t, &l);
+        const unsigned char *p = zt_bpe_vocab_bytes(v, (int32_t)t, &l);
         ix->len[t] = (uint32_t)l;
         if (l > ix->max_len) ix->max_len = (uint32_t)l;
         if (l < 2) continue;
@@ -205,7 +201,7 @@ zt_bpe_long *zt_bpe_long_init(const zt_bpe *b) {
     // A token's longest proper prefix token: the last token met walking down to it.
     for (uint32_t t = 0; t < n; t++) {
         size_t l;
-        const unsigned char *p = zt_bpe_token_bytes(b, (int32_t)t, &l);
+        const unsigned char *p = zt_bpe_vocab_bytes(v, (int32_t)t, &l);
         uint32_t node = ix->root[p[0]], last = NO_ID;
         for (size_t i = 1; i < l; i++) {
             if (ix->node_tok[node] != NO_ID) last = ix->node_tok[node];
@@ -213,7 +209,7 @@ zt_bpe_long *zt_bpe_long_init(const zt_bpe *b) {
         }
         ix->prefix[t] = last;
     }
-    find_splits(b, ix);
+    find_splits(v, ix);
     return ix;
 }
 
@@ -254,7 +250,7 @@ size_t zt_bpe_long_bytes(size_t n) {
 }
 
 typedef struct {
-    const zt_bpe *b;
+    const zt_bpe_vocab *v;
     const zt_bpe_long *ix;
     uint64_t *memo;         // (memo_mask + 1)
     uint64_t memo_mask;
@@ -274,7 +270,7 @@ static int merges_to(search *s, uint32_t t, uint32_t u) {
     uint64_t key = (uint64_t)t << 33 | (uint64_t)u << 1;
     uint64_t *slot = &s->memo[slot_of(key, s->memo_mask)];
     if ((*slot & ~(uint64_t)1) == key) return (int)(*slot & 1);
-    if (u != NO_ID && zt_bpe_pair(s->b, (int32_t)t, (int32_t)u) >= 0) {
+    if (u != NO_ID && zt_bpe_vocab_pair(s->v, (int32_t)t, (int32_t)u) >= 0) {
         *slot = key;  // a pair that is a token merges: never compatible
         return 0;
     }
@@ -285,10 +281,11 @@ static int merges_to(search *s, uint32_t t, uint32_t u) {
         s->buf = malloc(s->buf_cap);
         ZT_ASSERTF(s->buf, "out of memory re-merging %zu bytes of two tokens", n);
     }
-    memcpy(s->buf, zt_bpe_token_bytes(s->b, (int32_t)t, &l), lt);
-    if (u != NO_ID) memcpy(s->buf + lt, zt_bpe_token_bytes(s->b, (int32_t)u, &l), lu);
+    memcpy(s->buf, zt_bpe_vocab_bytes(s->v, (int32_t)t, &l), lt);
+    if (u != NO_ID) memcpy(s->buf + lt, zt_bpe_vocab_bytes(s->v, (int32_t)u, &l), lu);
     s->scratch.n = 0;
-    zt_bpe_merge_piece(s->b, s->buf, n, n > ZT_BPE_LONG_ARRAY_MAX ? n / 8 + 64 : 0, &s->scratch);
+    if (n > ZT_BPE_ARRAY_MAX) zt_bpe_merge_heap(s->v, s->buf, n, ZT_BPE_HEAP_CAP(n), &s->scratch);
+    else zt_bpe_merge_array(s->v, s->buf, n, &s->scratch);
     const int32_t *got = s->scratch.ids;
     int ok = u == NO_ID ? s->scratch.n == 1 && got[0] == (int32_t)t
                         : s->scratch.n == 2 && got[0] == (int32_t)t && got[1] == (int32_t)u;
@@ -300,15 +297,15 @@ static int merges_to(search *s, uint32_t t, uint32_t u) {
 static inline int fits(search *s, uint32_t top, uint32_t t) {
     const zt_bpe_long *ix = s->ix;
     if (top == NO_ID) return is_tree(ix, t) || merges_to(s, t, NO_ID);
-    if (is_tree(ix, top) && is_tree(ix, t)) return tree_compatible(s->b, ix, top, t, UINT32_MAX);
+    if (is_tree(ix, top) && is_tree(ix, t)) return tree_compatible(s->v, ix, top, t, UINT32_MAX);
     return merges_to(s, top, t);
 }
 
-size_t zt_bpe_long_merge(const zt_bpe *b, const zt_bpe_long *ix, const unsigned char *p, size_t n,
-                         uint32_t *ids, int give_up) {
+size_t zt_bpe_long_merge(const zt_bpe_vocab *v, const zt_bpe_long *ix, const unsigned char *p,
+                         size_t n, uint32_t *ids, int give_up) {
     ZT_ASSERTF(n <= UINT32_MAX, "a %zu-byte piece is over the 4 GiB a piece may have", n);
     if (n == 0) return 0;
-    search s = {b, ix, NULL, memo_slots(n) - 1, NULL, 0, {0}};
+    search s = {v, ix, NULL, memo_slots(n) - 1, NULL, 0, {0}};
     uint64_t *dead = calloc(n / 64 + 1, sizeof *dead);  // (n + 1 bits) positions no merge ends at
     ZT_ASSERTF(dead, "out of memory merging a %zu-byte piece", n);
     size_t k = 0, pos = 0, backups = 0;  // ids[0 .. k) spell p[0 .. pos)

@@ -1,20 +1,21 @@
 // Long pieces in linear time: byte-pair merging by a backtracking search over token prefixes
-// (docs/tokenizer.md, "Long pieces"). Internal to the tokenizer (bpe.c and its tests).
+// (docs/tokenizer.md, "Long pieces"). Internal to the tokenizer (bpe.c and its tests); built
+// on the vocabulary's tables and the merges (bpe_merge.h), never on the tokenizer.
 #ifndef ZT_BPE_LONG_H
 #define ZT_BPE_LONG_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bpe.h"
+#include "bpe_vocab.h"
 
 // The vocabulary's index for the search: a trie over the tokens' bytes (the longest token at a
-// position) and each token's longest proper prefix that is a token. Built from a finished
-// tokenizer (its byte and pair tables); read-only after, so threads may share it. Its size
+// position) and each token's longest proper prefix that is a token. Built from the
+// vocabulary's finished tables (bpe_vocab.h); read-only after, so threads may share it. Its size
 // grows with the vocabulary's bytes (about 5 MB for GPT-2's), never with the text. The caller
 // frees it with zt_bpe_long_free (NULL is fine); out of memory is fatal.
 typedef struct zt_bpe_long zt_bpe_long;
-zt_bpe_long *zt_bpe_long_init(const zt_bpe *bpe);
+zt_bpe_long *zt_bpe_long_init(const zt_bpe_vocab *v);
 void zt_bpe_long_free(zt_bpe_long *ix);
 
 // Byte-pair merges piece p[0 .. n) exactly as tiktoken's byte_pair_merge does (the lowest rank
@@ -27,8 +28,8 @@ void zt_bpe_long_free(zt_bpe_long *ix);
 // caller then runs instead.
 #define ZT_BPE_LONG_GAVE_UP SIZE_MAX
 #define ZT_BPE_LONG_BACKUPS(pos) ((pos) / 32 + 65536)
-size_t zt_bpe_long_merge(const zt_bpe *bpe, const zt_bpe_long *ix, const unsigned char *p, size_t n,
-                         uint32_t *ids, int give_up);
+size_t zt_bpe_long_merge(const zt_bpe_vocab *v, const zt_bpe_long *ix, const unsigned char *p,
+                         size_t n, uint32_t *ids, int give_up);
 
 // The working memory zt_bpe_long_merge takes for an n-byte piece, at most: a bit per position
 // and a pair memo of at most n / 8 + 64 entries of 8 bytes, capped at 512 KiB (about 1.1 bytes

@@ -1,5 +1,5 @@
 // GPT-2's tokenizer as Hugging Face files, derived from the tiktoken vocabulary (gpt2.tiktoken)
-// that bpe.c loads, so an exported GPT-2-vocabulary model loads with AutoTokenizer offline:
+// that zt_bpe_load loads, so an exported GPT-2-vocabulary model loads with AutoTokenizer offline:
 //
 //   vocab.json               token string -> id, every rank plus "<|endoftext|>": 50256
 //   merges.txt               "#version: 0.2", then one merge "left right" per line, rank order
