@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "comm_mpi.h"
 #include "host_memory.h"
 #include "grid_data.h"
 #include "hf_import.h"
