@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The source tree keeps its floors (docs/design.md, "Floors"): scripts/check_floors.py passes on
 # the tree, and fails, naming the file, on copies of it with an include that goes up a floor,
-# one into a backend's private folder, one between siblings of a floor, and a file in a folder
-# that is on no floor.
+# one into a backend's private folder, one between siblings of a floor, a file in a folder
+# that is on no floor, and one that includes another module's internals (*_impl.h).
 set -u
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-/usr/bin/python3}
@@ -28,4 +28,5 @@ mutant upward src/core/common.h '#include "train.h"'
 mutant private src/model/gpt2.c '#include "kernels.h"'
 mutant sibling src/formats/data.c '#include "planner.h"'
 mutant no_floor src/extra/stray.c '#include "common.h"'
+mutant impl src/app/train.c '#include "comm_mpi_impl.h"'
 exit $fail
