@@ -32,7 +32,6 @@ static int read_staging(zt_comm_mpi_settings *s, char *why) {
     if (algo && !strcmp(algo, "stage-all")) s->algo = ZT_COMM_MPI_ALGO_STAGE_ALL;
     else if (algo && !strcmp(algo, "mpi")) s->algo = ZT_COMM_MPI_ALGO_MPI;
     else if (algo && strcmp(algo, "stage")) {
-        s->algo = ZT_COMM_MPI_ALGO_STAGE;
         snprintf(why, WHY_CAP, "ZT_COMM_MPI_ALGO=%s: use stage (the default), stage-all or mpi",
                  algo);
         return 0;
