@@ -57,7 +57,7 @@
 #include <mpi.h>
 
 #include "blas_core.h"
-#include "comm.h"
+#include "comm_mpi.h"
 #include "memory.h"
 
 typedef enum { OP_RS = 0, OP_AG, OP_AR } op_kind;

@@ -28,8 +28,9 @@
 //                     (MPI_IN_PLACE's rule too).
 //   Any other overlap is a fatal error.
 // - The MPI backend splits all_reduce, broadcast and point-to-point calls larger than
-//   INT_MAX elements into pieces; a reduce_scatter/all_gather block (count / size) must
-//   still fit in INT_MAX elements (fatal otherwise; TODO).
+//   INT_MAX elements (or ZT_COMM_MPI_MAX_COUNT, comm_mpi.h) into pieces; a
+//   reduce_scatter/all_gather block (count / size) must still fit in INT_MAX elements
+//   (fatal otherwise; TODO).
 // - Reductions: ZT_REDUCE_SUM and ZT_REDUCE_MAX on every dtype (U8 wraps on overflow; it
 //   exists for moving 8-bit optimizer state, not for summing it). BF16 sums pairwise, each
 //   step adding the two widened values in fp32 and rounding once to bf16 (nearest even), as
@@ -160,57 +161,8 @@ zt_status zt_comm_agree(const zt_comm *c, zt_status s);
 // broadcast needs root 0, send/recv are fatal (there is no peer). Allocates nothing.
 void zt_comm_self_init(zt_comm *out);
 
-// Initializes MPI (MPI_Init_thread, FUNNELED: only the main thread calls MPI, OpenMP
-// regions never do) unless it already is, sets MPI_ERRORS_RETURN on MPI_COMM_WORLD so
-// every MPI failure reaches one check that prints file, line, rank and MPI's message and
-// then calls MPI_Abort, sets the log rank (zt_set_log_rank) to the world rank, and makes
-// `out` a duplicate of MPI_COMM_WORLD (free it with zt_comm_free before finalizing).
-// argc/argv may be NULL. Failure is fatal.
-void zt_comm_mpi_init_world(zt_comm *out, int *argc, char ***argv);
-// Checks ZT_COMM_MPI_ALGO, ZT_COMM_MPI_STAGE_KIB, ZT_COMM_TIMEOUT_S and
-// ZT_COMM_TIMEOUT_FLOOR_S: ZT_ERR naming the variable and its allowed values on a bad one
-// (main calls it before any communicator is split). ZT_COMM_TIMEOUT_S=S (seconds), read by
-// zt_comm_mpi_init_world: an operation of the MPI backend that waits more than S seconds for
-// another rank (one that stopped or hangs) prints which rank did not arrive and ends the job
-// (MPI_Abort); waiting ranks sleep between polls instead of spinning (comm_mpi.c, "the
-// collective timeout"). 0: wait forever. Unset or "auto" (the default): a watchdog thread
-// over the blocking calls, armed by zt_comm_mpi_watch (comm_mpi.c, "the default timeout").
-zt_status zt_comm_mpi_check_env(void);
-// The default timeout (ZT_COMM_TIMEOUT_S unset): arms it, or raises its deadline, for what
-// follows: no healthy call waits longer than about one step of another rank's work, so the
-// deadline is the longer of ZT_COMM_TIMEOUT_FLOOR_S (300 s) and 10 x `longest_s`, the
-// longest step seen so far (a step with its validation, sample and checkpoint; 0 before the
-// first). unwatch disarms it (work of unmeasured length on one rank: the final export).
-// No-ops with ZT_COMM_TIMEOUT_S set, on one rank, and before zt_comm_mpi_init_world.
-void zt_comm_mpi_watch(double longest_s);
-void zt_comm_mpi_unwatch(void);
-// The seconds one operation may wait now, for other paths that time out alike (the NCCL
-// watchdog): ZT_COMM_TIMEOUT_S when set, else the default timeout's armed deadline; 0 when
-// none applies (off, disarmed, one rank). Any thread may ask.
-double zt_comm_mpi_stall_limit_s(void);
-// MPI_Finalize, if zt_comm_mpi_init_world initialized MPI and it is not yet finalized.
-// Every rank must call it (it is collective); free all communicators first.
-void zt_comm_mpi_finalize(void);
-// Ends the whole job: MPI_Abort(MPI_COMM_WORLD, code) when MPI is initialized and not
-// finalized (never returns then); otherwise returns at once, so the caller goes on with
-// its own exit. The program's fatal path (zt_fatal) should call it before abort(), so a
-// failed check on one rank ends every rank instead of leaving them in a collective.
-// (Without it a rank still dies by SIGABRT and mpirun ends the job, with a less clear
-// report.) Under FUNNELED, strictly only the main thread may call MPI; a fatal check inside
-// an OpenMP region calling it is tolerated by Open MPI and is the lesser evil to a hang.
-void zt_comm_mpi_abort(int code);
-// Testing: the largest element count handed to one MPI call (default INT_MAX; larger
-// all_reduce/broadcast/send/recv/send_recv are split into pieces of at most this many).
-// Tests lower it to exercise the splitting. 0 restores the default.
-void zt_comm_mpi_set_max_count(size_t count);
-
-// Bytes the MPI backend allocates through zt_mem_alloc (category comm) for each
-// communicator's own state, for the memory planner.
-size_t zt_comm_mpi_state_bytes(void);
-// The staging slot (KiB) each shared-memory window of the MPI backend holds per rank, from
-// ZT_COMM_MPI_ALGO / ZT_COMM_MPI_STAGE_KIB as the backend reads them (0: no windows), for
-// the memory planner. A malformed value gives the default (zt_comm_mpi_check_env refuses it).
-int zt_comm_mpi_stage_kib(void);
+// The MPI backend (host memory): comm_mpi.h, which makes the world communicator; NCCL (device
+// memory): comm_nccl.h; MPI with host staging of device memory: comm_staged.h.
 
 // ---- the operations: check the conventions above once, then call the backend ----
 

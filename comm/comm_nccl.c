@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "comm_mpi.h"
+
 // The last operation issued on one stream: what the watchdog asks about.
 typedef struct {
     cudaEvent_t done;   // recorded after the operation

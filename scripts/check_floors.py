@@ -5,8 +5,10 @@ The floors are read from the ```floors block of docs/design.md: one line per flo
 first, "N folder... [private: folder...]". A file may include only files of its own folder or
 of a lower floor; folders on one floor are siblings and never include each other; a private
 folder's files are included only from that folder (the backends, reached through their
-interface). Every C/CUDA source under the listed roots must sit in a listed folder, and base
-names are unique (includes name files by base name, with every folder on the include path).
+interface). A header named *_impl.h is a module's internals: included only from its own folder
+and the folders under it. Every C/CUDA source under the listed roots must sit in a listed
+folder, and base names are unique (includes name files by base name, with every folder on the
+include path).
 
 With --objects BUILD (the folder `make` compiles into: BUILD/<path>.o for each <path>.c), the
 calls are checked too, from the objects' symbols (nm): a function defined on a higher floor or
@@ -176,6 +178,10 @@ def main():
             if target is None:
                 continue  # a generated or build-time header (the test table, cuda's)
             tfolder = os.path.dirname(target)
+            if target.endswith("_impl.h") and not (folder + "/").startswith(tfolder + "/"):
+                errors.append(f"{rel}: includes {target}, the internals of {tfolder} (go "
+                              f"through that module's public header)")
+                continue
             if tfolder == folder:
                 continue
             if tfolder in private:

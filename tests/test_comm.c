@@ -3,13 +3,14 @@
 // integers times powers of two, so every sum is exact in any order, bf16's too), on the
 // world, on the grid's groups and on an arbitrary split; and bf16's rounding, where a sum is
 // not exact. Outside mpirun the tests say SKIP.
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bf16_math.h"
-#include "comm.h"
+#include "comm_mpi.h"
 #include "comm_staged.h"
 #include "grid.h"
 #include "grid_data.h"
@@ -536,13 +537,19 @@ ZT_TEST(comm_mpi_collectives) {
     const size_t counts[] = {0, 1, 7, 1000003};
     check_comm(&x, &world, counts, 4);
 
-    // 2. The same with every MPI call limited to 1000 elements, so all_reduce, broadcast
+    // 2. The same on a communicator made with every MPI call limited to 1000 elements
+    //    (ZT_COMM_MPI_MAX_COUNT, read when a communicator is made), so all_reduce, broadcast
     //    and point-to-point run in pieces (1000 + rank crosses a piece boundary).
-    zt_comm_mpi_set_max_count(1000);
     x.label = "world, 1000-element pieces";
-    const size_t piece_counts[] = {0, 7, 1000, 20011};
-    check_comm(&x, &world, piece_counts, 4);
-    zt_comm_mpi_set_max_count(0);
+    {
+        zt_comm pieces = {0};
+        setenv("ZT_COMM_MPI_MAX_COUNT", "1000", 1);
+        zt_comm_split(&world, 0, world.rank, &pieces);
+        unsetenv("ZT_COMM_MPI_MAX_COUNT");
+        const size_t piece_counts[] = {0, 7, 1000, 20011};
+        check_comm(&x, &pieces, piece_counts, 4);
+        zt_comm_free(&pieces);
+    }
 
     // 3. An arbitrary split: two colors by parity, keys reversing the order.
     x.label = "split parity reversed";
@@ -632,6 +639,90 @@ ZT_TEST(comm_mpi_fault) {
     zt_comm_free(&world);
     zt_comm_mpi_finalize();
     return ZT_FAIL; // reaching this means the fault went unnoticed
+}
+
+// ---- the MPI backend's settings (comm_mpi.h): the ZT_COMM_* variables, parsed once ----
+
+static const char *const k_comm_vars[] = {"ZT_COMM_MPI_ALGO", "ZT_COMM_MPI_STAGE_KIB",
+                                          "ZT_COMM_MPI_MAX_COUNT", "ZT_COMM_TIMEOUT_S",
+                                          "ZT_COMM_TIMEOUT_FLOOR_S"};
+#define N_COMM_VARS (sizeof k_comm_vars / sizeof k_comm_vars[0])
+
+// Parses the environment with `name`=`value` set (the others unset); NULL `name`: none.
+static zt_status settings_with(zt_comm_mpi_settings *s, const char *name, const char *value) {
+    for (size_t i = 0; i < N_COMM_VARS; i++) unsetenv(k_comm_vars[i]);
+    if (name) setenv(name, value, 1);
+    return zt_comm_mpi_settings_from_env(s);
+}
+
+// The status is ZT_ERR and the message begins with `prefix`.
+static int refused(zt_status st, const char *prefix) {
+    return st == ZT_ERR && strncmp(zt_error_message(), prefix, strlen(prefix)) == 0;
+}
+
+static int settings_cases(void) {
+    zt_comm_mpi_settings s;
+    CHECK(settings_with(&s, NULL, NULL) == ZT_OK); // the defaults
+    CHECK(s.algo == ZT_COMM_MPI_ALGO_STAGE && s.stage_kib == 256 && s.max_count == INT_MAX);
+    CHECK(s.timeout_auto && s.timeout_s == 0 && s.timeout_floor_s == 300);
+    CHECK(settings_with(&s, "ZT_COMM_MPI_ALGO", "") == ZT_OK && s.algo == ZT_COMM_MPI_ALGO_STAGE);
+    CHECK(settings_with(&s, "ZT_COMM_MPI_ALGO", "stage-all") == ZT_OK);
+    CHECK(s.algo == ZT_COMM_MPI_ALGO_STAGE_ALL && s.stage_kib == 256);
+    CHECK(settings_with(&s, "ZT_COMM_MPI_ALGO", "mpi") == ZT_OK);
+    CHECK(s.algo == ZT_COMM_MPI_ALGO_MPI && s.stage_kib == 0);
+    CHECK(zt_comm_mpi_stage_kib() == 0);
+    CHECK(settings_with(&s, "ZT_COMM_MPI_STAGE_KIB", "64") == ZT_OK && s.stage_kib == 64);
+    CHECK(settings_with(&s, "ZT_COMM_MPI_MAX_COUNT", "1000") == ZT_OK && s.max_count == 1000);
+    CHECK(settings_with(&s, "ZT_COMM_TIMEOUT_S", "2.5") == ZT_OK);
+    CHECK(!s.timeout_auto && s.timeout_s == 2.5);
+    CHECK(settings_with(&s, "ZT_COMM_TIMEOUT_S", "auto") == ZT_OK && s.timeout_auto);
+    CHECK(settings_with(&s, "ZT_COMM_TIMEOUT_FLOOR_S", "3") == ZT_OK && s.timeout_floor_s == 3);
+
+    // A bad value: one message naming it; its own part falls back, the rest is read.
+    CHECK(refused(settings_with(&s, "ZT_COMM_MPI_ALGO", "bogus"), "ZT_COMM_MPI_ALGO=bogus: use"));
+    CHECK(s.algo == ZT_COMM_MPI_ALGO_STAGE && s.stage_kib == 256 && s.timeout_auto);
+    CHECK(refused(settings_with(&s, "ZT_COMM_MPI_STAGE_KIB", "2"), "ZT_COMM_MPI_STAGE_KIB=2:"));
+    CHECK(s.stage_kib == 256);
+    CHECK(zt_comm_mpi_stage_kib() == 256 && zt_comm_mpi_check_env() == ZT_ERR);
+    CHECK(refused(settings_with(&s, "ZT_COMM_MPI_MAX_COUNT", "0"), "ZT_COMM_MPI_MAX_COUNT=0:"));
+    CHECK(s.max_count == INT_MAX);
+    CHECK(refused(settings_with(&s, "ZT_COMM_MPI_MAX_COUNT", "2147483648"),
+                  "ZT_COMM_MPI_MAX_COUNT=2147483648:"));
+    CHECK(refused(settings_with(&s, "ZT_COMM_MPI_MAX_COUNT", "9x"), "ZT_COMM_MPI_MAX_COUNT=9x:"));
+    CHECK(refused(settings_with(&s, "ZT_COMM_TIMEOUT_S", "-1"), "ZT_COMM_TIMEOUT_S=-1: give"));
+    CHECK(!s.timeout_auto && s.timeout_s == 0); // no timeout
+    CHECK(refused(settings_with(&s, "ZT_COMM_TIMEOUT_S", "nan"), "ZT_COMM_TIMEOUT_S=nan: give"));
+    CHECK(refused(settings_with(&s, "ZT_COMM_TIMEOUT_FLOOR_S", "0"),
+                  "ZT_COMM_TIMEOUT_FLOOR_S=0: give"));
+    CHECK(!s.timeout_auto && s.timeout_s == 0 && s.timeout_floor_s == 300);
+
+    // Two bad values: the first in comm_mpi.h's order is the one named.
+    settings_with(&s, "ZT_COMM_TIMEOUT_S", "soon");
+    setenv("ZT_COMM_MPI_ALGO", "bogus", 1);
+    CHECK(refused(zt_comm_mpi_settings_from_env(&s), "ZT_COMM_MPI_ALGO=bogus"));
+    // A bad staging value leaves a good timeout read.
+    settings_with(&s, "ZT_COMM_TIMEOUT_S", "7");
+    setenv("ZT_COMM_MPI_STAGE_KIB", "huge", 1);
+    CHECK(refused(zt_comm_mpi_settings_from_env(&s), "ZT_COMM_MPI_STAGE_KIB=huge"));
+    CHECK(s.timeout_s == 7 && !s.timeout_auto);
+    return ZT_PASS;
+}
+
+// The one parser of the ZT_COMM_* variables: defaults, each value read, each bad value refused
+// with its name, and what a bad value falls back to. The caller's environment is restored.
+ZT_TEST(comm_mpi_settings) {
+    char *saved[N_COMM_VARS];
+    for (size_t i = 0; i < N_COMM_VARS; i++) {
+        const char *v = getenv(k_comm_vars[i]);
+        saved[i] = v ? strdup(v) : NULL;
+    }
+    int rc = settings_cases();
+    for (size_t i = 0; i < N_COMM_VARS; i++) {
+        if (saved[i]) setenv(k_comm_vars[i], saved[i], 1);
+        else unsetenv(k_comm_vars[i]);
+        free(saved[i]);
+    }
+    return rc;
 }
 
 // ---- host staging (comm_staged.h) with the CPU backend as the "device" ----

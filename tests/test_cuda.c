@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "comm_mpi.h"
 #include "comm_nccl.h"
 #include "comm_staged.h"
 #include "grid_data.h"

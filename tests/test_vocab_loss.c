@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
+#include "comm_mpi.h"
 #include "layout.h"
 #include "rng.h"
 #include "test.h"

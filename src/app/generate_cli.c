@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "bpe.h"
-#include "comm.h"
+#include "comm_mpi.h"
 #include "backend.h"
 #include "config.h"
 #include "generate.h"

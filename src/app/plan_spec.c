@@ -4,7 +4,7 @@
 #include <omp.h>
 #include <string.h>
 
-#include "comm.h"
+#include "comm_mpi.h"
 
 zt_status zt_plan_spec_from_config(zt_plan_spec *s, const zt_config *c, int dp) {
     memset(s, 0, sizeof *s);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ckpt_view.h"
+#include "comm_mpi.h"
 #include "host_memory.h"
 #include "grid_data.h"
 #include "hf_import.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "ckpt.h"
-#include "comm.h"
+#include "comm_mpi.h"
 #include "config.h"
 #include "hf_import.h"
 #include "launcher.h"

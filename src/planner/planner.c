@@ -7,13 +7,11 @@
 #include <string.h>
 
 #include "dp_sync.h"
+#include "comm_mpi.h"
 #include "generate.h"
 #include "gpt2.h"
 #include "grid.h"
 #include "grid_data.h"
-
-// Communicators of one rank: main's world, then the grid's world, tp, dp, pp and embed.
-#define N_COMMS 6
 
 const char *zt_plan_format_bytes(double b, char *buf, size_t size) {
     if (b >= 1073741824.0) snprintf(buf, size, "%.2f GiB", b / 1073741824.0);
@@ -125,20 +123,21 @@ static int node_of(const zt_plan_spec *s, int rank) {
 }
 
 // One communicator of `size` ranks whose lowest and highest world ranks are lo, hi
-// (members are increasing, machines hold consecutive ranks): the backend's tables in
-// the allocator's count, and the staging window outside it when every member shares
-// a machine (comm/comm_mpi.c, stage_init).
+// (members are increasing, machines hold consecutive ranks): what the MPI backend says it
+// costs, its tables in the allocator's count and its staging window outside it.
 static void add_comm(const zt_plan_spec *s, zt_plan_bytes *o, int size, int lo, int hi) {
-    if (size < 2 || s->stage_kib == 0 || node_of(s, lo) != node_of(s, hi)) return;
-    o->comm_backend += size * (sizeof(char *) + 2 * sizeof(int));
-    o->comm_window += 2.0 * size * (double)s->stage_kib * 1024.0;
+    zt_comm_mpi_footprint f =
+        zt_comm_mpi_footprint_of(size, s->stage_kib, node_of(s, lo) == node_of(s, hi));
+    o->comm_backend += (double)f.tables;
+    o->comm_window += (double)f.window;
 }
 
+// Every rank holds six communicators: main's world, then the grid's world, tp, dp, pp and
+// embed (a size-1 one off the embed group, or with one stage).
 static void plan_comm_backend(const zt_plan_spec *s, zt_plan_bytes *o) {
     int dp = s->dp, pp = s->pp, tp = s->tp, W = dp * pp * tp;
     int d = o->dp_rank, p = o->pp_rank;
-    // what comm/comm_mpi.c allocates through zt_mem_alloc for every communicator
-    o->comm_backend = N_COMMS * (double)zt_comm_mpi_state_bytes();
+    o->comm_backend = 0.0;
     o->comm_window = 0.0;
     add_comm(s, o, W, 0, W - 1); // main's world
     add_comm(s, o, W, 0, W - 1); // the grid's world
@@ -150,6 +149,8 @@ static void plan_comm_backend(const zt_plan_spec *s, zt_plan_bytes *o) {
     if (pp > 1 && (p == 0 || p == pp - 1)) // the embed group: first and last stage
         add_comm(s, o, 2, zt_grid_rank(d, 0, o->tp_rank, dp, pp, tp),
                  zt_grid_rank(d, pp - 1, o->tp_rank, dp, pp, tp));
+    else
+        add_comm(s, o, 1, 0, 0);
     o->bytes[ZT_MEM_COMM] += o->comm_backend;
 }
 

@@ -7,7 +7,7 @@ set -u
 BIN=${ZT_TESTS:-build/zt_tests}
 export OMP_NUM_THREADS=1
 # the collectives' settings are each run's own (the fault messages are the default path's)
-unset ZT_COMM_MPI_ALGO ZT_COMM_MPI_STAGE_KIB ZT_COMM_TIMEOUT_S
+unset ZT_COMM_MPI_ALGO ZT_COMM_MPI_STAGE_KIB ZT_COMM_MPI_MAX_COUNT ZT_COMM_TIMEOUT_S
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root)
 LIMIT=${ZT_COMM_TIMEOUT:-300} # seconds before a run counts as a hang
 if ! command -v mpirun >/dev/null; then echo "mpirun not found"; exit 77; fi

@@ -2,8 +2,9 @@
 # The source tree keeps its floors (docs/design.md, "Floors"): scripts/check_floors.py passes on
 # the tree, its includes and (from build/'s objects) its calls, and fails, naming the file, on
 # copies of it with an include that goes up a floor, one into a backend's private folder, one
-# between siblings of a floor, a file in a folder that is on no floor, two files that call each
-# other and a call up a floor that no lower header declares.
+# between siblings of a floor, a file in a folder that is on no floor, one that includes
+# another module's internals (*_impl.h), two files that call each other and a call up a floor
+# that no lower header declares.
 set -u
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-/usr/bin/python3}
@@ -30,6 +31,7 @@ mutant upward src/core/common.h '#include "train.h"'
 mutant private src/model/gpt2.c '#include "kernels.h"'
 mutant sibling src/formats/data.c '#include "planner.h"'
 mutant no_floor src/extra/stray.c '#include "common.h"'
+mutant impl src/app/train.c '#include "comm_mpi_impl.h"'
 
 # calls NAME FILE: sources of small files (name:body pairs in $@ after NAME FILE), compiled
 # into a build folder of their own; the calls check must refuse them naming FILE
