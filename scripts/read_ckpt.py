@@ -76,7 +76,7 @@ def q8_map(signed, decades=7):
         for E in range(decades):
             n = 1 << (decades - 1 - E)
             m += [-(0.1 + 0.9 * (2 * j + 1) / (2 * n)) / 10.0 ** E for j in range(n - 1, -1, -1)]
-    m.append(0.0)
+    m.append(0.0 if signed else 0.55e-7)  # the v map's floor, ZT_Q8_V_FLOOR: no zero code
     for E in range(decades - 1, -1, -1):
         n = 1 << (decades - 1 - E + extra)
         m += [(0.1 + 0.9 * (2 * j + 1) / (2 * n)) / 10.0 ** E for j in range(n)]
