@@ -21,14 +21,15 @@
 // "zero-point problem" of Li, Chen and Zhu, "Memory Efficient Optimizers with 4-bit
 // States", NeurIPS 2023, whose second-moment maps exclude zero). With bitsandbytes' map,
 // v below half its smallest code (1.6e-7 of the block's absmax: a gradient under ~4e-4 of
-// the block's largest in a first step, ~1.3e-2 under a long-running one at beta2 0.999) was
+// the block's largest in a first step; under a long-running largest, ~1.8e-3 at beta2 0.95
+// and ~1.3e-2 at 0.999) was
 // stored as 0 while m, whose map reaches 2.75e-7, was not, and the next update was
 // lr m / eps: hundreds of lr from a gradient that is rounding noise. Where bitsandbytes
 // kept 0 we keep ZT_Q8_V_FLOOR, the one value the tree's formula gives for the next decade
 // (E = 7: the middle of [0.1, 1] x 1e-7), so a stored v is never below 5.5e-8 of its
 // block's absmax and never below its true value by more than the factor
-// (map[0] + map[1]) / (2 map[0]) = 3.45 (sqrt 1.86): the update can exceed fp32 AdamW's
-// by that bounded factor, never by m / eps. v that is truly 0 is stored as the floor too; its
+// (map[0] + map[1]) / (2 map[0]) = 3.45 (sqrt 1.86): with a stored m at most twice its
+// value, the update can exceed fp32 AdamW's by 2 x 1.86 = 3.7 at most, never by m / eps. v that is truly 0 is stored as the floor too; its
 // m is then 0 (the signed map keeps 0) and the update 0 / sqrt(floor) = 0. docs/design.md,
 // "8-bit AdamW's second moment", has the measurements that chose this design.
 //
