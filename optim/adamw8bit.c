@@ -121,7 +121,7 @@ zt_status zt_adamw8bit_init(zt_adamw8bit *o, const zt_backend *be, const zt_layo
     zt_q8_make_map(o->map_m, 1);
     zt_q8_make_map(o->map_v, 0);
     // m = v = 0: absmax 0 (zero-filled) and the code of 0 (127 in the signed map, whose
-    // code 0 is -0.99; 0 in the unsigned one)
+    // code 0 is -0.99; in the unsigned one code 0, the floor, which is 0 under absmax 0)
     if (s.n8) {
         be->ops->memset(be, o->qm, zt_q8_quantize(o->map_m, 0.0f, 0.0f), s.n8);
         be->ops->memset(be, o->qv, zt_q8_quantize(o->map_v, 0.0f, 0.0f), s.n8);

@@ -13,9 +13,10 @@
 // (zt_adamw_update: the same weight decay, bias correction and gradient scaling as
 // zt_adamw), then requantize with the block's new absmax (max |value| after the update,
 // so no value is clipped). This is bitsandbytes' kOptimizerStatic8bit2StateBlockwise.
-// A value below about 2.7e-7 (m) or 1.6e-7 (v) of its block's absmax is stored as 0;
-// where v rounds to 0 and m does not, the next update is near lr m / eps, as in
-// bitsandbytes (tests/test_adamw8bit.c bounds it against fp32 AdamW).
+// An m below about 2.7e-7 of its block's absmax is stored as 0; v is never stored below
+// 0.55e-7 of its block's absmax (the v map has no zero code: kernels/quant8_math.h), so an
+// element with m != 0 never divides by a v of 0, where bitsandbytes' map gave updates of
+// lr m / eps (issue 41; tests/test_adamw8bit.c bounds the update against fp32 AdamW's).
 //
 // Block boundaries follow tensors, and [lo, hi) and every tensor offset are multiples of
 // the block size (docs/design.md §3), so a ZeRO shard updates its elements exactly as the

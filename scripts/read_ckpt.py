@@ -69,14 +69,16 @@ def digest(alg, raw):
     return xxhash.xxh3_64_intdigest(raw) if alg == "xxh3-64" else fnv1a64(raw)
 
 
-def q8_map(signed, decades=7):
-    """kernels/quant8_math.h zt_q8_make_map, in float64 rounded once to float32."""
+def q8_map(signed, decades=7, v_floor=True):
+    """kernels/quant8_math.h zt_q8_make_map, in float64 rounded once to float32; v_floor
+    False: bitsandbytes' unsigned map (0 where ours has its floor), which a manifest without
+    optimizer.v_map was written with."""
     m, extra = [], 0 if signed else 1
     if signed:
         for E in range(decades):
             n = 1 << (decades - 1 - E)
             m += [-(0.1 + 0.9 * (2 * j + 1) / (2 * n)) / 10.0 ** E for j in range(n - 1, -1, -1)]
-    m.append(0.0)
+    m.append(0.55e-7 if not signed and v_floor else 0.0)  # ZT_Q8_V_FLOOR: no zero code for v
     for E in range(decades - 1, -1, -1):
         n = 1 << (decades - 1 - E + extra)
         m += [(0.1 + 0.9 * (2 * j + 1) / (2 * n)) / 10.0 ** E for j in range(n)]
@@ -135,7 +137,7 @@ def load(ckpt, hf=False, state=False, verify=None):
     check_manifest(d, raw, man, verify)
     shapes = {t["name"]: t for t in man["tensors"]}
     out, B = {}, man["optimizer"]["block_size"]
-    maps = {"qm": q8_map(True), "qv": q8_map(False)}
+    maps = {"qm": q8_map(True), "qv": q8_map(False, v_floor="v_map" in man["optimizer"])}
     for t in man["tensors"]:
         out[t["name"]] = np.zeros(int(np.prod(t["shape"])), np.float32)
         if state:

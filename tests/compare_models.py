@@ -12,13 +12,38 @@ Bounds (why they are what they are):
   m/sqrt(v) passes on in proportion; PARAM_FRAC * K * lr (1% of the largest possible
   movement) is far above that and far below a real error (a wrong or missing gradient
   moves a parameter by ~lr per step).
-- with 8-bit optimizer state (--param-frac 0.05): a reassociation-level change of a gradient
-  can move a moment across a quantization midpoint, so that element's stored m or v
-  differs by one code (a map gap, up to 1.4% of its block's absmax) and its update by a
-  correspondingly larger fraction of lr. This bound is empirical, not derived: the worst
-  measured over the layouts of tests/sh/adamw8bit_equivalence.sh (dp, ZeRO-1, pp, tp) is
-  2.2% of K*lr, one element; 5% leaves 2x margin and is still 20x below a wrong or missing
-  gradient (~K*lr).
+- with 8-bit optimizer state (--adamw8bit; kernels/quant8_math.h's maps): a
+  reassociation-level change of a gradient can move a moment across a quantization midpoint,
+  so that element's stored m or v differs by one code from then on. One code is a small
+  part of the block's absmax (the rounding bound: at most 2h = 1.4% for m, 0.7% for v) but
+  not of a small element's own value (up to 2x at the bottom of the m map), and Adam
+  normalizes the element's update by its own sqrt(v): one flip can change that element's
+  updates by up to their whole size for the steps that follow. So no per-element bound
+  short of an element's whole travel follows from the arithmetic; two bounds do:
+  * travel (every element): one step moves an element by at most lr (R8 + wd |p|), with
+    R8 = FM sqrt(FV) RHO: RHO = max over t <= K of fp32 AdamW's |m^/sqrt(v^)| by
+    Cauchy-Schwarz, (1-b1)/sqrt(1-b2) sqrt(sum_{i<t} (b1^2/b2)^i) sqrt(1-b2^t)/(1-b1^t)
+    (1 at t = 1), and FM = 2 (a stored m is at most twice its value), FV = 3.45 (a stored
+    v at least 1/FV of its value: quant8_math.h). Two runs then differ by at most twice K
+    such steps (the learning rate never exceeds --lr). This is what a 8-bit v stored as 0
+    under a non-zero m broke (one step of 460 lr with seed 32; issue 41).
+  * flips (each tensor with 8-bit state, >= --min-8bit values): an element differs by more than
+    the float bound (PARAM_FRAC * K * lr) only after a flip. A gradient perturbed by a
+    relative DELTA (1e-6, float reassociation) flips a moment lying within DELTA |x| (m) or
+    2 DELTA |x| (v) of a midpoint: for values spread over a gap, probability
+    2 DELTA |x| / gap <= 2 DELTA / GM per step for m and 4 DELTA / GV for v, where GM =
+    1.41% and GV = 0.70% are the smallest gaps relative to the larger code (the top of each
+    map). Over K steps at most FLIP = K (2 DELTA / GM + 4 DELTA / GV) of a tensor's
+    elements (1.4% at K = 20) may exceed the float bound. A missing or wrong gradient moves
+    every element of its tensor and fails this.
+  bf16 runs with 8-bit state (--adamw8bit --bf16) keep the bf16 bound below, element by
+  element: its gradient-rounding term (up to Adam's whole step for an element whose
+  micro-batch gradients cancel) is the same kind of event as a flip, and DELTA = 2^-8
+  would make FLIP above 1 (no limit). Their losses: flips drift the weights within the
+  same bound as bf16's roundings do, so the two drifts add: 2 x BF16_LOSS_RTOL (2e-4,
+  still below one run's fp32 -> bf16 change, 3.6e-4; 20-step runs measured up to 1.1e-4
+  with 8-bit state and 8e-5 without, seed 3). Measured with bench/adamw8bit_sweep.sh (50 seeds,
+  fp32 and bf16, dp 2 and dp 2 x pp 2 x tp 2; bench/RESULTS.md).
 - tp also reassociates the forward (the row-parallel layers' partial sums), so every
   gradient differs at the float level, not only the sums over ranks; with fp32 AdamW the
   worst measured in tests/sh/tp_equivalence.sh is 3% of the bound (26% with another
@@ -55,6 +80,25 @@ import numpy as np
 PARAM_FRAC = 0.01
 BF16_FRAC = 0.25
 BF16_LOSS_RTOL = 1e-4
+MIN_8BIT = 4096  # --optim-min-8bit's default: smaller tensors keep fp32 state
+Q8_FM, Q8_FV = 2.0, 3.45  # kernels/quant8_math.h: stored m <= 2x, stored v >= value / 3.45
+Q8_GM, Q8_GV = 0.9 / 64, 0.9 / 128  # smallest one-code gaps relative to the larger code
+FLOAT_DELTA = 1e-6  # relative change of an fp32 gradient by reassociation
+
+
+def adam_ratio_bound(steps, b1, b2):
+    """max over t <= steps of fp32 AdamW's |m^ / sqrt(v^)| (Cauchy-Schwarz; the docstring)."""
+    best = 0.0
+    for t in range(1, steps + 1):
+        geo = sum((b1 * b1 / b2) ** i for i in range(t))
+        r = (1 - b1) / (1 - b2) ** 0.5 * geo ** 0.5 * (1 - b2 ** t) ** 0.5 / (1 - b1 ** t)
+        best = max(best, r)
+    return best
+
+
+def flip_fraction(steps):
+    """The share of an 8-bit tensor's elements that one-code flips may move apart."""
+    return steps * (2 * FLOAT_DELTA / Q8_GM + 4 * FLOAT_DELTA / Q8_GV)
 
 
 def load(path):
@@ -85,6 +129,23 @@ def losses(path, key="loss"):
     return [json.loads(l)[key] for l in open(path) if '"%s"' % key in l]
 
 
+def check_8bit(name, d, p, bound, args):
+    """The 8-bit travel and flip bounds (docstring) for one tensor with 8-bit state."""
+    bad = []
+    r8 = Q8_FM * Q8_FV ** 0.5 * adam_ratio_bound(args.steps, args.beta1, args.beta2)
+    travel = 2 * args.steps * args.lr * (r8 + args.weight_decay * p)
+    if (d > travel).any():
+        i = int(np.argmax(d - travel))
+        bad.append("%s: diff %.3g at %d exceeds the 8-bit travel bound %.3g" % (name, d.flat[i], i, travel.flat[i]))
+    n_out, cap = int((d > bound).sum()), int(flip_fraction(args.steps) * d.size)
+    if n_out:
+        print("%s: %d of %d values beyond %.3g (8-bit flips: at most %d), worst %.3g"
+              % (name, n_out, d.size, bound, cap, d.max()))
+    if n_out > cap:
+        bad.append("%s: %d values differ by more than %.3g, more than one-code flips explain (%d)" % (name, n_out, bound, cap))
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("a")
@@ -95,9 +156,14 @@ def main():
     ap.add_argument("--log-b")
     ap.add_argument("--param-frac", type=float, default=None)
     ap.add_argument("--bf16", action="store_true", help="bf16 runs: the bf16 bounds")
+    ap.add_argument("--adamw8bit", action="store_true", help="8-bit optimizer state: its bounds")
+    ap.add_argument("--min-8bit", type=int, default=MIN_8BIT, help="the runs' --optim-min-8bit")
+    ap.add_argument("--beta1", type=float, default=0.9)
+    ap.add_argument("--beta2", type=float, default=0.95)
+    ap.add_argument("--weight-decay", type=float, default=0.1)
     args = ap.parse_args()
     frac = args.param_frac or (BF16_FRAC if args.bf16 else PARAM_FRAC)
-    loss_rtol = BF16_LOSS_RTOL if args.bf16 else 1e-5
+    loss_rtol = BF16_LOSS_RTOL * (2 if args.adamw8bit else 1) if args.bf16 else 1e-5
     A, B = load(args.a + "/model.safetensors"), load(args.b + "/model.safetensors")
     bad = []
     if set(A) != set(B):
@@ -120,7 +186,9 @@ def main():
         m = float(d.max()) if d.size else 0.0
         if m / bound > worst[0]:
             worst = (m / bound, name)
-        if m > bound:
+        if args.adamw8bit and not args.bf16 and d.size >= args.min_8bit:  # 8-bit state
+            bad += check_8bit(name, d, np.maximum(np.abs(a), np.abs(b)), bound, args)
+        elif m > bound:
             bad.append("%s: max diff %.3g > bound %.3g" % (name, m, bound))
     print("parameters: worst max|diff| / bound = %.4f (%s), bound %.3g" % (worst[0], worst[1], bound))
     if args.log_a:

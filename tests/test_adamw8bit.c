@@ -208,8 +208,8 @@ static int state_at(const zt_adamw8bit *o, size_t k, float *m, float *v, float *
 
 // The maps: 256 strictly ascending entries; signed: 0 at code 127, +1 at 255, mirrored
 // (map[127+k] = -map[127-k] for k = 1..127), its low end -0.99296875 exactly half a gap
-// above -1; decades of 1, 2, ..., 64 values per side; unsigned: [0, 1] with 0 and 1,
-// decades of 2, 4, ..., 128 values. Spot values from the formula 10^-E (0.1 + 0.9 (2j+1)/2n).
+// above -1; decades of 1, 2, ..., 64 values per side; unsigned: [0.55e-7, 1], no 0 (its
+// floor is decade 7's one value) and 1, decades of 2, 4, ..., 128 values. Spot values from the formula 10^-E (0.1 + 0.9 (2j+1)/2n).
 ZT_TEST(adamw8bit_maps) {
     scratch_release();
     float s[256], u[256];
@@ -225,16 +225,18 @@ ZT_TEST(adamw8bit_maps) {
     CHECK_NEAR(s[0], -0.99296875, 0, U); // -(0.1 + 0.9 * 127/128): 64 bins, last middle
     // -1 is as far from map[0] as the first half gap (0.00703125), up to float rounding
     CHECK_NEAR(1.0 + s[0], 0.5 * ((double)s[1] - s[0]), 2 * U, 0);
-    CHECK(u[0] == 0.0f && u[255] == 1.0f && u[1] > 0.0f);
-    // per-decade counts: values in [10^-(E+1), 10^-E)
-    for (int E = 0; E < 7; E++) {
+    // no zero code for v (kernels/quant8_math.h): the floor 0.55e-7 instead
+    CHECK(u[0] == ZT_Q8_V_FLOOR && u[255] == 1.0f && u[1] > 0.0f);
+    CHECK_NEAR(u[0], 0.55e-7, 0, U);
+    // per-decade counts: values in [10^-(E+1), 10^-E); the unsigned floor is decade 7's
+    for (int E = 0; E < 8; E++) {
         double hi = pow(10.0, -E), lo = hi / 10;
         int ns = 0, nu = 0;
         for (int i = 0; i < 256; i++) {
             ns += s[i] >= lo && s[i] < hi;
             nu += u[i] >= lo && u[i] < hi;
         }
-        CHECK_EQ_INT(ns, 1 << (6 - E));
+        CHECK_EQ_INT(ns, E < 7 ? 1 << (6 - E) : 0);
         CHECK_EQ_INT(nu, 1 << (7 - E));
     }
     // spot values, to float rounding: the lowest decade holds one signed value (the middle
@@ -245,8 +247,8 @@ ZT_TEST(adamw8bit_maps) {
     CHECK_NEAR(u[2], 0.775e-6, 0, U);
     CHECK_NEAR(s[254], 1 - 0.9 / 128, 0, U);
     CHECK_NEAR(u[254], 1 - 0.9 / 256, 0, U);
-    printf("  signed [%.9g .. %.9g], smallest > 0: %.3g; unsigned smallest > 0: %.3g\n", s[0],
-           s[255], s[128], u[1]);
+    printf("  signed [%.9g .. %.9g], smallest > 0: %.3g; unsigned smallest (its floor): %.3g\n", s[0],
+           s[255], s[128], u[0]);
     scratch_release();
     return ZT_PASS;
 }
@@ -387,8 +389,9 @@ ZT_TEST(adamw8bit_roundtrip) {
 // each count). Weight decay multiplies p by the same (1 - lr wd) in both runs.
 // Tensors with fp32 state must match bit for bit at every step, and padding must hold
 // its sentinel. Run with Gaussian gradients (spread 0) and with a per-element scale over
-// five decades (spread 2), where v rounds to 0 in its block while m does not and the
-// update grows to s m / eps (bitsandbytes' kernel does the same; the bound covers it).
+// five decades (spread 2), where v falls below the v map's smallest code in its block
+// while m does not (with bitsandbytes' map v was stored as 0 and the update grew to
+// s m / eps; the v map's floor now keeps D >= sqrt(floor A_v); the bound covers both).
 static int step_vs_fp32(double spread) {
     g_spread = spread;
     const zt_layout *lay = tiny_layout(256);
@@ -491,7 +494,7 @@ static int step_vs_fp32(double spread) {
     }
     // the bound is not vacuous: 8-bit state really changed some parameters
     CHECK(n_differ > 0);
-    printf("  spread %.0f: %zu of %zu 8-bit-state values had v rounded to 0 with m != 0; "
+    printf("  spread %.0f: %zu of %zu 8-bit-state values had v stored as 0 with m != 0; "
            "step 2: %zu differ from fp32, max |diff| %.3g, worst diff/bound %.3f at [%zu]\n",
            spread, v_zero, o8->n8, n_differ, maxdiff, worst, worst_k);
     scratch_release();
@@ -502,6 +505,69 @@ ZT_TEST(adamw8bit_step_vs_fp32) {
     scratch_release();
     if (step_vs_fp32(0.0) != ZT_PASS) return ZT_FAIL;
     return step_vs_fp32(2.0);
+}
+
+// Issue 41: an element whose gradient is 1e-5 of its block's largest, then 1e-3 of that.
+// After step 1 its m (1e-5 of the block's m absmax) has a code, while its v (1e-10 of the
+// v absmax) was below bitsandbytes' smallest v code: stored as 0, step 2's update was
+// lr m / eps (214 lr here: m is stored 0.775x its value). It must stay within a bounded
+// factor of fp32 AdamW's.
+//
+// Bound. Step 2 from the quantized step-1 state: m' = b1 Q(m1) + (1-b1) g2 and
+// v' = b2 Q(v1) + (1-b2) g2^2, fp32 has m, v the same with m1, v1. g2 has m1's sign, so
+// |m'| <= FM |m| with FM = max 2 c[k+1] / (c[k] + c[k+1]) over adjacent positive codes of
+// the signed map (a value just above the midpoint of c[k], c[k+1] is stored as c[k+1];
+// the lowest, 0 to 0.55e-6, gives 2), and v' >= v / FV with FV = max (c[k] + c[k+1]) /
+// (2 c[k]) over adjacent codes of the unsigned map (a value just below the midpoint is
+// stored as c[k]; the largest is at its floor, 3.45). So sqrt(v')/sqrt(bc2) + eps >=
+// (sqrt(v)/sqrt(bc2) + eps) / sqrt(FV) and |update'| <= FM sqrt(FV) |update| (here
+// 3.72 x fp32's 0.68 lr = 2.5 lr: "a few lr"), times (1 + 32u) for the float
+// roundings of both runs (about 8 each, and one in x / absmax). The parameter starts at 0,
+// so weight decay adds nothing and its move is the update.
+ZT_TEST(adamw8bit_small_after_tiny_gradient) {
+    scratch_release();
+    const zt_layout *lay = tiny_layout(256);
+    size_t N = lay->numel, k0 = N;
+    for (int i = 0; i < lay->n; i++)
+        if (strcmp(lay->t[i].name, "wte.weight") == 0) k0 = lay->t[i].offset;
+    CHECK(k0 < N && k0 % 256 == 0); // a block of 8-bit state starts at k0
+    size_t k = k0 + 1;
+    float *p8 = fbuf(N), *p32 = fbuf(N), *g = fbuf(N); // zero parameters and gradients
+    zt_adamw8bit_options opt = zt_adamw8bit_default_options();
+    zt_adamw8bit *o8 = opt8_new();
+    CHECK(zt_adamw8bit_init(o8, zt_test_cpu(), lay, 0, N, &opt, ZT_F32) == ZT_OK);
+    zt_adamw *o32 = opt32_new(lay, 0, N);
+    g[k0] = 1.0f;  // the block's largest
+    g[k] = 1e-5f;  // m1 = 1e-6: a code; v1 = 1e-13 = 2e-12 of the block's v absmax
+    zt_adamw8bit_step(o8, p8, g, lay, &CFG, LR, 1.0f);
+    zt_adamw_step(o32, p32, g, lay, &CFG, LR, 1.0f);
+    float m1, v1, am, av;
+    CHECK(state_at(o8, k, &m1, &v1, &am, &av) == 1);
+    CHECK(m1 > 0.0f); // the premise: m kept, v far below bitsandbytes' smallest code
+    CHECK(o32->v[k] / av < 0.5 * 0.325e-6);
+    float before8 = p8[k], before32 = p32[k];
+    g[k] = 1e-8f; // much smaller, the same sign
+    zt_adamw8bit_step(o8, p8, g, lay, &CFG, LR, 1.0f);
+    zt_adamw_step(o32, p32, g, lay, &CFG, LR, 1.0f);
+    double fm = 0, fv = 0;
+    for (int c = 127; c < 254; c++) { // signed: 0 and the positive codes
+        double lo = o8->map_m[c], hi = o8->map_m[c + 1];
+        fm = fmax(fm, 2 * hi / (lo + hi));
+    }
+    for (int c = 0; c < 255; c++) {
+        double lo = o8->map_v[c], hi = o8->map_v[c + 1];
+        fv = fmax(fv, (lo + hi) / (2 * lo));
+    }
+    double move8 = fabs((double)p8[k] - before8), move32 = fabs((double)p32[k] - before32);
+    double lim = fm * sqrt(fv) * move32 * (1 + 32 * U);
+    printf("  step 2 moves: 8-bit %.3g lr, fp32 %.3g lr, bound %.3g lr (FM %.3g, FV %.3g)\n",
+           move8 / LR, move32 / LR, lim / LR, fm, fv);
+    // bitsandbytes' v map (a zero code) has FV infinite: no bound, and the element moved
+    // 214 lr on it (measured before issue 41's change)
+    CHECK(isfinite(fv) && move32 > 0);
+    CHECK(move8 <= lim);
+    scratch_release();
+    return ZT_PASS;
 }
 
 // Every step is "dequantize, fp32 AdamW, requantize with the new absmax", checked step by

@@ -43,6 +43,11 @@ static inline const char *ckpt_param_dtype_name(const zt_ckpt_ctx *c) {
 // Version 1 (FNV-1a 64, per file "fnv1a64") and 2 are still read (their manifests
 // unverified, with a note), so nothing saved is lost.
 #define CKPT_VERSION 3
+// The 8-bit second moment's code map (manifest "optimizer": "v_map"): kernels/quant8_math.h's
+// unsigned map, whose smallest code is ZT_Q8_V_FLOOR where bitsandbytes' has 0 (issue 41).
+// A manifest without the key was written with bitsandbytes' map; docs/checkpoints.md says
+// how it loads.
+#define CKPT_V_MAP "dynamic-floor"
 #define CKPT_MANIFEST "manifest.json"
 #define CKPT_MANIFEST_SUM "manifest.json.xxh3" // "<16 hex digits>  manifest.json\n"
 #define CKPT_CHECKSUM "xxh3-64"

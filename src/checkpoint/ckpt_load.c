@@ -466,6 +466,24 @@ static int ckpt_block(const ckpt_index *x) {
     return b;
 }
 
+// Whether the checkpoint's v codes are bitsandbytes' (no "v_map": written before issue 41)
+// into *legacy; ZT_ERR for a map this build does not know. A legacy checkpoint loads
+// unchanged: codes 1..255 hold the same values in both maps, and its code 0 (v = 0, or v
+// under 1.6e-7 of the absmax, rounded down) is read as ZT_Q8_V_FLOOR. That is exactly
+// the conversion "dequantize with the old map, requantize with today's": every value under
+// today's first midpoint, 1.9e-7, 0 included, is nearest to the floor.
+static zt_status ckpt_v_map(const ckpt_index *x, int *legacy) {
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(x->man.root, "optimizer");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(op, "v_map");
+    *legacy = v == NULL;
+    if (v && !(cJSON_IsString(v) && strcmp(v->valuestring, CKPT_V_MAP) == 0))
+        return zt_errorf("%s/manifest.json: optimizer v_map %s is not this build's \"%s\" "
+                         "(a checkpoint from a newer zerotrain?)",
+                         x->man.dir, cJSON_IsString(v) ? v->valuestring : "(not a string)",
+                         CKPT_V_MAP);
+    return ZT_OK;
+}
+
 // Copies elements [g, g + n) of a set: out (elem bytes each); for 8-bit sets also each
 // element's absmax and block id. ZT_ERR naming the tensor when something is missing.
 static zt_status fetch(const ckpt_index *x, const segset *s, size_t g, size_t n, size_t es,
@@ -685,10 +703,24 @@ static void note_config(const ckpt_index *x, const zt_ckpt_ctx *ctx, int dp) {
                ctx->model->dtype == ZT_BF16 ? " fp32 masters and, rounded, its bf16 weights" : "");
 }
 
+// Notes (rank 0) a checkpoint whose 8-bit v codes are bitsandbytes' (ckpt_v_map).
+static void note_v_map(const ckpt_index *x) {
+    int legacy = 0, has_qv = 0;
+    ckpt_v_map(x, &legacy); // an unknown map already stopped load_into
+    for (int i = 0; i < x->n_sets; i++) has_qv |= strcmp(x->sets[i].kind, "qv") == 0;
+    if (legacy && has_qv)
+        printf("resume: note: the checkpoint's 8-bit v codes use bitsandbytes' map (written "
+               "before v_map): its zero code is read as the v map's floor, %.2g of the "
+               "block's absmax (docs/checkpoints.md)\n",
+               (double)ZT_Q8_V_FLOOR);
+}
+
 static zt_status load_into(const zt_ckpt_ctx *c, ckpt_index *x, size_t *counts) {
     zt_gpt2 *m = c->model;
     const zt_layout *lay = &m->layout;
     loader L = {.c = c, .x = x, .src_B = (size_t)ckpt_block(x)};
+    int legacy_v;
+    ZT_TRY(ckpt_v_map(x, &legacy_v)); // legacy codes load as they are (ckpt_v_map)
     zt_q8_make_map(L.map_m, 1);
     zt_q8_make_map(L.map_v, 0);
     if (L.src_B < 1 || L.src_B > ZT_ADAMW8BIT_MAX_BLOCK)
@@ -771,6 +803,7 @@ zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint6
         zt_comm_all_reduce(&g->world_comm, mine, all, 2, ZT_F64, ZT_REDUCE_SUM, NULL);
         if (g->rank == 0) {
             note_config(&x, c, g->dp);
+            note_v_map(&x);
             printf("resumed from %s in %.2f s: step %d, %llu samples, optimizer t %d; written by "
                    "dp %d x pp %d x tp %d (zero %d), now dp %d x pp %d x tp %d (zero %d)\n",
                    x.man.dir, ckpt_now_s() - t0, x.man.step, (unsigned long long)x.man.samples,

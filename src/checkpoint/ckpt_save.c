@@ -166,9 +166,9 @@ static zt_status write_manifest(const zt_ckpt_ctx *c, const char *tmp, int step,
             CKPT_FORMAT, CKPT_VERSION, CKPT_CHECKSUM, step, (unsigned long long)samples,
             c->step0, (unsigned long long)c->samples0, (unsigned long long)cfg->seed);
     fprintf(f, "  \"optimizer\": {\"name\": \"%s\", \"t\": %d, \"block_size\": %d, "
-               "\"min_8bit_size\": %d, \"fp32_embedding\": %s},\n",
+               "\"min_8bit_size\": %d, \"fp32_embedding\": %s, \"v_map\": \"%s\"},\n",
             ckpt_optim_name(c), t, cfg->optim_block, cfg->optim_min_8bit,
-            cfg->optim_fp32_embedding ? "true" : "false");
+            cfg->optim_fp32_embedding ? "true" : "false", CKPT_V_MAP);
     fprintf(f, "  \"model\": {\"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, \"vocab\": %d, "
                "\"n_ctx\": %d},\n",
             s->n_layer, s->n_head, s->n_embd, s->vocab, s->n_ctx);

@@ -9,7 +9,11 @@ Quantization". Dynamic tree quantization: after the sign bit, E zero bits choose
 [0.1, 1] whose codes stand for the middles of 2^F equal bins. With 8 bits and exponents
 E = 0..6 (bitsandbytes' max_exponent_bits=7) a signed value has F = 6 - E; the unsigned
 variant (Adam's second moment is never negative) spends the sign bit on the fraction,
-F = 7 - E. The two codes left over hold 0 and 1. Block-wise quantization (2021): a block
+F = 7 - E. The two codes left over hold 0 and 1 in the signed map; in the unsigned one
+they hold 1 and, instead of 0, 0.55e-7: the second moment's map excludes zero (Li, Chen
+and Zhu (2023) "Memory Efficient Optimizers with 4-bit States": a v stored as 0 under a
+non-zero m makes the update m / eps), and 0.55e-7 is what the tree's formula gives for the
+next decade, E = 7 with F = 0 (the middle of [0.1, 1] x 1e-7). Block-wise quantization (2021): a block
 is normalized by its absmax, each value takes the nearest code, and dequantization is
 code value * absmax.
 
@@ -48,7 +52,7 @@ N_DECADES = 7  # E = 0..6
 
 
 def dynamic_map(signed):
-    values = [0.0, 1.0]
+    values = [0.0 if signed else 0.55e-7, 1.0]
     for E in range(N_DECADES):
         F = (6 - E) if signed else (7 - E)
         edges = np.linspace(0.1, 1.0, 2**F + 1)

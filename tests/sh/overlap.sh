@@ -158,7 +158,7 @@ ZT_COMM_TIMEOUT_S=60 exact pp2dp2z1_timeout 4 --pp 2 --micro-batch 2 --grad-accu
 bounded dp3z0 3 -- --micro-batch 2 --grad-accum 2 --zero 0
 bounded dp3z1 3 -- --micro-batch 2 --grad-accum 2 --zero 1
 bounded dp3z1_bf16 3 --bf16 -- --micro-batch 2 --grad-accum 2 --zero 1 --param-dtype bf16
-bounded dp3z1_8bit 3 --param-frac 0.05 -- --micro-batch 2 --grad-accum 2 --zero 1 --optim adamw8bit --optim-min-8bit 256
+bounded dp3z1_8bit 3 --adamw8bit --min-8bit 256 -- --micro-batch 2 --grad-accum 2 --zero 1 --optim adamw8bit --optim-min-8bit 256
 # a bad option is refused by name
 if build/zerotrain --overlap-comm maybe --steps 1 > $out/bad.out 2>&1; then
   echo "FAIL: --overlap-comm maybe accepted"; fail=1
