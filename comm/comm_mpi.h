@@ -11,6 +11,8 @@
 
 // ---- settings ----
 //
+// The program's options --comm-algo, --comm-stage-kib, --comm-max-count, --comm-timeout and
+// --comm-timeout-floor give the same settings, these variables their defaults.
 // Every rank must see the same values (checked when a communicator is made: a rank that
 // differed would wait in a window creation the others skip, or in a blocking collective that
 // never matches the others' nonblocking one; mpirun -x passes them on).
@@ -32,8 +34,9 @@
 //                                 the blocking calls, its deadline measured
 //                                 (comm_mpi_timeout.c)
 //   ZT_COMM_TIMEOUT_FLOOR_S=F     the default timeout's floor (300 s)
-// The timeout is read once, by zt_comm_mpi_init_world (one watchdog per process); the rest
-// whenever a communicator is made (its staging window and pieces are its own).
+// The timeout is read by zt_comm_mpi_init_world (one watchdog per process) and again by
+// zt_comm_mpi_settings_use; the rest whenever a communicator is made (its staging window
+// and pieces are its own).
 
 typedef enum {
     ZT_COMM_MPI_ALGO_STAGE = 0, // "stage"
@@ -50,18 +53,35 @@ typedef struct {
     double timeout_floor_s; // ZT_COMM_TIMEOUT_FLOOR_S: the watchdog's floor
 } zt_comm_mpi_settings;
 
-// The one reader of the ZT_COMM_* variables above: *out from the environment (unset or empty:
-// the default). ZT_ERR with one message naming the first bad variable and its allowed values;
-// *out is complete either way, a bad staging variable giving the staging defaults, a bad
-// ZT_COMM_MPI_MAX_COUNT its default, and a bad timeout variable no timeout.
+// The settings as texts, each under the name a message gives it: the variables above, or the
+// program's options (--comm-algo, --comm-stage-kib, --comm-max-count, --comm-timeout,
+// --comm-timeout-floor, whose defaults are these variables). NULL or empty: the default.
+typedef enum {
+    ZT_COMM_SET_ALGO,
+    ZT_COMM_SET_STAGE_KIB,
+    ZT_COMM_SET_MAX_COUNT,
+    ZT_COMM_SET_TIMEOUT,
+    ZT_COMM_SET_TIMEOUT_FLOOR,
+    ZT_COMM_N_SETTINGS
+} zt_comm_setting;
+extern const char *const zt_comm_mpi_env_names[ZT_COMM_N_SETTINGS]; // "ZT_COMM_MPI_ALGO", ...
+typedef struct {
+    const char *name[ZT_COMM_N_SETTINGS];
+    const char *value[ZT_COMM_N_SETTINGS];
+} zt_comm_mpi_texts;
+// The one parser of the settings: ZT_ERR with one message naming the first bad one (as
+// t->name has it) and its allowed values; *out is complete either way, a bad staging
+// setting giving the staging defaults, a bad max count its default, a bad timeout none.
+zt_status zt_comm_mpi_settings_parse(const zt_comm_mpi_texts *t, zt_comm_mpi_settings *out);
+// zt_comm_mpi_settings_parse of the environment's variables.
 zt_status zt_comm_mpi_settings_from_env(zt_comm_mpi_settings *out);
+// The settings from now on, in place of the environment's: every communicator made after
+// takes them, and the timeout follows them (the watchdog starts or stands down). Every rank
+// must give the same (checked when a communicator is made). Call between operations.
+void zt_comm_mpi_settings_use(const zt_comm_mpi_settings *s);
 // zt_comm_mpi_settings_from_env's status alone: main calls it once, before any communicator
 // is split, so a bad value is a user error rather than a fatal check on every rank.
 zt_status zt_comm_mpi_check_env(void);
-// The staging slot (KiB) each shared-memory window holds per rank, as the backend reads it
-// (0: no windows), for the memory planner. A malformed value gives the default
-// (zt_comm_mpi_check_env refuses it).
-int zt_comm_mpi_stage_kib(void);
 
 // ---- lifetime ----
 

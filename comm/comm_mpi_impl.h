@@ -100,6 +100,9 @@ extern int zt_mpi_timeout_auto;
 
 // Takes the timeout's settings, and starts the watchdog on a world of two or more ranks.
 void zt_mpi_timeout_start(const zt_comm_mpi_settings *s, int world_size);
+// The timeout's settings changed after the start (zt_comm_mpi_settings_use): the watchdog
+// starts if they now ask for it, and stands down (never armed again) if they do not.
+void zt_mpi_timeout_restart(const zt_comm_mpi_settings *s);
 // Called before each collective MPI call with a timeout on: this rank's count of entered
 // collectives, in its header of the staging window (the record of who arrived).
 void zt_mpi_coll_enter(const zt_comm *c);

@@ -1,5 +1,6 @@
-// The MPI backend's settings: the ZT_COMM_* environment variables (comm_mpi.h lists them),
-// read in this one place, and the check that every rank has the same.
+// The MPI backend's settings (comm_mpi.h lists them): their one parser, for the ZT_COMM_*
+// environment variables and the program's options alike, the settings in force, and the
+// check that every rank has the same.
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,23 +18,32 @@
 // The longest message one section's complaint takes.
 #define WHY_CAP 320
 
-// A variable's value; set but empty counts as unset (the default).
-static const char *env(const char *name) {
-    const char *v = getenv(name);
+const char *const zt_comm_mpi_env_names[ZT_COMM_N_SETTINGS] = {
+    "ZT_COMM_MPI_ALGO", "ZT_COMM_MPI_STAGE_KIB", "ZT_COMM_MPI_MAX_COUNT", "ZT_COMM_TIMEOUT_S",
+    "ZT_COMM_TIMEOUT_FLOOR_S"};
+
+// Setting k's text; empty counts as not given (the default).
+static const char *text(const zt_comm_mpi_texts *t, zt_comm_setting k) {
+    const char *v = t->value[k];
     return v && *v ? v : NULL;
 }
 
-// ZT_COMM_MPI_ALGO and ZT_COMM_MPI_STAGE_KIB into s->algo, s->stage_kib; on a bad one, the
-// staging defaults and 0 with the complaint in `why`.
-static int read_staging(zt_comm_mpi_settings *s, char *why) {
-    const char *algo = env("ZT_COMM_MPI_ALGO"), *kib = env("ZT_COMM_MPI_STAGE_KIB");
+// The settings the program's options gave (zt_comm_mpi_settings_use), or none: then the
+// environment's.
+static zt_comm_mpi_settings g_used;
+static int g_have_used;
+
+// The algorithm and the staging slot into s->algo, s->stage_kib; on a bad one, the staging
+// defaults and 0 with the complaint (naming the setting as t names it) in `why`.
+static int read_staging(const zt_comm_mpi_texts *t, zt_comm_mpi_settings *s, char *why) {
+    const char *algo = text(t, ZT_COMM_SET_ALGO), *kib = text(t, ZT_COMM_SET_STAGE_KIB);
     s->algo = ZT_COMM_MPI_ALGO_STAGE;
     s->stage_kib = ZT_STAGE_SLOT_KIB;
     if (algo && !strcmp(algo, "stage-all")) s->algo = ZT_COMM_MPI_ALGO_STAGE_ALL;
     else if (algo && !strcmp(algo, "mpi")) s->algo = ZT_COMM_MPI_ALGO_MPI;
     else if (algo && strcmp(algo, "stage")) {
-        snprintf(why, WHY_CAP, "ZT_COMM_MPI_ALGO=%s: use stage (the default), stage-all or mpi",
-                 algo);
+        snprintf(why, WHY_CAP, "%s=%s: use stage (the default), stage-all or mpi",
+                 t->name[ZT_COMM_SET_ALGO], algo);
         return 0;
     }
     if (s->algo == ZT_COMM_MPI_ALGO_MPI) { // no window: its slot size is not read
@@ -48,14 +58,14 @@ static int read_staging(zt_comm_mpi_settings *s, char *why) {
         return 1;
     }
     s->algo = ZT_COMM_MPI_ALGO_STAGE;
-    snprintf(why, WHY_CAP, "ZT_COMM_MPI_STAGE_KIB=%s: give a whole number of KiB in 4..65536",
-             kib);
+    snprintf(why, WHY_CAP, "%s=%s: give a whole number of KiB in 4..65536",
+             t->name[ZT_COMM_SET_STAGE_KIB], kib);
     return 0;
 }
 
-// ZT_COMM_MPI_MAX_COUNT into s->max_count; on a bad one, INT_MAX and 0.
-static int read_max_count(zt_comm_mpi_settings *s, char *why) {
-    const char *mc = env("ZT_COMM_MPI_MAX_COUNT");
+// The most elements per MPI call into s->max_count; on a bad one, INT_MAX and 0.
+static int read_max_count(const zt_comm_mpi_texts *t, zt_comm_mpi_settings *s, char *why) {
+    const char *mc = text(t, ZT_COMM_SET_MAX_COUNT);
     s->max_count = INT_MAX;
     if (!mc) return 1;
     char *end = NULL;
@@ -64,47 +74,49 @@ static int read_max_count(zt_comm_mpi_settings *s, char *why) {
         s->max_count = (size_t)v;
         return 1;
     }
-    snprintf(why, WHY_CAP, "ZT_COMM_MPI_MAX_COUNT=%s: give the most elements one MPI call may "
+    snprintf(why, WHY_CAP, "%s=%s: give the most elements one MPI call may "
              "carry, a whole number in 1..%d (the default; larger operations go in pieces)",
-             mc, INT_MAX);
+             t->name[ZT_COMM_SET_MAX_COUNT], mc, INT_MAX);
     return 0;
 }
 
-// ZT_COMM_TIMEOUT_FLOOR_S and ZT_COMM_TIMEOUT_S into s->timeout_*; on a bad one, no timeout
-// and 0.
-static int read_timeout(zt_comm_mpi_settings *s, char *why) {
-    const char *v = getenv("ZT_COMM_TIMEOUT_S"), *f = env("ZT_COMM_TIMEOUT_FLOOR_S");
+// The timeout and its floor into s->timeout_*; on a bad one, no timeout and 0.
+static int read_timeout(const zt_comm_mpi_texts *t, zt_comm_mpi_settings *s, char *why) {
+    const char *v = t->value[ZT_COMM_SET_TIMEOUT], *f = text(t, ZT_COMM_SET_TIMEOUT_FLOOR);
     s->timeout_s = 0;
     s->timeout_auto = !v || !*v || !strcmp(v, "auto");
     s->timeout_floor_s = ZT_WATCH_FLOOR_S;
     char *end = NULL;
     if (f) {
-        double t = strtod(f, &end);
-        if (!(!*end && t > 0 && t <= ZT_COMM_TIMEOUT_MAX_S)) { // also refuses nan
-            snprintf(why, WHY_CAP, "ZT_COMM_TIMEOUT_FLOOR_S=%s: give the default timeout's "
-                     "floor in seconds, a number in (0, %.0f] (default %.0f)", f,
-                     ZT_COMM_TIMEOUT_MAX_S, ZT_WATCH_FLOOR_S);
+        double x = strtod(f, &end);
+        if (!(!*end && x > 0 && x <= ZT_COMM_TIMEOUT_MAX_S)) { // also refuses nan
+            snprintf(why, WHY_CAP, "%s=%s: give the default timeout's "
+                     "floor in seconds, a number in (0, %.0f] (default %.0f)",
+                     t->name[ZT_COMM_SET_TIMEOUT_FLOOR], f, ZT_COMM_TIMEOUT_MAX_S,
+                     ZT_WATCH_FLOOR_S);
             s->timeout_auto = 0;
             return 0;
         }
-        s->timeout_floor_s = t;
+        s->timeout_floor_s = x;
     }
     if (s->timeout_auto) return 1;
-    double t = strtod(v, &end);
-    if (!*end && t >= 0 && t <= ZT_COMM_TIMEOUT_MAX_S) {
-        s->timeout_s = t;
+    double x = strtod(v, &end);
+    if (!*end && x >= 0 && x <= ZT_COMM_TIMEOUT_MAX_S) {
+        s->timeout_s = x;
         return 1;
     }
-    snprintf(why, WHY_CAP, "ZT_COMM_TIMEOUT_S=%s: give the seconds one operation may wait for "
+    snprintf(why, WHY_CAP, "%s=%s: give the seconds one operation may wait for "
              "another rank, a number in 0..%.0f (0 waits forever), or auto (the default: "
-             "measured from the steps)", v, ZT_COMM_TIMEOUT_MAX_S);
+             "measured from the steps)", t->name[ZT_COMM_SET_TIMEOUT], v,
+             ZT_COMM_TIMEOUT_MAX_S);
     return 0;
 }
 
 // Every section, so *out is complete; `why` keeps the first complaint. 1 when all were good.
-static int read_all(zt_comm_mpi_settings *out, char *why) {
+static int read_all(const zt_comm_mpi_texts *t, zt_comm_mpi_settings *out, char *why) {
     char w[3][WHY_CAP];
-    int ok[3] = {read_staging(out, w[0]), read_max_count(out, w[1]), read_timeout(out, w[2])};
+    int ok[3] = {read_staging(t, out, w[0]), read_max_count(t, out, w[1]),
+                 read_timeout(t, out, w[2])};
     for (int i = 0; i < 3; i++)
         if (!ok[i]) {
             memcpy(why, w[i], WHY_CAP);
@@ -113,14 +125,40 @@ static int read_all(zt_comm_mpi_settings *out, char *why) {
     return 1;
 }
 
-zt_status zt_comm_mpi_settings_from_env(zt_comm_mpi_settings *out) {
+// The environment's texts, under the variables' names.
+static zt_comm_mpi_texts env_texts(void) {
+    zt_comm_mpi_texts t;
+    for (int k = 0; k < ZT_COMM_N_SETTINGS; k++) {
+        t.name[k] = zt_comm_mpi_env_names[k];
+        t.value[k] = getenv(zt_comm_mpi_env_names[k]);
+    }
+    return t;
+}
+
+zt_status zt_comm_mpi_settings_parse(const zt_comm_mpi_texts *t, zt_comm_mpi_settings *out) {
     char why[WHY_CAP];
-    return read_all(out, why) ? ZT_OK : zt_errorf("%s", why);
+    return read_all(t, out, why) ? ZT_OK : zt_errorf("%s", why);
+}
+
+zt_status zt_comm_mpi_settings_from_env(zt_comm_mpi_settings *out) {
+    zt_comm_mpi_texts t = env_texts();
+    return zt_comm_mpi_settings_parse(&t, out);
 }
 
 void zt_mpi_settings_read(zt_comm_mpi_settings *out) {
+    if (g_have_used) {
+        *out = g_used;
+        return;
+    }
     char why[WHY_CAP];
-    read_all(out, why);
+    zt_comm_mpi_texts t = env_texts();
+    read_all(&t, out, why);
+}
+
+void zt_comm_mpi_settings_use(const zt_comm_mpi_settings *s) {
+    g_used = *s;
+    g_have_used = 1;
+    zt_mpi_timeout_restart(s);
 }
 
 zt_status zt_comm_mpi_check_env(void) {
@@ -128,11 +166,6 @@ zt_status zt_comm_mpi_check_env(void) {
     return zt_comm_mpi_settings_from_env(&s);
 }
 
-int zt_comm_mpi_stage_kib(void) {
-    zt_comm_mpi_settings s;
-    zt_mpi_settings_read(&s);
-    return s.stage_kib;
-}
 
 void zt_mpi_settings_agree(MPI_Comm comm, const zt_comm_mpi_settings *s) {
     // one MAX over each value and its negation: max(x) == -max(-x) = min(x) iff all agree

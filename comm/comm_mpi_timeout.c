@@ -292,15 +292,23 @@ static void watch_start(int world_size) {
                         "times out by polling instead)\n", zt_log_rank());
 }
 
+static int g_world_size; // for a restart
+
 void zt_mpi_timeout_start(const zt_comm_mpi_settings *s, int world_size) {
     zt_mpi_timeout_s = s->timeout_s;
     zt_mpi_timeout_auto = s->timeout_auto;
     g_watch_floor_s = s->timeout_floor_s;
+    g_world_size = world_size;
     watch_start(world_size);
 }
 
+void zt_mpi_timeout_restart(const zt_comm_mpi_settings *s) {
+    zt_comm_mpi_unwatch();
+    zt_mpi_timeout_start(s, g_world_size);
+}
+
 void zt_comm_mpi_watch(double longest_s) {
-    if (!g_watch.on) return;
+    if (!g_watch.on || !zt_mpi_timeout_auto) return;
     g_watch.longest_s = longest_s > g_watch.longest_s ? longest_s : g_watch.longest_s;
     double d = ZT_WATCH_STEPS * g_watch.longest_s;
     if (d < g_watch_floor_s) d = g_watch_floor_s;

@@ -93,6 +93,10 @@ typedef struct {
 } zt_backend_caps;
 
 // What a run asks of a backend when it opens one.
+// The CUDA attention kernels: blocked (cuBLAS products over query blocks, the default) or
+// rows (one block per query row: the first kernels, kept as a reference; no scratch).
+typedef enum { ZT_CUDA_ATTENTION_BLOCKED, ZT_CUDA_ATTENTION_ROWS } zt_cuda_attention;
+
 typedef struct {
     int device;  // the GPU a device backend runs on (0-based; -1: picked from local_rank by
                  // zt_backend_pick_device); the CPU ignores it
@@ -101,6 +105,7 @@ typedef struct {
     int tf32;    // TF32 tensor cores in fp32 products (a backend whose caps.tf32 is 1)
     zt_bf16_gemm_path bf16_gemm; // the bf16 GEMM's path (a backend whose caps.bf16_gemm is
                                  // 1; others take AUTO only)
+    zt_cuda_attention attention; // the CUDA backend's attention kernels; others ignore it
 } zt_backend_options;
 
 struct zt_backend {

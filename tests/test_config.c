@@ -238,6 +238,59 @@ ZT_TEST(config_equals_form_and_last_wins) {
     return ZT_PASS;
 }
 
+// The runtime knobs are options whose defaults are environment variables: a flag overrides
+// the variable, the MPI backend's parser reads the texts and names the flag (or, for a bad
+// variable, the variable), and a bad ZT_CUDA_ATTENTION is refused by its name. The caller's
+// environment is restored.
+static int env_default_cases(void) {
+    zt_config c;
+    zt_comm_mpi_settings cs;
+    CHECK_EQ_INT(PARSE_NONE(&c), ZT_OK); // the built-in defaults
+    CHECK(!strcmp(c.comm_algo, "stage") && !strcmp(c.comm_timeout, "auto"));
+    CHECK_EQ_INT(c.cuda_attention, ZT_CUDA_ATTENTION_BLOCKED);
+    setenv("ZT_COMM_MPI_ALGO", "mpi", 1), setenv("ZT_COMM_TIMEOUT_S", "7", 1);
+    setenv("ZT_CUDA_ATTENTION", "rows", 1);
+    CHECK_EQ_INT(PARSE_NONE(&c), ZT_OK);
+    CHECK(!strcmp(c.comm_algo, "mpi") && !strcmp(c.comm_timeout, "7"));
+    CHECK_EQ_INT(c.cuda_attention, ZT_CUDA_ATTENTION_ROWS);
+    CHECK_EQ_INT(zt_config_comm_settings(&c, &cs), ZT_OK);
+    CHECK(cs.algo == ZT_COMM_MPI_ALGO_MPI && cs.timeout_s == 7 && !cs.timeout_auto);
+    CHECK_EQ_INT(PARSE(&c, "--comm-algo", "stage-all", "--comm-timeout", "auto",
+                       "--cuda-attention", "blocked"), ZT_OK);
+    CHECK_EQ_INT(zt_config_comm_settings(&c, &cs), ZT_OK);
+    CHECK(cs.algo == ZT_COMM_MPI_ALGO_STAGE_ALL && cs.timeout_auto);
+    CHECK_EQ_INT(c.cuda_attention, ZT_CUDA_ATTENTION_BLOCKED);
+    // the texts go to comm's parser
+    CHECK_EQ_INT(PARSE(&c, "--comm-algo", "stage", "--comm-stage-kib", "2"), ZT_OK);
+    CHECK_EQ_INT(zt_config_comm_settings(&c, &cs), ZT_ERR);
+    CHECK(msg_has("--comm-stage-kib=2: give a whole number of KiB"));
+    setenv("ZT_COMM_MPI_ALGO", "bogus", 1);
+    CHECK_EQ_INT(PARSE_NONE(&c), ZT_OK);
+    CHECK_EQ_INT(zt_config_comm_settings(&c, &cs), ZT_ERR);
+    CHECK(msg_has("ZT_COMM_MPI_ALGO=bogus: use stage"));
+    setenv("ZT_CUDA_ATTENTION", "fast", 1);
+    CHECK_EQ_INT(PARSE_NONE(&c), ZT_ERR);
+    CHECK(msg_has("ZT_CUDA_ATTENTION") && msg_has("blocked, rows"));
+    return ZT_PASS;
+}
+
+ZT_TEST(config_env_defaults) {
+    const char *vars[] = {"ZT_COMM_MPI_ALGO", "ZT_COMM_TIMEOUT_S", "ZT_CUDA_ATTENTION"};
+    char *saved[3];
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(vars[i]);
+        saved[i] = v ? strdup(v) : NULL;
+        unsetenv(vars[i]);
+    }
+    int rc = env_default_cases();
+    for (int i = 0; i < 3; i++) {
+        if (saved[i]) setenv(vars[i], saved[i], 1);
+        else unsetenv(vars[i]);
+        free(saved[i]);
+    }
+    return rc;
+}
+
 ZT_TEST(config_bool_forms) {
     zt_config c;
     CHECK_EQ_INT(PARSE(&c, "--shuffle"), ZT_OK);

@@ -7,7 +7,7 @@
 //
 // The first, simple version: every block re-reads k and v rows from L2 and leaves tensor
 // cores idle. Training runs attention_gemm_cuda.cu's query blocks through cuBLAS; these
-// forward and backward kernels run under ZT_CUDA_ATTENTION=rows (backend_cuda.c), kept to
+// forward and backward kernels run under --cuda-attention rows (backend_cuda.c), kept to
 // compare the two on a GPU. The decode kernel below is generation's.
 #include "block_reduce_cuda.cuh"
 #include "cuda_check.h"

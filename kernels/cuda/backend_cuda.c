@@ -36,7 +36,7 @@ typedef struct {
 typedef struct {
     int device;
     int tf32;             // TF32 tensor cores in fp32 GEMMs (--tf32)
-    int att_rows;         // ZT_CUDA_ATTENTION=rows: the one-block-per-row attention kernels
+    int att_rows;         // --cuda-attention rows: the one-block-per-row attention kernels
     cudaStream_t stream;
     cublasHandle_t cublas;
     void *cublas_ws;      // (ZT_CUDA_CUBLAS_WORKSPACE bytes)
@@ -310,7 +310,7 @@ static void cuda_add(const zt_backend *be, float *out, const float *a, const flo
     zt_cuda_add(ST, out, a, b, n);
 }
 // The query-blocked cuBLAS attention on `work` (zt_cuda_attention_workspace floats), or with
-// ZT_CUDA_ATTENTION=rows the one-block-per-row kernels, which need none: the first
+// --cuda-attention rows the one-block-per-row kernels, which need none: the first
 // version, kept for comparing the two on a GPU and as a fallback until they have been.
 static void cuda_attention_forward(const zt_backend *be, float *out, float *lse,
                                    const float *qkv, float *work, int B, int T, int C, int NH) {
@@ -543,8 +543,7 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
         ZT_CHECK_CUDA(cudaHostAlloc(&c->pool[i].host, MAP_POOL_BYTES, cudaHostAllocDefault));
         ZT_CHECK_CUDA(cudaEventCreateWithFlags(&c->pool[i].done, cudaEventDisableTiming));
     }
-    const char *att = getenv("ZT_CUDA_ATTENTION");
-    c->att_rows = att && !strcmp(att, "rows");
+    c->att_rows = opt->attention == ZT_CUDA_ATTENTION_ROWS;
     ZT_CHECK_CUDA(cudaStreamSynchronize(c->stream));
     return ZT_OK;
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "comm_mpi.h"
 #include "common.h"
 #include "dtype.h"
 #include "layout.h"
@@ -83,6 +84,14 @@ typedef struct {
     int tf32;                 // --backend cuda: TF32 tensor cores in fp32 GEMMs
     zt_bf16_gemm_path bf16_gemm; // --backend cpu: auto | onednn | fallback (backend.h)
     int profile;              // time each op by phase (src/core/profile.h)
+    // the MPI backend's settings, as texts its one parser reads (comm_mpi.h; defaults: the
+    // ZT_COMM_* variables, then the built-in values)
+    char comm_algo[16];       // stage | stage-all | mpi
+    char comm_stage_kib[16];  // KiB of one staging slot
+    char comm_max_count[16];  // most elements per MPI call
+    char comm_timeout[24];    // auto | seconds (0: none)
+    char comm_timeout_floor[24]; // the auto timeout's floor, seconds
+    zt_cuda_attention cuda_attention; // --backend cuda: blocked | rows (backend.h)
     int log_every;            // the step line on stdout every N steps (and the first, last)
     // memory planning (src/planner/planner.h)
     zt_dtype param_dtype;     // fp32 (ZT_F32) | bf16 (ZT_BF16: bf16 parameters and gradients,
@@ -127,6 +136,10 @@ const char *zt_config_first_difference(const zt_config *a, const zt_config *b);
 // bf16 kernels or with --sample-every.
 // ZT_ERR with a message naming the flag.
 zt_status zt_config_check_trainable(const zt_config *cfg);
+// The MPI backend's settings the options give (--comm-*; comm_mpi.h), through its parser:
+// ZT_ERR with its message for a bad one, naming the ZT_COMM_* variable where the environment
+// holds a bad value (the options' defaults), else the flag.
+zt_status zt_config_comm_settings(const zt_config *cfg, zt_comm_mpi_settings *out);
 
 // --mem-limit in bytes (0 when not given). The syntax was checked by zt_config_validate:
 // a number (fractions allowed) with an optional binary suffix K, M, G or T (16G = 16 GiB),

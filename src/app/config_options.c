@@ -19,6 +19,8 @@ static const zt_enum_name k_dtypes[] = {{"fp32", ZT_F32}, {"bf16", ZT_BF16}, {NU
 static const zt_enum_name k_on_off[] = {{"on", 1}, {"off", 0}, {NULL, 0}};
 static const zt_enum_name k_tensor_paths[] = {
     {"auto", ZT_TENSOR_PATH_AUTO}, {"staged", ZT_TENSOR_PATH_STAGED}, {NULL, 0}};
+static const zt_enum_name k_cuda_attentions[] = {
+    {"blocked", ZT_CUDA_ATTENTION_BLOCKED}, {"rows", ZT_CUDA_ATTENTION_ROWS}, {NULL, 0}};
 static const zt_enum_name k_bf16_gemms[] = {{"auto", ZT_BF16_GEMM_AUTO},
                                             {"onednn", ZT_BF16_GEMM_DNNL},
                                             {"fallback", ZT_BF16_GEMM_FALLBACK},
@@ -158,6 +160,29 @@ const opt_desc zt_opts[] = {
     {"profile", OPT_BOOL, FIELD(profile), "false", "", NULL, NULL, 0, "parallel",
      "time every kernel and transfer by phase (gemm, attention, loss, element-wise, "
      "optimizer, grad norm, memory, comm): a table at the end, \"phases\" in the --log"},
+    // The runtime knobs: each takes its default from an environment variable where one is
+    // set (config.c, k_env_defaults), so the log records what a run took.
+    {"cuda-attention", OPT_ENUM, FIELD(cuda_attention), "blocked", "NAME", NULL,
+     k_cuda_attentions, 0, "parallel",
+     "--backend cuda: the attention kernels: blocked (cuBLAS products over blocks of queries) "
+     "or rows (one thread block per query row, no scratch; the first kernels) "
+     "[env ZT_CUDA_ATTENTION]"},
+    {"comm-algo", OPT_STR, FIELD(comm_algo), "stage", "NAME", NULL, NULL, 0, "parallel",
+     "MPI collectives of ranks that share a machine: stage (large reduce-scatters through a "
+     "shared-memory window), stage-all (all-gathers too) or mpi (MPI's own everywhere) "
+     "[env ZT_COMM_MPI_ALGO]"},
+    {"comm-stage-kib", OPT_STR, FIELD(comm_stage_kib), "256", "N", NULL, NULL, 0, "parallel",
+     "KiB of one slot of the staging window, 4..65536 [env ZT_COMM_MPI_STAGE_KIB]"},
+    {"comm-max-count", OPT_STR, FIELD(comm_max_count), "2147483647", "N", NULL, NULL, 0,
+     "parallel",
+     "the most elements one MPI call carries; larger operations go in pieces "
+     "[env ZT_COMM_MPI_MAX_COUNT]"},
+    {"comm-timeout", OPT_STR, FIELD(comm_timeout), "auto", "S", NULL, NULL, 0, "parallel",
+     "end the job when an operation waits more than S seconds for another rank (0: never; "
+     "auto: a watchdog whose deadline is 10 steps, at least --comm-timeout-floor) "
+     "[env ZT_COMM_TIMEOUT_S]"},
+    {"comm-timeout-floor", OPT_STR, FIELD(comm_timeout_floor), "300", "S", NULL, NULL, 0,
+     "parallel", "the auto timeout's least deadline, seconds [env ZT_COMM_TIMEOUT_FLOOR_S]"},
 
     {"param-dtype", OPT_ENUM, FIELD(param_dtype), "fp32", "NAME", NULL, k_dtypes, 0, "memory",
      "parameters and gradients: bf16 keeps fp32 master weights in the optimizer (sharded by "

@@ -197,6 +197,10 @@ zt_status zt_config_validate(const zt_config *c) {
 #undef NEED
 
 zt_status zt_config_check_trainable(const zt_config *c) {
+    if (c->cuda_attention != ZT_CUDA_ATTENTION_BLOCKED && strcmp(c->backend, "cuda") != 0)
+        return zt_errorf("--cuda-attention %s applies to --backend cuda only (this run's "
+                         "backend is %s): leave it out, or unset ZT_CUDA_ATTENTION",
+                         zt_config_enum_name("cuda-attention", c->cuda_attention), c->backend);
     ZT_TRY(zt_backend_check(c->backend, &(zt_backend_options){.device = c->device,
                                                                .threads = c->threads,
                                                                .tf32 = c->tf32,
@@ -206,6 +210,17 @@ zt_status zt_config_check_trainable(const zt_config *c) {
         return zt_errorf("--param-dtype bf16: the %s backend has no bf16 kernels yet; train bf16 "
                          "with --backend cpu, or use --param-dtype fp32 here", c->backend);
     return ZT_OK;
+}
+
+zt_status zt_config_comm_settings(const zt_config *c, zt_comm_mpi_settings *out) {
+    // the options' defaults come from the environment: a bad variable is named as such
+    ZT_TRY(zt_comm_mpi_check_env());
+    zt_comm_mpi_texts t = {
+        {"--comm-algo", "--comm-stage-kib", "--comm-max-count", "--comm-timeout",
+         "--comm-timeout-floor"},
+        {c->comm_algo, c->comm_stage_kib, c->comm_max_count, c->comm_timeout,
+         c->comm_timeout_floor}};
+    return zt_comm_mpi_settings_parse(&t, out);
 }
 
 zt_status zt_config_parse_bytes(const char *text, const char *what, double *bytes) {

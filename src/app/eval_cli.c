@@ -19,7 +19,8 @@ static const char *const k_eval_options[] = {
     "micro-batch", "seq",     "grad-accum", "seed",        "data",   "val-data",
     "val-batches", "init-from", "resume",   "dp",          "pp",     "tp",
     "partition", "loss-chunk", "threads",   "backend",     "tf32",   "mem-limit",
-    "param-dtype", "tensor-path", "bf16-gemm", NULL};
+    "param-dtype", "tensor-path", "bf16-gemm", "cuda-attention", "comm-algo",
+    "comm-stage-kib", "comm-max-count", "comm-timeout", "comm-timeout-floor", NULL};
 
 void zt_eval_usage(FILE *f) {
     fprintf(f,

@@ -348,7 +348,10 @@ int zt_generate_main(int argc, char **argv) {
     int n_rest = 0;
     zt_status s = parse_opts(&o, argc, argv, rest, &n_rest);
     if (s == ZT_OK) s = read_config(&cfg, n_rest, rest);
+    zt_comm_mpi_settings cs; // the MPI backend's, from the options
+    if (s == ZT_OK) s = zt_config_comm_settings(&cfg, &cs);
     s = zt_comm_agree(&world, s);
+    if (s == ZT_OK) zt_comm_mpi_settings_use(&cs);
     if (s == ZT_OK && world.size != cfg.pp * cfg.tp)
         s = zt_errorf("generate runs one process per (stage, tp rank), but this job has %d for "
                       "--pp %d --tp %d: launch mpirun -np %d", world.size, cfg.pp, cfg.tp,
@@ -363,7 +366,8 @@ int zt_generate_main(int argc, char **argv) {
     }
     zt_backend be = {0};
     zt_backend_options bo = {
-        .device = 0, .threads = cfg.threads, .tf32 = cfg.tf32, .bf16_gemm = cfg.bf16_gemm};
+        .device = 0, .threads = cfg.threads, .tf32 = cfg.tf32, .bf16_gemm = cfg.bf16_gemm,
+        .attention = cfg.cuda_attention};
     if (s == ZT_OK) s = zt_backend_open(&be, cfg.backend, &bo);
     if (s == ZT_OK) s = zt_grid_init(&g, &world, 1, cfg.pp, cfg.tp);
     if (s == ZT_OK) s = run(&o, &cfg, &g, &part, &be);

@@ -36,7 +36,9 @@ zt_status zt_plan_spec_from_config(zt_plan_spec *s, const zt_config *c, int dp) 
     s->ranks_per_node = c->ranks_per_node;
     s->gpus_per_node = c->gpus_per_node;
     s->stage_all = c->tensor_path == ZT_TENSOR_PATH_STAGED;
-    s->stage_kib = zt_comm_mpi_stage_kib();
+    zt_comm_mpi_settings cs;
+    ZT_TRY(zt_config_comm_settings(c, &cs));
+    s->stage_kib = cs.stage_kib;
     s->save = c->save[0] != 0;
     s->sample = c->sample_every > 0;
     s->threads = c->threads > 0 ? c->threads : omp_get_max_threads();

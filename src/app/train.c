@@ -252,7 +252,8 @@ static zt_status open_run(zt_trainer *t, zt_backend *backend, const zt_comm *wor
                              .local_rank = local_rank >= 0 ? local_rank : world->rank,
                              .threads = cfg->threads,
                              .tf32 = cfg->tf32,
-                             .bf16_gemm = cfg->bf16_gemm};
+                             .bf16_gemm = cfg->bf16_gemm,
+                             .attention = cfg->cuda_attention};
     ZT_TRY(zt_backend_open(backend, cfg->backend, &bo));
     t->be = backend;
     return zt_plan_spec_from_config(&t->plan, cfg, *dp);

@@ -91,7 +91,10 @@ zt_status zt_run_options(const zt_comm *world, zt_config *cfg, int argc, char **
     // eval: the training options of a --config file shared with training are not its own
     if (s == ZT_OK && only) zt_config_keep_only(cfg, only);
     if (s == ZT_OK) s = zt_comm_agree(world, same_options_on_every_rank(cfg, world));
-    if (s == ZT_OK) s = zt_comm_mpi_check_env(); // the same environment on every rank
+    // the MPI backend's settings from the options (their defaults: the environment)
+    zt_comm_mpi_settings cs;
+    if (s == ZT_OK) s = zt_config_comm_settings(cfg, &cs);
+    if (s == ZT_OK) zt_comm_mpi_settings_use(&cs);
     // what the backend cannot train (--param-dtype bf16 on CUDA, for one)
     if (s == ZT_OK) s = zt_config_check_trainable(cfg);
     // OMP_NUM_THREADS beyond what a rank can start crashed or ended in libgomp's words
