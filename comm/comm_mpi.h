@@ -34,9 +34,10 @@
 //                                 the blocking calls, its deadline measured
 //                                 (comm_mpi_timeout.c)
 //   ZT_COMM_TIMEOUT_FLOOR_S=F     the default timeout's floor (300 s)
-// The timeout is read by zt_comm_mpi_init_world (one watchdog per process) and again by
-// zt_comm_mpi_settings_use; the rest whenever a communicator is made (its staging window
-// and pieces are its own).
+// The timeout is read by zt_comm_mpi_init_world (one watchdog per process) and replaced by
+// zt_comm_mpi_settings_use; the rest is taken whenever a communicator is made (its staging
+// window, with or without the timeout's header, and its pieces are its own: the world
+// communicator keeps the environment's).
 
 typedef enum {
     ZT_COMM_MPI_ALGO_STAGE = 0, // "stage"
@@ -79,9 +80,6 @@ zt_status zt_comm_mpi_settings_from_env(zt_comm_mpi_settings *out);
 // takes them, and the timeout follows them (the watchdog starts or stands down). Every rank
 // must give the same (checked when a communicator is made). Call between operations.
 void zt_comm_mpi_settings_use(const zt_comm_mpi_settings *s);
-// zt_comm_mpi_settings_from_env's status alone: main calls it once, before any communicator
-// is split, so a bad value is a user error rather than a fatal check on every rank.
-zt_status zt_comm_mpi_check_env(void);
 
 // ---- lifetime ----
 
@@ -89,8 +87,8 @@ zt_status zt_comm_mpi_check_env(void);
 // regions never do) unless it already is, sets MPI_ERRORS_RETURN on MPI_COMM_WORLD so
 // every MPI failure reaches one check that prints file, line, rank and MPI's message and
 // then calls MPI_Abort, sets the log rank (zt_set_log_rank) to the world rank, reads the
-// timeout's settings (a bad value runs without one: main refuses it by
-// zt_comm_mpi_check_env) and makes `out` a duplicate of MPI_COMM_WORLD (free it with
+// timeout's settings from the environment (a bad value runs without one: the program's
+// options, whose defaults they are, refuse it by name) and makes `out` a duplicate of MPI_COMM_WORLD (free it with
 // zt_comm_free before finalizing). argc/argv may be NULL. Failure is fatal.
 void zt_comm_mpi_init_world(zt_comm *out, int *argc, char ***argv);
 // MPI_Finalize, if zt_comm_mpi_init_world initialized MPI and it is not yet finalized.

@@ -84,8 +84,8 @@ void zt_mpi_check_received(const MPI_Status *st, zt_dtype dt, int want, int peer
 
 // ---- settings (comm_mpi_settings.c) ----
 
-// zt_comm_mpi_settings_from_env without a message: a bad value takes its default (or no
-// timeout), and main refuses it by zt_comm_mpi_check_env.
+// The settings in force (zt_comm_mpi_settings_use's), else the environment's without a
+// message: a bad value takes its default (or no timeout); the options refuse it by name.
 void zt_mpi_settings_read(zt_comm_mpi_settings *out);
 // Collective over comm: fatal unless every rank has the same staging, max-count and timeout
 // settings (`timeout_auto`/`timeout_s`: the ones in force, zt_mpi_timeout_*).

@@ -161,10 +161,6 @@ void zt_comm_mpi_settings_use(const zt_comm_mpi_settings *s) {
     zt_mpi_timeout_restart(s);
 }
 
-zt_status zt_comm_mpi_check_env(void) {
-    zt_comm_mpi_settings s;
-    return zt_comm_mpi_settings_from_env(&s);
-}
 
 
 void zt_mpi_settings_agree(MPI_Comm comm, const zt_comm_mpi_settings *s) {

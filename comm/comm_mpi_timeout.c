@@ -53,7 +53,8 @@ static double mono_s(void) {
 void zt_mpi_coll_enter(const zt_comm *c) {
     zt_mpi_comm *m = c->impl;
     m->entered++;
-    if (m->win != MPI_WIN_NULL)
+    // the header is the communicator's own: its window was made with or without one
+    if (m->hdr_bytes)
         __atomic_store_n(entered_slot(m, c->rank), m->entered, __ATOMIC_RELEASE);
 }
 
@@ -91,7 +92,7 @@ static void timeout_fail(const zt_comm *c, const char *what, int n, MPI_Request 
         for (int q = 0; q < c->size; q++) {
             append_world_rank(group, sizeof group, c, q);
             // of two ranks the other one is the missing one, window or not
-            if (q != c->rank && (c->size == 2 || (m->win != MPI_WIN_NULL &&
+            if (q != c->rank && (c->size == 2 || (m->hdr_bytes &&
                 __atomic_load_n(entered_slot(m, q), __ATOMIC_ACQUIRE) < m->entered)))
                 append_world_rank(missing, sizeof missing, c, q);
         }
@@ -308,6 +309,8 @@ void zt_mpi_timeout_restart(const zt_comm_mpi_settings *s) {
 }
 
 void zt_comm_mpi_watch(double longest_s) {
+    // a running watchdog is not a timeout in force: after a restart away from auto it stays,
+    // never armed again
     if (!g_watch.on || !zt_mpi_timeout_auto) return;
     g_watch.longest_s = longest_s > g_watch.longest_s ? longest_s : g_watch.longest_s;
     double d = ZT_WATCH_STEPS * g_watch.longest_s;

@@ -682,7 +682,7 @@ static int settings_cases(void) {
     CHECK(s.algo == ZT_COMM_MPI_ALGO_STAGE && s.stage_kib == 256 && s.timeout_auto);
     CHECK(refused(settings_with(&s, "ZT_COMM_MPI_STAGE_KIB", "2"), "ZT_COMM_MPI_STAGE_KIB=2:"));
     CHECK(s.stage_kib == 256);
-    CHECK(zt_comm_mpi_check_env() == ZT_ERR);
+    CHECK(zt_comm_mpi_settings_from_env(&s) == ZT_ERR);
     CHECK(refused(settings_with(&s, "ZT_COMM_MPI_MAX_COUNT", "0"), "ZT_COMM_MPI_MAX_COUNT=0:"));
     CHECK(s.max_count == INT_MAX);
     CHECK(refused(settings_with(&s, "ZT_COMM_MPI_MAX_COUNT", "2147483648"),

@@ -268,6 +268,15 @@ static int env_default_cases(void) {
     CHECK_EQ_INT(PARSE_NONE(&c), ZT_OK);
     CHECK_EQ_INT(zt_config_comm_settings(&c, &cs), ZT_ERR);
     CHECK(msg_has("ZT_COMM_MPI_ALGO=bogus: use stage"));
+    CHECK_EQ_INT(PARSE(&c, "--comm-algo", "mpi"), ZT_OK); // the flag replaces the bad variable
+    CHECK_EQ_INT(zt_config_comm_settings(&c, &cs), ZT_OK);
+    CHECK(cs.algo == ZT_COMM_MPI_ALGO_MPI);
+    CHECK_EQ_INT(PARSE(&c, "--comm-timeout", "soon"), ZT_OK);
+    CHECK_EQ_INT(zt_config_comm_settings(&c, &cs), ZT_ERR); // the first bad one: the variable
+    setenv("ZT_COMM_MPI_ALGO", "stage", 1);
+    CHECK_EQ_INT(PARSE(&c, "--comm-timeout", "soon"), ZT_OK);
+    CHECK_EQ_INT(zt_config_comm_settings(&c, &cs), ZT_ERR);
+    CHECK(msg_has("--comm-timeout=soon: give the seconds"));
     setenv("ZT_CUDA_ATTENTION", "fast", 1);
     CHECK_EQ_INT(PARSE_NONE(&c), ZT_ERR);
     CHECK(msg_has("ZT_CUDA_ATTENTION") && msg_has("blocked, rows"));
@@ -275,15 +284,17 @@ static int env_default_cases(void) {
 }
 
 ZT_TEST(config_env_defaults) {
-    const char *vars[] = {"ZT_COMM_MPI_ALGO", "ZT_COMM_TIMEOUT_S", "ZT_CUDA_ATTENTION"};
-    char *saved[3];
-    for (int i = 0; i < 3; i++) {
+    enum { N = ZT_COMM_N_SETTINGS + 1 };
+    const char *vars[N] = {"ZT_CUDA_ATTENTION"};
+    for (int k = 0; k < ZT_COMM_N_SETTINGS; k++) vars[k + 1] = zt_comm_mpi_env_names[k];
+    char *saved[N];
+    for (int i = 0; i < N; i++) {
         const char *v = getenv(vars[i]);
         saved[i] = v ? strdup(v) : NULL;
         unsetenv(vars[i]);
     }
     int rc = env_default_cases();
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < N; i++) {
         if (saved[i]) setenv(vars[i], saved[i], 1);
         else unsetenv(vars[i]);
         free(saved[i]);

@@ -13,15 +13,12 @@ ZT_TEST(dp_sync_shard_ranges) {
         for (size_t blocks = 1; blocks <= 3; blocks++) {
             size_t numel = blocks * (size_t)dp * ZT_ALIGN_ELEMS, end = 0;
             for (int r = 0; r < dp; r++) {
-                size_t lo, hi, plo, phi;
+                size_t lo, hi;
                 zt_dp_shard(numel, dp, r, 1, &lo, &hi);
                 CHECK_EQ_INT(lo, end); // in order, no gap, no overlap
                 CHECK_EQ_INT(hi - lo, numel / (size_t)dp); // equal
                 CHECK_EQ_INT(lo % ZT_ALIGN_ELEMS, 0);      // block-aligned
                 end = hi;
-                zt_plan_spec s = {.dp = dp, .zero = 1};
-                zt_plan_shard(&s, numel, r, &plo, &phi); // the planner's is the same
-                CHECK(plo == lo && phi == hi);
                 zt_dp_shard(numel, dp, r, 0, &lo, &hi);
                 CHECK(lo == 0 && hi == numel);
             }
@@ -71,8 +68,6 @@ static int one_step(int zero, int overlap) {
     CHECK(zt_dp_sync_norm_range(&s, &lo, &hi) && lo == 0 && hi == N);
     zt_dp_sync_gather(&s);
     zt_dp_sync_settle(&s);
-    zt_dp_sync_stats st = zt_dp_sync_take_stats(&s);
-    CHECK(st.grad_comm_s >= 0 && st.param_comm_s >= 0);
     CHECK(memcmp(grads, want_g, sizeof grads) == 0 && memcmp(params, want_p, sizeof params) == 0);
     CHECK(strcmp(zt_dp_sync_describe(&s), zero ? "zero 1" : "zero 0") == 0);
     zt_dp_sync_free(&s);

@@ -6,7 +6,7 @@
 #include "config.h"
 
 // What a checkpoint records of the run `c` describes (ckpt.h): where it goes and the options
-// its manifest holds. Its strings point into `c`, which must outlive it.
+// its manifest holds. Its `dir` and `partition` point into `c`, which must outlive it.
 zt_ckpt_run zt_ckpt_view_of(const zt_config *c);
 
 #endif

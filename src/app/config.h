@@ -137,8 +137,9 @@ const char *zt_config_first_difference(const zt_config *a, const zt_config *b);
 // ZT_ERR with a message naming the flag.
 zt_status zt_config_check_trainable(const zt_config *cfg);
 // The MPI backend's settings the options give (--comm-*; comm_mpi.h), through its parser:
-// ZT_ERR with its message for a bad one, naming the ZT_COMM_* variable where the environment
-// holds a bad value (the options' defaults), else the flag.
+// ZT_ERR with its message for a bad one, named as it came: the ZT_COMM_* variable (the
+// option's default) or the flag. Depends on cfg alone (and the environment's names), so
+// ranks that agree on their options agree on this.
 zt_status zt_config_comm_settings(const zt_config *cfg, zt_comm_mpi_settings *out);
 
 // --mem-limit in bytes (0 when not given). The syntax was checked by zt_config_validate:

@@ -213,13 +213,18 @@ zt_status zt_config_check_trainable(const zt_config *c) {
 }
 
 zt_status zt_config_comm_settings(const zt_config *c, zt_comm_mpi_settings *out) {
-    // the options' defaults come from the environment: a bad variable is named as such
-    ZT_TRY(zt_comm_mpi_check_env());
-    zt_comm_mpi_texts t = {
-        {"--comm-algo", "--comm-stage-kib", "--comm-max-count", "--comm-timeout",
-         "--comm-timeout-floor"},
-        {c->comm_algo, c->comm_stage_kib, c->comm_max_count, c->comm_timeout,
-         c->comm_timeout_floor}};
+    static const char *const flags[ZT_COMM_N_SETTINGS] = {
+        "--comm-algo", "--comm-stage-kib", "--comm-max-count", "--comm-timeout",
+        "--comm-timeout-floor"};
+    zt_comm_mpi_texts t = {{0},
+                           {c->comm_algo, c->comm_stage_kib, c->comm_max_count, c->comm_timeout,
+                            c->comm_timeout_floor}};
+    // a text is named as it came: the variable where it still holds the environment's value
+    // (the option's default), else the flag (or the --config key)
+    for (int k = 0; k < ZT_COMM_N_SETTINGS; k++) {
+        const char *env = getenv(zt_comm_mpi_env_names[k]);
+        t.name[k] = env && !strcmp(env, t.value[k]) ? zt_comm_mpi_env_names[k] : flags[k];
+    }
     return zt_comm_mpi_settings_parse(&t, out);
 }
 

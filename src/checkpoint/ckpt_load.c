@@ -706,7 +706,7 @@ static void note_config(const ckpt_index *x, const zt_ckpt_ctx *ctx, int dp) {
 // Notes (rank 0) a checkpoint whose 8-bit v codes are bitsandbytes' (ckpt_v_map).
 static void note_v_map(const ckpt_index *x) {
     int legacy = 0, has_qv = 0;
-    ckpt_v_map(x, &legacy); // an unknown map already stopped load_into
+    ckpt_v_map(x, &legacy); // an unknown map already stopped open_verified
     for (int i = 0; i < x->n_sets; i++) has_qv |= strcmp(x->sets[i].kind, "qv") == 0;
     if (legacy && has_qv)
         printf("resume: note: the checkpoint's 8-bit v codes use bitsandbytes' map (written "
@@ -719,8 +719,6 @@ static zt_status load_into(const zt_ckpt_ctx *c, ckpt_index *x, size_t *counts) 
     zt_gpt2 *m = c->model;
     const zt_layout *lay = &m->layout;
     loader L = {.c = c, .x = x, .src_B = (size_t)ckpt_block(x)};
-    int legacy_v;
-    ZT_TRY(ckpt_v_map(x, &legacy_v)); // legacy codes load as they are (ckpt_v_map)
     zt_q8_make_map(L.map_m, 1);
     zt_q8_make_map(L.map_v, 0);
     if (L.src_B < 1 || L.src_B > ZT_ADAMW8BIT_MAX_BLOCK)
@@ -770,10 +768,12 @@ static zt_status load_into(const zt_ckpt_ctx *c, ckpt_index *x, size_t *counts) 
 }
 
 // Collective: the checkpoint `dir` names, its manifest read (`say`: rank 0 reports the
-// incomplete saves it skips), its shape checked against the model's, every file's checksum
-// verified (the files dealt out over the ranks) and its index opened. Agreed on every rank;
+// incomplete saves it skips), its shape (and `with_state`, the optimizer state's v map)
+// checked, every file's checksum verified (the files dealt out over the ranks) and its index
+// opened. Agreed on every rank;
 // the caller frees *x whatever the outcome.
-static zt_status open_verified(const zt_ckpt_ctx *c, const char *dir, ckpt_index *x, int say) {
+static zt_status open_verified(const zt_ckpt_ctx *c, const char *dir, ckpt_index *x, int say,
+                               int with_state) {
     const zt_grid *g = c->grid;
     memset(x, 0, sizeof *x);
     zt_status s = manifest_read(&x->man, dir, say && g->rank == 0);
@@ -782,6 +782,8 @@ static zt_status open_verified(const zt_ckpt_ctx *c, const char *dir, ckpt_index
                        x->man.shape.n_embd != ms->n_embd || x->man.shape.vocab != ms->vocab ||
                        x->man.shape.n_ctx != ms->n_ctx))
         s = zt_errorf("%s/manifest.json holds another model shape than this run's", x->man.dir);
+    int legacy_v; // a known v map, before any file is read (legacy codes load as they are)
+    if (s == ZT_OK && with_state) s = ckpt_v_map(x, &legacy_v);
     s = zt_comm_agree(&g->world_comm, s);
     if (s != ZT_OK) return s;
     for (int i = g->rank; s == ZT_OK && i < x->man.n_files; i += g->world)
@@ -795,7 +797,7 @@ zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint6
     const zt_grid *g = c->grid;
     double t0 = ckpt_now_s();
     ckpt_index x;
-    zt_status s = open_verified(c, dir, &x, 1);
+    zt_status s = open_verified(c, dir, &x, 1, 1);
     size_t counts[2] = {0, 0};
     if (s == ZT_OK) s = zt_comm_agree(&g->world_comm, load_into(c, &x, counts));
     if (s == ZT_OK) {
@@ -837,7 +839,7 @@ static zt_status load_params(const zt_ckpt_ctx *c, ckpt_index *x) {
 zt_status zt_ckpt_load_weights(const zt_grid *g, zt_gpt2 *m, const char *dir, int *step) {
     zt_ckpt_ctx c = {.grid = g, .model = m};
     ckpt_index x;
-    zt_status s = open_verified(&c, dir, &x, 0);
+    zt_status s = open_verified(&c, dir, &x, 0, 0);
     if (s == ZT_OK) s = zt_comm_agree(&g->world_comm, load_params(&c, &x));
     if (s == ZT_OK) *step = x.man.step;
     index_free(&x);

@@ -83,8 +83,8 @@ void zt_dp_sync_init(zt_dp_sync *s, const zt_dp_sync_options *o, const zt_comm *
                      void *params, zt_dtype dt, const zt_layout *lay);
 void zt_dp_sync_free(zt_dp_sync *s);
 
-// The model's hooks (zt_gpt2.grad_ready, .params_need), given to it once; ctx is the zt_dp_sync. Inert outside
-// the moments the schedule names: grads [from, numel) are final (the last backward: buckets
+// The model's hooks (zt_gpt2.grad_ready, .params_need), given to it once; ctx is the
+// zt_dp_sync. Inert outside the moments the schedule names: grads [from, numel) are final (the last backward: buckets
 // start), params [lo, hi) are about to be read (the first forward: their pieces are waited for).
 void zt_dp_sync_grads_final(void *ctx, size_t from);
 void zt_dp_sync_params_needed(void *ctx, size_t lo, size_t hi);

@@ -39,7 +39,7 @@ typedef struct {
     int n_slots, micro;    // slots per buffer, micro-batches per step
     float *recv_in;        // (n_slots, count) the caller's: activations from prev
     float *recv_dout;      // (n_slots, count) the caller's: output gradients from next
-    zt_comm_req *req;      // (3 * n_slots + 1), nonblocking: receives in, receives dout,
+    zt_comm_req *req;      // (3 * n_slots + 1), used when nonblocking: receives in, receives dout,
                            // sends of each activation slot, the send of dinput
     int in_posted, dout_posted; // this step: micro-batches whose receive is posted
     int fwd_done, bwd_done;     // this step: forwards / backwards that have read their input
