@@ -12,7 +12,7 @@
 // The default timeout: the longer of a floor and this many times the longest step seen.
 #define ZT_WATCH_STEPS 10
 
-double zt_mpi_timeout_s; // ZT_COMM_TIMEOUT_S at zt_comm_mpi_init_world; 0 = off
+double zt_mpi_timeout_s; // --comm-timeout (ZT_COMM_TIMEOUT_S) in force; 0 = off
 int zt_mpi_timeout_auto; // ZT_COMM_TIMEOUT_S unset or "auto": the watchdog
 static double g_watch_floor_s; // ZT_COMM_TIMEOUT_FLOOR_S
 
@@ -100,12 +100,12 @@ static void timeout_fail(const zt_comm *c, const char *what, int n, MPI_Request 
     fflush(stdout);
     if (missing[0])
         fprintf(stderr, "zerotrain: error: (rank %d) waited %.1f s in %s%s%s: rank %s did not "
-                "arrive (stopped or hung); ending the job (ZT_COMM_TIMEOUT_S=%g)\n",
+                "arrive (stopped or hung); ending the job (--comm-timeout %g)\n",
                 zt_log_rank(), waited, what, collective ? " on the communicator of ranks " : "",
                 group, missing, zt_mpi_timeout_s);
     else
         fprintf(stderr, "zerotrain: error: (rank %d) waited %.1f s in %s%s%s: a rank of that "
-                "group did not arrive (stopped or hung); ending the job (ZT_COMM_TIMEOUT_S=%g)\n",
+                "group did not arrive (stopped or hung); ending the job (--comm-timeout %g)\n",
                 zt_log_rank(), waited, what, collective ? " on the communicator of ranks " : "",
                 group, zt_mpi_timeout_s);
     fflush(stderr);
@@ -246,8 +246,8 @@ static void watch_fire(double waited) {
     char line[1024];
     int n = snprintf(line, sizeof line, "zerotrain: error: (rank %d) waited %.0f s in %s: %s%s "
                      "did not arrive (stopped or hung); ending the job (the default timeout, "
-                     "%.0f s: the longer of ZT_COMM_TIMEOUT_FLOOR_S=%g and %d x the longest "
-                     "step so far, %.2f s; ZT_COMM_TIMEOUT_S=S sets one, 0 waits forever)\n",
+                     "%.0f s: the longer of --comm-timeout-floor %g and %d x the longest "
+                     "step so far, %.2f s; --comm-timeout S sets one, 0 waits forever)\n",
                      zt_log_rank(), waited, where, missing[0] ? "rank " : "a rank of that group",
                      missing, (double)g_watch.deadline_ns * 1e-9, g_watch_floor_s,
                      ZT_WATCH_STEPS, g_watch.longest_s);
