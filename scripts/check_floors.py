@@ -28,6 +28,7 @@ import sys
 
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
 def read_floors(root):
@@ -70,9 +71,11 @@ def object_symbols(root, build, floor):
         if not os.path.isdir(d):
             continue
         for n in sorted(os.listdir(d)):
+            if not n.endswith(".o"):
+                continue
             stem = os.path.join(folder, n[:-2])
-            src = next((stem + e for e in (".c", ".cu") if n.endswith(".o") and
-                        os.path.exists(os.path.join(root, stem + e))), None)
+            src = next((stem + e for e in (".c", ".cu")
+                        if os.path.exists(os.path.join(root, stem + e))), None)
             if src is None:
                 continue
             out = subprocess.run(["nm", os.path.join(d, n)], capture_output=True, text=True,
@@ -86,13 +89,14 @@ def object_symbols(root, build, floor):
     return defined, calls
 
 
-def declared_at_or_below(root, floor, level, symbol, cache={}):
-    """Whether a header on floor `level` or below declares `symbol` (a function or an extern)."""
+def declared_at_or_below(root, floor, level, symbol, cache):
+    """Whether a header on floor `level` or below declares `symbol` (a function or an extern);
+    `cache` keeps each level's headers, comments stripped, for one tree."""
     if level not in cache:
-        cache[level] = "".join(
+        cache[level] = COMMENT.sub(" ", "".join(
             open(os.path.join(root, folder, n), encoding="utf-8", errors="replace").read()
             for folder, lv in floor.items() if lv <= level and os.path.isdir(os.path.join(root, folder))
-            for n in sorted(os.listdir(os.path.join(root, folder))) if n.endswith((".h", ".cuh")))
+            for n in sorted(os.listdir(os.path.join(root, folder))) if n.endswith((".h", ".cuh"))))
     return re.search(r"\b%s\s*[(;\[]" % re.escape(symbol), cache[level]) is not None
 
 
@@ -129,7 +133,7 @@ def circles(graph):
 
 def check_calls(root, build, floor):
     defined, calls = object_symbols(root, build, floor)
-    errors, graph = [], collections.defaultdict(set)
+    errors, graph, headers = [], collections.defaultdict(set), {}
     for src in sorted(calls):
         folder = os.path.dirname(src)
         for sym in sorted(calls[src]):
@@ -140,7 +144,7 @@ def check_calls(root, build, floor):
             tfolder = os.path.dirname(target)
             if tfolder == folder or floor[tfolder] < floor[folder]:
                 continue
-            if not declared_at_or_below(root, floor, floor[folder], sym):
+            if not declared_at_or_below(root, floor, floor[folder], sym, headers):
                 errors.append(f"{src}: calls {sym} of {target}, on a higher or sibling floor "
                               f"({tfolder}: {floor[tfolder]}, {folder}: {floor[folder]})")
     sys.setrecursionlimit(max(1000, 4 * len(graph)))

@@ -494,6 +494,7 @@ static int step_vs_fp32(double spread) {
     }
     // the bound is not vacuous: 8-bit state really changed some parameters
     CHECK(n_differ > 0);
+    CHECK_EQ_INT(v_zero, 0); // the v map has no zero code: never v = 0 under m != 0
     printf("  spread %.0f: %zu of %zu 8-bit-state values had v stored as 0 with m != 0; "
            "step 2: %zu differ from fp32, max |diff| %.3g, worst diff/bound %.3f at [%zu]\n",
            spread, v_zero, o8->n8, n_differ, maxdiff, worst, worst_k);

@@ -4,7 +4,8 @@
 # as they are, with a note, and its continuation equals the uninterrupted run's bit for bit
 # (the codes mean the same values today whichever manifest names them); an unknown v_map is
 # refused with one message naming it. The checkpoint is this build's own, its v_map removed
-# (tests/ckpt/reseal.py reseals the edited manifest).
+# (tests/ckpt/reseal.py reseals the edited manifest): so this tests the manifest's handling,
+# not the conversion of an old code 0 (quant8_math.h argues that one: it is exact).
 set -euo pipefail
 out=build/test_ckpt_v_map; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
