@@ -32,6 +32,7 @@ typedef struct {
     int loss_chunk;
     int threads; // OpenMP threads of the rank (0: the planner leaves the count as it is)
     int sample;  // --sample-every: the trainer's decoder over the stage's model
+    zt_recompute recompute;
 } layout_case;
 
 // The model of the reference tests: 3 blocks, 4 heads, 64 channels, vocabulary 300.
@@ -59,24 +60,30 @@ static zt_plan_spec tiny_spec(const layout_case *c) {
     s.threads = c->threads;
     s.backend = zt_backend_caps_of("cpu");
     s.sample = c->sample;
+    s.recompute = c->recompute;
     return s;
 }
 
 static const layout_case k_layouts[] = {
-    {1, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0},
-    {2, 1, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0},
-    {2, 1, 1, 1, 1, ZT_SCHED_1F1B, "uniform", 8, 0, 0},
-    {1, 2, 1, 0, 1, ZT_SCHED_GPIPE, "uniform", 0, 0, 0},
-    {2, 2, 1, 1, 0, ZT_SCHED_1F1B, "memory", 0, 0, 0},
-    {2, 3, 1, 1, 1, ZT_SCHED_1F1B, "parameters", 0, 0, 0},
-    {1, 1, 2, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0},
-    {2, 2, 2, 1, 1, ZT_SCHED_GPIPE, "uniform", 0, 0, 0},
-    {2, 2, 2, 0, 0, ZT_SCHED_1F1B, "memory", 8, 0, 0},
-    {1, 3, 2, 1, 1, ZT_SCHED_1F1B, "0:2,2:3,3:5", 0, 0, 0},
-    {1, 2, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 3, 0}, // the attention workspace per thread
-    {1, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 1}, // --sample-every
-    {2, 1, 2, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0, 1},
-    {1, 3, 2, 1, 0, ZT_SCHED_1F1B, "0:1,1:4,4:5", 0, 0, 1}, // embed-only and head-only stages
+    {1, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {0}},
+    {2, 1, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {0}},
+    {2, 1, 1, 1, 1, ZT_SCHED_1F1B, "uniform", 8, 0, 0, {0}},
+    {1, 2, 1, 0, 1, ZT_SCHED_GPIPE, "uniform", 0, 0, 0, {0}},
+    {2, 2, 1, 1, 0, ZT_SCHED_1F1B, "memory", 0, 0, 0, {0}},
+    {2, 3, 1, 1, 1, ZT_SCHED_1F1B, "parameters", 0, 0, 0, {0}},
+    {1, 1, 2, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {0}},
+    {2, 2, 2, 1, 1, ZT_SCHED_GPIPE, "uniform", 0, 0, 0, {0}},
+    {2, 2, 2, 0, 0, ZT_SCHED_1F1B, "memory", 8, 0, 0, {0}},
+    {1, 3, 2, 1, 1, ZT_SCHED_1F1B, "0:2,2:3,3:5", 0, 0, 0, {0}},
+    {1, 2, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 3, 0, {0}}, // the attention workspace per thread
+    {1, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 1, {0}}, // --sample-every
+    {2, 1, 2, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0, 1, {0}},
+    {1, 3, 2, 1, 0, ZT_SCHED_1F1B, "0:1,1:4,4:5", 0, 0, 1, {0}}, // embed-only and head-only stages
+    // recomputation: the per-layer arrays shrink, the workspace gains one layer
+    {2, 2, 2, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {ZT_RECOMPUTE_FULL, 0}},
+    {1, 2, 1, 0, 0, ZT_SCHED_GPIPE, "uniform", 0, 0, 0, {ZT_RECOMPUTE_SELECTIVE, 0}},
+    {1, 1, 2, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 1, {ZT_RECOMPUTE_FULL, 2}},
+    {1, 3, 2, 1, 0, ZT_SCHED_1F1B, "0:1,1:4,4:5", 0, 0, 0, {ZT_RECOMPUTE_SELECTIVE, 1}},
 };
 #define N_LAYOUTS ((int)(sizeof k_layouts / sizeof k_layouts[0]))
 
@@ -98,7 +105,7 @@ static int check_rank(const zt_plan_spec *s, const zt_plan_bytes *want) {
     zt_status st = zt_gpt2_init(&m, zt_test_cpu(), &s->shape, want->unit_first, want->unit_last, s->tp,
                                 want->tp_rank, ZT_ALIGN_ELEMS, (size_t)s->dp * ZT_ALIGN_ELEMS,
                                 s->micro_batch, s->seq, s->loss_chunk, want->n_slots, &tpc,
-                                s->param_bytes == 2 ? ZT_BF16 : ZT_F32);
+                                s->param_bytes == 2 ? ZT_BF16 : ZT_F32, &s->recompute);
     omp_set_num_threads(threads);
     CHECK(st == ZT_OK);
     CHECK_EQ_INT(m.layout.numel, want->numel);
@@ -219,7 +226,7 @@ ZT_TEST(planner_stage_cost_cache_is_exact) {
         CHECK_EQ_INT(cache_mismatches(&s), 0);
     }
     // a deeper model with 1F1B slots that differ per stage
-    layout_case lc = {2, 4, 1, 1, 1, ZT_SCHED_1F1B, "memory", 0, 0, 0};
+    layout_case lc = {2, 4, 1, 1, 1, ZT_SCHED_1F1B, "memory", 0, 0, 0, {0}};
     zt_plan_spec s = tiny_spec(&lc);
     s.shape.n_layer = 9;
     CHECK_EQ_INT(cache_mismatches(&s), 0);
@@ -249,7 +256,7 @@ ZT_TEST(planner_stage_cost_cache_is_exact) {
 // A mid-size model where model state and activations both matter: 6 blocks of 256
 // channels, vocabulary 4096, 8 x 64 tokens per micro-batch, 2 dp ranks, ZeRO off.
 static zt_plan_spec mid_spec(void) {
-    layout_case lc = {2, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0};
+    layout_case lc = {2, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {0}};
     zt_plan_spec s = tiny_spec(&lc);
     s.shape = (zt_model_shape){.vocab = 4096, .padded_vocab = 4096, .n_ctx = 64, .n_layer = 6,
                                .n_head = 4, .n_embd = 256};
@@ -293,6 +300,9 @@ static int apply_change(zt_plan_spec *s, const char *change) {
         else if (!strcmp(flag, "--schedule"))
             s->schedule = strcmp(v, "gpipe") ? ZT_SCHED_1F1B : ZT_SCHED_GPIPE;
         else if (!strcmp(flag, "--loss-chunk")) s->loss_chunk = atoi(v);
+        else if (!strcmp(flag, "--recompute"))
+            s->recompute.mode = !strcmp(v, "full") ? ZT_RECOMPUTE_FULL : ZT_RECOMPUTE_SELECTIVE;
+        else if (!strcmp(flag, "--recompute-layers")) s->recompute.layers = atoi(v);
         else ok = 0;
     }
     free(buf);
@@ -339,6 +349,11 @@ static int check_advice(const zt_plan_spec *s, double limit, int min_count) {
                 h.grad_accum = s->grad_accum * (s->micro_batch / b);
                 CHECK(max_peak(&h) > limit);
             }
+        if (t.recompute.layers > 1) { // one block fewer does not fit
+            zt_plan_spec h = t;
+            h.recompute.layers--;
+            CHECK(max_peak(&h) > limit);
+        }
     }
     return ZT_PASS;
 }
@@ -361,6 +376,31 @@ ZT_TEST(planner_refuses_with_advice_that_fits) {
             has_8bit |= strcmp(adv[i].change, "--optim adamw8bit") == 0;
         }
         CHECK(has_zero && has_8bit);
+    }
+    // activations dominate (one rank, B 16 x T 256): recomputation, selective or full with the
+    // fewest blocks, is among the advice, with its cost
+    {
+        zt_plan_spec a = mid_spec();
+        a.dp = 1;
+        a.micro_batch = 16;
+        a.seq = 256;
+        a.shape.n_ctx = 256;
+        zt_plan_spec sel = a;
+        sel.recompute.mode = ZT_RECOMPUTE_SELECTIVE;
+        zt_plan_spec full = a;
+        full.recompute.mode = ZT_RECOMPUTE_FULL;
+        double sel_need = max_peak(&sel), full_need = max_peak(&full);
+        CHECK(full_need < sel_need && sel_need < max_peak(&a));
+        for (int k = 0; k < 2; k++) { // selective fits the first limit, only full the second
+            double limit = k == 0 ? sel_need : full_need;
+            if (check_advice(&a, limit, 1) != ZT_PASS) return ZT_FAIL;
+            zt_plan_advice adv[8];
+            int n = zt_plan_advise(&a, limit, 1, adv, 8), found = 0;
+            const char *want = k == 0 ? "--recompute selective" : "--recompute full";
+            for (int i = 0; i < n; i++)
+                found |= strncmp(adv[i].change, want, strlen(want)) == 0 && adv[i].note[0];
+            CHECK(found);
+        }
     }
     // already ZeRO-1: more dp ranks (the smallest count that fits)
     {
@@ -398,7 +438,7 @@ ZT_TEST(planner_refuses_with_advice_that_fits) {
 // parameters with fp32 master, m and v; the planner's psi is the padded flat buffer, a
 // little more than the real parameter count.
 ZT_TEST(planner_gpt3_175b_on_1024_ranks) {
-    layout_case lc = {1024, 1, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0};
+    layout_case lc = {1024, 1, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {0}};
     zt_plan_spec s = tiny_spec(&lc);
     s.shape = (zt_model_shape){.vocab = 50257, .padded_vocab = zt_padded_vocab(50257, 1),
                                .n_ctx = 2048, .n_layer = 96, .n_head = 96, .n_embd = 12288};
@@ -480,7 +520,7 @@ ZT_TEST(planner_zero_formula_matches_paper) {
 // 16-bit parameters: params, grads, activations, logits and the pipeline buffers halve;
 // the optimizer adds the fp32 master copy of the shard.
 ZT_TEST(planner_bf16_parameters) {
-    layout_case lc = {2, 2, 1, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0, 0};
+    layout_case lc = {2, 2, 1, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {0}};
     zt_plan_spec s = tiny_spec(&lc), h = s;
     h.param_bytes = 2;
     zt_partition p;
@@ -511,7 +551,7 @@ ZT_TEST(planner_bf16_parameters) {
 // on one machine: 2 x size x 256 KiB per rank. Rank 1 of dp 4 x pp 2 (stage 0, dp 1)
 // belongs to the worlds (8 ranks), the dp group 0-3, the pp and embed groups {1, 5}.
 ZT_TEST(planner_staging_windows_per_machine) {
-    layout_case lc = {4, 2, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0};
+    layout_case lc = {4, 2, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {0}};
     zt_plan_spec s = tiny_spec(&lc);
     zt_partition p;
     CHECK(zt_plan_partition(&s, &p) == ZT_OK);

@@ -9,6 +9,7 @@
 #include "comm_mpi.h"
 #include "common.h"
 #include "dtype.h"
+#include "gpt2.h"
 #include "layout.h"
 #include "schedule.h"
 
@@ -75,6 +76,8 @@ typedef struct {
                               // pipe_comm.h)
     int bucket_mib;           // --overlap-comm on: MiB per gradient (and gather) bucket
     int loss_chunk;           // tokens per chunk of the loss (0 = automatic)
+    zt_recompute_mode recompute; // none | selective | full (src/model/gpt2.h)
+    int recompute_layers;     // recompute only each stage's first N blocks (0 = every block)
     int threads;              // OpenMP threads per rank (0 = runtime default)
     float peak_tflops;        // one rank's peak fp32 TFLOP/s, for the MFU (0 = not shown)
     char backend[8];          // cpu | cuda (kernels/backend.h)

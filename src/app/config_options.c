@@ -15,6 +15,10 @@ static const zt_enum_name k_lr_schedules[] = {
     {"constant", ZT_LR_CONSTANT}, {"cosine", ZT_LR_COSINE}, {NULL, 0}};
 static const zt_enum_name k_schedules[] = {
     {"1f1b", ZT_SCHED_1F1B}, {"gpipe", ZT_SCHED_GPIPE}, {NULL, 0}};
+static const zt_enum_name k_recomputes[] = {{"none", ZT_RECOMPUTE_NONE},
+                                            {"selective", ZT_RECOMPUTE_SELECTIVE},
+                                            {"full", ZT_RECOMPUTE_FULL},
+                                            {NULL, 0}};
 static const zt_enum_name k_dtypes[] = {{"fp32", ZT_F32}, {"bf16", ZT_BF16}, {NULL, 0}};
 static const zt_enum_name k_on_off[] = {{"on", 1}, {"off", 0}, {NULL, 0}};
 static const zt_enum_name k_tensor_paths[] = {
@@ -184,6 +188,11 @@ const opt_desc zt_opts[] = {
     {"comm-timeout-floor", OPT_STR, FIELD(comm_timeout_floor), "300", "S", NULL, NULL, 0,
      "parallel", "the auto timeout's least deadline, seconds [env ZT_COMM_TIMEOUT_FLOOR_S]"},
 
+    {"recompute", OPT_ENUM, FIELD(recompute), "none", "NAME", NULL, k_recomputes, 0, "memory",
+     "recompute in the backward: selective (LayerNorm and GELU outputs) or full (each "
+     "block's forward again; only its input kept)"},
+    {"recompute-layers", OPT_INT, FIELD(recompute_layers), "0", "N", NULL, NULL, 0, "memory",
+     "--recompute: only each stage's first N blocks (0 = every block)"},
     {"param-dtype", OPT_ENUM, FIELD(param_dtype), "fp32", "NAME", NULL, k_dtypes, 0, "memory",
      "parameters and gradients: bf16 keeps fp32 master weights in the optimizer (sharded by "
      "--zero 1), fp32 activations and bf16 products with fp32 sums (--backend cpu)"},

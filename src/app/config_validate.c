@@ -115,6 +115,12 @@ static zt_status check_parallel(const zt_config *c) {
          c->dp);
     NEED(c->pp >= 1, "--pp must be at least 1 (got %d)", c->pp);
     NEED(c->tp >= 1, "--tp must be at least 1 (got %d)", c->tp);
+    NEED(c->recompute_layers >= 0,
+         "--recompute-layers must be at least 0 (got %d; 0 = every block of the stage)",
+         c->recompute_layers);
+    NEED(c->recompute_layers == 0 || c->recompute != ZT_RECOMPUTE_NONE,
+         "--recompute-layers %d needs --recompute selective or full (it says how many blocks "
+         "of each stage recompute)", c->recompute_layers);
     NEED(c->loss_chunk >= 0, "--loss-chunk must be at least 0 (got %d; 0 = automatic)",
          c->loss_chunk);
     NEED(c->threads >= 0, "--threads must be at least 0 (got %d; 0 = runtime default)",

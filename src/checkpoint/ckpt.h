@@ -22,7 +22,7 @@
     X(int, shuffle) X(double, lr) X(double, lr_final_frac) X(double, weight_decay)         \
     X(double, beta1) X(double, beta2) X(double, eps) X(double, grad_clip)                  \
     X(int, optim_block) X(int, optim_min_8bit) X(int, optim_fp32_embedding)               \
-    X(uint64_t, seed)
+    X(uint64_t, seed) X(zt_recompute_mode, recompute) X(int, recompute_layers)
 
 // The run's options a checkpoint needs: where it goes, and what the manifest records. The
 // application derives it from its configuration (src/app/ckpt_view.h); strings stay the

@@ -173,9 +173,10 @@ static zt_status write_manifest(const zt_ckpt_ctx *c, const char *tmp, int step,
                "\"n_ctx\": %d},\n",
             s->n_layer, s->n_head, s->n_embd, s->vocab, s->n_ctx);
     fprintf(f, "  \"layout\": {\"world\": %d, \"dp\": %d, \"pp\": %d, \"tp\": %d, \"zero\": %d, "
-               "\"schedule\": \"%s\", \"partition\": \"%s\", \"stage_first_unit\": [",
+               "\"schedule\": \"%s\", \"recompute\": \"%s\", \"recompute_layers\": %d, "
+               "\"partition\": \"%s\", \"stage_first_unit\": [",
             g->world, g->dp, g->pp, g->tp, cfg->zero, zt_schedule_kind_name(cfg->schedule),
-            cfg->partition);
+            zt_recompute_mode_name(cfg->recompute), cfg->recompute_layers, cfg->partition);
     for (int k = 0; k <= g->pp; k++) fprintf(f, "%s%d", k ? ", " : "", c->part->first[k]);
     fprintf(f, "]},\n");
     json_config(f, c, g->dp);

@@ -37,6 +37,15 @@ static void tp_sum(const zt_gpt2 *m, float *x, size_t n) {
 
 static int is_bf16(const zt_gpt2 *m) { return m->dtype == ZT_BF16; }
 
+const char *zt_recompute_mode_name(zt_recompute_mode mode) {
+    switch (mode) {
+    case ZT_RECOMPUTE_NONE: return "none";
+    case ZT_RECOMPUTE_SELECTIVE: return "selective";
+    case ZT_RECOMPUTE_FULL: return "full";
+    }
+    return "?";
+}
+
 static void *view(const zt_layout *lay, void *base, size_t elem, const char *name) {
     int i = zt_layout_find(lay, name);
     return i < 0 ? NULL : (char *)base + lay->t[i].offset * elem;
@@ -107,27 +116,69 @@ static void *in_at(const zt_gpt2 *m, void *base, size_t i) {
     return (char *)base + i * zt_dtype_size(in_dt(m));
 }
 
+// Whether the recompute mode drops the tensors selective drops (`sel`) or those only full
+// drops (!sel) from the blocks it recomputes.
+static int mode_drops(const zt_gpt2 *m, int sel) {
+    zt_recompute_mode mode = m->recompute.mode;
+    return mode == ZT_RECOMPUTE_FULL || (sel && mode == ZT_RECOMPUTE_SELECTIVE);
+}
+// Whether block li (of this stage) recomputes rather than keeps those tensors.
+static int drops(const zt_gpt2 *m, int li, int sel) {
+    return li < m->n_recomputed && mode_drops(m, sel);
+}
+// Blocks that keep those tensors per layer: the ones after the recomputed blocks.
+static size_t kept_layers(const zt_gpt2 *m, int sel) {
+    return (size_t)(n_local_layers(m) - (mode_drops(m, sel) ? m->n_recomputed : 0));
+}
+// Layers of the recompute set holding those tensors (one, shared by the recomputed blocks).
+static size_t recomp_layers(const zt_gpt2 *m, int sel) {
+    return m->n_recomputed > 0 && mode_drops(m, sel);
+}
+
+// The workspace's one layer of what recomputed blocks drop (res3 is always kept).
+static void carve_recompute_set(zt_block_acts *r, carver *ws, const zt_gpt2 *m) {
+    size_t N = (size_t)m->B * m->T, C = (size_t)m->shape.n_embd, tp = (size_t)m->layout.tp;
+    size_t Cl = C / tp, NH = (size_t)m->shape.n_head / tp;
+    size_t rs = recomp_layers(m, 1), rf = recomp_layers(m, 0);
+    r->ln1 = carve_in(ws, rs * N * C, m);
+    r->ln1_mean = carve(ws, rf * N);
+    r->ln1_rstd = carve(ws, rf * N);
+    r->qkv = carve(ws, rf * N * 3 * Cl);
+    r->atty = carve_in(ws, rf * N * Cl, m);
+    r->lse = carve(ws, rf * N * NH);
+    r->res2 = carve(ws, rf * N * C);
+    r->ln2 = carve_in(ws, rs * N * C, m);
+    r->ln2_mean = carve(ws, rf * N);
+    r->ln2_rstd = carve(ws, rf * N);
+    r->fch = carve(ws, rf * N * 4 * Cl);
+    r->fch_gelu = carve_in(ws, rs * N * 4 * Cl, m);
+    r->res3 = NULL;
+}
+
 // Carves one micro-batch's activations from `act`, the workspace from `ws` and the
 // loss's logits from `lg` (NULL bases just count; ws NULL skips the workspace and the
-// logits); the carvers end up holding the totals.
+// logits); the carvers end up holding the totals. The per-layer arrays of what a
+// recomputed block drops (ln1, ln2, GELU's output under selective; all but res3 under full)
+// have kept_layers() layers, and the workspace holds one layer of them for the recomputation.
 static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, const zt_gpt2 *m) {
     size_t N = (size_t)m->B * m->T, C = (size_t)m->shape.n_embd, tp = (size_t)m->layout.tp;
     size_t nl = (size_t)n_local_layers(m), NH = (size_t)m->shape.n_head / tp;
     size_t Cl = C / tp; // this rank's heads' channels
     size_t Vl = (size_t)m->shape.padded_vocab / tp;
+    size_t ks = kept_layers(m, 1), kf = kept_layers(m, 0);
     a->encoded = carve(act, N * C);
-    a->ln1 = carve_in(act, nl * N * C, m);
-    a->ln1_mean = carve(act, nl * N);
-    a->ln1_rstd = carve(act, nl * N);
-    a->qkv = carve(act, nl * N * 3 * Cl);
-    a->atty = carve_in(act, nl * N * Cl, m);
-    a->lse = carve(act, nl * N * NH);
-    a->res2 = carve(act, nl * N * C);
-    a->ln2 = carve_in(act, nl * N * C, m);
-    a->ln2_mean = carve(act, nl * N);
-    a->ln2_rstd = carve(act, nl * N);
-    a->fch = carve(act, nl * N * 4 * Cl);
-    a->fch_gelu = carve_in(act, nl * N * 4 * Cl, m);
+    a->ln1 = carve_in(act, ks * N * C, m);
+    a->ln1_mean = carve(act, kf * N);
+    a->ln1_rstd = carve(act, kf * N);
+    a->qkv = carve(act, kf * N * 3 * Cl);
+    a->atty = carve_in(act, kf * N * Cl, m);
+    a->lse = carve(act, kf * N * NH);
+    a->res2 = carve(act, kf * N * C);
+    a->ln2 = carve_in(act, ks * N * C, m);
+    a->ln2_mean = carve(act, kf * N);
+    a->ln2_rstd = carve(act, kf * N);
+    a->fch = carve(act, kf * N * 4 * Cl);
+    a->fch_gelu = carve_in(act, ks * N * 4 * Cl, m);
     a->res3 = carve(act, nl * N * C);
     int head = has_head(m);
     a->lnf = carve_in(act, head ? N * C : 0, m);
@@ -144,6 +195,7 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     a->scratch = carve(ws, N * C);
     a->attn_work = carve(ws, nl ? m->attn_work_n : 0);
     a->gemm_work = carve(ws, m->gemm_work_n);
+    carve_recompute_set(&a->recomp, ws, m);
     a->logits = carve(lg, head ? (size_t)m->loss_chunk * Vl : 0);
     a->ce_work = carve(lg, head ? 3 * (size_t)m->loss_chunk : 0);
     a->loss_acc = (double *)carve(ws, head ? 2 : 0); // one double, 64-byte aligned
@@ -152,7 +204,8 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
 // Fills everything but the allocations: shape, layout, sizes, loss chunk.
 static zt_status plan(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
                       int tp_rank, size_t align, size_t pad_multiple, int B, int T, int loss_chunk,
-                      int n_slots, size_t attn_work, zt_dtype dtype, size_t gemm_work_bytes) {
+                      int n_slots, size_t attn_work, zt_dtype dtype, size_t gemm_work_bytes,
+                      const zt_recompute *rc) {
     memset(m, 0, sizeof *m);
     ZT_ASSERT(dtype == ZT_F32 || dtype == ZT_BF16);
     m->dtype = dtype;
@@ -167,16 +220,21 @@ static zt_status plan(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int u
     m->T = T;
     m->loss_chunk = loss_chunk > 0 ? (int)zt_min_sz((size_t)loss_chunk, (size_t)B * T)
                                    : zt_gpt2_auto_loss_chunk(s->padded_vocab / tp, B * T);
+    if (rc) m->recompute = *rc;
+    ZT_ASSERT(m->recompute.layers >= 0);
+    int nl = n_local_layers(m);
+    if (m->recompute.mode != ZT_RECOMPUTE_NONE)
+        m->n_recomputed = m->recompute.layers && m->recompute.layers < nl ? m->recompute.layers : nl;
     return ZT_OK;
 }
 
 zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int unit_first,
                             int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
                             int B, int T, int loss_chunk, int n_slots, size_t attn_work,
-                            zt_dtype dtype, size_t gemm_work_bytes) {
+                            zt_dtype dtype, size_t gemm_work_bytes, const zt_recompute *rc) {
     zt_gpt2 m;
     ZT_TRY(plan(&m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk,
-                n_slots, attn_work, dtype, gemm_work_bytes));
+                n_slots, attn_work, dtype, gemm_work_bytes, rc));
     carver act = {0}, ws = {0}, lg = {0};
     carve_acts(&m.a, &act, &ws, &lg, &m);
     memset(bytes, 0, ZT_MEM_NCAT * sizeof(size_t));
@@ -190,11 +248,12 @@ zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, 
 
 zt_status zt_gpt2_init(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s, int unit_first,
                        int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple, int B,
-                       int T, int loss_chunk, int n_slots, const zt_comm *tp_comm, zt_dtype dtype) {
+                       int T, int loss_chunk, int n_slots, const zt_comm *tp_comm, zt_dtype dtype,
+                       const zt_recompute *rc) {
     ZT_ASSERT(dtype == ZT_F32 || be->caps->bf16);
     ZT_TRY(plan(m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk,
                 n_slots, zt_backend_attention_workspace(be, T), dtype,
-                be->caps->gemm_mixed_workspace));
+                be->caps->gemm_mixed_workspace, rc));
     m->be = be;
     ZT_ASSERT(tp == 1 || (tp_comm && tp_comm->size == tp && tp_comm->rank == tp_rank));
     m->tp_comm = tp > 1 ? tp_comm : NULL;
@@ -344,31 +403,84 @@ static void attention_forward(zt_gpt2 *m, void *atty, float *lse, const float *q
     if (out != atty) K(bf16_from_fp32, atty, out, d.NCl);
 }
 
-static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const float *x) {
+// Block li's activations: its layers of the slot's arrays, or the recompute set for what the
+// block drops (carve_acts).
+static zt_block_acts block_acts(const zt_gpt2 *m, int li) {
+    const zt_gpt2_acts *a = &m->a;
+    const zt_block_acts *r = &a->recomp;
+    dims d = dims_of(m);
+    size_t N = (size_t)d.N, NH = (size_t)d.NHl;
+    int ds = drops(m, li, 1), df = drops(m, li, 0);
+    // the layer's index in the arrays that hold only the blocks after the recomputed ones
+    size_t s = (size_t)(li - (mode_drops(m, 1) ? m->n_recomputed : 0));
+    size_t f = (size_t)(li - (mode_drops(m, 0) ? m->n_recomputed : 0));
+    zt_block_acts b = {
+        .ln1 = ds ? r->ln1 : in_at(m, a->ln1, s * d.NC),
+        .ln1_mean = df ? r->ln1_mean : a->ln1_mean + f * N,
+        .ln1_rstd = df ? r->ln1_rstd : a->ln1_rstd + f * N,
+        .qkv = df ? r->qkv : a->qkv + f * 3 * d.NCl,
+        .atty = df ? r->atty : in_at(m, a->atty, f * d.NCl),
+        .lse = df ? r->lse : a->lse + f * N * NH,
+        .res2 = df ? r->res2 : a->res2 + f * d.NC,
+        .ln2 = ds ? r->ln2 : in_at(m, a->ln2, s * d.NC),
+        .ln2_mean = df ? r->ln2_mean : a->ln2_mean + f * N,
+        .ln2_rstd = df ? r->ln2_rstd : a->ln2_rstd + f * N,
+        .fch = df ? r->fch : a->fch + f * 4 * d.NCl,
+        .fch_gelu = ds ? r->fch_gelu : in_at(m, a->fch_gelu, s * 4 * d.NCl),
+        .res3 = a->res3 + (size_t)li * d.NC,
+    };
+    return b;
+}
+
+// The block's forward up to GELU's output: every activation its backward reads. What a full
+// recomputation re-runs.
+static void block_forward_inner(zt_gpt2 *m, const zt_block_acts *b, const zt_block_tensors *w,
+                                const float *x) {
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
     int N = d.N, C = d.C, Cl = d.Cl;
     zt_dtype it = in_dt(m);
-    void *ln1 = in_at(m, a->ln1, li * d.NC), *atty = in_at(m, a->atty, li * d.NCl);
-    void *ln2 = in_at(m, a->ln2, li * d.NC), *fch_gelu = in_at(m, a->fch_gelu, li * 4 * d.NCl);
-    float *qkv = a->qkv + li * 3 * d.NCl, *lse = a->lse + (size_t)li * N * d.NHl;
-    float *res2 = a->res2 + li * d.NC, *fch = a->fch + li * 4 * d.NCl, *res3 = a->res3 + li * d.NC;
-    zt_gpt2_layernorm_forward(m, ln1, it, a->ln1_mean + (size_t)li * N,
-                              a->ln1_rstd + (size_t)li * N, x, w->ln1w, w->ln1b, N, C);
-    zt_gpt2_linear_forward(m, qkv, ln1, it, w->qkvw, w->qkvb, N, C, 3 * Cl, 0);
-    attention_forward(m, atty, lse, qkv);
-    zt_gpt2_linear_forward(m, a->scratch, atty, it, w->attprojw, row_bias(m, w->attprojb), N, Cl,
-                           C, 1);
+    zt_gpt2_layernorm_forward(m, b->ln1, it, b->ln1_mean, b->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
+    zt_gpt2_linear_forward(m, b->qkv, b->ln1, it, w->qkvw, w->qkvb, N, C, 3 * Cl, 0);
+    attention_forward(m, b->atty, b->lse, b->qkv);
+    zt_gpt2_linear_forward(m, a->scratch, b->atty, it, w->attprojw, row_bias(m, w->attprojb), N,
+                           Cl, C, 1);
     tp_sum(m, a->scratch, d.NC);
     // res2 = x + attention's output, and ln_2 of it, in one pass
-    zt_gpt2_residual_layernorm_forward(m, res2, ln2, it, a->ln2_mean + (size_t)li * N,
-                                       a->ln2_rstd + (size_t)li * N, x, a->scratch, w->ln2w,
-                                       w->ln2b, N, C);
-    zt_gpt2_linear_gelu_forward(m, fch, fch_gelu, it, ln2, it, w->fcw, w->fcb, N, C, 4 * Cl);
-    zt_gpt2_linear_forward(m, a->scratch, fch_gelu, it, w->fcprojw, row_bias(m, w->fcprojb), N,
-                           4 * Cl, C, 1);
+    zt_gpt2_residual_layernorm_forward(m, b->res2, b->ln2, it, b->ln2_mean, b->ln2_rstd, x,
+                                       a->scratch, w->ln2w, w->ln2b, N, C);
+    zt_gpt2_linear_gelu_forward(m, b->fch, b->fch_gelu, it, b->ln2, it, w->fcw, w->fcb, N, C,
+                                4 * Cl);
+}
+
+static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const float *x) {
+    zt_gpt2_acts *a = &m->a;
+    dims d = dims_of(m);
+    zt_block_acts b = block_acts(m, li);
+    block_forward_inner(m, &b, w, x);
+    zt_gpt2_linear_forward(m, a->scratch, b.fch_gelu, in_dt(m), w->fcprojw,
+                           row_bias(m, w->fcprojb), d.N, 4 * d.Cl, d.C, 1);
     tp_sum(m, a->scratch, d.NC);
-    K(add, res3, res2, a->scratch, d.NC);
+    K(add, b.res3, b.res2, a->scratch, d.NC);
+}
+
+// Before block li's backward, what its forward dropped, by the same kernels on the same
+// inputs (so the same values): under full the forward up to GELU again; under selective
+// the LayerNorms' outputs (their statistics rewritten with the values kept) and GELU's.
+static void recompute_block(zt_gpt2 *m, int li, const zt_block_acts *b,
+                            const zt_block_tensors *w, const float *x) {
+    dims d = dims_of(m);
+    zt_dtype it = in_dt(m);
+    if (drops(m, li, 0)) {
+        block_forward_inner(m, b, w, x);
+        return;
+    }
+    if (!drops(m, li, 1)) return;
+    zt_gpt2_layernorm_forward(m, b->ln1, it, b->ln1_mean, b->ln1_rstd, x, w->ln1w, w->ln1b, d.N,
+                              d.C);
+    zt_gpt2_layernorm_forward(m, b->ln2, it, b->ln2_mean, b->ln2_rstd, b->res2, w->ln2w, w->ln2b,
+                              d.N, d.C);
+    zt_gpt2_gelu_forward(m, b->fch_gelu, it, b->fch, 4 * d.NCl);
 }
 
 // Tells the caller (zt_gpt2.grad_ready) that the gradient from `first`, a tensor view of
@@ -388,29 +500,27 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
     dims d = dims_of(m);
     int N = d.N, C = d.C, Cl = d.Cl;
     zt_dtype it = in_dt(m);
-    const void *ln1 = in_at(m, a->ln1, li * d.NC), *atty = in_at(m, a->atty, li * d.NCl);
-    const void *ln2 = in_at(m, a->ln2, li * d.NC);
-    const void *fch_gelu = in_at(m, a->fch_gelu, li * 4 * d.NCl);
-    const float *qkv = a->qkv + li * 3 * d.NCl, *lse = a->lse + (size_t)li * N * d.NHl;
-    const float *res2 = a->res2 + li * d.NC, *fch = a->fch + li * 4 * d.NCl;
+    zt_block_acts b = block_acts(m, li);
+    recompute_block(m, li, &b, w, x);
     // MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2))))
-    zt_gpt2_linear_backward(m, a->dfch, g->fcprojw, g->fcprojb, a->dres, fch_gelu, it, w->fcprojw,
-                            N, 4 * Cl, C, 1);
-    K(gelu_backward, a->dfch, fch, a->dfch, 4 * d.NCl);
-    zt_gpt2_linear_backward(m, a->dln, g->fcw, g->fcb, a->dfch, ln2, it, w->fcw, N, C, 4 * Cl, 0);
+    zt_gpt2_linear_backward(m, a->dfch, g->fcprojw, g->fcprojb, a->dres, b.fch_gelu, it,
+                            w->fcprojw, N, 4 * Cl, C, 1);
+    K(gelu_backward, a->dfch, b.fch, a->dfch, 4 * d.NCl);
+    zt_gpt2_linear_backward(m, a->dln, g->fcw, g->fcb, a->dfch, b.ln2, it, w->fcw, N, C, 4 * Cl,
+                            0);
     tp_sum(m, a->dln, d.NC); // column-parallel: each rank holds part of d(ln_2 out)
-    zt_gpt2_layernorm_backward(m, a->dres, g->ln2w, g->ln2b, a->dln, res2, w->ln2w,
-                               a->ln2_mean + (size_t)li * N, a->ln2_rstd + (size_t)li * N, N, C);
+    zt_gpt2_layernorm_backward(m, a->dres, g->ln2w, g->ln2b, a->dln, b.res2, w->ln2w, b.ln2_mean,
+                               b.ln2_rstd, N, C);
     announce(m, g->ln2w); // ln_2, c_fc, the MLP's c_proj: this block's tail of the layout
     // attention: res2 = x + c_proj(attn(c_attn(ln_1(x))))
-    zt_gpt2_linear_backward(m, a->datty, g->attprojw, g->attprojb, a->dres, atty, it, w->attprojw,
-                            N, Cl, C, 1);
-    K(attention_backward, a->dqkv, a->datty, qkv, lse, a->attn_work, d.B, d.T, Cl, d.NHl);
-    zt_gpt2_linear_backward(m, a->dln, g->qkvw, g->qkvb, a->dqkv, ln1, it, w->qkvw, N, C, 3 * Cl,
-                            0);
+    zt_gpt2_linear_backward(m, a->datty, g->attprojw, g->attprojb, a->dres, b.atty, it,
+                            w->attprojw, N, Cl, C, 1);
+    K(attention_backward, a->dqkv, a->datty, b.qkv, b.lse, a->attn_work, d.B, d.T, Cl, d.NHl);
+    zt_gpt2_linear_backward(m, a->dln, g->qkvw, g->qkvb, a->dqkv, b.ln1, it, w->qkvw, N, C,
+                            3 * Cl, 0);
     tp_sum(m, a->dln, d.NC);
-    zt_gpt2_layernorm_backward(m, a->dres, g->ln1w, g->ln1b, a->dln, x, w->ln1w,
-                               a->ln1_mean + (size_t)li * N, a->ln1_rstd + (size_t)li * N, N, C);
+    zt_gpt2_layernorm_backward(m, a->dres, g->ln1w, g->ln1b, a->dln, x, w->ln1w, b.ln1_mean,
+                               b.ln1_rstd, N, C);
     announce(m, g->ln1w); // the whole block
 }
 

@@ -33,9 +33,41 @@ typedef struct {
     void *lnfw, *lnfb;        // (C), (C)
 } zt_gpt2_tensors;
 
+// Activation recomputation (docs/design.md, "Activation recomputation"): which activations a
+// block's forward keeps for its backward. selective drops the LayerNorms' outputs and GELU's
+// (cheap to recompute, large to keep); full keeps only the block's input and re-runs the
+// block's forward at the start of its backward. The same kernels run on the same inputs, so
+// the results are bit-identical to none; only time and memory change.
+typedef enum { ZT_RECOMPUTE_NONE = 0, ZT_RECOMPUTE_SELECTIVE, ZT_RECOMPUTE_FULL } zt_recompute_mode;
+typedef struct {
+    zt_recompute_mode mode;
+    int layers; // only the stage's first `layers` blocks are recomputed; 0: every block
+} zt_recompute;
+
+// "none" | "selective" | "full" (static string).
+const char *zt_recompute_mode_name(zt_recompute_mode mode);
+
+// One block's activations: views into a slot's per-layer arrays, or (the tensors a
+// recomputed block drops) into the workspace's one-layer recompute set.
+typedef struct {
+    void *ln1;                      // (N, C)
+    float *ln1_mean, *ln1_rstd;     // (N), (N)
+    float *qkv;                     // (N, 3C)
+    void *atty;                     // (N, C)
+    float *lse;                     // (B, NH, T)
+    float *res2;                    // (N, C)
+    void *ln2;                      // (N, C)
+    float *ln2_mean, *ln2_rstd;     // (N), (N)
+    float *fch;                     // (N, 4C)
+    void *fch_gelu;                 // (N, 4C)
+    float *res3;                    // (N, C)
+} zt_block_acts;
+
 // Activations of one micro-batch of B sequences of T tokens (N = B*T) on this stage. fp32,
 // except the inputs of products (ln1, atty, ln2, fch_gelu, lnf: void *), which are of the
 // model's dtype: under bf16 the products round them to bf16 anyway (docs/design.md, "bf16").
+// The per-layer arrays hold the blocks that keep them: of a recomputed block's dropped
+// tensors only the blocks after the recomputed ones (zt_gpt2.n_recomputed), res3 always all.
 typedef struct {
     float *encoded;                 // (N, C) embedding output (first stage)
     void *ln1;                      // (L, N, C)
@@ -60,6 +92,7 @@ typedef struct {
     float *dqkv;                    // (N, 3C)
     float *dfch;                    // (N, 4C)
     float *scratch;                 // (N, C) projection outputs before the residual add
+    zt_block_acts recomp;           // one layer of what recomputed blocks drop (NULL: none)
     float *logits;                  // (loss_chunk, Vp/tp) one chunk of logits, then its grads
     float *ce_work;                 // (3 * loss_chunk) the loss's per-row max, sums, targets
     double *loss_acc;               // (1) the training forwards' loss sum (last stage)
@@ -72,6 +105,8 @@ typedef struct {
     zt_model_shape shape;
     zt_layout layout;
     int B, T, loss_chunk;
+    zt_recompute recompute;
+    int n_recomputed;         // this stage's first n_recomputed blocks are recomputed
     size_t attn_work_n; // floats of attention scratch the backend needs for T
     size_t gemm_work_n; // floats of gemm_mixed scratch (bf16 only)
     const zt_comm *tp_comm;   // this stage's tp group's tensor path (NULL when tp = 1)
@@ -114,11 +149,12 @@ typedef struct {
 // zt_gpt2_use_slot picks another. Weights are zero until zt_gpt2_init_random or a
 // checkpoint fills them. With tp > 1, tp_comm is the stage's tp group (rank tp_rank
 // of size tp): forward and backward issue its all-reduces. Free with zt_gpt2_free.
-// dtype: ZT_F32, or ZT_BF16 on a backend whose caps.bf16 is 1.
+// dtype: ZT_F32, or ZT_BF16 on a backend whose caps.bf16 is 1. rc: what the blocks
+// recompute in the backward (NULL: nothing).
 zt_status zt_gpt2_init(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s, int unit_first,
                        int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
                        int B, int T, int loss_chunk, int n_slots, const zt_comm *tp_comm,
-                       zt_dtype dtype);
+                       zt_dtype dtype, const zt_recompute *rc);
 
 // Points the activations (m->a, not the shared backward scratch) at slot `slot`: the
 // forward and backward of one micro-batch must use the same slot.
@@ -132,7 +168,7 @@ void zt_gpt2_free(zt_gpt2 *m);
 zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int unit_first,
                             int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
                             int B, int T, int loss_chunk, int n_slots, size_t attn_work,
-                            zt_dtype dtype, size_t gemm_work_bytes);
+                            zt_dtype dtype, size_t gemm_work_bytes, const zt_recompute *rc);
 
 // Bytes of one parameter (or gradient) element of the model.
 static inline size_t zt_gpt2_elem_size(const zt_gpt2 *m) { return zt_dtype_size(m->dtype); }

@@ -45,7 +45,7 @@ static zt_status plan_stage(const zt_plan_spec *s, int first, int last, int tp_r
     zt_dtype dtype = s->param_bytes == 2 ? ZT_BF16 : ZT_F32;
     ZT_TRY(zt_gpt2_footprint(m, &s->shape, first, last, s->tp, tp_rank, ZT_ALIGN_ELEMS, pad,
                              s->micro_batch, s->seq, s->loss_chunk, slots, work, dtype,
-                             s->backend->gemm_mixed_workspace));
+                             s->backend->gemm_mixed_workspace, &s->recompute));
     memset(o, 0, sizeof *o);
     o->unit_first = first;
     o->unit_last = last;

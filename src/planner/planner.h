@@ -42,6 +42,7 @@
 #include "adamw8bit.h"
 #include "common.h"
 #include "backend.h"
+#include "gpt2.h"
 #include "layout.h"
 #include "memory.h"
 #include "partition.h"
@@ -54,6 +55,7 @@ typedef struct {
     int zero;                     // 0: every dp rank keeps the whole optimizer; 1: a 1/dp shard
     int micro_batch, seq, grad_accum;
     int loss_chunk;               // tokens per loss chunk, 0 = automatic
+    zt_recompute recompute;       // what the blocks recompute in the backward (gpt2.h)
     zt_schedule_kind schedule;
     char partition[256];          // the --partition spec
     int is_8bit;                  // --optim adamw8bit
@@ -152,6 +154,7 @@ double zt_plan_max_need(const zt_plan_spec *s, const zt_plan_bytes *all, int sha
 // One change to a run that makes it fit, as planned.
 typedef struct {
     char change[160]; // the flags, e.g. "--zero 1 --dp 4"
+    char note[96];    // what the change costs, e.g. "about 20% more compute" ("" = nothing)
     double need;      // the changed run's largest need (per rank, or per machine)
     int world;        // the changed run's ranks
 } zt_plan_advice;

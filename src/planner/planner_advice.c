@@ -63,13 +63,18 @@ static int fits(const zt_plan_spec *s, zt_plan_cache *cache, double limit, int s
     return plan_variant(s, cache, sharing, v) == ZT_OK && v->need <= limit;
 }
 
-static void add_advice(zt_plan_advice *adv, int *n, int max, const char *change,
-                       const variant *v) {
+static void add_advice_noted(zt_plan_advice *adv, int *n, int max, const char *change,
+                             const char *note, const variant *v) {
     if (*n >= max) return;
     snprintf(adv[*n].change, sizeof adv[*n].change, "%s", change);
+    snprintf(adv[*n].note, sizeof adv[*n].note, "%s", note);
     adv[*n].need = v->need;
     adv[*n].world = v->world;
     (*n)++;
+}
+static void add_advice(zt_plan_advice *adv, int *n, int max, const char *change,
+                       const variant *v) {
+    add_advice_noted(adv, n, max, change, "", v);
 }
 
 // Each search changes one thing of `s`, in growing steps, and keeps the first step that
@@ -140,6 +145,63 @@ static void try_micro_batch(const zt_plan_spec *s, double limit, int sharing,
     }
 }
 
+// Extra compute of a full recomputation of r blocks on a stage of `blocks`, as a share of the
+// stage's step: per token a block's forward costs 24C^2 + 4TC FLOPs in products (c_attn 6C^2,
+// attention's two products 4TC, c_proj 2C^2, c_fc and the MLP's c_proj 8C^2 each), the step
+// three forwards, and the recomputation re-runs all but the MLP's c_proj (16C^2 + 4TC).
+static double recompute_share(const zt_plan_spec *s, int r, int blocks) {
+    double C = s->shape.n_embd, T = s->seq;
+    double forward = 24.0 * C * C + 4.0 * T * C, again = 16.0 * C * C + 4.0 * T * C;
+    return blocks > 0 ? r * again / (3.0 * blocks * forward) : 0.0;
+}
+
+// The blocks of the variant's largest rank's stage.
+static int worst_blocks(const zt_plan_spec *s, const variant *v) {
+    int lo = v->worst.unit_first < 1 ? 1 : v->worst.unit_first;
+    int hi = v->worst.unit_last > s->shape.n_layer + 1 ? s->shape.n_layer + 1 : v->worst.unit_last;
+    return hi > lo ? hi - lo : 0;
+}
+
+// Selective recomputation, else full recomputation of the fewest blocks per stage that fit
+// (a stage recomputes its first N: memory falls as N grows, so the smallest N is searched).
+static void try_recompute(const zt_plan_spec *s, double limit, int sharing, const char *prefix,
+                          zt_plan_advice *adv, int *n, int max) {
+    if (s->recompute.mode == ZT_RECOMPUTE_FULL && s->recompute.layers == 0) return;
+    zt_plan_spec t = *s;
+    variant v;
+    char c[160];
+    if (s->recompute.mode == ZT_RECOMPUTE_NONE) {
+        t.recompute = (zt_recompute){ZT_RECOMPUTE_SELECTIVE, 0};
+        if (fits(&t, NULL, limit, sharing, &v)) {
+            snprintf(c, sizeof c, "%s--recompute selective", prefix);
+            add_advice_noted(adv, n, max, c, "LayerNorm and GELU outputs again: no extra products",
+                             &v);
+            return;
+        }
+    }
+    t.recompute = (zt_recompute){ZT_RECOMPUTE_FULL, 0};
+    if (!fits(&t, NULL, limit, sharing, &v)) return;
+    int lo = 1, hi = worst_blocks(s, &v); // fits with every block recomputed
+    variant best = v;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        t.recompute.layers = mid;
+        if (fits(&t, NULL, limit, sharing, &v)) {
+            hi = mid;
+            best = v;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    int blocks = worst_blocks(s, &best);
+    if (hi >= blocks) snprintf(c, sizeof c, "%s--recompute full", prefix);
+    else snprintf(c, sizeof c, "%s--recompute full --recompute-layers %d", prefix, hi);
+    char note[96];
+    snprintf(note, sizeof note, "about %.0f%% more compute",
+             100.0 * recompute_share(s, hi < blocks ? hi : blocks, blocks));
+    add_advice_noted(adv, n, max, c, note, &best);
+}
+
 static void try_singles(const zt_plan_spec *s, double limit, int sharing, zt_plan_advice *adv,
                         int *n, int max) {
     variant v;
@@ -151,6 +213,7 @@ static void try_singles(const zt_plan_spec *s, double limit, int sharing, zt_pla
     }
     try_pp(s, limit, sharing, "", adv, n, max);
     try_micro_batch(s, limit, sharing, "", adv, n, max);
+    try_recompute(s, limit, sharing, "", adv, n, max);
     if (s->schedule == ZT_SCHED_GPIPE) {
         zt_plan_spec t = *s;
         t.schedule = ZT_SCHED_1F1B;
@@ -203,6 +266,7 @@ static int advise(const zt_plan_spec *s, double limit, int sharing, zt_plan_advi
     try_dp(&t, limit, sharing, prefix, adv, &n, max);
     try_pp(&t, limit, sharing, prefix, adv, &n, max);
     try_micro_batch(&t, limit, sharing, prefix, adv, &n, max);
+    try_recompute(&t, limit, sharing, prefix, adv, &n, max);
     return n;
 }
 
@@ -264,7 +328,8 @@ zt_status zt_plan_check_fits(const zt_plan_spec *s, double limit, int sharing,
     if (n == 0) {
         snprintf(msg + off, sizeof msg - off,
                  ". No change the planner tries fits (more dp with --zero 1, --optim "
-                 "adamw8bit, more --pp, a smaller --micro-batch, --loss-chunk): use a smaller "
+                 "adamw8bit, more --pp, a smaller --micro-batch, --recompute, --loss-chunk): "
+                 "use a smaller "
                  "model, a shorter --seq, or machines with more memory");
         return zt_errorf("%s", msg);
     }
@@ -272,10 +337,11 @@ zt_status zt_plan_check_fits(const zt_plan_spec *s, double limit, int sharing,
     for (int i = 0; i < n && off < sizeof msg; i++) {
         char ranks[48] = "";
         if (adv[i].world != W) snprintf(ranks, sizeof ranks, "%d ranks, ", adv[i].world);
-        off += (size_t)snprintf(msg + off, sizeof msg - off, "%s %s (%sneeds %s %s)",
+        off += (size_t)snprintf(msg + off, sizeof msg - off, "%s %s (%sneeds %s %s%s%s)",
                                 i ? ";" : "", adv[i].change, ranks,
                                 zt_plan_format_bytes(adv[i].need, a, sizeof a),
-                                sharing == 1 ? "per rank" : "per machine");
+                                sharing == 1 ? "per rank" : "per machine",
+                                adv[i].note[0] ? "; " : "", adv[i].note);
     }
     return zt_errorf("%s", msg);
 }

@@ -287,8 +287,9 @@ static void text_report(FILE *f, const zt_plan_spec *s, const zt_partition *p,
             int na = zt_plan_advise(s, limit, 1, adv, 8);
             if (na == 0) fprintf(f, "  no change the planner tries fits\n");
             for (int i = 0; i < na; i++)
-                fprintf(f, "  fits with %s: %d ranks, the largest needs %s\n", adv[i].change,
-                        adv[i].world, zt_plan_format_bytes(adv[i].need, x, sizeof x));
+                fprintf(f, "  fits with %s: %d ranks, the largest needs %s%s%s\n", adv[i].change,
+                        adv[i].world, zt_plan_format_bytes(adv[i].need, x, sizeof x),
+                        adv[i].note[0] ? "; " : "", adv[i].note);
         }
     }
     free(g);
@@ -413,6 +414,7 @@ static void json_report(FILE *f, const zt_plan_spec *s, const zt_partition *p,
             for (int i = 0; i < na; i++) {
                 cJSON *e = cJSON_CreateObject();
                 cJSON_AddStringToObject(e, "change", a[i].change);
+                if (a[i].note[0]) cJSON_AddStringToObject(e, "note", a[i].note);
                 cJSON_AddNumberToObject(e, "world", a[i].world);
                 cJSON_AddNumberToObject(e, "need", a[i].need);
                 cJSON_AddItemToArray(adv, e);

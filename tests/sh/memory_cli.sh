@@ -195,6 +195,8 @@ if command -v mpirun >/dev/null; then
              "1|--dp 1 --loss-chunk 8" "4|--dp 1 --pp 2 --tp 2 --schedule gpipe --grad-accum 3 --n-layer 3" \
              "2|--dp 2 --zero 1 --param-dtype bf16" "2|--dp 2 --zero 1 --optim adamw8bit --param-dtype bf16" \
              "4|--dp 1 --pp 2 --tp 2 --grad-accum 2 --n-layer 3 --param-dtype bf16" \
+             "4|--dp 1 --pp 2 --tp 2 --grad-accum 2 --n-layer 3 --recompute full --recompute-layers 1" \
+             "1|--dp 1 --recompute selective" \
              "4|--dp 2 --pp 2 --grad-accum 2 --n-layer 2 --tensor-path staged" \
              "2|--dp 2 --zero 1 --param-dtype bf16 --tensor-path staged"; do
     np=${cfg%%|*}; flags=${cfg#*|}
