@@ -19,6 +19,10 @@ args=(--init-from $dir/model.bin --data $dir/train.bin
     --eps $(get eps) --grad-clip $(get grad_clip) --val-every 0)
 OMP_NUM_THREADS=2 build/zerotrain "${args[@]}" --log $dir/run.jsonl --save $dir/run > $dir/run.out
 "${PYTHON:-/usr/bin/python3}" tests/reference/check_run.py $dir $dir/run.jsonl $dir/run
+# Full activation recomputation (the block's forward again in its backward) against PyTorch too
+OMP_NUM_THREADS=2 build/zerotrain "${args[@]}" --recompute full --log $dir/run_rc.jsonl \
+    --save $dir/run_rc > $dir/run_rc.out
+"${PYTHON:-/usr/bin/python3}" tests/reference/check_run.py $dir $dir/run_rc.jsonl $dir/run_rc
 # The same checkpoint (vocabulary 300 padded to 384 in the file) under tp 2 and 4, where
 # the run pads it to 512: the padding is remade, and the tp run must match PyTorch too.
 for tp in 2 4; do
