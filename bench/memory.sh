@@ -4,7 +4,8 @@
 # what the trainer measured (its end-of-run record per rank in --log: the allocator's
 # peak per category, the total and the RSS peak), and the savings tables: --zero 0 -> 1
 # across dp, fp32 -> 8-bit optimizer, the partition methods per stage, the chunked loss,
-# fp32 -> bf16 per layout, and (planner only: group "state") the model-state bytes per
+# fp32 -> bf16 per layout, --recompute none / selective / full with and without
+# --sequence-parallel, and (planner only: group "state") the model-state bytes per
 # parameter of fp32 and bf16 + ZeRO-1 for the GPT-2 sizes at dp 1..64 against their formulas.
 # Markdown on stdout, the section "## Memory planner: predicted vs measured" in
 # bench/RESULTS.md (bench/results_section.py) and bench/memory.png.
@@ -31,7 +32,7 @@ ZT=build/zerotrain
 OUT=build/bench
 DRY=0
 [ "${1:-}" = "--dry" ] && DRY=1
-MEM_GROUPS=${MEM_GROUPS:-"zero optim partition loss bf16 state"}
+MEM_GROUPS=${MEM_GROUPS:-"zero optim partition loss bf16 recompute state"}
 MODEL=(--n-layer 6 --n-head 6 --n-embd 384 --vocab 50257 --n-ctx 64 --seq 64)
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS)
 export OMP_NUM_THREADS=1
@@ -110,6 +111,16 @@ for g in $MEM_GROUPS; do
                     --micro-batch 4
             done
         done ;;
+    recompute) # --recompute none / selective / full, and --sequence-parallel with tp 2
+        for lay in "1rank:1 rank:1:--dp 1" "tp2:tp 2:2:--dp 1 --tp 2" \
+                   "tp2sp:tp 2, sp:2:--dp 1 --tp 2 --sequence-parallel"; do
+            IFS=: read -r tag label world flags <<<"$lay"
+            for rc in none selective full; do
+                # shellcheck disable=SC2086 # flags are words
+                cell "rc_${tag}_$rc" recompute "$label, $rc" "$world" $flags --recompute "$rc" \
+                    --micro-batch 8
+            done
+        done ;;
     state) # planner only (nothing trained: dp up to 64 does not run here): model state per
         # parameter for the GPT-2 sizes, fp32 zero 0 / fp32, bf16 and bf16 8-bit zero 1
         echo "== state: the planner for gpt2 .. gpt2-xl at dp 1..64" >&2
@@ -123,7 +134,7 @@ for g in $MEM_GROUPS; do
                 done
             done
         done ;;
-    *) echo "memory.sh: unknown group $g (zero, optim, partition, loss, bf16, state)" >&2
+    *) echo "memory.sh: unknown group $g (zero, optim, partition, loss, bf16, recompute, state)" >&2
        exit 1 ;;
     esac
 done
@@ -141,8 +152,9 @@ fi
     echo "\`bash bench/memory.sh\` on $(nproc --all) cores ($(date -u +%Y-%m-%d)); model: GPT-2, 6 layers,"
     echo "6 heads, 384 channels, vocabulary 50257, n_ctx 64, 64 tokens per sequence; one step per"
     echo "cell, \`OMP_NUM_THREADS=1\`, up to 8 ranks on this machine. \`bench/memory.png\`: predicted"
-    echo "against measured per rank, the partition methods' stages by category, and model-state"
-    echo "bytes per parameter against dp for fp32 and bf16 (GPT-2 124M, the planner)."
+    echo "against measured per rank, the partition methods' stages by category, the largest rank"
+    echo "by category under --recompute and --sequence-parallel, and model-state bytes per"
+    echo "parameter against dp for fp32 and bf16 (GPT-2 124M, the planner)."
     echo
     "$PY" bench/memory_report.py "$MANIFEST" --png bench/memory.png
 } >"$section"

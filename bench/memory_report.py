@@ -192,6 +192,22 @@ def savings_tables(cells, measured):
             out.append("| %s | %s | %s | %.3f | %s | %s | %.3f |" % (
                 a["label"].rsplit(", ", 1)[0], mib(sa), mib(sb), sb / sa, mib(ta), mib(tb),
                 tb / ta))
+    # activation recomputation and sequence parallelism
+    rc = [c for c in cells if c["group"] == "recompute"]
+    if rc:
+        out += ["", "**--recompute and --sequence-parallel** (%s, MiB, the largest rank of each; "
+                "micro-batch 8):" % src, "",
+                "| layout, --recompute | activations | workspace | allocator total | activations "
+                "vs none |", "|---|---|---|---|---|"]
+        none = {}
+        for c in rc:
+            top = max(c["rows"], key=lambda r: sum(value(r, k, measured) for k in CATS))
+            a = value(top, "activations", measured)
+            lay = c["label"].rsplit(", ", 1)[0]
+            none.setdefault(lay, a)
+            out.append("| %s | %s | %s | %s | %.3f |" % (
+                c["label"], mib(a), mib(value(top, "workspace", measured)),
+                mib(sum(value(top, k, measured) for k in CATS)), a / none[lay]))
     # partition methods per stage
     parts = [c for c in cells if c["group"] == "partition"]
     if parts:
@@ -268,7 +284,7 @@ def plot(cells, path, measured):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(17, 4.5))
+    fig, (ax1, ax2, ax4, ax3) = plt.subplots(1, 4, figsize=(22, 4.5))
     # left: predicted vs measured allocator total per rank
     xs, ys = [], []
     for c in cells:
@@ -307,6 +323,28 @@ def plot(cells, path, measured):
     ax2.set_title("per stage, by category (%s)" % ("measured" if measured else "predicted"))
     if parts:
         ax2.legend(fontsize=7)
+    # third: the largest rank by category under --recompute, with and without sequence
+    # parallelism
+    x = 0
+    ticks, labels = [], []
+    for c in [c for c in cells if c["group"] == "recompute"]:
+        top = max(c["rows"], key=lambda r: sum(value(r, k, measured) for k in CATS))
+        bottom = 0.0
+        for i, k in enumerate(CATS):
+            v = value(top, k, measured) / MIB
+            ax4.bar(x, v, bottom=bottom, color=colors[i % len(colors)],
+                    label=k if not ticks else None)
+            bottom += v
+        ticks.append(x)
+        labels.append(c["label"].replace(", ", "\n"))
+        x += 1
+    ax4.set_xticks(ticks)
+    ax4.set_xticklabels(labels, fontsize=6)
+    ax4.set_ylabel("MiB")
+    ax4.set_title("largest rank, --recompute / --sequence-parallel (%s)" %
+                  ("measured" if measured else "predicted"))
+    if ticks:
+        ax4.legend(fontsize=7)
     # right: model state per parameter against dp, GPT-2 124M: planned (markers), formula
     # (lines)
     rows = {dp: d for (m, dp), d in state_rows(cells).items() if m == "gpt2"}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Activation recomputation (--recompute) and sequence parallelism (--sequence-parallel): the
+# bytes they save and the time they cost, as ratios to --recompute none in the same run.
+#
+#   bash bench/recompute.sh               # plans, then the measured runs; RESULTS.md section
+#   PLAN_ONLY=1 bash bench/recompute.sh   # the planned table only (RESULTS.md untouched)
+#   STEPS=4 bash bench/recompute.sh
+#
+# 1. Planned, every rank (zerotrain memory --json), gpt2-medium at micro-batch 8 x 1024 tokens
+#    (grad-accum 8), in four layouts: one rank, --tp 2, --pp 2, --zero 1 --pp 4 --tp 2 (8
+#    ranks), each with --recompute none, selective, full, and the tp layouts also with
+#    --sequence-parallel: the largest rank's activations, workspace (the recomputation's one
+#    layer lives there) and total. The plan equals the allocation to the byte (tested:
+#    test_planner's planner_equals_allocation, tests/sh/memory_cli.sh's real runs).
+# 2. Measured on this machine: gpt2-medium at micro-batch 1 x 1024 tokens (micro-batch 8
+#    needs ~19 GB at --recompute none; the per-token tensors are the same), STEPS (3) steps on
+#    one rank (2 threads) and on --tp 2 (2 ranks, 1 thread each) with and without
+#    --sequence-parallel, each under none, selective and full: the allocator's peak of
+#    activations and workspace and the process's peak RSS (the log's end record, rank 0), and
+#    the median step time after the first step, with its ratio to none in the same layout.
+#      mpirun -np W build/zerotrain --model gpt2-medium --micro-batch 1 --seq 1024
+#          --steps STEPS --warmup 0 --val-every 0 --data build/bench/tokens.bin
+#          --recompute MODE [--tp 2 [--sequence-parallel]] --log FILE
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-/usr/bin/python3}
+ZT=build/zerotrain
+OUT=build/bench/recompute
+STEPS=${STEPS:-3}
+mkdir -p "$OUT"
+[ -x "$ZT" ] || { echo "recompute.sh: $ZT missing; run make -j2 first" >&2; exit 1; }
+DATA=build/bench/tokens.bin
+[ -f "$DATA" ] || "$PY" bench/make_tokens.py "$DATA" 1048576
+
+PLANS=$OUT/plans.jsonl RUNS=$OUT/runs.jsonl
+: >"$PLANS"; : >"$RUNS"
+MODEL=(--model gpt2-medium --seq 1024)
+for lay in "1 rank|" "tp 2|--tp 2" "pp 2|--pp 2" \
+           "zero 1 pp 4 tp 2|--zero 1 --pp 4 --tp 2" \
+           "zero 1 pp 4 tp 2, sp|--zero 1 --pp 4 --tp 2 --sequence-parallel"; do
+    label=${lay%%|*}; flags=${lay#*|}
+    for mode in none selective full; do
+        # shellcheck disable=SC2086 # flags are words
+        "$ZT" memory --json "${MODEL[@]}" --micro-batch 8 --grad-accum 8 $flags \
+            --recompute $mode >"$OUT/plan.json"
+        "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); print(json.dumps(
+            {"layout": sys.argv[2], "mode": sys.argv[3], "ranks": j["ranks"]}))' \
+            "$OUT/plan.json" "$label" "$mode" >>"$PLANS"
+    done
+done
+if [ -z "${PLAN_ONLY:-}" ]; then
+    for lay in "1 rank|1|2|" "tp 2|2|1|--tp 2" "tp 2, sp|2|1|--tp 2 --sequence-parallel"; do
+        IFS='|' read -r label np threads flags <<<"$lay"
+        for mode in none selective full; do
+            log=$OUT/run_${np}_$(echo "$flags" | tr -c 'a-z0-9' _)_$mode.jsonl
+            echo "== $label, --recompute $mode" >&2
+            # shellcheck disable=SC2086
+            OMP_NUM_THREADS=$threads mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS \
+                -np "$np" "$ZT" "${MODEL[@]}" --micro-batch 1 --steps "$STEPS" --warmup 0 \
+                --val-every 0 --data "$DATA" --recompute $mode $flags --log "$log" \
+                >"$log.out" 2>&1 || { cat "$log.out" >&2; exit 1; }
+            "$PY" -c 'import json,sys; print(json.dumps({"layout": sys.argv[2], "mode": sys.argv[3],
+                "log": sys.argv[1]}))' "$log" "$label" "$mode" >>"$RUNS"
+        done
+    done
+fi
+section=$OUT/section.md
+"$PY" - "$PLANS" "$RUNS" "$STEPS" >"$section" <<'PY'
+import json, statistics, sys
+plans = [json.loads(l) for l in open(sys.argv[1])]
+runs = [json.loads(l) for l in open(sys.argv[2])]
+MiB = 2**20
+print("## Activation recomputation and sequence parallelism")
+print()
+print("`bash bench/recompute.sh`. Planned: gpt2-medium, micro-batch 8 x 1024 tokens, grad-accum 8,")
+print("fp32, the largest rank of each layout (`zerotrain memory --json`; the plan equals the")
+print("allocation to the byte). Activations are the per-micro-batch tensors kept for the")
+print("backward (every micro-batch in flight); the workspace holds the recomputation's one layer.")
+print()
+print("| layout | --recompute | activations MiB | workspace MiB | rank total MiB | activations vs none |")
+print("|---|---|---:|---:|---:|---:|")
+base = {}
+for p in plans:
+    top = max(p["ranks"], key=lambda r: r["peak"])
+    a, w = top["bytes"]["activations"], top["bytes"]["workspace"]
+    if p["mode"] == "none":
+        base[p["layout"]] = a
+    print(f"| {p['layout']} | {p['mode']} | {a / MiB:.0f} | {w / MiB:.0f} | {top['peak'] / MiB:.0f} |"
+          f" {a / base[p['layout']]:.3f} |")
+if runs:
+    print()
+    print(f"Measured on this machine: gpt2-medium, micro-batch 1 x 1024 tokens, {sys.argv[3]} steps,")
+    print("rank 0's allocator peaks and peak RSS (the log's end record), the median step time after")
+    print("the first step; one rank runs 2 OpenMP threads, tp 2 one per rank.")
+    print()
+    print("| layout | --recompute | activations MiB | workspace MiB | RSS peak MiB | ms/step | time vs none |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    tbase = {}
+    for r in runs:
+        recs = [json.loads(l) for l in open(r["log"])]
+        ms = [x["ms"] for x in recs if "step" in x and "ms" in x][1:]
+        end = next(x for x in recs if x.get("rank") == 0 and "mem_peak" in x)
+        t = statistics.median(ms)
+        if r["mode"] == "none":
+            tbase[r["layout"]] = t
+        mp = end["mem_peak"]
+        print(f"| {r['layout']} | {r['mode']} | {mp['activations'] / MiB:.0f} | "
+              f"{mp['workspace'] / MiB:.0f} | {end['rss_peak'] / MiB:.0f} | {t:.0f} | "
+              f"{t / tbase[r['layout']]:.2f} |")
+PY
+cat "$section"
+[ -n "${PLAN_ONLY:-}" ] || [ -n "${NO_RESULTS:-}" ] ||
+    "$PY" bench/results_section.py bench/RESULTS.md "## Activation recomputation and sequence parallelism" <"$section"
