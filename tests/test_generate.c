@@ -27,7 +27,7 @@ static int decode_case_init(decode_case *c, int n_ctx, zt_dtype dtype) {
     int T = n_ctx, Vp = c->s.padded_vocab;
     const zt_backend *be = zt_test_cpu();
     CHECK(zt_gpt2_init(&c->ref, be, &c->s, 0, zt_unit_count(&c->s), 1, 0, 256, 256, 1, T, 0, 1,
-                       NULL, dtype) == ZT_OK);
+                       NULL, dtype, 0) == ZT_OK);
     zt_gpt2_init_random(&c->ref, 5);
     CHECK(zt_decoder_init(&c->d, be, &c->s, 0, zt_unit_count(&c->s), 1, 0, NULL, NULL, dtype) == ZT_OK);
     zt_gpt2_init_random(&c->d.model, 5);

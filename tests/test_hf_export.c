@@ -26,7 +26,7 @@ static int model_init(zt_gpt2 *m, zt_model_shape *s) {
     *s = (zt_model_shape){.vocab = 300, .n_ctx = 16, .n_layer = 1, .n_head = 2, .n_embd = 32};
     s->padded_vocab = zt_padded_vocab(s->vocab, 1);
     CHECK(zt_gpt2_init(m, zt_test_cpu(), s, 0, zt_unit_count(s), 1, 0, 256, 256, 1, 16, 0, 1,
-                       NULL, ZT_F32) == ZT_OK);
+                       NULL, ZT_F32, 0) == ZT_OK);
     zt_gpt2_init_random(m, 11);
     float *p = zt_gpt2_params_map(m, 1);
     int e = zt_layout_find(&m->layout, "wte.weight");
@@ -87,7 +87,7 @@ static int check_config(const char *dir, const char *torch_dtype) {
 static int check_reload(zt_gpt2 *m, const zt_model_shape *s, const char *dir) {
     zt_gpt2 back;
     CHECK(zt_gpt2_init(&back, zt_test_cpu(), s, 0, zt_unit_count(s), 1, 0, 256, 256, 1, 16, 0,
-                       1, NULL, ZT_F32) == ZT_OK);
+                       1, NULL, ZT_F32, 0) == ZT_OK);
     CHECK(zt_init_load(&back, dir) == ZT_OK);
     float *p = zt_gpt2_params_map(m, 1), *q = zt_gpt2_params_map(&back, 1);
     size_t bad = 0;

@@ -98,7 +98,7 @@ static int check_rank(const zt_plan_spec *s, const zt_plan_bytes *want) {
     zt_status st = zt_gpt2_init(&m, zt_test_cpu(), &s->shape, want->unit_first, want->unit_last, s->tp,
                                 want->tp_rank, ZT_ALIGN_ELEMS, (size_t)s->dp * ZT_ALIGN_ELEMS,
                                 s->micro_batch, s->seq, s->loss_chunk, want->n_slots, &tpc,
-                                s->param_bytes == 2 ? ZT_BF16 : ZT_F32);
+                                s->param_bytes == 2 ? ZT_BF16 : ZT_F32, s->seq_parallel);
     omp_set_num_threads(threads);
     CHECK(st == ZT_OK);
     CHECK_EQ_INT(m.layout.numel, want->numel);

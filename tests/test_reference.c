@@ -199,7 +199,7 @@ ZT_TEST(reference_pytorch) {
 
     // A loss chunk of 7 tokens: chunks that do not divide B*T exercise the chunked head.
     zt_gpt2 m;
-    CHECK(zt_gpt2_init(&m, zt_test_cpu(), &s, 0, zt_unit_count(&s), 1, 0, 256, 256, B, T, 7, 1, NULL, ZT_F32) == ZT_OK);
+    CHECK(zt_gpt2_init(&m, zt_test_cpu(), &s, 0, zt_unit_count(&s), 1, 0, 256, 256, B, T, 7, 1, NULL, ZT_F32, 0) == ZT_OK);
     CHECK(fabsf(oc.beta2 - 0.95f) < 1e-7f); // add_step_bound assumes it
     snprintf(path, sizeof path, "%s/model.bin", dir);
     CHECK(zt_llmc_load(&m, path) == ZT_OK);

@@ -74,6 +74,8 @@ typedef struct {
                               // transfers nonblocking (grad_reduce.h, param_gather.h,
                               // pipe_comm.h)
     int bucket_mib;           // --overlap-comm on: MiB per gradient (and gather) bucket
+    int sequence_parallel;    // rows split over tp outside the tp products (tp > 1; at tp 1
+                              // nothing to split: accepted, no effect)
     int loss_chunk;           // tokens per chunk of the loss (0 = automatic)
     int threads;              // OpenMP threads per rank (0 = runtime default)
     float peak_tflops;        // one rank's peak fp32 TFLOP/s, for the MFU (0 = not shown)

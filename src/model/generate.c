@@ -114,7 +114,7 @@ zt_status zt_decoder_init(zt_decoder *d, const zt_backend *be, const zt_model_sh
     place(d, s, unit_first, unit_last);
     // B = T = 1: the training activations zt_gpt2_init allocates are a few rows
     ZT_TRY(zt_gpt2_init(&d->model, be, s, unit_first, unit_last, tp, tp_rank, ZT_ALIGN_ELEMS, 1,
-                        1, 1, 1, 1, d->tp_data, dtype));
+                        1, 1, 1, 1, d->tp_data, dtype, 0));
     // generation has no backward: give the gradient buffer (as large as the weights) back
     zt_be_free(be, d->model.grads);
     d->model.grads = NULL;
