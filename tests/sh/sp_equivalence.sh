@@ -41,6 +41,9 @@ run tp2_sp 2 2 4 $fp32 --tp 2 --sequence-parallel
 check tp2_sp base
 run tp4_sp 4 2 4 $fp32 --tp 4 --sequence-parallel --loss-chunk 24 # a short last chunk
 check tp4_sp base
+# through host staging, as a GPU's tp group (in-place reduce-scatter and all-gather, comm_staged.c)
+run tp4_sp_staged 4 2 4 $fp32 --tp 4 --sequence-parallel --tensor-path staged
+check tp4_sp_staged base
 # (dp, pp, tp) = (2, 2, 2), ZeRO-1 and 8-bit AdamW: a stage sends its 1/tp of the rows
 q8="--vocab 256 --seed 5 --optim adamw8bit"
 run base8 1 2 4 $q8
