@@ -186,6 +186,13 @@ while read -r change; do
     "${BASE[@]}" $change
 done <"$tmp/json_mem_limit_advice.json.advice"
 json_check json_mem_limit_fits 'assert j["fits"] is True and j["advice"] == []' -- --dp 2 --mem-limit 1G
+# a tp 2 run that does not fit is advised --sequence-parallel, which fits when planned again
+json_check json_mem_limit_advice_sp '
+assert j["fits"] is False, j["max_peak"]
+assert "--sequence-parallel" in [a["change"] for a in j["advice"]], j["advice"]' -- \
+  --model gpt2 --micro-batch 8 --seq 1024 --tp 2 --mem-limit 4G
+json_check json_mem_limit_advice_sp_replanned 'assert j["max_peak"] <= 4 * 2**30, j["max_peak"]' -- \
+  --model gpt2 --micro-batch 8 --seq 1024 --tp 2 --sequence-parallel
 # --sequence-parallel: each tp rank keeps 1/tp of the per-row activations (LayerNorms,
 # residual stream) and pipeline buffers, so GPT-2 at B8 T1024 on tp 2 plans fewer
 # activation bytes per rank than tp 2 alone (docs/design.md, "Sequence parallelism")
