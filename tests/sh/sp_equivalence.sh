@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Sequence parallelism (--sequence-parallel) against the single-rank run: with the rows of
-# the residual stream and the LayerNorms split over tp, the same seed, data and global batch
+# the residual stream and the LayerNorms split over tp (tp 2; tp 4 with a short last loss
+# chunk, also through host staging; pp 2 x tp 2 under GPipe; dp 2 x pp 2 x tp 2 with ZeRO-1
+# and 8-bit AdamW), the same seed, data and global batch
 # trained for 6 steps must give the same losses and parameters within float reassociation
 # (the bounds of tests/compare_models.py, as the tp runs of tp_equivalence.sh), every rank
 # must report the same collective sequence, the tp replicas (LayerNorms, whose gradients
 # each rank now computes from its own rows and sums over tp, and biases) must stay
 # bit-identical, and with pp > 1 so must the tied embedding copies. The 8-bit layout compares
 # with its own single-rank adamw8bit run (the settings of adamw8bit_equivalence.sh: vocab
-# 256, so every 8-bit slice is whole blocks).
+# 256, so every 8-bit slice is whole blocks). Then the option must have changed the layout
+# (fewer activation and pipeline bytes than --tp 2 alone), and rows that tp does not divide
+# are refused.
 set -euo pipefail
 # ZT_BACKEND=cuda: the same runs on build/zerotrain-cuda --backend cuda (tests/env.sh)
 . tests/env.sh
@@ -44,6 +48,11 @@ check tp4_sp base
 # through host staging, as a GPU's tp group (in-place reduce-scatter and all-gather, comm_staged.c)
 run tp4_sp_staged 4 2 4 $fp32 --tp 4 --sequence-parallel --tensor-path staged
 check tp4_sp_staged base
+# pp 2 x tp 2 under GPipe (every micro-batch's rows held, then every backward), with
+# samples between steps (the decoder over the same weights)
+run pp2_tp2_sp_gpipe 4 2 4 $fp32 --pp 2 --tp 2 --sequence-parallel --schedule gpipe \
+    --sample-every 3 --sample-len 8
+check pp2_tp2_sp_gpipe base
 # (dp, pp, tp) = (2, 2, 2), ZeRO-1 and 8-bit AdamW: a stage sends its 1/tp of the rows
 q8="--vocab 256 --seed 5 --optim adamw8bit"
 run base8 1 2 4 $q8
