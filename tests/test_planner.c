@@ -32,6 +32,7 @@ typedef struct {
     int loss_chunk;
     int threads; // OpenMP threads of the rank (0: the planner leaves the count as it is)
     int sample;  // --sample-every: the trainer's decoder over the stage's model
+    int seq_parallel; // --sequence-parallel
     zt_recompute recompute;
 } layout_case;
 
@@ -60,30 +61,36 @@ static zt_plan_spec tiny_spec(const layout_case *c) {
     s.threads = c->threads;
     s.backend = zt_backend_caps_of("cpu");
     s.sample = c->sample;
+    s.seq_parallel = c->seq_parallel;
     s.recompute = c->recompute;
     return s;
 }
 
 static const layout_case k_layouts[] = {
-    {1, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {0}},
-    {2, 1, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {0}},
-    {2, 1, 1, 1, 1, ZT_SCHED_1F1B, "uniform", 8, 0, 0, {0}},
-    {1, 2, 1, 0, 1, ZT_SCHED_GPIPE, "uniform", 0, 0, 0, {0}},
-    {2, 2, 1, 1, 0, ZT_SCHED_1F1B, "memory", 0, 0, 0, {0}},
-    {2, 3, 1, 1, 1, ZT_SCHED_1F1B, "parameters", 0, 0, 0, {0}},
-    {1, 1, 2, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {0}},
-    {2, 2, 2, 1, 1, ZT_SCHED_GPIPE, "uniform", 0, 0, 0, {0}},
-    {2, 2, 2, 0, 0, ZT_SCHED_1F1B, "memory", 8, 0, 0, {0}},
-    {1, 3, 2, 1, 1, ZT_SCHED_1F1B, "0:2,2:3,3:5", 0, 0, 0, {0}},
-    {1, 2, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 3, 0, {0}}, // the attention workspace per thread
-    {1, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 1, {0}}, // --sample-every
-    {2, 1, 2, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0, 1, {0}},
-    {1, 3, 2, 1, 0, ZT_SCHED_1F1B, "0:1,1:4,4:5", 0, 0, 1, {0}}, // embed-only and head-only stages
+    {1, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, 0, {0}},
+    {2, 1, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, 0, {0}},
+    {2, 1, 1, 1, 1, ZT_SCHED_1F1B, "uniform", 8, 0, 0, 0, {0}},
+    {1, 2, 1, 0, 1, ZT_SCHED_GPIPE, "uniform", 0, 0, 0, 0, {0}},
+    {2, 2, 1, 1, 0, ZT_SCHED_1F1B, "memory", 0, 0, 0, 0, {0}},
+    {2, 3, 1, 1, 1, ZT_SCHED_1F1B, "parameters", 0, 0, 0, 0, {0}},
+    {1, 1, 2, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, 0, {0}},
+    {2, 2, 2, 1, 1, ZT_SCHED_GPIPE, "uniform", 0, 0, 0, 0, {0}},
+    {2, 2, 2, 0, 0, ZT_SCHED_1F1B, "memory", 8, 0, 0, 0, {0}},
+    {1, 3, 2, 1, 1, ZT_SCHED_1F1B, "0:2,2:3,3:5", 0, 0, 0, 0, {0}},
+    {1, 2, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 3, 0, 0, {0}}, // the attention workspace per thread
+    {1, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 1, 0, {0}}, // --sample-every
+    {2, 1, 2, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0, 1, 0, {0}},
+    {1, 3, 2, 1, 0, ZT_SCHED_1F1B, "0:1,1:4,4:5", 0, 0, 1, 0, {0}}, // embed-only and head-only stages
     // recomputation: the per-layer arrays shrink, the workspace gains one layer
-    {2, 2, 2, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {ZT_RECOMPUTE_FULL, 0}},
-    {1, 2, 1, 0, 0, ZT_SCHED_GPIPE, "uniform", 0, 0, 0, {ZT_RECOMPUTE_SELECTIVE, 0}},
-    {1, 1, 2, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 1, {ZT_RECOMPUTE_FULL, 2}},
-    {1, 3, 2, 1, 0, ZT_SCHED_1F1B, "0:1,1:4,4:5", 0, 0, 0, {ZT_RECOMPUTE_SELECTIVE, 1}},
+    {2, 2, 2, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0, 0, 0, {ZT_RECOMPUTE_FULL, 0}},
+    {1, 2, 1, 0, 0, ZT_SCHED_GPIPE, "uniform", 0, 0, 0, 0, {ZT_RECOMPUTE_SELECTIVE, 0}},
+    {1, 1, 2, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 1, 0, {ZT_RECOMPUTE_FULL, 2}},
+    {1, 3, 2, 1, 0, ZT_SCHED_1F1B, "0:1,1:4,4:5", 0, 0, 0, 0, {ZT_RECOMPUTE_SELECTIVE, 1}},
+    // sequence parallelism, alone and with recomputation
+    {1, 2, 2, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, 1, {0}},
+    {2, 2, 2, 1, 1, ZT_SCHED_GPIPE, "uniform", 8, 0, 1, 1, {0}},
+    {2, 2, 2, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0, 0, 1, {ZT_RECOMPUTE_FULL, 1}},
+    {1, 1, 2, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, 1, {ZT_RECOMPUTE_SELECTIVE, 0}},
 };
 #define N_LAYOUTS ((int)(sizeof k_layouts / sizeof k_layouts[0]))
 
@@ -105,7 +112,8 @@ static int check_rank(const zt_plan_spec *s, const zt_plan_bytes *want) {
     zt_status st = zt_gpt2_init(&m, zt_test_cpu(), &s->shape, want->unit_first, want->unit_last, s->tp,
                                 want->tp_rank, ZT_ALIGN_ELEMS, (size_t)s->dp * ZT_ALIGN_ELEMS,
                                 s->micro_batch, s->seq, s->loss_chunk, want->n_slots, &tpc,
-                                s->param_bytes == 2 ? ZT_BF16 : ZT_F32, &s->recompute);
+                                s->param_bytes == 2 ? ZT_BF16 : ZT_F32,
+                                &(zt_act_options){s->recompute, s->seq_parallel});
     omp_set_num_threads(threads);
     CHECK(st == ZT_OK);
     CHECK_EQ_INT(m.layout.numel, want->numel);
@@ -120,7 +128,8 @@ static int check_rank(const zt_plan_spec *s, const zt_plan_bytes *want) {
     if (s->is_8bit) CHECK(zt_adamw8bit_init(&o8, zt_test_cpu(), &m.layout, lo, hi, &s->opt8, m.dtype) == ZT_OK);
     else zt_adamw_init(&o32, zt_test_cpu(), lo, hi, m.dtype);
     // train.c's setup: token ids of every slot (inputs, targets), the pipeline buffers
-    size_t BT = (size_t)s->micro_batch * s->seq, NC = BT * (size_t)s->shape.n_embd;
+    size_t BT = (size_t)s->micro_batch * s->seq;
+    size_t NC = zt_gpt2_rows(s->micro_batch, s->seq, s->tp, s->seq_parallel) * s->shape.n_embd;
     size_t slots = (size_t)want->n_slots;
     void *bufs[5] = {
         zt_mem_alloc(ZT_MEM_WORKSPACE, slots * BT * sizeof(int32_t)),
@@ -226,7 +235,7 @@ ZT_TEST(planner_stage_cost_cache_is_exact) {
         CHECK_EQ_INT(cache_mismatches(&s), 0);
     }
     // a deeper model with 1F1B slots that differ per stage
-    layout_case lc = {2, 4, 1, 1, 1, ZT_SCHED_1F1B, "memory", 0, 0, 0, {0}};
+    layout_case lc = {2, 4, 1, 1, 1, ZT_SCHED_1F1B, "memory", 0, 0, 0, 0, {0}};
     zt_plan_spec s = tiny_spec(&lc);
     s.shape.n_layer = 9;
     CHECK_EQ_INT(cache_mismatches(&s), 0);
@@ -256,7 +265,7 @@ ZT_TEST(planner_stage_cost_cache_is_exact) {
 // A mid-size model where model state and activations both matter: 6 blocks of 256
 // channels, vocabulary 4096, 8 x 64 tokens per micro-batch, 2 dp ranks, ZeRO off.
 static zt_plan_spec mid_spec(void) {
-    layout_case lc = {2, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {0}};
+    layout_case lc = {2, 1, 1, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, 0, {0}};
     zt_plan_spec s = tiny_spec(&lc);
     s.shape = (zt_model_shape){.vocab = 4096, .padded_vocab = 4096, .n_ctx = 64, .n_layer = 6,
                                .n_head = 4, .n_embd = 256};
@@ -438,7 +447,7 @@ ZT_TEST(planner_refuses_with_advice_that_fits) {
 // parameters with fp32 master, m and v; the planner's psi is the padded flat buffer, a
 // little more than the real parameter count.
 ZT_TEST(planner_gpt3_175b_on_1024_ranks) {
-    layout_case lc = {1024, 1, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {0}};
+    layout_case lc = {1024, 1, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, 0, {0}};
     zt_plan_spec s = tiny_spec(&lc);
     s.shape = (zt_model_shape){.vocab = 50257, .padded_vocab = zt_padded_vocab(50257, 1),
                                .n_ctx = 2048, .n_layer = 96, .n_head = 96, .n_embd = 12288};
@@ -520,7 +529,7 @@ ZT_TEST(planner_zero_formula_matches_paper) {
 // 16-bit parameters: params, grads, activations, logits and the pipeline buffers halve;
 // the optimizer adds the fp32 master copy of the shard.
 ZT_TEST(planner_bf16_parameters) {
-    layout_case lc = {2, 2, 1, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {0}};
+    layout_case lc = {2, 2, 1, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0, 0, 0, {0}};
     zt_plan_spec s = tiny_spec(&lc), h = s;
     h.param_bytes = 2;
     zt_partition p;
@@ -551,7 +560,7 @@ ZT_TEST(planner_bf16_parameters) {
 // on one machine: 2 x size x 256 KiB per rank. Rank 1 of dp 4 x pp 2 (stage 0, dp 1)
 // belongs to the worlds (8 ranks), the dp group 0-3, the pp and embed groups {1, 5}.
 ZT_TEST(planner_staging_windows_per_machine) {
-    layout_case lc = {4, 2, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, {0}};
+    layout_case lc = {4, 2, 1, 1, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, 0, {0}};
     zt_plan_spec s = tiny_spec(&lc);
     zt_partition p;
     CHECK(zt_plan_partition(&s, &p) == ZT_OK);

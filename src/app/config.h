@@ -75,6 +75,8 @@ typedef struct {
                               // transfers nonblocking (grad_reduce.h, param_gather.h,
                               // pipe_comm.h)
     int bucket_mib;           // --overlap-comm on: MiB per gradient (and gather) bucket
+    int sequence_parallel;    // rows split over tp outside the tp products (tp > 1; at tp 1
+                              // nothing to split: accepted, no effect)
     int loss_chunk;           // tokens per chunk of the loss (0 = automatic)
     zt_recompute_mode recompute; // none | selective | full (src/model/gpt2.h)
     int recompute_layers;     // recompute only each stage's first N blocks (0 = every block)

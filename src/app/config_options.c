@@ -122,6 +122,12 @@ const opt_desc zt_opts[] = {
      "data-parallel degree (0 = world size / (pp*tp))"},
     {"pp", OPT_INT, FIELD(pp), "1", "N", NULL, NULL, 0, "parallel", "pipeline stages"},
     {"tp", OPT_INT, FIELD(tp), "1", "N", NULL, NULL, 0, "parallel", "tensor-parallel degree"},
+    {"sequence-parallel", OPT_BOOL, FIELD(sequence_parallel), "false", "", NULL, NULL, 0,
+     "parallel",
+     "with --tp > 1: LayerNorms, residual stream and pipeline transfers hold 1/tp of the "
+     "micro-batch's token rows (Megatron-LM's sequence parallelism: less activation memory, "
+     "all-gathers and reduce-scatters instead of all-reduces); needs tp to divide "
+     "micro-batch x seq; no effect at tp 1"},
     {"schedule", OPT_ENUM, FIELD(schedule), "1f1b", "NAME", NULL, k_schedules, 0, "parallel",
      "pipeline schedule"},
     {"partition", OPT_STR, FIELD(partition), "uniform", "SPEC", NULL, NULL, 0, "parallel",

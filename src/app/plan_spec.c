@@ -19,6 +19,7 @@ zt_status zt_plan_spec_from_config(zt_plan_spec *s, const zt_config *c, int dp) 
     s->dp = dp;
     s->pp = c->pp;
     s->tp = c->tp;
+    s->seq_parallel = c->sequence_parallel;
     s->zero = c->zero;
     s->micro_batch = c->micro_batch;
     s->seq = c->seq;

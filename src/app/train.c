@@ -134,11 +134,12 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
     size_t pad = (size_t)g->dp * ZT_ALIGN_ELEMS;
     ZT_TRY(zt_gpt2_init(&t->model, t->be, &t->shape, t->unit_first, t->unit_last, g->tp,
                         g->tp_rank, ZT_ALIGN_ELEMS, pad, c->micro_batch, c->seq, c->loss_chunk,
-                        t->n_slots, g->tp_data, c->param_dtype, &t->plan.recompute));
+                        t->n_slots, g->tp_data, c->param_dtype,
+                        &(zt_act_options){t->plan.recompute, c->sequence_parallel}));
     // with --resume, zt_ckpt_resume fills the weights once the optimizer exists
     if (c->init_from[0] && !c->resume[0]) ZT_TRY(zt_init_load(&t->model, c->init_from));
     else zt_gpt2_init_random(&t->model, c->seed);
-    size_t BT = (size_t)c->micro_batch * c->seq, NC = (size_t)c->micro_batch * c->seq * t->shape.n_embd;
+    size_t BT = (size_t)c->micro_batch * c->seq, NC = zt_trainer_act_count(t);
     t->inputs = zt_be_alloc(t->be, ZT_MEM_WORKSPACE, (size_t)t->n_slots * BT * sizeof(int32_t));
     t->targets = zt_be_alloc(t->be, ZT_MEM_WORKSPACE, (size_t)t->n_slots * BT * sizeof(int32_t));
     t->recv_in = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));

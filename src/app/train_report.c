@@ -15,6 +15,20 @@ void zt_trainer_check_log_write(zt_trainer *t) {
         t->log_errno = errno ? errno : EIO;
 }
 
+// --sequence-parallel: how the rows are split, or that at tp 1 there is nothing to split
+// (accepted, as --zero 1 at dp 1, so one configuration serves every layout).
+static void print_seq_parallel(const zt_trainer *t) {
+    const zt_config *c = t->cfg;
+    if (!c->sequence_parallel) return;
+    size_t N = (size_t)c->micro_batch * c->seq;
+    if (t->model.seq_parallel)
+        printf("sequence parallel: each tp rank holds %zu of a micro-batch's %zu token rows "
+               "outside the tp products (LayerNorms, residual stream, pipeline transfers)\n",
+               zt_gpt2_rows(c->micro_batch, c->seq, t->grid.tp, 1), N);
+    else
+        printf("sequence parallel: no effect at tp 1 (nothing to split)\n");
+}
+
 void zt_trainer_print_start(zt_trainer *t) {
     const zt_config *c = t->cfg;
     const zt_grid *g = &t->grid;
@@ -35,6 +49,7 @@ void zt_trainer_print_start(zt_trainer *t) {
                "sequences of %d tokens; %d OpenMP threads per rank\n",
                g->world, g->dp, g->pp, g->tp, zt_dp_sync_describe(&t->sync), c->micro_batch,
                c->grad_accum, g->dp, c->seq, omp_get_max_threads());
+        print_seq_parallel(t);
         if (t->model.dtype == ZT_BF16) {
             printf("precision: bf16 weights and gradients, fp32 master weights in the optimizer; "
                    "products on bf16 operands with fp32 sums, their inputs stored in bf16, the "

@@ -99,9 +99,12 @@ static inline int zt_trainer_last_stage(const zt_trainer *t) {
     return t->grid.pp_rank == t->grid.pp - 1;
 }
 
-// Elements of one micro-batch's activations (N * C): what the pipeline moves.
+// Elements of one micro-batch's activations on this rank (Nr * C, Nr = zt_gpt2_rows: N, or
+// N/tp with --sequence-parallel): what the pipeline moves.
 static inline size_t zt_trainer_act_count(const zt_trainer *t) {
-    return (size_t)t->cfg->micro_batch * t->cfg->seq * t->shape.n_embd;
+    const zt_config *c = t->cfg;
+    return zt_gpt2_rows(c->micro_batch, c->seq, t->grid.tp, c->sequence_parallel) *
+           (size_t)t->shape.n_embd;
 }
 // Tokens in one global batch (micro-batch x seq x grad-accum x dp): the loss's divisor.
 static inline double zt_trainer_global_tokens(const zt_trainer *t) {

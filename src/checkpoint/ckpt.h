@@ -18,6 +18,7 @@
 // zero: 1, every dp rank writes its shard; 0, dp rank 0 only.
 #define ZT_CKPT_RUN_OPTIONS(X)                                                             \
     X(int, zero) X(zt_schedule_kind, schedule) X(const char *, partition)                 \
+    X(int, sequence_parallel)                                                              \
     X(int, micro_batch) X(int, seq) X(int, grad_accum) X(int, steps) X(int, warmup)        \
     X(int, shuffle) X(double, lr) X(double, lr_final_frac) X(double, weight_decay)         \
     X(double, beta1) X(double, beta2) X(double, eps) X(double, grad_clip)                  \

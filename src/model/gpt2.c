@@ -7,7 +7,10 @@
 // stream, the LayerNorms and the row-parallel biases are whole on every rank. One
 // all-reduce after each row-parallel forward, one on the input gradient of each
 // column-parallel backward; the embedding and the lm-head are split over the padded
-// vocabulary.
+// vocabulary. With sequence parallelism (Megatron-LM's, docs/design.md "Sequence
+// parallelism") the residual stream and the LayerNorms hold this rank's 1/tp of the rows:
+// an all-gather before each column-parallel product and a reduce-scatter after each
+// row-parallel one replace the all-reduce, mirrored in the backward.
 #include "gpt2.h"
 
 #include <math.h>
@@ -116,6 +119,26 @@ static void *in_at(const zt_gpt2 *m, void *base, size_t i) {
     return (char *)base + i * zt_dtype_size(in_dt(m));
 }
 
+// ---------------------------------------------------------------- sequence parallelism
+
+// Rows of the per-row tensors on this rank (the residual stream, the LayerNorms, the
+// stage's input and output): N/tp with sequence parallelism, else N.
+static size_t rows(const zt_gpt2 *m) {
+    return zt_gpt2_rows(m->B, m->T, m->layout.tp, m->seq_parallel);
+}
+
+// Sequence parallelism's scratch in the workspace, shared by every layer and slot: the
+// gathered LayerNorm output a column-parallel product reads, and one LayerNorm's weight
+// and bias gradient before and after its sum over tp. Nothing without it.
+static void carve_seq_parallel(zt_gpt2_acts *a, carver *ws, const zt_gpt2 *m) {
+    size_t N = (size_t)m->B * m->T, C = (size_t)m->shape.n_embd, sp = m->seq_parallel ? 1 : 0;
+    a->gathered = carve_in(ws, sp * N * C, m);
+    a->ln_grad = carve_in(ws, sp * 2 * C, m);
+    a->ln_grad_sum = carve(ws, sp * 2 * C);
+}
+
+// ---------------------------------------------------------------- recomputation
+
 // Whether the recompute mode drops the tensors selective drops (`sel`) or those only full
 // drops (!sel) from the blocks it recomputes.
 static int mode_drops(const zt_gpt2 *m, int sel) {
@@ -138,18 +161,18 @@ static size_t recomp_layers(const zt_gpt2 *m, int sel) {
 // The workspace's one layer of what recomputed blocks drop (res3 is always kept).
 static void carve_recompute_set(zt_block_acts *r, carver *ws, const zt_gpt2 *m) {
     size_t N = (size_t)m->B * m->T, C = (size_t)m->shape.n_embd, tp = (size_t)m->layout.tp;
-    size_t Cl = C / tp, NH = (size_t)m->shape.n_head / tp;
+    size_t Cl = C / tp, NH = (size_t)m->shape.n_head / tp, Nr = rows(m);
     size_t rs = recomp_layers(m, 1), rf = recomp_layers(m, 0);
-    r->ln1 = carve_in(ws, rs * N * C, m);
-    r->ln1_mean = carve(ws, rf * N);
-    r->ln1_rstd = carve(ws, rf * N);
+    r->ln1 = carve_in(ws, rs * Nr * C, m);
+    r->ln1_mean = carve(ws, rf * Nr);
+    r->ln1_rstd = carve(ws, rf * Nr);
     r->qkv = carve(ws, rf * N * 3 * Cl);
     r->atty = carve_in(ws, rf * N * Cl, m);
     r->lse = carve(ws, rf * N * NH);
-    r->res2 = carve(ws, rf * N * C);
-    r->ln2 = carve_in(ws, rs * N * C, m);
-    r->ln2_mean = carve(ws, rf * N);
-    r->ln2_rstd = carve(ws, rf * N);
+    r->res2 = carve(ws, rf * Nr * C);
+    r->ln2 = carve_in(ws, rs * Nr * C, m);
+    r->ln2_mean = carve(ws, rf * Nr);
+    r->ln2_rstd = carve(ws, rf * Nr);
     r->fch = carve(ws, rf * N * 4 * Cl);
     r->fch_gelu = carve_in(ws, rs * N * 4 * Cl, m);
     r->res3 = NULL;
@@ -165,34 +188,36 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     size_t nl = (size_t)n_local_layers(m), NH = (size_t)m->shape.n_head / tp;
     size_t Cl = C / tp; // this rank's heads' channels
     size_t Vl = (size_t)m->shape.padded_vocab / tp;
+    size_t Nr = rows(m); // the per-row tensors' rows: N, or N/tp with sequence parallelism
     size_t ks = kept_layers(m, 1), kf = kept_layers(m, 0);
-    a->encoded = carve(act, N * C);
-    a->ln1 = carve_in(act, ks * N * C, m);
-    a->ln1_mean = carve(act, kf * N);
-    a->ln1_rstd = carve(act, kf * N);
+    a->encoded = carve(act, Nr * C);
+    a->ln1 = carve_in(act, ks * Nr * C, m);
+    a->ln1_mean = carve(act, kf * Nr);
+    a->ln1_rstd = carve(act, kf * Nr);
     a->qkv = carve(act, kf * N * 3 * Cl);
     a->atty = carve_in(act, kf * N * Cl, m);
     a->lse = carve(act, kf * N * NH);
-    a->res2 = carve(act, kf * N * C);
-    a->ln2 = carve_in(act, ks * N * C, m);
-    a->ln2_mean = carve(act, kf * N);
-    a->ln2_rstd = carve(act, kf * N);
+    a->res2 = carve(act, kf * Nr * C);
+    a->ln2 = carve_in(act, ks * Nr * C, m);
+    a->ln2_mean = carve(act, kf * Nr);
+    a->ln2_rstd = carve(act, kf * Nr);
     a->fch = carve(act, kf * N * 4 * Cl);
     a->fch_gelu = carve_in(act, ks * N * 4 * Cl, m);
-    a->res3 = carve(act, nl * N * C);
+    a->res3 = carve(act, nl * Nr * C);
     int head = has_head(m);
-    a->lnf = carve_in(act, head ? N * C : 0, m);
-    a->lnf_mean = carve(act, head ? N : 0);
-    a->lnf_rstd = carve(act, head ? N : 0);
+    a->lnf = carve_in(act, head ? Nr * C : 0, m);
+    a->lnf_mean = carve(act, head ? Nr : 0);
+    a->lnf_rstd = carve(act, head ? Nr : 0);
     a->losses = carve(act, head ? N : 0);
-    a->dhead = carve(act, head ? N * C : 0);
+    a->dhead = carve(act, head ? Nr * C : 0);
     if (!ws) return; // re-carving one slot's activations only
-    a->dres = carve(ws, N * C);
+    a->dres = carve(ws, Nr * C);
     a->dln = carve(ws, N * C);
     a->datty = carve(ws, N * Cl);
     a->dqkv = carve(ws, N * 3 * Cl);
     a->dfch = carve(ws, N * 4 * Cl);
     a->scratch = carve(ws, N * C);
+    carve_seq_parallel(a, ws, m);
     a->attn_work = carve(ws, nl ? m->attn_work_n : 0);
     a->gemm_work = carve(ws, m->gemm_work_n);
     carve_recompute_set(&a->recomp, ws, m);
@@ -201,11 +226,24 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     a->loss_acc = (double *)carve(ws, head ? 2 : 0); // one double, 64-byte aligned
 }
 
+// Sequence parallelism at tp > 1 (at tp 1 there is nothing to split: off); every tp rank
+// takes a contiguous 1/tp of the B*T rows, so tp must divide them.
+static zt_status plan_seq_parallel(zt_gpt2 *m, int seq_parallel) {
+    int tp = m->layout.tp;
+    m->seq_parallel = seq_parallel && tp > 1;
+    if (m->seq_parallel && ((size_t)m->B * m->T) % (size_t)tp)
+        return zt_errorf("--sequence-parallel splits a micro-batch's %d x %d = %zu token rows "
+                         "over --tp %d, which does not divide them: choose --micro-batch and "
+                         "--seq whose product is a multiple of %d",
+                         m->B, m->T, (size_t)m->B * m->T, tp, tp);
+    return ZT_OK;
+}
+
 // Fills everything but the allocations: shape, layout, sizes, loss chunk.
 static zt_status plan(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int unit_last, int tp,
                       int tp_rank, size_t align, size_t pad_multiple, int B, int T, int loss_chunk,
                       int n_slots, size_t attn_work, zt_dtype dtype, size_t gemm_work_bytes,
-                      const zt_recompute *rc) {
+                      const zt_act_options *opts) {
     memset(m, 0, sizeof *m);
     ZT_ASSERT(dtype == ZT_F32 || dtype == ZT_BF16);
     m->dtype = dtype;
@@ -218,9 +256,12 @@ static zt_status plan(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int u
     m->layout.numel = zt_round_up(m->layout.numel, pad_multiple);
     m->B = B;
     m->T = T;
+    zt_act_options none = {0};
+    if (!opts) opts = &none;
+    ZT_TRY(plan_seq_parallel(m, opts->seq_parallel));
     m->loss_chunk = loss_chunk > 0 ? (int)zt_min_sz((size_t)loss_chunk, (size_t)B * T)
                                    : zt_gpt2_auto_loss_chunk(s->padded_vocab / tp, B * T);
-    if (rc) m->recompute = *rc;
+    m->recompute = opts->recompute;
     ZT_ASSERT(m->recompute.layers >= 0);
     int nl = n_local_layers(m);
     if (m->recompute.mode != ZT_RECOMPUTE_NONE)
@@ -231,10 +272,11 @@ static zt_status plan(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int u
 zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int unit_first,
                             int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
                             int B, int T, int loss_chunk, int n_slots, size_t attn_work,
-                            zt_dtype dtype, size_t gemm_work_bytes, const zt_recompute *rc) {
+                            zt_dtype dtype, size_t gemm_work_bytes,
+                            const zt_act_options *opts) {
     zt_gpt2 m;
     ZT_TRY(plan(&m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk,
-                n_slots, attn_work, dtype, gemm_work_bytes, rc));
+                n_slots, attn_work, dtype, gemm_work_bytes, opts));
     carver act = {0}, ws = {0}, lg = {0};
     carve_acts(&m.a, &act, &ws, &lg, &m);
     memset(bytes, 0, ZT_MEM_NCAT * sizeof(size_t));
@@ -249,11 +291,11 @@ zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, 
 zt_status zt_gpt2_init(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s, int unit_first,
                        int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple, int B,
                        int T, int loss_chunk, int n_slots, const zt_comm *tp_comm, zt_dtype dtype,
-                       const zt_recompute *rc) {
+                       const zt_act_options *opts) {
     ZT_ASSERT(dtype == ZT_F32 || be->caps->bf16);
     ZT_TRY(plan(m, s, unit_first, unit_last, tp, tp_rank, align, pad_multiple, B, T, loss_chunk,
                 n_slots, zt_backend_attention_workspace(be, T), dtype,
-                be->caps->gemm_mixed_workspace, rc));
+                be->caps->gemm_mixed_workspace, opts));
     m->be = be;
     ZT_ASSERT(tp == 1 || (tp_comm && tp_comm->size == tp && tp_comm->rank == tp_rank));
     m->tp_comm = tp > 1 ? tp_comm : NULL;
@@ -369,10 +411,11 @@ void zt_gpt2_params_unmap(const zt_gpt2 *m, float *host, int write) {
     free(host);
 }
 
-// This tp rank's per-layer sizes: Cl = C/tp channels of its heads, NHl = NH/tp heads.
+// This tp rank's per-layer sizes: Cl = C/tp channels of its heads, NHl = NH/tp heads, Nr
+// rows of the per-row tensors (rows()).
 typedef struct {
-    int B, T, N, C, Cl, NHl;
-    size_t NC, NCl;
+    int B, T, N, C, Cl, NHl, Nr;
+    size_t NC, NCl, NrC;
 } dims;
 static dims dims_of(const zt_gpt2 *m) {
     dims d;
@@ -385,12 +428,81 @@ static dims dims_of(const zt_gpt2 *m) {
     d.NHl = m->shape.n_head / tp;
     d.NC = (size_t)d.N * d.C;
     d.NCl = (size_t)d.N * d.Cl;
+    d.Nr = (int)rows(m);
+    d.NrC = (size_t)d.Nr * d.C;
     return d;
 }
 
 // A row-parallel layer's bias is whole on every rank: only rank 0 adds it before the sum.
 static const void *row_bias(const zt_gpt2 *m, const void *b) {
     return m->layout.tp_rank == 0 ? b : NULL;
+}
+
+// A column-parallel product's input from this rank's LayerNorm output ln (Nr, C) of the
+// product inputs' dtype: ln itself, or with sequence parallelism every rank's rows gathered
+// into the shared scratch (N, C). The backward gathers again rather than keep N rows a layer.
+static const void *gather_ln(const zt_gpt2 *m, const void *ln) {
+    if (!m->seq_parallel) return ln;
+    zt_comm_all_gather(m->tp_comm, ln, m->a.gathered, (size_t)m->B * m->T * m->shape.n_embd,
+                       in_dt(m), NULL);
+    return m->a.gathered;
+}
+
+// The gradient x (Nr, C) of this rank's rows as all N rows for a row-parallel backward or the
+// embedding's: x itself, or with sequence parallelism gathered into full (N, C).
+static const float *gather_grad(const zt_gpt2 *m, float *full, const float *x) {
+    if (!m->seq_parallel) return x;
+    zt_comm_all_gather(m->tp_comm, x, full, (size_t)m->B * m->T * m->shape.n_embd, ZT_F32, NULL);
+    return full;
+}
+
+// Sums full (N, C), each rank's partial value of a row-parallel output (or a column-parallel
+// input's gradient), over tp and returns this rank's rows of the sum: all of them
+// (all-reduce), or with sequence parallelism its 1/tp (reduce-scatter, in place).
+static const float *reduce_rows(const zt_gpt2 *m, float *full) {
+    size_t NC = (size_t)m->B * m->T * m->shape.n_embd;
+    if (!m->seq_parallel) {
+        tp_sum(m, full, NC);
+        return full;
+    }
+    float *mine = full + (size_t)m->layout.tp_rank * rows(m) * m->shape.n_embd;
+    zt_comm_reduce_scatter(m->tp_comm, full, mine, NC, ZT_F32, ZT_REDUCE_SUM, NULL);
+    return mine;
+}
+
+// Adds the fp32 gradient x (n) into a gradient g of the model's dtype.
+static void add_grad(const zt_gpt2 *m, void *g, const float *x, int n) {
+    if (is_bf16(m)) K(bias_backward_bf16, g, x, 1, n); // g += x's one row, rounded once
+    else K(add, g, g, x, (size_t)n);
+}
+
+// LayerNorm backward over this rank's rows. With sequence parallelism those are 1/tp of the
+// rows, so the weight and bias gradients are summed over tp before they are added: every
+// replica adds the same values and stays bit-identical (docs/design.md, "Sequence
+// parallelism"). That sum happens here, per micro-batch, so the gradient is final when
+// zt_gpt2_backward announces it.
+static void ln_backward(zt_gpt2 *m, float *dinp, void *dw, void *db, const float *dout,
+                        const float *inp, const void *w, const float *mean, const float *rstd) {
+    int Nr = (int)rows(m), C = m->shape.n_embd;
+    if (!m->seq_parallel) {
+        zt_gpt2_layernorm_backward(m, dinp, dw, db, dout, inp, w, mean, rstd, Nr, C);
+        return;
+    }
+    zt_gpt2_acts *a = &m->a;
+    size_t es = zt_dtype_size(m->dtype);
+    K(memset, a->ln_grad, 0, 2 * (size_t)C * es);
+    zt_gpt2_layernorm_backward(m, dinp, a->ln_grad, (char *)a->ln_grad + (size_t)C * es, dout,
+                               inp, w, mean, rstd, Nr, C);
+    if (is_bf16(m)) {
+        K(bf16_to_fp32, a->ln_grad_sum, a->ln_grad, 2 * (size_t)C);
+        zt_comm_all_reduce(m->tp_comm, a->ln_grad_sum, a->ln_grad_sum, 2 * (size_t)C, ZT_F32,
+                           ZT_REDUCE_SUM, NULL);
+    } else {
+        zt_comm_all_reduce(m->tp_comm, a->ln_grad, a->ln_grad_sum, 2 * (size_t)C, ZT_F32,
+                           ZT_REDUCE_SUM, NULL);
+    }
+    add_grad(m, dw, a->ln_grad_sum, C);
+    add_grad(m, db, a->ln_grad_sum + C, C);
 }
 
 // Attention's output into atty of the product inputs' dtype: under bf16 through the free
@@ -409,25 +521,25 @@ static zt_block_acts block_acts(const zt_gpt2 *m, int li) {
     const zt_gpt2_acts *a = &m->a;
     const zt_block_acts *r = &a->recomp;
     dims d = dims_of(m);
-    size_t N = (size_t)d.N, NH = (size_t)d.NHl;
+    size_t N = (size_t)d.N, Nr = (size_t)d.Nr, NH = (size_t)d.NHl;
     int ds = drops(m, li, 1), df = drops(m, li, 0);
     // the layer's index in the arrays that hold only the blocks after the recomputed ones
     size_t s = (size_t)(li - (mode_drops(m, 1) ? m->n_recomputed : 0));
     size_t f = (size_t)(li - (mode_drops(m, 0) ? m->n_recomputed : 0));
     zt_block_acts b = {
-        .ln1 = ds ? r->ln1 : in_at(m, a->ln1, s * d.NC),
-        .ln1_mean = df ? r->ln1_mean : a->ln1_mean + f * N,
-        .ln1_rstd = df ? r->ln1_rstd : a->ln1_rstd + f * N,
+        .ln1 = ds ? r->ln1 : in_at(m, a->ln1, s * d.NrC),
+        .ln1_mean = df ? r->ln1_mean : a->ln1_mean + f * Nr,
+        .ln1_rstd = df ? r->ln1_rstd : a->ln1_rstd + f * Nr,
         .qkv = df ? r->qkv : a->qkv + f * 3 * d.NCl,
         .atty = df ? r->atty : in_at(m, a->atty, f * d.NCl),
         .lse = df ? r->lse : a->lse + f * N * NH,
-        .res2 = df ? r->res2 : a->res2 + f * d.NC,
-        .ln2 = ds ? r->ln2 : in_at(m, a->ln2, s * d.NC),
-        .ln2_mean = df ? r->ln2_mean : a->ln2_mean + f * N,
-        .ln2_rstd = df ? r->ln2_rstd : a->ln2_rstd + f * N,
+        .res2 = df ? r->res2 : a->res2 + f * d.NrC,
+        .ln2 = ds ? r->ln2 : in_at(m, a->ln2, s * d.NrC),
+        .ln2_mean = df ? r->ln2_mean : a->ln2_mean + f * Nr,
+        .ln2_rstd = df ? r->ln2_rstd : a->ln2_rstd + f * Nr,
         .fch = df ? r->fch : a->fch + f * 4 * d.NCl,
         .fch_gelu = ds ? r->fch_gelu : in_at(m, a->fch_gelu, s * 4 * d.NCl),
-        .res3 = a->res3 + (size_t)li * d.NC,
+        .res3 = a->res3 + (size_t)li * d.NrC,
     };
     return b;
 }
@@ -438,19 +550,21 @@ static void block_forward_inner(zt_gpt2 *m, const zt_block_acts *b, const zt_blo
                                 const float *x) {
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
-    int N = d.N, C = d.C, Cl = d.Cl;
+    int N = d.N, Nr = d.Nr, C = d.C, Cl = d.Cl;
     zt_dtype it = in_dt(m);
-    zt_gpt2_layernorm_forward(m, b->ln1, it, b->ln1_mean, b->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
-    zt_gpt2_linear_forward(m, b->qkv, b->ln1, it, w->qkvw, w->qkvb, N, C, 3 * Cl, 0);
+    zt_gpt2_layernorm_forward(m, b->ln1, it, b->ln1_mean, b->ln1_rstd, x, w->ln1w, w->ln1b, Nr,
+                              C);
+    zt_gpt2_linear_forward(m, b->qkv, gather_ln(m, b->ln1), it, w->qkvw, w->qkvb, N, C, 3 * Cl,
+                           0);
     attention_forward(m, b->atty, b->lse, b->qkv);
     zt_gpt2_linear_forward(m, a->scratch, b->atty, it, w->attprojw, row_bias(m, w->attprojb), N,
                            Cl, C, 1);
-    tp_sum(m, a->scratch, d.NC);
+    const float *attn_out = reduce_rows(m, a->scratch);
     // res2 = x + attention's output, and ln_2 of it, in one pass
     zt_gpt2_residual_layernorm_forward(m, b->res2, b->ln2, it, b->ln2_mean, b->ln2_rstd, x,
-                                       a->scratch, w->ln2w, w->ln2b, N, C);
-    zt_gpt2_linear_gelu_forward(m, b->fch, b->fch_gelu, it, b->ln2, it, w->fcw, w->fcb, N, C,
-                                4 * Cl);
+                                       attn_out, w->ln2w, w->ln2b, Nr, C);
+    zt_gpt2_linear_gelu_forward(m, b->fch, b->fch_gelu, it, gather_ln(m, b->ln2), it, w->fcw,
+                                w->fcb, N, C, 4 * Cl);
 }
 
 static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const float *x) {
@@ -460,8 +574,7 @@ static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const f
     block_forward_inner(m, &b, w, x);
     zt_gpt2_linear_forward(m, a->scratch, b.fch_gelu, in_dt(m), w->fcprojw,
                            row_bias(m, w->fcprojb), d.N, 4 * d.Cl, d.C, 1);
-    tp_sum(m, a->scratch, d.NC);
-    K(add, b.res3, b.res2, a->scratch, d.NC);
+    K(add, b.res3, b.res2, reduce_rows(m, a->scratch), d.NrC);
 }
 
 // Before block li's backward, what its forward dropped, by the same kernels on the same
@@ -476,10 +589,10 @@ static void recompute_block(zt_gpt2 *m, int li, const zt_block_acts *b,
         return;
     }
     if (!drops(m, li, 1)) return;
-    zt_gpt2_layernorm_forward(m, b->ln1, it, b->ln1_mean, b->ln1_rstd, x, w->ln1w, w->ln1b, d.N,
+    zt_gpt2_layernorm_forward(m, b->ln1, it, b->ln1_mean, b->ln1_rstd, x, w->ln1w, w->ln1b, d.Nr,
                               d.C);
     zt_gpt2_layernorm_forward(m, b->ln2, it, b->ln2_mean, b->ln2_rstd, b->res2, w->ln2w, w->ln2b,
-                              d.N, d.C);
+                              d.Nr, d.C);
     zt_gpt2_gelu_forward(m, b->fch_gelu, it, b->fch, 4 * d.NCl);
 }
 
@@ -492,8 +605,9 @@ static void announce(zt_gpt2 *m, const void *first) {
 }
 
 // dres holds the gradient of the block's output and becomes that of its input x.
-// Row-parallel biases and LayerNorms see the whole (identical) dres on every tp rank,
-// so their gradients agree across the group without a reduction.
+// Row-parallel biases see the whole (identical) dres on every tp rank (gathered first with
+// sequence parallelism), so their gradients agree across the group without a reduction;
+// so do the LayerNorms' without sequence parallelism, and ln_backward sums them with it.
 static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_block_tensors *g,
                            const float *x) {
     zt_gpt2_acts *a = &m->a;
@@ -503,31 +617,31 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
     zt_block_acts b = block_acts(m, li);
     recompute_block(m, li, &b, w, x);
     // MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2))))
-    zt_gpt2_linear_backward(m, a->dfch, g->fcprojw, g->fcprojb, a->dres, b.fch_gelu, it,
-                            w->fcprojw, N, 4 * Cl, C, 1);
+    zt_gpt2_linear_backward(m, a->dfch, g->fcprojw, g->fcprojb, gather_grad(m, a->scratch, a->dres),
+                            b.fch_gelu, it, w->fcprojw, N, 4 * Cl, C, 1);
     K(gelu_backward, a->dfch, b.fch, a->dfch, 4 * d.NCl);
-    zt_gpt2_linear_backward(m, a->dln, g->fcw, g->fcb, a->dfch, b.ln2, it, w->fcw, N, C, 4 * Cl,
-                            0);
-    tp_sum(m, a->dln, d.NC); // column-parallel: each rank holds part of d(ln_2 out)
-    zt_gpt2_layernorm_backward(m, a->dres, g->ln2w, g->ln2b, a->dln, b.res2, w->ln2w, b.ln2_mean,
-                               b.ln2_rstd, N, C);
+    zt_gpt2_linear_backward(m, a->dln, g->fcw, g->fcb, a->dfch, gather_ln(m, b.ln2), it, w->fcw,
+                            N, C, 4 * Cl, 0);
+    // column-parallel: each rank holds part of d(ln_2 out)
+    ln_backward(m, a->dres, g->ln2w, g->ln2b, reduce_rows(m, a->dln), b.res2, w->ln2w, b.ln2_mean,
+                b.ln2_rstd);
     announce(m, g->ln2w); // ln_2, c_fc, the MLP's c_proj: this block's tail of the layout
     // attention: res2 = x + c_proj(attn(c_attn(ln_1(x))))
-    zt_gpt2_linear_backward(m, a->datty, g->attprojw, g->attprojb, a->dres, b.atty, it,
-                            w->attprojw, N, Cl, C, 1);
+    zt_gpt2_linear_backward(m, a->datty, g->attprojw, g->attprojb,
+                            gather_grad(m, a->scratch, a->dres), b.atty, it, w->attprojw, N, Cl,
+                            C, 1);
     K(attention_backward, a->dqkv, a->datty, b.qkv, b.lse, a->attn_work, d.B, d.T, Cl, d.NHl);
-    zt_gpt2_linear_backward(m, a->dln, g->qkvw, g->qkvb, a->dqkv, b.ln1, it, w->qkvw, N, C,
-                            3 * Cl, 0);
-    tp_sum(m, a->dln, d.NC);
-    zt_gpt2_layernorm_backward(m, a->dres, g->ln1w, g->ln1b, a->dln, x, w->ln1w, b.ln1_mean,
-                               b.ln1_rstd, N, C);
+    zt_gpt2_linear_backward(m, a->dln, g->qkvw, g->qkvb, a->dqkv, gather_ln(m, b.ln1), it,
+                            w->qkvw, N, C, 3 * Cl, 0);
+    ln_backward(m, a->dres, g->ln1w, g->ln1b, reduce_rows(m, a->dln), x, w->ln1w, b.ln1_mean,
+                b.ln1_rstd);
     announce(m, g->ln1w); // the whole block
 }
 
 // Block li's input: the previous block's output, or the stage input (the embedding
 // output, or a copy of what the previous stage sent) kept in `encoded`.
 static const float *block_input(const zt_gpt2 *m, int li) {
-    if (li > 0) return m->a.res3 + (size_t)(li - 1) * m->B * m->T * m->shape.n_embd;
+    if (li > 0) return m->a.res3 + (size_t)(li - 1) * rows(m) * m->shape.n_embd;
     return m->a.encoded;
 }
 
@@ -546,13 +660,14 @@ static int vocab_lo(const zt_gpt2 *m) { return m->layout.tp_rank * vocab_rows(m)
 static double head_forward(zt_gpt2 *m, const float *x, const int32_t *targets, int backward,
                            float loss_scale) {
     zt_gpt2_acts *a = &m->a;
-    int N = m->B * m->T, C = m->shape.n_embd, Vl = vocab_rows(m);
+    int N = m->B * m->T, Nr = (int)rows(m), C = m->shape.n_embd, Vl = vocab_rows(m);
     zt_dtype it = in_dt(m);
-    zt_gpt2_layernorm_forward(m, a->lnf, it, a->lnf_mean, a->lnf_rstd, x, m->p.lnfw, m->p.lnfb, N,
-                              C);
+    zt_gpt2_layernorm_forward(m, a->lnf, it, a->lnf_mean, a->lnf_rstd, x, m->p.lnfw, m->p.lnfb,
+                              Nr, C);
+    const char *lnf_all = gather_ln(m, a->lnf); // (N, C): the logits product's input
     for (int n0 = 0; n0 < N; n0 += m->loss_chunk) {
         int nc = (int)zt_min_sz((size_t)m->loss_chunk, (size_t)(N - n0));
-        const void *lnf = in_at(m, a->lnf, (size_t)n0 * C);
+        const void *lnf = lnf_all + (size_t)n0 * C * zt_dtype_size(it);
         zt_gpt2_weight_gemm(m, 0, 1, nc, Vl, C, lnf, it, C, m->p.wte, m->dtype, C, 0.0f, a->logits,
                             ZT_F32, Vl);
         zt_vocab_parallel_ce(m->be, m->tp_comm, a->logits, a->losses + n0, a->logits, targets + n0,
@@ -566,11 +681,11 @@ static double head_forward(zt_gpt2 *m, const float *x, const int32_t *targets, i
     double sum = 0.0;
     if (backward) m->be->ops->sum_into(m->be, a->loss_acc, a->losses, (size_t)N);
     else sum = m->be->ops->sum(m->be, a->losses, (size_t)N);
-    if (backward) {                       // kept per micro-batch: GPipe runs the backward later
-        tp_sum(m, a->dln, (size_t)N * C); // each vocabulary slice adds its part
-        m->be->ops->memset(m->be, a->dhead, 0, (size_t)N * C * sizeof(float));
-        zt_gpt2_layernorm_backward(m, a->dhead, m->g.lnfw, m->g.lnfb, a->dln, x, m->p.lnfw,
-                                   a->lnf_mean, a->lnf_rstd, N, C);
+    if (backward) { // kept per micro-batch: GPipe runs the backward later
+        m->be->ops->memset(m->be, a->dhead, 0, (size_t)Nr * C * sizeof(float));
+        // each vocabulary slice adds its part of d(ln_f out)
+        ln_backward(m, a->dhead, m->g.lnfw, m->g.lnfb, reduce_rows(m, a->dln), x, m->p.lnfw,
+                    a->lnf_mean, a->lnf_rstd);
     }
     return sum;
 }
@@ -589,19 +704,30 @@ static void need_unit(zt_gpt2 *m, int unit) {
     if (lo < hi) m->params_need(m->params_need_ctx, lo, hi);
 }
 
+// The embedding's output into `encoded`: all N rows of this rank's vocabulary slice (a
+// token's row lives on one tp rank, the others add zeros; positions on rank 0: the sum is
+// exact, as at tp = 1), summed over tp; with sequence parallelism only this rank's rows of
+// the sum are kept (reduce-scatter).
+static void embed_forward(zt_gpt2 *m, const int32_t *tokens) {
+    int N = m->B * m->T, C = m->shape.n_embd;
+    float *all = m->seq_parallel ? m->a.scratch : m->a.encoded;
+    zt_gpt2_encoder_forward(m, all, tokens, m->p.wte, m->layout.tp_rank == 0 ? m->p.wpe : NULL,
+                            vocab_lo(m), vocab_rows(m), N, m->T, C);
+    if (m->seq_parallel)
+        zt_comm_reduce_scatter(m->tp_comm, all, m->a.encoded, (size_t)N * C, ZT_F32,
+                               ZT_REDUCE_SUM, NULL);
+    else
+        tp_sum(m, all, (size_t)N * C);
+}
+
 double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
                        const int32_t *targets, int backward, float loss_scale) {
-    int N = m->B * m->T, C = m->shape.n_embd, L0 = first_layer(m);
+    int C = m->shape.n_embd, L0 = first_layer(m);
     if (has_embed(m)) {
         need_unit(m, ZT_UNIT_EMBED);
-        // a token's row lives on one tp rank (the others add zeros), positions on rank 0:
-        // the sum is exact, as at tp = 1
-        zt_gpt2_encoder_forward(m, m->a.encoded, tokens, m->p.wte,
-                                m->layout.tp_rank == 0 ? m->p.wpe : NULL, vocab_lo(m),
-                                vocab_rows(m), N, m->T, C);
-        tp_sum(m, m->a.encoded, (size_t)N * C);
+        embed_forward(m, tokens);
     } else {
-        m->be->ops->copy(m->be, m->a.encoded, input, (size_t)N * C * sizeof(float), ZT_COPY_D2D);
+        m->be->ops->copy(m->be, m->a.encoded, input, rows(m) * C * sizeof(float), ZT_COPY_D2D);
     }
     int nl = n_local_layers(m);
     for (int li = 0; li < nl; li++) {
@@ -615,20 +741,20 @@ double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
 
 void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, float *dinput) {
     int N = m->B * m->T, C = m->shape.n_embd, L0 = first_layer(m);
-    size_t NC = (size_t)N * C;
-    m->be->ops->copy(m->be, m->a.dres, has_head(m) ? m->a.dhead : dout, NC * sizeof(float),
+    size_t NrC = rows(m) * C;
+    m->be->ops->copy(m->be, m->a.dres, has_head(m) ? m->a.dhead : dout, NrC * sizeof(float),
                      ZT_COPY_D2D);
     for (int li = n_local_layers(m) - 1; li >= 0; li--)
         block_backward(m, li, &m->p.h[L0 + li], &m->g.h[L0 + li], block_input(m, li));
-    if (has_embed(m))
-        zt_gpt2_encoder_backward(m, m->g.wte, m->g.wpe, m->a.dres, tokens, vocab_lo(m),
-                                 vocab_rows(m), N, m->T, C);
+    if (has_embed(m)) // every rank's vocabulary slice needs every row's gradient
+        zt_gpt2_encoder_backward(m, m->g.wte, m->g.wpe, gather_grad(m, m->a.scratch, m->a.dres),
+                                 tokens, vocab_lo(m), vocab_rows(m), N, m->T, C);
     else if (dinput)
-        m->be->ops->copy(m->be, dinput, m->a.dres, NC * sizeof(float), ZT_COPY_D2D);
+        m->be->ops->copy(m->be, dinput, m->a.dres, NrC * sizeof(float), ZT_COPY_D2D);
 }
 
 void zt_gpt2_logits(const zt_gpt2 *m, float *out) {
     int N = m->B * m->T, C = m->shape.n_embd, Vl = vocab_rows(m);
-    zt_gpt2_weight_gemm(m, 0, 1, N, Vl, C, m->a.lnf, in_dt(m), C, m->p.wte, m->dtype, C, 0.0f, out,
-                        ZT_F32, Vl);
+    zt_gpt2_weight_gemm(m, 0, 1, N, Vl, C, gather_ln(m, m->a.lnf), in_dt(m), C, m->p.wte, m->dtype,
+                        C, 0.0f, out, ZT_F32, Vl);
 }

@@ -44,6 +44,13 @@ typedef struct {
     int layers; // only the stage's first `layers` blocks are recomputed; 0: every block
 } zt_recompute;
 
+// How a stage keeps its activations (docs/design.md, "Activation recomputation", "Sequence
+// parallelism"); zero: every activation kept, whole rows.
+typedef struct {
+    zt_recompute recompute;
+    int seq_parallel; // Megatron-LM's sequence parallelism (tp > 1): per-row tensors 1/tp
+} zt_act_options;
+
 // "none" | "selective" | "full" (static string).
 const char *zt_recompute_mode_name(zt_recompute_mode mode);
 
@@ -68,31 +75,42 @@ typedef struct {
 // model's dtype: under bf16 the products round them to bf16 anyway (docs/design.md, "bf16").
 // The per-layer arrays hold the blocks that keep them: of a recomputed block's dropped
 // tensors only the blocks after the recomputed ones (zt_gpt2.n_recomputed), res3 always all.
+//
+// With sequence parallelism (zt_gpt2.seq_parallel) the per-row tensors outside the column-
+// and row-parallel products hold only this tp rank's Nr = N/tp rows: encoded, ln1, ln2, lnf,
+// their statistics, res2, res3, dhead, dres (shapes below say Nr; Nr = N without it). The
+// products' inputs are gathered into `gathered` and their outputs reduce-scattered through
+// `scratch` (docs/design.md, "Sequence parallelism").
 typedef struct {
-    float *encoded;                 // (N, C) embedding output (first stage)
-    void *ln1;                      // (L, N, C)
-    float *ln1_mean, *ln1_rstd;     // (L, N), (L, N)
+    float *encoded;                 // (Nr, C) embedding output (first stage), or stage input
+    void *ln1;                      // (L, Nr, C)
+    float *ln1_mean, *ln1_rstd;     // (L, Nr), (L, Nr)
     float *qkv;                     // (L, N, 3C)
     void *atty;                     // (L, N, C)
     float *lse;                     // (L, B, NH, T) attention log-sum-exp
-    float *res2;                    // (L, N, C) residual after attention
-    void *ln2;                      // (L, N, C)
-    float *ln2_mean, *ln2_rstd;     // (L, N), (L, N)
+    float *res2;                    // (L, Nr, C) residual after attention
+    void *ln2;                      // (L, Nr, C)
+    float *ln2_mean, *ln2_rstd;     // (L, Nr), (L, Nr)
     float *fch;                     // (L, N, 4C)
     void *fch_gelu;                 // (L, N, 4C)
-    float *res3;                    // (L, N, C) block outputs
-    void *lnf;                      // (N, C)
-    float *lnf_mean, *lnf_rstd;     // (N), (N)
+    float *res3;                    // (L, Nr, C) block outputs
+    void *lnf;                      // (Nr, C)
+    float *lnf_mean, *lnf_rstd;     // (Nr), (Nr)
     float *losses;                  // (N) per-token loss (last stage)
-    float *dhead;                   // (N, C) gradient of the head's input (last stage)
+    float *dhead;                   // (Nr, C) gradient of the head's input (last stage)
     // gradients and scratch, reused across layers
-    float *dres;                    // (N, C) running residual-stream gradient
-    float *dln;                     // (N, C)
+    float *dres;                    // (Nr, C) running residual-stream gradient
+    float *dln;                     // (N, C) a column-parallel input's gradient
     float *datty;                   // (N, C)
     float *dqkv;                    // (N, 3C)
     float *dfch;                    // (N, 4C)
     float *scratch;                 // (N, C) projection outputs before the residual add
     zt_block_acts recomp;           // one layer of what recomputed blocks drop (NULL: none)
+    void *gathered;                 // (N, C) of the model's dtype: a LayerNorm output
+                                    // gathered over tp (sequence parallel only, else 0)
+    void *ln_grad;                  // (2C) of the model's dtype: one LayerNorm's weight and
+                                    // bias gradient of this rank's rows (sequence parallel)
+    float *ln_grad_sum;             // (2C) it summed over tp (sequence parallel)
     float *logits;                  // (loss_chunk, Vp/tp) one chunk of logits, then its grads
     float *ce_work;                 // (3 * loss_chunk) the loss's per-row max, sums, targets
     double *loss_acc;               // (1) the training forwards' loss sum (last stage)
@@ -110,6 +128,7 @@ typedef struct {
     size_t attn_work_n; // floats of attention scratch the backend needs for T
     size_t gemm_work_n; // floats of gemm_mixed scratch (bf16 only)
     const zt_comm *tp_comm;   // this stage's tp group's tensor path (NULL when tp = 1)
+    int seq_parallel;         // 1: rows split over tp outside the products (tp > 1 only)
     // ZT_F32, or ZT_BF16: parameters and gradients bf16 (the optimizer keeps fp32
     // masters), activations fp32, products with bf16 operands (docs/design.md, "bf16")
     zt_dtype dtype;
@@ -149,12 +168,14 @@ typedef struct {
 // zt_gpt2_use_slot picks another. Weights are zero until zt_gpt2_init_random or a
 // checkpoint fills them. With tp > 1, tp_comm is the stage's tp group (rank tp_rank
 // of size tp): forward and backward issue its all-reduces. Free with zt_gpt2_free.
-// dtype: ZT_F32, or ZT_BF16 on a backend whose caps.bf16 is 1. rc: what the blocks
-// recompute in the backward (NULL: nothing).
+// dtype: ZT_F32, or ZT_BF16 on a backend whose caps.bf16 is 1. opts: how the activations
+// are kept (recomputation, sequence parallelism; NULL: all kept, whole rows); sequence
+// parallelism (ignored at tp 1) needs tp to divide B*T (ZT_ERR otherwise), and the stage's
+// inputs and outputs are then this rank's rows only.
 zt_status zt_gpt2_init(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s, int unit_first,
                        int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
                        int B, int T, int loss_chunk, int n_slots, const zt_comm *tp_comm,
-                       zt_dtype dtype, const zt_recompute *rc);
+                       zt_dtype dtype, const zt_act_options *opts);
 
 // Points the activations (m->a, not the shared backward scratch) at slot `slot`: the
 // forward and backward of one micro-batch must use the same slot.
@@ -168,7 +189,15 @@ void zt_gpt2_free(zt_gpt2 *m);
 zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, int unit_first,
                             int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
                             int B, int T, int loss_chunk, int n_slots, size_t attn_work,
-                            zt_dtype dtype, size_t gemm_work_bytes, const zt_recompute *rc);
+                            zt_dtype dtype, size_t gemm_work_bytes,
+                            const zt_act_options *opts);
+
+// Token rows of one micro-batch of N = B*T that this tp rank's stage input, output and
+// per-row activations hold: N/tp with sequence parallelism at tp > 1, else N.
+static inline size_t zt_gpt2_rows(int B, int T, int tp, int seq_parallel) {
+    size_t N = (size_t)B * T;
+    return seq_parallel && tp > 1 ? N / (size_t)tp : N;
+}
 
 // Bytes of one parameter (or gradient) element of the model.
 static inline size_t zt_gpt2_elem_size(const zt_gpt2 *m) { return zt_dtype_size(m->dtype); }
@@ -190,7 +219,8 @@ int zt_gpt2_auto_loss_chunk(int padded_vocab, int N);
 void zt_gpt2_init_random(zt_gpt2 *m, uint64_t seed);
 
 // Forward of this stage's units over tokens (B, T) (used when the stage has the
-// embedding; else `input` (N, C) is the previous stage's output; all device memory) and,
+// embedding; else `input` (Nr, C) is the previous stage's output, Nr = zt_gpt2_rows; all
+// device memory) and,
 // on the last stage, the loss against targets. With `backward`, the head also computes its
 // gradient (scaled by `loss_scale`, e.g. 1/tokens in the global batch) as it goes.
 // Returns the sum of the per-token losses of the micro-batch on the last stage, else 0;
@@ -204,15 +234,16 @@ double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
 double zt_gpt2_take_loss(zt_gpt2 *m);
 
 // Backward of the blocks and the embedding, after zt_gpt2_forward(..., backward=1).
-// On a stage without the head, `dout` (N, C) is the gradient of its output. Gradients
+// On a stage without the head, `dout` (Nr, C) is the gradient of its output. Gradients
 // are added into m->grads. If `dinput` is non-NULL (a stage without the embedding), the
-// gradient of the stage's input is written there.
+// gradient of the stage's input (Nr, C) is written there.
 void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, float *dinput);
 
-// The output of this stage's last unit (N, C) (for the next stage).
+// The output of this stage's last unit (Nr, C) (for the next stage).
 const float *zt_gpt2_output(const zt_gpt2 *m);
 
-// Logits (N, Vp/tp) of the last forward (last stage): this tp rank's vocabulary slice.
+// Logits (N, Vp/tp) of the last forward (last stage): this tp rank's vocabulary slice
+// (all N rows; with sequence parallelism collective over tp, which gathers ln_f's rows).
 void zt_gpt2_logits(const zt_gpt2 *m, float *out);
 
 #endif

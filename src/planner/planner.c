@@ -45,7 +45,8 @@ static zt_status plan_stage(const zt_plan_spec *s, int first, int last, int tp_r
     zt_dtype dtype = s->param_bytes == 2 ? ZT_BF16 : ZT_F32;
     ZT_TRY(zt_gpt2_footprint(m, &s->shape, first, last, s->tp, tp_rank, ZT_ALIGN_ELEMS, pad,
                              s->micro_batch, s->seq, s->loss_chunk, slots, work, dtype,
-                             s->backend->gemm_mixed_workspace, &s->recompute));
+                             s->backend->gemm_mixed_workspace,
+                             &(zt_act_options){s->recompute, s->seq_parallel}));
     memset(o, 0, sizeof *o);
     o->unit_first = first;
     o->unit_last = last;
@@ -55,8 +56,10 @@ static zt_status plan_stage(const zt_plan_spec *s, int first, int last, int tp_r
     for (int k = 0; k < ZT_MEM_NCAT; k++) o->bytes[k] = (double)m[k];
     // the trainer's own buffers: token ids of every held micro-batch (inputs and
     // targets), the activations received from the stage before and their gradients from
-    // the stage after, per slot, and the gradient of the stage's input
-    double BT = (double)s->micro_batch * s->seq, NC = BT * s->shape.n_embd;
+    // the stage after, per slot, and the gradient of the stage's input (this rank's rows)
+    double BT = (double)s->micro_batch * s->seq;
+    double NC = (double)zt_gpt2_rows(s->micro_batch, s->seq, s->tp, s->seq_parallel) *
+                s->shape.n_embd;
     o->bytes[ZT_MEM_WORKSPACE] += 2.0 * slots * BT * sizeof(int32_t);
     // the backend's own buffers, allocated when it opens (CUDA: cuBLAS's workspace, the
     // sums' and the bf16 ops' scratch)

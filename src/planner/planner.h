@@ -17,7 +17,8 @@
 //             whole flat buffer. fp32 AdamW: m and v, 4 bytes each per element;
 //             adamw8bit: zt_adamw8bit_state_bytes of the shard (codes, absmax, fp32
 //             state of small tensors, the piece table).
-//   comm      the trainer's pipeline buffers, (2 * slots + 1) * B * T * C floats
+//   comm      the trainer's pipeline buffers, (2 * slots + 1) * Nr * C floats (Nr = B * T,
+//             or B * T / tp with --sequence-parallel: zt_gpt2_rows)
 //             (allocated even at pp = 1), plus the MPI backend's tables per communicator.
 //             The MPI backend's shared-memory staging windows (2 * size * slot bytes per
 //             node-local communicator of 2 or more ranks) are MPI's allocation, outside
@@ -52,6 +53,7 @@
 typedef struct {
     zt_model_shape shape;         // Vp padded for tp (zt_config_shape)
     int dp, pp, tp;               // world = dp * pp * tp
+    int seq_parallel;             // --sequence-parallel: per-row tensors 1/tp (tp > 1)
     int zero;                     // 0: every dp rank keeps the whole optimizer; 1: a 1/dp shard
     int micro_batch, seq, grad_accum;
     int loss_chunk;               // tokens per loss chunk, 0 = automatic

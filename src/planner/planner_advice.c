@@ -211,6 +211,11 @@ static void try_singles(const zt_plan_spec *s, double limit, int sharing, zt_pla
         t.is_8bit = 1;
         if (fits(&t, NULL, limit, sharing, &v)) add_advice(adv, n, max, "--optim adamw8bit", &v);
     }
+    if (s->tp > 1 && !s->seq_parallel && ((size_t)s->micro_batch * s->seq) % (size_t)s->tp == 0) {
+        zt_plan_spec t = *s; // 1/tp of the per-row activations (docs/design.md)
+        t.seq_parallel = 1;
+        if (fits(&t, NULL, limit, sharing, &v)) add_advice(adv, n, max, "--sequence-parallel", &v);
+    }
     try_pp(s, limit, sharing, "", adv, n, max);
     try_micro_batch(s, limit, sharing, "", adv, n, max);
     try_recompute(s, limit, sharing, "", adv, n, max);

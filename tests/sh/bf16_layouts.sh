@@ -3,7 +3,8 @@
 # and global batch trained for 6 steps must give the same losses and parameters within the
 # bf16 bounds of tests/compare_models.py (--bf16: one bf16 ulp of each value plus what
 # rounding the gradients in bf16 can do through Adam; derived in its docstring). dp with ZeRO
-# 0 and 1, pp 2 and 4 (the tied embedding across the end stages), tp 2, and the headline
+# 0 and 1, pp 2 and 4 (the tied embedding across the end stages), tp 2 (also with
+# --sequence-parallel), and the headline
 # --zero 1 --pp 4 --tp 2, for AdamW and 8-bit AdamW. The fp32 run of the same model is
 # compared too, to show how far bf16 itself moves it (printed, not checked).
 set -euo pipefail
@@ -35,6 +36,7 @@ for opt in adamw adamw8bit; do
   compare fp32-$opt base-$opt --bf16 || true
   for cfg in "dp2z0 2 2 2 --zero 0" "dp2z1 2 2 2 --zero 1" "dp4z1 4 1 2 --zero 1" \
              "pp2 2 2 4 --pp 2" "pp4 4 2 4 --pp 4" "tp2 2 2 4 --tp 2" \
+             "tp2sp 2 2 4 --tp 2 --sequence-parallel" \
              "pp4tp2z1 8 2 4 --zero 1 --pp 4 --tp 2"; do
     set -- $cfg
     name=$1-$opt; shift

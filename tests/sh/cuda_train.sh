@@ -40,4 +40,16 @@ for optim in adamw adamw8bit; do
       --steps 20 --lr 1e-3 $frac --log-a $out/$run-cpu.jsonl --log-b $out/$run-cuda.jsonl || fail=1
 done
 done
+# Activation recomputation on the GPU runs the same kernels on the same inputs: bit-identical
+# weights to the run without it (full under fp32, selective under bf16)
+for rc in fp32:full bf16:selective; do
+  dtype=${rc%%:*}; mode=${rc#*:}
+  $ZC $common --optim adamw --param-dtype $dtype --backend cuda --recompute $mode \
+      --save $out/$dtype-$mode > $out/$dtype-$mode.out 2>&1 || { cat $out/$dtype-$mode.out; exit 1; }
+  if cmp -s $out/$dtype-adamw-cuda/model.safetensors $out/$dtype-$mode/model.safetensors; then
+    echo "== $dtype --recompute $mode: bit-identical to none on the GPU"
+  else
+    echo "MISMATCH $dtype --recompute $mode: the weights differ from the run without it"; fail=1
+  fi
+done
 exit $fail

@@ -186,6 +186,30 @@ while read -r change; do
     "${BASE[@]}" $change
 done <"$tmp/json_mem_limit_advice.json.advice"
 json_check json_mem_limit_fits 'assert j["fits"] is True and j["advice"] == []' -- --dp 2 --mem-limit 1G
+# a tp 2 run that does not fit is advised --sequence-parallel, which fits when planned again
+json_check json_mem_limit_advice_sp '
+assert j["fits"] is False, j["max_peak"]
+assert "--sequence-parallel" in [a["change"] for a in j["advice"]], j["advice"]' -- \
+  --model gpt2 --micro-batch 8 --seq 1024 --tp 2 --mem-limit 4G
+json_check json_mem_limit_advice_sp_replanned 'assert j["max_peak"] <= 4 * 2**30, j["max_peak"]' -- \
+  --model gpt2 --micro-batch 8 --seq 1024 --tp 2 --sequence-parallel
+# --sequence-parallel: each tp rank keeps 1/tp of the per-row activations (LayerNorms,
+# residual stream) and pipeline buffers, so GPT-2 at B8 T1024 on tp 2 plans fewer
+# activation bytes per rank than tp 2 alone (docs/design.md, "Sequence parallelism")
+"$ZT" memory --model gpt2 --micro-batch 8 --seq 1024 --tp 2 --json >"$tmp/tp2.json" && \
+"$ZT" memory --model gpt2 --micro-batch 8 --seq 1024 --tp 2 --sequence-parallel --json \
+  >"$tmp/tp2_sp.json" && \
+if "$PY" - "$tmp/tp2.json" "$tmp/tp2_sp.json" <<'EOF'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert not a["layout"]["sequence_parallel"] and b["layout"]["sequence_parallel"]
+for ra, rb in zip(a["ranks"], b["ranks"]):
+    x, y = ra["bytes"]["activations"], rb["bytes"]["activations"]
+    assert y < x, (y, x)
+    assert rb["bytes"]["comm"] < ra["bytes"]["comm"], (rb["bytes"], ra["bytes"])
+EOF
+then echo "ok   json_sequence_parallel_shrinks"
+else echo "FAIL json_sequence_parallel_shrinks"; failed+=("json_sequence_parallel_shrinks"); fi
 
 # ---- the plan against real runs: rank 0's allocator bytes after step 1 (the step log's
 # "mem") equal its plan in every category, the MPI backend's own bytes included -------------
@@ -198,7 +222,9 @@ if command -v mpirun >/dev/null; then
              "4|--dp 1 --pp 2 --tp 2 --grad-accum 2 --n-layer 3 --recompute full --recompute-layers 1" \
              "1|--dp 1 --recompute selective" \
              "4|--dp 2 --pp 2 --grad-accum 2 --n-layer 2 --tensor-path staged" \
-             "2|--dp 2 --zero 1 --param-dtype bf16 --tensor-path staged"; do
+             "2|--dp 2 --zero 1 --param-dtype bf16 --tensor-path staged" \
+             "4|--dp 1 --pp 2 --tp 2 --grad-accum 2 --n-layer 3 --sequence-parallel" \
+             "2|--dp 1 --tp 2 --sequence-parallel --param-dtype bf16"; do
     np=${cfg%%|*}; flags=${cfg#*|}
     name="run_np${np}_$(echo "$flags" | tr -c 'a-z0-9' _)"
     # shellcheck disable=SC2086  # flags are several words
@@ -233,6 +259,8 @@ expect_ok train_bf16 'precision: bf16 weights and gradients' -- "$ZT" "${TINY[@]
 expect_ok memory_without_dp 'world 2|dp 1' -- "$ZT" memory --pp 2
 expect_error memory_tp_not_dividing_heads "--tp 3 does not divide the 4 attention heads" -- "$ZT" memory --dp 1 --tp 3
 expect_error memory_tp_not_dividing_gpt2_heads "--tp 5 does not divide the 12 attention heads" -- "$ZT" memory --model gpt2 --dp 2 --tp 5
+expect_error memory_sequence_parallel_rows "splits a micro-batch's 1 x 15 = 15 token rows over --tp 2" -- \
+  "$ZT" memory --dp 1 --tp 2 --sequence-parallel --micro-batch 1 --seq 15
 expect_error memory_param_dtype_unknown "--param-dtype 'fp16' is not known" -- "$ZT" memory --dp 1 --param-dtype fp16
 expect_error memory_mem_limit_bad "--mem-limit '12Q'" -- "$ZT" memory --dp 1 --mem-limit 12Q
 expect_error memory_mem_limit_negative "--mem-limit '-1G'" -- "$ZT" memory --dp 1 --mem-limit -1G

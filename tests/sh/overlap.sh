@@ -120,6 +120,9 @@ exact pp2dp2z1_bf16 4 --pp 2 --micro-batch 2 --grad-accum 3 --zero 1 --param-dty
 exact pp4dp2z1 8 --n-layer 4 --pp 4 --micro-batch 2 --grad-accum 4 --zero 1
 exact pp4z0_gpipe 4 --n-layer 4 --pp 4 --micro-batch 2 --grad-accum 4 --zero 0 --schedule gpipe
 exact tp2dp2z1 4 --tp 2 --micro-batch 3 --grad-accum 2 --zero 1
+# --sequence-parallel: the LayerNorm gradients are summed over tp before the backward
+# announces them, so the buckets that start early carry final values
+exact pp2tp2dp2z1_sp 8 --pp 2 --tp 2 --micro-batch 2 --grad-accum 2 --zero 1 --sequence-parallel
 # the design card: --zero 1 --pp 4 --tp 2 with 8-bit AdamW on 8 ranks (dp 1: its gather
 # pieces are on one rank, still left in flight and waited for by the forward)
 exact card 8 --n-layer 4 --pp 4 --tp 2 --micro-batch 2 --grad-accum 4 --zero 1 --optim adamw8bit --optim-min-8bit 256

@@ -5,7 +5,8 @@
 # losses and the saved weights must be bit-identical to none's in the same layout (which the
 # layout tests compare with the single-rank run and PyTorch). The layouts: one rank, tp 2,
 # pp 2 GPipe, dp 2 x pp 2 ZeRO-1 with overlap, the headline --zero 1 --pp 4 --tp 2 with an
-# embedding-only first stage, and bf16 with 8-bit AdamW under dp x pp x tp.
+# embedding-only first stage, tp 2 and the headline with --sequence-parallel (8-bit AdamW),
+# and bf16 with 8-bit AdamW under dp x pp x tp.
 set -euo pipefail
 . tests/env.sh
 zt_layout_backend
@@ -53,6 +54,8 @@ layout tp2 2 2 4 --tp 2
 layout pp2_gpipe 2 2 4 --pp 2 --schedule gpipe
 layout dp2_pp2_zero1_overlap 4 2 2 --dp 2 --pp 2 --zero 1 --overlap-comm on
 layout pp4_tp2_zero1 8 2 4 --zero 1 --pp 4 --tp 2 --partition 0:1,1:3,3:5,5:6
+layout tp2_sp 2 2 4 --tp 2 --sequence-parallel
+layout pp4_tp2_zero1_sp 8 2 4 --zero 1 --pp 4 --tp 2 --sequence-parallel --optim adamw8bit
 layout bf16_8bit 8 2 2 --dp 2 --pp 2 --tp 2 --zero 1 --optim adamw8bit --param-dtype bf16
 run bf16_8bit_sel_first 8 --micro-batch 2 --grad-accum 2 --dp 2 --pp 2 --tp 2 --zero 1 \
     --optim adamw8bit --param-dtype bf16 --recompute selective --recompute-layers 1
@@ -64,7 +67,7 @@ def mem(name):
     for line in open(f"{sys.argv[1]}/{name}.jsonl"):
         r = json.loads(line)
         if "mem" in r: return r["mem"]
-for base in ["one", "pp2_gpipe"]:
+for base in ["one", "pp2_gpipe", "tp2_sp"]:
     none, sel, full = (mem(n)["activations"] for n in [base, base + "_selective", base + "_full"])
     print(f"{base}: activation bytes none {none}, selective {sel}, full {full}")
     assert full < sel < none, "recomputation must shrink the activations"

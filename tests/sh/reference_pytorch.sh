@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the PyTorch reference (never trusts a stale file) and compares the C model
 # against it (tests/test_reference.c): logits, loss, gradients, AdamW steps. Then runs
-# the real binary from the same checkpoint and data (one rank, then tp 2 and tp 4) and
+# the real binary from the same checkpoint and data (one rank, then tp 2 and tp 4, each
+# also with --sequence-parallel) and
 # compares its logged step losses and saved weights.
 set -euo pipefail
 dir=build/ref
@@ -25,11 +26,19 @@ OMP_NUM_THREADS=2 build/zerotrain "${args[@]}" --recompute full --log $dir/run_r
 "${PYTHON:-/usr/bin/python3}" tests/reference/check_run.py $dir $dir/run_rc.jsonl $dir/run_rc
 # The same checkpoint (vocabulary 300 padded to 384 in the file) under tp 2 and 4, where
 # the run pads it to 512: the padding is remade, and the tp run must match PyTorch too.
+# Each also with --sequence-parallel (LayerNorms and residual stream split by rows).
 for tp in 2 4; do
-  echo "== tp $tp from the same checkpoint"
-  OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS -np $tp \
-      build/zerotrain "${args[@]}" --tp $tp --log $dir/run_tp$tp.jsonl --save $dir/run_tp$tp \
-      > $dir/run_tp$tp.out
-  grep -q "padded 512" $dir/run_tp$tp.out || { echo "tp $tp: vocabulary not padded to 512"; exit 1; }
-  "${PYTHON:-/usr/bin/python3}" tests/reference/check_run.py $dir $dir/run_tp$tp.jsonl $dir/run_tp$tp
+  for sp in "" --sequence-parallel; do
+    name=run_tp$tp${sp:+_sp}
+    echo "== tp $tp${sp:+ $sp} from the same checkpoint"
+    OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS -np $tp \
+        build/zerotrain "${args[@]}" --tp $tp $sp --log $dir/$name.jsonl --save $dir/$name \
+        > $dir/$name.out
+    grep -q "padded 512" $dir/$name.out || { echo "tp $tp: vocabulary not padded to 512"; exit 1; }
+    if [ -n "$sp" ]; then
+      grep -q "^sequence parallel: each tp rank holds" $dir/$name.out \
+          || { echo "tp $tp: --sequence-parallel not in effect"; exit 1; }
+    fi
+    "${PYTHON:-/usr/bin/python3}" tests/reference/check_run.py $dir $dir/$name.jsonl $dir/$name
+  done
 done
