@@ -29,6 +29,18 @@ static void print_seq_parallel(const zt_trainer *t) {
         printf("sequence parallel: no effect at tp 1 (nothing to split)\n");
 }
 
+// --recompute: which blocks recompute what in their backward (the same results, docs/design.md).
+static void print_recompute(const zt_trainer *t) {
+    const zt_recompute *r = &t->model.recompute;
+    if (r->mode == ZT_RECOMPUTE_NONE) return;
+    char which[48] = "every block";
+    if (r->layers) snprintf(which, sizeof which, "each stage's first %d blocks", r->layers);
+    printf("recompute %s: %s %s in the backward (the same results, less activation memory)\n",
+           zt_recompute_mode_name(r->mode), which,
+           r->mode == ZT_RECOMPUTE_FULL ? "run their forward again"
+                                        : "remake their LayerNorm and GELU outputs");
+}
+
 void zt_trainer_print_start(zt_trainer *t) {
     const zt_config *c = t->cfg;
     const zt_grid *g = &t->grid;
@@ -50,6 +62,7 @@ void zt_trainer_print_start(zt_trainer *t) {
                g->world, g->dp, g->pp, g->tp, zt_dp_sync_describe(&t->sync), c->micro_batch,
                c->grad_accum, g->dp, c->seq, omp_get_max_threads());
         print_seq_parallel(t);
+        print_recompute(t);
         if (t->model.dtype == ZT_BF16) {
             printf("precision: bf16 weights and gradients, fp32 master weights in the optimizer; "
                    "products on bf16 operands with fp32 sums, their inputs stored in bf16, the "

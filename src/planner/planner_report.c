@@ -178,12 +178,19 @@ static void text_report(FILE *f, const zt_plan_spec *s, const zt_partition *p,
                "n_ctx %d: %s parameters\n",
             m->n_layer, m->n_head, m->n_embd, m->vocab, m->padded_vocab, m->n_ctx,
             format_count(psi, cnt, sizeof cnt));
+    char recompute[64] = "";
+    if (s->recompute.mode != ZT_RECOMPUTE_NONE && s->recompute.layers)
+        snprintf(recompute, sizeof recompute, ", --recompute %s of each stage's first %d blocks",
+                 zt_recompute_mode_name(s->recompute.mode), s->recompute.layers);
+    else if (s->recompute.mode != ZT_RECOMPUTE_NONE)
+        snprintf(recompute, sizeof recompute, ", --recompute %s",
+                 zt_recompute_mode_name(s->recompute.mode));
     fprintf(f, "layout: %d ranks = dp %d x pp %d x tp %d; --zero %d, %s, %s parameters; "
-               "micro-batch %d x %d tokens, grad-accum %d, %s%s\n",
+               "micro-batch %d x %d tokens, grad-accum %d, %s%s%s\n",
             W, s->dp, s->pp, s->tp, s->zero, s->is_8bit ? "adamw8bit" : "adamw",
             s->param_bytes == 4 ? "fp32" : "bf16 (fp32 master)", s->micro_batch, s->seq,
             s->grad_accum, zt_schedule_kind_name(s->schedule),
-            s->seq_parallel && s->tp > 1 ? ", sequence parallel" : "");
+            s->seq_parallel && s->tp > 1 ? ", sequence parallel" : "", recompute);
     fprintf(f, "partition %s: %s\n", s->partition, part);
     fprintf(f, "%d OpenMP threads per rank (--threads, else OMP_NUM_THREADS: the attention "
                "workspace grows with them)\n",
@@ -323,6 +330,8 @@ static void json_report(FILE *f, const zt_plan_spec *s, const zt_partition *p,
     cJSON_AddNumberToObject(lay, "tp", s->tp);
     cJSON_AddNumberToObject(lay, "zero", s->zero);
     cJSON_AddBoolToObject(lay, "sequence_parallel", s->seq_parallel && s->tp > 1);
+    cJSON_AddStringToObject(lay, "recompute", zt_recompute_mode_name(s->recompute.mode));
+    cJSON_AddNumberToObject(lay, "recompute_layers", s->recompute.layers);
     cJSON_AddStringToObject(lay, "optim", s->is_8bit ? "adamw8bit" : "adamw");
     cJSON_AddStringToObject(lay, "param_dtype", s->param_bytes == 4 ? "fp32" : "bf16");
     cJSON_AddNumberToObject(lay, "micro_batch", s->micro_batch);
