@@ -158,24 +158,26 @@ static size_t recomp_layers(const zt_gpt2 *m, int sel) {
     return m->n_recomputed > 0 && mode_drops(m, sel);
 }
 
-// The workspace's one layer of what recomputed blocks drop (res3 is always kept).
-static void carve_recompute_set(zt_block_acts *r, carver *ws, const zt_gpt2 *m) {
+// A block tensor set `b` of K layers from `c`: sel layers of the tensors selective
+// recomputation drops (ln1, ln2, GELU's output), full layers of the others full drops, out
+// layers of the block outputs res3.
+static void carve_blocks(zt_block_acts *b, carver *c, const zt_gpt2 *m, size_t sel, size_t full,
+                         size_t out) {
     size_t N = (size_t)m->B * m->T, C = (size_t)m->shape.n_embd, tp = (size_t)m->layout.tp;
     size_t Cl = C / tp, NH = (size_t)m->shape.n_head / tp, Nr = rows(m);
-    size_t rs = recomp_layers(m, 1), rf = recomp_layers(m, 0);
-    r->ln1 = carve_in(ws, rs * Nr * C, m);
-    r->ln1_mean = carve(ws, rf * Nr);
-    r->ln1_rstd = carve(ws, rf * Nr);
-    r->qkv = carve(ws, rf * N * 3 * Cl);
-    r->atty = carve_in(ws, rf * N * Cl, m);
-    r->lse = carve(ws, rf * N * NH);
-    r->res2 = carve(ws, rf * Nr * C);
-    r->ln2 = carve_in(ws, rs * Nr * C, m);
-    r->ln2_mean = carve(ws, rf * Nr);
-    r->ln2_rstd = carve(ws, rf * Nr);
-    r->fch = carve(ws, rf * N * 4 * Cl);
-    r->fch_gelu = carve_in(ws, rs * N * 4 * Cl, m);
-    r->res3 = NULL;
+    b->ln1 = carve_in(c, sel * Nr * C, m);
+    b->ln1_mean = carve(c, full * Nr);
+    b->ln1_rstd = carve(c, full * Nr);
+    b->qkv = carve(c, full * N * 3 * Cl);
+    b->atty = carve_in(c, full * N * Cl, m);
+    b->lse = carve(c, full * N * NH);
+    b->res2 = carve(c, full * Nr * C);
+    b->ln2 = carve_in(c, sel * Nr * C, m);
+    b->ln2_mean = carve(c, full * Nr);
+    b->ln2_rstd = carve(c, full * Nr);
+    b->fch = carve(c, full * N * 4 * Cl);
+    b->fch_gelu = carve_in(c, sel * N * 4 * Cl, m);
+    b->res3 = carve(c, out * Nr * C);
 }
 
 // Carves one micro-batch's activations from `act`, the workspace from `ws` and the
@@ -185,25 +187,11 @@ static void carve_recompute_set(zt_block_acts *r, carver *ws, const zt_gpt2 *m) 
 // have kept_layers() layers, and the workspace holds one layer of them for the recomputation.
 static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, const zt_gpt2 *m) {
     size_t N = (size_t)m->B * m->T, C = (size_t)m->shape.n_embd, tp = (size_t)m->layout.tp;
-    size_t nl = (size_t)n_local_layers(m), NH = (size_t)m->shape.n_head / tp;
-    size_t Cl = C / tp; // this rank's heads' channels
+    size_t nl = (size_t)n_local_layers(m), Cl = C / tp; // this rank's heads' channels
     size_t Vl = (size_t)m->shape.padded_vocab / tp;
     size_t Nr = rows(m); // the per-row tensors' rows: N, or N/tp with sequence parallelism
-    size_t ks = kept_layers(m, 1), kf = kept_layers(m, 0);
     a->encoded = carve(act, Nr * C);
-    a->ln1 = carve_in(act, ks * Nr * C, m);
-    a->ln1_mean = carve(act, kf * Nr);
-    a->ln1_rstd = carve(act, kf * Nr);
-    a->qkv = carve(act, kf * N * 3 * Cl);
-    a->atty = carve_in(act, kf * N * Cl, m);
-    a->lse = carve(act, kf * N * NH);
-    a->res2 = carve(act, kf * Nr * C);
-    a->ln2 = carve_in(act, ks * Nr * C, m);
-    a->ln2_mean = carve(act, kf * Nr);
-    a->ln2_rstd = carve(act, kf * Nr);
-    a->fch = carve(act, kf * N * 4 * Cl);
-    a->fch_gelu = carve_in(act, ks * N * 4 * Cl, m);
-    a->res3 = carve(act, nl * Nr * C);
+    carve_blocks(&a->layers, act, m, kept_layers(m, 1), kept_layers(m, 0), nl);
     int head = has_head(m);
     a->lnf = carve_in(act, head ? Nr * C : 0, m);
     a->lnf_mean = carve(act, head ? Nr : 0);
@@ -220,7 +208,7 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     carve_seq_parallel(a, ws, m);
     a->attn_work = carve(ws, nl ? m->attn_work_n : 0);
     a->gemm_work = carve(ws, m->gemm_work_n);
-    carve_recompute_set(&a->recomp, ws, m);
+    carve_blocks(&a->recomp, ws, m, recomp_layers(m, 1), recomp_layers(m, 0), 0);
     a->logits = carve(lg, head ? (size_t)m->loss_chunk * Vl : 0);
     a->ce_work = carve(lg, head ? 3 * (size_t)m->loss_chunk : 0);
     a->loss_acc = (double *)carve(ws, head ? 2 : 0); // one double, 64-byte aligned
@@ -518,8 +506,7 @@ static void attention_forward(zt_gpt2 *m, void *atty, float *lse, const float *q
 // Block li's activations: its layers of the slot's arrays, or the recompute set for what the
 // block drops (carve_acts).
 static zt_block_acts block_acts(const zt_gpt2 *m, int li) {
-    const zt_gpt2_acts *a = &m->a;
-    const zt_block_acts *r = &a->recomp;
+    const zt_block_acts *a = &m->a.layers, *r = &m->a.recomp;
     dims d = dims_of(m);
     size_t N = (size_t)d.N, Nr = (size_t)d.Nr, NH = (size_t)d.NHl;
     int ds = drops(m, li, 1), df = drops(m, li, 0);
@@ -641,7 +628,7 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
 // Block li's input: the previous block's output, or the stage input (the embedding
 // output, or a copy of what the previous stage sent) kept in `encoded`.
 static const float *block_input(const zt_gpt2 *m, int li) {
-    if (li > 0) return m->a.res3 + (size_t)(li - 1) * rows(m) * m->shape.n_embd;
+    if (li > 0) return m->a.layers.res3 + (size_t)(li - 1) * rows(m) * m->shape.n_embd;
     return m->a.encoded;
 }
 

@@ -54,20 +54,21 @@ typedef struct {
 // "none" | "selective" | "full" (static string).
 const char *zt_recompute_mode_name(zt_recompute_mode mode);
 
-// One block's activations: views into a slot's per-layer arrays, or (the tensors a
-// recomputed block drops) into the workspace's one-layer recompute set.
+// A block's activations, each of K layers: the slot's per-layer arrays (K: the blocks that
+// keep the tensor), the workspace's one-layer recompute set, or one block's views into either.
+// Nr rows: see zt_gpt2_acts.
 typedef struct {
-    void *ln1;                      // (N, C)
-    float *ln1_mean, *ln1_rstd;     // (N), (N)
-    float *qkv;                     // (N, 3C)
-    void *atty;                     // (N, C)
-    float *lse;                     // (B, NH, T)
-    float *res2;                    // (N, C)
-    void *ln2;                      // (N, C)
-    float *ln2_mean, *ln2_rstd;     // (N), (N)
-    float *fch;                     // (N, 4C)
-    void *fch_gelu;                 // (N, 4C)
-    float *res3;                    // (N, C)
+    void *ln1;                      // (K, Nr, C)
+    float *ln1_mean, *ln1_rstd;     // (K, Nr), (K, Nr)
+    float *qkv;                     // (K, N, 3C)
+    void *atty;                     // (K, N, C)
+    float *lse;                     // (K, B, NH, T) attention log-sum-exp
+    float *res2;                    // (K, Nr, C) residual after attention
+    void *ln2;                      // (K, Nr, C)
+    float *ln2_mean, *ln2_rstd;     // (K, Nr), (K, Nr)
+    float *fch;                     // (K, N, 4C)
+    void *fch_gelu;                 // (K, N, 4C)
+    float *res3;                    // (K, Nr, C) block outputs
 } zt_block_acts;
 
 // Activations of one micro-batch of B sequences of T tokens (N = B*T) on this stage. fp32,
@@ -83,17 +84,7 @@ typedef struct {
 // `scratch` (docs/design.md, "Sequence parallelism").
 typedef struct {
     float *encoded;                 // (Nr, C) embedding output (first stage), or stage input
-    void *ln1;                      // (L, Nr, C)
-    float *ln1_mean, *ln1_rstd;     // (L, Nr), (L, Nr)
-    float *qkv;                     // (L, N, 3C)
-    void *atty;                     // (L, N, C)
-    float *lse;                     // (L, B, NH, T) attention log-sum-exp
-    float *res2;                    // (L, Nr, C) residual after attention
-    void *ln2;                      // (L, Nr, C)
-    float *ln2_mean, *ln2_rstd;     // (L, Nr), (L, Nr)
-    float *fch;                     // (L, N, 4C)
-    void *fch_gelu;                 // (L, N, 4C)
-    float *res3;                    // (L, Nr, C) block outputs
+    zt_block_acts layers;           // the blocks' per-layer arrays
     void *lnf;                      // (Nr, C)
     float *lnf_mean, *lnf_rstd;     // (Nr), (Nr)
     float *losses;                  // (N) per-token loss (last stage)
@@ -105,7 +96,7 @@ typedef struct {
     float *dqkv;                    // (N, 3C)
     float *dfch;                    // (N, 4C)
     float *scratch;                 // (N, C) projection outputs before the residual add
-    zt_block_acts recomp;           // one layer of what recomputed blocks drop (NULL: none)
+    zt_block_acts recomp;           // one layer of what recomputed blocks drop (sizes 0: none)
     void *gathered;                 // (N, C) of the model's dtype: a LayerNorm output
                                     // gathered over tp (sequence parallel only, else 0)
     void *ln_grad;                  // (2C) of the model's dtype: one LayerNorm's weight and
