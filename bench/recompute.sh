@@ -12,21 +12,26 @@
 #    --sequence-parallel: the largest rank's activations, workspace (the recomputation's one
 #    layer lives there) and total. The plan equals the allocation to the byte (tested:
 #    test_planner's planner_equals_allocation, tests/sh/memory_cli.sh's real runs).
-# 2. Measured on this machine: gpt2-medium at micro-batch 1 x 1024 tokens (micro-batch 8
-#    needs ~19 GB at --recompute none; the per-token tensors are the same), STEPS (3) steps on
+# 2. Measured on this machine: MEASURED (gpt2; gpt2-medium takes 40 minutes on 2 busy cores)
+#    at micro-batch 1 x 1024 tokens (gpt2-medium at micro-batch 8 needs ~19 GB at --recompute
+#    none, more than this machine has; the per-token tensors are the same), STEPS (3) steps on
 #    one rank (2 threads) and on --tp 2 (2 ranks, 1 thread each) with and without
 #    --sequence-parallel, each under none, selective and full: the allocator's peak of
-#    activations and workspace and the process's peak RSS (the log's end record, rank 0), and
-#    the median step time after the first step, with its ratio to none in the same layout.
-#      mpirun -np W build/zerotrain --model gpt2-medium --micro-batch 1 --seq 1024
+#    activations and workspace and the process's peak RSS (the log's end record, rank 0), the
+#    median wall time of the steps after the first and, from --profile, rank 0's process CPU
+#    time per step (each phase's wall x busy x threads): on a shared machine other work
+#    stretches the wall time but not the CPU time a step needs, so the ratio to none is taken
+#    on the CPU time. OMP_WAIT_POLICY=PASSIVE: threads waiting sleep rather than spin.
+#      mpirun -np W build/zerotrain --model MEASURED --micro-batch 1 --seq 1024
 #          --steps STEPS --warmup 0 --val-every 0 --data build/bench/tokens.bin
-#          --recompute MODE [--tp 2 [--sequence-parallel]] --log FILE
+#          --recompute MODE [--tp 2 [--sequence-parallel]] --profile --log FILE
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-/usr/bin/python3}
-ZT=build/zerotrain
+ZT=${ZT:-build/zerotrain}
 OUT=build/bench/recompute
 STEPS=${STEPS:-3}
+MEASURED=${MEASURED:-gpt2}
 mkdir -p "$OUT"
 [ -x "$ZT" ] || { echo "recompute.sh: $ZT missing; run make -j2 first" >&2; exit 1; }
 DATA=build/bench/tokens.bin
@@ -35,7 +40,7 @@ DATA=build/bench/tokens.bin
 PLANS=$OUT/plans.jsonl RUNS=$OUT/runs.jsonl
 : >"$PLANS"; : >"$RUNS"
 MODEL=(--model gpt2-medium --seq 1024)
-for lay in "1 rank|" "tp 2|--tp 2" "pp 2|--pp 2" \
+for lay in "1 rank|" "tp 2|--tp 2" "tp 2, sp|--tp 2 --sequence-parallel" "pp 2|--pp 2" \
            "zero 1 pp 4 tp 2|--zero 1 --pp 4 --tp 2" \
            "zero 1 pp 4 tp 2, sp|--zero 1 --pp 4 --tp 2 --sequence-parallel"; do
     label=${lay%%|*}; flags=${lay#*|}
@@ -55,9 +60,10 @@ if [ -z "${PLAN_ONLY:-}" ]; then
             log=$OUT/run_${np}_$(echo "$flags" | tr -c 'a-z0-9' _)_$mode.jsonl
             echo "== $label, --recompute $mode" >&2
             # shellcheck disable=SC2086
-            OMP_NUM_THREADS=$threads mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS \
-                -np "$np" "$ZT" "${MODEL[@]}" --micro-batch 1 --steps "$STEPS" --warmup 0 \
-                --val-every 0 --data "$DATA" --recompute $mode $flags --log "$log" \
+            OMP_NUM_THREADS=$threads OMP_WAIT_POLICY=PASSIVE mpirun --oversubscribe \
+                --allow-run-as-root -x OMP_NUM_THREADS -x OMP_WAIT_POLICY \
+                -np "$np" "$ZT" --model "$MEASURED" --seq 1024 --micro-batch 1 --steps "$STEPS" --warmup 0 \
+                --val-every 0 --data "$DATA" --recompute $mode $flags --profile --log "$log" \
                 >"$log.out" 2>&1 || { cat "$log.out" >&2; exit 1; }
             "$PY" -c 'import json,sys; print(json.dumps({"layout": sys.argv[2], "mode": sys.argv[3],
                 "log": sys.argv[1]}))' "$log" "$label" "$mode" >>"$RUNS"
@@ -65,8 +71,18 @@ if [ -z "${PLAN_ONLY:-}" ]; then
     done
 fi
 section=$OUT/section.md
-"$PY" - "$PLANS" "$RUNS" "$STEPS" >"$section" <<'PY'
-import json, statistics, sys
+"$PY" - "$PLANS" "$RUNS" "$STEPS" "$MEASURED" >"$section" <<'PY'
+import json, re, statistics, sys
+
+
+def cpu_ms_per_step(out):
+    """Rank 0's process CPU ms per step from its --profile table (wall x busy x threads)."""
+    text = open(out).read()
+    threads = int(re.search(r"^profile: .* (\d+) threads", text, re.M).group(1))
+    ms = 0.0
+    for m in re.finditer(r"^  (\w+)\s+([\d.]+)\s+[\d.]+%\s+\S+\s+(\d+)%", text, re.M):
+        ms += float(m.group(2)) * int(m.group(3)) / 100 * threads
+    return ms
 plans = [json.loads(l) for l in open(sys.argv[1])]
 runs = [json.loads(l) for l in open(sys.argv[2])]
 MiB = 2**20
@@ -89,24 +105,25 @@ for p in plans:
           f" {a / base[p['layout']]:.3f} |")
 if runs:
     print()
-    print(f"Measured on this machine: gpt2-medium, micro-batch 1 x 1024 tokens, {sys.argv[3]} steps,")
+    print(f"Measured on this machine: {sys.argv[4]}, micro-batch 1 x 1024 tokens, {sys.argv[3]} steps,")
     print("rank 0's allocator peaks and peak RSS (the log's end record), the median step time after")
-    print("the first step; one rank runs 2 OpenMP threads, tp 2 one per rank.")
+    print("the first step, and rank 0's CPU time per step from `--profile` (what the step needs,")
+    print("whatever else runs on the machine); one rank runs 2 OpenMP threads, tp 2 one per rank.")
     print()
-    print("| layout | --recompute | activations MiB | workspace MiB | RSS peak MiB | ms/step | time vs none |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("| layout | --recompute | activations MiB | workspace MiB | RSS peak MiB | wall ms/step | CPU ms/step | CPU vs none |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     tbase = {}
     for r in runs:
         recs = [json.loads(l) for l in open(r["log"])]
         ms = [x["ms"] for x in recs if "step" in x and "ms" in x][1:]
         end = next(x for x in recs if x.get("rank") == 0 and "mem_peak" in x)
-        t = statistics.median(ms)
+        t, cpu = statistics.median(ms), cpu_ms_per_step(r["log"] + ".out")
         if r["mode"] == "none":
-            tbase[r["layout"]] = t
+            tbase[r["layout"]] = cpu
         mp = end["mem_peak"]
         print(f"| {r['layout']} | {r['mode']} | {mp['activations'] / MiB:.0f} | "
               f"{mp['workspace'] / MiB:.0f} | {end['rss_peak'] / MiB:.0f} | {t:.0f} | "
-              f"{t / tbase[r['layout']]:.2f} |")
+              f"{cpu:.0f} | {cpu / tbase[r['layout']]:.2f} |")
 PY
 cat "$section"
 [ -n "${PLAN_ONLY:-}" ] || [ -n "${NO_RESULTS:-}" ] ||
