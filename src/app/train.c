@@ -11,6 +11,7 @@
 
 #include "ckpt_view.h"
 #include "comm_mpi.h"
+#include "data_pairing.h"
 #include "host_memory.h"
 #include "grid_data.h"
 #include "hf_import.h"
@@ -83,6 +84,7 @@ static zt_status open_data(zt_trainer *t, const char *argv0) {
                     train_path, (unsigned long long)t->train.n_samples);
     }
     if (!val_path[0]) return ZT_OK;
+    if (!t->eval_only) ZT_TRY(zt_pair_check(train_path, val_path));
     ZT_TRY(zt_dataset_open(&t->val, val_path, c->seq, t->shape.vocab, 0, c->seed));
     t->has_val = t->eval_only || c->val_every > 0;
     if (t->has_val) warn_short_val(t, val_path);
