@@ -6,6 +6,7 @@
 
 #include "ckpt.h"
 #include "hf_export.h"
+#include "outputs.h"
 
 #define EXPORT_USAGE "zerotrain export CKPT --out DIR [--dtype fp32|bf16]"
 
@@ -50,7 +51,7 @@ int zt_export_main(int argc, char **argv) {
         return 1;
     }
     // before the merge, which reads every shard
-    if (zt_hf_export_check_dir(out) != ZT_OK) {
+    if (zt_outputs_check_export(ckpt, out) != ZT_OK) {
         zt_error_report(1);
         return 1;
     }
