@@ -729,3 +729,25 @@ ZT_TEST(config_file_strict_json) {
     CHECK(strstr(zt_error_message(), "larger than") != NULL);
     return ZT_PASS;
 }
+
+// The log's strings (paths among them) stay valid JSON whatever bytes they hold: a path
+// that is not UTF-8 made the log's first line invalid JSON. Each invalid byte is written as
+// \udcXX (Python's surrogateescape); valid UTF-8 passes as it is, control bytes escaped.
+ZT_TEST(json_string_not_utf8) {
+    const char *in[] = {"plain/a.bin", "caf\xc3\xa9", "bad\xff\xfe.bin", "cut\xe2\x82",
+                        "over\xc0\xaflong", "sur\xed\xa0\x80", "q\"b\\\n"};
+    const char *want[] = {"\"plain/a.bin\"", "\"caf\xc3\xa9\"", "\"bad\\udcff\\udcfe.bin\"",
+                          "\"cut\\udce2\\udc82\"", "\"over\\udcc0\\udcaflong\"",
+                          "\"sur\\udced\\udca0\\udc80\"", "\"q\\\"b\\\\\\u000a\""};
+    for (size_t k = 0; k < sizeof in / sizeof *in; k++) {
+        char *buf = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&buf, &n);
+        zt_json_string(f, in[k]);
+        fclose(f);
+        if (strcmp(buf, want[k]) != 0) printf("  got %s, want %s\n", buf, want[k]);
+        CHECK(strcmp(buf, want[k]) == 0);
+        free(buf);
+    }
+    return ZT_PASS;
+}

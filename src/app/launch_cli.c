@@ -31,7 +31,7 @@ static int usable_cores(void) {
 }
 
 static int launch_fail(const char *msg, const char *arg) {
-    fprintf(stderr, "zerotrain launch: error: ");
+    fprintf(stderr, "zerotrain: error: ");
     fprintf(stderr, msg, arg);
     fprintf(stderr, "\n");
     return 1;
@@ -59,7 +59,7 @@ int zt_launch_main(int argc, char **argv) {
     long want = user ? strtol(user, &end, 10) : 0;
     int keep = user && *end == 0 && want >= 1 && want * np <= (cores > np ? cores : np);
     if (user && !keep)
-        fprintf(stderr, "zerotrain launch: OMP_NUM_THREADS=%s x %ld ranks would exceed the %d "
+        fprintf(stderr, "zerotrain: warning: OMP_NUM_THREADS=%s x %ld ranks would exceed the %d "
                         "cores: each rank runs %ld (--threads N in the command sets it for "
                         "zerotrain itself)\n", user, np, cores, fit);
     char threads[16];

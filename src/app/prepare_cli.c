@@ -41,7 +41,7 @@ void zt_prepare_usage(FILE *f) {
 }
 
 static int prepare_fail(const char *fmt, const char *arg) {
-    fprintf(stderr, "zerotrain prepare: ");
+    fprintf(stderr, "zerotrain: error: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, " (zerotrain prepare --help lists the options)\n");
     return 1;

@@ -117,4 +117,33 @@ if command -v mpirun >/dev/null; then
     mpirun --oversubscribe --allow-run-as-root -np 2 "$ZT" --config /dev/zero
 fi
 
+# late or wrong messages (item 8): a --save or export --out name whose temporary sibling
+# passes 255 bytes, refused before training (was: after it); the same for prepare's --out
+long=$(printf 'n%.0s' $(seq 245))
+expect_error save_name_too_long "re:--save directory|$long: the name is too long for its temporary sibling" -- \
+  "$ZT" "${RUN[@]}" "${SMALL[@]}" --data "$tmp/good.bin" --save "$tmp/$long"
+[ -e "$tmp/$long" ] && { echo "FAIL save_name_too_long: it was created"; failed+=("long --save created"); }
+expect_error export_name_too_long "the name is too long for its temporary sibling" -- \
+  "$ZT" export "$tmp/m" --out "$tmp/$long"
+expect_error prepare_name_too_long "the name is too long for its temporary sibling" -- \
+  "$ZT" prepare --text "$tmp/c007.json" --out "$tmp/$long"
+# a path that is not UTF-8 stays valid JSON in the log (\udcXX: Python's surrogateescape)
+bad=$(printf "$tmp/d\xff\xfe.bin"); cp "$tmp/good.bin" "$bad"
+"$ZT" "${RUN[@]}" "${SMALL[@]}" --data "$bad" --log "$tmp/utf8.jsonl" >"$tmp/utf8.out" 2>&1 || show "$tmp/utf8.out"
+if "$PY" -c 'import json, os, sys
+for line in open(sys.argv[1], encoding="utf-8"): json.loads(line)
+first = json.loads(open(sys.argv[1], encoding="utf-8").readline())
+found = [v for v in json.dumps(first) and [first.get("config", {}).get("data", "")] if v]
+assert found and os.fsencode(found[0]) == os.fsencode(sys.argv[2]), found' "$tmp/utf8.jsonl" "$bad" 2>"$tmp/utf8.err"; then
+  echo "ok   log_non_utf8_path: every line valid JSON, the path's bytes recovered"
+else echo "FAIL log_non_utf8_path"; show "$tmp/utf8.err"; failed+=("log_non_utf8_path"); fi
+# one error prefix for every command
+for c in "prepare --bogus x" "launch" "export $tmp/m --out $tmp/x --dtype fp64" "eval --bogus" \
+         "generate --bogus" "memory --bogus" "train --bogus" "frobnicate"; do
+  $ZT $c >/dev/null 2>"$tmp/prefix.err"
+  if [ $? -ne 0 ] && [ "$(head -c 18 "$tmp/prefix.err")" = "zerotrain: error: " ]; then
+    echo "ok   prefix ${c%% *}: $(head -1 "$tmp/prefix.err")"
+  else echo "FAIL prefix ${c%% *}: $(head -1 "$tmp/prefix.err")"; failed+=("prefix ${c%% *}"); fi
+done
+
 report_and_exit strict_inputs
