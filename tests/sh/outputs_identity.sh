@@ -74,6 +74,10 @@ printf 'some text for prepare, some text for prepare\n' >"$tmp/t.txt"
 ln -s "$tmp/t.txt" "$tmp/t_link.bin"
 expect_error prepare_out_link_to_text "--out $tmp/t_link.bin is the same file as --text $tmp/t.txt" -- \
   "$ZT" prepare --text "$tmp/t.txt" --out "$tmp/t_link.bin"
+# gpt2 without --vocab reads the default vocabulary ($XDG_CACHE_HOME/zerotrain/gpt2.tiktoken)
+mkdir -p "$tmp/xdg/zerotrain"; cp "$tmp/t.txt" "$tmp/xdg/zerotrain/gpt2.tiktoken"
+expect_error prepare_out_is_default_vocab "--out $tmp/xdg/zerotrain/gpt2.tiktoken is the same file as --vocab" -- \
+  env XDG_CACHE_HOME="$tmp/xdg" "$ZT" prepare --tokenizer gpt2 --text "$tmp/t.txt" --out "$tmp/xdg/zerotrain/gpt2.tiktoken"
 
 # every input unchanged (the refused runs opened nothing), and what stays allowed
 diff -r -x lock "$tmp/ck" "$tmp/ck.keep" >/dev/null && diff -r "$tmp/sv" "$tmp/sv.keep" >/dev/null &&
