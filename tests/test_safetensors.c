@@ -139,6 +139,7 @@ ZT_TEST(safetensors_strict_layout) {
         {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12, "belong to no tensor"},
         {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_\x01offsets\":[0,8]}}", 8, "control byte"},
         {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}  x", 8, "after the JSON"},
+        {"{\"x\xff\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "not UTF-8"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         write_raw(p, cases[k].json, d, cases[k].data);

@@ -117,6 +117,16 @@ static int utf8_len(const unsigned char *p) {
     return n;
 }
 
+size_t zt_utf8_invalid_at(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t k = 0; k < n;) {
+        int len = p[k] ? utf8_len(p + k) : 1;
+        if (len == 0 || k + (size_t)len > n) return k;
+        k += (size_t)len;
+    }
+    return n;
+}
+
 void zt_json_string(FILE *f, const char *s) {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p;) {

@@ -44,6 +44,10 @@ char *zt_read_file(const char *path, size_t *len);
 // (os.fsencode of the decoded string).
 void zt_json_string(FILE *f, const char *s);
 
+// The offset of the first byte of s[0..n) that does not begin a valid UTF-8 sequence (an
+// overlong form, a surrogate, past U+10FFFF, cut short), or n when all of it is valid.
+size_t zt_utf8_invalid_at(const char *s, size_t n);
+
 // Propagate a status: ZT_TRY(f(x)); returns from the caller on error.
 #define ZT_TRY(expr)                          \
     do {                                      \

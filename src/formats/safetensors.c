@@ -292,8 +292,8 @@ static zt_status check_layout(const zt_st_file *f, size_t data_bytes) {
     return s;
 }
 
-// The header's text: JSON without control bytes (a JSON string may not hold them raw; the
-// reference implementation refuses them) and nothing but spaces after the object.
+// The header's text: UTF-8 JSON without control bytes (a JSON string may not hold them raw;
+// the reference implementation refuses both) and nothing but spaces after the object.
 static zt_status check_header_text(const char *path, const char *json, size_t n,
                                    const char *parsed_end) {
     for (size_t k = 0; k < n; k++) {
@@ -302,6 +302,10 @@ static zt_status check_header_text(const char *path, const char *json, size_t n,
             return zt_errorf("%s is corrupt: its header holds the control byte 0x%02x at byte %zu "
                              "(not JSON text): " REWRITE, path, ch, k);
     }
+    size_t bad = zt_utf8_invalid_at(json, n);
+    if (bad < n)
+        return zt_errorf("%s is corrupt: its header is not UTF-8 text (byte 0x%02x at byte %zu): "
+                         REWRITE, path, (unsigned char)json[bad], bad);
     for (const char *p = parsed_end; p < json + n; p++)
         if (*p != ' ')
             return zt_errorf("%s is corrupt: its header has text after the JSON object (byte "
