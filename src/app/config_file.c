@@ -100,7 +100,8 @@ static zt_status open_config(const char *path, int *fd, int *is_pipe) {
         return ZT_OK;
     }
     close(*fd);
-    return zt_errorf("config file %s is %s: --config takes a JSON file (or a pipe)", path,
+    return zt_errorf("cannot read config file %s: it is %s: --config takes a JSON file (or a "
+                     "pipe)", path,
                      S_ISDIR(st.st_mode) ? "a directory" : "not a regular file (a device or a "
                                                            "socket)");
 }
