@@ -52,9 +52,15 @@ static zt_status in_use(const char *dir, const char *path, int fd, int file_lock
 }
 
 // The flock of both the file and the directory: 0, or errno (EWOULDBLOCK: held by another).
-static int lock_both(int fd, int dir_fd) {
+// A directory that cannot be locked otherwise (a file system that locks files only) leaves
+// the file's lock alone: *dir_fd is closed and -1 then.
+static int lock_both(int fd, int *dir_fd) {
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) return errno;
-    if (dir_fd >= 0 && flock(dir_fd, LOCK_EX | LOCK_NB) != 0) return errno;
+    if (*dir_fd >= 0 && flock(*dir_fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK) return errno;
+        close(*dir_fd);
+        *dir_fd = -1;
+    }
     return 0;
 }
 
@@ -76,7 +82,7 @@ zt_status zt_ckpt_lock(const char *dir, int *fd_out) {
         return zt_errorf("cannot open %s, the checkpoint directory's lock: %s", path,
                          strerror(errno));
     int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int e = lock_both(fd, dir_fd);
+    int e = lock_both(fd, &dir_fd);
     if (e == 0) {
         write_holder(fd);
         *fd_out = fd;
