@@ -8,6 +8,7 @@
 # place while a run saves every step: the run stops with one error and writes nothing into
 # the new directory.
 set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 out=build/test_ckpt_lock_bypass; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
 MPI="mpirun --oversubscribe --allow-run-as-root"

@@ -9,6 +9,7 @@
 # The run killed in its pruning (rank 0 before its 2nd unlink there), then resumed: every
 # loss equal to the uninterrupted run's, and nothing left behind.
 set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 out=build/test_ckpt_prune_kill; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
 MPI="mpirun --oversubscribe --allow-run-as-root -np 2"

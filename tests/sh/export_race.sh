@@ -5,6 +5,7 @@
 # swaps B's export out as an older one. Both succeed, the directory holds a whole export and
 # no temporary is left beside it. A killed export's temporary is removed by the next one.
 set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 out=build/test_export_race; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
 ZT=${ZT:-build/zerotrain}
@@ -36,7 +37,7 @@ cmp -s $out/exp/model.safetensors $out/ref1/model.safetensors && [ -f $out/exp/c
   echo "ok   racing exports: both succeed, the last rename's export (A, step-1) in place, nothing left" ||
   die "the directory does not hold export A's model"
 # a killed export's temporary: removed by the next export of the same directory
-( LD_PRELOAD=$FAULTS ZT_FAULT_KILL_AT_RENAME='*/exp2' "$ZT" export $out/ck/step-2 --out $out/exp2 > $out/k.out 2>&1 ) 2>/dev/null
+{ ( LD_PRELOAD=$FAULTS ZT_FAULT_KILL_AT_RENAME='*/exp2' "$ZT" export $out/ck/step-2 --out $out/exp2 > $out/k.out 2>&1 ); } 2>/dev/null
 [ -n "$(ls $out | grep '^exp2\.tmp\.')" ] || die "the killed export left no temporary to test with"
 "$ZT" export $out/ck/step-2 --out $out/exp2 > $out/c.out 2>&1 || { cat $out/c.out; die "the export after a kill failed"; }
 grep -q "removed .*exp2.tmp.*did not finish" $out/c.out && [ -z "$(ls $out | grep '^exp2\.tmp\.')" ] &&

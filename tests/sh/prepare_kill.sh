@@ -9,6 +9,7 @@
 #   next prepare completes the pair and training goes on;
 # - a prepare that completes leaves nothing but its two files.
 set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 out=build/test_prepare_kill; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
 ZT=${ZT:-build/zerotrain}
@@ -34,8 +35,8 @@ for tok in bytes gpt2; do
   [ $tok = gpt2 ] && P+=(--vocab $out/bytes.tiktoken)
   "$ZT" "${P[@]}" --text $out/old.txt > $d/old.out 2>&1 || { cat $d/old.out; die "$tok: prepare failed"; continue; }
   # killed before its first rename: temporaries left, removed by the next prepare
-  ( LD_PRELOAD=$FAULTS ZT_FAULT_KILL_AT_RENAME="*/$tok/t.bin" ZT_FAULT_LOG=$d/faults.log \
-    "$ZT" "${P[@]}" --text $out/new.txt > $d/k1.out 2>&1 ) 2>/dev/null
+  { ( LD_PRELOAD=$FAULTS ZT_FAULT_KILL_AT_RENAME="*/$tok/t.bin" ZT_FAULT_LOG=$d/faults.log \
+    "$ZT" "${P[@]}" --text $out/new.txt > $d/k1.out 2>&1 ); } 2>/dev/null
   grep -q "kill before rename" $d/faults.log || die "$tok: no kill before the first rename"
   n=$(ls $d | grep -c '\.tmp\.')
   [ "$n" -ge 1 ] || die "$tok: the kill left no temporaries to test with"
@@ -46,8 +47,8 @@ for tok in bytes gpt2; do
     die "$tok: temporaries left: $(ls $d)"
   # killed between the renames: a new train file beside the old validation file
   rm -f $d/faults.log
-  ( LD_PRELOAD=$FAULTS ZT_FAULT_KILL_AT_RENAME="*/$tok/v.bin" ZT_FAULT_LOG=$d/faults.log \
-    "$ZT" "${P[@]}" --text $out/new.txt > $d/k2.out 2>&1 ) 2>/dev/null
+  { ( LD_PRELOAD=$FAULTS ZT_FAULT_KILL_AT_RENAME="*/$tok/v.bin" ZT_FAULT_LOG=$d/faults.log \
+    "$ZT" "${P[@]}" --text $out/new.txt > $d/k2.out 2>&1 ); } 2>/dev/null
   grep -q "kill before rename" $d/faults.log || die "$tok: no kill between the renames"
   "$ZT" "${TRAIN[@]}" --data $d/t.bin --val-data $d/v.bin > $d/train1.out 2> $d/train1.err
   rc=$?
