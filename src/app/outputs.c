@@ -206,8 +206,13 @@ static zt_status log_not_an_input(const zt_config *c, const file_set *in, const 
 }
 
 static zt_status check_log(const zt_config *c, const file_set *in, const file_set *own) {
-    ZT_TRY(log_not_an_input(c, in, own));
     struct stat st;
+    // (opened with O_CREAT, a dangling link makes its target: a file no check above named)
+    if (lstat(c->log, &st) == 0 && S_ISLNK(st.st_mode) && stat(c->log, &st) != 0)
+        return zt_errorf("--log %s is a symbolic link to a file that does not exist: the log "
+                         "would be created wherever it points; give --log the file's own path",
+                         c->log);
+    ZT_TRY(log_not_an_input(c, in, own));
     int existed = stat(c->log, &st) == 0;
     if (existed && S_ISDIR(st.st_mode))
         return zt_errorf("cannot write the log file %s: it is a directory; --log takes a file "

@@ -36,6 +36,9 @@ expect_error log_link_chain_to_data "--log $tmp/chain.jsonl is the same file as 
   "$ZT" "${T[@]}" --data "$tmp/good.bin" --steps 1 --log "$tmp/chain.jsonl"
 expect_error log_symlink_to_config "--log $tmp/cfg_link.jsonl is the same file as --config $tmp/cfg.json" -- \
   "$ZT" "${T[@]}" --data "$tmp/good.bin" --config "$tmp/cfg.json" --log "$tmp/cfg_link.jsonl"
+ln -s "$tmp/ck/step-9/x.jsonl" "$tmp/dangling.jsonl"
+expect_error log_dangling_link "--log $tmp/dangling.jsonl is a symbolic link to a file that does not exist" -- \
+  "${R[@]}" --ckpt-dir "$tmp/ck" --log "$tmp/dangling.jsonl"
 # --log naming a file the run itself writes
 expect_error log_is_own_latest "--log $tmp/ck2/latest is a file the run writes in --ckpt-dir $tmp/ck2 (latest)" -- \
   bash -c "mkdir -p $tmp/ck2 && $(printf '%q ' "$ZT" "${T[@]}") --data $tmp/good.bin --steps 1 --ckpt-dir $tmp/ck2 --log $tmp/ck2/latest"
