@@ -109,7 +109,8 @@ void zt_comm_mpi_abort(int code);
 // follows: no healthy call waits longer than about one step of another rank's work, so the
 // deadline is the longer of ZT_COMM_TIMEOUT_FLOOR_S (300 s) and 10 x `longest_s`, the
 // longest step seen so far (a step with its validation, sample and checkpoint; 0 before the
-// first). unwatch disarms it (work of unmeasured length on one rank: the final export).
+// first). Armed with the floor alone from zt_comm_mpi_init_world on, and through the end
+// (the final checks and export); unwatch disarms it.
 // No-ops with ZT_COMM_TIMEOUT_S set, on one rank, and before zt_comm_mpi_init_world.
 void zt_comm_mpi_watch(double longest_s);
 void zt_comm_mpi_unwatch(void);

@@ -44,6 +44,15 @@ static int64_t *heartbeat_slot(const zt_mpi_comm *m, int q) { return (int64_t *)
 // a stopped process's memory is still mapped) and names those behind its own. Otherwise
 // the message lists the group and says one of them did not arrive.
 
+// Every waiting rank reaches the deadline at about the same time, and each printed its line
+// (2-3 lines for one stopped rank): rank 0 speaks at the deadline, the others only after a
+// grace that grows with their rank, by when the job has ended through the first (mpirun ends
+// every rank once one exits with an error). One line then, from the lowest waiting rank.
+static double speak_grace_s(void) {
+    int r = zt_log_rank();
+    return r == 0 ? 0.0 : 10.0 + 2.0 * (r < 30 ? r : 30);
+}
+
 static double mono_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -125,7 +134,8 @@ void zt_mpi_wait_timed(const zt_comm *c, const char *what, int n, MPI_Request *r
         ZT_CHECK_MPI(MPI_Testall(n, req, &done, st));
         if (done) return;
         t = mono_s();
-        if (t - t0 >= zt_mpi_timeout_s) timeout_fail(c, what, n, req, peers, t - t0);
+        if (t - t0 >= zt_mpi_timeout_s + speak_grace_s())
+            timeout_fail(c, what, n, req, peers, t - t0);
         if (t - t0 < 50e-6) continue;
         sleep_ns = sleep_ns == 0 ? 1000 : sleep_ns * 2 > 1000000 ? 1000000 : sleep_ns * 2;
         struct timespec ts = {0, sleep_ns};
@@ -146,9 +156,10 @@ void zt_mpi_wait_timed(const zt_comm *c, const char *what, int n, MPI_Request *r
 //
 // The deadline: the longer of the floor (ZT_COMM_TIMEOUT_FLOOR_S, 300 s) and ZT_WATCH_STEPS x
 // the longest step the trainer has seen (a step with its validation, sample and checkpoint:
-// one call waits at most about one step of another rank's work). Armed by the trainer
-// around its steps only (zt_comm_mpi_watch): the set-up, a resume's loading and the final
-// export are one-sided work of unmeasured length.
+// one call waits at most about one step of another rank's work). Armed from the start (the
+// floor alone until a step is measured), so the start-up's agreements, a resume's loading,
+// the final checks and --save have it too: a rank stopped there held the job forever. The
+// floor must cover the longest one-sided work (rank 0's export, a slow file system's load).
 
 static struct {
     int on;                       // the thread runs (the default timeout, world > 1)
@@ -273,7 +284,7 @@ static void *watch_thread(void *arg) {
         if (since != seen) seen = since, lost = 0;
         if (now - last > tick_ns + 1000000000) lost += now - last - tick_ns;
         last = now;
-        if (dl > 0 && since > 0 && now - since - lost > dl)
+        if (dl > 0 && since > 0 && now - since - lost > dl + (int64_t)(speak_grace_s() * 1e9))
             watch_fire((double)(now - since - lost) * 1e-9);
     }
     return NULL;
@@ -301,6 +312,7 @@ void zt_mpi_timeout_start(const zt_comm_mpi_settings *s, int world_size) {
     g_watch_floor_s = s->timeout_floor_s;
     g_world_size = world_size;
     watch_start(world_size);
+    zt_comm_mpi_watch(0); // armed from the first collective (the floor until a step is timed)
 }
 
 void zt_mpi_timeout_restart(const zt_comm_mpi_settings *s) {

@@ -688,3 +688,66 @@ ZT_TEST(config_write_json_round_trip) {
     free(help);
     return ZT_PASS;
 }
+
+// JSON that cJSON reads leniently and Python's json refuses: a leading zero (007 was taken
+// as 7), "1." and a \u0000 in a key (applied as its prefix) are refused with the line and
+// column; a --config that is not a file or a pipe (/dev/zero was read until out of
+// memory) or larger than a config file can be is refused. -0, 0.5 and 1e-05 stay valid.
+ZT_TEST(config_file_strict_json) {
+    const char *bad[][2] = {{"{\"steps\": 007}", "leading zero"},
+                            {"{\"steps\": -01}", "leading zero"},
+                            {"{\"lr\": 1.}", "no digit after"},
+                            {"{\"steps\\u0000x\": 3}", "\\u0000"},
+                            {"{\"log\": \"a\\u0000b\"}", "\\u0000"}};
+    char p[32];
+    zt_config c;
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        CHECK(write_tmp(p, bad[k][0]) == 0);
+        zt_status st = PARSE(&c, "--config", p);
+        unlink(p);
+        CHECK_EQ_INT(st, ZT_ERR);
+        CHECK(strstr(zt_error_message(), bad[k][1]) != NULL);
+        CHECK(strstr(zt_error_message(), "line 1, column") != NULL);
+    }
+    CHECK(write_tmp(p, "{\"steps\": 10, \"lr\": 0.5, \"weight-decay\": 1e-05, "
+                       "\"log\": \"a\\\\u0000007.jsonl\", \"seed\": 0}") == 0);
+    zt_status st = PARSE(&c, "--config", p);
+    unlink(p);
+    CHECK_EQ_INT(st, ZT_OK);
+    CHECK(strcmp(c.log, "a\\u0000007.jsonl") == 0); // an escaped backslash, not an escape
+    CHECK_EQ_INT(PARSE(&c, "--config", "/dev/zero"), ZT_ERR);
+    CHECK(strstr(zt_error_message(), "not a regular file") != NULL);
+    FILE *f = fopen("/tmp/zt_cfg_big.json", "w");
+    CHECK(f != NULL);
+    fputs("{\"steps\": 1", f);
+    for (int i = 0; i < (1 << 20); i++) fputc(' ', f);
+    fputs("}", f);
+    fclose(f);
+    st = PARSE(&c, "--config", "/tmp/zt_cfg_big.json");
+    unlink("/tmp/zt_cfg_big.json");
+    CHECK_EQ_INT(st, ZT_ERR);
+    CHECK(strstr(zt_error_message(), "larger than") != NULL);
+    return ZT_PASS;
+}
+
+// The log's strings (paths among them) stay valid JSON whatever bytes they hold: a path
+// that is not UTF-8 made the log's first line invalid JSON. Each invalid byte is written as
+// \udcXX (Python's surrogateescape); valid UTF-8 passes as it is, control bytes escaped.
+ZT_TEST(json_string_not_utf8) {
+    const char *in[] = {"plain/a.bin", "caf\xc3\xa9", "bad\xff\xfe.bin", "cut\xe2\x82",
+                        "over\xc0\xaflong", "sur\xed\xa0\x80", "q\"b\\\n"};
+    const char *want[] = {"\"plain/a.bin\"", "\"caf\xc3\xa9\"", "\"bad\\udcff\\udcfe.bin\"",
+                          "\"cut\\udce2\\udc82\"", "\"over\\udcc0\\udcaflong\"",
+                          "\"sur\\udced\\udca0\\udc80\"", "\"q\\\"b\\\\\\u000a\""};
+    for (size_t k = 0; k < sizeof in / sizeof *in; k++) {
+        char *buf = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&buf, &n);
+        zt_json_string(f, in[k]);
+        fclose(f);
+        if (strcmp(buf, want[k]) != 0) printf("  got %s, want %s\n", buf, want[k]);
+        CHECK(strcmp(buf, want[k]) == 0);
+        free(buf);
+    }
+    return ZT_PASS;
+}

@@ -121,3 +121,54 @@ ZT_TEST(safetensors_bad_files) {
     remove(p);
     return ZT_PASS;
 }
+
+// The data section must be the tensors end to end and end at the file's end, as the
+// reference implementation (safetensors' validate) requires: a header length 4 bytes short
+// loaded every tensor one float early; trailing bytes, a hole, an overlap, a control byte
+// in the header or text after its object are refused, each naming the file.
+ZT_TEST(safetensors_strict_layout) {
+    float d[4] = {1, 2, 3, 4};
+    const char *p = tmp_path("strict");
+    const char *one = "{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+    struct { const char *json; size_t data; const char *says; } cases[] = {
+        {one, 12, "belong to no tensor"}, // trailing bytes
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+         "\"y\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", 12, "belong to no tensor"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+         "\"y\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "share bytes"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12, "belong to no tensor"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_\x01offsets\":[0,8]}}", 8, "control byte"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}  x", 8, "after the JSON"},
+        {"{\"x\xff\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "not UTF-8"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        write_raw(p, cases[k].json, d, cases[k].data);
+        zt_st_file f;
+        CHECK(zt_st_open(&f, p) == ZT_ERR);
+        zt_st_close(&f);
+        CHECK(strstr(zt_error_message(), p) != NULL);
+        CHECK(strstr(zt_error_message(), cases[k].says) != NULL);
+    }
+    // a header length 4 short: the JSON still parses (its space padding), and the data
+    // would start one float early
+    write_raw(p, "{\"x\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]}}    ", d,
+              12);
+    FILE *f0 = fopen(p, "r+b");
+    uint64_t hlen;
+    CHECK(fread(&hlen, 8, 1, f0) == 1);
+    hlen -= 4;
+    fseek(f0, 0, SEEK_SET);
+    fwrite(&hlen, 8, 1, f0);
+    fclose(f0);
+    zt_st_file f;
+    CHECK(zt_st_open(&f, p) == ZT_ERR);
+    zt_st_close(&f);
+    CHECK(strstr(zt_error_message(), "belong to no tensor") != NULL);
+    // empty tensors anywhere in the order, and space padding, stay valid
+    write_raw(p, "{\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,8]},"
+                 "\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}   ", d, 8);
+    CHECK(zt_st_open(&f, p) == ZT_OK);
+    zt_st_close(&f);
+    remove(p);
+    return ZT_PASS;
+}

@@ -3,11 +3,17 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "json_keys.h"
 
 static const char *json_type_name(const cJSON *it) {
     if (cJSON_IsBool(it)) return "a bool";
@@ -75,39 +81,92 @@ static zt_status set_from_json(zt_config *cfg, const opt_desc *o, const cJSON *i
     ZT_ASSERTF(0, "option %s has an unknown type %d", o->name, (int)o->type);
 }
 
-// Reads the whole file into a NUL-terminated buffer the caller frees. Reads in a loop
-// rather than trusting ftell, so pipes and /dev/fd paths work too: zt_read_file (common.h)
-// takes regular files only, and its NULL does not tell opening from reading.
-static zt_status read_whole_file(const char *path, char **out, size_t *out_len) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+// The most a config file may hold: a few hundred options fit in a few kB; /dev/zero or a
+// wrong path to a data file must not be read until memory runs out.
+#define CONFIG_MAX_BYTES (1u << 20)
+// How long a pipe may take to deliver the text: a FIFO that no one writes blocked forever.
+#define CONFIG_PIPE_WAIT_MS 10000
+
+// Opens without blocking (a FIFO without a writer blocked open(2)), then takes a regular
+// file or a pipe (process substitution, /dev/fd/N); a device, socket or directory is refused.
+static zt_status open_config(const char *path, int *fd, int *is_pipe) {
+    *fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (*fd < 0)
         return zt_errorf("cannot open config file %s: %s: check the path given to --config",
                          path, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    ZT_ASSERTF(buf, "out of memory reading %s", path);
-    for (;;) {
-        if (len + 1 == cap) {
-            cap *= 2;
-            char *nb = realloc(buf, cap);
-            ZT_ASSERTF(nb, "out of memory reading %s", path);
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, cap - 1 - len, f);
-        len += got;
-        if (got == 0) break;
+    struct stat st;
+    if (fstat(*fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
+        *is_pipe = S_ISFIFO(st.st_mode);
+        return ZT_OK;
     }
-    int err = ferror(f) ? errno : 0;
-    fclose(f);
-    if (err) {
+    close(*fd);
+    return zt_errorf("cannot read config file %s: it is %s: --config takes a JSON file (or a "
+                     "pipe)", path,
+                     S_ISDIR(st.st_mode) ? "a directory" : "not a regular file (a device or a "
+                                                           "socket)");
+}
+
+// One read of at most `n` bytes; a pipe first waits up to CONFIG_PIPE_WAIT_MS for data or
+// its writer's end (a FIFO opened before its writer reads as ended: poll(2) waits for one).
+// 0 at the end; -1 with errno (ETIMEDOUT when the pipe's writer never came).
+static ssize_t read_some(int fd, int is_pipe, char *p, size_t n) {
+    for (;;) {
+        struct pollfd w = {fd, POLLIN, 0};
+        int r = is_pipe ? poll(&w, 1, CONFIG_PIPE_WAIT_MS) : 1;
+        if (r == 0) errno = ETIMEDOUT;
+        ssize_t got = r > 0 ? read(fd, p, n) : -1;
+        if (got >= 0 || (errno != EAGAIN && errno != EINTR)) return got;
+    }
+}
+
+// Reads the whole file into a NUL-terminated buffer the caller frees, at most
+// CONFIG_MAX_BYTES. Reads in a loop rather than trusting the size, so pipes and /dev/fd
+// paths work too (zt_read_file in common.h takes regular files only).
+static zt_status read_whole_file(const char *path, char **out, size_t *out_len) {
+    int fd, is_pipe = 0;
+    ZT_TRY(open_config(path, &fd, &is_pipe));
+    char *buf = malloc(CONFIG_MAX_BYTES + 2);
+    ZT_ASSERTF(buf, "out of memory reading %s", path);
+    size_t len = 0;
+    ssize_t got = 1;
+    while (len <= CONFIG_MAX_BYTES &&
+           (got = read_some(fd, is_pipe, buf + len, CONFIG_MAX_BYTES + 1 - len)) > 0)
+        len += (size_t)got;
+    int err = got < 0 ? errno : 0;
+    close(fd);
+    zt_status s = ZT_OK;
+    if (err == ETIMEDOUT)
+        s = zt_errorf("config file %s is a pipe that gave nothing for %d s (a FIFO that no one "
+                      "writes?): write the options to a file and give --config its path",
+                      path, CONFIG_PIPE_WAIT_MS / 1000);
+    else if (err)
+        s = zt_errorf("cannot read config file %s: %s: --config needs a readable JSON file",
+                      path, strerror(err));
+    else if (len > CONFIG_MAX_BYTES)
+        s = zt_errorf("config file %s is larger than %u bytes: a config file holds options "
+                      "(a few kB); check the path given to --config", path, CONFIG_MAX_BYTES);
+    if (s != ZT_OK) {
         free(buf);
-        return zt_errorf("cannot read config file %s: %s: --config needs a readable JSON file",
-                         path, strerror(err));
+        return s;
     }
     buf[len] = '\0';
     *out = buf;
     *out_len = len;
     return ZT_OK;
+}
+
+// The line and column of `end` in `buf`, for messages.
+static void line_col(const char *buf, const char *end, int *line, int *col) {
+    *line = 1;
+    *col = 1;
+    for (const char *p = buf; p < end; p++) {
+        if (*p == '\n') {
+            ++*line;
+            *col = 1;
+        } else {
+            ++*col;
+        }
+    }
 }
 
 static zt_status apply_json_object(zt_config *cfg, const cJSON *root, const char *path,
@@ -157,20 +216,23 @@ zt_status zt_config_file_apply(zt_config *cfg, const char *path, unsigned char *
         return zt_errorf("config file %s is empty: write a JSON object such as {\"steps\": 100}",
                          path);
     }
+    size_t at;
+    const char *lenient = zt_json_lenient_part(buf, len, &at);
+    if (lenient) {
+        int line, col;
+        line_col(buf, buf + at, &line, &col);
+        zt_status st = zt_errorf("config file %s is not valid JSON: %s at line %d, column %d: "
+                                 "fix it there", path, lenient, line, col);
+        free(buf);
+        return st;
+    }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(buf, &end, 1);
     if (!root) {
         // cJSON reports where it stopped; turn that into a line and column.
         if (!end || end < buf || end > buf + len) end = buf + len;
-        int line = 1, col = 1;
-        for (const char *p = buf; p < end; p++) {
-            if (*p == '\n') {
-                line++;
-                col = 1;
-            } else {
-                col++;
-            }
-        }
+        int line, col;
+        line_col(buf, end, &line, &col);
         // Quote the rest of the offending line (at most 20 characters) for context.
         int near = (int)strcspn(end, "\r\n");
         if (near > 20) near = 20;

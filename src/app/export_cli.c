@@ -6,6 +6,7 @@
 
 #include "ckpt.h"
 #include "hf_export.h"
+#include "outputs.h"
 
 #define EXPORT_USAGE "zerotrain export CKPT --out DIR [--dtype fp32|bf16]"
 
@@ -25,7 +26,7 @@ static int parse_dtype(const char *v, zt_dtype *dtype) {
     if (strcmp(v, "fp32") == 0) *dtype = ZT_F32;
     else if (strcmp(v, "bf16") == 0) *dtype = ZT_BF16;
     else {
-        fprintf(stderr, "zerotrain export: --dtype '%s' is not known: use one of fp32, bf16\n", v);
+        fprintf(stderr, "zerotrain: error: --dtype '%s' is not known: use one of fp32, bf16\n", v);
         return 0;
     }
     return 1;
@@ -40,17 +41,17 @@ int zt_export_main(int argc, char **argv) {
             if (!parse_dtype(argv[++i], &dtype)) return 1;
         } else if (argv[i][0] != '-' && !ckpt) ckpt = argv[i];
         else {
-            fprintf(stderr, "zerotrain export: unexpected argument '%s' (usage: " EXPORT_USAGE
+            fprintf(stderr, "zerotrain: error: unexpected argument '%s' (usage: " EXPORT_USAGE
                             ")\n", argv[i]);
             return 1;
         }
     }
     if (!ckpt || !out) {
-        fprintf(stderr, "zerotrain export: usage: " EXPORT_USAGE "\n");
+        fprintf(stderr, "zerotrain: error: usage: " EXPORT_USAGE "\n");
         return 1;
     }
     // before the merge, which reads every shard
-    if (zt_hf_export_check_dir(out) != ZT_OK) {
+    if (zt_outputs_check_export(ckpt, out) != ZT_OK) {
         zt_error_report(1);
         return 1;
     }

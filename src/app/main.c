@@ -143,7 +143,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "generate") == 0) return zt_generate_main(argc - first, argv + first);
     if (strcmp(cmd, "train") == 0) return zt_train_main(argc - first, argv + first, argv[0]);
     if (strcmp(cmd, "eval") == 0) return zt_eval_main(argc - first, argv + first, argv[0]);
-    fprintf(stderr, "zerotrain: unknown command '%s' (commands: train, eval, memory, prepare, "
+    fprintf(stderr, "zerotrain: error: unknown command '%s' (commands: train, eval, memory, prepare, "
                     "export, launch, generate, blas, help)\n",
             cmd);
     return 1;

@@ -41,7 +41,7 @@ void zt_prepare_usage(FILE *f) {
 }
 
 static int prepare_fail(const char *fmt, const char *arg) {
-    fprintf(stderr, "zerotrain prepare: ");
+    fprintf(stderr, "zerotrain: error: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, " (zerotrain prepare --help lists the options)\n");
     return 1;
@@ -52,7 +52,7 @@ static int prepare_fail(const char *fmt, const char *arg) {
 static int prepare_outputs_clash(const char *out, const char *val_out, const char **texts,
                                  int n_texts, const char *vocab) {
     const char *outs[2] = {out, val_out}, *out_flags[2] = {"--out", "--val-out"};
-    char msg[ZT_PATH_MAX * 2 + 64];
+    char msg[ZT_PATH_MAX * 2 + 1200]; // (the default vocabulary path is up to 1024)
     for (int o = 0; o < 2; o++) {
         if (!outs[o]) continue;
         if (!outs[o][0]) return prepare_fail("%s is empty: give it a file path", out_flags[o]);
@@ -122,7 +122,10 @@ static int parse_args(prepare_args *p, int argc, char **argv) {
     }
     if (p->n_texts == 0 || !p->out)
         return prepare_fail("%s", "--text FILE and --out FILE are required");
-    if (prepare_outputs_clash(p->out, p->val_out, p->texts, p->n_texts, p->vocab)) return 1;
+    char def_vocab[1024]; // (gpt2 without --vocab reads the default vocabulary: an input too)
+    zt_bpe_default_vocab(def_vocab, sizeof def_vocab);
+    const char *vocab = p->vocab || strcmp(p->tokenizer, "gpt2") ? p->vocab : def_vocab;
+    if (prepare_outputs_clash(p->out, p->val_out, p->texts, p->n_texts, vocab)) return 1;
     if (p->val_frac_given && !p->val_out)
         return prepare_fail("%s", "--val-frac needs --val-out FILE (where the validation tokens "
                                   "go)");

@@ -61,5 +61,7 @@ void zt_signals_install(const zt_config *c) {
     sigaction(SIGBUS, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    if (g_graceful) sigaction(SIGUSR1, &sa, NULL); // else its default: the process ends
+    // without a --ckpt-dir it stops at once with its message (`zerotrain launch` turns a
+    // SIGTERM or SIGINT into SIGUSR1 through mpirun; its default action said nothing)
+    sigaction(SIGUSR1, &sa, NULL);
 }

@@ -11,6 +11,7 @@
 
 #include "ckpt_view.h"
 #include "comm_mpi.h"
+#include "data_pairing.h"
 #include "host_memory.h"
 #include "grid_data.h"
 #include "hf_import.h"
@@ -83,6 +84,7 @@ static zt_status open_data(zt_trainer *t, const char *argv0) {
                     train_path, (unsigned long long)t->train.n_samples);
     }
     if (!val_path[0]) return ZT_OK;
+    if (!t->eval_only) ZT_TRY(zt_pair_check(train_path, val_path));
     ZT_TRY(zt_dataset_open(&t->val, val_path, c->seq, t->shape.vocab, 0, c->seed));
     t->has_val = t->eval_only || c->val_every > 0;
     if (t->has_val) warn_short_val(t, val_path);
@@ -181,8 +183,9 @@ static zt_status run(zt_trainer *t) {
     const zt_grid *g = &t->grid;
     t->run_t0 = zt_mono_s();
     double longest = 0;
-    // the default collective timeout, armed over the steps: its deadline follows the longest
-    // step (with its validation, sample and checkpoint), so no healthy wait reaches it
+    // the default collective timeout (armed since the start, comm/comm_mpi_timeout.c): its
+    // deadline follows the longest step (with its validation, sample and checkpoint), so no
+    // healthy wait reaches it; it stays armed through the stop, the checks and --save
     zt_comm_mpi_watch(0);
     for (int step = t->step0; step < c->steps; step++) {
         zt_launcher_check();
@@ -212,13 +215,9 @@ static zt_status run(zt_trainer *t) {
             ZT_TRY(zt_ckpt_save(&x, step + 1,
                                 t->sample0 + (uint64_t)(step + 1 - t->step0) * per_step));
         }
-        if (st.stop && !last) {
-            zt_comm_mpi_unwatch(); // the rest is the stop's, not a step's
-            return preempted(t, step + 1);
-        }
+        if (st.stop && !last) return preempted(t, step + 1);
         if (zt_mono_s() - t_step > longest) zt_comm_mpi_watch(longest = zt_mono_s() - t_step);
     }
-    zt_comm_mpi_unwatch(); // the end: the checks and rank 0's export, of unmeasured length
     if (g->rank == 0) printf("done: %d steps in %.1f s\n", c->steps, zt_mono_s() - t->run_t0);
     if (g->rank == 0 && c->profile && t->prof_n > 0)
         zt_profile_print(stdout, &t->prof_steps, t->prof_n, t->prof_steps_s / t->prof_n,
@@ -356,7 +355,6 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0
     if (s == ZT_OK) {
         zt_trainer_print_start(&t);
         s = run(&t);
-        zt_comm_mpi_unwatch(); // (a run that stopped early)
     }
     s = close_log(&t, s);
     *preempted_out = t.preempted;

@@ -71,8 +71,9 @@ zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples);
 // requantized (with a message) where they do not. Errors name the file.
 zt_status zt_ckpt_resume(const zt_ckpt_ctx *c, const char *dir, int *step, uint64_t *samples);
 
-// Takes the lock of a --ckpt-dir (creating the directory): an exclusive flock on DIR/lock,
-// kept until zt_ckpt_unlock (the run's end; the kernel drops it when the process dies), with
+// Takes the lock of a --ckpt-dir (creating the directory): an exclusive flock on DIR/lock
+// and on DIR itself (deleting DIR/lock let a second run in; every save then checks that DIR
+// is still the directory locked, else fails: ckpt_lock_verify), kept until zt_ckpt_unlock (the run's end; the kernel drops it when the process dies), with
 // the holder's pid, host and start time written in it. A second run is refused (ZT_ERR)
 // with a message naming the holder: two runs writing one directory interleave their
 // checkpoints and prune each other's. A file system without flock gives a warning and
@@ -86,8 +87,11 @@ void zt_ckpt_unlock(int fd);
 // steps).
 zt_status zt_ckpt_load_weights(const zt_grid *g, zt_gpt2 *m, const char *dir, int *step);
 
-// Removes every tmp-step-* in `dir` (saying so): the saves of runs that stopped before their
-// commit (killed, out of disk). Only by the holder of dir's lock (zt_ckpt_lock with a
+// Removes in `dir` (saying so for each) what stopped runs left: every tmp-step-* (a save
+// stopped before its commit: killed, out of disk), every retired-step-* (--ckpt-keep's
+// pruning killed) and every step-* without manifest.json holding only files a save writes
+// (pruning killed under an older zerotrain); never a complete checkpoint or a directory
+// holding anything else. Only by the holder of dir's lock (zt_ckpt_lock with a
 // descriptor): then no other run is writing there, so each is provably a dead run's.
 zt_status zt_ckpt_remove_interrupted(const char *dir);
 

@@ -55,6 +55,7 @@ static inline const char *ckpt_param_dtype_name(const zt_ckpt_ctx *c) {
 // DIR/lock: flock'ed by the run writing into DIR (rank 0), for its whole life; it holds
 // "pid P on host H, started T" of that run (ckpt_lock.c)
 #define CKPT_LOCK "lock"
+#define CKPT_RETIRED "retired-step-" // a step-N being removed (ckpt_save.c, retire_step)
 
 // Host views of one rank's state (the save reads them, the resume writes them).
 typedef struct {
@@ -84,6 +85,10 @@ static inline int ckpt_file_exists(const char *p) {
     struct stat st;
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
+
+// Rank 0, before each save: ZT_OK unless this process locked `dir` (ckpt_lock.c) and its
+// lock file was since deleted or replaced (a second run may hold the new one): ZT_ERR then.
+zt_status ckpt_lock_verify(const char *dir);
 
 static inline double ckpt_now_s(void) {
     struct timespec ts;

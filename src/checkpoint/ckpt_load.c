@@ -48,8 +48,8 @@ static int newest_complete(DIR *d, const char *dir, int say) {
     return best;
 }
 
-// What `dir`/latest names when that is a complete checkpoint (name, its step or -1 when the
-// name is not step-N); 0 when it names none (said once).
+// What `dir`/latest names when that is a complete checkpoint (name and its step); 0 when it
+// names none (said once); -1 when it names anything but a step-N of `dir`.
 static int latest_names(const char *dir, char *name, size_t size, int *step, int say) {
     char p[PATHN + 16], q[2 * PATHN];
     snprintf(p, sizeof p, "%s/latest", dir);
@@ -59,10 +59,15 @@ static int latest_names(const char *dir, char *name, size_t size, int *step, int
     int ok = 0;
     char tail;
     if (lt && sscanf(lt, "%255s", name) == 1 && size > 255) {
+        // only a step-N of this directory: "../other/step-5" or "/elsewhere" resumed a
+        // checkpoint outside the one given
+        if (sscanf(name, "step-%d%c", step, &tail) != 1 || *step < 0) {
+            free(lt);
+            return -1;
+        }
         snprintf(q, sizeof q, "%s/%s/manifest.json", dir, name);
         ok = ckpt_file_exists(q);
         if (!ok && say) printf("checkpoint: %s names %s, which is not complete\n", p, name);
-        if (sscanf(name, "step-%d%c", step, &tail) != 1) *step = -1;
     }
     free(lt);
     return ok;
@@ -86,7 +91,11 @@ static zt_status resolve(const char *dir, char *out, size_t size, int say) {
     closedir(d);
     char name[256];
     int lstep = -1, named = latest_names(dir, name, sizeof name, &lstep, say);
-    if (named && (lstep < 0 || lstep >= best)) {
+    if (named < 0)
+        return zt_errorf("%s/latest names %s, not a step-N directory of %s: a checkpoint "
+                         "directory's latest names one of its own steps; write the step there "
+                         "(echo step-N > %s/latest) or remove the file", dir, name, dir, dir);
+    if (named && lstep >= best) {
         snprintf(out, size, "%s/%s", dir, name);
         return ZT_OK;
     }

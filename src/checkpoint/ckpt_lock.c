@@ -7,7 +7,14 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+// This process's lock: the directory itself is flock'ed (deleting DIR/lock, the file that
+// names the holder, let a second run lock a new file, and both wrote the directory), and
+// every save verifies that DIR is still the directory locked (ckpt_lock_verify).
+static int g_dir_fd = -1;
+static char g_dir[PATHN];
 
 // Who holds the lock, as its holder wrote it in the file ("" when it has not yet).
 static void read_holder(int fd, char *out, size_t size) {
@@ -30,6 +37,33 @@ static void write_holder(int fd) {
     if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)n, 0) != n) return;
 }
 
+// The refusal of a second run; `fd` the lock file (its text names the holder, unless it was
+// deleted: then this run locked a new file, and only the directory's flock refused it).
+static zt_status in_use(const char *dir, const char *path, int fd, int file_locked) {
+    char who[512];
+    read_holder(fd, who, sizeof who);
+    if (file_locked)
+        snprintf(who, sizeof who, "its lock file was deleted or replaced while it held the "
+                                  "directory, so who it is is not known; never delete a lock");
+    return zt_errorf("--ckpt-dir %s is in use by another run (%s; its lock: %s): two runs in "
+                     "one directory mix their checkpoints and delete each other's; wait for "
+                     "it to end, or give another --ckpt-dir", dir,
+                     who[0] ? who : "it has not written who it is yet", path);
+}
+
+// The flock of both the file and the directory: 0, or errno (EWOULDBLOCK: held by another).
+// A directory that cannot be locked otherwise (a file system that locks files only) leaves
+// the file's lock alone: *dir_fd is closed and -1 then.
+static int lock_both(int fd, int *dir_fd) {
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) return errno;
+    if (*dir_fd >= 0 && flock(*dir_fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK) return errno;
+        close(*dir_fd);
+        *dir_fd = -1;
+    }
+    return 0;
+}
+
 zt_status zt_ckpt_lock(const char *dir, int *fd_out) {
     *fd_out = -1;
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
@@ -47,12 +81,16 @@ zt_status zt_ckpt_lock(const char *dir, int *fd_out) {
     if (fd < 0)
         return zt_errorf("cannot open %s, the checkpoint directory's lock: %s", path,
                          strerror(errno));
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int e = lock_both(fd, &dir_fd);
+    if (e == 0) {
         write_holder(fd);
         *fd_out = fd;
+        g_dir_fd = dir_fd;
+        snprintf(g_dir, sizeof g_dir, "%s", dir);
         return ZT_OK;
     }
-    int e = errno;
+    if (dir_fd >= 0) close(dir_fd);
     if (e != EWOULDBLOCK) {
         // a file system without locks (an NFS mount without lockd): the run goes on
         close(fd);
@@ -60,15 +98,27 @@ zt_status zt_ckpt_lock(const char *dir, int *fd_out) {
                         "at the same time would not be refused\n", path, strerror(e), dir);
         return ZT_OK;
     }
-    char who[512];
-    read_holder(fd, who, sizeof who);
+    zt_status s = in_use(dir, path, fd, flock(fd, LOCK_EX | LOCK_NB) == 0);
     close(fd);
-    return zt_errorf("--ckpt-dir %s is in use by another run (%s; its lock: %s): two runs in "
-                     "one directory mix their checkpoints and delete each other's; wait for "
-                     "it to end, or give another --ckpt-dir", dir,
-                     who[0] ? who : "it has not written who it is yet", path);
+    return s;
 }
 
 void zt_ckpt_unlock(int fd) {
     if (fd >= 0) close(fd); // the lock goes with the descriptor; the file stays
+    if (fd >= 0 && g_dir_fd >= 0) {
+        close(g_dir_fd);
+        g_dir_fd = -1;
+    }
+}
+
+zt_status ckpt_lock_verify(const char *dir) {
+    if (g_dir_fd < 0 || strcmp(dir, g_dir) != 0) return ZT_OK; // no lock (no flock here)
+    struct stat held, now;
+    if (stat(dir, &now) == 0 && fstat(g_dir_fd, &held) == 0 && held.st_dev == now.st_dev &&
+        held.st_ino == now.st_ino)
+        return ZT_OK;
+    return zt_errorf("--ckpt-dir %s is no longer the directory this run locked (it was moved, "
+                     "removed or replaced while the run held it): another run may be writing "
+                     "there now, so this run stops without saving; move the directory back, or "
+                     "resume from where its checkpoints are now", dir);
 }

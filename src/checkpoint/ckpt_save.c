@@ -257,6 +257,18 @@ static int complete_steps(const char *dir, int *steps, int max) {
     return n;
 }
 
+// Removes a step-N directory as one step: renamed first to "retired-step-N" (atomic), then
+// emptied. A kill while its files were unlinked in place left a manifest-less step-N that no
+// later run removed; a kill now leaves a retired-step-N, which the next run's
+// zt_ckpt_remove_interrupted removes.
+static void retire_step(const char *dir, int step) {
+    char from[PATHN], to[PATHN];
+    snprintf(from, sizeof from, "%s/step-%d", dir, step);
+    snprintf(to, sizeof to, "%s/" CKPT_RETIRED "%d", dir, step);
+    remove_dir(to);
+    if (rename(from, to) == 0) remove_dir(to);
+}
+
 // Rank 0: deletes complete checkpoints older than the newest `keep`, never `just` (the
 // one this save wrote). Directories without a manifest are not checkpoints: left alone.
 static void prune(const char *dir, int keep, int just) {
@@ -267,11 +279,7 @@ static void prune(const char *dir, int keep, int just) {
         if (steps[i] == just) continue;
         int newer = 0;
         for (int j = 0; j < n; j++) newer += steps[j] > steps[i];
-        if (newer >= keep) {
-            char p[PATHN];
-            snprintf(p, sizeof p, "%s/step-%d", dir, steps[i]);
-            remove_dir(p);
-        }
+        if (newer >= keep) retire_step(dir, steps[i]);
     }
     fsync_path(dir);
 }
@@ -287,20 +295,65 @@ zt_status zt_ckpt_check_dir(const char *dir, int start) {
                      "step-N directories away", dir, newest, start);
 }
 
+// Whether `name` is a file a save writes into a step directory: a shard, the manifest, its
+// seal, or one of their writers' temporaries ("NAME.tmp.PID").
+static int save_file(const char *name) {
+    int pp, tp, dp, k = 0;
+    if (sscanf(name, "shard-pp%d-tp%d-dp%d.safetensors%n", &pp, &tp, &dp, &k) == 3 && k > 0 &&
+        (name[k] == 0 || strncmp(name + k, ".tmp.", 5) == 0))
+        return 1;
+    return strncmp(name, CKPT_MANIFEST, strlen(CKPT_MANIFEST)) == 0;
+}
+
+// Whether the directory `p` holds only files a save writes (and so is a dead save's or a
+// half-removed checkpoint's, never a user's).
+static int only_save_files(const char *p) {
+    DIR *d = opendir(p);
+    if (!d) return 0;
+    struct dirent *e;
+    int ok = 1;
+    while (ok && (e = readdir(d)))
+        ok = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || save_file(e->d_name);
+    closedir(d);
+    return ok;
+}
+
+// What a stopped run leaves in `name` (of `dir`): "the save ..." for tmp-step-N (killed
+// before its commit), a retired-step-N (killed while --ckpt-keep removed it), a step-N
+// without manifest.json (killed while an older zerotrain pruned it in place); NULL for
+// anything else, complete checkpoints first of all.
+static const char *leftover(const char *dir, const char *name) {
+    int step;
+    char tail, p[2 * PATHN];
+    if (strncmp(name, "tmp-step-", 9) == 0) return "the save of a run that stopped before its commit";
+    if (strncmp(name, CKPT_RETIRED, strlen(CKPT_RETIRED)) == 0)
+        return "a checkpoint that --ckpt-keep was removing when its run stopped";
+    if (sscanf(name, "step-%d%c", &step, &tail) != 1) return NULL;
+    snprintf(p, sizeof p, "%s/%s/" CKPT_MANIFEST, dir, name);
+    struct stat st;
+    if (lstat(p, &st) == 0 || errno != ENOENT) return NULL;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return only_save_files(p) ? "a checkpoint without manifest.json, half removed when its run "
+                                "stopped (it cannot be resumed)" : NULL;
+}
+
 zt_status zt_ckpt_remove_interrupted(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return ZT_OK;
     struct dirent *e;
     char p[2 * PATHN];
     while ((e = readdir(d))) {
-        if (strncmp(e->d_name, "tmp-step-", 9) != 0) continue;
+        const char *what = leftover(dir, e->d_name);
+        if (!what) continue;
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(p, &st) != 0 || !S_ISDIR(st.st_mode)) continue; // never through a link
         if (remove_dir(p))
-            printf("checkpoint: removed %s, the save of a run that stopped before its commit "
-                   "(this run holds %s/" CKPT_LOCK ", so no other run writes there)\n", p, dir);
+            printf("checkpoint: removed %s, %s (this run holds %s/" CKPT_LOCK ", so no other run "
+                   "writes there)\n", p, what, dir);
         else
-            fprintf(stderr, "zerotrain: warning: %s, an interrupted save, is kept: it holds "
-                            "what a save does not write; move it away or remove it\n", p);
+            fprintf(stderr, "zerotrain: warning: %s, %s, is kept: it holds what a save does not "
+                            "write; move it away or remove it\n", p, what);
     }
     closedir(d);
     fflush(stdout);
@@ -348,7 +401,7 @@ static zt_status commit(const zt_ckpt_ctx *c, const char *tmp, const char *fin, 
     ZT_TRY(write_manifest(c, tmp, step, samples, rec));
     ZT_TRY(seal_manifest(tmp));
     ZT_TRY(fsync_path(tmp));
-    remove_dir(fin); // an older save of the same step (a rerun)
+    retire_step(dir, step); // an older save of the same step (a rerun)
     if (rename(tmp, fin) != 0)
         return zt_errorf("cannot rename %s to %s: %s", tmp, fin, strerror(errno));
     ZT_TRY(fsync_path(dir));
@@ -376,7 +429,8 @@ zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples) {
     snprintf(tmp, sizeof tmp, "%s/tmp-step-%d", dir, step);
     snprintf(fin, sizeof fin, "%s/step-%d", dir, step);
     zt_status s = ZT_OK;
-    if (g->rank == 0) {
+    if (g->rank == 0) s = ckpt_lock_verify(dir);
+    if (g->rank == 0 && s == ZT_OK) {
         if (mkdir(dir, 0755) != 0 && errno != EEXIST)
             s = zt_errorf("cannot create the checkpoint directory %s: %s", dir, strerror(errno));
         remove_dir(tmp); // a crash's leftovers

@@ -101,12 +101,42 @@ char *zt_read_file(const char *path, size_t *len) {
     return buf;
 }
 
+// The length of the valid UTF-8 sequence at p (1 to 4), or 0 (an invalid or overlong
+// sequence, a surrogate, past U+10FFFF, or cut short).
+static int utf8_len(const unsigned char *p) {
+    unsigned c = p[0];
+    int n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (n <= 1) return n;
+    unsigned cp = c & (0x7F >> n);
+    for (int k = 1; k < n; k++) {
+        if ((p[k] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (p[k] & 0x3F);
+    }
+    static const unsigned least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < least[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return n;
+}
+
+size_t zt_utf8_invalid_at(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t k = 0; k < n;) {
+        int len = p[k] ? utf8_len(p + k) : 1;
+        if (len == 0 || k + (size_t)len > n) return k;
+        k += (size_t)len;
+    }
+    return n;
+}
+
 void zt_json_string(FILE *f, const char *s) {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        int n = utf8_len(p);
+        if (n == 0) fprintf(f, "\\udc%02x", *p); // Python's surrogateescape: os.fsencode(
+                                                 // json.loads(...)) gives the bytes back
+        else if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
         else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
+        else fwrite(p, 1, (size_t)n, f);
+        p += n ? n : 1;
     }
     fputc('"', f);
 }

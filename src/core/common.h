@@ -38,9 +38,15 @@ const char *zt_file_error(int e);
 // directory's "size" would be taken as a length, a FIFO would block). The caller frees it.
 char *zt_read_file(const char *path, size_t *len);
 
-// Writes `s` as a JSON string: quoted, with '"', '\\' and control characters escaped (other
-// bytes as they are: paths are written as the file system holds them).
+// Writes `s` as a JSON string: quoted, with '"', '\\' and control characters escaped, valid
+// UTF-8 as it is, and each byte that is not valid UTF-8 (a path of another encoding) as
+// \udcXX, Python's surrogateescape, so the line stays valid JSON and the bytes come back
+// (os.fsencode of the decoded string).
 void zt_json_string(FILE *f, const char *s);
+
+// The offset of the first byte of s[0..n) that does not begin a valid UTF-8 sequence (an
+// overlong form, a surrogate, past U+10FFFF, cut short), or n when all of it is valid.
+size_t zt_utf8_invalid_at(const char *s, size_t n);
 
 // Propagate a status: ZT_TRY(f(x)); returns from the caller on error.
 #define ZT_TRY(expr)                          \

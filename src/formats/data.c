@@ -37,6 +37,8 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "data_pairing.h"
+#include "tmp_names.h"
 
 // The tokens are used in place from the mapping and written straight from memory, so the host
 // must share the file's byte order. Every machine we target is little endian; say so loudly if
@@ -278,17 +280,16 @@ void zt_dataset_sample(zt_dataset *ds, uint64_t g, int32_t *inputs, int32_t *tar
 // ---------------------------------------------------------------------------------------------
 // Writing.
 
-zt_status zt_dataset_write(const char *path, const uint16_t *tokens, size_t n) {
+// Writes a whole token file to its temporary name (into tmp, `cap` bytes), synced: the
+// caller renames it into place.
+static zt_status write_token_tmp(const char *path, const uint16_t *tokens, size_t n, char *tmp,
+                                 size_t cap) {
     ZT_ASSERT(path != NULL && (tokens != NULL || n == 0));
     if (n > (size_t)INT32_MAX)
         return zt_errorf("cannot write data file %s: %zu tokens is more than the format's "
                          "limit of %d; split the text into several files",
                          path, n, INT32_MAX);
-    char tmp[4096];
-    int len = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    if (len < 0 || (size_t)len >= sizeof tmp)
-        return zt_errorf("cannot write data file %s: path too long", path);
-
+    ZT_TRY(zt_tmp_name(tmp, cap, path));
     FILE *f = fopen(tmp, "wb");
     if (!f)
         return zt_errorf("cannot create %s (for data file %s): %s; check that the directory "
@@ -311,12 +312,34 @@ zt_status zt_dataset_write(const char *path, const uint16_t *tokens, size_t n) {
         unlink(tmp);
         return zt_errorf("cannot write data file %s: %s (disk full?)", path, strerror(e));
     }
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        unlink(tmp);
-        return zt_errorf("cannot rename %s onto data file %s: %s", tmp, path, strerror(e));
-    }
     return ZT_OK;
+}
+
+// Renames a finished temporary onto `path`; the temporary goes on failure.
+static zt_status put_in_place(const char *tmp, const char *path) {
+    if (rename(tmp, path) == 0) return ZT_OK;
+    int e = errno;
+    unlink(tmp);
+    return zt_errorf("cannot rename %s onto data file %s: %s", tmp, path, strerror(e));
+}
+
+// The train and validation temporaries into place, marked as a pair in between
+// (data_pairing.h); both temporaries go on failure.
+static zt_status put_pair_in_place(const char *train_tmp, const char *train, const char *val_tmp,
+                                   const char *val) {
+    zt_status s = zt_pair_begin(train, val);
+    if (s == ZT_OK) s = put_in_place(train_tmp, train);
+    else unlink(train_tmp);
+    if (s == ZT_OK) s = put_in_place(val_tmp, val);
+    else unlink(val_tmp);
+    if (s == ZT_OK) zt_pair_end(train);
+    return s;
+}
+
+zt_status zt_dataset_write(const char *path, const uint16_t *tokens, size_t n) {
+    char tmp[4500];
+    ZT_TRY(write_token_tmp(path, tokens, n, tmp, sizeof tmp));
+    return put_in_place(tmp, path);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -361,11 +384,13 @@ static zt_status read_whole_file(const char *path, unsigned char **out, size_t *
     return ZT_OK;
 }
 
-static zt_status write_bytes_as_tokens(const char *path, const unsigned char *bytes, size_t n) {
+// The bytes as a token file at its temporary name (tmp), not yet in place.
+static zt_status write_bytes_as_tokens(const char *path, const unsigned char *bytes, size_t n,
+                                       char *tmp, size_t cap) {
     uint16_t *tok = malloc(n * sizeof(uint16_t));
     if (!tok) return zt_errorf("out of memory preparing data file %s (%zu tokens)", path, n);
     for (size_t i = 0; i < n; i++) tok[i] = bytes[i];
-    zt_status s = zt_dataset_write(path, tok, n);
+    zt_status s = write_token_tmp(path, tok, n, tmp, cap);
     free(tok);
     return s;
 }
@@ -379,6 +404,8 @@ zt_status zt_prepare_text(const char *text_path, const char *train_path, const c
                          "a validation file (%s)",
                          val_frac, val_path);
 
+    zt_token_tmps_remove_dead(train_path);
+    if (want_val) zt_token_tmps_remove_dead(val_path);
     unsigned char *text;
     size_t n;
     ZT_TRY(read_whole_file(text_path, &text, &n));
@@ -398,19 +425,24 @@ zt_status zt_prepare_text(const char *text_path, const char *train_path, const c
                       "than the 2 tokens of one sample; use more text or a larger validation "
                       "fraction",
                       text_path, n, n_val, val_path);
-    if (s == ZT_OK) s = write_bytes_as_tokens(train_path, text, n_train);
-    if (s == ZT_OK && want_val) s = write_bytes_as_tokens(val_path, text + n_train, n_val);
+    // both files written before either is put in place (data_pairing.h)
+    char train_tmp[4500], val_tmp[4500] = "";
+    if (s == ZT_OK) s = write_bytes_as_tokens(train_path, text, n_train, train_tmp, sizeof train_tmp);
+    if (s == ZT_OK && want_val) {
+        s = write_bytes_as_tokens(val_path, text + n_train, n_val, val_tmp, sizeof val_tmp);
+        if (s != ZT_OK) unlink(train_tmp);
+    }
     free(text);
-    return s;
+    if (s != ZT_OK) return s;
+    return want_val ? put_pair_in_place(train_tmp, train_path, val_tmp, val_path)
+                    : put_in_place(train_tmp, train_path);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Streaming writer (same format; the header's count is written last).
 
 static zt_status writer_tmp_name(char *tmp, size_t cap, const char *path) {
-    int len = snprintf(tmp, cap, "%s.tmp.%ld", path, (long)getpid());
-    if (len < 0 || (size_t)len >= cap) return zt_errorf("cannot write data file %s: path too long", path);
-    return ZT_OK;
+    return zt_tmp_name(tmp, cap, path);
 }
 
 // Writes the header for n tokens at the start of f, flushes and syncs it.
@@ -502,7 +534,7 @@ zt_status zt_token_writer_close(zt_token_writer *w, const char *val_path, size_t
     ZT_ASSERT(w && w->f);
     int want_val = val_path && val_path[0];
     ZT_ASSERT(!want_val || n_val <= w->n);
-    char val_tmp[4096 + 32] = "";
+    char val_tmp[4096 + 300] = "";
     zt_status s = ZT_OK;
     if (want_val) {
         s = split_tail(w, val_path, n_val, val_tmp, sizeof val_tmp);
@@ -513,13 +545,11 @@ zt_status zt_token_writer_close(zt_token_writer *w, const char *val_path, size_t
     int closed = fclose(w->f) == 0;
     w->f = NULL;
     if (s == ZT_OK && !closed) s = zt_errorf("cannot write data file %s: %s", w->path, strerror(errno));
-    if (s == ZT_OK && rename(w->tmp, w->path) != 0)
-        s = zt_errorf("cannot rename %s onto data file %s: %s", w->tmp, w->path, strerror(errno));
-    if (s == ZT_OK && want_val && rename(val_tmp, val_path) != 0)
-        s = zt_errorf("cannot rename %s onto data file %s: %s", val_tmp, val_path, strerror(errno));
     if (s != ZT_OK) {
         unlink(w->tmp);
         if (val_tmp[0]) unlink(val_tmp);
+        return s;
     }
-    return s;
+    return want_val ? put_pair_in_place(w->tmp, w->path, val_tmp, val_path)
+                    : put_in_place(w->tmp, w->path);
 }

@@ -52,7 +52,7 @@ zt_status zt_dataset_write(const char *path, const uint16_t *tokens, size_t n);
 typedef struct {
     FILE *f;
     char path[4096];
-    char tmp[4096 + 32];
+    char tmp[4096 + 300]; // "<path>.tmp.<pid>.<host>"
     size_t n;  // tokens appended so far
 } zt_token_writer;
 

@@ -17,6 +17,7 @@
 #include "bpe.h"
 #include "hf_tokenizer_export.h"
 #include "safetensors.h"
+#include "tmp_names.h"
 
 static zt_status export_files(const zt_model_shape *shape, const zt_layout *lays,
                               const float *const *params, int n_parts, zt_dtype dtype,
@@ -45,8 +46,16 @@ static int export_own(const char *name, int tok_ours) {
 // files too where the new export has none: a byte-level model after a GPT-2 one), and so
 // does `old`.
 static void retire_old(const char *old, const char *dir) {
-    DIR *d = opendir(old);
-    if (!d) return;
+    // never through a link: a --save that was a link to a checkpoint directory moved the
+    // checkpoints into the export (O_NOFOLLOW: a link swapped in stays, said below)
+    int fd = open(old, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        fprintf(stderr, "zerotrain: warning: what stood at %s before this export is kept as %s "
+                        "(not a directory of its own: %s)\n", dir, old, strerror(errno));
+        return;
+    }
     int tok_ours = zt_hf_tokenizer_marked(old);
     struct dirent *e;
     char from[4700], to[4700];
@@ -113,55 +122,25 @@ static int clear_export_tmp(const char *tmp, char *kept, size_t size) {
     return rmdir(tmp) == 0;
 }
 
-// An export of `dir` writes into "<dir>.tmp.<pid>.<host>": the name says whose it is.
-static void export_tmp_name(const char *dir, char *out, size_t size) {
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    snprintf(out, size, "%s.tmp.%ld.%s", dir, (long)getpid(), host);
-}
-
-// The pid of `name` when it is the temporary directory of an export of `base` that died on
-// this host: its pid runs no process here (kill gives ESRCH). -1 otherwise: another host's,
-// a live process's, or not an export's name. Only those are provably no one else's.
-static long dead_export_tmp(const char *name, const char *base) {
-    size_t n = strlen(base);
-    char host[256] = "", *end;
-    if (strncmp(name, base, n) != 0 || strncmp(name + n, ".tmp.", 5) != 0) return -1;
-    const char *num = name + n + 5;
-    if (*num < '0' || *num > '9') return -1;
-    long pid = strtol(num, &end, 10);
-    gethostname(host, sizeof host - 1);
-    if (*end != '.' || strcmp(end + 1, host) != 0 || pid <= 0 || pid == (long)getpid())
-        return -1;
-    return kill((pid_t)pid, 0) != 0 && errno == ESRCH ? pid : -1;
+// One dead export's temporary directory (zt_tmp_each_dead): removed, and said.
+static void remove_dead_export(const char *p, long pid, void *dir) {
+    char kept[256];
+    if (clear_export_tmp(p, kept, sizeof kept))
+        printf("zerotrain: removed %s, the temporary directory of an export of %s that did "
+               "not finish (pid %ld on this host, no longer running)\n", p, (const char *)dir,
+               pid);
+    else
+        fprintf(stderr, "zerotrain: warning: %s, the temporary directory of an export of %s "
+                        "that did not finish (pid %ld), is kept: it holds %s, which an export "
+                        "does not write; move it away or remove it\n", p, (const char *)dir, pid,
+                kept[0] ? kept : "entries it could not remove");
 }
 
 // What an export killed before its rename leaves (a kill -9, a crash, a full disk): its
 // temporary directory, up to a whole model's size, which no later export removed. Each one
 // whose process died on this host is removed here, and said.
 static void remove_dead_exports(const char *dir) {
-    char pd[4200], bd[4200];
-    snprintf(pd, sizeof pd, "%s", dir);
-    snprintf(bd, sizeof bd, "%s", dir);
-    const char *parent = dirname(pd), *base = basename(bd);
-    DIR *d = opendir(parent);
-    if (!d) return;
-    struct dirent *e;
-    char p[4400], kept[256];
-    while ((e = readdir(d)) != NULL) {
-        long pid = dead_export_tmp(e->d_name, base);
-        if (pid < 0) continue;
-        snprintf(p, sizeof p, "%s/%s", parent, e->d_name);
-        if (clear_export_tmp(p, kept, sizeof kept))
-            printf("zerotrain: removed %s, the temporary directory of an export of %s that did "
-                   "not finish (pid %ld on this host, no longer running)\n", p, dir, pid);
-        else
-            fprintf(stderr, "zerotrain: warning: %s, the temporary directory of an export of %s "
-                            "that did not finish (pid %ld), is kept: it holds %s, which an export "
-                            "does not write; move it away or remove it\n", p, dir, pid,
-                    kept[0] ? kept : "entries it could not remove");
-    }
-    closedir(d);
+    zt_tmp_each_dead(dir, remove_dead_export, (void *)dir);
     fflush(stdout);
 }
 
@@ -171,7 +150,12 @@ zt_status zt_hf_export_check_dir(const char *dir) {
     if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
         return zt_errorf("%s exists and is not a directory: an export is a directory "
                          "(model.safetensors, config.json); give a new path or a directory", dir);
-    return ZT_OK;
+    if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+        return zt_errorf("%s is a symbolic link: an export replaces its directory as a whole, "
+                         "and through a link it moved the linked directory's content; give the "
+                         "directory's own path", dir);
+    char tmp[4500];
+    return zt_tmp_name(tmp, sizeof tmp, dir);
 }
 
 // The export is written into a fresh sibling directory, synced, then put in place: renamed
@@ -185,7 +169,7 @@ zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
     ZT_TRY(zt_hf_export_check_dir(dir));
     remove_dead_exports(dir);
     char tmp[4500], kept[256];
-    export_tmp_name(dir, tmp, sizeof tmp);
+    ZT_TRY(zt_tmp_name(tmp, sizeof tmp, dir));
     if (mkdir(tmp, 0755) != 0)
         return zt_errorf("cannot create directory %s: %s", tmp, strerror(errno));
     zt_status s = export_files(shape, lays, params, n_parts, dtype, tmp);
@@ -196,9 +180,15 @@ zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
     if (shape->vocab == ZT_GPT2_VOCAB) export_tokenizer(shape, tmp, dir);
     sync_dir(tmp);
     struct stat st;
-    if (stat(dir, &st) != 0) {
-        if (rename(tmp, dir) != 0) s = zt_errorf("cannot rename %s to %s: %s", tmp, dir,
-                                                 strerror(errno));
+    // (a second export may create `dir` between the stat and the rename: then the rename
+    // fails, and this export swaps that one out as an older export)
+    int placed = lstat(dir, &st) != 0 && rename(tmp, dir) == 0;
+    if (placed) {
+    } else if (lstat(dir, &st) != 0) {
+        s = zt_errorf("cannot rename %s to %s: %s", tmp, dir, strerror(errno));
+    } else if (S_ISLNK(st.st_mode)) {
+        s = zt_errorf("%s became a symbolic link during the export: an export replaces a "
+                      "directory of its own; give the directory's own path", dir);
     } else if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
         retire_old(tmp, dir);
     } else { // a file system without the exchange: the files one by one, each atomic
@@ -219,6 +209,7 @@ zt_status zt_hf_export(const zt_model_shape *shape, const zt_layout *lays,
         }
         retire_old(tmp, dir);
     }
+    if (s != ZT_OK) clear_export_tmp(tmp, kept, sizeof kept); // a racing export's loser
     if (s == ZT_OK) {
         char parent[4200];
         snprintf(parent, sizeof parent, "%s", dir);

@@ -121,6 +121,34 @@ static zt_status check_config_math(const char *path, const cJSON *root) {
         return zt_errorf("%s: activation_function is %s; zerotrain's GPT-2 computes the tanh "
                          "GELU (\"gelu_new\") only: this model needs another runtime",
                          path, cJSON_IsString(act) ? act->valuestring : "not a string");
+    // transformers' GPT2Attention: scale_attn_weights false drops the 1/sqrt(head) scale,
+    // scale_attn_by_inverse_layer_idx true divides layer i's scores by i + 1 more, and
+    // add_cross_attention adds an attention over an encoder; each changes the logits.
+    // (reorder_and_upcast_attn only computes the same scores in float32, as zerotrain does.)
+    static const struct { const char *key; int gpt2; const char *does; } flags[] = {
+        {"scale_attn_weights", 1, "scales the attention scores by 1/sqrt(head size)"},
+        {"scale_attn_by_inverse_layer_idx", 0, "does not scale layer i's scores by 1/(i + 1)"},
+        {"add_cross_attention", 0, "has no cross-attention"}};
+    for (size_t k = 0; k < sizeof flags / sizeof *flags; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, flags[k].key);
+        if (v && (!cJSON_IsBool(v) || cJSON_IsTrue(v) != flags[k].gpt2))
+            return zt_errorf("%s: %s is %s; zerotrain's GPT-2 %s (%s %s): this model needs "
+                             "another runtime", path, flags[k].key,
+                             cJSON_IsBool(v) ? (cJSON_IsTrue(v) ? "true" : "false") : "not a bool",
+                             flags[k].does, flags[k].key, flags[k].gpt2 ? "true" : "false");
+    }
+    const cJSON *model_type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (model_type && (!cJSON_IsString(model_type) || strcmp(model_type->valuestring, "gpt2")))
+        return zt_errorf("%s: model_type is %s, not \"gpt2\": zerotrain reads GPT-2 models only",
+                         path, cJSON_IsString(model_type) ? model_type->valuestring : "not a string");
+    const cJSON *inner = cJSON_GetObjectItemCaseSensitive(root, "n_inner");
+    const cJSON *embd = cJSON_GetObjectItemCaseSensitive(root, "n_embd");
+    if (inner && !cJSON_IsNull(inner) &&
+        !(cJSON_IsNumber(inner) && cJSON_IsNumber(embd) &&
+          inner->valuedouble == 4 * embd->valuedouble))
+        return zt_errorf("%s: n_inner is %g; zerotrain's GPT-2 MLP is 4 x n_embd wide (n_inner "
+                         "null): this model needs another runtime", path,
+                         cJSON_IsNumber(inner) ? inner->valuedouble : NAN);
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(root, "layer_norm_epsilon");
     if (eps && (!cJSON_IsNumber(eps) || fabs(eps->valuedouble - ZT_LN_EPS) > 1e-3 * ZT_LN_EPS))
         return zt_errorf("%s: layer_norm_epsilon is %g; zerotrain's LayerNorm uses GPT-2's "
@@ -130,8 +158,14 @@ static zt_status check_config_math(const char *path, const cJSON *root) {
 }
 
 static zt_status read_config_json(const char *path, zt_model_shape *s) {
-    char *buf = zt_read_file(path, NULL);
+    size_t len, at;
+    char *buf = zt_read_file(path, &len);
     if (!buf) return zt_errorf("cannot read %s: %s", path, zt_file_error(errno));
+    const char *lenient = zt_json_lenient_part(buf, len, &at);
+    if (lenient) {
+        free(buf);
+        return zt_errorf("%s is not valid JSON: %s at byte %zu: fix the file", path, lenient, at);
+    }
     cJSON *root = cJSON_Parse(buf);
     free(buf);
     if (!cJSON_IsObject(root)) {
@@ -263,6 +297,15 @@ static void gather(const zt_layout *lay, const zt_tensor_desc *t, const zt_model
     }
 }
 
+// "[a, b]" for a shape of `ndim` dimensions (a 1-D one printed "[640]" for 64: its empty
+// second dimension's 0 followed the first).
+static void shape_text(char *out, size_t size, int ndim, const int64_t *dims) {
+    size_t n = (size_t)snprintf(out, size, "[");
+    for (int k = 0; k < ndim && n < size; k++)
+        n += (size_t)snprintf(out + n, size - n, "%s%lld", k ? ", " : "", (long long)dims[k]);
+    if (n < size) snprintf(out + n, size - n, "]");
+}
+
 static zt_status hf_load(zt_gpt2 *m, const char *path) {
     hf_paths p;
     ZT_TRY(resolve(path, &p));
@@ -290,12 +333,11 @@ static zt_status hf_load(zt_gpt2 *m, const char *path) {
         int ok = t->ndim == 1 ? en->ndim == 1 && en->shape[0] == r
                               : en->ndim == 2 && en->shape[0] == r && en->shape[1] == c;
         if (!ok) {
-            st = zt_errorf("%s: tensor %s has shape [%lld%s%lld], expected [%lld%s%lld] for this "
-                           "model", p.st, en->name, (long long)en->shape[0],
-                           en->ndim == 2 ? ", " : "", en->ndim == 2 ? (long long)en->shape[1] : 0LL,
-                           (long long)r, t->ndim == 2 ? ", " : "",
-                           t->ndim == 2 ? (long long)c : 0LL);
-            // (a 1-D tensor prints its single dimension followed by an empty second)
+            char has[96], want[64];
+            shape_text(has, sizeof has, en->ndim, en->shape);
+            shape_text(want, sizeof want, t->ndim, (const int64_t[]){r, c});
+            st = zt_errorf("%s: tensor %s has shape %s, expected %s for this model", p.st,
+                           en->name, has, want);
             break;
         }
         buf = realloc(buf, en->numel * sizeof(float));

@@ -243,38 +243,75 @@ static zt_status check_metadata(const char *path, const cJSON *meta) {
     return ZT_OK;
 }
 
-// An entry's byte range and its place in the header, sorted by begin (ties in header order).
+// An entry's byte range and its place in the header, sorted by begin, then end (an empty
+// tensor first), ties in header order.
 typedef struct {
-    size_t begin;
+    size_t begin, end;
     int i;
 } st_place;
 static int by_begin(const void *a, const void *b) {
     const st_place *x = a, *y = b;
     if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
     return x->i - y->i;
 }
 
-// Two tensors sharing bytes (every ln_1 weight pointing at one range) load as one tensor
-// several times: a writer's bug, never a file of independent tensors.
-static zt_status check_overlaps(const zt_st_file *f) {
+// The data section is the tensors end to end, as the reference implementation requires:
+// sorted by offset, each begins where the one before ends and the last ends at the file's
+// end. A header length 4 bytes short shifted every tensor by one float and still fitted;
+// two tensors sharing bytes load as one tensor twice (a writer's bug); a hole or trailing
+// bytes are data no tensor owns.
+static zt_status check_layout(const zt_st_file *f, size_t data_bytes) {
     st_place *order = malloc((size_t)(f->n + 1) * sizeof *order);
     ZT_ASSERT(order);
-    for (int i = 0; i < f->n; i++) order[i] = (st_place){f->t[i].begin, i};
+    for (int i = 0; i < f->n; i++) order[i] = (st_place){f->t[i].begin, f->t[i].end, i};
     qsort(order, (size_t)f->n, sizeof *order, by_begin);
-    const zt_st_entry *last = NULL; // the nonempty entry reaching furthest so far
+    const zt_st_entry *last = NULL; // the entry ending where the next must begin
+    size_t reached = 0;
     zt_status s = ZT_OK;
     for (int k = 0; k < f->n && s == ZT_OK; k++) {
         const zt_st_entry *t = &f->t[order[k].i];
-        if (t->end == t->begin) continue;
-        if (last && t->begin < last->end)
+        if (t->begin < reached)
             s = zt_errorf("%s is corrupt: tensors '%s' and '%s' share bytes (data_offsets "
                           "[%zu, %zu] and [%zu, %zu]); each tensor needs bytes of its own: "
                           REWRITE, f->path, last->name, t->name, last->begin, last->end,
                           t->begin, t->end);
-        if (!last || t->end > last->end) last = t;
+        else if (t->begin > reached)
+            s = zt_errorf("%s is corrupt: bytes %zu to %zu of its data belong to no tensor "
+                          "(tensor '%s' begins at %zu); the data must be the tensors end to end "
+                          "(a header length that is off shows so): " REWRITE, f->path, reached,
+                          t->begin, t->name, t->begin);
+        if (t->end > reached || !last) last = t;
+        if (t->end > reached) reached = t->end;
     }
     free(order);
+    if (s == ZT_OK && reached != data_bytes)
+        s = zt_errorf("%s is corrupt: its tensors end at byte %zu of a %zu-byte data section "
+                      "(%zu bytes after them belong to no tensor; a header length that is off "
+                      "shows so): " REWRITE, f->path, reached, data_bytes, data_bytes - reached);
     return s;
+}
+
+// The header's text: UTF-8 JSON without control bytes (a JSON string may not hold them raw;
+// the reference implementation refuses both) and nothing but spaces after the object.
+static zt_status check_header_text(const char *path, const char *json, size_t n,
+                                   const char *parsed_end) {
+    for (size_t k = 0; k < n; k++) {
+        unsigned char ch = (unsigned char)json[k];
+        if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
+            return zt_errorf("%s is corrupt: its header holds the control byte 0x%02x at byte %zu "
+                             "(not JSON text): " REWRITE, path, ch, k);
+    }
+    size_t bad = zt_utf8_invalid_at(json, n);
+    if (bad < n)
+        return zt_errorf("%s is corrupt: its header is not UTF-8 text (byte 0x%02x at byte %zu): "
+                         REWRITE, path, (unsigned char)json[bad], bad);
+    for (const char *p = parsed_end; p < json + n; p++)
+        if (*p != ' ')
+            return zt_errorf("%s is corrupt: its header has text after the JSON object (byte "
+                             "%td of %zu); only space padding may follow it: " REWRITE, path,
+                             p - json, n);
+    return ZT_OK;
 }
 
 // The header's top level: each key once (cJSON keeps both of a pair and finds the first;
@@ -291,7 +328,7 @@ static zt_status parse_header(zt_st_file *f, const cJSON *root, size_t data_byte
         if (strcmp(e->string, "__metadata__") == 0) ZT_TRY(check_metadata(f->path, e));
         else ZT_TRY(parse_entry(f, e, data_bytes));
     }
-    return check_overlaps(f);
+    return check_layout(f, data_bytes);
 }
 
 zt_status zt_st_open(zt_st_file *f, const char *path) {
@@ -326,7 +363,12 @@ zt_status zt_st_open(zt_st_file *f, const char *path) {
                          hlen > size - 8 ? "truncated or not a safetensors file" : "corrupt",
                          (unsigned long long)hlen, size);
     const char *json = (const char *)f->map + 8;
-    cJSON *root = cJSON_ParseWithLength(json, (size_t)hlen);
+    const char *parsed_end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(json, (size_t)hlen, &parsed_end, 0);
+    if (root && check_header_text(path, json, (size_t)hlen, parsed_end) != ZT_OK) {
+        cJSON_Delete(root);
+        return ZT_ERR;
+    }
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return zt_errorf("%s is corrupt or not a safetensors file: its header is not a JSON "

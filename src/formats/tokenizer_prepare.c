@@ -23,6 +23,7 @@
 
 #include "bpe.h"
 #include "data.h"
+#include "data_pairing.h"
 #include "memory.h"
 
 #define ZT_PREPARE_CHUNK_DEFAULT ((size_t)1 << 20)
@@ -237,6 +238,8 @@ zt_status zt_prepare_gpt2(const zt_prepare_gpt2_opts *o, zt_prepare_stats *stats
     p.progress = o->progress < 0 ? p.total >= ZT_PREPARE_PROGRESS_MIN : o->progress;
     p.tty = isatty(2);
     p.t0 = p.last = now_s();
+    zt_token_tmps_remove_dead(o->out);
+    if (o->val_out && o->val_out[0]) zt_token_tmps_remove_dead(o->val_out);
     if (s == ZT_OK) s = zt_token_writer_open(&p.w, o->out);
     for (int i = 0; s == ZT_OK && i < o->n_texts; i++) s = encode_file(&p, o->texts[i]);
     size_t n = p.w.n, n_val = want_val ? (size_t)((double)n * o->val_frac + 0.5) : 0;

@@ -53,6 +53,11 @@ def main(src, dst, case):
         if case == "wide_shape" and bare == "wte.weight":
             shape, off = "[%d, 0]" % 2**31, "[0, 0]"
         items.append((k, entry(v, off, shape)))
+    if case == "wide_shape":  # wte's bytes, owned by a tensor of their own (no hole: that is
+        # refused first, tests/test_safetensors.c)
+        w = hdr.get("wte.weight") or hdr["transformer.wte.weight"]
+        b, e = w["data_offsets"]
+        items.append(("wte_bytes", '{"dtype": "U8", "shape": [%d], "data_offsets": [%d, %d]}' % (e - b, b, e)))
     if case == "duplicate":
         items.append(("h.0.ln_1.weight",
                       entry(hdr["h.0.ln_1.weight"], json.dumps(hdr["h.0.ln_2.weight"]["data_offsets"]))))

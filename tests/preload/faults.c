@@ -1,5 +1,5 @@
 // Fault injection for the shell tests, outside the production code: a library the tests load
-// with LD_PRELOAD, which wraps two libc calls and fails or kills on request.
+// with LD_PRELOAD, which wraps a few libc calls and fails or kills on request.
 //
 //   ZT_FAULT_KILL_AFTER_SHARDS=n  this process SIGKILLs itself right after fsync of its n-th
 //                                 checkpoint shard (a file shard-*.safetensors under a
@@ -16,6 +16,10 @@
 //   ZT_FAULT_PAUSE_AT_RENAME=glob the same rename waits instead, until the file named by
 //                                 ZT_FAULT_CONTINUE exists (at most 60 s): a run held alive
 //                                 at a known point while a test starts another;
+//   ZT_FAULT_KILL_AT_UNLINK=glob  this process SIGKILLs itself just before the n-th unlink
+//                                 (n = ZT_FAULT_UNLINK_NTH, default 1) of a path matching
+//                                 glob ("*step-*/*": --ckpt-keep's pruning half done); on
+//                                 ZT_FAULT_KILL_RANK only;
 //   ZT_FAULT_ENOSPC_AT_FSYNC=glob fsync of a file whose path matches glob fails with ENOSPC
 //                                 (the data not synced), as a full disk shows on a file
 //                                 system that allocates late; every rank (a shared disk);
@@ -131,4 +135,19 @@ int rename(const char *oldpath, const char *newpath) {
         }
     }
     return real(oldpath, newpath);
+}
+
+int unlink(const char *path) {
+    static int (*real)(const char *);
+    static int seen;
+    if (!real) real = (int (*)(const char *))dlsym(RTLD_NEXT, "unlink");
+    const char *glob = getenv("ZT_FAULT_KILL_AT_UNLINK");
+    if (glob && *glob && fnmatch(glob, path, 0) == 0 &&
+        ++seen == env_int("ZT_FAULT_UNLINK_NTH", 1) &&
+        world_rank() == env_int("ZT_FAULT_KILL_RANK", 0)) {
+        fprintf(stderr, "faults: rank %d kills itself before removing %s\n", world_rank(), path);
+        note("kill before unlink");
+        raise(SIGKILL);
+    }
+    return real(path);
 }

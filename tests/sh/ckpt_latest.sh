@@ -7,7 +7,8 @@
 #   "holds step-2, newer than this run's start at step 1");
 # - `--resume ck` alone and `zerotrain export ck` take step-2 too (were step-1);
 # - a genuinely different run is still refused: a resume from ck/step-1 (a rollback named by
-#   its step directory) or from another directory, into --ckpt-dir ck.
+#   its step directory) or from another directory, into --ckpt-dir ck;
+# - a `latest` naming anything but a step-N of its own directory is refused.
 set -euo pipefail
 out=build/test_ckpt_latest; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
@@ -73,4 +74,15 @@ mkdir -p $out/other && cp -r $out/ck0/step-1 $out/other/
 refused other_dir "--ckpt-dir $out/ck0 holds step-2, newer than this run's start at step 1" \
     build/zerotrain $common --steps 4 --resume $out/other --ckpt-dir $out/ck0
 [ "$(cat $out/ck0/latest)" = step-1 ] && [ -f $out/ck0/step-2/manifest.json ] || die "a refused run changed ck0"
+
+# `latest` naming a directory outside its checkpoint directory (issue 38): refused, not followed
+# (was: "../other/step-1" resumed the other directory's checkpoint)
+for bad in ../other/step-1 "$PWD/$out/other/step-1" step-1/../../other/step-1; do
+  cp -r $out/ck0 $out/ck_out; echo "$bad" > $out/ck_out/latest
+  refused latest_outside "$out/ck_out/latest names $bad, not a step-N directory of $out/ck_out" \
+      build/zerotrain $common --steps 4 --resume $out/ck_out
+  refused latest_outside_export "$out/ck_out/latest names $bad, not a step-N" \
+      build/zerotrain export $out/ck_out --out $out/exp_out
+  rm -rf $out/ck_out
+done
 exit $fail

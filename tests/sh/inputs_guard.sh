@@ -95,8 +95,8 @@ edit manifest_digest_not_hex 's/"digest": "[0-9a-f]*"/"digest": "zzzz"/' "a dige
 edit manifest_file_in_subdir 's/"name": "shard/"name": "x\/shard/' "not a shard file name"
 
 # ---- outputs inside inputs ----
-expect_error log_is_manifest "is inside the checkpoint $tmp/ck/step-4" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ck" --log "$tmp/ck/step-4/manifest.json"
-expect_error log_is_shard "is inside the checkpoint $tmp/ck/step-4" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ck" --log "$(ls "$tmp"/ck/step-4/shard-*.safetensors | head -1)"
+expect_error log_is_manifest "is step-4/manifest.json of --resume $tmp/ck" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ck" --log "$tmp/ck/step-4/manifest.json"
+expect_error log_is_shard "re:is step-4/shard-.*of --resume $tmp/ck" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ck" --log "$(ls "$tmp"/ck/step-4/shard-*.safetensors | head -1)"
 expect_error log_is_latest "is latest of --resume $tmp/ck" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ck" --log "$tmp/ck/latest"
 if diff -r -x lock "$tmp/ck" "$tmp/ck.keep" >/dev/null; then echo "ok   outputs_kept_checkpoint: unchanged"
 else echo "FAIL outputs_kept_checkpoint"; failed+=("a refused output changed the checkpoint"); fi

@@ -10,6 +10,14 @@
 #            commit of step-N, before `latest` names it (build/libzt_faults.so)
 #   commit   rank 0 killed right before its n-th rename of tmp-step-N to step-N
 #   shard    rank 0 or 1 killed right after the fsync of its n-th shard file
+#   prune    rank 0 killed before its n-th unlink in --ckpt-keep's pruning (a retired-step-N
+#            half emptied: the next run removes it, and says so)
+# At the end the checkpoint directory holds only latest, lock and complete step-N: every
+# leftover of a kill (tmp-step-N, retired-step-N, a manifest-less step-N) was removed by a
+# later run (the lines saying so are counted). Then `prepare` is killed the same way (at a
+# random moment, before its first rename, between its two renames): a train file whose
+# validation file was not yet replaced is refused by training, the next prepare removes the
+# dead one's temporaries and completes the pair, and nothing else is left.
 # The randomness is seeded: ZT_KILL_SEED=S repeats a campaign (the seed is printed first);
 # ZT_KILL_ROUNDS (default 8) bounds the kills. Rank processes are found by this campaign's
 # own --log paths, never by a broad pattern.
@@ -64,11 +72,12 @@ for i in $(seq 0 "$rounds"); do
   [ -f "$out/ck/step-$STEPS/manifest.json" ] && { done_run=1; break; }
   env=() mode=none
   if [ "$i" -lt "$rounds" ]; then
-    case $((RANDOM % 4)) in
+    case $((RANDOM % 5)) in
       0) mode=time ;;
       1) mode="latest"; env=(ZT_FAULT_KILL_AT_RENAME='*/latest' ZT_FAULT_RENAME_NTH=$((1 + RANDOM % 4)) ZT_FAULT_KILL_RANK=0) ;;
       2) mode="commit"; env=(ZT_FAULT_KILL_AT_RENAME='*/step-*' ZT_FAULT_RENAME_NTH=$((1 + RANDOM % 4)) ZT_FAULT_KILL_RANK=0) ;;
       3) mode="shard"; env=(ZT_FAULT_KILL_AFTER_SHARDS=$((1 + RANDOM % 4)) ZT_FAULT_KILL_RANK=$((RANDOM % 2))) ;;
+      4) mode="prune"; env=(ZT_FAULT_KILL_AT_UNLINK='*/retired-step-*/*' ZT_FAULT_UNLINK_NTH=$((1 + RANDOM % 3)) ZT_FAULT_KILL_RANK=0) ;;
     esac
   fi
   xs=()
@@ -104,11 +113,46 @@ for i in $(seq 0 "$rounds"); do
     { grep "zerotrain: error" "$out/run_$i.out" | head -3; die "round $i: the checkpoint directory was left inconsistent"; }
 done
 [ $done_run -eq 1 ] || die "no run reached step $STEPS"
+removed=$(cat "$out"/run_*.out | grep -c '^checkpoint: removed ')
+left=$(cd "$out/ck" && for d in *; do
+  case $d in latest|lock) ;; step-*) [ -f "$d/manifest.json" ] || echo "$d" ;; *) echo "$d" ;; esac; done)
+[ -z "$left" ] && echo "nothing left behind in ck ($removed leftovers of kills removed by later runs, each said)" ||
+  die "left behind in ck: $left"
 "$ZT" export "$out/ref" --out "$out/ref_model" >/dev/null 2>&1 &&
   "$ZT" export "$out/ck" --out "$out/ck_model" >/dev/null 2>&1 &&
   cmp -s "$out/ref_model/model.safetensors" "$out/ck_model/model.safetensors" &&
   echo "the last checkpoint exports the uninterrupted run's model byte for byte" ||
   die "the campaign's last checkpoint differs from the uninterrupted run's"
+# prepare killed: at a random moment, before its first rename, or between its two renames
+"$PY" -c "
+import random; random.seed($seed)
+w = ['alpha', 'beta', 'gamma', 'the', 'of', 'and', 'zero']
+open('$out/text.txt', 'w').write(' '.join(random.choice(w) for _ in range(400000)))"
+P=("$ZT" prepare --text "$out/text.txt" --out "$out/p/t.bin" --val-out "$out/p/v.bin" --val-frac 0.1)
+mkdir -p "$out/p"
+"${P[@]}" > "$out/prep_first.out" 2>&1 || { cat "$out/prep_first.out"; die "prepare failed"; }
+TR=(--n-layer 1 --n-head 2 --n-embd 32 --vocab 256 --n-ctx 16 --seq 16 --micro-batch 2 --steps 1 --val-every 1)
+for i in 1 2 3 4; do
+  case $((RANDOM % 3)) in
+    0) pmode="time"; penv=() ;;
+    1) pmode="first rename"; penv=(LD_PRELOAD="$FAULTS" ZT_FAULT_KILL_AT_RENAME='*/p/t.bin') ;;
+    2) pmode="between renames"; penv=(LD_PRELOAD="$FAULTS" ZT_FAULT_KILL_AT_RENAME='*/p/v.bin') ;;
+  esac
+  env "${penv[@]}" "${P[@]}" > "$out/prep_$i.out" 2>&1 &
+  pj=$!
+  [ "$pmode" = time ] && { sleep "$(printf '0.%03d' $((RANDOM % 200)))"; kill -9 $pj 2>/dev/null; }
+  wait $pj 2>/dev/null; prc=$?
+  if [ -e "$out/p/t.bin.unpaired" ]; then
+    "$ZT" "${TR[@]}" --data "$out/p/t.bin" --val-data "$out/p/v.bin" > "$out/prep_train_$i.out" 2>&1 &&
+      die "prepare round $i ($pmode): training used a half-replaced pair"
+  fi
+  echo "prepare round $i ($pmode): exit $prc; left: $(ls "$out/p" | tr '\n' ' ')"
+done
+"${P[@]}" > "$out/prep_last.out" 2>&1 || { cat "$out/prep_last.out"; die "the last prepare failed"; }
+grep '^zerotrain: removed' "$out/prep_last.out"
+[ "$(ls "$out/p" | tr '\n' ' ')" = "t.bin v.bin " ] || die "prepare left: $(ls "$out/p")"
+"$ZT" "${TR[@]}" --data "$out/p/t.bin" --val-data "$out/p/v.bin" > "$out/prep_train.out" 2>&1 ||
+  { tail -3 "$out/prep_train.out"; die "training on the completed pair failed"; }
 echo "kill_campaign: $(( $(date +%s) - t0 )) s, seed $seed"
 [ $fail -eq 0 ] && echo "kill_campaign: all rounds bit-identical"
 exit $fail
