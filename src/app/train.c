@@ -156,7 +156,8 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
 // What a checkpoint of this rank holds (src/checkpoint/ckpt.h).
 static zt_ckpt_ctx ckpt_ctx(zt_trainer *t) {
     zt_ckpt_ctx x = {&t->ckpt_run, &t->grid, &t->part, &t->model, t->plan.is_8bit, &t->opt,
-                     &t->opt8, t->sync.shard_lo, t->sync.shard_hi, t->step0, t->sample0};
+                     &t->opt8, t->sync.shard_lo, t->sync.shard_hi, t->step0, t->sample0,
+                     t->eval_only ? NULL : &t->train};
     return x;
 }
 
