@@ -78,14 +78,17 @@ const opt_desc zt_opts[] = {
      "random seed (initialization, shuffling)"},
 
     {"data", OPT_STR, FIELD(data), "", "PATH", NULL, NULL, 0, "data",
-     "training tokens (llm.c .bin format; if not set, the embedded default text, with its "
-     "validation split)"},
+     "training tokens (llm.c .bin format): a file, or shards as a comma-separated list or a "
+     "quoted glob ('dir/*_train_*.bin', in name order), one epoch over all; if not set, the "
+     "embedded default text, with its validation split"},
     {"val-data", OPT_STR, FIELD(val_data), "", "PATH", NULL, NULL, 0, "data",
-     "validation tokens (if not set, no validation)"},
+     "validation tokens, a file or shards as --data (if not set: with --data, no validation; "
+     "without, the default text's validation split)"},
     {"val-every", OPT_INT, FIELD(val_every), "50", "N", NULL, NULL, 0, "data",
      "validate every N steps (0 = never)"},
-    {"val-batches", OPT_INT, FIELD(val_batches), "8", "N", NULL, NULL, 0, "data",
-     "global batches per validation (the same samples whatever the layout)"},
+    {"val-batches", OPT_INT, FIELD(val_batches), "0", "N", NULL, NULL, 0, "data",
+     "global batches per validation (the same samples whatever the layout; 0 = as many whole "
+     "global batches as the validation data holds, at most 8, at least 1)"},
     {"sample-every", OPT_INT, FIELD(sample_every), "0", "N", NULL, NULL, 0, "data",
      "every N steps and at the end, print a sampled continuation of the training data's "
      "first token (temperature 1, --seed; 0 = never)"},

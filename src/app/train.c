@@ -41,12 +41,23 @@ static void start_profile(zt_trainer *t) {
     }
 }
 
+// --val-batches 0: as many whole global batches as the validation file holds, 8 at most (the
+// default's count before it was automatic) and at least 1, so a default run never reads a
+// validation sample twice where the file allows it.
+static int auto_val_batches(const zt_trainer *t) {
+    const zt_config *c = t->cfg;
+    uint64_t batch = (uint64_t)c->grad_accum * c->micro_batch * t->grid.dp;
+    if (c->val_batches > 0) return c->val_batches;
+    uint64_t fit = t->val.n_samples / batch;
+    return fit < 1 ? 1 : fit > 8 ? 8 : (int)fit;
+}
+
 // The validation file holds fewer sequences than --val-batches reads: say so (rank 0).
 static void warn_short_val(const zt_trainer *t, const char *val_path) {
     const zt_config *c = t->cfg;
     uint64_t batch = (uint64_t)c->grad_accum * c->micro_batch * t->grid.dp;
     // evaluate() reads val_batches global batches; beyond the file it wraps around
-    uint64_t want = (uint64_t)c->val_batches * batch, fit = t->val.n_samples / batch;
+    uint64_t want = (uint64_t)t->val_batches * batch, fit = t->val.n_samples / batch;
     char fix[96] = "a smaller --micro-batch or --grad-accum";
     if (fit > 0) snprintf(fix, sizeof fix, "--val-batches %llu or less", (unsigned long long)fit);
     if (want > t->val.n_samples && t->grid.rank == 0)
@@ -85,6 +96,7 @@ static zt_status open_data(zt_trainer *t, const char *argv0) {
     if (!val_path[0]) return ZT_OK;
     ZT_TRY(zt_dataset_open(&t->val, val_path, c->seq, t->shape.vocab, 0, c->seed));
     t->has_val = t->eval_only || c->val_every > 0;
+    t->val_batches = auto_val_batches(t);
     if (t->has_val) warn_short_val(t, val_path);
     return ZT_OK;
 }
@@ -381,7 +393,8 @@ zt_status zt_evaluate(const zt_config *cfg, const zt_comm *world, const char *ar
         s = zt_ckpt_load_weights(&t.grid, &t.model, cfg->resume, &out->step);
     if (s == ZT_OK) {
         out->loss = zt_trainer_evaluate(&t); // the validation pass training runs
-        out->sequences = (uint64_t)cfg->val_batches * cfg->grad_accum * cfg->micro_batch *
+        out->val_batches = t.val_batches;
+        out->sequences = (uint64_t)t.val_batches * cfg->grad_accum * cfg->micro_batch *
                          t.grid.dp;
         out->dp = t.grid.dp;
         out->pp = t.grid.pp;

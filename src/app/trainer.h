@@ -42,6 +42,8 @@ typedef struct {
     zt_dataset train, val;
     char val_path[ZT_PATH_MAX];
     int has_val;
+    int val_batches;           // global batches a validation reads: --val-batches, or when 0
+                               // what the validation file holds (at most 8, at least 1)
     zt_dp_sync sync;           // ZeRO: this rank's optimizer range (sync.shard_lo, shard_hi),
                                // the gradient's reduction and the parameters' gather
     int n_slots;               // micro-batches this stage holds at once
