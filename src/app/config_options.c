@@ -101,6 +101,10 @@ const opt_desc zt_opts[] = {
      "the model shape comes from the file"},
     {"log", OPT_STR, FIELD(log), "", "PATH", NULL, NULL, 0, "data",
      "write metrics as JSON lines: first the run's configuration, then one record per step"},
+    {"tensorboard", OPT_STR, FIELD(tensorboard), "", "DIR", NULL, NULL, 0, "data",
+     "write TensorBoard event files to DIR (rank 0, flushed every step): loss, lr, grad norm, "
+     "tokens/s, TFLOP/s, MFU with --peak-tflops, step time and memory by category per step; "
+     "validation loss (view: tensorboard --logdir DIR)"},
     {"log-every", OPT_INT, FIELD(log_every), "1", "N", NULL, NULL, 0, "data",
      "print the step line every N steps, and the first and last (--log records every step)"},
     {"save", OPT_STR, FIELD(save), "", "DIR", NULL, NULL, 0, "data",

@@ -215,6 +215,7 @@ static zt_status run(zt_trainer *t) {
             if (g->rank == 0) {
                 printf("step %5d/%d | val loss %.4f\n", step + 1, c->steps, vl);
                 if (t->log) fprintf(t->log, "{\"step\":%d,\"val_loss\":%.9g}\n", step + 1, vl);
+                zt_trainer_tb_val(t, step + 1, vl);
             }
         }
         if (sample) zt_train_sample(&t->sampler, c->sample_len, c->seed, step + 1, g->rank == 0);
@@ -293,11 +294,14 @@ static zt_status init_optimizer_and_log(zt_trainer *t) {
         if (!t->log) s = zt_errorf("cannot write the log file %s", cfg->log);
         else zt_trainer_write_log_header(t);
     }
+    if (s == ZT_OK && t->grid.rank == 0 && cfg->tensorboard[0])
+        s = zt_tb_open(&t->tb, cfg->tensorboard);
     return zt_comm_agree(&t->grid.world_comm, s);
 }
 
 // Closes rank 0's log; a write that failed on the way turns a run that succeeded into an error.
 static zt_status close_log(zt_trainer *t, zt_status s) {
+    zt_tb_close(&t->tb);
     if (!t->log) return s;
     zt_trainer_check_log_write(t);
     if (fclose(t->log) != 0 && !t->log_errno) t->log_errno = errno;
