@@ -28,6 +28,13 @@ grep -q '^done: ' $out/out.txt || { echo "FAIL: no 'done' line"; exit 1; }
 if grep -q 'warning: validation reads' $out/out.txt; then
   echo "FAIL: the default run warns about its validation split: $(grep 'warning: validation' $out/out.txt)"; exit 1
 fi
+# the defaults agree on 8 ranks of data parallelism too (a global batch of 64 sequences): no
+# validation reads a sequence twice
+build/zerotrain launch -np 8 train --steps 2 > $out/dp8.txt 2>&1 || { echo "FAIL: launch -np 8 train --steps 2"; tail -5 $out/dp8.txt; exit 1; }
+if grep -q 'warning: validation reads' $out/dp8.txt; then
+  echo "FAIL: launch -np 8 train warns: $(grep 'warning: validation' $out/dp8.txt)"; exit 1
+fi
+echo "ok: launch -np 8 train (dp 8) validates without a warning"
 
 # The commands not run here, each with the reason (a prefix of the README's line).
 declare -A NOT_RUN=(
