@@ -72,7 +72,7 @@ $(PROTO_DIR)/tb_event.pb-c.c: src/formats/tb_event.proto | $(DEPS_OK)
 	protoc-c --proto_path=src/formats --c_out=$(PROTO_DIR) src/formats/tb_event.proto
 $(PROTO_DIR)/tb_event.pb-c.h: $(PROTO_DIR)/tb_event.pb-c.c
 	@test -f $@
-$(BUILD)/src/formats/tb_events.o: $(PROTO_DIR)/tb_event.pb-c.h
+$(BUILD)/src/formats/tb_events.o $(BUILD)/tests/test_tb_events.o: $(PROTO_DIR)/tb_event.pb-c.h
 $(PROTO_OBJ): $(PROTO_DIR)/tb_event.pb-c.c $(PROTO_DIR)/tb_event.pb-c.h
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -185,4 +185,4 @@ $(BUILD)/zt_tests_cuda: $(TEST_OBJ) $(CUDA_OBJ) $(BUILD)/libzt.a | $(BUILD)/mpi.
 clean:
 	rm -rf $(BUILD) zerotrain
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/app/main.d $(CUDA_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(PROTO_OBJ:.o=.d) $(BUILD)/src/app/main.d $(CUDA_OBJ:.o=.d)

@@ -249,7 +249,7 @@ expect_error log_dir_missing "cannot write the log file" -- "$ZT" "${TINY[@]}" -
 
 # ---- prepare and commands ----------------------------------------------------------
 expect_error prepare_missing_text "cannot open text file" -- "$ZT" prepare --text "$tmp/nope.txt" --out "$tmp/p.bin"
-expect_error prepare_no_args "--text FILE and --out FILE are required" -- "$ZT" prepare
+expect_error prepare_no_args "--text FILE (or --jsonl FILE) and --out FILE are required" -- "$ZT" prepare
 expect_error prepare_out_dir_missing "check that the directory exists" -- "$ZT" prepare --text "$tmp/text.txt" --out "$tmp/no/such/dir/p.bin"
 expect_error prepare_unknown_option "unknown option --bogus" -- "$ZT" prepare --text "$tmp/text.txt" --out "$tmp/p.bin" --bogus 1
 # the same unknown option as the last argument: still "unknown option", not "needs a value"
