@@ -55,6 +55,18 @@ ZT_TEST(tb_events_roundtrip) {
     const char *tags[] = {"train/loss", "memory/params_mib"};
     const float v1[] = {5.5f, 0.125f}, v2[] = {2.25f, -1.0f};
     CHECK(zt_tb_scalars(&w, 1, tags, v1, 2) == ZT_OK);
+    {  // flushed at once: a reader sees the step while the writer is still open
+        FILE *r = fopen(w.path, "rb");
+        CHECK(r != NULL);
+        uint8_t *d;
+        size_t n;
+        int got = read_record(r, &d, &n) == 1;
+        if (got) free(d);
+        got = got && read_record(r, &d, &n) == 1;
+        if (got) free(d);
+        fclose(r);
+        CHECK(got);
+    }
     CHECK(zt_tb_scalars(&w, 2, tags, v2, 2) == ZT_OK);
     char path[sizeof w.path];
     snprintf(path, sizeof path, "%s", w.path);
