@@ -10,6 +10,7 @@ pkgs=(
   libopenmpi-dev openmpi-bin # MPI: launcher, bootstrap, CPU collectives
   libcjson-dev               # JSON config
   libxxhash-dev              # XXH3-64, the checkpoint files' checksum (docs/checkpoints.md)
+  libprotobuf-c-dev protobuf-c-compiler # --tensorboard: TensorBoard's event messages (protoc-c)
   python3 python3-torch python3-numpy # the PyTorch reference in the tests and bench
   python3-matplotlib         # the bench's plots
   python3-pip                # PyPI: GPT-2's vocabulary file, tiktoken, transformers, xxhash

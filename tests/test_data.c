@@ -45,7 +45,7 @@ static int msg_has(const char *word) {
 }
 
 static int is_zeroed(const zt_dataset *ds) {
-    return ds->map == NULL && ds->tokens == NULL && ds->perm == NULL && ds->n_samples == 0;
+    return ds->shards == NULL && ds->tokens == NULL && ds->perm == NULL && ds->n_samples == 0;
 }
 
 // Opens path expecting failure; checks the message holds both words and ds is left closed.
@@ -77,7 +77,7 @@ ZT_TEST(data_roundtrip_sample) {
     CHECK(zt_dataset_open(&ds, path, T, V, 0, 0) == ZT_OK);
     CHECK_EQ_INT(ds.n_tokens, N);
     CHECK_EQ_INT(ds.n_samples, (N - 1) / T);
-    CHECK_EQ_INT(ds.map_bytes, 1024 + 2 * N);
+    CHECK_EQ_INT(ds.shards[0].map_bytes, 1024 + 2 * N);
     CHECK(ds.perm == NULL);
     for (int k = 0; k < N; k++) CHECK_EQ_INT(ds.tokens[k], tok[k]);
     for (uint64_t i = 0; i < ds.n_samples; i++) {
@@ -506,5 +506,129 @@ ZT_TEST(data_prepare_text_errors) {
     unlink(tp);
     unlink(trp);
     unlink(vp);
+    return ZT_PASS;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shards: a list or glob of token files read as one epoch.
+
+// Writes shard k of a directory: n tokens valued base, base+1, ... (so a sample names its place).
+static int write_shard(const char *dir, const char *name, int base, int n) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    uint16_t tok[64];
+    for (int i = 0; i < n; i++) tok[i] = (uint16_t)(base + i);
+    return n <= 64 && zt_dataset_write(path, tok, (size_t)n) == ZT_OK;
+}
+
+// Three shards written out of name order, found by a glob in name order: the epoch is their
+// samples back to back (no sample crosses a shard's end), then wraps; a list keeps its order.
+ZT_TEST(data_shards_glob_epoch) {
+    char dir[] = "/tmp/zt_test_shards_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    // T 2: 7 tokens -> 3 samples, 5 -> 2, 9 -> 4
+    CHECK(write_shard(dir, "x_train_000002.bin", 200, 5));
+    CHECK(write_shard(dir, "x_train_000001.bin", 100, 7));
+    CHECK(write_shard(dir, "x_train_000003.bin", 300, 9));
+    CHECK(write_shard(dir, "x_val_000001.bin", 900, 9));
+    char spec[512];
+    snprintf(spec, sizeof spec, "%s/x_train_*.bin", dir);
+    zt_dataset ds;
+    CHECK(zt_dataset_open(&ds, spec, 2, 1024, 0, 0) == ZT_OK);
+    CHECK_EQ_INT(ds.n_shards, 3);
+    CHECK_EQ_INT(ds.n_samples, 9);
+    CHECK_EQ_INT(ds.n_tokens, 21);
+    const int expect[9] = {100, 102, 104, 200, 202, 300, 302, 304, 306};
+    for (uint64_t g = 0; g < 20; g++) {
+        int32_t in[2], tg[2];
+        zt_dataset_sample(&ds, g, in, tg);
+        CHECK_EQ_INT(in[0], expect[g % 9]);
+        CHECK_EQ_INT(tg[1], expect[g % 9] + 2);
+        zt_data_position at = zt_dataset_locate(&ds, g);
+        CHECK_EQ_INT(at.epoch, g / 9);
+        CHECK_EQ_INT(at.shard, expect[g % 9] / 100 - 1);
+        CHECK_EQ_INT(at.sample, (uint64_t)(expect[g % 9] % 100) / 2);
+    }
+    zt_dataset_close(&ds);
+    // a comma-separated list is read in the order given, and may hold patterns
+    snprintf(spec, sizeof spec, "%s/x_train_000003.bin,%s/x_train_00000[12].bin", dir, dir);
+    CHECK(zt_dataset_open(&ds, spec, 2, 1024, 0, 0) == ZT_OK);
+    CHECK_EQ_INT(ds.n_shards, 3);
+    CHECK_EQ_INT(ds.shards[0].tokens[0], 300);
+    CHECK_EQ_INT(ds.shards[1].tokens[0], 100);
+    zt_dataset_close(&ds);
+    // shuffled, every sample of every shard once per epoch
+    snprintf(spec, sizeof spec, "%s/x_train_*.bin", dir);
+    CHECK(zt_dataset_open(&ds, spec, 2, 1024, 1, 5) == ZT_OK);
+    int seen[400] = {0};
+    for (uint64_t g = 9; g < 18; g++) {
+        int32_t in[2], tg[2];
+        zt_dataset_sample(&ds, g, in, tg);
+        CHECK(in[0] >= 100 && in[0] < 400);
+        seen[in[0]]++;
+    }
+    for (int i = 0; i < 9; i++) CHECK_EQ_INT(seen[expect[i]], 1);
+    zt_dataset_close(&ds);
+    const char *names[] = {"x_train_000001.bin", "x_train_000002.bin", "x_train_000003.bin",
+                           "x_val_000001.bin"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(spec, sizeof spec, "%s/%s", dir, names[i]);
+        unlink(spec);
+    }
+    rmdir(dir);
+    return ZT_PASS;
+}
+
+// A pattern that matches nothing, an empty item, a shard named twice and a bad shard in a list
+// each stop the open with a message naming it.
+ZT_TEST(data_shards_errors) {
+    char dir[] = "/tmp/zt_test_shards_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(write_shard(dir, "a.bin", 1, 7));
+    char spec[1024], a[300], bad[300];
+    snprintf(a, sizeof a, "%s/a.bin", dir);
+    snprintf(bad, sizeof bad, "%s/b.bin", dir);
+    snprintf(spec, sizeof spec, "%s/none_*.bin", dir);
+    CHECK(open_fails(spec, 2, 256, "matches no file", "quote it"));
+    snprintf(spec, sizeof spec, "%s,,%s", a, a);
+    CHECK(open_fails(spec, 2, 256, "empty item", NULL));
+    snprintf(spec, sizeof spec, "%s,%s/a.*", a, dir);
+    CHECK(open_fails(spec, 2, 256, "twice", NULL));
+    int32_t h[ZT_DATA_HEADER_INTS];
+    uint16_t tok[16] = {0};
+    fill_header(h, ZT_DATA_MAGIC, ZT_DATA_VERSION, 15);  // one token missing
+    CHECK(write_raw(bad, h, ZT_DATA_HEADER_INTS, tok, sizeof tok - 4));
+    snprintf(spec, sizeof spec, "%s,%s", a, bad);
+    zt_dataset ds;
+    CHECK(zt_dataset_open(&ds, spec, 2, 256, 0, 0) == ZT_ERR);
+    CHECK(msg_has(bad) && msg_has("truncated") && is_zeroed(&ds));
+    unlink(a);
+    unlink(bad);
+    rmdir(dir);
+    return ZT_PASS;
+}
+
+// nanoGPT's headerless train.bin: the open names the format and the conversion, and
+// zt_prepare_nanogpt's file reads back the same tokens.
+ZT_TEST(data_nanogpt_convert) {
+    char path[64], out[80];
+    CHECK(make_temp(path));
+    snprintf(out, sizeof out, "%s.zt.bin", path);
+    uint16_t tok[600];
+    for (int i = 0; i < 600; i++) tok[i] = (uint16_t)(i * 83 % 50257);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(tok, sizeof tok, 1, f) == 1 && fclose(f) == 0);
+    CHECK(open_fails(path, 4, 50257, "nanoGPT", "zerotrain prepare --from-nanogpt"));
+    CHECK(zt_prepare_nanogpt(path, out) == ZT_OK);
+    zt_dataset ds;
+    CHECK(zt_dataset_open(&ds, out, 4, 50257, 0, 0) == ZT_OK);
+    CHECK_EQ_INT(ds.n_tokens, 600);
+    for (int i = 0; i < 600; i++) CHECK_EQ_INT(ds.tokens[i], tok[i]);
+    zt_dataset_close(&ds);
+    f = fopen(path, "ab");  // an odd byte: not uint16 tokens
+    CHECK(f && fputc(1, f) == 1 && fclose(f) == 0);
+    CHECK(zt_prepare_nanogpt(path, out) == ZT_ERR && msg_has("uint16"));
+    unlink(path);
+    unlink(out);
     return ZT_PASS;
 }

@@ -25,25 +25,57 @@ static const char *json_type_name(const cJSON *it) {
     return "an invalid value";
 }
 
+// The user's value written as the option's type wants it, for the fix in a type error: a quoted
+// number or bool unquoted, a number or bool quoted for a string option; the default (or
+// `fallback`) where the value says nothing usable (an array, a string that is no number).
+// want: 'n' a number, 's' a string, 'b' a bool.
+static const char *suggested(const cJSON *it, char want, const char *fallback, char *buf,
+                             size_t cap) {
+    char raw[64] = "";
+    if (cJSON_IsString(it) && it->valuestring) snprintf(raw, sizeof raw, "%s", it->valuestring);
+    else if (cJSON_IsBool(it)) snprintf(raw, sizeof raw, "%s", cJSON_IsTrue(it) ? "true" : "false");
+    else if (cJSON_IsNumber(it)) {
+        snprintf(raw, sizeof raw, "%.15g", it->valuedouble);
+        if (strtod(raw, NULL) != it->valuedouble) snprintf(raw, sizeof raw, "%.17g", it->valuedouble);
+    }
+    if (want == 's') {
+        snprintf(buf, cap, "\"%s\"", raw[0] ? raw : fallback);
+        return buf;
+    }
+    char *end;
+    double v = raw[0] ? strtod(raw, &end) : 0;
+    int is_number = raw[0] && !*end && isfinite(v);
+    int is_bool = strcmp(raw, "true") == 0 || strcmp(raw, "false") == 0;
+    snprintf(buf, cap, "%s", (want == 'n' ? is_number : is_bool) ? raw : fallback);
+    return buf;
+}
+
 // Sets option `o` from a JSON value. Numbers must be JSON numbers (a quoted "8" is a
 // mistake worth reporting, not guessing at), integers integral and in range.
 static zt_status set_from_json(zt_config *cfg, const opt_desc *o, const cJSON *it,
                                const char *where) {
     void *field = (char *)cfg + o->offset;
+    char fix[80];
     switch (o->type) {
     case OPT_STR:
         if (!cJSON_IsString(it) || !it->valuestring)
-            return zt_errorf("%s must be a string, got %s: write \"%s\": \"%s\"", where,
-                             json_type_name(it), o->name, o->def[0] ? o->def : "...");
+            return zt_errorf("%s must be a string, got %s: write \"%s\": %s", where,
+                             json_type_name(it), o->name,
+                             suggested(it, 's', o->def[0] ? o->def : "...", fix, sizeof fix));
         return zt_opt_set_string(cfg, o, it->valuestring, where);
     case OPT_ENUM:
         if (!cJSON_IsString(it) || !it->valuestring)
-            return zt_errorf("%s must be a string, got %s: write \"%s\": \"%s\"", where,
-                             json_type_name(it), o->name, o->def[0] ? o->def : o->names[0].name);
+            return zt_errorf("%s must be a string, got %s: write \"%s\": %s", where,
+                             json_type_name(it), o->name,
+                             suggested(it, 's', o->def[0] ? o->def : o->names[0].name, fix,
+                                       sizeof fix));
         return zt_opt_set_enum(cfg, o, it->valuestring, where);
     case OPT_BOOL:
         if (!cJSON_IsBool(it))
-            return zt_errorf("%s must be true or false, got %s", where, json_type_name(it));
+            return zt_errorf("%s must be true or false (unquoted), got %s: write \"%s\": %s",
+                             where, json_type_name(it), o->name,
+                             suggested(it, 'b', o->def[0] == 't' ? "true" : "false", fix,
+                                       sizeof fix));
         *(int *)field = cJSON_IsTrue(it) ? 1 : 0;
         return ZT_OK;
     case OPT_INT:
@@ -51,7 +83,8 @@ static zt_status set_from_json(zt_config *cfg, const opt_desc *o, const cJSON *i
         const char *kind = o->type == OPT_INT ? "an integer" : "a non-negative integer";
         if (!cJSON_IsNumber(it))
             return zt_errorf("%s must be %s (a JSON number, unquoted), got %s: write \"%s\": %s",
-                             where, kind, json_type_name(it), o->name, o->def);
+                             where, kind, json_type_name(it), o->name,
+                             suggested(it, 'n', o->def, fix, sizeof fix));
         double v = it->valuedouble;
         if (!isfinite(v) || v != floor(v))
             return zt_errorf("%s must be %s, got %g", where, kind, v);
@@ -72,7 +105,7 @@ static zt_status set_from_json(zt_config *cfg, const opt_desc *o, const cJSON *i
     case OPT_FLOAT:
         if (!cJSON_IsNumber(it))
             return zt_errorf("%s must be a number (unquoted), got %s: write \"%s\": %s", where,
-                             json_type_name(it), o->name, o->def);
+                             json_type_name(it), o->name, suggested(it, 'n', o->def, fix, sizeof fix));
         if (!isfinite(it->valuedouble) || fabs(it->valuedouble) > FLT_MAX)
             return zt_errorf("%s: %g is not a finite 32-bit float", where, it->valuedouble);
         *(float *)field = (float)it->valuedouble;

@@ -78,14 +78,17 @@ const opt_desc zt_opts[] = {
      "random seed (initialization, shuffling)"},
 
     {"data", OPT_STR, FIELD(data), "", "PATH", NULL, NULL, 0, "data",
-     "training tokens (llm.c .bin format; if not set, the embedded default text, with its "
-     "validation split)"},
+     "training tokens (llm.c .bin format): a file, or shards as a comma-separated list or a "
+     "quoted glob ('dir/*_train_*.bin', in name order), one epoch over all; if not set, the "
+     "embedded default text, with its validation split"},
     {"val-data", OPT_STR, FIELD(val_data), "", "PATH", NULL, NULL, 0, "data",
-     "validation tokens (if not set, no validation)"},
+     "validation tokens, a file or shards as --data (if not set: with --data, no validation; "
+     "without, the default text's validation split)"},
     {"val-every", OPT_INT, FIELD(val_every), "50", "N", NULL, NULL, 0, "data",
      "validate every N steps (0 = never)"},
-    {"val-batches", OPT_INT, FIELD(val_batches), "8", "N", NULL, NULL, 0, "data",
-     "global batches per validation (the same samples whatever the layout)"},
+    {"val-batches", OPT_INT, FIELD(val_batches), "0", "N", NULL, NULL, 0, "data",
+     "global batches per validation (the same samples whatever the layout; 0 = as many whole "
+     "global batches as the validation data holds, at most 8, at least 1)"},
     {"sample-every", OPT_INT, FIELD(sample_every), "0", "N", NULL, NULL, 0, "data",
      "every N steps and at the end, print a sampled continuation of the training data's "
      "first token (temperature 1, --seed; 0 = never)"},
@@ -98,6 +101,10 @@ const opt_desc zt_opts[] = {
      "the model shape comes from the file"},
     {"log", OPT_STR, FIELD(log), "", "PATH", NULL, NULL, 0, "data",
      "write metrics as JSON lines: first the run's configuration, then one record per step"},
+    {"tensorboard", OPT_STR, FIELD(tensorboard), "", "DIR", NULL, NULL, 0, "data",
+     "write TensorBoard event files to DIR (rank 0, flushed every step): loss, lr, grad norm, "
+     "tokens/s, TFLOP/s, MFU with --peak-tflops, step time and memory by category per step; "
+     "validation loss (view: tensorboard --logdir DIR)"},
     {"log-every", OPT_INT, FIELD(log_every), "1", "N", NULL, NULL, 0, "data",
      "print the step line every N steps, and the first and last (--log records every step)"},
     {"save", OPT_STR, FIELD(save), "", "DIR", NULL, NULL, 0, "data",

@@ -96,7 +96,7 @@ static zt_status check_optimizer(const zt_config *c) {
 // Validation, sampling and the progress line during training.
 static zt_status check_evaluation(const zt_config *c) {
     NEED(c->val_every >= 0, "--val-every must be at least 0 (got %d; 0 = never)", c->val_every);
-    NEED(c->val_batches >= 1, "--val-batches must be at least 1 (got %d)", c->val_batches);
+    NEED(c->val_batches >= 0, "--val-batches must be 0 (automatic) or more (got %d)", c->val_batches);
     NEED(c->sample_every >= 0, "--sample-every must be at least 0 (got %d; 0 = never)",
          c->sample_every);
     NEED(c->sample_len >= 1, "--sample-len must be at least 1 (got %d)", c->sample_len);

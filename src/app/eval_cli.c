@@ -82,7 +82,7 @@ static void print_result(const zt_config *cfg, const zt_eval_result *r, int json
     if (json) {
         printf("{\"loss\":%.9g,\"perplexity\":%.9g,\"sequences\":%llu,\"tokens\":%.0f,"
                "\"val_batches\":%d,\"seq\":%d,\"data\":", r->loss, exp(r->loss),
-               (unsigned long long)r->sequences, tokens, cfg->val_batches, cfg->seq);
+               (unsigned long long)r->sequences, tokens, r->val_batches, cfg->seq);
         zt_json_string(stdout, r->data);
         printf(",\"weights\":");
         if (weights[0]) zt_json_string(stdout, weights);

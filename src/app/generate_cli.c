@@ -26,7 +26,7 @@ void zt_generate_usage(FILE *f) {
             "--prompt-ids 1,2,3]\n"
             "                         [--max-new N] [--temperature T] [--top-k K] [--top-p P]\n"
             "                         [--seed S] [--tp N] [--pp N [--partition SPEC]] [--ids]\n"
-            "                         [--vocab FILE] [train's model flags]\n"
+            "                         [--vocab-file FILE] [train's model flags]\n"
             "\n"
             "Continues a prompt with a KV cache, streaming each new token to stdout.\n"
             "  --init-from PATH   a Hugging Face GPT-2 directory (e.g. --save's), a .safetensors\n"
@@ -50,8 +50,8 @@ void zt_generate_usage(FILE *f) {
             "                     operands with fp32 sums), as a bf16 run computes; default fp32\n"
             "  --bf16-gemm PATH   those products through oneDNN (onednn) or widened to fp32\n"
             "                     (fallback); default auto, as train's --bf16-gemm\n"
-            "  --vocab FILE       gpt2.tiktoken (default %s);\n"
-            "                     --vocab N (a number) is the model's vocabulary size, as in train\n"
+            "  --vocab-file FILE  GPT-2's tokenizer file, gpt2.tiktoken (default %s);\n"
+            "                     --vocab N is the model's vocabulary size, as in train\n"
             "  --backend cuda     on GPU 0 (build/zerotrain-cuda; one rank, no --tp or --pp yet)\n"
             "A summary (tokens, tokens/s) goes to stderr.\n",
             vocab);
@@ -106,22 +106,24 @@ static zt_status parse_opts(gen_opts *o, int argc, char **argv, char **rest, int
     o->smp = (zt_sampler){1.0f, 0, 1.0f, 0};
     *n_rest = 0;
     static const char *const with_value[] = {"--prompt", "--prompt-ids", "--max-new",
-                                             "--temperature", "--top-k", "--top-p", "--vocab"};
+                                             "--temperature", "--top-k", "--top-p", "--vocab-file"};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--ids") == 0) {
             o->ids = 1;
             continue;
         }
-        // --vocab N (digits) is train's vocabulary size; --vocab FILE the tokenizer's file
-        int size_flag = strcmp(a, "--vocab") == 0 && i + 1 < argc && argv[i + 1][0] &&
-                        strspn(argv[i + 1], "0123456789") == strlen(argv[i + 1]);
+        // --vocab is train's vocabulary size, a number; the tokenizer's file is --vocab-file
+        if (strcmp(a, "--vocab") == 0 && i + 1 < argc &&
+            (!argv[i + 1][0] || strspn(argv[i + 1], "0123456789") != strlen(argv[i + 1])))
+            return zt_errorf("--vocab %s: --vocab is the model's vocabulary size, a whole number "
+                             "as in train; GPT-2's tokenizer file is --vocab-file FILE",
+                             argv[i + 1]);
         int mine = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             mine |= strcmp(a, with_value[k]) == 0;
-        if (!mine || size_flag) {
+        if (!mine) {
             ZT_TRY(used_by_generate(a));
-            if (size_flag) rest[(*n_rest)++] = argv[i++];
             rest[(*n_rest)++] = argv[i];
             continue;
         }
@@ -130,7 +132,7 @@ static zt_status parse_opts(gen_opts *o, int argc, char **argv, char **rest, int
         long x;
         if (strcmp(a, "--prompt") == 0) o->prompt = v;
         else if (strcmp(a, "--prompt-ids") == 0) o->prompt_ids = v;
-        else if (strcmp(a, "--vocab") == 0) o->vocab = v;
+        else if (strcmp(a, "--vocab-file") == 0) o->vocab = v;
         else if (strcmp(a, "--max-new") == 0) {
             ZT_TRY(parse_int(a, v, 0, ZT_MAX_CTX, &x));
             o->max_new = (int)x;
@@ -193,10 +195,10 @@ static zt_status read_prompt(const gen_opts *o, const zt_config *cfg, zt_bpe_ids
                              zt_bpe **bpe) {
     *bpe = NULL;
     int V = cfg->vocab;
-    if (o->vocab && V != ZT_GPT2_VOCAB) // a typo of --vocab N lands here too
-        return zt_errorf("--vocab %s names GPT-2's tokenizer file, but this model's vocabulary "
-                         "is %d ids, not GPT-2's %d: leave --vocab out (or give --vocab N, a "
-                         "whole number, for the vocabulary size)", o->vocab, V, ZT_GPT2_VOCAB);
+    if (o->vocab && V != ZT_GPT2_VOCAB)
+        return zt_errorf("--vocab-file %s names GPT-2's tokenizer file, but this model's "
+                         "vocabulary is %d ids, not GPT-2's %d: leave --vocab-file out",
+                         o->vocab, V, ZT_GPT2_VOCAB);
     if (V == ZT_GPT2_VOCAB && (o->prompt || !o->ids)) {
         char def[1024];
         zt_bpe_default_vocab(def, sizeof def);

@@ -98,6 +98,15 @@ static int run_mpirun(char **args) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// Whether `command` runs as one process (main.c's commands other than train, eval and
+// generate): on N ranks each would do the same work N times over.
+static int one_process_command(const char *command) {
+    static const char *const one[] = {"memory", "prepare", "export", "blas", "help", "launch"};
+    for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
+        if (strcmp(command, one[i]) == 0) return 1;
+    return 0;
+}
+
 int zt_launch_main(int argc, char **argv) {
     if (zt_launcher_size(NULL) > 1)
         return launch_fail("%s", "already one of several launched processes: run the command "
@@ -108,6 +117,10 @@ int zt_launch_main(int argc, char **argv) {
     long np = strtol(argv[1], &end, 10);
     if (*end || end == argv[1] || np < 1 || np > 4096)
         return launch_fail("-np %s: give a whole number of ranks from 1 to 4096", argv[1]);
+    if (np > 1 && argc > 2 && one_process_command(argv[2]))
+        return launch_fail("`%s` runs as one process, not on ranks (`memory` plans any layout "
+                           "itself: give it --dp, --pp, --tp); run it without launch",
+                           argv[2]);
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) return launch_fail("cannot find this program's path: %s", strerror(errno));

@@ -19,10 +19,18 @@ void zt_prepare_usage(FILE *f) {
             "usage: zerotrain prepare --text FILE [--text FILE ...] --out TRAIN.bin\n"
             "                         [--val-out VAL.bin] [--val-frac F] [--tokenizer bytes|gpt2]\n"
             "                         [--vocab FILE] [--invalid-utf8 keep|replace] [--chunk-kb N]\n"
+            "       zerotrain prepare --tokenizer gpt2 --jsonl FILE [--field text] --out TRAIN.bin ...\n"
+            "       zerotrain prepare --from-nanogpt train.bin --out TRAIN.bin\n"
             "\n"
             "Writes llm.c token files (uint16 tokens) from text.\n"
             "  --text FILE          input text; give it once per document (gpt2: several files are\n"
             "                       several documents; bytes: exactly one file)\n"
+            "  --jsonl FILE         gpt2: a JSONL corpus, each line a JSON object whose --field\n"
+            "                       string is a document (as if each were a --text file); streamed;\n"
+            "                       --text and --jsonl may be mixed, read in the order given\n"
+            "  --field NAME         the JSONL field holding the text (default text)\n"
+            "  --from-nanogpt FILE  converts nanoGPT's headerless train.bin/val.bin (uint16 tokens)\n"
+            "                       into --out, adding the header (the tokens are kept as they are)\n"
             "  --out FILE           training token file\n"
             "  --val-out FILE       validation token file: the last --val-frac of the tokens\n"
             "  --val-frac F         fraction for --val-out, between 0 and 1 (default 0.1)\n"
@@ -72,9 +80,10 @@ static int prepare_outputs_clash(const char *out, const char *val_out, const cha
 
 // The command's options, as given.
 typedef struct {
-    const char *out, *val_out, *tokenizer, *vocab;
-    const char **texts; // (argc) the --text files, n_texts of them
-    int n_texts, invalid;
+    const char *out, *val_out, *tokenizer, *vocab, *field, *nanogpt;
+    const char **texts; // (argc) the --text and --jsonl files, n_texts of them
+    int *is_jsonl;      // (argc) 1 where texts[i] came from --jsonl
+    int n_texts, n_jsonl, invalid;
     double val_frac;
     int val_frac_given;
     long chunk_kb;
@@ -84,6 +93,12 @@ typedef struct {
 static int parse_value(prepare_args *p, const char *a, const char *v) {
     char *end;
     if (strcmp(a, "--text") == 0) p->texts[p->n_texts++] = v;
+    else if (strcmp(a, "--jsonl") == 0) {
+        p->is_jsonl[p->n_texts] = 1;
+        p->texts[p->n_texts++] = v;
+        p->n_jsonl++;
+    } else if (strcmp(a, "--field") == 0) p->field = v;
+    else if (strcmp(a, "--from-nanogpt") == 0) p->nanogpt = v;
     else if (strcmp(a, "--out") == 0) p->out = v;
     else if (strcmp(a, "--val-out") == 0) p->val_out = v;
     else if (strcmp(a, "--vocab") == 0) p->vocab = v;
@@ -111,7 +126,8 @@ static int parse_value(prepare_args *p, const char *a, const char *v) {
 // The command line into *p, and the checks between options; 0, or 1 after printing the error.
 static int parse_args(prepare_args *p, int argc, char **argv) {
     static const char *const known[] = {"--text",      "--out",   "--val-out",      "--val-frac",
-                                        "--tokenizer", "--vocab", "--invalid-utf8", "--chunk-kb"};
+                                        "--tokenizer", "--vocab", "--invalid-utf8", "--chunk-kb",
+                                        "--jsonl",     "--field", "--from-nanogpt"};
     for (int i = 0; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 0;
@@ -120,8 +136,16 @@ static int parse_args(prepare_args *p, int argc, char **argv) {
         if (!v) return prepare_fail("%s needs a value", a);
         if (parse_value(p, a, v)) return 1;
     }
+    if (p->nanogpt && (p->n_texts || p->val_out))
+        return prepare_fail("%s", "--from-nanogpt converts one file to --out alone: drop --text, "
+                                  "--jsonl and --val-out (nanoGPT's val.bin converts the same way)");
+    if (p->nanogpt && p->out) return 0;
     if (p->n_texts == 0 || !p->out)
-        return prepare_fail("%s", "--text FILE and --out FILE are required");
+        return prepare_fail("%s", "--text FILE (or --jsonl FILE) and --out FILE are required");
+    if (p->field && !p->n_jsonl) return prepare_fail("%s", "--field names a JSONL field: give --jsonl FILE");
+    if (p->n_jsonl && strcmp(p->tokenizer, "bytes") == 0)
+        return prepare_fail("%s", "--jsonl holds many documents, which --tokenizer bytes cannot "
+                                  "separate (it has no end-of-text token): add --tokenizer gpt2");
     char def_vocab[1024]; // (gpt2 without --vocab reads the default vocabulary: an input too)
     zt_bpe_default_vocab(def_vocab, sizeof def_vocab);
     const char *vocab = p->vocab || strcmp(p->tokenizer, "gpt2") ? p->vocab : def_vocab;
@@ -150,7 +174,8 @@ static int prepare_gpt2(const prepare_args *p) {
     char default_vocab[1024];
     zt_bpe_default_vocab(default_vocab, sizeof default_vocab);
     zt_prepare_gpt2_opts o = {
-        .texts = p->texts, .n_texts = p->n_texts, .vocab = p->vocab ? p->vocab : default_vocab,
+        .texts = p->texts, .n_texts = p->n_texts, .is_jsonl = p->is_jsonl,
+        .json_field = p->field ? p->field : "text", .vocab = p->vocab ? p->vocab : default_vocab,
         .out = p->out, .val_out = p->val_out, .val_frac = p->val_frac, .invalid = p->invalid,
         .chunk_bytes = (size_t)p->chunk_kb << 10, .progress = -1,
         .as_limit = zt_host_rank_limit_bytes(), .mem_room = zt_host_available_bytes(),
@@ -162,18 +187,33 @@ static int prepare_gpt2(const prepare_args *p) {
     }
     printf("wrote %s (%zu tokens)", p->out, st.tokens - st.val_tokens);
     if (p->val_out && p->val_out[0]) printf(" and %s (%zu tokens)", p->val_out, st.val_tokens);
-    printf(": %d documents, %.1f MB of text in %.2f s (%.1f MB/s, %d threads)\n", p->n_texts,
+    printf(": %zu documents, %.1f MB of text in %.2f s (%.1f MB/s, %d threads)\n", st.documents,
            (double)st.bytes / 1e6, st.seconds,
            st.seconds > 0 ? (double)st.bytes / 1e6 / st.seconds : 0.0, st.threads);
     return 0;
 }
 
+// --from-nanogpt: a headerless uint16 token file into the llm.c format.
+static int prepare_nanogpt(const prepare_args *p) {
+    if (zt_same_path(p->nanogpt, p->out))
+        return prepare_fail("--out %s is the --from-nanogpt file: give --out another path", p->out);
+    if (zt_prepare_nanogpt(p->nanogpt, p->out) != ZT_OK) {
+        zt_error_report(1);
+        return 1;
+    }
+    printf("wrote %s (the tokens of %s with llm.c's header)\n", p->out, p->nanogpt);
+    return 0;
+}
+
 int zt_prepare_main(int argc, char **argv) {
     prepare_args p = {.tokenizer = "bytes", .texts = calloc((size_t)argc + 1, sizeof(char *)),
+                      .is_jsonl = calloc((size_t)argc + 1, sizeof(int)),
                       .invalid = ZT_BPE_INVALID_KEEP, .val_frac = 0.1};
-    ZT_ASSERT(p.texts);
+    ZT_ASSERT(p.texts && p.is_jsonl);
     int rc = parse_args(&p, argc, argv);
-    if (rc == 0) rc = strcmp(p.tokenizer, "bytes") == 0 ? prepare_bytes(&p) : prepare_gpt2(&p);
+    if (rc == 0 && p.nanogpt) rc = prepare_nanogpt(&p);
+    else if (rc == 0) rc = strcmp(p.tokenizer, "bytes") == 0 ? prepare_bytes(&p) : prepare_gpt2(&p);
     free(p.texts);
+    free(p.is_jsonl);
     return rc;
 }

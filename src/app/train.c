@@ -42,12 +42,23 @@ static void start_profile(zt_trainer *t) {
     }
 }
 
+// --val-batches 0: as many whole global batches as the validation file holds, 8 at most (the
+// default's count before it was automatic) and at least 1, so a default run never reads a
+// validation sample twice where the file allows it.
+static int auto_val_batches(const zt_trainer *t) {
+    const zt_config *c = t->cfg;
+    uint64_t batch = (uint64_t)c->grad_accum * c->micro_batch * t->grid.dp;
+    if (c->val_batches > 0) return c->val_batches;
+    uint64_t fit = t->val.n_samples / batch;
+    return fit < 1 ? 1 : fit > 8 ? 8 : (int)fit;
+}
+
 // The validation file holds fewer sequences than --val-batches reads: say so (rank 0).
 static void warn_short_val(const zt_trainer *t, const char *val_path) {
     const zt_config *c = t->cfg;
     uint64_t batch = (uint64_t)c->grad_accum * c->micro_batch * t->grid.dp;
     // evaluate() reads val_batches global batches; beyond the file it wraps around
-    uint64_t want = (uint64_t)c->val_batches * batch, fit = t->val.n_samples / batch;
+    uint64_t want = (uint64_t)t->val_batches * batch, fit = t->val.n_samples / batch;
     char fix[96] = "a smaller --micro-batch or --grad-accum";
     if (fit > 0) snprintf(fix, sizeof fix, "--val-batches %llu or less", (unsigned long long)fit);
     if (want > t->val.n_samples && t->grid.rank == 0)
@@ -87,6 +98,7 @@ static zt_status open_data(zt_trainer *t, const char *argv0) {
     if (!t->eval_only) ZT_TRY(zt_pair_check(train_path, val_path));
     ZT_TRY(zt_dataset_open(&t->val, val_path, c->seq, t->shape.vocab, 0, c->seed));
     t->has_val = t->eval_only || c->val_every > 0;
+    t->val_batches = auto_val_batches(t);
     if (t->has_val) warn_short_val(t, val_path);
     return ZT_OK;
 }
@@ -159,7 +171,8 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
 // What a checkpoint of this rank holds (src/checkpoint/ckpt.h).
 static zt_ckpt_ctx ckpt_ctx(zt_trainer *t) {
     zt_ckpt_ctx x = {&t->ckpt_run, &t->grid, &t->part, &t->model, t->plan.is_8bit, &t->opt,
-                     &t->opt8, t->sync.shard_lo, t->sync.shard_hi, t->step0, t->sample0};
+                     &t->opt8, t->sync.shard_lo, t->sync.shard_hi, t->step0, t->sample0,
+                     t->eval_only ? NULL : &t->train};
     return x;
 }
 
@@ -206,6 +219,7 @@ static zt_status run(zt_trainer *t) {
             if (g->rank == 0) {
                 printf("step %5d/%d | val loss %.4f\n", step + 1, c->steps, vl);
                 if (t->log) fprintf(t->log, "{\"step\":%d,\"val_loss\":%.9g}\n", step + 1, vl);
+                zt_trainer_tb_val(t, step + 1, vl);
             }
         }
         if (sample) zt_train_sample(&t->sampler, c->sample_len, c->seed, step + 1, g->rank == 0);
@@ -280,11 +294,14 @@ static zt_status init_optimizer_and_log(zt_trainer *t) {
         if (!t->log) s = zt_errorf("cannot write the log file %s", cfg->log);
         else zt_trainer_write_log_header(t);
     }
+    if (s == ZT_OK && t->grid.rank == 0 && cfg->tensorboard[0])
+        s = zt_tb_open(&t->tb, cfg->tensorboard);
     return zt_comm_agree(&t->grid.world_comm, s);
 }
 
 // Closes rank 0's log; a write that failed on the way turns a run that succeeded into an error.
 static zt_status close_log(zt_trainer *t, zt_status s) {
+    zt_tb_close(&t->tb);
     if (!t->log) return s;
     zt_trainer_check_log_write(t);
     if (fclose(t->log) != 0 && !t->log_errno) t->log_errno = errno;
@@ -379,7 +396,8 @@ zt_status zt_evaluate(const zt_config *cfg, const zt_comm *world, const char *ar
         s = zt_ckpt_load_weights(&t.grid, &t.model, cfg->resume, &out->step);
     if (s == ZT_OK) {
         out->loss = zt_trainer_evaluate(&t); // the validation pass training runs
-        out->sequences = (uint64_t)cfg->val_batches * cfg->grad_accum * cfg->micro_batch *
+        out->val_batches = t.val_batches;
+        out->sequences = (uint64_t)t.val_batches * cfg->grad_accum * cfg->micro_batch *
                          t.grid.dp;
         out->dp = t.grid.dp;
         out->pp = t.grid.pp;

@@ -22,7 +22,8 @@ zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0
 // What `zerotrain eval` measured.
 typedef struct {
     double loss;            // mean cross-entropy per token (nats) over the sequences read
-    uint64_t sequences;     // --val-batches global batches of micro-batch x grad-accum x dp
+    int val_batches;        // global batches read (--val-batches, or what 0 chose)
+    uint64_t sequences;     // val_batches global batches of micro-batch x grad-accum x dp
     char data[ZT_PATH_MAX]; // the token file read
     int step;               // --resume: the checkpoint's completed steps; -1 otherwise
     int dp, pp, tp;

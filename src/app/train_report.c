@@ -158,16 +158,59 @@ static void progress(zt_trainer *t, int step, double *elapsed, double *eta) {
     *eta = mean * (t->cfg->steps - step - 1);
 }
 
+// --tensorboard: a failed write says so once and ends the event file; training goes on (the
+// dashboard is a view of the run, and the --log holds the same numbers).
+static void tb_write(zt_trainer *t, int step, const char *const *tags, const float *v, int n) {
+    if (!t->tb.f) return;
+    if (zt_tb_scalars(&t->tb, step, tags, v, n) == ZT_OK) return;
+    fprintf(stderr, "zerotrain: warning: %s; no more TensorBoard events are written, training "
+            "goes on\n", zt_error_message());
+    zt_tb_close(&t->tb);
+}
+
+void zt_trainer_tb_val(zt_trainer *t, int step, double val_loss) {
+    static const char *const tag[] = {"val/loss"};
+    float v = (float)val_loss;
+    tb_write(t, step, tag, &v, 1);
+}
+
+// The step's scalars in TensorBoard (the --log record's numbers, as float32): memory by
+// category in MiB; MFU only with --peak-tflops (mfu < 0 without).
+static void tb_step(zt_trainer *t, int step, const zt_step_stats *st, double tps,
+                    double tflops, double mfu) {
+    enum { BASE = 6, N = BASE + 1 + ZT_MEM_NCAT };
+    static char mem_tags[ZT_MEM_NCAT][64];
+    const char *tags[N] = {"train/loss", "train/lr", "train/grad_norm", "perf/step_ms",
+                           "perf/tokens_per_s", "perf/tflops"};
+    float v[N] = {(float)st->loss, (float)st->lr, (float)st->norm, (float)st->ms, (float)tps,
+                  (float)tflops};
+    int n = BASE;
+    if (mfu >= 0) {
+        tags[n] = "perf/mfu";
+        v[n++] = (float)mfu;
+    }
+    for (int c = 0; c < ZT_MEM_NCAT; c++) {
+        snprintf(mem_tags[c], sizeof mem_tags[c], "memory/%s_mib",
+                 zt_mem_category_name((zt_mem_category)c));
+        tags[n] = mem_tags[c];
+        v[n++] = (float)(zt_mem_current((zt_mem_category)c) / 1048576.0);
+    }
+    tb_write(t, step + 1, tags, v, n);
+}
+
 // The step's record in the log (every step, whatever --log-every says).
 static void log_step(zt_trainer *t, int step, const zt_step_stats *st, double tps,
-                     double bubble, double elapsed, double eta) {
+                     double tflops, double mfu, double bubble, double elapsed, double eta) {
     fprintf(t->log,
             "{\"step\":%d,\"loss\":%.9g,\"lr\":%.6e,\"grad_norm\":%.6f,\"ms\":%.3f,"
             "\"grad_comm_ms\":%.3f,\"param_comm_ms\":%.3f,\"param_overlapped\":%d,"
-            "\"pp_comm_ms\":%.3f,\"pp_async\":%d,\"tokens_per_s\":%.1f,\"bubble\":%.4f,"
-            "\"elapsed_s\":%.3f,\"eta_s\":",
+            "\"pp_comm_ms\":%.3f,\"pp_async\":%d,\"tokens_per_s\":%.1f,\"tflops\":%.9g,"
+            "\"mfu\":",
             step + 1, st->loss, st->lr, st->norm, st->ms, st->grad_comm_ms, st->param_comm_ms,
-            st->param_overlapped, st->pp_comm_ms, st->pp_async, tps, bubble, elapsed);
+            st->param_overlapped, st->pp_comm_ms, st->pp_async, tps, tflops);
+    if (mfu < 0) fputs("null", t->log);
+    else fprintf(t->log, "%.9g", mfu);
+    fprintf(t->log, ",\"bubble\":%.4f,\"elapsed_s\":%.3f,\"eta_s\":", bubble, elapsed);
     if (eta < 0) fputs("null", t->log);
     else fprintf(t->log, "%.3f", eta);
     fputs(",\"mem\":{", t->log);
@@ -204,17 +247,17 @@ void zt_trainer_report_step(zt_trainer *t, int step, const zt_step_stats *st) {
     if (g->rank != 0) return;
     double elapsed, eta;
     progress(t, step, &elapsed, &eta);
-    if (t->log) log_step(t, step, st, tps, bubble, elapsed, eta);
-    if (step != t->step0 && step + 1 != c->steps && (step + 1) % c->log_every != 0) return;
     // model FLOPs per token: 6 per parameter (forward and backward) plus attention's
-    // 12 * L * C * T (the PaLM paper's appendix B); MFU against --peak-tflops
-    char mem[256], perf[64] = "", el[32], left[32];
-    zt_mem_format(mem, sizeof mem);
+    // 12 * L * C * T (the PaLM paper's appendix B); MFU (a fraction) against --peak-tflops
     double tflops = (6.0 * zt_model_param_count(&t->shape) +
                      12.0 * t->shape.n_layer * t->shape.n_embd * c->seq) * tps / 1e12;
-    if (c->peak_tflops > 0)
-        snprintf(perf, sizeof perf, " | MFU %4.1f%%",
-                 100.0 * tflops / ((double)c->peak_tflops * g->world));
+    double mfu = c->peak_tflops > 0 ? tflops / ((double)c->peak_tflops * g->world) : -1.0;
+    if (t->log) log_step(t, step, st, tps, tflops, mfu, bubble, elapsed, eta);
+    tb_step(t, step, st, tps, tflops, mfu);
+    if (step != t->step0 && step + 1 != c->steps && (step + 1) % c->log_every != 0) return;
+    char mem[256], perf[64] = "", el[32], left[32];
+    zt_mem_format(mem, sizeof mem);
+    if (mfu >= 0) snprintf(perf, sizeof perf, " | MFU %4.1f%%", 100.0 * mfu);
     else snprintf(perf, sizeof perf, " | %6.3f TFLOP/s", tflops);
     format_duration(el, sizeof el, elapsed);
     format_duration(left, sizeof left, eta);

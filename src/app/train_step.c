@@ -22,7 +22,7 @@ float zt_lr_at(const zt_config *cfg, int step) {
     return lr_min + coeff * (cfg->lr - lr_min);
 }
 
-// Mean validation loss over the first val_batches global batches of the validation
+// Mean validation loss over the first t->val_batches global batches of the validation
 // file (the same samples whatever the layout), through the pipeline stage by stage.
 double zt_trainer_evaluate(zt_trainer *t) {
     const zt_config *c = t->cfg;
@@ -31,7 +31,7 @@ double zt_trainer_evaluate(zt_trainer *t) {
     size_t NC = zt_trainer_act_count(t);
     double sum = 0.0;
     zt_gpt2_use_slot(m, 0);
-    for (int vb = 0; vb < c->val_batches; vb++)
+    for (int vb = 0; vb < t->val_batches; vb++)
         for (int k = 0; k < c->grad_accum; k++) {
             zt_trainer_read_batch(t, &t->val, (uint64_t)vb, k, c->grad_accum, 0);
             if (!zt_trainer_first_stage(t))
@@ -43,7 +43,7 @@ double zt_trainer_evaluate(zt_trainer *t) {
         }
     double total;
     zt_comm_all_reduce(&t->grid.world_comm, &sum, &total, 1, ZT_F64, ZT_REDUCE_SUM, NULL);
-    return total / ((double)c->val_batches * c->grad_accum * c->micro_batch * c->seq * t->grid.dp);
+    return total / ((double)t->val_batches * c->grad_accum * c->micro_batch * c->seq * t->grid.dp);
 }
 
 // The global gradient's squared norm and non-finite count into v[0], v[1]: each element

@@ -22,6 +22,7 @@
 #include "planner.h"
 #include "profile.h"
 #include "schedule.h"
+#include "tb_events.h"
 #include "train_sample.h"
 
 typedef struct {
@@ -42,6 +43,8 @@ typedef struct {
     zt_dataset train, val;
     char val_path[ZT_PATH_MAX];
     int has_val;
+    int val_batches;           // global batches a validation reads: --val-batches, or when 0
+                               // what the validation file holds (at most 8, at least 1)
     zt_dp_sync sync;           // ZeRO: this rank's optimizer range (sync.shard_lo, shard_hi),
                                // the gradient's reduction and the parameters' gather
     int n_slots;               // micro-batches this stage holds at once
@@ -60,6 +63,7 @@ typedef struct {
     double run_t0;             // when the loop began (zt_mono_s)
     double first_step_s;       // rank 0: seconds from run_t0 to the end of the run's first step
     FILE *log;
+    zt_tb_writer tb;           // rank 0, --tensorboard: tb.f NULL when not writing
     int log_errno;             // rank 0: the errno of a failed log write (0 = none)
     char last_mem[256];        // rank 0: the memory figures last printed
     // --profile: `be` and the grid's tensor paths are timing decorators over the real ones
@@ -133,6 +137,9 @@ void zt_trainer_report_step(zt_trainer *t, int step, const zt_step_stats *st);
 void zt_trainer_log_rank_memory(zt_trainer *t);
 // Rank 0: the log's first record (the backend, version, layout and every option).
 void zt_trainer_write_log_header(zt_trainer *t);
+// Rank 0, --tensorboard: the validation loss after `step` (1-based) as "val/loss".
+void zt_trainer_tb_val(zt_trainer *t, int step, double val_loss);
+
 // Rank 0: notes a failed write of the log (the next step's all-reduce tells every rank).
 void zt_trainer_check_log_write(zt_trainer *t);
 

@@ -7,6 +7,7 @@
 
 #include "adamw.h"
 #include "adamw8bit.h"
+#include "data.h"
 #include "gpt2.h"
 #include "grid.h"
 #include "partition.h"
@@ -52,6 +53,8 @@ typedef struct {
     size_t lo, hi;           // this rank's optimizer range of the flat buffer
     int step0;               // where this run began: step and samples (0, or its resume's)
     uint64_t samples0;
+    zt_dataset *data;        // the training data, for the manifest's record of where the next
+                             // sample is read (NULL: none recorded)
 } zt_ckpt_ctx;
 
 // Collective over the world: writes run->dir/step-<step> after `step` completed

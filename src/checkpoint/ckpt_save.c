@@ -149,6 +149,20 @@ static void json_config(FILE *f, const zt_ckpt_ctx *x, int dp) {
             ckpt_param_dtype_name(x));
 }
 
+// The manifest's "data": which shard and sample the run reads next (global sample `samples`),
+// for a reader; resuming goes by "samples" alone, so checkpoints without it still load.
+static void json_data_position(FILE *f, zt_dataset *ds, uint64_t samples) {
+    if (!ds || ds->n_shards == 0) return;
+    zt_data_position at = zt_dataset_locate(ds, samples);
+    fprintf(f, "  \"data\": {\"shards\": %d, \"samples_per_epoch\": %llu, \"epoch\": %llu, "
+               "\"shard\": %d, \"shard_path\": ",
+            ds->n_shards, (unsigned long long)ds->n_samples, (unsigned long long)at.epoch,
+            at.shard);
+    zt_json_string(f, ds->shards[at.shard].path);
+    fprintf(f, ", \"sample_in_shard\": %llu, \"token_in_shard\": %llu},\n",
+            (unsigned long long)at.sample, (unsigned long long)at.sample * (uint64_t)ds->T);
+}
+
 // Rank 0: manifest.json in `tmp`, from every rank's (written, bytes, hash).
 static zt_status write_manifest(const zt_ckpt_ctx *c, const char *tmp, int step,
                                 uint64_t samples, const uint64_t *rec) {
@@ -165,6 +179,7 @@ static zt_status write_manifest(const zt_ckpt_ctx *c, const char *tmp, int step,
                "  \"run_start\": {\"step\": %d, \"samples\": %llu},\n  \"seed\": %llu,\n",
             CKPT_FORMAT, CKPT_VERSION, CKPT_CHECKSUM, step, (unsigned long long)samples,
             c->step0, (unsigned long long)c->samples0, (unsigned long long)cfg->seed);
+    json_data_position(f, c->data, samples);
     fprintf(f, "  \"optimizer\": {\"name\": \"%s\", \"t\": %d, \"block_size\": %d, "
                "\"min_8bit_size\": %d, \"fp32_embedding\": %s, \"v_map\": \"%s\"},\n",
             ckpt_optim_name(c), t, cfg->optim_block, cfg->optim_min_8bit,

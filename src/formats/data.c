@@ -1,4 +1,5 @@
-// Token datasets: opening and checking llm.c token files, sampling by global index, writing them.
+// Token datasets: opening and checking llm.c token files (one or shards), sampling by global
+// index, writing them.
 //
 // File format (llm.c's GPT-2 token file; every integer little endian):
 //
@@ -39,6 +40,7 @@
 #include "common.h"
 #include "data_pairing.h"
 #include "tmp_names.h"
+#include "data_shards.h"
 
 // The tokens are used in place from the mapping and written straight from memory, so the host
 // must share the file's byte order. Every machine we target is little endian; say so loudly if
@@ -130,17 +132,27 @@ static uint16_t max_token(const uint16_t *tokens, size_t n) {
     return (uint16_t)mx;
 }
 
-// The checks, in the order a user would want them reported. On error ds is half-opened.
-static zt_status dataset_open_checked(zt_dataset *ds, const char *path, int T, int vocab,
-                                      int shuffle, uint64_t seed) {
-    if (T <= 0) return zt_errorf("data file %s: sequence length %d must be positive (--seq)", path, T);
-    if (vocab <= 0) return zt_errorf("data file %s: vocab size %d must be positive (--vocab)", path, vocab);
+// The bad-magic error. nanoGPT's train.bin / val.bin have no header at all, so their first
+// tokens read as the magic: say what such a file is and how to convert it.
+static zt_status bad_magic(const char *path, int32_t magic) {
+    const char *what = known_magic_name(magic);
+    if (what)
+        return zt_errorf("data file %s is %s (magic %d), not a GPT-2 token file (magic %d); "
+                         "pass a token file made by llm.c's dev/data scripts or zerotrain's "
+                         "text preparation",
+                         path, what, (int)magic, ZT_DATA_MAGIC);
+    return zt_errorf("data file %s has bad magic %d (expected %d): not an llm.c token file; "
+                     "if it is nanoGPT's headerless train.bin/val.bin (raw uint16 tokens), convert "
+                     "it with: zerotrain prepare --from-nanogpt %s --out %s.zt.bin; otherwise "
+                     "pass a token file made by llm.c's dev/data scripts or zerotrain's text "
+                     "preparation",
+                     path, (int)magic, ZT_DATA_MAGIC, path, path);
+}
 
-    snprintf(ds->path, sizeof ds->path, "%s", path);
-    ds->T = T;
-    ds->shuffle = shuffle != 0;
-    ds->seed = seed;
-    ds->perm_epoch = UINT64_MAX;
+// One token file's checks, in the order a user would want them reported. On error sh is
+// half-opened (its mapping, if any, is for the caller to unmap).
+static zt_status shard_open_checked(zt_data_shard *sh, const char *path, int T, int vocab) {
+    snprintf(sh->path, sizeof sh->path, "%s", path);
 
     // O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting forever
     // for a writer; it changes nothing for a regular file
@@ -173,24 +185,14 @@ static zt_status dataset_open_checked(zt_dataset *ds, const char *path, int T, i
     close(fd);  // the mapping keeps the file alive
     if (map == MAP_FAILED)
         return zt_errorf("cannot map data file %s (%zu bytes): %s", path, bytes, strerror(map_errno));
-    ds->map = map;
-    ds->map_bytes = bytes;
+    sh->map = map;
+    sh->map_bytes = bytes;
 
     const unsigned char *h = map;
     int32_t magic = read_le_i32(h + 0);
     int32_t version = read_le_i32(h + 4);
     int32_t count = read_le_i32(h + 8);
-    if (magic != ZT_DATA_MAGIC) {
-        const char *what = known_magic_name(magic);
-        if (what)
-            return zt_errorf("data file %s is %s (magic %d), not a GPT-2 token file (magic %d); "
-                             "pass a token file made by llm.c's dev/data scripts or zerotrain's "
-                             "text preparation",
-                             path, what, (int)magic, ZT_DATA_MAGIC);
-        return zt_errorf("data file %s has bad magic %d (expected %d): not an llm.c token file; "
-                         "pass a token file made by llm.c's dev/data scripts or zerotrain's text preparation",
-                         path, (int)magic, ZT_DATA_MAGIC);
-    }
+    if (magic != ZT_DATA_MAGIC) return bad_magic(path, magic);
     if (version != ZT_DATA_VERSION)
         return zt_errorf("data file %s has unsupported version %d (expected %d, uint16 GPT-2 "
                          "tokens); regenerate it with llm.c's dev/data scripts for gpt-2 or "
@@ -213,27 +215,58 @@ static zt_status dataset_open_checked(zt_dataset *ds, const char *path, int T, i
                          "sample of sequence length %d; lower --seq or use a larger file",
                          path, n, T + 1, T);
 
-    ds->tokens = (const uint16_t *)(h + ZT_DATA_HEADER_BYTES);
-    ds->n_tokens = n;
-    ds->n_samples = (uint64_t)(n - 1) / (uint64_t)T;
+    sh->tokens = (const uint16_t *)(h + ZT_DATA_HEADER_BYTES);
+    sh->n_tokens = n;
+    sh->n_samples = (uint64_t)(n - 1) / (uint64_t)T;
 
-    uint16_t mx = max_token(ds->tokens, n);
+    uint16_t mx = max_token(sh->tokens, n);
     if ((int)mx >= vocab) {
         size_t first = 0;
-        while (ds->tokens[first] < vocab) first++;  // mx >= vocab guarantees a hit
+        while (sh->tokens[first] < vocab) first++;  // mx >= vocab guarantees a hit
         return zt_errorf("data file %s has token id %u at position %zu, not below the vocab size "
                          "%d (largest id in the file: %u); pass --vocab %u or more, or use a file "
                          "tokenized for this model",
-                         path, (unsigned)ds->tokens[first], first, vocab, (unsigned)mx,
+                         path, (unsigned)sh->tokens[first], first, vocab, (unsigned)mx,
                          (unsigned)mx + 1);
     }
+    return ZT_OK;
+}
 
+// Every shard of spec, checked, with their places in the epoch. On error ds is half-opened.
+static zt_status dataset_open_checked(zt_dataset *ds, const char *spec, int T, int vocab,
+                                      int shuffle, uint64_t seed) {
+    if (T <= 0) return zt_errorf("data file %s: sequence length %d must be positive (--seq)", spec, T);
+    if (vocab <= 0) return zt_errorf("data file %s: vocab size %d must be positive (--vocab)", spec, vocab);
+    snprintf(ds->path, sizeof ds->path, "%s", spec);
+    ds->T = T;
+    ds->shuffle = shuffle != 0;
+    ds->seed = seed;
+    ds->perm_epoch = UINT64_MAX;
+    zt_data_paths paths;
+    ZT_TRY(zt_data_paths_expand(&paths, spec));
+    ds->shards = calloc((size_t)paths.n, sizeof *ds->shards);
+    ZT_ASSERT(ds->shards != NULL);
+    zt_status s = ZT_OK;
+    for (int k = 0; s == ZT_OK && k < paths.n; k++) {
+        zt_data_shard *sh = &ds->shards[ds->n_shards++];
+        s = shard_open_checked(sh, paths.paths[k], T, vocab);
+        sh->first = ds->n_samples;
+        ds->n_samples += sh->n_samples;
+        ds->n_tokens += sh->n_tokens;
+    }
+    zt_data_paths_free(&paths);
+    ZT_TRY(s);
+    ds->tokens = ds->shards[0].tokens;
     if (ds->shuffle) {
-        // n_samples <= (2^31 - 2) / 1 since N is an int32, so uint32 indices suffice.
+        // the permutation holds uint32 indices: 2^32 samples of one epoch (2^42 tokens at T 1024)
+        if (ds->n_samples > UINT32_MAX)
+            return zt_errorf("data %s holds %llu samples, more than the 2^32 that --shuffle "
+                             "orders; use fewer shards per run or no --shuffle",
+                             spec, (unsigned long long)ds->n_samples);
         ds->perm = malloc((size_t)ds->n_samples * sizeof(uint32_t));
         if (!ds->perm)
-            return zt_errorf("out of memory for the shuffle order of data file %s (%llu samples)",
-                             path, (unsigned long long)ds->n_samples);
+            return zt_errorf("out of memory for the shuffle order of data %s (%llu samples)",
+                             spec, (unsigned long long)ds->n_samples);
     }
     return ZT_OK;
 }
@@ -249,7 +282,9 @@ zt_status zt_dataset_open(zt_dataset *ds, const char *path, int T, int vocab, in
 
 void zt_dataset_close(zt_dataset *ds) {
     if (!ds) return;
-    if (ds->map) munmap(ds->map, ds->map_bytes);
+    for (int k = 0; k < ds->n_shards; k++)
+        if (ds->shards[k].map) munmap(ds->shards[k].map, ds->shards[k].map_bytes);
+    free(ds->shards);
     free(ds->perm);
     memset(ds, 0, sizeof *ds);
 }
@@ -257,20 +292,38 @@ void zt_dataset_close(zt_dataset *ds) {
 // ---------------------------------------------------------------------------------------------
 // Sampling.
 
-void zt_dataset_sample(zt_dataset *ds, uint64_t g, int32_t *inputs, int32_t *targets) {
-    ZT_ASSERT(ds != NULL && ds->tokens != NULL && ds->n_samples > 0);
-    ZT_ASSERT(inputs != NULL && targets != NULL);
-    uint64_t epoch = g / ds->n_samples;
+// The shard holding epoch sample i: the last whose first sample is at or before i.
+static int shard_of(const zt_dataset *ds, uint64_t i) {
+    int lo = 0, hi = ds->n_shards - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (ds->shards[mid].first <= i) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+zt_data_position zt_dataset_locate(zt_dataset *ds, uint64_t g) {
+    ZT_ASSERT(ds != NULL && ds->n_shards > 0 && ds->n_samples > 0);
+    zt_data_position at = {g / ds->n_samples, 0, 0};
     uint64_t i = g % ds->n_samples;
     if (ds->shuffle) {
         ZT_ASSERT(ds->perm != NULL);
-        if (ds->perm_epoch != epoch) {
-            make_permutation(ds->perm, ds->n_samples, ds->seed, epoch);
-            ds->perm_epoch = epoch;
+        if (ds->perm_epoch != at.epoch) {
+            make_permutation(ds->perm, ds->n_samples, ds->seed, at.epoch);
+            ds->perm_epoch = at.epoch;
         }
         i = ds->perm[i];
     }
-    const uint16_t *p = ds->tokens + (size_t)i * (size_t)ds->T;
+    at.shard = shard_of(ds, i);
+    at.sample = i - ds->shards[at.shard].first;
+    return at;
+}
+
+void zt_dataset_sample(zt_dataset *ds, uint64_t g, int32_t *inputs, int32_t *targets) {
+    ZT_ASSERT(inputs != NULL && targets != NULL);
+    zt_data_position at = zt_dataset_locate(ds, g);
+    const uint16_t *p = ds->shards[at.shard].tokens + (size_t)at.sample * (size_t)ds->T;
     for (int t = 0; t < ds->T; t++) {
         inputs[t] = p[t];
         targets[t] = p[t + 1];
@@ -340,6 +393,40 @@ zt_status zt_dataset_write(const char *path, const uint16_t *tokens, size_t n) {
     char tmp[4500];
     ZT_TRY(write_token_tmp(path, tokens, n, tmp, sizeof tmp));
     return put_in_place(tmp, path);
+}
+
+// ---------------------------------------------------------------------------------------------
+// nanoGPT's headerless token files (data/*/prepare.py: np.uint16 tokens written with tofile).
+
+zt_status zt_prepare_nanogpt(const char *bin_path, const char *out_path) {
+    ZT_ASSERT(bin_path != NULL && out_path != NULL);
+    FILE *f = zt_fopen_regular(bin_path);
+    if (!f) return zt_errorf("cannot open nanoGPT token file %s: %s; check the path", bin_path,
+                             zt_file_error(errno));
+    struct stat st;
+    zt_status s = ZT_OK;
+    if (fstat(fileno(f), &st) != 0 || st.st_size == 0 || st.st_size % 2 != 0)
+        s = zt_errorf("nanoGPT token file %s has %lld bytes: not a whole number (at least one) "
+                      "of uint16 tokens; pass nanoGPT's train.bin or val.bin",
+                      bin_path, (long long)st.st_size);
+    zt_token_writer w;
+    if (s == ZT_OK) s = zt_token_writer_open(&w, out_path);
+    if (s != ZT_OK) {
+        fclose(f);
+        return s;
+    }
+    static uint16_t buf[1 << 16];
+    size_t got;
+    while (s == ZT_OK && (got = fread(buf, sizeof buf[0], sizeof buf / sizeof buf[0], f)) > 0)
+        s = zt_token_writer_append(&w, buf, got);
+    if (s == ZT_OK && ferror(f))
+        s = zt_errorf("cannot read nanoGPT token file %s: %s", bin_path, strerror(errno));
+    fclose(f);
+    if (s != ZT_OK) {
+        zt_token_writer_abort(&w);
+        return s;
+    }
+    return zt_token_writer_close(&w, NULL, 0);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -16,24 +16,48 @@
 #define ZT_DATA_VERSION 1
 #define ZT_DATA_HEADER_INTS 256
 
+// One token file of a dataset: its mapping and where its samples sit in the epoch.
 typedef struct {
     char path[512];
     void *map;               // whole file, mmap'ed read-only
     size_t map_bytes;
     const uint16_t *tokens;  // (n_tokens)
     size_t n_tokens;
+    uint64_t n_samples;      // (n_tokens - 1) / T
+    uint64_t first;          // index in the epoch of its first sample: the samples of the
+                             // shards before it
+} zt_data_shard;
+
+// A dataset: one token file or an ordered list of them (shards), read as one sequence of
+// samples. An epoch spans every shard, in order (or in one permutation of all their samples
+// when shuffling); no sample crosses from one shard into the next.
+typedef struct {
+    char path[512];          // as given (a file, a comma-separated list or a glob)
+    zt_data_shard *shards;   // (n_shards) in the order read
+    int n_shards;
+    const uint16_t *tokens;  // the first shard's tokens (shards[0].tokens)
+    size_t n_tokens;         // tokens of every shard together
     int T;
-    uint64_t n_samples;
+    uint64_t n_samples;      // samples of every shard together: one epoch
     int shuffle;
     uint64_t seed;
     uint32_t *perm;          // (n_samples) permutation of the current epoch when shuffling
     uint64_t perm_epoch;
 } zt_dataset;
 
-// Opens and checks a token file for sequences of T tokens: magic, version, token
-// count against the file size, at least one sample, and every token id < vocab
-// (scanned once here, so a bad file fails before training). Errors name the file and
-// the fix. Caller closes with zt_dataset_close (also on a half-opened dataset).
+// Where global sample g is read: its epoch, the shard and the sample's index in that shard.
+typedef struct {
+    uint64_t epoch;
+    int shard;
+    uint64_t sample;
+} zt_data_position;
+
+// Opens and checks the token files of `spec` for sequences of T tokens: a file, or shards as
+// a comma-separated list and/or glob patterns (each pattern's matches in name order, the list
+// in the order given: data_shards.h). Each file: magic, version, token count against the file
+// size, at least one sample, and every token id < vocab (scanned once here, so a bad file
+// fails before training). Errors name the file and the fix. Caller closes with
+// zt_dataset_close (also on a half-opened dataset).
 zt_status zt_dataset_open(zt_dataset *ds, const char *path, int T, int vocab, int shuffle,
                           uint64_t seed);
 void zt_dataset_close(zt_dataset *ds);
@@ -41,6 +65,9 @@ void zt_dataset_close(zt_dataset *ds);
 // Global sample g (any value; it wraps around the file by epochs, reshuffled each
 // epoch when shuffling) into inputs (T) and targets (T).
 void zt_dataset_sample(zt_dataset *ds, uint64_t g, int32_t *inputs, int32_t *targets);
+
+// Where zt_dataset_sample reads global sample g (the next one a checkpoint's run reads).
+zt_data_position zt_dataset_locate(zt_dataset *ds, uint64_t g);
 
 // Writes tokens in the format above (temporary name, then rename).
 zt_status zt_dataset_write(const char *path, const uint16_t *tokens, size_t n);
@@ -67,6 +94,10 @@ zt_status zt_token_writer_append(zt_token_writer *w, const uint16_t *tokens, siz
 zt_status zt_token_writer_close(zt_token_writer *w, const char *val_path, size_t n_val);
 // Drops the temporary file (a writer that failed or that the caller gives up); idempotent.
 void zt_token_writer_abort(zt_token_writer *w);
+
+// nanoGPT's token file (its prepare.py's train.bin / val.bin: uint16 tokens with no header)
+// into the format above at out_path. Fails on an empty or odd-sized file.
+zt_status zt_prepare_nanogpt(const char *bin_path, const char *out_path);
 
 // Byte-level tokenization of a text file: every byte is a token (vocab 256). The last
 // `val_frac` of the bytes go to val_path (skipped when val_path is NULL or empty).

@@ -1,4 +1,5 @@
-// Streaming GPT-2 tokenization of text files into llm.c token files, on all OpenMP threads.
+// Streaming GPT-2 tokenization of text files (and JSONL files' documents) into llm.c token
+// files, on all OpenMP threads.
 //
 // Per file (one document): the end-of-text token, then batches. A batch is the carry (the text
 // after the last cut of the previous batch) plus the next read, cut into chunks of about
@@ -24,6 +25,7 @@
 #include "bpe.h"
 #include "data.h"
 #include "data_pairing.h"
+#include "jsonl.h"
 #include "memory.h"
 
 #define ZT_PREPARE_CHUNK_DEFAULT ((size_t)1 << 20)
@@ -50,6 +52,7 @@ typedef struct {
     int progress, tty;
     size_t total, done;
     double t0, last;
+    size_t documents;
 } prep;
 
 static void report_progress(prep *p, int final) {
@@ -132,10 +135,9 @@ static zt_status check_stretch(const prep *p, const char *path, size_t at, size_
                      room > 0 ? room / 1048576.0 : 0.0);
 }
 
-static zt_status encode_file(prep *p, const char *path) {
-    FILE *f = zt_fopen_regular(path); // checked above, but it may have changed since
-    if (!f) return zt_errorf("cannot open text file %s: %s; check the path given to --text", path,
-                             zt_file_error(errno));
+// One document read from f (named `path` in errors): the end-of-text token, then its text.
+static zt_status encode_stream(prep *p, FILE *f, const char *path) {
+    p->documents++;
     int32_t eot = zt_bpe_eot(p->bpe);
     zt_status s = write_ids(p, &eot, 1);
     // A batch fills the buffer to n_slots chunks plus one (the carry is under a chunk unless
@@ -191,9 +193,45 @@ static zt_status encode_file(prep *p, const char *path) {
         len -= start;
         at += start;
     }
-    fclose(f);
     free(buf);
     free(cut);
+    return s;
+}
+
+static zt_status encode_file(prep *p, const char *path) {
+    FILE *f = zt_fopen_regular(path); // checked above, but it may have changed since
+    if (!f) return zt_errorf("cannot open text file %s: %s; check the path given to --text", path,
+                             zt_file_error(errno));
+    zt_status s = encode_stream(p, f, path);
+    fclose(f);
+    return s;
+}
+
+// Every line of a JSONL file a document, as if each were a text file of its own: its decoded
+// string read through a memory stream, so the chunking and ids are a text file's.
+static zt_status encode_jsonl(prep *p, const char *path, const char *field) {
+    zt_jsonl_reader r;
+    zt_status s = zt_jsonl_open(&r, path, field);
+    char name[4200];
+    for (int got = 1; s == ZT_OK && got;) {
+        const char *doc;
+        size_t len;
+        s = zt_jsonl_next(&r, &doc, &len, &got);
+        if (s != ZT_OK || !got) break;
+        snprintf(name, sizeof name, "%s (JSONL line %ld)", path, r.line_no);
+        // fmemopen refuses a size of 0: an empty document is its end-of-text token alone
+        FILE *m = len ? fmemopen((void *)doc, len, "rb") : NULL;
+        ZT_ASSERTF(m || !len, "fmemopen of %zu bytes failed", len);
+        if (m) {
+            s = encode_stream(p, m, name);
+            fclose(m);
+        } else {
+            int32_t eot = zt_bpe_eot(p->bpe);
+            s = write_ids(p, &eot, 1);
+            p->documents++;
+        }
+    }
+    zt_jsonl_close(&r);
     return s;
 }
 
@@ -241,7 +279,9 @@ zt_status zt_prepare_gpt2(const zt_prepare_gpt2_opts *o, zt_prepare_stats *stats
     zt_token_tmps_remove_dead(o->out);
     if (o->val_out && o->val_out[0]) zt_token_tmps_remove_dead(o->val_out);
     if (s == ZT_OK) s = zt_token_writer_open(&p.w, o->out);
-    for (int i = 0; s == ZT_OK && i < o->n_texts; i++) s = encode_file(&p, o->texts[i]);
+    for (int i = 0; s == ZT_OK && i < o->n_texts; i++)
+        s = o->is_jsonl && o->is_jsonl[i] ? encode_jsonl(&p, o->texts[i], o->json_field)
+                                           : encode_file(&p, o->texts[i]);
     size_t n = p.w.n, n_val = want_val ? (size_t)((double)n * o->val_frac + 0.5) : 0;
     if (s == ZT_OK && n - n_val < 2)
         s = zt_errorf("the text gives %zu tokens, leaving %zu for training file %s, fewer than the "
@@ -258,6 +298,7 @@ zt_status zt_prepare_gpt2(const zt_prepare_gpt2_opts *o, zt_prepare_stats *stats
         zt_token_writer_abort(&p.w);
     }
     if (stats) {
+        stats->documents = p.documents;
         stats->bytes = p.done;
         stats->tokens = n;
         stats->val_tokens = n_val;

@@ -9,6 +9,9 @@
 typedef struct {
     const char *const *texts;  // (n_texts) input files; each one is a document
     int n_texts;
+    const int *is_jsonl;       // (n_texts) 1 where texts[i] is a JSONL file, each line a
+                               // document whose text is its string field json_field (NULL: none)
+    const char *json_field;
     const char *vocab;         // gpt2.tiktoken
     const char *out;           // training token file
     const char *val_out;       // validation token file, or NULL / "" for none
@@ -23,6 +26,7 @@ typedef struct {
 } zt_prepare_gpt2_opts;
 
 typedef struct {
+    size_t documents;   // documents written (text files and JSONL lines)
     size_t bytes;       // text bytes read
     size_t tokens;      // tokens written (both files, end-of-text tokens included)
     size_t val_tokens;  // of which in the validation file
@@ -30,7 +34,7 @@ typedef struct {
     int threads;
 } zt_prepare_stats;
 
-// Writes the GPT-2 tokens of every text file, in order, each document preceded by the
+// Writes the GPT-2 tokens of every text file (every line of a JSONL file), in order, each document preceded by the
 // end-of-text token (50256), as llm.c's data scripts do, so one separates every two documents.
 // The text is read in chunks cut where the GPT-2 pattern cannot join across them
 // (zt_bpe_safe_cut), so memory stays a few chunks per thread whatever the corpus size; the

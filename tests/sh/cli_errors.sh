@@ -19,9 +19,9 @@ failed=()   # "name: why" of each failing case
 # Tiny model: fast whatever the data.
 TINY=(--n-layer 1 --n-head 2 --n-embd 32 --steps 1 --micro-batch 2 --seq 16)
 
-# Every flag the binary documents (options, prepare's flags), plus the placeholders
+# Every flag the binary documents (options, generate's and prepare's flags), plus the placeholders
 # that messages and usage use for "some flag".
-KNOWN_FLAGS=" $("$ZT" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u | tr '\n' ' ') --name --help "
+KNOWN_FLAGS=" $({ "$ZT" --help; "$ZT" generate --help; "$ZT" prepare --help; } 2>/dev/null | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u | tr '\n' ' ') --name --help "
 
 show() { # file: its first lines, indented (for the log of a failing case)
   sed -n '1,25p' "$1" | sed 's/^/      | /'
@@ -249,7 +249,7 @@ expect_error log_dir_missing "cannot write the log file" -- "$ZT" "${TINY[@]}" -
 
 # ---- prepare and commands ----------------------------------------------------------
 expect_error prepare_missing_text "cannot open text file" -- "$ZT" prepare --text "$tmp/nope.txt" --out "$tmp/p.bin"
-expect_error prepare_no_args "--text FILE and --out FILE are required" -- "$ZT" prepare
+expect_error prepare_no_args "--text FILE (or --jsonl FILE) and --out FILE are required" -- "$ZT" prepare
 expect_error prepare_out_dir_missing "check that the directory exists" -- "$ZT" prepare --text "$tmp/text.txt" --out "$tmp/no/such/dir/p.bin"
 expect_error prepare_unknown_option "unknown option --bogus" -- "$ZT" prepare --text "$tmp/text.txt" --out "$tmp/p.bin" --bogus 1
 # the same unknown option as the last argument: still "unknown option", not "needs a value"

@@ -150,11 +150,12 @@ cfg_edit config_no_n_head 'del c["n_head"]' "lacks n_head"
 # ---- small ones ----
 expect_error generate_train_flag "--lr is a training option; generate does not use it" -- "$ZT" generate --prompt-ids 1 --max-new 2 --lr 1e-3
 expect_error generate_train_flag_eq "--steps is a training option" -- "$ZT" generate --prompt-ids 1 --max-new 2 --steps=3
-expect_error vocab_binary 'is not "<base64 token> <rank>": "?ELF' -- "$ZT" generate --model gpt2 --vocab /bin/sh --prompt hi --max-new 1
+expect_error vocab_binary 'is not "<base64 token> <rank>": "?ELF' -- "$ZT" generate --model gpt2 --vocab-file /bin/sh --prompt hi --max-new 1
 if LC_ALL=C grep -q '[^[:print:][:space:]]' "$tmp/vocab_binary.err"; then
   echo "FAIL vocab_binary_printable: the message carries the file's raw bytes"; failed+=("raw bytes in a message")
 else echo "ok   vocab_binary_printable"; fi
-expect_error vocab_size_typo "--vocab 300x names GPT-2's tokenizer file, but this model's vocabulary is 256" -- "$ZT" generate --n-layer 1 --vocab 300x --prompt-ids 1 --max-new 1
+expect_error vocab_size_typo "--vocab 300x: --vocab is the model's vocabulary size, a whole number as in train; GPT-2's tokenizer file is --vocab-file FILE" -- "$ZT" generate --n-layer 1 --vocab 300x --prompt-ids 1 --max-new 1
+expect_error vocab_file_size "--vocab-file $tmp/ck names GPT-2's tokenizer file, but this model's vocabulary is 256" -- "$ZT" generate --n-layer 1 --vocab-file "$tmp/ck" --prompt-ids 1 --max-new 1
 expect_error init_from_checkpoint "is a zerotrain checkpoint: continue its run with --resume" -- "$ZT" generate --init-from "$tmp/ck" --prompt-ids 1 --max-new 2
 mk_tokens "$tmp/small.bin" 100 256   # 6 sequences of 16 tokens, one step reads 8
 "$ZT" "${T[@]}" --steps 1 --micro-batch 8 --data "$tmp/small.bin" >"$tmp/small.out" 2>"$tmp/small.err"

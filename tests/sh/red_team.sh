@@ -140,8 +140,11 @@ grep -q "warning: SLURM_NTASKS=2 but this job's MPI world has 1 rank" "$tmp/slur
   echo "ok   slurm_world1_warning" ||
   { echo "FAIL slurm_world1_warning: no warning"; failed+=("slurm warning"); }
 
-mk_tokens "$tmp/val_small.bin" 200 256   # 12 sequences of 16: fewer than the 8 batches of 2 read
-"$ZT" "${TINY[@]}" --data "$tmp/good.bin" --val-data "$tmp/val_small.bin" >/dev/null 2>"$tmp/val.err"
+mk_tokens "$tmp/val_small.bin" 200 256   # 12 sequences of 16: fewer than 8 batches of 2 read
+"$ZT" "${TINY[@]}" --data "$tmp/good.bin" --val-data "$tmp/val_small.bin" 2>&1 >/dev/null | grep -q "warning: validation" &&
+  { echo "FAIL validation_default_fits: the default --val-batches warned"; failed+=("validation default"); } ||
+  echo "ok   validation_default_fits (the automatic --val-batches reads 6 batches of 2)"
+"$ZT" "${TINY[@]}" --data "$tmp/good.bin" --val-data "$tmp/val_small.bin" --val-batches 8 >/dev/null 2>"$tmp/val.err"
 grep -q "warning: validation reads 16 sequences.*holds 12, so some are counted more than once; use --val-batches 6 or less" "$tmp/val.err" &&
   echo "ok   validation_counts_twice_warned" ||
   { echo "FAIL validation_counts_twice_warned:"; show "$tmp/val.err"; failed+=("validation warning"); }
