@@ -20,7 +20,7 @@ lacks() { ! grep -qF -- "$2" "$1" || { echo "     $1 has: $2"; return 1; }; }
 
 "$ZT" launch -np 2 memory --model tiny > $tmp/launch.out 2>&1; rc=$?
 check launch_memory_refused test $rc -eq 1
-check launch_memory_reason has $tmp/launch.out "launch: error: \`memory\` runs as one process"
+check launch_memory_reason has $tmp/launch.out "zerotrain: error: \`memory\` runs as one process"
 check launch_memory_no_mpirun lacks $tmp/launch.out "mpirun"
 "$ZT" launch -np 2 prepare --text x --out y > $tmp/launch2.out 2>&1
 check launch_prepare_refused has $tmp/launch2.out "\`prepare\` runs as one process"
