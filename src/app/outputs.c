@@ -5,6 +5,8 @@
 // export; `--log ck/latest` was replaced by the run's own pointer. docs/checkpoints.md.
 #include "outputs.h"
 
+#include "data_shards.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -150,12 +152,23 @@ static const known_file *set_find(const file_set *s, const path_id *id) {
     return NULL;
 }
 
+// Every shard a --data or --val-data spec names (a list or glob: data_shards.h); a spec that
+// does not expand is added as it is (the data reader refuses it with the reason).
+static void add_data_inputs(file_set *in, const char *role, const char *spec) {
+    zt_data_paths d;
+    if (zt_data_paths_expand(&d, spec) != ZT_OK) {
+        set_add(in, spec, "the same file as %s %s", role, spec);
+        return;
+    }
+    for (int i = 0; i < d.n; i++) set_add(in, d.paths[i], "the same file as %s %s", role, d.paths[i]);
+    zt_data_paths_free(&d);
+}
+
 // Every input of a training run: the files it reads, and every file in its input directories.
 static void collect_inputs(const zt_config *c, file_set *in) {
-    const char *roles[] = {"--data", "--val-data", "--config"};
-    const char *paths[] = {c->data, c->val_data, c->config};
-    for (int i = 0; i < 3; i++)
-        if (paths[i][0]) set_add(in, paths[i], "the same file as %s %s", roles[i], paths[i]);
+    if (c->data[0]) add_data_inputs(in, "--data", c->data);
+    if (c->val_data[0]) add_data_inputs(in, "--val-data", c->val_data);
+    if (c->config[0]) set_add(in, c->config, "the same file as %s %s", "--config", c->config);
     // what a run reads there: a model directory's files; a checkpoint directory's latest and
     // steps, or all of one step directory
     if (c->init_from[0]) set_add_tree(in, "--init-from", c->init_from, 1, export_name);

@@ -34,6 +34,12 @@ expect_error log_symlink_to_init_from "--log $tmp/sv_link.jsonl is model.safeten
   "$ZT" "${T[@]}" --data "$tmp/good.bin" --steps 1 --init-from "$tmp/sv" --log "$tmp/sv_link.jsonl"
 expect_error log_link_chain_to_data "--log $tmp/chain.jsonl is the same file as --data $tmp/good.bin" -- \
   "$ZT" "${T[@]}" --data "$tmp/good.bin" --steps 1 --log "$tmp/chain.jsonl"
+# every shard of a --data list or glob is an input
+mkdir -p "$tmp/shards" && cp "$tmp/good.bin" "$tmp/shards/s_1.bin" && cp "$tmp/good.bin" "$tmp/shards/s_2.bin"
+expect_error log_onto_glob_shard "--log $tmp/shards/s_2.bin is the same file as --data $tmp/shards/s_2.bin" -- \
+  "$ZT" "${T[@]}" --data "$tmp/shards/s_*.bin" --steps 1 --log "$tmp/shards/s_2.bin"
+expect_error log_onto_list_shard "--log $tmp/shards/s_1.bin is the same file as --data $tmp/shards/s_1.bin" -- \
+  "$ZT" "${T[@]}" --data "$tmp/good.bin,$tmp/shards/s_1.bin" --steps 1 --log "$tmp/shards/s_1.bin"
 expect_error log_symlink_to_config "--log $tmp/cfg_link.jsonl is the same file as --config $tmp/cfg.json" -- \
   "$ZT" "${T[@]}" --data "$tmp/good.bin" --config "$tmp/cfg.json" --log "$tmp/cfg_link.jsonl"
 ln -s "$tmp/ck/step-9/x.jsonl" "$tmp/dangling.jsonl"
