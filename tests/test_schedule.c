@@ -110,7 +110,7 @@ ZT_TEST(schedule_build_errors) {
     zt_schedule_free(NULL);
     long ticks = -1;
     zt_sched_costs one = {1, 1, 1};
-    CHECK(zt_schedule_simulate(ZT_SCHED_1F1B, 4, 0, 1, &one, ZT_SIM_RENDEZVOUS, &ticks, NULL) ==
+    CHECK(zt_schedule_simulate(ZT_SCHED_1F1B, 4, 0, 1, &one, 1, ZT_SIM_RENDEZVOUS, &ticks, NULL) ==
           ZT_ERR);
     CHECK(ticks == -1);
     // chunks: only interleaved takes V > 1, and it needs V >= 2, p >= 2 and p | m
@@ -419,8 +419,8 @@ ZT_TEST(schedule_simulate_bubble) {
                     zt_sim_stage per[MAX_P];
                     int kk = kt % 2; // both kinds, both transports
                     zt_sim_transport tr = kt / 2 ? ZT_SIM_NONBLOCKING : ZT_SIM_RENDEZVOUS;
-                    zt_status rc = zt_schedule_simulate(kinds[kk], p, m, 1, &costs[c], tr, &ticks,
-                                                        per);
+                    zt_status rc =
+                        zt_schedule_simulate(kinds[kk], p, m, 1, &costs[c], 1, tr, &ticks, per);
                     if (rc != ZT_OK) fprintf(stderr, "  %s\n", zt_error_message());
                     CHECK(rc == ZT_OK);
                     if (ticks != (m + p - 1) * work)
@@ -438,7 +438,7 @@ ZT_TEST(schedule_simulate_bubble) {
                 }
     long ticks = 0;
     zt_sched_costs c = {1, 1, 1};
-    CHECK(zt_schedule_simulate(ZT_SCHED_1F1B, 4, 8, 1, &c, ZT_SIM_RENDEZVOUS, &ticks, NULL) ==
+    CHECK(zt_schedule_simulate(ZT_SCHED_1F1B, 4, 8, 1, &c, 1, ZT_SIM_RENDEZVOUS, &ticks, NULL) ==
           ZT_OK);
     printf("  1f1b p=4 m=8 f=b=w=1: %ld units, bubble %.3f (theory 3/11 = %.3f)\n", ticks,
            1.0 - 8.0 * 3 / (double)ticks, 3.0 / 11);
@@ -466,7 +466,8 @@ ZT_TEST(schedule_zb_h1_bubble) {
                 zt_sim_transport t = tr ? ZT_SIM_NONBLOCKING : ZT_SIM_RENDEZVOUS;
                 long ticks = -1;
                 zt_sim_stage per[MAX_P];
-                zt_status rc = zt_schedule_simulate(ZT_SCHED_ZB_H1, p, m, 1, &one, t, &ticks, per);
+                zt_status rc =
+                    zt_schedule_simulate(ZT_SCHED_ZB_H1, p, m, 1, &one, 1, t, &ticks, per);
                 if (rc != ZT_OK) fprintf(stderr, "  p=%d m=%d: %s\n", p, m, zt_error_message());
                 CHECK(rc == ZT_OK);
                 long idle = m <= p ? 2 * p - 1 - m : tr ? p - 1 : 2 * (p - 1);
@@ -487,16 +488,16 @@ ZT_TEST(schedule_zb_h1_bubble) {
                 for (int m = 1; m <= 16; m++) {
                     zt_sim_transport t = tr ? ZT_SIM_NONBLOCKING : ZT_SIM_RENDEZVOUS;
                     long zb = -1, ref = -1;
-                    CHECK(zt_schedule_simulate(ZT_SCHED_ZB_H1, p, m, 1, &costs[c], t, &zb,
+                    CHECK(zt_schedule_simulate(ZT_SCHED_ZB_H1, p, m, 1, &costs[c], 1, t, &zb,
                                                NULL) == ZT_OK);
-                    CHECK(zt_schedule_simulate(ZT_SCHED_1F1B, p, m, 1, &costs[c], t, &ref,
+                    CHECK(zt_schedule_simulate(ZT_SCHED_1F1B, p, m, 1, &costs[c], 1, t, &ref,
                                                NULL) == ZT_OK);
                     CHECK(zb <= ref);
                 }
     for (int tr = 0; tr < 2; tr++) {
         long ticks = 0;
         zt_sim_transport t = tr ? ZT_SIM_NONBLOCKING : ZT_SIM_RENDEZVOUS;
-        CHECK(zt_schedule_simulate(ZT_SCHED_ZB_H1, 4, 8, 1, &one, t, &ticks, NULL) == ZT_OK);
+        CHECK(zt_schedule_simulate(ZT_SCHED_ZB_H1, 4, 8, 1, &one, 1, t, &ticks, NULL) == ZT_OK);
         printf("  zb-h1 p=4 m=8 f=b=w=1 %s: %ld units, bubble %.3f (1f1b 33 units, 0.273)\n",
                tr ? "nonblocking" : "rendezvous", ticks, 1.0 - 24.0 / (double)ticks);
     }
@@ -521,7 +522,7 @@ ZT_TEST(schedule_interleaved_bubble) {
             for (int m = p; m <= MAX_M; m += p) {
                 long ticks = -1;
                 zt_sim_stage per[MAX_P];
-                zt_status rc = zt_schedule_simulate(ZT_SCHED_INTERLEAVED, p, m, V, &one,
+                zt_status rc = zt_schedule_simulate(ZT_SCHED_INTERLEAVED, p, m, V, &one, 1,
                                                     ZT_SIM_NONBLOCKING, &ticks, per);
                 if (rc != ZT_OK)
                     fprintf(stderr, "  p=%d m=%d V=%d: %s\n", p, m, V, zt_error_message());
@@ -549,15 +550,22 @@ ZT_TEST(schedule_interleaved_bubble) {
             for (int p = 2; p <= 8; p++)
                 for (int m = p; m <= 16; m += p) {
                     long ticks = -1;
-                    CHECK(zt_schedule_simulate(ZT_SCHED_INTERLEAVED, p, m, V, &costs[c],
+                    CHECK(zt_schedule_simulate(ZT_SCHED_INTERLEAVED, p, m, V, &costs[c], 1,
                                                ZT_SIM_NONBLOCKING, &ticks, NULL) == ZT_OK);
                 }
     long ticks = 0;
-    CHECK(zt_schedule_simulate(ZT_SCHED_INTERLEAVED, 4, 8, 2, &one, ZT_SIM_NONBLOCKING, &ticks,
+    CHECK(zt_schedule_simulate(ZT_SCHED_INTERLEAVED, 4, 8, 2, &one, 1, ZT_SIM_NONBLOCKING, &ticks,
                                NULL) == ZT_OK);
     printf("  interleaved p=4 m=8 V=2: %ld chunk-units, bubble/compute %.3f (3/16 = %.3f)\n",
            ticks, (ticks - 48.0) / 48.0, 3.0 / 16);
     return ZT_PASS;
+}
+
+// Simulates the lists with f = b = w = 1 under rendezvous; the error message is kept.
+static zt_status sim2(const zt_schedule *s, int p, long *ticks) {
+    zt_sched_costs one[MAX_P];
+    for (int i = 0; i < p; i++) one[i] = (zt_sched_costs){1, 1, 1};
+    return zt_schedule_simulate_lists(s, p, one, ZT_SIM_RENDEZVOUS, ticks, NULL, NULL, NULL);
 }
 
 // Splits each combined op of a list into its two blocking halves, send first (or receive
@@ -596,9 +604,7 @@ ZT_TEST(schedule_split_exchange_deadlocks) {
                 CHECK(build_all(s, ZT_SCHED_1F1B, p, m));
                 for (int i = 0; i < p; i++) split_combined(&s[i], &split[i], bufs[i], order);
                 long ticks = -1;
-                zt_sched_costs one = {1, 1, 1};
-                zt_status rc = zt_schedule_simulate_lists(split, p, &one, ZT_SIM_RENDEZVOUS,
-                                                          &ticks, NULL, NULL, NULL);
+                zt_status rc = sim2(split, p, &ticks);
                 free_all(s, p);
                 CHECK(rc == ZT_ERR);
                 CHECK(strstr(zt_error_message(), "deadlock"));
@@ -606,12 +612,6 @@ ZT_TEST(schedule_split_exchange_deadlocks) {
                 if (order == 0 && p == 2 && m == 2) printf("  %s\n", zt_error_message());
             }
     return ZT_PASS;
-}
-
-// Simulates the lists with f = b = w = 1 under rendezvous; the error message is kept.
-static zt_status sim2(const zt_schedule *s, int p, long *ticks) {
-    zt_sched_costs one = {1, 1, 1};
-    return zt_schedule_simulate_lists(s, p, &one, ZT_SIM_RENDEZVOUS, ticks, NULL, NULL, NULL);
 }
 
 // The index of the first action of list s with op `op` and micro-batch k (-1: none).
@@ -705,5 +705,24 @@ ZT_TEST(schedule_simulate_checks_inputs) {
     CHECK(sim2(g, 2, &ticks) == ZT_ERR &&
           strstr(zt_error_message(), "before its output gradient arrived"));
     free_all(g, 2);
+    return ZT_PASS;
+}
+
+// Per-stage costs: 1F1B on 2 stages where stage 1 costs twice stage 0 (f = b = w = 2 against
+// 1): the step is bound by stage 1, which runs from t = f0 = 1 without waiting (its forward
+// inputs come faster than it consumes them) and finishes its m = 4 micro-batches at
+// 1 + 4·6 = 25; stage 0 then waits for the last gradient and runs its last backward, b0 + w0
+// = 2: 27 units. Stage 1 idles 27 - 24 = 3, stage 0 27 - 12 = 15.
+ZT_TEST(schedule_simulate_stage_costs) {
+    zt_sched_costs c[2] = {{1, 1, 1}, {2, 2, 2}};
+    long ticks = -1;
+    zt_sim_stage per[2];
+    CHECK(zt_schedule_simulate(ZT_SCHED_1F1B, 2, 4, 1, c, 0, ZT_SIM_RENDEZVOUS, &ticks, per) ==
+          ZT_OK);
+    printf("  1f1b p=2 m=4, stage 1 twice as slow: %ld units, idle %ld and %ld\n", ticks,
+           per[0].idle, per[1].idle);
+    CHECK(ticks == 27);
+    CHECK(per[0].busy == 12 && per[1].busy == 24);
+    CHECK(per[0].idle == 15 && per[1].idle == 3);
     return ZT_PASS;
 }

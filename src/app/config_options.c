@@ -98,6 +98,9 @@ const opt_desc zt_opts[] = {
      "the model shape comes from the file"},
     {"log", OPT_STR, FIELD(log), "", "PATH", NULL, NULL, 0, "data",
      "write metrics as JSON lines: first the run's configuration, then one record per step"},
+    {"trace", OPT_STR, FIELD(trace), "", "PATH", NULL, NULL, 0, "data",
+     "write the last step's pipeline timeline as JSON lines: each action's start and end on "
+     "every rank (scripts/plot_schedule.py draws it; times from one machine's clock)"},
     {"log-every", OPT_INT, FIELD(log_every), "1", "N", NULL, NULL, 0, "data",
      "print the step line every N steps, and the first and last (--log records every step)"},
     {"save", OPT_STR, FIELD(save), "", "DIR", NULL, NULL, 0, "data",

@@ -160,7 +160,7 @@ static void progress(zt_trainer *t, int step, double *elapsed, double *eta) {
 
 // The step's record in the log (every step, whatever --log-every says).
 static void log_step(zt_trainer *t, int step, const zt_step_stats *st, double tps,
-                     double bubble, double elapsed, double eta) {
+                     double bubble, double elapsed, double eta, const char *pp_json) {
     fprintf(t->log,
             "{\"step\":%d,\"loss\":%.9g,\"lr\":%.6e,\"grad_norm\":%.6f,\"ms\":%.3f,"
             "\"grad_comm_ms\":%.3f,\"param_comm_ms\":%.3f,\"param_overlapped\":%d,"
@@ -179,7 +179,7 @@ static void log_step(zt_trainer *t, int step, const zt_step_stats *st, double tp
         fputs(",\"phases\":", t->log);
         zt_profile_write_json(t->log, &st->phases, st->ms / 1000.0);
     }
-    fprintf(t->log, "}\n");
+    fprintf(t->log, "%s}\n", pp_json);
     zt_trainer_check_log_write(t);
 }
 
@@ -201,10 +201,16 @@ void zt_trainer_report_step(zt_trainer *t, int step, const zt_step_stats *st) {
         zt_comm_all_reduce(&g->world_comm, &idle, &bubble, 1, ZT_F64, ZT_REDUCE_SUM, NULL);
         bubble /= g->world;
     }
+    // each stage's idle and predicted idle: at most 2 x 32 bytes per stage
+    size_t pp_cap = 64 * (size_t)g->pp + 64;
+    char *pp_json = malloc(pp_cap);
+    ZT_ASSERT(pp_json);
+    zt_trainer_pipeline_figures(t, step, pp_json, pp_cap);
+    double elapsed = 0.0, eta = -1.0;
+    if (g->rank == 0) progress(t, step, &elapsed, &eta);
+    if (g->rank == 0 && t->log) log_step(t, step, st, tps, bubble, elapsed, eta, pp_json);
+    free(pp_json);
     if (g->rank != 0) return;
-    double elapsed, eta;
-    progress(t, step, &elapsed, &eta);
-    if (t->log) log_step(t, step, st, tps, bubble, elapsed, eta);
     if (step != t->step0 && step + 1 != c->steps && (step + 1) % c->log_every != 0) return;
     // model FLOPs per token: 6 per parameter (forward and backward) plus attention's
     // 12 * L * C * T (the PaLM paper's appendix B); MFU against --peak-tflops

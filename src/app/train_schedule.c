@@ -67,7 +67,9 @@ static void forward(zt_trainer *t, uint64_t step, int k, float loss_scale, int f
     zt_dp_sync_next_forward(&t->sync, first);
     zt_gpt2_forward(m, t->inputs + slot * BT, t->recv_in + slot * NC, t->targets + slot * BT, 1,
                     loss_scale); // its loss: added on the device, taken once a step
-    t->compute_s += zt_mono_s() - t0 - (zt_dp_sync_param_wait_s(&t->sync) - g0);
+    double secs = zt_mono_s() - t0 - (zt_dp_sync_param_wait_s(&t->sync) - g0);
+    t->compute_s += secs;
+    t->fwd_s += secs;
     zt_pipe_comm_after_fwd(&t->pc, k);
 }
 
@@ -83,7 +85,9 @@ static void backward(zt_trainer *t, int k, int last) {
     zt_gpt2_use_slot(m, slot);
     zt_dp_sync_next_backward(&t->sync, last);
     zt_gpt2_backward(m, t->inputs + slot * BT, t->recv_dout + slot * NC, t->dinput);
-    t->compute_s += zt_mono_s() - t0;
+    double secs = zt_mono_s() - t0;
+    t->compute_s += secs;
+    t->bwd_s += secs;
     zt_pipe_comm_after_bwd(&t->pc, k);
 }
 
@@ -94,13 +98,15 @@ static void backward(zt_trainer *t, int k, int last) {
 double zt_trainer_run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
     double start = zt_mono_s();
     int first_fwd = first_forward(&t->sched), last_bwd = last_backward(&t->sched);
-    t->compute_s = 0.0;
+    t->compute_s = t->fwd_s = t->bwd_s = 0.0;
     zt_pipe_comm_begin(&t->pc);
     for (int i = 0; i < t->sched.n_actions; i++) {
         const zt_sched_action *a = &t->sched.actions[i];
+        t->action_t[2 * i] = zt_mono_s();
         if (a->op == ZT_SCHED_OP_FWD) forward(t, step, a->micro, loss_scale, i == first_fwd);
         else if (a->op == ZT_SCHED_OP_BWD) backward(t, a->micro, i == last_bwd);
         else transfer(t, a);
+        t->action_t[2 * i + 1] = zt_mono_s();
     }
     zt_pipe_comm_end(&t->pc);
     t->pp_comm_s = t->pc.comm_s;

@@ -457,10 +457,11 @@ static int start_compute(sim *S, int i, long t) {
     const zt_sched_action *a = &S->lists[i].actions[u->pc];
     int r = check_inputs(S, i, a);
     if (r != 0) return r == 1 ? 0 : -1;
-    long cost = a->op == ZT_SCHED_OP_FWD     ? S->costs->f
-                : a->op == ZT_SCHED_OP_BWD_B ? S->costs->b
-                : a->op == ZT_SCHED_OP_BWD_W ? S->costs->w
-                                             : S->costs->b + S->costs->w;
+    const zt_sched_costs *c = &S->costs[i];
+    long cost = a->op == ZT_SCHED_OP_FWD     ? c->f
+                : a->op == ZT_SCHED_OP_BWD_B ? c->b
+                : a->op == ZT_SCHED_OP_BWD_W ? c->w
+                                             : c->b + c->w;
     u->busy = 1;
     u->until = t + cost;
     if (a->op == ZT_SCHED_OP_FWD && ++u->held > S->per[i].peak_held) S->per[i].peak_held = u->held;
@@ -678,8 +679,10 @@ zt_status zt_schedule_simulate_lists(const zt_schedule *stages, int n_stages,
                                      const zt_sched_costs *costs, zt_sim_transport transport,
                                      long *ticks_out, zt_sim_stage *per_stage,
                                      zt_sim_event *events, int *n_events) {
-    ZT_ASSERTF(n_stages >= 1 && costs->f >= 1 && costs->b >= 1 && costs->w >= 1,
-               "simulate: %d stages, costs %d/%d/%d", n_stages, costs->f, costs->b, costs->w);
+    ZT_ASSERTF(n_stages >= 1, "simulate: %d stages", n_stages);
+    for (int i = 0; i < n_stages; i++)
+        ZT_ASSERTF(costs[i].f >= 1 && costs[i].b >= 1 && costs[i].w >= 1,
+                   "simulate: stage %d costs %d/%d/%d", i, costs[i].f, costs[i].b, costs[i].w);
     int V = stages[0].n_chunks, m = stages[0].n_micro;
     for (int i = 0; i < n_stages; i++)
         ZT_ASSERTF(stages[i].stage == i && stages[i].n_stages == n_stages &&
@@ -728,18 +731,22 @@ zt_status zt_schedule_simulate_lists(const zt_schedule *stages, int n_stages,
 }
 
 zt_status zt_schedule_simulate(zt_schedule_kind kind, int n_stages, int n_micro, int n_chunks,
-                               const zt_sched_costs *costs, zt_sim_transport transport,
-                               long *ticks_out, zt_sim_stage *per_stage) {
+                               const zt_sched_costs *costs, int same_costs,
+                               zt_sim_transport transport, long *ticks_out,
+                               zt_sim_stage *per_stage) {
     ZT_TRY(check_sizes(n_stages, n_micro));
     zt_schedule *s = calloc((size_t)n_stages, sizeof *s);
-    ZT_ASSERT(s);
+    zt_sched_costs *each = malloc((size_t)n_stages * sizeof *each);
+    ZT_ASSERT(s && each);
+    for (int i = 0; i < n_stages; i++) each[i] = costs[same_costs ? 0 : i];
     zt_status rc = ZT_OK;
     for (int i = 0; i < n_stages && rc == ZT_OK; i++)
         rc = zt_schedule_build_chunks(&s[i], kind, n_stages, i, n_micro, n_chunks);
     if (rc == ZT_OK)
-        rc = zt_schedule_simulate_lists(s, n_stages, costs, transport, ticks_out, per_stage, NULL,
+        rc = zt_schedule_simulate_lists(s, n_stages, each, transport, ticks_out, per_stage, NULL,
                                         NULL);
     for (int i = 0; i < n_stages; i++) zt_schedule_free(&s[i]);
     free(s);
+    free(each);
     return rc;
 }

@@ -170,9 +170,11 @@ zt_status zt_schedule_simulate_lists(const zt_schedule *stages, int n_stages,
                                      const zt_sched_costs *costs, zt_sim_transport transport,
                                      long *ticks_out, zt_sim_stage *per_stage,
                                      zt_sim_event *events, int *n_events);
-// Builds every stage's list of `kind` (n_chunks: zt_schedule_build_chunks) and simulates it.
+// Builds every stage's list of `kind` (n_chunks: zt_schedule_build_chunks) and simulates it;
+// costs: n_stages entries, or one for every stage with `same_costs`.
 zt_status zt_schedule_simulate(zt_schedule_kind kind, int n_stages, int n_micro, int n_chunks,
-                               const zt_sched_costs *costs, zt_sim_transport transport,
-                               long *ticks_out, zt_sim_stage *per_stage);
+                               const zt_sched_costs *costs, int same_costs,
+                               zt_sim_transport transport, long *ticks_out,
+                               zt_sim_stage *per_stage);
 
 #endif
