@@ -4,9 +4,10 @@
 # --log and --trace and reads, from every step record after the first, "pp_idle_ms" (per
 # stage: the schedule's wall time less its forwards and backwards, i.e. the waits and the
 # transfers) and "pp_idle_pred_ms" (src/parallel/schedule.h's simulator run on the step's
-# lists with each stage's measured mean forward and backward: free communication). Then it
-# draws the last step's timeline of the pp 2 run, measured and simulated, and ZB-H1 simulated
-# from the same costs, into docs/ (scripts/plot_schedule.py).
+# lists with each stage's measured mean forward, backward (or input-gradient pass) and
+# weight-gradient pass: free communication). 1F1B, GPipe and ZB-H1, blocking and (pp 2)
+# nonblocking transfers (--overlap-comm on). Then it draws the last step's timelines of the
+# pp 2 runs, measured and simulated, into docs/ (scripts/plot_schedule.py).
 #
 #   bash bench/schedule_idle.sh               # writes its section of bench/RESULTS.md
 #   NO_RESULTS=1 bash bench/schedule_idle.sh  # prints it only
@@ -45,19 +46,24 @@ EOF
 }
 run pp2_1f1b 2 --pp 2
 run pp2_gpipe 2 --pp 2 --schedule gpipe
+run pp2_zb 2 --pp 2 --schedule zb-h1
+run pp2_1f1b_nb 2 --pp 2 --overlap-comm on
+run pp2_zb_nb 2 --pp 2 --schedule zb-h1 --overlap-comm on
 run pp4_1f1b 4 --pp 4
+run pp4_zb 4 --pp 4 --schedule zb-h1
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 {
   echo "## Pipeline: measured idle per stage vs the schedule simulator"
   echo
   echo "Command: \`bash bench/schedule_idle.sh\` (measured $(date -u '+%Y-%m-%d %H:%M') UTC, $cpu,"
   echo "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end). Model: \`$MODEL\`,"
-  echo "8 micro-batches per step, fp32, uniform split, blocking transfers, $STEPS steps; figures"
+  echo "8 micro-batches per step, fp32, uniform split, $STEPS steps; figures"
   echo "are means over the steps after the first. Measured idle (\`pp_idle_ms\`): the schedule's"
   echo "wall time less the stage's forwards and backwards (waits and transfers). Predicted"
   echo "(\`pp_idle_pred_ms\`): the simulator (src/parallel/schedule.h) on the step's own lists"
-  echo "with each stage's measured mean forward and backward, communication free, rendezvous"
-  echo "transfers. pp 2: 2 ranks, one thread each, on the 2 cores. pp 4: 4 ranks on 2 cores,"
+  echo "with each stage's measured mean forward, backward (zb-h1: input-gradient pass) and"
+  echo "weight-gradient pass, communication free, the run's transport (blocking: rendezvous;"
+  echo "nb = --overlap-comm on: nonblocking). pp 2: 2 ranks, one thread each, on the 2 cores. pp 4: 4 ranks on 2 cores,"
   echo "MPI yielding when idle: ranks time-slice, so both the measured idle and the measured"
   echo "costs stretch and the simulator's assumption (a core per stage) does not hold."
   echo
@@ -65,18 +71,21 @@ cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
   echo "|---|---|---|---|---|---|"
   table pp2_1f1b "pp 2, 1f1b"
   table pp2_gpipe "pp 2, gpipe"
+  table pp2_zb "pp 2, zb-h1"
+  table pp2_1f1b_nb "pp 2, 1f1b, nb"
+  table pp2_zb_nb "pp 2, zb-h1, nb"
   table pp4_1f1b "pp 4, 1f1b (oversubscribed)"
+  table pp4_zb "pp 4, zb-h1 (oversubscribed)"
   echo
-  echo "Timelines of the pp 2 1F1B run's last step: measured (docs/schedule_1f1b.png), the"
-  echo "simulator's from its measured costs (docs/schedule_1f1b_sim.png), and ZB-H1 simulated"
-  echo "from the same costs with each backward split evenly into b and W"
-  echo "(docs/schedule_zb_h1_sim.png): ZB-H1 is generated and proven (tests/test_schedule.c)"
-  echo "but the executor cannot run it yet (the model's backward is not split)."
+  echo "Timelines of the last step of the pp 2 runs with nonblocking transfers, measured:"
+  echo "docs/schedule_1f1b.png and docs/schedule_zb_h1.png; and the simulator's from the"
+  echo "same runs' measured costs: docs/schedule_1f1b_sim.png, docs/schedule_zb_h1_sim.png."
 } > $OUT/section.md
 PY=/usr/bin/python3
-$PY scripts/plot_schedule.py $OUT/pp2_1f1b.trace --source run -o docs/schedule_1f1b.png
-$PY scripts/plot_schedule.py $OUT/pp2_1f1b.trace --source sim -o docs/schedule_1f1b_sim.png
-$PY scripts/plot_schedule.py $OUT/pp2_1f1b.trace --source sim-zb-h1 -o docs/schedule_zb_h1_sim.png
+$PY scripts/plot_schedule.py $OUT/pp2_1f1b_nb.trace --source run -o docs/schedule_1f1b.png
+$PY scripts/plot_schedule.py $OUT/pp2_1f1b_nb.trace --source sim -o docs/schedule_1f1b_sim.png
+$PY scripts/plot_schedule.py $OUT/pp2_zb_nb.trace --source run -o docs/schedule_zb_h1.png
+$PY scripts/plot_schedule.py $OUT/pp2_zb_nb.trace --source sim -o docs/schedule_zb_h1_sim.png
 cat $OUT/section.md
 [ -n "${NO_RESULTS:-}" ] || $PY bench/results_section.py bench/RESULTS.md \
     "## Pipeline: measured idle per stage vs the schedule simulator" < $OUT/section.md

@@ -14,7 +14,7 @@ static const zt_enum_name k_optims[] = {
 static const zt_enum_name k_lr_schedules[] = {
     {"constant", ZT_LR_CONSTANT}, {"cosine", ZT_LR_COSINE}, {NULL, 0}};
 static const zt_enum_name k_schedules[] = {
-    {"1f1b", ZT_SCHED_1F1B}, {"gpipe", ZT_SCHED_GPIPE}, {NULL, 0}};
+    {"1f1b", ZT_SCHED_1F1B}, {"gpipe", ZT_SCHED_GPIPE}, {"zb-h1", ZT_SCHED_ZB_H1}, {NULL, 0}};
 static const zt_enum_name k_recomputes[] = {{"none", ZT_RECOMPUTE_NONE},
                                             {"selective", ZT_RECOMPUTE_SELECTIVE},
                                             {"full", ZT_RECOMPUTE_FULL},

@@ -137,7 +137,8 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
     ZT_TRY(zt_gpt2_init(&t->model, t->be, &t->shape, t->unit_first, t->unit_last, g->tp,
                         g->tp_rank, ZT_ALIGN_ELEMS, pad, c->micro_batch, c->seq, c->loss_chunk,
                         t->n_slots, g->tp_data, c->param_dtype,
-                        &(zt_act_options){t->plan.recompute, c->sequence_parallel}));
+                        &(zt_act_options){t->plan.recompute, c->sequence_parallel,
+                                          zt_plan_stage_w_slots(&t->plan, t->n_slots)}));
     // with --resume, zt_ckpt_resume fills the weights once the optimizer exists
     if (c->init_from[0] && !c->resume[0]) ZT_TRY(zt_init_load(&t->model, c->init_from));
     else zt_gpt2_init_random(&t->model, c->seed);

@@ -7,25 +7,35 @@
 #include <string.h>
 
 // What each rank measured in the step, as the gather carries it.
-enum { FIG_STAGE, FIG_IDLE, FIG_FWD, FIG_BWD, FIG_N };
+enum { FIG_STAGE, FIG_IDLE, FIG_FWD, FIG_BWD, FIG_WGT, FIG_N };
 
-// Each stage's costs in microseconds (>= 1): the mean forward and backward of its ranks. A
-// combined backward costs b + w in the simulator, so b = backward - 1, w = 1 (split: the
-// backward evenly, as a matrix product's two halves cost the same flops).
+static int at_least_1(long us) { return us > 1 ? (int)us : 1; }
+
+// Each stage's costs in microseconds (>= 1): the mean forward, backward (or input-gradient
+// pass) and weight-gradient pass of its ranks. Measured split (ZB-H1): b and w as measured.
+// Measured whole: a combined backward costs b + w in the simulator, so b = backward - 1,
+// w = 1; or, with `split`, the backward halved (a matrix product's two halves cost the same
+// flops) for simulating a split schedule from a run that did not split.
 static void stage_costs(const double *fig, int world, int pp, int split, zt_sched_costs *c) {
     for (int s = 0; s < pp; s++) {
-        double f = 0.0, b = 0.0;
+        double f = 0.0, b = 0.0, w = 0.0;
         int n = 0;
         for (int r = 0; r < world; r++)
             if ((int)fig[r * FIG_N + FIG_STAGE] == s) {
                 f += fig[r * FIG_N + FIG_FWD];
                 b += fig[r * FIG_N + FIG_BWD];
+                w += fig[r * FIG_N + FIG_WGT];
                 n++;
             }
-        long fu = lround(1e6 * f / n), bu = lround(1e6 * b / n);
-        c[s].f = (int)(fu > 1 ? fu : 1);
-        c[s].b = (int)(split ? (bu / 2 > 1 ? bu / 2 : 1) : (bu - 1 > 1 ? bu - 1 : 1));
-        c[s].w = (int)(split ? (bu - bu / 2 > 1 ? bu - bu / 2 : 1) : 1);
+        long fu = lround(1e6 * f / n), bu = lround(1e6 * b / n), wu = lround(1e6 * w / n);
+        c[s].f = at_least_1(fu);
+        if (wu > 0) {
+            c[s].b = at_least_1(bu);
+            c[s].w = at_least_1(wu);
+        } else {
+            c[s].b = at_least_1(split ? bu / 2 : bu - 1);
+            c[s].w = at_least_1(split ? bu - bu / 2 : 1);
+        }
     }
 }
 
@@ -76,7 +86,8 @@ static void trace_simulated(zt_trainer *t, zt_schedule_kind kind, const zt_sched
 
 // The last step's actions of every rank into rank 0's --trace file, times from the earliest
 // schedule start of any rank (one machine's monotonic clock), then the simulator's timelines
-// from the measured costs: this schedule's, and ZB-H1's with each backward split evenly.
+// from the measured costs: this schedule's, and ZB-H1's (each backward split evenly where the
+// run did not split it).
 static void write_trace(zt_trainer *t, const double *fig) {
     const zt_grid *g = &t->grid;
     int m = t->cfg->grad_accum, cap = 7 * m; // at most 7 actions per micro-batch (schedule.c)
@@ -166,6 +177,7 @@ void zt_trainer_pipeline_figures(zt_trainer *t, int step, char *json, size_t cap
     mine[FIG_IDLE] = t->sched_s - t->compute_s; // the waits and the transfers
     mine[FIG_FWD] = t->fwd_s / m;
     mine[FIG_BWD] = t->bwd_s / m;
+    mine[FIG_WGT] = t->wgt_s / m;
     zt_comm_all_gather(&g->world_comm, mine, fig, (size_t)g->world * FIG_N, ZT_F64, NULL);
     if (last && t->cfg->trace[0]) write_trace(t, fig);
     if (g->rank == 0 && g->pp > 1) idle_fields(t, fig, json, cap);

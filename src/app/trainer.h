@@ -51,7 +51,8 @@ typedef struct {
     float *recv_dout;          // (n_slots, N*C) their gradients received from the stage after
     float *dinput;             // (N*C) gradient of this stage's input, to send back
     double compute_s, sched_s; // time in forward/backward, and in the whole schedule, last step
-    double fwd_s, bwd_s;       // of compute_s: in the forwards, in the backwards, last step
+    double fwd_s, bwd_s, wgt_s; // of compute_s: in the forwards, the backwards (or input-
+                                // gradient passes) and the weight-gradient passes, last step
     double *action_t;          // (sched.n_actions, 2) each action's start and end (zt_mono_s),
                                // last step: the --trace timeline
     FILE *trace;               // rank 0, --trace: the timeline's file
