@@ -11,7 +11,9 @@
 # announced by the last weight pass). Then a 1F1B checkpoint resumed under zb-h1 (and back)
 # equals the uninterrupted 1F1B run byte for byte.
 set -euo pipefail
+# ZT_BACKEND=cuda: the same runs on build/zerotrain-cuda --backend cuda (tests/env.sh)
 . tests/env.sh
+zt_layout_backend
 out=build/test_zb; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
 MPI="mpirun --oversubscribe --allow-run-as-root"
@@ -20,7 +22,7 @@ common="--n-layer 4 --n-head 4 --n-embd 64 --vocab 256 --n-ctx 64 --seq 32 --mic
 fail=0
 run() { # name np extra...
   local name=$1 np=$2; shift 2
-  $MPI -np $np build/zerotrain $common "$@" --log $out/$name.jsonl --save $out/$name \
+  $MPI -np $np $ZT_TRAIN $common "$@" --log $out/$name.jsonl --save $out/$name \
       > $out/$name.out 2>&1 || { tail -30 $out/$name.out; exit 1; }
 }
 figures() { grep -o '"\(loss\|grad_norm\|val_loss\)":[^,}]*' "$1"; }
