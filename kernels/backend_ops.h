@@ -137,6 +137,23 @@ ZT_OP(void, matmul_in_out_forward, ZT_OPS_ALL, ZT_PHASE_GEMM, 2.0 * N * C * OC,
 ZT_OP(void, matmul_in_out_backward, ZT_OPS_ALL, ZT_PHASE_GEMM, 4.0 * N * C * OC,
       (float *, dinp)(float *, dw)(float *, dbias)(const float *, dout)(const float *, inp)
       (const float *, w)(int, N)(int, C)(int, OC)(int, accumulate_dinp))
+// The two halves of matmul_backward and matmul_in_out_backward, for a backward split into an
+// input-gradient pass and a weight-gradient pass run later (the zero-bubble schedules,
+// docs/design.md "Pipeline"): _input writes (or adds to) dinp, _weight adds to dw and dbias,
+// each by the calls the combined op makes, so the halves give its values bit for bit (the
+// combined op is the two halves, input first).
+ZT_OP(void, matmul_backward_input, ZT_OPS_ALL, ZT_PHASE_GEMM, 2.0 * N * C * OC,
+      (float *, dinp)(const float *, dout)(const float *, w)(int, N)(int, C)(int, OC)
+      (int, accumulate_dinp))
+ZT_OP(void, matmul_backward_weight, ZT_OPS_ALL, ZT_PHASE_GEMM, 2.0 * N * C * OC,
+      (float *, dw)(float *, dbias)(const float *, dout)(const float *, inp)(int, N)(int, C)
+      (int, OC))
+ZT_OP(void, matmul_in_out_backward_input, ZT_OPS_ALL, ZT_PHASE_GEMM, 2.0 * N * C * OC,
+      (float *, dinp)(const float *, dout)(const float *, w)(int, N)(int, C)(int, OC)
+      (int, accumulate_dinp))
+ZT_OP(void, matmul_in_out_backward_weight, ZT_OPS_ALL, ZT_PHASE_GEMM, 2.0 * N * C * OC,
+      (float *, dw)(float *, dbias)(const float *, dout)(const float *, inp)(int, N)(int, C)
+      (int, OC))
 // out[i] = gelu(inp[i]) (tanh form, gelu_math.h).
 ZT_OP(void, gelu_forward, ZT_OPS_ALL, ZT_PHASE_ELEMENTWISE, 0,
       (float *, out)(const float *, inp)(size_t, n))

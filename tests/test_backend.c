@@ -192,3 +192,46 @@ ZT_TEST(backend_profile_forwards) {
     CHECK(zt_backend_missing_op(pb.ops, 0) == NULL && pb.ops->gemm_mixed == NULL);
     return ZT_PASS;
 }
+
+// The backward's halves through the CPU backend's table (backend_ops.h): matmul_backward_input
+// then matmul_backward_weight give matmul_backward's dinp, dw and dbias bit for bit (both
+// layouts, with and without a bias, dinp written and accumulated, dw and dbias added to
+// non-zero values): tolerance 0, the halves are the combined op's own calls.
+ZT_TEST(backend_matmul_backward_halves) {
+    const zt_backend *be = zt_test_cpu();
+    const zt_backend_i *o = be->ops;
+    enum { N = 13, C = 21, OC = 35 };
+    static float dout[N * OC], inp[N * C], w[OC * C], dinp[2][N * C], dw[2][OC * C], db[2][OC];
+    uint64_t x = 88172645463325252ull;
+    float *all[3] = {dout, inp, w};
+    size_t len[3] = {N * OC, N * C, OC * C};
+    for (int a = 0; a < 3; a++)
+        for (size_t i = 0; i < len[a]; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            all[a][i] = (float)((double)(x >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+        }
+    for (int in_out = 0; in_out < 2; in_out++)
+        for (int bias = 0; bias < 2; bias++)
+            for (int acc = 0; acc < 2; acc++) {
+                for (int k = 0; k < 2; k++) {
+                    for (int i = 0; i < N * C; i++) dinp[k][i] = 0.25f * (float)(i % 7);
+                    for (int i = 0; i < OC * C; i++) dw[k][i] = 0.5f * (float)(i % 5);
+                    for (int i = 0; i < OC; i++) db[k][i] = 0.125f * (float)(i % 3);
+                }
+                float *b0 = bias ? db[0] : NULL, *b1 = bias ? db[1] : NULL;
+                if (in_out) {
+                    o->matmul_in_out_backward(be, dinp[0], dw[0], b0, dout, inp, w, N, C, OC,
+                                              acc);
+                    o->matmul_in_out_backward_input(be, dinp[1], dout, w, N, C, OC, acc);
+                    o->matmul_in_out_backward_weight(be, dw[1], b1, dout, inp, N, C, OC);
+                } else {
+                    o->matmul_backward(be, dinp[0], dw[0], b0, dout, inp, w, N, C, OC, acc);
+                    o->matmul_backward_input(be, dinp[1], dout, w, N, C, OC, acc);
+                    o->matmul_backward_weight(be, dw[1], b1, dout, inp, N, C, OC);
+                }
+                CHECK(memcmp(dinp[0], dinp[1], sizeof dinp[0]) == 0);
+                CHECK(memcmp(dw[0], dw[1], sizeof dw[0]) == 0);
+                CHECK(memcmp(db[0], db[1], sizeof db[0]) == 0);
+            }
+    return ZT_PASS;
+}

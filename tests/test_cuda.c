@@ -351,6 +351,19 @@ ZT_TEST(cuda_matmul) {
                 if (with_bias)
                     CHECK_DEV_WITHIN("matmul_backward dbias", g_db, db,
                                      hcolsum_bound(db0, dout, NULL, NULL, NULL, N, OC), OC);
+                // the halves (input, then weight) give the combined op's values bit for bit
+                float *s_dinp = acc ? dputf(dinp0, (size_t)N * C) : dpoison((size_t)N * C);
+                float *s_dw = dputf(dw0, nw), *s_db = with_bias ? dputf(db0, OC) : NULL;
+                (in_out ? g->matmul_in_out_backward_input : g->matmul_backward_input)(
+                    GPU, s_dinp, g_dout, dw_, N, C, OC, acc);
+                (in_out ? g->matmul_in_out_backward_weight : g->matmul_backward_weight)(
+                    GPU, s_dw, s_db, g_dout, dinp_, N, C, OC);
+                CHECK_DEV("matmul_backward_input", s_dinp, dget(g_dinp, (size_t)N * C),
+                          (size_t)N * C, 0.0, 0.0);
+                CHECK_DEV("matmul_backward_weight dw", s_dw, dget(g_dw, nw), nw, 0.0, 0.0);
+                if (with_bias)
+                    CHECK_DEV("matmul_backward_weight dbias", s_db, dget(g_db, OC), OC, 0.0,
+                              0.0);
             }
         }
     gpu_close();

@@ -1,6 +1,6 @@
 // Tests of the memory planner (src/planner/planner.c): its bytes equal what the runtime
 // allocates, category by category and to the byte, for layouts across dp/pp/tp, both
-// ZeRO modes, both optimizers and both schedules (the objects the trainer builds are
+// ZeRO modes, both optimizers and every schedule (the objects the trainer builds are
 // built here and measured with zt_mem_current); the `memory` partition's cached cost
 // equals the exact one; a run that does not fit is refused with advice that fits when
 // planned again (and is the smallest of its kind); a GPT-3 175B shape on 1024 ranks plans
@@ -91,6 +91,12 @@ static const layout_case k_layouts[] = {
     {2, 2, 2, 1, 1, ZT_SCHED_GPIPE, "uniform", 8, 0, 1, 1, {0}},
     {2, 2, 2, 1, 1, ZT_SCHED_1F1B, "uniform", 0, 0, 0, 1, {ZT_RECOMPUTE_FULL, 1}},
     {1, 1, 2, 0, 0, ZT_SCHED_1F1B, "uniform", 0, 0, 0, 1, {ZT_RECOMPUTE_SELECTIVE, 0}},
+    // ZB-H1: every stage holds min(p, m) micro-batches and as many W slots of activation
+    // gradients; embed-only and head-only stages; with recomputation, sequence parallelism
+    {2, 2, 1, 1, 0, ZT_SCHED_ZB_H1, "uniform", 0, 0, 0, 0, {0}},
+    {1, 3, 2, 1, 1, ZT_SCHED_ZB_H1, "0:1,1:4,4:5", 0, 0, 0, 0, {0}},
+    {2, 2, 2, 1, 1, ZT_SCHED_ZB_H1, "uniform", 0, 0, 0, 1, {ZT_RECOMPUTE_FULL, 1}},
+    {1, 2, 2, 0, 0, ZT_SCHED_ZB_H1, "memory", 0, 0, 0, 1, {ZT_RECOMPUTE_SELECTIVE, 0}},
 };
 #define N_LAYOUTS ((int)(sizeof k_layouts / sizeof k_layouts[0]))
 
@@ -113,7 +119,8 @@ static int check_rank(const zt_plan_spec *s, const zt_plan_bytes *want) {
                                 want->tp_rank, ZT_ALIGN_ELEMS, (size_t)s->dp * ZT_ALIGN_ELEMS,
                                 s->micro_batch, s->seq, s->loss_chunk, want->n_slots, &tpc,
                                 s->param_bytes == 2 ? ZT_BF16 : ZT_F32,
-                                &(zt_act_options){s->recompute, s->seq_parallel});
+                                &(zt_act_options){s->recompute, s->seq_parallel,
+                                                  zt_plan_stage_w_slots(s, want->n_slots)});
     omp_set_num_threads(threads);
     CHECK(st == ZT_OK);
     CHECK_EQ_INT(m.layout.numel, want->numel);

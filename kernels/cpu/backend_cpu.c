@@ -117,6 +117,25 @@ static void cpu_matmul_in_out_backward(const zt_backend *be, float *dinp, float 
                                        const float *w, int N, int C, int OC, int acc) {
     zt_matmul_in_out_backward(dinp, dw, dbias, dout, inp, w, N, C, OC, acc);
 }
+static void cpu_matmul_backward_input(const zt_backend *be, float *dinp, const float *dout,
+                                      const float *w, int N, int C, int OC, int acc) {
+    zt_matmul_backward_input(dinp, dout, w, N, C, OC, acc);
+}
+static void cpu_matmul_backward_weight(const zt_backend *be, float *dw, float *dbias,
+                                       const float *dout, const float *inp, int N, int C,
+                                       int OC) {
+    zt_matmul_backward_weight(dw, dbias, dout, inp, N, C, OC);
+}
+static void cpu_matmul_in_out_backward_input(const zt_backend *be, float *dinp,
+                                             const float *dout, const float *w, int N, int C,
+                                             int OC, int acc) {
+    zt_matmul_in_out_backward_input(dinp, dout, w, N, C, OC, acc);
+}
+static void cpu_matmul_in_out_backward_weight(const zt_backend *be, float *dw, float *dbias,
+                                              const float *dout, const float *inp, int N, int C,
+                                              int OC) {
+    zt_matmul_in_out_backward_weight(dw, dbias, dout, inp, N, C, OC);
+}
 static void cpu_gelu_forward(const zt_backend *be, float *out, const float *inp, size_t n) {
     zt_gelu_forward(out, inp, n);
 }

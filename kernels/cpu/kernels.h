@@ -139,6 +139,15 @@ void zt_matmul_in_out_forward(float *out, const float *inp, const float *w, cons
 void zt_matmul_in_out_backward(float *dinp, float *dw, float *dbias, const float *dout,
                                const float *inp, const float *w, int N, int C, int OC,
                                int accumulate_dinp);
+// The halves of the two above (backend_ops.h): the combined ones call them, input first.
+void zt_matmul_backward_input(float *dinp, const float *dout, const float *w, int N, int C,
+                              int OC, int accumulate_dinp);
+void zt_matmul_backward_weight(float *dw, float *dbias, const float *dout, const float *inp,
+                               int N, int C, int OC);
+void zt_matmul_in_out_backward_input(float *dinp, const float *dout, const float *w, int N,
+                                     int C, int OC, int accumulate_dinp);
+void zt_matmul_in_out_backward_weight(float *dw, float *dbias, const float *dout,
+                                      const float *inp, int N, int C, int OC);
 // dbias (OC) += column sums of dout (N, OC).
 void zt_bias_backward(float *dbias, const float *dout, int N, int OC);
 

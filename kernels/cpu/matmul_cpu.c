@@ -60,17 +60,37 @@ void zt_bias_forward_bf16(float *out, const zt_bf16 *bias, int N, int OC) {
     }
 }
 
+void zt_matmul_backward_input(float *dinp, const float *dout, const float *w, int N, int C,
+                              int OC, int accumulate_dinp) {
+    zt_gemm(0, 0, N, C, OC, 1.0f, dout, OC, w, C, accumulate_dinp ? 1.0f : 0.0f, dinp, C);
+}
+
+void zt_matmul_backward_weight(float *dw, float *dbias, const float *dout, const float *inp,
+                               int N, int C, int OC) {
+    zt_gemm(1, 0, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dw, C);
+    if (dbias) zt_bias_backward(dbias, dout, N, OC);
+}
+
 void zt_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                         const float *w, int N, int C, int OC, int accumulate_dinp) {
-    zt_gemm(0, 0, N, C, OC, 1.0f, dout, OC, w, C, accumulate_dinp ? 1.0f : 0.0f, dinp, C);
-    zt_gemm(1, 0, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dw, C);
+    zt_matmul_backward_input(dinp, dout, w, N, C, OC, accumulate_dinp);
+    zt_matmul_backward_weight(dw, dbias, dout, inp, N, C, OC);
+}
+
+void zt_matmul_in_out_backward_input(float *dinp, const float *dout, const float *w, int N,
+                                     int C, int OC, int accumulate_dinp) {
+    zt_gemm(0, 1, N, C, OC, 1.0f, dout, OC, w, OC, accumulate_dinp ? 1.0f : 0.0f, dinp, C);
+}
+
+void zt_matmul_in_out_backward_weight(float *dw, float *dbias, const float *dout,
+                                      const float *inp, int N, int C, int OC) {
+    zt_gemm(1, 0, C, OC, N, 1.0f, inp, C, dout, OC, 1.0f, dw, OC);
     if (dbias) zt_bias_backward(dbias, dout, N, OC);
 }
 
 void zt_matmul_in_out_backward(float *dinp, float *dw, float *dbias, const float *dout,
                                const float *inp, const float *w, int N, int C, int OC,
                                int accumulate_dinp) {
-    zt_gemm(0, 1, N, C, OC, 1.0f, dout, OC, w, OC, accumulate_dinp ? 1.0f : 0.0f, dinp, C);
-    zt_gemm(1, 0, C, OC, N, 1.0f, inp, C, dout, OC, 1.0f, dw, OC);
-    if (dbias) zt_bias_backward(dbias, dout, N, OC);
+    zt_matmul_in_out_backward_input(dinp, dout, w, N, C, OC, accumulate_dinp);
+    zt_matmul_in_out_backward_weight(dw, dbias, dout, inp, N, C, OC);
 }

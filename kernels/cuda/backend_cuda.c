@@ -253,20 +253,40 @@ static void cuda_matmul_in_out_forward(const zt_backend *be, float *out, const f
     cuda_gemm(be, 0, 0, N, OC, C, 1.0f, inp, C, w, OC, bias ? 1.0f : 0.0f, out, OC);
 }
 
-static void cuda_matmul_backward(const zt_backend *be, float *dinp, float *dw, float *dbias,
-                                 const float *dout, const float *inp, const float *w, int N,
-                                 int C, int OC, int acc) {
+// The backward's halves (backend_ops.h); the combined ops are the two, input first.
+static void cuda_matmul_backward_input(const zt_backend *be, float *dinp, const float *dout,
+                                       const float *w, int N, int C, int OC, int acc) {
     cuda_gemm(be, 0, 0, N, C, OC, 1.0f, dout, OC, w, C, acc ? 1.0f : 0.0f, dinp, C);
+}
+static void cuda_matmul_backward_weight(const zt_backend *be, float *dw, float *dbias,
+                                        const float *dout, const float *inp, int N, int C,
+                                        int OC) {
     cuda_gemm(be, 1, 0, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dw, C);
     if (dbias) zt_cuda_bias_backward(ST, dbias, dout, impl_of(be)->colsum, N, OC);
 }
+static void cuda_matmul_backward(const zt_backend *be, float *dinp, float *dw, float *dbias,
+                                 const float *dout, const float *inp, const float *w, int N,
+                                 int C, int OC, int acc) {
+    cuda_matmul_backward_input(be, dinp, dout, w, N, C, OC, acc);
+    cuda_matmul_backward_weight(be, dw, dbias, dout, inp, N, C, OC);
+}
 
+static void cuda_matmul_in_out_backward_input(const zt_backend *be, float *dinp,
+                                              const float *dout, const float *w, int N, int C,
+                                              int OC, int acc) {
+    cuda_gemm(be, 0, 1, N, C, OC, 1.0f, dout, OC, w, OC, acc ? 1.0f : 0.0f, dinp, C);
+}
+static void cuda_matmul_in_out_backward_weight(const zt_backend *be, float *dw, float *dbias,
+                                               const float *dout, const float *inp, int N, int C,
+                                               int OC) {
+    cuda_gemm(be, 1, 0, C, OC, N, 1.0f, inp, C, dout, OC, 1.0f, dw, OC);
+    if (dbias) zt_cuda_bias_backward(ST, dbias, dout, impl_of(be)->colsum, N, OC);
+}
 static void cuda_matmul_in_out_backward(const zt_backend *be, float *dinp, float *dw,
                                         float *dbias, const float *dout, const float *inp,
                                         const float *w, int N, int C, int OC, int acc) {
-    cuda_gemm(be, 0, 1, N, C, OC, 1.0f, dout, OC, w, OC, acc ? 1.0f : 0.0f, dinp, C);
-    cuda_gemm(be, 1, 0, C, OC, N, 1.0f, inp, C, dout, OC, 1.0f, dw, OC);
-    if (dbias) zt_cuda_bias_backward(ST, dbias, dout, impl_of(be)->colsum, N, OC);
+    cuda_matmul_in_out_backward_input(be, dinp, dout, w, N, C, OC, acc);
+    cuda_matmul_in_out_backward_weight(be, dw, dbias, dout, inp, N, C, OC);
 }
 
 // ---- the kernels: thin forwards to kernels_cuda.h with the backend's stream ----

@@ -57,6 +57,7 @@ typedef struct {
     char init_from[ZT_PATH_MAX]; // Hugging Face directory / .safetensors, or llm.c fp32 file
     char log[ZT_PATH_MAX];       // JSON lines
     char tensorboard[ZT_PATH_MAX]; // directory for TensorBoard event files
+    char trace[ZT_PATH_MAX];     // the last step's pipeline timeline, JSON lines
     char save[ZT_PATH_MAX];      // final weights as a Hugging Face directory
     int save_dtype;              // --save's tensors: ZT_F32 | ZT_BF16 | ZT_NOT_GIVEN (the
                                  // --param-dtype): zt_config_save_dtype

@@ -14,7 +14,7 @@ static const zt_enum_name k_optims[] = {
 static const zt_enum_name k_lr_schedules[] = {
     {"constant", ZT_LR_CONSTANT}, {"cosine", ZT_LR_COSINE}, {NULL, 0}};
 static const zt_enum_name k_schedules[] = {
-    {"1f1b", ZT_SCHED_1F1B}, {"gpipe", ZT_SCHED_GPIPE}, {NULL, 0}};
+    {"1f1b", ZT_SCHED_1F1B}, {"gpipe", ZT_SCHED_GPIPE}, {"zb-h1", ZT_SCHED_ZB_H1}, {NULL, 0}};
 static const zt_enum_name k_recomputes[] = {{"none", ZT_RECOMPUTE_NONE},
                                             {"selective", ZT_RECOMPUTE_SELECTIVE},
                                             {"full", ZT_RECOMPUTE_FULL},
@@ -105,6 +105,9 @@ const opt_desc zt_opts[] = {
      "write TensorBoard event files to DIR (rank 0, flushed every step): loss, lr, grad norm, "
      "tokens/s, TFLOP/s, MFU with --peak-tflops, step time and memory by category per step; "
      "validation loss (view: tensorboard --logdir DIR)"},
+    {"trace", OPT_STR, FIELD(trace), "", "PATH", NULL, NULL, 0, "data",
+     "write the last step's pipeline timeline as JSON lines: each action's start and end on "
+     "every rank (scripts/plot_schedule.py draws it; times from one machine's clock)"},
     {"log-every", OPT_INT, FIELD(log_every), "1", "N", NULL, NULL, 0, "data",
      "print the step line every N steps, and the first and last (--log records every step)"},
     {"save", OPT_STR, FIELD(save), "", "DIR", NULL, NULL, 0, "data",

@@ -144,12 +144,15 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
     t->unit_last = t->part.first[g->pp_rank + 1];
     ZT_TRY(zt_schedule_build(&t->sched, t->plan.schedule, g->pp, g->pp_rank, c->grad_accum));
     t->n_slots = zt_schedule_peak_in_flight(&t->sched);
+    t->action_t = calloc(2 * (size_t)t->sched.n_actions, sizeof(double));
+    ZT_ASSERT(t->action_t);
     ZT_ASSERT(t->n_slots == zt_plan_stage_slots(&t->plan, g->pp_rank));
     size_t pad = (size_t)g->dp * ZT_ALIGN_ELEMS;
     ZT_TRY(zt_gpt2_init(&t->model, t->be, &t->shape, t->unit_first, t->unit_last, g->tp,
                         g->tp_rank, ZT_ALIGN_ELEMS, pad, c->micro_batch, c->seq, c->loss_chunk,
                         t->n_slots, g->tp_data, c->param_dtype,
-                        &(zt_act_options){t->plan.recompute, c->sequence_parallel}));
+                        &(zt_act_options){t->plan.recompute, c->sequence_parallel,
+                                          zt_plan_stage_w_slots(&t->plan, t->n_slots)}));
     // with --resume, zt_ckpt_resume fills the weights once the optimizer exists
     if (c->init_from[0] && !c->resume[0]) ZT_TRY(zt_init_load(&t->model, c->init_from));
     else zt_gpt2_init_random(&t->model, c->seed);
@@ -296,6 +299,8 @@ static zt_status init_optimizer_and_log(zt_trainer *t) {
     }
     if (s == ZT_OK && t->grid.rank == 0 && cfg->tensorboard[0])
         s = zt_tb_open(&t->tb, cfg->tensorboard);
+    if (s == ZT_OK && t->grid.rank == 0 && cfg->trace[0] && !(t->trace = fopen(cfg->trace, "w")))
+        s = zt_errorf("cannot write the --trace file %s: choose a writable path", cfg->trace);
     return zt_comm_agree(&t->grid.world_comm, s);
 }
 
@@ -321,6 +326,8 @@ static void free_trainer(zt_trainer *t) {
     }
     zt_train_sampler_free(&t->sampler); // before the model whose weights it borrows
     zt_schedule_free(&t->sched);
+    free(t->action_t);
+    if (t->trace) fclose(t->trace);
     zt_partition_free(&t->part);
     zt_adamw_free(&t->opt);
     zt_adamw8bit_free(&t->opt8);

@@ -200,7 +200,8 @@ static void tb_step(zt_trainer *t, int step, const zt_step_stats *st, double tps
 
 // The step's record in the log (every step, whatever --log-every says).
 static void log_step(zt_trainer *t, int step, const zt_step_stats *st, double tps,
-                     double tflops, double mfu, double bubble, double elapsed, double eta) {
+                     double tflops, double mfu, double bubble, double elapsed, double eta,
+                     const char *pp_json) {
     fprintf(t->log,
             "{\"step\":%d,\"loss\":%.9g,\"lr\":%.6e,\"grad_norm\":%.6f,\"ms\":%.3f,"
             "\"grad_comm_ms\":%.3f,\"param_comm_ms\":%.3f,\"param_overlapped\":%d,"
@@ -222,7 +223,7 @@ static void log_step(zt_trainer *t, int step, const zt_step_stats *st, double tp
         fputs(",\"phases\":", t->log);
         zt_profile_write_json(t->log, &st->phases, st->ms / 1000.0);
     }
-    fprintf(t->log, "}\n");
+    fprintf(t->log, "%s}\n", pp_json);
     zt_trainer_check_log_write(t);
 }
 
@@ -244,7 +245,15 @@ void zt_trainer_report_step(zt_trainer *t, int step, const zt_step_stats *st) {
         zt_comm_all_reduce(&g->world_comm, &idle, &bubble, 1, ZT_F64, ZT_REDUCE_SUM, NULL);
         bubble /= g->world;
     }
-    if (g->rank != 0) return;
+    // each stage's idle and predicted idle: at most 2 x 32 bytes per stage
+    size_t pp_cap = 64 * (size_t)g->pp + 64;
+    char *pp_json = malloc(pp_cap);
+    ZT_ASSERT(pp_json);
+    zt_trainer_pipeline_figures(t, step, pp_json, pp_cap);
+    if (g->rank != 0) {
+        free(pp_json);
+        return;
+    }
     double elapsed, eta;
     progress(t, step, &elapsed, &eta);
     // model FLOPs per token: 6 per parameter (forward and backward) plus attention's
@@ -252,7 +261,8 @@ void zt_trainer_report_step(zt_trainer *t, int step, const zt_step_stats *st) {
     double tflops = (6.0 * zt_model_param_count(&t->shape) +
                      12.0 * t->shape.n_layer * t->shape.n_embd * c->seq) * tps / 1e12;
     double mfu = c->peak_tflops > 0 ? tflops / ((double)c->peak_tflops * g->world) : -1.0;
-    if (t->log) log_step(t, step, st, tps, tflops, mfu, bubble, elapsed, eta);
+    if (t->log) log_step(t, step, st, tps, tflops, mfu, bubble, elapsed, eta, pp_json);
+    free(pp_json);
     tb_step(t, step, st, tps, tflops, mfu);
     if (step != t->step0 && step + 1 != c->steps && (step + 1) % c->log_every != 0) return;
     char mem[256], perf[64] = "", el[32], left[32];

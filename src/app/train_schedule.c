@@ -23,12 +23,13 @@ void zt_trainer_read_batch(zt_trainer *t, zt_dataset *ds, uint64_t step, int k, 
     zt_be_unmap(t->be, t->targets + slot * BT, tg, bytes, 1);
 }
 
-// The index of the stage's last backward: once it runs, every other micro-batch's gradient
-// has been added, so what it finishes is final. Every forward comes before it.
+// The index of the stage's last backward (or, split, its last weight-gradient pass): once it
+// runs, every other micro-batch's gradient has been added, so what it finishes is final.
+// Every forward comes before it.
 static int last_backward(const zt_schedule *s) {
     int last = -1;
     for (int i = 0; i < s->n_actions; i++)
-        if (s->actions[i].op == ZT_SCHED_OP_BWD) last = i;
+        if (s->actions[i].op == ZT_SCHED_OP_BWD || s->actions[i].op == ZT_SCHED_OP_BWD_W) last = i;
     for (int i = last + 1; i < s->n_actions; i++)
         ZT_ASSERTF(s->actions[i].op != ZT_SCHED_OP_FWD, "a forward after the last backward");
     return last;
@@ -54,37 +55,81 @@ static void transfer(zt_trainer *t, const zt_sched_action *a) {
 
 // Micro-batch k's forward in its slot. The step's first forward (`first`) reads the weights
 // the last step's parameter gather may still be bringing: the synchronizer waits for each
-// unit's as the model asks (dp_sync.h); that wait is communication, not compute.
-static void forward(zt_trainer *t, uint64_t step, int k, float loss_scale, int first) {
+// unit's as the model asks (dp_sync.h); that wait is communication, not compute. *start:
+// when the forward begins, after the pipeline's wait for its input (the --trace timeline).
+static void forward(zt_trainer *t, uint64_t step, int k, float loss_scale, int first,
+                    double *start) {
     const zt_config *c = t->cfg;
     zt_gpt2 *m = &t->model;
     size_t NC = zt_trainer_act_count(t), BT = (size_t)c->micro_batch * c->seq;
     int slot = k % t->n_slots;
     zt_pipe_comm_before_fwd(&t->pc, k);
-    double t0 = zt_mono_s(), g0 = zt_dp_sync_param_wait_s(&t->sync);
+    double t0 = *start = zt_mono_s(), g0 = zt_dp_sync_param_wait_s(&t->sync);
     zt_gpt2_use_slot(m, slot);
     zt_trainer_read_batch(t, &t->train, step, k, c->grad_accum, slot);
     zt_dp_sync_next_forward(&t->sync, first);
     zt_gpt2_forward(m, t->inputs + slot * BT, t->recv_in + slot * NC, t->targets + slot * BT, 1,
                     loss_scale); // its loss: added on the device, taken once a step
-    t->compute_s += zt_mono_s() - t0 - (zt_dp_sync_param_wait_s(&t->sync) - g0);
+    double secs = zt_mono_s() - t0 - (zt_dp_sync_param_wait_s(&t->sync) - g0);
+    t->compute_s += secs;
+    t->fwd_s += secs;
     zt_pipe_comm_after_fwd(&t->pc, k);
 }
 
-// Micro-batch k's backward. What the step's last one (`last`) finishes is final: the
-// synchronizer may start reducing it as the model announces it (dp_sync.h).
-static void backward(zt_trainer *t, int k, int last) {
+// Micro-batch k's backward (*start: as forward's). What the step's last one (`last`)
+// finishes is final: the synchronizer may start reducing it as the model announces it
+// (dp_sync.h).
+static void backward(zt_trainer *t, int k, int last, double *start) {
     const zt_config *c = t->cfg;
     zt_gpt2 *m = &t->model;
     size_t NC = zt_trainer_act_count(t), BT = (size_t)c->micro_batch * c->seq;
     int slot = k % t->n_slots;
     zt_pipe_comm_before_bwd(&t->pc, k);
-    double t0 = zt_mono_s();
+    double t0 = *start = zt_mono_s();
     zt_gpt2_use_slot(m, slot);
     zt_dp_sync_next_backward(&t->sync, last);
     zt_gpt2_backward(m, t->inputs + slot * BT, t->recv_dout + slot * NC, t->dinput);
-    t->compute_s += zt_mono_s() - t0;
+    double secs = zt_mono_s() - t0;
+    t->compute_s += secs;
+    t->bwd_s += secs;
     zt_pipe_comm_after_bwd(&t->pc, k);
+}
+
+// Micro-batch k's input-gradient pass (ZB-H1's B): what the previous stage waits for; its
+// weight gradients wait in W slot k mod n_wslots (the waiting ones are consecutive and at
+// most the model's n_wslots: zt_schedule_peak_w_pending).
+static void backward_input(zt_trainer *t, int k, double *start) {
+    const zt_config *c = t->cfg;
+    zt_gpt2 *m = &t->model;
+    size_t NC = zt_trainer_act_count(t), BT = (size_t)c->micro_batch * c->seq;
+    int slot = k % t->n_slots;
+    zt_pipe_comm_before_bwd(&t->pc, k);
+    double t0 = *start = zt_mono_s();
+    zt_gpt2_use_slot(m, slot);
+    zt_gpt2_use_wslot(m, k % m->n_wslots);
+    zt_dp_sync_next_backward(&t->sync, 0);
+    zt_gpt2_backward_input(m, t->inputs + slot * BT, t->recv_dout + slot * NC, t->dinput);
+    double secs = zt_mono_s() - t0;
+    t->compute_s += secs;
+    t->bwd_s += secs;
+    zt_pipe_comm_after_bwd(&t->pc, k);
+}
+
+// Micro-batch k's weight-gradient pass (ZB-H1's W): no transfer; the step's last one
+// (`last`) finishes the gradient, as the last combined backward does.
+static void backward_weight(zt_trainer *t, int k, int last) {
+    const zt_config *c = t->cfg;
+    zt_gpt2 *m = &t->model;
+    size_t BT = (size_t)c->micro_batch * c->seq;
+    int slot = k % t->n_slots;
+    double t0 = zt_mono_s();
+    zt_gpt2_use_slot(m, slot);
+    zt_gpt2_use_wslot(m, k % m->n_wslots);
+    zt_dp_sync_next_backward(&t->sync, last);
+    zt_gpt2_backward_weight(m, t->inputs + slot * BT);
+    double secs = zt_mono_s() - t0;
+    t->compute_s += secs;
+    t->wgt_s += secs;
 }
 
 // Runs this stage's schedule for one step (forward and backward of every micro-batch,
@@ -94,13 +139,18 @@ static void backward(zt_trainer *t, int k, int last) {
 double zt_trainer_run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
     double start = zt_mono_s();
     int first_fwd = first_forward(&t->sched), last_bwd = last_backward(&t->sched);
-    t->compute_s = 0.0;
+    t->compute_s = t->fwd_s = t->bwd_s = t->wgt_s = 0.0;
     zt_pipe_comm_begin(&t->pc);
     for (int i = 0; i < t->sched.n_actions; i++) {
         const zt_sched_action *a = &t->sched.actions[i];
-        if (a->op == ZT_SCHED_OP_FWD) forward(t, step, a->micro, loss_scale, i == first_fwd);
-        else if (a->op == ZT_SCHED_OP_BWD) backward(t, a->micro, i == last_bwd);
+        double *start = &t->action_t[2 * i]; // a compute's: after the waits for its inputs
+        *start = zt_mono_s();
+        if (a->op == ZT_SCHED_OP_FWD) forward(t, step, a->micro, loss_scale, i == first_fwd, start);
+        else if (a->op == ZT_SCHED_OP_BWD) backward(t, a->micro, i == last_bwd, start);
+        else if (a->op == ZT_SCHED_OP_BWD_B) backward_input(t, a->micro, start);
+        else if (a->op == ZT_SCHED_OP_BWD_W) backward_weight(t, a->micro, i == last_bwd);
         else transfer(t, a);
+        t->action_t[2 * i + 1] = zt_mono_s();
     }
     zt_pipe_comm_end(&t->pc);
     t->pp_comm_s = t->pc.comm_s;

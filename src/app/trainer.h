@@ -54,6 +54,11 @@ typedef struct {
     float *recv_dout;          // (n_slots, N*C) their gradients received from the stage after
     float *dinput;             // (N*C) gradient of this stage's input, to send back
     double compute_s, sched_s; // time in forward/backward, and in the whole schedule, last step
+    double fwd_s, bwd_s, wgt_s; // of compute_s: in the forwards, the backwards (or input-
+                                // gradient passes) and the weight-gradient passes, last step
+    double *action_t;          // (sched.n_actions, 2) each action's start and end (zt_mono_s),
+                               // last step: the --trace timeline
+    FILE *trace;               // rank 0, --trace: the timeline's file
     double pp_comm_s;          // of the schedule, in pipeline transfers, last step
     zt_pipe_comm pc;           // the stage's pipeline transfers (blocking or not inside)
     int step0;                 // completed steps at start (--resume), and
@@ -130,6 +135,13 @@ static inline float *zt_trainer_master(const zt_trainer *t) {
 zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out);
 // Mean validation loss over --val-batches global batches (the same samples in every layout).
 double zt_trainer_evaluate(zt_trainer *t);
+
+// train_pipeline_report.c. Every rank joins (they gather): the step's pipeline figures as
+// log-record fields into `json` (cap bytes, "" but on rank 0): each stage's idle time
+// ("pp_idle_ms": the schedule's wall time less its forwards and backwards) and the
+// simulator's prediction from the step's measured mean forward and backward per stage
+// ("pp_idle_pred_ms"); on the run's last step, the --trace timeline. Nothing at pp 1.
+void zt_trainer_pipeline_figures(zt_trainer *t, int step, char *json, size_t cap);
 
 // train_report.c. Every rank joins each (they gather).
 void zt_trainer_print_start(zt_trainer *t);

@@ -206,12 +206,31 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     a->dfch = carve(ws, N * 4 * Cl);
     a->scratch = carve(ws, N * C);
     carve_seq_parallel(a, ws, m);
+    a->ln_drop = carve_in(ws, m->n_wslots ? 2 * C : 0, m);
     a->attn_work = carve(ws, nl ? m->attn_work_n : 0);
     a->gemm_work = carve(ws, m->gemm_work_n);
     carve_blocks(&a->recomp, ws, m, recomp_layers(m, 1), recomp_layers(m, 0), 0);
     a->logits = carve(lg, head ? (size_t)m->loss_chunk * Vl : 0);
     a->ce_work = carve(lg, head ? 3 * (size_t)m->loss_chunk : 0);
     a->loss_acc = (double *)carve(ws, head ? 2 : 0); // one double, 64-byte aligned
+}
+
+// Blocks whose weight gradients wait in a W slot: the ones not recomputed.
+static size_t wgrad_layers(const zt_gpt2 *m) {
+    return (size_t)(n_local_layers(m) - m->n_recomputed);
+}
+
+// Carves one W slot's views from c (a NULL base just counts): zt_gpt2_wgrads.
+static void carve_wgrads(zt_gpt2_wgrads *w, carver *c, const zt_gpt2 *m) {
+    size_t N = (size_t)m->B * m->T, C = (size_t)m->shape.n_embd, Cl = C / (size_t)m->layout.tp;
+    size_t L = wgrad_layers(m), Nr = rows(m);
+    w->dmlp = carve(c, L * N * C);
+    w->dfch = carve(c, L * N * 4 * Cl);
+    w->dln2 = carve(c, L * Nr * C);
+    w->dattn = carve(c, L * N * C);
+    w->dqkv = carve(c, L * N * 3 * Cl);
+    w->dln1 = carve(c, L * Nr * C);
+    w->dembed = carve(c, has_embed(m) ? N * C : 0);
 }
 
 // Sequence parallelism at tp > 1 (at tp 1 there is nothing to split: off); every tp rank
@@ -254,6 +273,13 @@ static zt_status plan(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int u
     int nl = n_local_layers(m);
     if (m->recompute.mode != ZT_RECOMPUTE_NONE)
         m->n_recomputed = m->recompute.layers && m->recompute.layers < nl ? m->recompute.layers : nl;
+    ZT_ASSERT(opts->w_slots >= 0);
+    m->n_wslots = opts->w_slots;
+    if (m->n_wslots) {
+        carver w = {0};
+        carve_wgrads(&m->w, &w, m);
+        m->wslot_floats = w.used;
+    }
     return ZT_OK;
 }
 
@@ -269,7 +295,8 @@ zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, 
     carve_acts(&m.a, &act, &ws, &lg, &m);
     memset(bytes, 0, ZT_MEM_NCAT * sizeof(size_t));
     bytes[ZT_MEM_PARAMS] = bytes[ZT_MEM_GRADS] = m.layout.numel * zt_dtype_size(dtype);
-    bytes[ZT_MEM_ACTIVATIONS] = act.used * sizeof(float) * (size_t)n_slots;
+    bytes[ZT_MEM_ACTIVATIONS] = act.used * sizeof(float) * (size_t)n_slots +
+                                m.wslot_floats * sizeof(float) * (size_t)m.n_wslots;
     bytes[ZT_MEM_WORKSPACE] = ws.used * sizeof(float);
     bytes[ZT_MEM_LOGITS] = lg.used * sizeof(float);
     zt_layout_free(&m.layout);
@@ -306,6 +333,11 @@ zt_status zt_gpt2_init(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s
     m->act_block = act.base;
     m->ws_block = ws.base;
     m->logits_block = lg.base;
+    if (m->n_wslots) {
+        m->w_block = zt_be_alloc(be, ZT_MEM_ACTIVATIONS,
+                                 m->wslot_floats * sizeof(float) * (size_t)m->n_wslots);
+        zt_gpt2_use_wslot(m, 0);
+    }
     return ZT_OK;
 }
 
@@ -323,8 +355,15 @@ void zt_gpt2_use_slot(zt_gpt2 *m, int slot) {
     carve_acts(&m->a, &act, NULL, NULL, m);
 }
 
+void zt_gpt2_use_wslot(zt_gpt2 *m, int slot) {
+    ZT_ASSERT(slot >= 0 && slot < m->n_wslots);
+    carver c = {(float *)m->w_block + (size_t)slot * m->wslot_floats, 0};
+    carve_wgrads(&m->w, &c, m);
+}
+
 void zt_gpt2_free(zt_gpt2 *m) {
     if (m->be) {
+        if (m->w_block) zt_be_free(m->be, m->w_block);
         zt_be_free(m->be, m->params);
         zt_be_free(m->be, m->grads);
         zt_be_free(m->be, m->act_block);
@@ -586,7 +625,7 @@ static void recompute_block(zt_gpt2 *m, int li, const zt_block_acts *b,
 // Tells the caller (zt_gpt2.grad_ready) that the gradient from `first`, a tensor view of
 // m->grads, to the end of the buffer is final.
 static void announce(zt_gpt2 *m, const void *first) {
-    if (!m->grad_ready) return;
+    if (!m->grad_ready || m->quiet) return;
     size_t from = (size_t)((const char *)first - (const char *)m->grads) / zt_dtype_size(m->dtype);
     m->grad_ready(m->grad_ready_ctx, from);
 }
@@ -623,6 +662,87 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
     ln_backward(m, a->dres, g->ln1w, g->ln1b, reduce_rows(m, a->dln), x, w->ln1w, b.ln1_mean,
                 b.ln1_rstd);
     announce(m, g->ln1w); // the whole block
+}
+
+// ---------------------------------------------------------------- the split backward
+
+// Block li's W-slot views (a block that is not recomputed).
+typedef struct {
+    float *dmlp, *dfch, *dln2, *dattn, *dqkv, *dln1;
+} block_wgrads;
+static block_wgrads wgrads_of(const zt_gpt2 *m, int li) {
+    dims d = dims_of(m);
+    size_t k = (size_t)(li - m->n_recomputed);
+    const zt_gpt2_wgrads *w = &m->w;
+    return (block_wgrads){w->dmlp + k * d.NC,  w->dfch + k * 4 * d.NCl, w->dln2 + k * d.NrC,
+                          w->dattn + k * d.NC, w->dqkv + k * 3 * d.NCl, w->dln1 + k * d.NrC};
+}
+
+static void keep(zt_gpt2 *m, float *dst, const float *src, size_t n) {
+    K(copy, dst, src, n * sizeof(float), ZT_COPY_D2D);
+}
+
+// A LayerNorm's input gradient only (added into dinp): its weight gradients go to a buffer
+// that is dropped (the weight-gradient pass computes them again from the kept gradient).
+static void ln_backward_input(zt_gpt2 *m, float *dinp, const float *dout, const float *inp,
+                              const void *w, const float *mean, const float *rstd) {
+    int C = m->shape.n_embd;
+    size_t es = zt_dtype_size(m->dtype);
+    K(memset, m->a.ln_drop, 0, 2 * (size_t)C * es);
+    zt_gpt2_layernorm_backward(m, dinp, m->a.ln_drop, (char *)m->a.ln_drop + (size_t)C * es, dout,
+                               inp, w, mean, rstd, (int)rows(m), C);
+}
+
+// block_backward's input-gradient half: dres becomes the gradient of x; what the weight half
+// needs is kept in the W slot.
+static void block_backward_input(zt_gpt2 *m, int li, const zt_block_tensors *w, const float *x) {
+    zt_gpt2_acts *a = &m->a;
+    dims d = dims_of(m);
+    int N = d.N, C = d.C, Cl = d.Cl;
+    zt_block_acts b = block_acts(m, li);
+    block_wgrads k = wgrads_of(m, li);
+    const float *dy = gather_grad(m, a->scratch, a->dres);
+    keep(m, k.dmlp, dy, d.NC);
+    zt_gpt2_linear_backward_input(m, a->dfch, dy, w->fcprojw, N, 4 * Cl, C, 1);
+    K(gelu_backward, a->dfch, b.fch, a->dfch, 4 * d.NCl);
+    keep(m, k.dfch, a->dfch, 4 * d.NCl);
+    zt_gpt2_linear_backward_input(m, a->dln, a->dfch, w->fcw, N, C, 4 * Cl, 0);
+    const float *dl = reduce_rows(m, a->dln);
+    keep(m, k.dln2, dl, d.NrC);
+    ln_backward_input(m, a->dres, dl, b.res2, w->ln2w, b.ln2_mean, b.ln2_rstd);
+    dy = gather_grad(m, a->scratch, a->dres);
+    keep(m, k.dattn, dy, d.NC);
+    zt_gpt2_linear_backward_input(m, a->datty, dy, w->attprojw, N, Cl, C, 1);
+    K(attention_backward, a->dqkv, a->datty, b.qkv, b.lse, a->attn_work, d.B, d.T, Cl, d.NHl);
+    keep(m, k.dqkv, a->dqkv, 3 * d.NCl);
+    zt_gpt2_linear_backward_input(m, a->dln, a->dqkv, w->qkvw, N, C, 3 * Cl, 0);
+    dl = reduce_rows(m, a->dln);
+    keep(m, k.dln1, dl, d.NrC);
+    ln_backward_input(m, a->dres, dl, x, w->ln1w, b.ln1_mean, b.ln1_rstd);
+}
+
+// block_backward's weight-gradient half, from the W slot and the block's activations, in
+// block_backward's order, announcing the same tails.
+static void block_backward_weight(zt_gpt2 *m, int li, const zt_block_tensors *w,
+                                  zt_block_tensors *g, const float *x) {
+    zt_gpt2_acts *a = &m->a;
+    dims d = dims_of(m);
+    int N = d.N, C = d.C, Cl = d.Cl;
+    zt_dtype it = in_dt(m);
+    zt_block_acts b = block_acts(m, li);
+    block_wgrads k = wgrads_of(m, li);
+    zt_gpt2_linear_backward_weight(m, g->fcprojw, g->fcprojb, k.dmlp, b.fch_gelu, it, N, 4 * Cl,
+                                   C, 1);
+    zt_gpt2_linear_backward_weight(m, g->fcw, g->fcb, k.dfch, gather_ln(m, b.ln2), it, N, C,
+                                   4 * Cl, 0);
+    // the input gradient lands in dln, unused here
+    ln_backward(m, a->dln, g->ln2w, g->ln2b, k.dln2, b.res2, w->ln2w, b.ln2_mean, b.ln2_rstd);
+    announce(m, g->ln2w);
+    zt_gpt2_linear_backward_weight(m, g->attprojw, g->attprojb, k.dattn, b.atty, it, N, Cl, C, 1);
+    zt_gpt2_linear_backward_weight(m, g->qkvw, g->qkvb, k.dqkv, gather_ln(m, b.ln1), it, N, C,
+                                   3 * Cl, 0);
+    ln_backward(m, a->dln, g->ln1w, g->ln1b, k.dln1, x, w->ln1w, b.ln1_mean, b.ln1_rstd);
+    announce(m, g->ln1w);
 }
 
 // Block li's input: the previous block's output, or the stage input (the embedding
@@ -744,4 +864,46 @@ void zt_gpt2_logits(const zt_gpt2 *m, float *out) {
     int N = m->B * m->T, C = m->shape.n_embd, Vl = vocab_rows(m);
     zt_gpt2_weight_gemm(m, 0, 1, N, Vl, C, gather_ln(m, m->a.lnf), in_dt(m), C, m->p.wte, m->dtype,
                         C, 0.0f, out, ZT_F32, Vl);
+}
+
+// A recomputed block's backward runs whole in the B pass (announcing nothing there: quiet).
+static int recomputed(const zt_gpt2 *m, int li) { return li < m->n_recomputed; }
+
+void zt_gpt2_backward_input(zt_gpt2 *m, const int32_t *tokens, const float *dout,
+                            float *dinput) {
+    (void)tokens;
+    ZT_ASSERT(m->n_wslots > 0);
+    int L0 = first_layer(m);
+    size_t NrC = rows(m) * m->shape.n_embd;
+    m->be->ops->copy(m->be, m->a.dres, has_head(m) ? m->a.dhead : dout, NrC * sizeof(float),
+                     ZT_COPY_D2D);
+    m->quiet = 1;
+    for (int li = n_local_layers(m) - 1; li >= 0; li--) {
+        if (recomputed(m, li))
+            block_backward(m, li, &m->p.h[L0 + li], &m->g.h[L0 + li], block_input(m, li));
+        else block_backward_input(m, li, &m->p.h[L0 + li], block_input(m, li));
+    }
+    m->quiet = 0;
+    if (has_embed(m))
+        keep(m, m->w.dembed, gather_grad(m, m->a.scratch, m->a.dres),
+             (size_t)m->B * m->T * m->shape.n_embd);
+    else if (dinput)
+        m->be->ops->copy(m->be, dinput, m->a.dres, NrC * sizeof(float), ZT_COPY_D2D);
+}
+
+void zt_gpt2_backward_weight(zt_gpt2 *m, const int32_t *tokens) {
+    ZT_ASSERT(m->n_wslots > 0);
+    int N = m->B * m->T, C = m->shape.n_embd, L0 = first_layer(m);
+    for (int li = n_local_layers(m) - 1; li >= 0; li--) {
+        zt_block_tensors *g = &m->g.h[L0 + li];
+        if (!recomputed(m, li)) {
+            block_backward_weight(m, li, &m->p.h[L0 + li], g, block_input(m, li));
+            continue;
+        }
+        announce(m, g->ln2w); // done in the B passes: final after the last one
+        announce(m, g->ln1w);
+    }
+    if (has_embed(m))
+        zt_gpt2_encoder_backward(m, m->g.wte, m->g.wpe, m->w.dembed, tokens, vocab_lo(m),
+                                 vocab_rows(m), N, m->T, C);
 }

@@ -49,6 +49,9 @@ typedef struct {
 typedef struct {
     zt_recompute recompute;
     int seq_parallel; // Megatron-LM's sequence parallelism (tp > 1): per-row tensors 1/tp
+    int w_slots;      // micro-batches whose weight-gradient pass may wait after their input-
+                      // gradient pass (a split backward: zt_gpt2_backward_input / _weight;
+                      // the schedule's zt_schedule_peak_w_pending); 0: never split
 } zt_act_options;
 
 // "none" | "selective" | "full" (static string).
@@ -82,6 +85,20 @@ typedef struct {
 // their statistics, res2, res3, dhead, dres (shapes below say Nr; Nr = N without it). The
 // products' inputs are gathered into `gathered` and their outputs reduce-scattered through
 // `scratch` (docs/design.md, "Sequence parallelism").
+// One micro-batch's activation gradients, kept by its input-gradient pass for its weight-
+// gradient pass (zt_gpt2_backward_input / _weight): one W slot's views, fp32, per block that
+// is not recomputed (block li at li - n_recomputed: a recomputed block's shared activations
+// do not outlive the next block's recomputation, so its backward runs whole in the B pass).
+typedef struct {
+    float *dmlp;   // (Lw, N, C) gradient of the MLP c_proj's output, all N rows
+    float *dfch;   // (Lw, N, 4C/tp) gradient of c_fc's output (after GELU's backward)
+    float *dln2;   // (Lw, Nr, C) gradient of ln_2's output, this rank's rows summed over tp
+    float *dattn;  // (Lw, N, C) gradient of attention c_proj's output, all N rows
+    float *dqkv;   // (Lw, N, 3C/tp)
+    float *dln1;   // (Lw, Nr, C)
+    float *dembed; // (N, C) gradient of the embedding's output, all N rows (first stage)
+} zt_gpt2_wgrads;
+
 typedef struct {
     float *encoded;                 // (Nr, C) embedding output (first stage), or stage input
     zt_block_acts layers;           // the blocks' per-layer arrays
@@ -102,6 +119,8 @@ typedef struct {
     void *ln_grad;                  // (2C) of the model's dtype: one LayerNorm's weight and
                                     // bias gradient of this rank's rows (sequence parallel)
     float *ln_grad_sum;             // (2C) it summed over tp (sequence parallel)
+    void *ln_drop;                  // (2C) of the model's dtype: the LayerNorm weight gradients
+                                    // an input-gradient pass computes and drops (w_slots > 0)
     float *logits;                  // (loss_chunk, Vp/tp) one chunk of logits, then its grads
     float *ce_work;                 // (3 * loss_chunk) the loss's per-row max, sums, targets
     double *loss_acc;               // (1) the training forwards' loss sum (last stage)
@@ -132,9 +151,15 @@ typedef struct {
     void *act_block;          // one allocation holding every slot's activations
     void *ws_block;           // one allocation holding the backward scratch
     void *logits_block;       // the loss's chunk of logits (last stage), ZT_MEM_LOGITS
+    int n_wslots;             // zt_act_options.w_slots
+    size_t wslot_floats;      // floats of one W slot
+    void *w_block;            // every W slot, ZT_MEM_ACTIVATIONS (NULL: no split backward)
+    zt_gpt2_wgrads w;         // the W slot in use (zt_gpt2_use_wslot)
+    int quiet;                // inside an input-gradient pass: no grad_ready announcements
     // Hooks, set once by the caller (NULL: none); the callee knows which calls concern it
     // (the trainer's: the step's last backward, its first forward; src/parallel/dp_sync.h).
-    // grad_ready: called by zt_gpt2_backward each time a tail of this backward's gradient is
+    // grad_ready: called by zt_gpt2_backward (or zt_gpt2_backward_weight; never by
+    // zt_gpt2_backward_input) each time a tail of this backward's gradient is
     // done, grads [from, layout.numel) (the blocks run last to first and each block's tensors
     // are laid out attention then MLP, so the buffer fills from its end: after each half of
     // each block). `from` never grows within a backward. The embedding's region (and wte on
@@ -229,6 +254,21 @@ double zt_gpt2_take_loss(zt_gpt2 *m);
 // are added into m->grads. If `dinput` is non-NULL (a stage without the embedding), the
 // gradient of the stage's input (Nr, C) is written there.
 void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, float *dinput);
+
+// The backward split in two (zero-bubble schedules, docs/design.md "Pipeline"), needs
+// zt_act_options.w_slots > 0. The input-gradient pass (B) takes the same arguments as
+// zt_gpt2_backward and writes the same dinput, and keeps in the W slot in use
+// (zt_gpt2_use_wslot) what the weight-gradient pass needs; it computes no weight gradient
+// except a recomputed block's (its whole backward: its activations do not outlive the pass)
+// and announces nothing. The weight-gradient pass (W) of the same micro-batch, later, with
+// its activation slot and W slot in use again (and the same tokens on the first stage), adds
+// the weight gradients the combined backward would, bit for bit, and announces the tails as
+// it does (zt_gpt2.grad_ready). The head's weight gradients stay in the forward.
+void zt_gpt2_backward_input(zt_gpt2 *m, const int32_t *tokens, const float *dout,
+                            float *dinput);
+void zt_gpt2_backward_weight(zt_gpt2 *m, const int32_t *tokens);
+// Points the W-slot views (m->w) at slot `slot` of [0, n_wslots).
+void zt_gpt2_use_wslot(zt_gpt2 *m, int slot);
 
 // The output of this stage's last unit (Nr, C) (for the next stage).
 const float *zt_gpt2_output(const zt_gpt2 *m);

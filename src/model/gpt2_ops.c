@@ -37,9 +37,31 @@ void zt_gpt2_linear_backward(const zt_gpt2 *m, float *dinp, void *dw, void *dbia
             K(matmul_backward, dinp, dw, dbias, dout, inp, w, N, C, OC, 0);
         return;
     }
-    void *work = m->a.gemm_work;
+    zt_gpt2_linear_backward_input(m, dinp, dout, w, N, C, OC, in_out);
+    zt_gpt2_linear_backward_weight(m, dw, dbias, dout, inp, in_dt, N, C, OC, in_out);
+}
+
+void zt_gpt2_linear_backward_input(const zt_gpt2 *m, float *dinp, const float *dout,
+                                   const void *w, int N, int C, int OC, int in_out) {
+    if (!is_bf16(m)) {
+        if (in_out) K(matmul_in_out_backward_input, dinp, dout, w, N, C, OC, 0);
+        else K(matmul_backward_input, dinp, dout, w, N, C, OC, 0);
+        return;
+    }
     K(gemm_mixed, 0, in_out, N, C, OC, 1.0f, dout, ZT_F32, OC, w, ZT_BF16, in_out ? OC : C, 0.0f,
-      dinp, ZT_F32, C, work);
+      dinp, ZT_F32, C, m->a.gemm_work);
+}
+
+void zt_gpt2_linear_backward_weight(const zt_gpt2 *m, void *dw, void *dbias, const float *dout,
+                                    const void *inp, zt_dtype in_dt, int N, int C, int OC,
+                                    int in_out) {
+    if (!is_bf16(m)) {
+        ZT_ASSERT(in_dt == ZT_F32);
+        if (in_out) K(matmul_in_out_backward_weight, dw, dbias, dout, inp, N, C, OC);
+        else K(matmul_backward_weight, dw, dbias, dout, inp, N, C, OC);
+        return;
+    }
+    void *work = m->a.gemm_work;
     if (in_out) // dw (C, OC) += inp^T @ dout
         K(gemm_mixed, 1, 0, C, OC, N, 1.0f, inp, in_dt, C, dout, ZT_F32, OC, 1.0f, dw, ZT_BF16, OC,
           work);

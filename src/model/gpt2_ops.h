@@ -19,6 +19,14 @@ void zt_gpt2_linear_forward(const zt_gpt2 *m, float *out, const void *inp, zt_dt
 void zt_gpt2_linear_backward(const zt_gpt2 *m, float *dinp, void *dw, void *dbias,
                              const float *dout, const void *inp, zt_dtype in_dt, const void *w,
                              int N, int C, int OC, int in_out);
+// Its two halves, for a backward split into an input-gradient pass and a weight-gradient pass
+// (zt_gpt2_backward_input / _weight): dinp written; dw, dbias added. The same calls as the
+// combined one (bit-identical values).
+void zt_gpt2_linear_backward_input(const zt_gpt2 *m, float *dinp, const float *dout,
+                                   const void *w, int N, int C, int OC, int in_out);
+void zt_gpt2_linear_backward_weight(const zt_gpt2 *m, void *dw, void *dbias, const float *dout,
+                                    const void *inp, zt_dtype in_dt, int N, int C, int OC,
+                                    int in_out);
 // kernels.h's layernorm_forward / layernorm_backward with weights of the model's dtype; the
 // forward's out of out_dt (ZT_F32; or ZT_BF16 under bf16: the fp32 row rounded).
 void zt_gpt2_layernorm_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, float *mean,

@@ -25,7 +25,12 @@ const char *zt_plan_format_bytes(double b, char *buf, size_t size) {
 
 int zt_plan_stage_slots(const zt_plan_spec *s, int stage) {
     int m = s->grad_accum, left = s->pp - stage;
+    if (s->schedule == ZT_SCHED_ZB_H1) left = s->pp; // every stage holds up to p (schedule.h)
     return s->schedule == ZT_SCHED_GPIPE ? m : (left < m ? left : m);
+}
+
+int zt_plan_stage_w_slots(const zt_plan_spec *s, int slots) {
+    return s->schedule == ZT_SCHED_ZB_H1 ? slots : 0;
 }
 
 void zt_plan_shard(const zt_plan_spec *s, size_t numel, int dp_rank, size_t *lo, size_t *hi) {
@@ -46,7 +51,8 @@ static zt_status plan_stage(const zt_plan_spec *s, int first, int last, int tp_r
     ZT_TRY(zt_gpt2_footprint(m, &s->shape, first, last, s->tp, tp_rank, ZT_ALIGN_ELEMS, pad,
                              s->micro_batch, s->seq, s->loss_chunk, slots, work, dtype,
                              s->backend->gemm_mixed_workspace,
-                             &(zt_act_options){s->recompute, s->seq_parallel}));
+                             &(zt_act_options){s->recompute, s->seq_parallel,
+                                               zt_plan_stage_w_slots(s, slots)}));
     memset(o, 0, sizeof *o);
     o->unit_first = first;
     o->unit_last = last;

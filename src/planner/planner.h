@@ -103,6 +103,11 @@ typedef struct {
 
 // Micro-batches whose activations stage `stage` holds at once under the schedule.
 int zt_plan_stage_slots(const zt_plan_spec *s, int stage);
+// W slots (zt_act_options.w_slots) of a stage holding `slots`: under ZB-H1 as many as its
+// activation slots (stage s needs min(s+1, ...) at most: zt_schedule_peak_w_pending; the
+// same count on every stage keeps the arithmetic one function of `slots`; TODO: size each
+// stage by its own peak), else 0.
+int zt_plan_stage_w_slots(const zt_plan_spec *s, int slots);
 
 // The pipeline partition of the spec (--partition; `memory` balances the stages'
 // predicted bytes from this planner). The caller frees it with zt_partition_free. Fails
