@@ -4,6 +4,7 @@
 #
 #   bash bench/recompute.sh               # plans, then the measured runs; RESULTS.md section
 #   PLAN_ONLY=1 bash bench/recompute.sh   # the planned table only (RESULTS.md untouched)
+#   INSTRUCTIONS=1 bash bench/recompute.sh  # only part 3, its own RESULTS.md section
 #   STEPS=4 bash bench/recompute.sh
 #
 # 1. Planned, every rank (zerotrain memory --json), gpt2-medium at micro-batch 8 x 1024 tokens
@@ -25,8 +26,43 @@
 #      mpirun -np W build/zerotrain --model MEASURED --micro-batch 1 --seq 1024
 #          --steps STEPS --warmup 0 --val-every 0 --data build/bench/tokens.bin
 #          --recompute MODE [--tp 2 [--sequence-parallel]] --profile --log FILE
+# 3. (INSTRUCTIONS=1) What each recomputation adds, free of the machine's load: the
+#    instructions executed inside the training steps (valgrind --tool=callgrind
+#    --toggle-collect=zt_trainer_step), one rank, one thread, one step of a 4-layer,
+#    256-channel model at 2 x 256 tokens, under none, selective and full.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ -n "${INSTRUCTIONS:-}" ]; then
+    OUT=build/bench/recompute; mkdir -p "$OUT"
+    section=$OUT/instructions.md
+    {
+        echo "## Activation recomputation: instructions per step"
+        echo
+        echo "\`INSTRUCTIONS=1 bash bench/recompute.sh\` ($(date -u +%Y-%m-%d), $(lscpu | sed -n 's/^Model name: *//p')):"
+        echo "\`OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE valgrind --tool=callgrind"
+        echo "--toggle-collect=zt_trainer_step zerotrain --n-layer 4 --n-head 4 --n-embd 256 --vocab 512"
+        echo "--n-ctx 256 --seq 256 --micro-batch 2 --steps 1 --val-every 0 --recompute MODE\`:"
+        echo "the instructions of the step, a count the machine's load does not change."
+        echo
+        echo "| --recompute | instructions | vs none |"
+        echo "|---|---:|---:|"
+    } >"$section"
+    base=""
+    for mode in none selective full; do
+        OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE valgrind --tool=callgrind \
+            --toggle-collect=zt_trainer_step --callgrind-out-file="$OUT/cg_$mode.out" \
+            "${ZT:-build/zerotrain}" --n-layer 4 --n-head 4 --n-embd 256 --vocab 512 --n-ctx 256 \
+            --seq 256 --micro-batch 2 --steps 1 --val-every 0 --recompute $mode \
+            --data build/data/default_train.bin >"$OUT/cg_$mode.log" 2>&1
+        ir=$(sed -n 's/^==[0-9]*== Collected : *//p' "$OUT/cg_$mode.log")
+        [ -n "$base" ] || base=$ir
+        echo "| $mode | $ir | $(awk -v a="$ir" -v b="$base" 'BEGIN{printf "%.3f", a/b}') |" >>"$section"
+    done
+    cat "$section"
+    [ -n "${NO_RESULTS:-}" ] || "${PY:-/usr/bin/python3}" bench/results_section.py bench/RESULTS.md \
+        "## Activation recomputation: instructions per step" <"$section"
+    exit 0
+fi
 PY=${PY:-/usr/bin/python3}
 ZT=${ZT:-build/zerotrain}
 OUT=build/bench/recompute
