@@ -58,7 +58,8 @@ static long b64_decode(const unsigned char *in, size_t n, unsigned char *out) {
 
 #define ZT_BPE_FETCH_HINT                                                                    \
     "run scripts/fetch_gpt2_vocab.sh (it extracts gpt2.tiktoken from the openai-whisper "   \
-    "package on PyPI and checks its SHA-256) or pass the file with --vocab"
+    "package on PyPI and checks its SHA-256) or name the file (prepare --vocab FILE, generate "   \
+    "--vocab-file FILE)"
 
 // The whole vocabulary file, with a '\n' past its end (*size bytes before it); the caller
 // frees *text.

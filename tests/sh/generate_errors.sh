@@ -27,7 +27,7 @@ case_() { # name, pattern the message must hold, args...
   fi
 }
 case_ missing_vocab "cannot open vocabulary file" --model tiny --vocab 50257 \
-    --vocab $out/no_such.tiktoken --prompt "hello"
+    --vocab-file $out/no_such.tiktoken --prompt "hello"
 case_ prompt_too_long "at most 7" --model tiny --n-ctx 8 --prompt "longer than eight bytes"
 case_ prompt_ids_too_long "at most 3" --model tiny --n-ctx 4 --prompt-ids 1,2,3,4,5
 case_ id_out_of_range "token 256 (item 2) is outside" --model tiny --prompt-ids 7,256
