@@ -189,54 +189,71 @@ static zt_status clash(const char *flag, const char *out, const known_file *k) {
                      "destroy it; give %s another path", flag, out, k->what, flag);
 }
 
-// --log against the inputs, the files the run writes, and the directories it replaces.
-static zt_status log_not_an_input(const zt_config *c, const file_set *in, const file_set *own) {
+// An output file (--log, --trace: `flag` `out`) against the inputs, the files the run writes,
+// and the directories it replaces.
+static zt_status file_not_an_input(const zt_config *c, const char *flag, const char *out,
+                                   const file_set *in, const file_set *own) {
     path_id id, save, ck;
-    identify(c->log, &id);
+    identify(out, &id);
     const known_file *k = id.exists ? set_find(in, &id) : NULL;
     if (!k && id.exists) k = set_find(own, &id);
-    if (k) return clash("--log", c->log, k);
+    if (k) return clash(flag, out, k);
     identify(c->save, &save);
     if (c->save[0] && within(id.canon, save.canon) && strcmp(id.canon, save.canon) != 0)
-        return zt_errorf("--log %s is inside the --save directory %s, which the export replaces "
-                         "as a whole: give --log a path outside it", c->log, c->save);
+        return zt_errorf("%s %s is inside the --save directory %s, which the export replaces "
+                         "as a whole: give %s a path outside it", flag, out, c->save, flag);
     identify(c->ckpt_dir, &ck);
     if (c->ckpt_dir[0] && within(id.canon, ck.canon) && strcmp(id.canon, ck.canon) != 0) {
         const char *rest = id.canon + strlen(ck.canon) + 1;
         if (strchr(rest, '/') || ckpt_dir_name(rest))
-            return zt_errorf("--log %s is a file the run writes in --ckpt-dir %s (%s): give "
-                             "--log another path (a name of its own beside the step "
-                             "directories is fine)", c->log, c->ckpt_dir, rest);
+            return zt_errorf("%s %s is a file the run writes in --ckpt-dir %s (%s): give "
+                             "%s another path (a name of its own beside the step "
+                             "directories is fine)", flag, out, c->ckpt_dir, rest, flag);
     }
     char p[ZT_PATH_MAX];
-    snprintf(p, sizeof p, "%s", c->log);
+    snprintf(p, sizeof p, "%s", out);
     const char *parent = dirname(p);
     if (holds(parent, "manifest.json"))
-        return zt_errorf("--log %s is inside the checkpoint %s (beside its manifest.json): "
-                         "writing it would corrupt the checkpoint; give --log a path outside it",
-                         c->log, parent);
+        return zt_errorf("%s %s is inside the checkpoint %s (beside its manifest.json): "
+                         "writing it would corrupt the checkpoint; give %s a path outside it",
+                         flag, out, parent, flag);
     return ZT_OK;
 }
 
-static zt_status check_log(const zt_config *c, const file_set *in, const file_set *own) {
+// An output file the run writes (`flag` `out`: --log, --trace): not an input, a file of the
+// run's or a dangling link, and writable.
+static zt_status check_output_file(const zt_config *c, const char *flag, const char *out,
+                                   const file_set *in, const file_set *own) {
     struct stat st;
     // (opened with O_CREAT, a dangling link makes its target: a file no check above named)
-    if (lstat(c->log, &st) == 0 && S_ISLNK(st.st_mode) && stat(c->log, &st) != 0)
-        return zt_errorf("--log %s is a symbolic link to a file that does not exist: the log "
-                         "would be created wherever it points; give --log the file's own path",
-                         c->log);
-    ZT_TRY(log_not_an_input(c, in, own));
-    int existed = stat(c->log, &st) == 0;
+    if (lstat(out, &st) == 0 && S_ISLNK(st.st_mode) && stat(out, &st) != 0)
+        return zt_errorf("%s %s is a symbolic link to a file that does not exist: the %s "
+                         "would be created wherever it points; give %s the file's own path",
+                         flag, out, flag + 2, flag);
+    ZT_TRY(file_not_an_input(c, flag, out, in, own));
+    int existed = stat(out, &st) == 0;
     if (existed && S_ISDIR(st.st_mode))
-        return zt_errorf("cannot write the log file %s: it is a directory; --log takes a file "
-                         "path", c->log);
+        return zt_errorf("cannot write the %s file %s: it is a directory; %s takes a file path",
+                         flag + 2, out, flag); // "log", "trace"
     // append, no truncation: the check changes nothing; a file it created is removed
-    int fd = open(c->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+    int fd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
     if (fd < 0)
-        return zt_errorf("cannot write the log file %s: %s; check that the directory exists "
-                         "and is writable", c->log, strerror(errno));
+        return zt_errorf("cannot write the %s file %s: %s; check that the directory exists "
+                         "and is writable", flag + 2, out, strerror(errno));
     close(fd);
-    if (!existed) unlink(c->log);
+    if (!existed) unlink(out);
+    return ZT_OK;
+}
+
+// --log and --trace are two files: one path for both would interleave them.
+static zt_status log_apart_from_trace(const zt_config *c) {
+    if (!c->log[0] || !c->trace[0]) return ZT_OK;
+    path_id a, b;
+    identify(c->log, &a);
+    identify(c->trace, &b);
+    if (strcmp(a.canon, b.canon) == 0 || (a.exists && b.exists && same_id(&a, &b)))
+        return zt_errorf("--trace %s is the --log file %s: give the trace a file of its own",
+                         c->trace, c->log);
     return ZT_OK;
 }
 
@@ -348,7 +365,9 @@ zt_status zt_outputs_check(const zt_config *c) {
     collect_inputs(c, &in);
     collect_written(c, &own);
     zt_status s = ZT_OK;
-    if (c->log[0]) s = check_log(c, &in, &own);
+    if (c->log[0]) s = check_output_file(c, "--log", c->log, &in, &own);
+    if (s == ZT_OK && c->trace[0]) s = check_output_file(c, "--trace", c->trace, &in, &own);
+    if (s == ZT_OK) s = log_apart_from_trace(c);
     const char *ckpts[] = {c->ckpt_dir, c->resume};
     const char *ckpt_flags[] = {"--ckpt-dir", "--resume"};
     if (s == ZT_OK && c->save[0]) s = export_dir_apart("--save", c->save, &in, ckpts, ckpt_flags, 2);

@@ -76,10 +76,12 @@ static void forward(zt_trainer *t, uint64_t step, int k, float loss_scale, int f
     zt_pipe_comm_after_fwd(&t->pc, k);
 }
 
-// Micro-batch k's backward (*start: as forward's). What the step's last one (`last`)
-// finishes is final: the synchronizer may start reducing it as the model announces it
-// (dp_sync.h).
-static void backward(zt_trainer *t, int k, int last, double *start) {
+// Micro-batch k's backward (*start: as forward's), or with `input_only` its input-gradient
+// pass (ZB-H1's B: what the previous stage waits for; its weight gradients wait in W slot
+// k mod n_wslots: the waiting ones are consecutive and at most the model's n_wslots,
+// zt_schedule_peak_w_pending). What the step's last backward (`last`) finishes is final: the
+// synchronizer may start reducing it as the model announces it (dp_sync.h).
+static void backward(zt_trainer *t, int k, int last, int input_only, double *start) {
     const zt_config *c = t->cfg;
     zt_gpt2 *m = &t->model;
     size_t NC = zt_trainer_act_count(t), BT = (size_t)c->micro_batch * c->seq;
@@ -87,28 +89,12 @@ static void backward(zt_trainer *t, int k, int last, double *start) {
     zt_pipe_comm_before_bwd(&t->pc, k);
     double t0 = *start = zt_mono_s();
     zt_gpt2_use_slot(m, slot);
+    if (input_only) zt_gpt2_use_wslot(m, k % m->n_wslots);
     zt_dp_sync_next_backward(&t->sync, last);
-    zt_gpt2_backward(m, t->inputs + slot * BT, t->recv_dout + slot * NC, t->dinput);
-    double secs = zt_mono_s() - t0;
-    t->compute_s += secs;
-    t->bwd_s += secs;
-    zt_pipe_comm_after_bwd(&t->pc, k);
-}
-
-// Micro-batch k's input-gradient pass (ZB-H1's B): what the previous stage waits for; its
-// weight gradients wait in W slot k mod n_wslots (the waiting ones are consecutive and at
-// most the model's n_wslots: zt_schedule_peak_w_pending).
-static void backward_input(zt_trainer *t, int k, double *start) {
-    const zt_config *c = t->cfg;
-    zt_gpt2 *m = &t->model;
-    size_t NC = zt_trainer_act_count(t), BT = (size_t)c->micro_batch * c->seq;
-    int slot = k % t->n_slots;
-    zt_pipe_comm_before_bwd(&t->pc, k);
-    double t0 = *start = zt_mono_s();
-    zt_gpt2_use_slot(m, slot);
-    zt_gpt2_use_wslot(m, k % m->n_wslots);
-    zt_dp_sync_next_backward(&t->sync, 0);
-    zt_gpt2_backward_input(m, t->inputs + slot * BT, t->recv_dout + slot * NC, t->dinput);
+    const int32_t *tokens = t->inputs + slot * BT;
+    const float *dout = t->recv_dout + slot * NC;
+    if (input_only) zt_gpt2_backward_input(m, tokens, dout, t->dinput);
+    else zt_gpt2_backward(m, tokens, dout, t->dinput);
     double secs = zt_mono_s() - t0;
     t->compute_s += secs;
     t->bwd_s += secs;
@@ -143,11 +129,11 @@ double zt_trainer_run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
     zt_pipe_comm_begin(&t->pc);
     for (int i = 0; i < t->sched.n_actions; i++) {
         const zt_sched_action *a = &t->sched.actions[i];
-        double *start = &t->action_t[2 * i]; // a compute's: after the waits for its inputs
-        *start = zt_mono_s();
-        if (a->op == ZT_SCHED_OP_FWD) forward(t, step, a->micro, loss_scale, i == first_fwd, start);
-        else if (a->op == ZT_SCHED_OP_BWD) backward(t, a->micro, i == last_bwd, start);
-        else if (a->op == ZT_SCHED_OP_BWD_B) backward_input(t, a->micro, start);
+        double *at = &t->action_t[2 * i]; // a compute's: after the waits for its inputs
+        *at = zt_mono_s();
+        if (a->op == ZT_SCHED_OP_FWD) forward(t, step, a->micro, loss_scale, i == first_fwd, at);
+        else if (a->op == ZT_SCHED_OP_BWD) backward(t, a->micro, i == last_bwd, 0, at);
+        else if (a->op == ZT_SCHED_OP_BWD_B) backward(t, a->micro, 0, 1, at);
         else if (a->op == ZT_SCHED_OP_BWD_W) backward_weight(t, a->micro, i == last_bwd);
         else transfer(t, a);
         t->action_t[2 * i + 1] = zt_mono_s();

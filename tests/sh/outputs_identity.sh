@@ -40,6 +40,11 @@ expect_error log_onto_glob_shard "--log $tmp/shards/s_2.bin is the same file as 
   "$ZT" "${T[@]}" --data "$tmp/shards/s_*.bin" --steps 1 --log "$tmp/shards/s_2.bin"
 expect_error log_onto_list_shard "--log $tmp/shards/s_1.bin is the same file as --data $tmp/shards/s_1.bin" -- \
   "$ZT" "${T[@]}" --data "$tmp/good.bin,$tmp/shards/s_1.bin" --steps 1 --log "$tmp/shards/s_1.bin"
+# --trace is an output file as --log is, and not the log itself
+expect_error trace_onto_data "--trace $tmp/shards/s_1.bin is the same file as --data" -- \
+  "$ZT" "${T[@]}" --data "$tmp/good.bin,$tmp/shards/s_1.bin" --steps 1 --trace "$tmp/shards/s_1.bin"
+expect_error trace_is_log "--trace $tmp/both.jsonl is the --log file" -- \
+  "$ZT" "${T[@]}" --data "$tmp/good.bin" --steps 1 --log "$tmp/both.jsonl" --trace "$tmp/both.jsonl"
 expect_error log_symlink_to_config "--log $tmp/cfg_link.jsonl is the same file as --config $tmp/cfg.json" -- \
   "$ZT" "${T[@]}" --data "$tmp/good.bin" --config "$tmp/cfg.json" --log "$tmp/cfg_link.jsonl"
 ln -s "$tmp/ck/step-9/x.jsonl" "$tmp/dangling.jsonl"
