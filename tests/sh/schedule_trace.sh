@@ -76,7 +76,7 @@ fi
 msg=$(/usr/bin/python3 scripts/plot_schedule.py $out/a.jsonl -o $out/x.png 2>&1) && fail=1
 echo "$msg" | grep -q "no trace header" || { echo "FAIL: a log read as a trace: $msg"; fail=1; }
 msg=$(build/zerotrain $T --trace /nonexistent/dir/t.trace 2>&1) && fail=1
-[ "$(echo "$msg" | grep -c "cannot write the --trace file")" = 1 ] \
+[ "$(echo "$msg" | grep -c "cannot write the trace file")" = 1 ] \
     || { echo "FAIL: unwritable --trace: $msg"; fail=1; }
 [ $fail = 0 ] && echo "PASS schedule_trace"
 exit $fail
