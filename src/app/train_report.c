@@ -35,10 +35,10 @@ static void print_recompute(const zt_trainer *t) {
     if (r->mode == ZT_RECOMPUTE_NONE) return;
     char which[48] = "every block";
     if (r->layers) snprintf(which, sizeof which, "each stage's first %d blocks", r->layers);
-    printf("recompute %s: %s %s in the backward (the same results, less activation memory)\n",
+    printf("recompute %s (%s): %s in the backward (the same results, less activation memory)\n",
            zt_recompute_mode_name(r->mode), which,
-           r->mode == ZT_RECOMPUTE_FULL ? "run their forward again"
-                                        : "remake their LayerNorm and GELU outputs");
+           r->mode == ZT_RECOMPUTE_FULL ? "the block's forward runs again"
+                                        : "the LayerNorm and GELU outputs are made again");
 }
 
 void zt_trainer_print_start(zt_trainer *t) {
