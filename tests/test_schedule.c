@@ -726,3 +726,48 @@ ZT_TEST(schedule_simulate_stage_costs) {
     CHECK(per[0].idle == 15 && per[1].idle == 3);
     return ZT_PASS;
 }
+
+// zt_schedule_chunk_slots: walking every interleaved list (and the 1-chunk kinds), the
+// micro-batches of a chunk alive at once (from the receive of their input, or their forward,
+// to the end of their backward) never share a slot k mod slots, and the count is reached.
+ZT_TEST(schedule_chunk_slots) {
+    enum { MAXLIVE = MAX_M * MAX_V };
+    for (int V = 1; V <= MAX_V; V++)
+        for (int p = 2; p <= MAX_P; p++)
+            for (int m = p; m <= MAX_M; m += p)
+                for (int st = 0; st < p; st++) {
+                    zt_schedule s;
+                    zt_schedule_kind kind = V == 1 ? ZT_SCHED_1F1B : ZT_SCHED_INTERLEAVED;
+                    CHECK(zt_schedule_build_chunks(&s, kind, p, st, m, V) == ZT_OK);
+                    for (int c = 0; c < V; c++) {
+                        int n = zt_schedule_chunk_slots(&s, c), live = 0, peak = 0;
+                        char used[MAXLIVE] = {0}; // slot in use by a live micro-batch
+                        int ok = n >= 1 && n <= m;
+                        for (int i = 0; i < s.n_actions && ok; i++) {
+                            const zt_sched_action *a = &s.actions[i];
+                            if (a->chunk != c) continue;
+                            int recv = a->op == ZT_SCHED_OP_RECV_FWD;
+                            int fwd_alone = a->op == ZT_SCHED_OP_FWD &&
+                                            (i == 0 || s.actions[i - 1].op != ZT_SCHED_OP_RECV_FWD ||
+                                             s.actions[i - 1].chunk != c);
+                            if (recv || fwd_alone) {
+                                ok = !used[a->micro % n];
+                                used[a->micro % n] = 1;
+                                if (++live > peak) peak = live;
+                            }
+                            if (a->op == ZT_SCHED_OP_BWD) {
+                                used[a->micro % n] = 0;
+                                live--;
+                            }
+                        }
+                        if (!ok || peak != n)
+                            fprintf(stderr, "  V=%d p=%d m=%d stage %d chunk %d: slots %d, "
+                                    "peak %d, %s\n", V, p, m, st, c, n, peak,
+                                    ok ? "no clash" : "two live micro-batches share a slot");
+                        CHECK(ok && peak == n);
+                        if (V == 1) CHECK_EQ_INT(n, zt_schedule_peak_in_flight(&s));
+                    }
+                    zt_schedule_free(&s);
+                }
+    return ZT_PASS;
+}
