@@ -747,9 +747,9 @@ ZT_TEST(schedule_chunk_slots) {
                             const zt_sched_action *a = &s.actions[i];
                             if (a->chunk != c) continue;
                             int recv = a->op == ZT_SCHED_OP_RECV_FWD;
+                            const zt_sched_action *b = i ? &s.actions[i - 1] : NULL;
                             int fwd_alone = a->op == ZT_SCHED_OP_FWD &&
-                                            (i == 0 || s.actions[i - 1].op != ZT_SCHED_OP_RECV_FWD ||
-                                             s.actions[i - 1].chunk != c);
+                                            (!b || b->op != ZT_SCHED_OP_RECV_FWD || b->chunk != c);
                             if (recv || fwd_alone) {
                                 ok = !used[a->micro % n];
                                 used[a->micro % n] = 1;
