@@ -546,14 +546,32 @@ static double stage_cost(void *ctx, int stage, int first, int last) {
                                      zt_plan_stage_slots(k->s, stage));
 }
 
-zt_status zt_plan_partition_cached(const zt_plan_spec *s, zt_plan_cache *cache,
-                                   zt_partition *out) {
+// The partition builder's message names its stage count --pp: under interleaved say that it
+// counts chunks.
+static zt_status chunks_error(const zt_plan_spec *s) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", zt_error_message());
+    return zt_errorf("%s (--schedule interleaved partitions --pp %d x --virtual-stages %d = %d "
+                     "chunks: --pp %d above counts them; lower --virtual-stages, or give "
+                     "--partition unit ranges, one per chunk)",
+                     msg, s->pp, s->virtual_stages, zt_plan_partition_stages(s),
+                     zt_plan_partition_stages(s));
+}
+
+static zt_status partition_cached(const zt_plan_spec *s, zt_plan_cache *cache,
+                                  zt_partition *out) {
     if (!zt_partition_needs_costs(s->partition))
         return zt_partition_build(out, s->partition, &s->shape, zt_plan_partition_stages(s),
                                   NULL);
     cost_ctx k = {s, cache};
     return zt_partition_build_staged(out, zt_unit_count(&s->shape), zt_plan_partition_stages(s),
                                      stage_cost, &k);
+}
+
+zt_status zt_plan_partition_cached(const zt_plan_spec *s, zt_plan_cache *cache,
+                                   zt_partition *out) {
+    zt_status st = partition_cached(s, cache, out);
+    return st != ZT_OK && s->virtual_stages > 1 ? chunks_error(s) : st;
 }
 
 zt_status zt_plan_partition(const zt_plan_spec *s, zt_partition *out) {
