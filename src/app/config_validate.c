@@ -191,8 +191,9 @@ static zt_status check_interleaved(const zt_config *c) {
          "of --pp (Megatron's order): --grad-accum %d is not a multiple of --pp %d; use "
          "--grad-accum %d", c->grad_accum, c->pp, (c->grad_accum / c->pp + 1) * c->pp);
     NEED(chunks <= units, "--pp %d x --virtual-stages %d = %d chunks, but the model has only %d "
-         "units to split (the embedding, %d blocks, the head): lower --virtual-stages or --pp, "
-         "or use more --n-layer", c->pp, V, chunks, units, c->n_layer);
+         "units to split (the embedding, %d block%s, the head): lower --virtual-stages or "
+         "--pp, or use more --n-layer", c->pp, V, chunks, units, c->n_layer,
+         c->n_layer == 1 ? "" : "s");
     NEED(c->sample_every == 0, "--sample-every decodes through each rank's contiguous layers, "
          "and under --schedule interleaved a rank's layers are not contiguous: leave "
          "--sample-every out (sample the saved model with `zerotrain generate`)");
