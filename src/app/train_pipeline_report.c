@@ -133,6 +133,11 @@ static void write_trace(zt_trainer *t, const double *fig) {
         stage_costs(fig, g->world, g->pp, 0, c);
         trace_simulated(t, t->sched.kind, c, "sim");
         stage_costs(fig, g->world, g->pp, 1, c);
+        for (int s = 0; s < g->pp; s++) { // a stage's action there computes all its chunks
+            c[s].f *= t->n_chunks;
+            c[s].b *= t->n_chunks;
+            c[s].w *= t->n_chunks;
+        }
         trace_simulated(t, ZT_SCHED_ZB_H1, c, "sim-zb-h1");
         free(c);
         fflush(t->trace);
