@@ -7,9 +7,10 @@
 // action, which the interleaved generator places just before the compute that reads it. That
 // is the simulator's nonblocking transport (sends complete when posted, a receive waited for
 // by the compute that reads it), which tests/test_schedule.c proves free of deadlock for
-// every list this executor runs. Activations travel with tag 0, gradients with tag 1: at
-// pp 2 both kinds go between the same two ranks (comm.h: tags must not be needed to order
-// messages, which schedule_ring_order tests).
+// every list this executor runs. At pp 2 activations (the ring's wrap) and gradients go
+// between the same two ranks; they carry tags 0 and 1, but the order alone matches them, as
+// comm.h requires (NCCL has no tags): each rank receives from a peer in the order the peer
+// sends, kinds mixed (tests/test_schedule.c, schedule_ring_order).
 //
 // Buffers are the caller's, one per (chunk, slot) over all chunks ("slot" below: the
 // trainer's index of it): a forward's output is sent from its activation slot, a backward's
