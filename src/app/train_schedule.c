@@ -4,6 +4,8 @@
 // is the step's first and which backward its last.
 #include "trainer.h"
 
+#include <string.h>
+
 // Reads micro-batch `k` of step `step` for this dp rank into slot `slot`: sample indices
 // are global (step * G + (dp_rank * grad_accum + k) * B + b), so every layout sees the
 // same batch. Every stage reads (it is cheap); the first uses the inputs, the last the
@@ -74,10 +76,10 @@ static void transfer(zt_trainer *t, const zt_sched_action *a) {
     zt_pipe_comm_transfer(&t->pc, a, out, t->dinput);
 }
 
-// Micro-batch k's forward of chunk `ch` in its slot. The step's first forward (`first`)
-// reads the weights the last step's parameter gather may still be bringing: the
-// synchronizer waits for each unit's as the model asks (dp_sync.h); that wait is
-// communication, not compute. *start: when the forward begins, after the pipeline's wait
+// Micro-batch k's forward of chunk `ch` in its slot. The chunk's first forward of the step
+// (`first`; with one chunk the step's first) reads the weights the last step's parameter
+// gather may still be bringing: the synchronizer waits for each unit's as the model asks
+// (dp_sync.h); that wait is communication, not compute. *start: when the forward begins, after the pipeline's wait
 // for its input (the --trace timeline).
 static void forward(zt_trainer *t, uint64_t step, int ch, int k, float loss_scale, int first,
                     double *start) {
@@ -151,6 +153,8 @@ static void backward_weight(zt_trainer *t, int k, int last) {
 double zt_trainer_run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
     double start = zt_mono_s();
     int first_fwd = first_forward(&t->sched), last_bwd = last_backward(&t->sched);
+    char read[t->n_chunks]; // chunks whose weights a forward of this step has read
+    memset(read, 0, sizeof read);
     t->compute_s = t->fwd_s = t->bwd_s = t->wgt_s = 0.0;
     if (t->chunks) zt_pipe_ring_begin(&t->ring);
     else zt_pipe_comm_begin(&t->pc);
@@ -159,7 +163,12 @@ double zt_trainer_run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
         double *at = &t->action_t[2 * i]; // a compute's: after the waits for its inputs
         *at = zt_mono_s();
         int c = a->chunk, k = a->micro;
-        if (a->op == ZT_SCHED_OP_FWD) forward(t, step, c, k, loss_scale, i == first_fwd, at);
+        // a chunk's first forward reads its units' weights first (the step's first forward
+        // is chunk 0's): the gather's pieces are waited for there
+        int first = a->op == ZT_SCHED_OP_FWD && !read[c];
+        if (first) read[c] = 1;
+        ZT_ASSERT(!first || c > 0 || i == first_fwd);
+        if (a->op == ZT_SCHED_OP_FWD) forward(t, step, c, k, loss_scale, first, at);
         else if (a->op == ZT_SCHED_OP_BWD) backward(t, c, k, i == last_bwd, 0, at);
         else if (a->op == ZT_SCHED_OP_BWD_B) backward(t, c, k, 0, 1, at);
         else if (a->op == ZT_SCHED_OP_BWD_W) backward_weight(t, a->micro, i == last_bwd);
