@@ -222,7 +222,8 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
     size_t dinputs = t->n_chunks > 1 ? (size_t)t->n_slots : 1; // interleaved: sends in flight
     t->dinput = zt_be_alloc(t->be, ZT_MEM_COMM, dinputs * NC * sizeof(float));
     init_dp_sync(t);
-    if (t->n_chunks > 1) zt_pipe_ring_init(&t->ring, g->pp_data, g->pp_rank, g->pp, NC, t->n_slots);
+    if (t->n_chunks > 1)
+        zt_pipe_ring_init(&t->ring, g->pp_data, g->pp_rank, g->pp, NC, t->n_slots);
     else
         zt_pipe_comm_init(&t->pc, g->pp_data, g->pp_rank, g->pp, NC, t->n_slots, c->grad_accum,
                           t->recv_in, t->recv_dout, overlap_comm(t));

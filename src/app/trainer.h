@@ -130,6 +130,12 @@ static inline size_t zt_trainer_act_count(const zt_trainer *t) {
 static inline zt_gpt2 *zt_trainer_chunk(zt_trainer *t, int c) {
     return t->chunks ? &t->chunks[c] : &t->model;
 }
+// The model whose compute settings (loss chunk, recomputation, sequence parallelism) the
+// report shows: the stage's, or under interleaved its first chunk's view (the rank's model
+// there only holds the buffers).
+static inline const zt_gpt2 *zt_trainer_compute_model(const zt_trainer *t) {
+    return t->chunks ? &t->chunks[0] : &t->model;
+}
 // The trainer's buffer index of micro-batch k of chunk c (its activation slot in the
 // chunk's model: k mod chunk_slots[c]).
 static inline int zt_trainer_slot(const zt_trainer *t, int c, int k) {

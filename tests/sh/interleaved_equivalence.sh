@@ -18,7 +18,9 @@
 # Then a 1F1B checkpoint resumed under interleaved, and an interleaved one under 1F1B, equal
 # the uninterrupted 1F1B run bit for bit.
 set -euo pipefail
+# ZT_BACKEND=cuda: the same runs on build/zerotrain-cuda --backend cuda (tests/env.sh)
 . tests/env.sh
+zt_layout_backend
 out=build/test_interleaved; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
 MPI="mpirun --oversubscribe --allow-run-as-root"
@@ -28,7 +30,7 @@ common="--n-layer 4 --n-head 4 --n-embd 64 --vocab 256 --n-ctx 64 --seq 32 --mic
 fail=0
 run() { # name np extra...
   local name=$1 np=$2; shift 2
-  $MPI -np $np build/zerotrain $common "$@" --log $out/$name.jsonl --save $out/$name \
+  $MPI -np $np $ZT_TRAIN $common "$@" --log $out/$name.jsonl --save $out/$name \
       > $out/$name.out 2>&1 || { tail -30 $out/$name.out; exit 1; }
 }
 figures() { grep -o '"\(loss\|grad_norm\|val_loss\)":[^,}]*' "$1"; }
@@ -53,7 +55,8 @@ layout() { # name np_interleaved np_1f1b V extra...: interleaved pp 2 x V agains
 }
 layout v2 2 4 2 --grad-accum 4
 layout v3 2 6 3 --grad-accum 4 --partition 0:1,1:2,2:3,3:4,4:5,5:6 # a unit per chunk
-grep -q "stage 0: embed |" $out/v3_int.out || { echo "FAIL v3: the first chunk is not embed-only"; fail=1; }
+grep -q "stage 0: embed |" $out/v3_int.out ||
+  { echo "FAIL v3: the first chunk is not embed-only"; fail=1; }
 layout v2_dp2_zero1 4 8 2 --dp 2 --zero 1 --grad-accum 2
 layout v2_dp2_overlap 4 8 2 --dp 2 --zero 1 --overlap-comm on --bucket-mib 0 --grad-accum 2
 layout v2_tp2 4 8 2 --tp 2 --grad-accum 2
