@@ -180,12 +180,13 @@ static zt_status init_chunks(zt_trainer *t, const zt_act_options *opts) {
 }
 
 // The interleaved ring's sends must not hold the stage (pipe_ring.h): a pipeline path
-// without nonblocking point-to-point (host staging) cannot run it.
+// without nonblocking point-to-point (host staging; NCCL's backend, so far) cannot run it.
 static zt_status check_ring(const zt_trainer *t) {
     if (t->n_chunks == 1 || zt_comm_has_async_p2p(t->grid.pp_data)) return ZT_OK;
-    return zt_errorf("--schedule interleaved needs nonblocking pipeline transfers, and this "
-                     "run's pipeline path stages through host memory, which has none: use "
-                     "--schedule 1f1b, or leave --tensor-path staged out");
+    return zt_errorf("--schedule interleaved needs nonblocking pipeline transfers (isend and "
+                     "irecv), which this run's pipeline path lacks (NCCL's backend and host "
+                     "staging have none yet; MPI between CPU ranks has): use --schedule 1f1b, "
+                     "or run the CPU backend without --tensor-path staged");
 }
 
 static zt_status setup(zt_trainer *t, const char *argv0) {

@@ -9,8 +9,8 @@
 // by the compute that reads it), which tests/test_schedule.c proves free of deadlock for
 // every list this executor runs. At pp 2 activations (the ring's wrap) and gradients go
 // between the same two ranks; they carry tags 0 and 1, but the order alone matches them, as
-// comm.h requires (NCCL has no tags): each rank receives from a peer in the order the peer
-// sends, kinds mixed (tests/test_schedule.c, schedule_ring_order).
+// comm.h requires (NCCL has no tags, nor yet isend/irecv here): each rank receives from a peer
+// in the order the peer sends, kinds mixed (tests/test_schedule.c, schedule_ring_order).
 //
 // Buffers are the caller's, one per (chunk, slot) over all chunks ("slot" below: the
 // trainer's index of it): a forward's output is sent from its activation slot, a backward's
