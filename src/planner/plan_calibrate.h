@@ -1,0 +1,21 @@
+// `zerotrain plan --calibrate`: this machine's op rates, measured by running the model's
+// step on the CPU backend under the --profile decorator and dividing the recorded work of
+// the same passes (plan_cost.h) by each phase's time; its copy bandwidth for the links.
+#ifndef ZT_PLAN_CALIBRATE_H
+#define ZT_PLAN_CALIBRATE_H
+
+#include <stdio.h>
+
+#include "plan_device.h"
+#include "planner.h"
+
+// Measures the rates at s's model and sequence on s->threads threads (tp 1, one stage
+// holding every unit), at the micro-batch and half of it (twice it for 1): a warm-up step
+// then `steps` steps of each per dtype (fp32, and bf16 where the backend has it), each
+// phase's median; each phase's rate and per-call time fitted to the two; progress lines to
+// `progress`. Fills d as
+// the `cpu` device (rates and peaks measured; links: the copy bandwidth, assumed to be what
+// MPI's shared memory reaches). Fails where the CPU backend does not open.
+zt_status zt_plan_calibrate(const zt_plan_spec *s, int steps, FILE *progress, zt_plan_device *d);
+
+#endif
