@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <sched.h>
 #include <string.h>
 
 #include "backend_profile.h"
@@ -105,6 +106,55 @@ static double copy_bandwidth(void) {
     return best;
 }
 
+// A fixed arithmetic loop (no memory traffic), for the cores measurement.
+static double spin_work(long n) {
+    volatile double x = 1.0;
+    for (long i = 0; i < n; i++) x = x * 1.0000001 + 1e-9;
+    return x;
+}
+
+// The cores concurrent threads reach now: `n` threads each doing the work one thread does
+// alone take longer in proportion to what they share (other users' processes included).
+static double measure_cores(int n) {
+    long work = 20000000;
+    double t0 = now_s();
+    spin_work(work);
+    double one = now_s() - t0;
+    t0 = now_s();
+#pragma omp parallel num_threads(n)
+    spin_work(work);
+    double all = now_s() - t0;
+    return fmin((double)n, n * one / all);
+}
+
+// Half a round trip between two threads that take turns through one shared flag, yielding
+// while they wait (as MPI's ranks do on an oversubscribed machine): a message's latency
+// between two ranks of this machine, the scheduler's delays included. The mean of `n`.
+static double measure_latency(int n) {
+    volatile int turn = 0;
+    double *t = calloc((size_t)n, sizeof *t);
+    ZT_ASSERT(t);
+#pragma omp parallel num_threads(2)
+    {
+        int me = omp_get_thread_num();
+        for (int i = 0; i < n; i++) {
+            double t0 = now_s();
+            if (me == 0) {
+                __atomic_store_n(&turn, 1, __ATOMIC_RELEASE);
+                while (__atomic_load_n(&turn, __ATOMIC_ACQUIRE) != 0) sched_yield();
+                t[i] = (now_s() - t0) / 2.0;
+            } else {
+                while (__atomic_load_n(&turn, __ATOMIC_ACQUIRE) != 1) sched_yield();
+                __atomic_store_n(&turn, 0, __ATOMIC_RELEASE);
+            }
+        }
+    }
+    double sum = 0.0; // the mean: a message now and then waits a scheduler's time slice
+    for (int i = 0; i < n; i++) sum += t[i];
+    free(t);
+    return sum / n;
+}
+
 // The recorded work of the timed passes.
 static zt_record work_of(const zt_plan_spec *s) {
     zt_plan_stage_work w;
@@ -188,17 +238,27 @@ zt_status zt_plan_calibrate(const zt_plan_spec *s, int steps, FILE *progress, zt
     d->peak_flops[1] = d->rate[ZT_PHASE_GEMM][1];
     double bw = copy_bandwidth();
     // MPI's shared memory copies a message in and out: half the copy bandwidth (assumed)
-    d->intra = d->inter = (zt_plan_link){bw / 2.0, 5e-6};
+    double lat = measure_latency(2000);
+    // at least the threads the rates were measured on: their slowdown is in the rates
+    d->cores = fmax((double)s->threads, measure_cores(omp_get_num_procs()));
+    d->intra = d->inter = (zt_plan_link){bw / 2.0, lat};
     d->rate_src = d->peak_src = ZT_FIG_MEASURED;
-    d->link_src = ZT_FIG_ASSUMED;
+    d->link_src = ZT_FIG_MEASURED;
     d->memory_src = ZT_FIG_MEASURED;
+    char load[32] = "unknown";
+    FILE *lf = fopen("/proc/loadavg", "r");
+    if (lf) {
+        if (fscanf(lf, "%31s", load) != 1) snprintf(load, sizeof load, "unknown");
+        fclose(lf);
+    }
     time_t now = time(NULL);
     char when[32];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     snprintf(d->note, sizeof d->note,
-             "measured %s at --micro-batch %d --seq %d, %d layers of %d channels; peak = the "
-             "measured GEMM rate; link = half the copy bandwidth %.2g GB/s, 5 us (assumed)",
-             when, s->micro_batch, s->seq, s->shape.n_layer, s->shape.n_embd, bw / 1e9);
+             "measured %s at --micro-batch %d --seq %d, %d layers of %d channels (load %s); "
+             "peak = the measured GEMM rate; link: half the copy bandwidth (%.2g GB/s: MPI's "
+             "shared memory copies in and out, assumed), latency a thread ping-pong's",
+             when, s->micro_batch, s->seq, s->shape.n_layer, s->shape.n_embd, load, bw / 1e9);
     zt_backend_close(&cpu);
     return ZT_OK;
 }

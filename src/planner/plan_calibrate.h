@@ -13,9 +13,10 @@
 // holding every unit), at the micro-batch and half of it (twice it for 1): a warm-up step
 // then `steps` steps of each per dtype (fp32, and bf16 where the backend has it), each
 // phase's median; each phase's rate and per-call time fitted to the two; progress lines to
-// `progress`. Fills d as
-// the `cpu` device (rates and peaks measured; links: the copy bandwidth, assumed to be what
-// MPI's shared memory reaches). Fails where the CPU backend does not open.
+// `progress`. Also the cores that concurrent threads reach now (the load of other users
+// included) and a message's latency between two threads (a ping-pong). Fills d as the `cpu`
+// device (rates, peaks, cores and latency measured; the links' bandwidth half the copy
+// bandwidth, assumed). Fails where the CPU backend does not open.
 zt_status zt_plan_calibrate(const zt_plan_spec *s, int steps, FILE *progress, zt_plan_device *d);
 
 #endif

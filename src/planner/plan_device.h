@@ -37,6 +37,9 @@ typedef struct {
     zt_fig_source link_src;
     int host;                   // a CPU: its ranks share the machine's memory
     int threads;                // the threads per rank the rates were measured with (0: a GPU)
+    double cores;               // a CPU: the cores its ranks' threads share (measured: what
+                                // concurrent threads reached, other users' load included);
+                                // compute slows by (ranks x threads) / cores beyond it
     char note[320];             // where the measured or file figures came from
 } zt_plan_device;
 

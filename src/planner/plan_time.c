@@ -39,6 +39,13 @@ static double tp_time(const zt_comm_record *r, int tp, const zt_plan_link *l) {
 
 // ---------------------------------------------------------------- passes
 
+// How much slower a CPU's kernels run when the ranks' threads outnumber its cores.
+static double contention(const zt_plan_spec *s, const zt_plan_device *d) {
+    if (!d->host || d->cores <= 0) return 1.0;
+    double threads = (double)s->dp * s->pp * s->tp * (d->threads > 0 ? d->threads : 1);
+    return fmax(1.0, threads / d->cores);
+}
+
 static double ops_time(const zt_record *r, const zt_plan_device *d, int dt) {
     double t = 0.0;
     for (int p = 0; p < ZT_PHASE_COUNT; p++) {
@@ -71,9 +78,10 @@ static zt_status price_stage(const zt_plan_spec *s, const zt_plan_device *d, int
     int r0 = zt_grid_rank(0, k, 0, s->dp, s->pp, s->tp);
     const zt_plan_link *tl = link_of(d, rpn, r0, r0 + s->tp - 1);
     memset(o, 0, sizeof *o);
-    o->f = ops_time(&w.f.ops, d, dt);
-    o->b = ops_time(&w.b.ops, d, dt);
-    o->w = ops_time(&w.w.ops, d, dt);
+    double slow = contention(s, d);
+    o->f = slow * ops_time(&w.f.ops, d, dt);
+    o->b = slow * ops_time(&w.b.ops, d, dt);
+    o->w = slow * ops_time(&w.w.ops, d, dt);
     o->tf = tp_time(&w.f.tp, s->tp, tl);
     o->tb = tp_time(&w.b.tp, s->tp, tl);
     o->tw = tp_time(&w.w.tp, s->tp, tl);
@@ -170,7 +178,7 @@ static void after_passes(const zt_plan_spec *s, const zt_plan_device *d, int rpn
     zt_plan_shard(s, numel, 0, &lo_e, &hi_e);
     zt_record opt;
     zt_plan_optimizer_work(s, hi_e - lo_e, numel, &opt);
-    *opt_s = ops_time(&opt, d, dt);
+    *opt_s = contention(s, d) * ops_time(&opt, d, dt);
 }
 
 zt_status zt_plan_time_of(const zt_plan_spec *s, const zt_partition *p, const zt_plan_device *d,
