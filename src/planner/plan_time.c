@@ -188,14 +188,9 @@ zt_status zt_plan_time_of(const zt_plan_spec *s, const zt_partition *p, const zt
     stage_price *sp = calloc((size_t)P, sizeof *sp);
     ZT_ASSERT(sp);
     zt_status st = ZT_OK;
-    // middle stages alike (no embedding, no head, as many blocks) are priced once
-    for (int k = 0; k < P && st == ZT_OK; k++) {
-        int blocks = p->first[k + 1] - p->first[k], same = -1;
-        for (int j = 1; j < k && k < P - 1; j++)
-            if (p->first[j + 1] - p->first[j] == blocks) same = j;
-        if (same > 0) sp[k] = sp[same];
-        else st = price_stage(s, d, ranks_per_node, p, k, split, &sp[k]);
-    }
+    // (stages alike are recorded once: zt_plan_stage_work_of keeps its answers)
+    for (int k = 0; k < P && st == ZT_OK; k++)
+        st = price_stage(s, d, ranks_per_node, p, k, split, &sp[k]);
     double span = 0.0, busy0 = 0.0, post_max = 0.0, dp0 = 0, emb0 = 0, opt0 = 0;
     if (st == ZT_OK) st = pipeline(s, sp, overlap, &span, &busy0);
     if (st == ZT_OK) {
