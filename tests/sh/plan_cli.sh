@@ -68,6 +68,33 @@ for p in ps:
     assert "--pp 4 " in f and "--schedule zb-h1 " in f and "--param-dtype fp32 " in f, f
 PY
 
+# The collectives' arithmetic, against a hand calculation on a device file whose links are
+# 1 GB/s with no latency to speak of (1e-30 s: the file's figures are positive) and whose kernels are instant next to them: dp 2's gradient
+# all-reduce of G bytes (zero 0) is a ring, 2 (n-1)/n G / bw = G / bw exposed without
+# overlap; zero 1's reduce-scatter plus all-gather the same; G = the flat buffer (memory's
+# numel) x 4 bytes.
+"$PY" - "$tmp/slow_links.json" <<'PY'
+import json, sys
+r = {k: [1e30, 1e30] for k in ("gemm", "attention", "loss", "elementwise", "optimizer", "grad_norm", "memory", "comm")}
+json.dump({"name": "slow links", "backend": "cpu", "rates": r, "peak_fp32": 1e12, "peak_bf16": 1e12,
+           "intra_bandwidth": 1e9, "intra_latency": 1e-30, "inter_bandwidth": 1e9, "inter_latency": 1e-30,
+           "memory_bytes": 1e12}, open(sys.argv[1], "w"))
+PY
+for z in 0 1; do
+  L=(--model tiny --seq 64 --dp 2 --pp 1 --tp 1 --zero $z --optim adamw --param-dtype fp32 --recompute none --schedule 1f1b --micro-batch 4 --overlap-comm off --threads 1)
+  if "$ZT" plan --world 2 --device "$tmp/slow_links.json" --global-batch 8 "${L[@]}" --json >"$tmp/ring$z.json" 2>"$tmp/ring$z.err" \
+     && "$ZT" memory --json "${L[@]}" --grad-accum 1 >"$tmp/ringm$z.json" 2>/dev/null \
+     && "$PY" - "$tmp/ring$z.json" "$tmp/ringm$z.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["plans"][0]; m = json.load(open(sys.argv[2]))
+G = m["ranks"][0]["numel"] * 4
+assert abs(p["dp_s"] - G / 1e9) <= 1e-9 * G / 1e9 + 1e-12, (p["dp_s"], G / 1e9)
+assert p["compute_s"] < 1e-12 and p["tp_s"] == 0 and p["pp_s"] == 0, p
+PY
+  then echo "ok   zero $z: dp exposed = G / bw, as a ring of 2 computes"
+  else fail "zero $z ring"; show "$tmp/ring$z.err"; fi
+done
+
 # The impossible question: one error naming the smallest need; memory confirms it.
 expect_error impossible "re:no layout of 64 ranks fits 1\.00 GiB per rank: the smallest need of any layout is [0-9.]+ GiB" \
   -- "$ZT" plan "${Q[@]}" --mem-limit 1G
