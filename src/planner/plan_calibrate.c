@@ -27,10 +27,22 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// How much the same work's time wanders on this machine (other users' load): the steps'
+// standard deviation over the square root of their mean (seconds^1/2), so that a stretch of
+// work t wanders by jitter x sqrt(t) (independent slices of time adding up); 0 for fewer
+// than 2 steps.
+static double jitter_of(const double *walls, int n) {
+    if (n < 2) return 0.0;
+    double mean = 0.0, var = 0.0;
+    for (int i = 0; i < n; i++) mean += walls[i] / n;
+    for (int i = 0; i < n; i++) var += (walls[i] - mean) * (walls[i] - mean) / (n - 1);
+    return sqrt(var) / sqrt(mean);
+}
+
 // One micro-batch's forward and backward `steps` times on the profiled backend: each
-// phase's median seconds into secs[].
-static void time_passes(const zt_plan_spec *s, const zt_backend *be, zt_profile *acc,
-                        int steps, FILE *progress, const char *what, double *secs) {
+// phase's median seconds into secs[]; returns the steps' jitter (jitter_of).
+static double time_passes(const zt_plan_spec *s, const zt_backend *be, zt_profile *acc,
+                          int steps, FILE *progress, const char *what, double *secs) {
     zt_dtype dt = s->param_bytes == 2 ? ZT_BF16 : ZT_F32;
     int units = zt_unit_count(&s->shape);
     zt_gpt2 m;
@@ -43,8 +55,9 @@ static void time_passes(const zt_plan_spec *s, const zt_backend *be, zt_profile 
     int32_t *h = be->ops->map(be, tok, 2 * BT * sizeof(int32_t), 0);
     for (size_t i = 0; i < 2 * BT; i++) h[i] = (int32_t)((i * 7919u) % (unsigned)s->shape.vocab);
     be->ops->unmap(be, tok, h, 2 * BT * sizeof(int32_t), 1);
-    double *per = calloc((size_t)steps * ZT_PHASE_COUNT, sizeof *per);
+    double *per = calloc((size_t)steps * (ZT_PHASE_COUNT + 1), sizeof *per);
     ZT_ASSERT(per);
+    double *walls = per + (size_t)steps * ZT_PHASE_COUNT;
     for (int i = -1; i < steps; i++) { // step -1 warms the caches and the threads
         zt_profile before = *acc;
         double t0 = now_s();
@@ -58,11 +71,14 @@ static void time_passes(const zt_plan_spec *s, const zt_backend *be, zt_profile 
                     now_s() - t0);
         for (int p = 0; i >= 0 && p < ZT_PHASE_COUNT; p++)
             per[(size_t)p * steps + i] = d.wall[p];
+        if (i >= 0) walls[i] = now_s() - t0;
     }
     for (int p = 0; p < ZT_PHASE_COUNT; p++) secs[p] = median(per + (size_t)p * steps, steps);
+    double jitter = jitter_of(walls, steps);
     free(per);
     be->ops->free(be, tok);
     zt_gpt2_free(&m);
+    return jitter;
 }
 
 // The optimizer's and the gradient norm's rates: n elements, `steps` times, the median.
@@ -214,9 +230,10 @@ zt_status zt_plan_calibrate(const zt_plan_spec *s, int steps, FILE *progress, zt
         if (dt && !cpu.caps->bf16) break;
         char what[64];
         snprintf(what, sizeof what, "%s, micro-batch %d", dt ? "bf16" : "fp32", small.micro_batch);
-        time_passes(&small, &prof, &acc, steps, progress, what, t1);
+        double j1 = time_passes(&small, &prof, &acc, steps, progress, what, t1);
         snprintf(what, sizeof what, "%s, micro-batch %d", dt ? "bf16" : "fp32", big.micro_batch);
-        time_passes(&big, &prof, &acc, steps, progress, what, t2);
+        double j2 = time_passes(&big, &prof, &acc, steps, progress, what, t2);
+        if (dt == 0) d->jitter = 0.5 * (j1 + j2);
         zt_record w1 = work_of(&small), w2 = work_of(&big);
         fit(&w1, t1, &w2, t2, d, dt);
     }

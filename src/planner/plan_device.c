@@ -119,6 +119,8 @@ static zt_status parse(zt_plan_device *d, const cJSON *o, const char *path, zt_f
     if (cJSON_IsNumber(th) && th->valueint > 0) d->threads = th->valueint;
     const cJSON *cores = cJSON_GetObjectItemCaseSensitive(o, "cores");
     if (cJSON_IsNumber(cores) && cores->valuedouble > 0) d->cores = cores->valuedouble;
+    const cJSON *jit = cJSON_GetObjectItemCaseSensitive(o, "jitter");
+    if (cJSON_IsNumber(jit) && jit->valuedouble > 0) d->jitter = jit->valuedouble;
     if (cJSON_IsString(note)) snprintf(d->note, sizeof d->note, "%s", note->valuestring);
     return ZT_OK;
 }
@@ -170,9 +172,9 @@ void zt_plan_device_write_json(const zt_plan_device *d, FILE *f) {
         fprintf(f, "%s%.6g", p ? "," : "", d->op_latency[p]);
     fprintf(f, "],\"peak_fp32\":%.6g,\"peak_bf16\":%.6g,\"memory_bytes\":%.6g,"
                "\"intra_bandwidth\":%.6g,\"intra_latency\":%.6g,\"inter_bandwidth\":%.6g,"
-               "\"inter_latency\":%.6g,\"threads\":%d,\"cores\":%.4g,\"note\":\"%s\"",
+               "\"inter_latency\":%.6g,\"threads\":%d,\"cores\":%.4g,\"jitter\":%.4g,\"note\":\"%s\"",
             d->peak_flops[0], d->peak_flops[1], d->memory_bytes, d->intra.bw, d->intra.latency,
-            d->inter.bw, d->inter.latency, d->threads, d->cores, d->note);
+            d->inter.bw, d->inter.latency, d->threads, d->cores, d->jitter, d->note);
     fprintf(f, ",\"sources\":{\"rates\":\"%s\",\"peaks\":\"%s\",\"memory\":\"%s\","
                "\"links\":\"%s\"}}",
             zt_fig_source_name(d->rate_src), zt_fig_source_name(d->peak_src),
@@ -200,8 +202,9 @@ void zt_plan_device_describe(const zt_plan_device *d, FILE *f) {
                 zt_fig_source_name(d->rate_src), d->op_latency[ZT_PHASE_GEMM] * 1e6,
                 d->op_latency[ZT_PHASE_ATTENTION] * 1e6, d->op_latency[ZT_PHASE_ELEMENTWISE] * 1e6);
     if (d->host && d->cores > 0)
-        fprintf(f, "  cores %s: %.2g (what concurrent threads reached, other work included)\n",
-                zt_fig_source_name(d->rate_src), d->cores);
+        fprintf(f, "  cores %s: %.2g (what concurrent threads reached, other work included); "
+                   "jitter %.3g s^1/2 (how the same work's time wanders)\n",
+                zt_fig_source_name(d->rate_src), d->cores, d->jitter);
     fprintf(f, "  peaks %s: %.3g / %.3g TFLOP/s (the MFU's denominator)\n",
             zt_fig_source_name(d->peak_src), d->peak_flops[0] / 1e12, d->peak_flops[1] / 1e12);
     fprintf(f, "  links %s: within a machine %.3g GB/s + %.3g us, across %.3g GB/s + %.3g us\n",

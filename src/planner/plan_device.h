@@ -40,6 +40,9 @@ typedef struct {
     double cores;               // a CPU: the cores its ranks' threads share (measured: what
                                 // concurrent threads reached, other users' load included);
                                 // compute slows by (ranks x threads) / cores beyond it
+    double jitter;              // a CPU: how a stretch of work t wanders, jitter x sqrt(t)
+                                // seconds (other users' load; measured): ranks in lockstep
+                                // wait for the slowest at each synchronization
     char note[320];             // where the measured or file figures came from
 } zt_plan_device;
 

@@ -37,6 +37,30 @@ static double tp_time(const zt_comm_record *r, int tp, const zt_plan_link *l) {
     return t;
 }
 
+// What n ranks in lockstep wait at a synchronization after a stretch of work t each, on a
+// CPU whose time wanders (plan_device.h's jitter: each rank's stretch varies by
+// jitter x sqrt(t)): the expected maximum of n such times less their mean, sigma x E[max of
+// n standard normals] (1/sqrt(pi) for 2; sqrt(2 ln n) beyond, its large-n form). 0 on a
+// device whose time does not wander (the GPUs of the table).
+static double straggle(const zt_plan_device *d, int n, double t) {
+    if (n <= 1 || d->jitter <= 0 || t <= 0) return 0.0;
+    double z = n == 2 ? 1.0 / sqrt(M_PI) : sqrt(2.0 * log((double)n));
+    return z * d->jitter * sqrt(t);
+}
+
+static long tp_calls(const zt_comm_record *r) {
+    long n = 0;
+    for (int k = 0; k < ZT_RECORD_KIND_COUNT; k++) n += r->calls[k];
+    return n;
+}
+
+// A pass of `t` seconds cut by its c blocking tp collectives into c stretches: each waits
+// for the slowest of the group, straggle(t / c), c times.
+static double tp_straggle(const zt_plan_device *d, int tp, const zt_comm_record *r, double t) {
+    long c = tp_calls(r);
+    return c > 0 ? c * straggle(d, tp, t / c) : 0.0;
+}
+
 // ---------------------------------------------------------------- passes
 
 // How much slower a CPU's kernels run when the ranks' threads outnumber its cores.
@@ -82,15 +106,16 @@ static zt_status price_stage(const zt_plan_spec *s, const zt_plan_device *d, int
     o->f = slow * ops_time(&w.f.ops, d, dt);
     o->b = slow * ops_time(&w.b.ops, d, dt);
     o->w = slow * ops_time(&w.w.ops, d, dt);
-    o->tf = tp_time(&w.f.tp, s->tp, tl);
-    o->tb = tp_time(&w.b.tp, s->tp, tl);
-    o->tw = tp_time(&w.w.tp, s->tp, tl);
+    o->tf = tp_time(&w.f.tp, s->tp, tl) + tp_straggle(d, s->tp, &w.f.tp, o->f);
+    o->tb = tp_time(&w.b.tp, s->tp, tl) + tp_straggle(d, s->tp, &w.b.tp, o->b);
+    o->tw = tp_time(&w.w.tp, s->tp, tl) + tp_straggle(d, s->tp, &w.w.tp, o->w);
     if (s->pp > 1) {
         int next = zt_grid_rank(0, k + 1 < s->pp ? k + 1 : k, 0, s->dp, s->pp, s->tp);
         int prev = zt_grid_rank(0, k > 0 ? k - 1 : k, 0, s->dp, s->pp, s->tp);
         const zt_plan_link *nl = link_of(d, rpn, r0, next), *pl = link_of(d, rpn, prev, r0);
-        if (k + 1 < s->pp) o->send_f = w.act_bytes / nl->bw + nl->latency;
-        if (k > 0) o->send_b = w.act_bytes / pl->bw + pl->latency;
+        // a transfer pairs two stages, each after one pass: the later one is waited for
+        if (k + 1 < s->pp) o->send_f = w.act_bytes / nl->bw + nl->latency + straggle(d, 2, o->f);
+        if (k > 0) o->send_b = w.act_bytes / pl->bw + pl->latency + straggle(d, 2, o->b);
     }
     o->numel = (double)w.numel;
     // model flops: the same passes without recomputation
@@ -151,10 +176,11 @@ static zt_status pipeline(const zt_plan_spec *s, const stage_price *sp, int over
 // ---------------------------------------------------------------- after the passes
 
 // A stage's work after its last backward: the dp reduction and gather (their exposed
-// part), the tied embedding's all-reduce, the optimizer.
+// part, and the wait for the group's slowest rank after `span`), the tied embedding's
+// all-reduce, the optimizer.
 static void after_passes(const zt_plan_spec *s, const zt_plan_device *d, int rpn, int k,
-                         const stage_price *sp, int overlap, double *dp_s, double *embed_s,
-                         double *opt_s) {
+                         const stage_price *sp, double span, int overlap, double *dp_s,
+                         double *embed_s, double *opt_s) {
     int dt = s->param_bytes == 2;
     int lo = zt_grid_rank(0, k, 0, s->dp, s->pp, s->tp);
     int hi = zt_grid_rank(s->dp - 1, k, 0, s->dp, s->pp, s->tp);
@@ -166,7 +192,8 @@ static void after_passes(const zt_plan_spec *s, const zt_plan_device *d, int rpn
         reduce = fmax(0.0, reduce - sp->b);
         gather = fmax(0.0, gather - sp->f);
     }
-    *dp_s = reduce + gather;
+    // the dp group meets once after its passes: it waits for its slowest rank
+    *dp_s = reduce + gather + straggle(d, s->dp, span);
     *embed_s = 0.0;
     if (s->pp > 1 && (k == 0 || k == s->pp - 1)) {
         double wte = (double)s->shape.padded_vocab / s->tp * s->shape.n_embd * s->param_bytes;
@@ -196,7 +223,7 @@ zt_status zt_plan_time_of(const zt_plan_spec *s, const zt_partition *p, const zt
     if (st == ZT_OK) {
         for (int k = 0; k < P; k++) {
             double dps, emb, opt;
-            after_passes(s, d, ranks_per_node, k, &sp[k], overlap, &dps, &emb, &opt);
+            after_passes(s, d, ranks_per_node, k, &sp[k], span, overlap, &dps, &emb, &opt);
             post_max = fmax(post_max, dps + emb + opt);
             if (k == 0) dp0 = dps, emb0 = emb, opt0 = opt;
             out->model_flops += sp[k].flops * s->tp * m * s->dp;
