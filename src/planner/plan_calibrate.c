@@ -4,6 +4,8 @@
 #include <math.h>
 #include <omp.h>
 #include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "backend_profile.h"
@@ -143,6 +145,43 @@ static double measure_cores(int n) {
     return fmin((double)n, n * one / all);
 }
 
+static double sum_of(const double *v) {
+    double t = 0.0;
+    for (int p = 0; p < ZT_PHASE_COUNT; p++) t += v[p];
+    return t;
+}
+
+// The cores n ranks reach now with the model's own step (1 thread each): the step alone,
+// then n processes running it at once (n - 1 forked copies beside this one: ranks as MPI
+// starts them), cores = n x alone / together. Other users' load and the memory bus the
+// ranks share are in it, as they will be in a run. With more threads per rank (OpenMP's
+// pool does not survive fork), the spinning threads' figure.
+static double measure_rank_cores(const zt_plan_spec *s, const zt_backend *be, zt_profile *acc,
+                                 int steps, int n, FILE *progress) {
+    if (n <= 1) return 1.0;
+    if (s->threads != 1) return measure_cores(n * s->threads) / s->threads;
+    double secs[ZT_PHASE_COUNT];
+    if (progress) fprintf(progress, "calibrating cores: the step alone, then %d at once\n", n);
+    time_passes(s, be, acc, steps, NULL, "", secs);
+    double alone = sum_of(secs);
+    fflush(NULL);
+    pid_t *kids = calloc((size_t)n, sizeof *kids);
+    ZT_ASSERT(kids);
+    for (int i = 1; i < n; i++) {
+        kids[i] = fork();
+        ZT_ASSERT(kids[i] >= 0);
+        if (kids[i] == 0) { // a copy that keeps the others company a step longer
+            time_passes(s, be, acc, steps + 1, NULL, "", secs);
+            _exit(0);
+        }
+    }
+    time_passes(s, be, acc, steps, NULL, "", secs);
+    double together = sum_of(secs);
+    for (int i = 1; i < n; i++) waitpid(kids[i], NULL, 0);
+    free(kids);
+    return fmin((double)n, n * alone / together);
+}
+
 // Half a round trip between two threads that take turns through one shared flag, yielding
 // while they wait (as MPI's ranks do on an oversubscribed machine): a message's latency
 // between two ranks of this machine, the scheduler's delays included. The mean of `n`.
@@ -257,7 +296,12 @@ zt_status zt_plan_calibrate(const zt_plan_spec *s, int steps, FILE *progress, zt
     // MPI's shared memory copies a message in and out: half the copy bandwidth (assumed)
     double lat = measure_latency(2000);
     // at least the threads the rates were measured on: their slowdown is in the rates
-    d->cores = fmax((double)s->threads, measure_cores(omp_get_num_procs()));
+    zt_plan_spec one = *s;
+    one.param_bytes = 4;
+    one.recompute = (zt_recompute){ZT_RECOMPUTE_NONE, 0};
+    int ranks = omp_get_num_procs() / (s->threads > 0 ? s->threads : 1);
+    d->cores = s->threads * fmax(1.0, measure_rank_cores(&one, &prof, &acc, steps,
+                                                         ranks, progress));
     d->intra = d->inter = (zt_plan_link){bw / 2.0, lat};
     d->rate_src = d->peak_src = ZT_FIG_MEASURED;
     d->link_src = ZT_FIG_MEASURED;

@@ -13,7 +13,8 @@
 // holding every unit), at the micro-batch and half of it (twice it for 1): a warm-up step
 // then `steps` steps of each per dtype (fp32, and bf16 where the backend has it), each
 // phase's median; each phase's rate and per-call time fitted to the two; progress lines to
-// `progress`. Also the cores that concurrent threads reach now (the load of other users
+// `progress`. Also the cores that ranks reach now (the step alone, then in as many processes
+// at once as the machine has cores for: other users' load and the shared memory bus
 // included) and a message's latency between two threads (a ping-pong). Fills d as the `cpu`
 // device (rates, peaks, cores and latency measured; the links' bandwidth half the copy
 // bandwidth, assumed). Fails where the CPU backend does not open.

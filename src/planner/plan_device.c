@@ -202,8 +202,8 @@ void zt_plan_device_describe(const zt_plan_device *d, FILE *f) {
                 zt_fig_source_name(d->rate_src), d->op_latency[ZT_PHASE_GEMM] * 1e6,
                 d->op_latency[ZT_PHASE_ATTENTION] * 1e6, d->op_latency[ZT_PHASE_ELEMENTWISE] * 1e6);
     if (d->host && d->cores > 0)
-        fprintf(f, "  cores %s: %.2g (what concurrent threads reached, other work included); "
-                   "jitter %.3g s^1/2 (how the same work's time wanders)\n",
+        fprintf(f, "  cores %s: %.2g (what ranks running the step at once reached, other "
+                   "work included); jitter %.3g s^1/2 (how the same work's time wanders)\n",
                 zt_fig_source_name(d->rate_src), d->cores, d->jitter);
     fprintf(f, "  peaks %s: %.3g / %.3g TFLOP/s (the MFU's denominator)\n",
             zt_fig_source_name(d->peak_src), d->peak_flops[0] / 1e12, d->peak_flops[1] / 1e12);

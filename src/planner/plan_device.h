@@ -38,7 +38,8 @@ typedef struct {
     int host;                   // a CPU: its ranks share the machine's memory
     int threads;                // the threads per rank the rates were measured with (0: a GPU)
     double cores;               // a CPU: the cores its ranks' threads share (measured: what
-                                // concurrent threads reached, other users' load included);
+                                // ranks running the step at once reached, other users' load
+                                // included);
                                 // compute slows by (ranks x threads) / cores beyond it
     double jitter;              // a CPU: how a stretch of work t wanders, jitter x sqrt(t)
                                 // seconds (other users' load; measured): ranks in lockstep
