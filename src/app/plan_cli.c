@@ -127,8 +127,9 @@ static void common_flags(const zt_config *c, const zt_plan_device *d, int rpn, i
     n += snprintf(buf + n, size - (size_t)n, " --seq %d", c->seq);
     if (c->loss_chunk) n += snprintf(buf + n, size - (size_t)n, " --loss-chunk %d", c->loss_chunk);
     if (d->host) snprintf(buf + n, size - (size_t)n, " --threads %d", threads);
-    else snprintf(buf + n, size - (size_t)n, " --backend cuda --ranks-per-node %d --gpus-per-node %d",
-                  rpn, rpn);
+    else
+        snprintf(buf + n, size - (size_t)n,
+                 " --backend cuda --ranks-per-node %d --gpus-per-node %d", rpn, rpn);
 }
 
 // ---------------------------------------------------------------- output

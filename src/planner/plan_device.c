@@ -88,7 +88,8 @@ static zt_status parse(zt_plan_device *d, const cJSON *o, const char *path, zt_f
     for (int p = 0; p < ZT_PHASE_COUNT; p++) {
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(rates, k_rate_keys[p]);
         if (!cJSON_IsArray(r) || cJSON_GetArraySize(r) != 2 ||
-            !cJSON_IsNumber(cJSON_GetArrayItem(r, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(r, 1)) ||
+            !cJSON_IsNumber(cJSON_GetArrayItem(r, 0)) ||
+            !cJSON_IsNumber(cJSON_GetArrayItem(r, 1)) ||
             !(cJSON_GetArrayItem(r, 0)->valuedouble > 0) ||
             !(cJSON_GetArrayItem(r, 1)->valuedouble > 0))
             return zt_errorf("%s: rates.%s must be [fp32, bf16], two positive numbers", path,
@@ -172,7 +173,8 @@ void zt_plan_device_write_json(const zt_plan_device *d, FILE *f) {
         fprintf(f, "%s%.6g", p ? "," : "", d->op_latency[p]);
     fprintf(f, "],\"peak_fp32\":%.6g,\"peak_bf16\":%.6g,\"memory_bytes\":%.6g,"
                "\"intra_bandwidth\":%.6g,\"intra_latency\":%.6g,\"inter_bandwidth\":%.6g,"
-               "\"inter_latency\":%.6g,\"threads\":%d,\"cores\":%.4g,\"jitter\":%.4g,\"note\":\"%s\"",
+               "\"inter_latency\":%.6g,\"threads\":%d,\"cores\":%.4g,\"jitter\":%.4g,"
+               "\"note\":\"%s\"",
             d->peak_flops[0], d->peak_flops[1], d->memory_bytes, d->intra.bw, d->intra.latency,
             d->inter.bw, d->inter.latency, d->threads, d->cores, d->jitter, d->note);
     fprintf(f, ",\"sources\":{\"rates\":\"%s\",\"peaks\":\"%s\",\"memory\":\"%s\","

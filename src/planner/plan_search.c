@@ -262,7 +262,8 @@ static double floor_need(const zt_plan_question *q, int dp, int pp, int tp, zt_p
     if (!f->dtype && s.backend->bf16) s.param_bytes = 2;
     if (!f->seq_parallel) s.seq_parallel = tp > 1 && ((long)s.micro_batch * s.seq) % tp == 0;
     if (!f->schedule) s.schedule = ZT_SCHED_1F1B;
-    if (!f->partition) snprintf(s.partition, sizeof s.partition, "%s", pp > 1 ? "memory" : "uniform");
+    if (!f->partition)
+        snprintf(s.partition, sizeof s.partition, "%s", pp > 1 ? "memory" : "uniform");
     int last = -1;
     for (int i = 0; i < N_RUNGS; i++)
         if (rung_allowed(q, &s, &k_rungs[i])) last = i;
@@ -332,7 +333,8 @@ zt_status zt_plan_search(const zt_plan_question *q, const zt_plan_device *d, int
     if (r.n == 0) {
         char need[32], lim[32], flags[512];
         double peak = 0.0; // the smallest, planned on every rank (what `memory` prints)
-        if (isfinite(r.smallest)) ZT_TRY(exact_need(&r.smallest_spec, q->sharing, &r.smallest, &peak));
+        if (isfinite(r.smallest))
+            ZT_TRY(exact_need(&r.smallest_spec, q->sharing, &r.smallest, &peak));
         zt_plan_layout_flags(&r.smallest_spec, 0, flags, sizeof flags);
         free(r.a);
         return zt_errorf("no layout of %d ranks fits %s %s: the smallest need of any layout "

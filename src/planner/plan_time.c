@@ -235,7 +235,8 @@ zt_status zt_plan_time_of(const zt_plan_spec *s, const zt_partition *p, const zt
         out->dp_s = dp0;
         out->embed_s = emb0;
         out->optimizer_s = opt0;
-        out->bubble_s = fmax(0.0, out->step_s - out->compute_s - out->tp_s - out->pp_s - dp0 - emb0 - opt0);
+        out->bubble_s = fmax(0.0, out->step_s - out->compute_s - out->tp_s - out->pp_s - dp0 -
+                                      emb0 - opt0);
         double tokens = (double)s->micro_batch * s->seq * m * s->dp;
         out->tokens_per_s = tokens / out->step_s;
         int world = s->dp * s->pp * s->tp;
