@@ -304,7 +304,7 @@ zt_status zt_plan_calibrate(const zt_plan_spec *s, int steps, FILE *progress, zt
                                                          ranks, progress));
     d->intra = d->inter = (zt_plan_link){bw / 2.0, lat};
     d->rate_src = d->peak_src = ZT_FIG_MEASURED;
-    d->link_src = ZT_FIG_MEASURED;
+    d->link_src = ZT_FIG_ASSUMED; // the bandwidth (the latency is measured: the note says)
     d->memory_src = ZT_FIG_MEASURED;
     char load[32] = "unknown";
     FILE *lf = fopen("/proc/loadavg", "r");
