@@ -1,5 +1,5 @@
-// zerotrain's command line: `train` (the default command), `eval`, `memory`, `prepare`,
-// `generate`, `export`, `blas`, `help`.
+// zerotrain's command line: `train` (the default command), `eval`, `memory`, `plan`,
+// `prepare`, `generate`, `export`, `blas`, `help`.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,8 +153,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "generate") == 0) return zt_generate_main(argc - first, argv + first);
     if (strcmp(cmd, "train") == 0) return zt_train_main(argc - first, argv + first, argv[0]);
     if (strcmp(cmd, "eval") == 0) return zt_eval_main(argc - first, argv + first, argv[0]);
-    fprintf(stderr, "zerotrain: error: unknown command '%s' (commands: train, eval, memory, prepare, "
-                    "export, launch, generate, blas, help)\n",
+    fprintf(stderr, "zerotrain: error: unknown command '%s' (commands: train, eval, memory, plan, "
+                    "prepare, export, launch, generate, blas, help)\n",
             cmd);
     return 1;
 }
