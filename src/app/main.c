@@ -1,5 +1,5 @@
-// zerotrain's command line: `train` (the default command), `eval`, `memory`, `prepare`,
-// `generate`, `export`, `blas`, `help`.
+// zerotrain's command line: `train` (the default command), `eval`, `memory`, `plan`,
+// `prepare`, `generate`, `export`, `blas`, `help`.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +12,7 @@
 #include "launch_cli.h"
 #include "launcher.h"
 #include "memory_cli.h"
+#include "plan_cli.h"
 #include "prepare_cli.h"
 #include "train_cli.h"
 
@@ -31,6 +32,10 @@ static void usage(FILE *f) {
             "                                 by category, without allocating (one process, no\n"
             "                                 mpirun); takes the train flags; --mem-limit checks\n"
             "                                 a budget per rank and advises\n"
+            "  zerotrain plan --world N --device NAME --global-batch B [--json] [--flag value ...]\n"
+            "                                 the fastest layouts of N ranks that fit, predicted\n"
+            "                                 (plan --calibrate measures this machine); plan\n"
+            "                                 --help says more\n"
             "  zerotrain prepare --text FILE --out TRAIN.bin [--val-out VAL.bin] [--val-frac F]\n"
             "                    [--tokenizer bytes|gpt2] [--vocab FILE] [--invalid-utf8 keep|replace]\n"
             "                                 token files from text: bytes (vocab 256, the\n"
@@ -105,6 +110,10 @@ int main(int argc, char **argv) {
         zt_memory_usage(stdout);
         return 0;
     }
+    if (help && strcmp(cmd, "plan") == 0) {
+        zt_plan_usage(stdout);
+        return 0;
+    }
     if (help && strcmp(cmd, "export") == 0) {
         zt_export_usage(stdout);
         return 0;
@@ -126,7 +135,7 @@ int main(int argc, char **argv) {
     // the one-process commands: under a launcher of several ranks each would run the
     // whole command at once on the same outputs (`blas` stays allowed: each rank reports
     // its own kernels, which is how a launch's ranks are checked)
-    static const char *const k_one_process[] = {"prepare", "memory", "export"};
+    static const char *const k_one_process[] = {"prepare", "memory", "export", "plan"};
     for (size_t i = 0; i < sizeof k_one_process / sizeof *k_one_process; i++)
         if (strcmp(cmd, k_one_process[i]) == 0 && zt_launcher_size(NULL) > 1) {
             if (zt_launcher_rank() == 0)
@@ -138,13 +147,14 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "blas") == 0) return blas(slow);
     if (strcmp(cmd, "prepare") == 0) return zt_prepare_main(argc - first, argv + first);
     if (strcmp(cmd, "memory") == 0) return zt_memory_main(argc - first, argv + first);
+    if (strcmp(cmd, "plan") == 0) return zt_plan_main(argc - first, argv + first);
     if (strcmp(cmd, "export") == 0) return zt_export_main(argc - first, argv + first);
     if (strcmp(cmd, "launch") == 0) return zt_launch_main(argc - first, argv + first);
     if (strcmp(cmd, "generate") == 0) return zt_generate_main(argc - first, argv + first);
     if (strcmp(cmd, "train") == 0) return zt_train_main(argc - first, argv + first, argv[0]);
     if (strcmp(cmd, "eval") == 0) return zt_eval_main(argc - first, argv + first, argv[0]);
-    fprintf(stderr, "zerotrain: error: unknown command '%s' (commands: train, eval, memory, prepare, "
-                    "export, launch, generate, blas, help)\n",
+    fprintf(stderr, "zerotrain: error: unknown command '%s' (commands: train, eval, memory, plan, "
+                    "prepare, export, launch, generate, blas, help)\n",
             cmd);
     return 1;
 }

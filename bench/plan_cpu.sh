@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# `zerotrain plan` against measured steps on this machine: --calibrate once, then for each
+# layout (one and two ranks, two model sizes) the plan's predicted step time beside rank 0's
+# median measured step (its --log, the first WARMUP steps skipped), and the error.
+#
+#   bash bench/plan_cpu.sh                 # writes build/bench/plan_cpu.md (the table), prints it
+#   STEPS=10 WARMUP=3 bash bench/plan_cpu.sh
+#
+# Every run: 1 OpenMP thread per rank (--threads 1, OMP_WAIT_POLICY=PASSIVE), one and two
+# ranks under mpirun on this 2-core machine; every dimension the plan weighs is fixed by a
+# flag, so the plan has exactly one layout, and its flags are what the run is given. The
+# calibration (the layout's model, micro-batch 4 and 2, CAL_STEPS steps each) is stored in
+# build/bench/plan_cpu.json; on this shared machine the load drifts within minutes, so by
+# default (EACH=1) it is measured again right before each layout's plan and run (EACH=0: once
+# per model). The load average is printed with the table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ZT=${ZT:-build/zerotrain}
+PY=${PYTHON:-/usr/bin/python3}
+STEPS=${STEPS:-8}
+WARMUP=${WARMUP:-2}
+OUT=${OUT:-build/bench/plan_cpu.md}
+mkdir -p build/bench
+CAL=build/bench/plan_cpu.json
+export OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1
+MPI=(mpirun --oversubscribe --allow-run-as-root --bind-to none)
+SMALL="--model tiny --n-layer 4 --n-head 4 --n-embd 128 --vocab 256 --n-ctx 128"
+LARGE="--model tiny --n-layer 4 --n-head 4 --n-embd 256 --vocab 256 --n-ctx 128"
+EACH=${EACH:-1}           # 1: calibrate again right before each layout (the load drifts)
+CAL_STEPS=${CAL_STEPS:-3}
+COMMON="--seq 128 --optim adamw --param-dtype fp32 --recompute none --partition uniform --overlap-comm off"
+GB=8
+# name | world | the layout's flags
+LAYOUTS=(
+  "1 rank, micro 8|1|--dp 1 --pp 1 --tp 1 --zero 0 --schedule 1f1b --micro-batch 8"
+  "1 rank, micro 2 x 4|1|--dp 1 --pp 1 --tp 1 --zero 0 --schedule 1f1b --micro-batch 2"
+  "dp 2|2|--dp 2 --pp 1 --tp 1 --zero 0 --schedule 1f1b --micro-batch 4"
+  "dp 2, zero 1, micro 2 x 2|2|--dp 2 --pp 1 --tp 1 --zero 1 --schedule 1f1b --micro-batch 2"
+  "pp 2, 1f1b, micro 2 x 4|2|--dp 1 --pp 2 --tp 1 --zero 0 --schedule 1f1b --micro-batch 2"
+  "pp 2, gpipe, micro 2 x 4|2|--dp 1 --pp 2 --tp 1 --zero 0 --schedule gpipe --micro-batch 2"
+  "tp 2|2|--dp 1 --pp 1 --tp 2 --zero 0 --schedule 1f1b --micro-batch 8"
+  "tp 2, sequence parallel|2|--dp 1 --pp 1 --tp 2 --zero 0 --schedule 1f1b --micro-batch 8 --sequence-parallel"
+)
+
+calibrate() { # the model's flags
+  echo "calibrating ($* --seq 128 --micro-batch 4 --threads 1) ..." >&2
+  # shellcheck disable=SC2086
+  "$ZT" plan --calibrate --calibration "$CAL" "$@" --seq 128 --micro-batch 4 --threads 1 \
+    --calibrate-steps "$CAL_STEPS" >&2
+}
+rows=$(mktemp)
+for model in SMALL LARGE; do
+  # shellcheck disable=SC2086
+  [ "$EACH" = 1 ] || calibrate ${!model}
+  for l in "${LAYOUTS[@]}"; do
+    IFS='|' read -r name world flags <<<"$l"
+    # shellcheck disable=SC2086
+    [ "$EACH" = 1 ] && calibrate ${!model}
+    # shellcheck disable=SC2086
+    plan=$("$ZT" plan --device cpu --calibration "$CAL" --world "$world" --global-batch $GB \
+           ${!model} $COMMON $flags --threads 1 --json --top 1)
+    pred=$("$PY" -c 'import json,sys; p=json.loads(sys.argv[1])["plans"][0]; print(p["step_s"], p["flags"], sep="|")' "$plan")
+    step=${pred%%|*}; run_flags=${pred#*|}
+    log=$(mktemp)
+    # shellcheck disable=SC2086
+    "${MPI[@]}" -np "$world" "$ZT" $run_flags --steps "$STEPS" --val-every 0 --warmup 0 \
+      --lr-schedule constant --log "$log" </dev/null >/dev/null 2>&1
+    meas=$("$PY" - "$log" "$WARMUP" <<'PY'
+import json, statistics, sys
+ms = [r["ms"] for r in map(json.loads, open(sys.argv[1])) if "ms" in r]
+print(statistics.median(ms[int(sys.argv[2]):]) / 1e3)
+PY
+)
+    rm -f "$log"
+    echo "$model|$name|$world|$step|$meas|$run_flags" >>"$rows"
+    echo "$model $name: predicted $step s, measured $meas s" >&2
+  done
+done
+"$PY" - "$rows" "$(cat /proc/loadavg)" "$CAL" >"$OUT" <<'PY'
+import json, sys
+rows = [l.rstrip("\n").split("|") for l in open(sys.argv[1])]
+cal = json.load(open(sys.argv[3]))
+print("| model | layout | ranks | predicted ms | measured ms | error |")
+print("|---|---|---|---|---|---|")
+worst = 0
+for m, name, w, p, t, _ in rows:
+    p, t = float(p), float(t)
+    e = (p - t) / t
+    worst = max(worst, abs(e))
+    print(f"| {m.lower()} | {name} | {w} | {p*1e3:.1f} | {t*1e3:.1f} | {e*100:+.1f}% |")
+print()
+for m in ("SMALL", "LARGE"):
+    r = [x for x in rows if x[0] == m]
+    by_p = sorted(r, key=lambda x: float(x[3]))[:2]
+    by_t = sorted(r, key=lambda x: float(x[4]))[:2]
+    ok = [x[1] for x in by_p] == [x[1] for x in by_t]
+    print(f"- {m.lower()}: the two fastest measured: {by_t[0][1]}, then {by_t[1][1]}; "
+          f"predicted: {by_p[0][1]}, then {by_p[1][1]} ({'same order' if ok else 'NOT the same order'})")
+print(f"- largest error {worst*100:.1f}%; load average at the end: {sys.argv[2]}")
+print(f"- calibration (the last): {cal['note']}")
+PY
+rm -f "$rows"
+cat "$OUT"

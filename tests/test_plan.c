@@ -1,0 +1,100 @@
+// Tests of `zerotrain plan`'s work source (src/planner/plan_cost.c): the ops a stage's
+// micro-batch issues, recorded on the recording backend, are the ops the CPU backend runs
+// for the same passes, phase by phase: the same number of calls and the same flops to the
+// bit (the --profile decorator counts the real run), for the whole model and for pipeline
+// stages, fp32 and bf16, with recomputation and with the backward split in two (ZB-H1).
+#include <string.h>
+
+#include "backend_profile.h"
+#include "gpt2.h"
+#include "layout.h"
+#include "plan_cost.h"
+#include "test.h"
+
+// The real passes of units [first, last) under the --profile decorator: per-phase calls and
+// flops of the forward (with backward) and the backward (or its two halves).
+static void real_passes(const zt_plan_spec *s, int first, int last, int split, zt_profile *f,
+                        zt_profile *b, zt_profile *w) {
+    const zt_backend *cpu = zt_test_cpu();
+    zt_profile acc = {0};
+    zt_backend prof;
+    zt_backend_profile_state st;
+    zt_backend_profile_init(&prof, &st, cpu, &acc);
+    zt_dtype dt = s->param_bytes == 2 ? ZT_BF16 : ZT_F32;
+    zt_gpt2 m;
+    ZT_ASSERT(zt_gpt2_init(&m, &prof, &s->shape, first, last, 1, 0, ZT_ALIGN_ELEMS,
+                           ZT_ALIGN_ELEMS, s->micro_batch, s->seq, s->loss_chunk, 1, NULL, dt,
+                           &(zt_act_options){s->recompute, 0, split}) == ZT_OK);
+    zt_gpt2_init_random(&m, 7);
+    size_t BT = (size_t)s->micro_batch * s->seq, NC = BT * (size_t)s->shape.n_embd;
+    int32_t *tok = prof.ops->alloc(&prof, ZT_MEM_WORKSPACE, 2 * BT * sizeof(int32_t));
+    float *io = prof.ops->alloc(&prof, ZT_MEM_COMM, 3 * NC * sizeof(float));
+    for (size_t i = 0; i < 2 * BT; i++) tok[i] = (int32_t)(i % (size_t)s->shape.vocab);
+    int head = last == s->shape.n_layer + 2, embed = first == 0;
+    zt_profile z = acc;
+    zt_gpt2_forward(&m, tok, embed ? NULL : io, tok + BT, 1, 1.0f);
+    zt_profile_diff(f, &acc, &z);
+    z = acc;
+    if (split) {
+        zt_gpt2_backward_input(&m, tok, head ? NULL : io + NC, embed ? NULL : io + 2 * NC);
+        zt_profile_diff(b, &acc, &z);
+        z = acc;
+        zt_gpt2_backward_weight(&m, tok);
+        zt_profile_diff(w, &acc, &z);
+    } else {
+        zt_gpt2_backward(&m, tok, head ? NULL : io + NC, embed ? NULL : io + 2 * NC);
+        zt_profile_diff(b, &acc, &z);
+        memset(w, 0, sizeof *w);
+    }
+    prof.ops->free(&prof, tok);
+    prof.ops->free(&prof, io);
+    zt_gpt2_free(&m);
+}
+
+static int same(const char *what, const zt_profile *real, const zt_record *rec) {
+    for (int p = 0; p < ZT_PHASE_COMM; p++) {
+        if (real->calls[p] != rec->calls[p] || real->flops[p] != rec->flops[p]) {
+            fprintf(stderr, "%s, phase %s: real %ld calls %.17g flops, recorded %ld calls %.17g "
+                            "flops\n",
+                    what, zt_phase_name((zt_phase)p), real->calls[p], real->flops[p],
+                    rec->calls[p], rec->flops[p]);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+ZT_TEST(plan_record_matches_profile) {
+    zt_model_shape shape = {.n_layer = 3, .n_head = 2, .n_embd = 32, .vocab = 67,
+                            .padded_vocab = 128, .n_ctx = 16};
+    int units = zt_unit_count(&shape);
+    // (first, last) of the whole model, a first stage, a middle one and a last one
+    const int stages[4][2] = {{0, units}, {0, 2}, {2, 3}, {3, units}};
+    int checked = 0;
+    for (int dt = 4; dt >= 2; dt -= 2)
+        for (int rc = 0; rc < 3; rc++)
+            for (int split = 0; split <= 1; split++)
+                for (int k = 0; k < 4; k++) {
+                    if (dt == 2 && !zt_test_cpu()->caps->bf16) continue;
+                    zt_plan_spec s = {.shape = shape, .dp = 1, .pp = 1, .tp = 1,
+                                      .micro_batch = 2, .seq = 8, .param_bytes = dt,
+                                      .backend = zt_test_cpu()->caps};
+                    s.recompute = (zt_recompute){(zt_recompute_mode)rc, 0};
+                    zt_profile f, b, w;
+                    real_passes(&s, stages[k][0], stages[k][1], split, &f, &b, &w);
+                    zt_plan_stage_work rec;
+                    CHECK(zt_plan_stage_work_of(&s, stages[k][0], stages[k][1], split, &rec) ==
+                          ZT_OK);
+                    char what[96];
+                    snprintf(what, sizeof what, "units %d-%d, %s, recompute %d, split %d",
+                             stages[k][0], stages[k][1], dt == 2 ? "bf16" : "fp32", rc, split);
+                    CHECK(same(what, &f, &rec.f.ops));
+                    CHECK(same(what, &b, &rec.b.ops));
+                    CHECK(same(what, &w, &rec.w.ops));
+                    CHECK(rec.f.ops.flops[ZT_PHASE_GEMM] > 0); // every stage has products
+                    checked++;
+                }
+    printf("  %d stages x dtypes x recomputation x split: recorded = run, every phase\n", checked);
+    CHECK(checked >= 24);
+    return ZT_PASS;
+}
