@@ -18,6 +18,7 @@ OUT=build/bench
 REPS=${REPS:-7}
 TOKENS=${TOKENS:-256 1024}
 TOKARGS=$(for t in $TOKENS; do printf -- '--tokens %s ' "$t"; done)
+TOKARGS=${TOKARGS% }
 export OMP_NUM_THREADS=2
 mkdir -p "$OUT"
 [ -x build/gemm_bf16 ] || { echo "gemm_bf16.sh: build/gemm_bf16 missing; run make bench" >&2; exit 1; }
@@ -69,7 +70,12 @@ if [ -z "${NO_RESULTS:-}" ]; then
 $CPU.
 $BLAS. The run chose: "$PATHLINE".
 Measured $DATE, $OMP_NUM_THREADS OpenMP threads; load average $LOAD0 before, $LOAD1 after
-(the cores are shared: $REPS repetitions, the three implementations interleaved).
+(the cores are shared: $REPS repetitions, the implementations interleaved).
+Where lscpu shows neither avx512_bf16 nor amx_bf16, oneDNN 2.6.3 has no bf16 kernels (its
+matmul and gemm API both answer "unimplemented"), so only the fallback runs ("n/a") and the
+table compares it with fp32 alone. A load average above the core count makes the timings
+noise (other processes' threads preempt these two): read them as a check that every path
+computes the same product (the driver's reldiff) more than as speeds.
 
 GFLOP/s = 2MNK / time: the median, in brackets the best (the nearer to an idle machine).
 GPT-2 124M's products of one block and the lm-head at $(echo $TOKENS | sed 's/ / and /g') tokens (B4 T64, B4 T256),
