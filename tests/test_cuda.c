@@ -2467,6 +2467,15 @@ ZT_TEST(cuda_bf16_gemm_tiles_host) {
         CHECK(t.mt <= c[0] && t.nt <= c[1] && t.kt <= c[2]);
         CHECK(zt_gemm_tile_bytes(t, &s) <= tiles);
         CHECK(zt_gemm_part_c(t, &s) % 256 == 0 && zt_gemm_part_a(t, &s) % 256 == 0);
+        // a piece stored either way round with its rows padded to 8 values (gemm_lt_cuda.c's
+        // scratch rows: 16 bytes of bf16) fits its part; so does the fp32 C tile
+        for (int tr = 0; tr < 2; tr++) {
+            size_t ra = tr ? t.kt : t.mt, ca = tr ? t.mt : t.kt;
+            size_t rb = tr ? t.nt : t.kt, cb = tr ? t.kt : t.nt;
+            CHECK(!c[3] || ra * zt_align_up(ca, 8) * 2 <= zt_gemm_part_a(t, &s));
+            CHECK(!c[4] || rb * zt_align_up(cb, 8) * 2 <= zt_gemm_part_b(t, &s));
+        }
+        CHECK(!c[5] || (size_t)t.mt * zt_align_up(t.nt, 8) * 4 <= zt_gemm_part_c(t, &s));
         printf("  %5d x %5d x %5d: tiles %d x %d, K chunks of %d\n", c[0], c[1], c[2], t.mt, t.nt,
                t.kt);
     }
