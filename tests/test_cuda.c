@@ -2433,6 +2433,78 @@ ZT_TEST(cuda_bf16_gemm_mixed) {
     return ZT_PASS;
 }
 
+// How many cuBLASLt calls and kernel launches gemm_mixed issues, by form (gemm_lt_cuda.c),
+// against the count each form's plan gives: direct (bf16 A and B in 16-byte rows) is one
+// cuBLASLt call and no launch whatever K; convert rounds each fp32 operand's piece once per
+// K chunk (a launch each) and calls cuBLASLt per chunk, with a bf16 C widened before and
+// rounded after; padded copies A, B and C in and C out around one call per chunk. The
+// counts are the CPU emulation's (its zt_emu_stats, found weakly: SKIP on a real GPU).
+void zt_emu_stats(char *buf, size_t size) __attribute__((weak));
+
+typedef struct {
+    unsigned long long launches, lt;
+} gpu_counts;
+static gpu_counts gpu_counts_now(void) {
+    char line[512];
+    zt_emu_stats(line, sizeof line);
+    gpu_counts c = {0, 0};
+    const char *l = strstr(line, "launches "), *t = strstr(line, " lt ");
+    if (l) c.launches = strtoull(l + 9, NULL, 10);
+    if (t) c.lt = strtoull(t + 4, NULL, 10);
+    return c;
+}
+
+ZT_TEST(cuda_bf16_gemm_mixed_calls) {
+    NEED_GPU();
+    if (g_on_cpu || !zt_emu_stats) {
+        printf("  SKIP: the call counts come from the CUDA emulation's counters\n");
+        gpu_close();
+        return ZT_SKIP;
+    }
+    // ta, tb, M, N, K, A, B, C types, beta, pad (odd: the padded form); lt calls, launches
+    static const struct {
+        int ta, tb, M, N, K;
+        zt_dtype at, bt, ct;
+        float beta;
+        int pad, lt, launches;
+    } e[] = {
+        {0, 1, 64, 48, 3000, ZT_BF16, ZT_BF16, ZT_F32, 0.0f, 0, 1, 0},  // direct, no K chunks
+        {0, 1, 64, 48, 3000, ZT_BF16, ZT_BF16, ZT_BF16, 0.5f, 0, 1, 0}, // ... C bf16 from cuBLASLt
+        {1, 0, 64, 48, 3000, ZT_F32, ZT_BF16, ZT_F32, 1.0f, 0, 3, 3},   // convert: 3 chunks of 1000
+        {0, 0, 64, 48, 3000, ZT_F32, ZT_F32, ZT_BF16, 0.5f, 0, 3, 8},   // 2 x 3 rounds, C in + out
+        {0, 1, 64, 48, 100, ZT_BF16, ZT_BF16, ZT_F32, 0.5f, 1, 1, 4},   // padded: A, B, C in, C out
+    };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof e / sizeof e[0]; i++) {
+        int lda = (e[i].ta ? e[i].M : e[i].K) + e[i].pad;
+        int ldb = (e[i].tb ? e[i].K : e[i].N) + e[i].pad, ldc = e[i].N + e[i].pad;
+        size_t na = (size_t)(e[i].ta ? e[i].K : e[i].M) * lda;
+        size_t nb = (size_t)(e[i].tb ? e[i].N : e[i].K) * ldb, nc = (size_t)e[i].M * ldc;
+        scratch_mark mark = scratch_now();
+        void *dA = dput(hmem(na * 4), na * zt_dtype_size(e[i].at));
+        void *dB = dput(hmem(nb * 4), nb * zt_dtype_size(e[i].bt));
+        void *dC = dput(hmem(nc * 4), nc * zt_dtype_size(e[i].ct));
+        void *work = zt_be_alloc(GPU, ZT_MEM_WORKSPACE, GPU->caps->gemm_mixed_workspace);
+        GPU->ops->sync(GPU);
+        gpu_counts c0 = gpu_counts_now();
+        GPU->ops->gemm_mixed(GPU, e[i].ta, e[i].tb, e[i].M, e[i].N, e[i].K, 1.0f, dA, e[i].at,
+                             lda, dB, e[i].bt, ldb, e[i].beta, dC, e[i].ct, ldc, work);
+        gpu_counts c1 = gpu_counts_now();
+        GPU->ops->sync(GPU);
+        zt_be_free(GPU, work);
+        scratch_back(mark);
+        unsigned long long lt = c1.lt - c0.lt, launches = c1.launches - c0.launches;
+        printf("  %dx%dx%d %s %s %s pad %d: %llu cuBLASLt calls (want %d), %llu launches "
+               "(want %d)\n", e[i].M, e[i].N, e[i].K, zt_dtype_name(e[i].at),
+               zt_dtype_name(e[i].bt), zt_dtype_name(e[i].ct), e[i].pad, lt, e[i].lt, launches,
+               e[i].launches);
+        bad += lt != (unsigned long long)e[i].lt || launches != (unsigned long long)e[i].launches;
+    }
+    gpu_close();
+    CHECK_EQ_INT(bad, 0);
+    return ZT_PASS;
+}
+
 // gemm_mixed's tile plan and operand offsets (launch_math.h), on the host: what
 // gemm_lt_cuda.c's loop relies on. Offsets against the element they name; the plan's tiles
 // fit the scratch, start 256-byte aligned, and keep GPT-2's products whole where they can.
