@@ -66,11 +66,13 @@ typedef struct zt_backend_i {
 #undef ZT_OP
 } zt_backend_i;
 
-// The CPU's bf16 GEMM (kernels/cpu/kernels.h): its two paths, or the pick by the CPU.
+// The CPU's bf16 GEMM (kernels/cpu/kernels.h): its three paths, or the pick by the CPU.
 typedef enum {
-    ZT_BF16_GEMM_AUTO = 0, // oneDNN where the CPU has bf16 instructions, else the fallback
-    ZT_BF16_GEMM_DNNL,     // oneDNN's dnnl_gemm_bf16bf16f32
-    ZT_BF16_GEMM_FALLBACK, // A and B widened to fp32, then the fp32 GEMM
+    ZT_BF16_GEMM_AUTO = 0,   // oneDNN's matmul where the CPU has bf16 instructions, else the
+                             // fallback
+    ZT_BF16_GEMM_DNNL,       // oneDNN's gemm API, dnnl_gemm_bf16bf16f32
+    ZT_BF16_GEMM_FALLBACK,   // A and B widened to fp32, then the fp32 GEMM
+    ZT_BF16_GEMM_DNNL_MATMUL, // oneDNN's matmul primitive, cached per product
 } zt_bf16_gemm_path;
 
 // What a backend supports, known without opening it: the option checks and the planner ask.

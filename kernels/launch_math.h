@@ -367,10 +367,12 @@ static inline ZT_HD size_t zt_sub_at(size_t i, int cols, int ld) {
 
 // What a tile of gemm_mixed keeps in scratch: a bf16 C's tile in fp32 (c32), and op(A)'s
 // (mt, kt) and op(B)'s (kt, nt) pieces where an operand is converted (copy_a, copy_b), `elem`
-// bytes a value; each part starts `align` bytes aligned (cuBLASLt's operands: 256).
+// bytes a value; each part starts `align` bytes aligned (cuBLASLt's operands: 256), and each
+// side of a part is counted rounded up to a multiple of `pad` values, so a piece may be
+// stored with its rows padded (the GPU's: 16-byte rows, whatever its width; 1: packed).
 typedef struct {
     int c32, copy_a, copy_b;
-    size_t elem, align;
+    size_t elem, align, pad;
 } zt_gemm_scratch;
 
 typedef struct {
@@ -379,26 +381,33 @@ typedef struct {
 
 static inline ZT_HD size_t zt_align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
+// Values of a (rows, cols) part with both sides padded to s->pad: room for it stored either
+// way round (a transposed operand's piece) with padded rows.
+static inline ZT_HD size_t zt_gemm_part_values(int rows, int cols, const zt_gemm_scratch *s) {
+    return zt_align_up((size_t)rows, s->pad) * zt_align_up((size_t)cols, s->pad);
+}
+
 // Bytes of each part: the fp32 C tile, op(A)'s piece, op(B)'s piece (0 where not kept).
 static inline ZT_HD size_t zt_gemm_part_c(zt_gemm_tiles t, const zt_gemm_scratch *s) {
-    return s->c32 ? zt_align_up((size_t)t.mt * t.nt * sizeof(float), s->align) : 0;
+    return s->c32 ? zt_align_up(zt_gemm_part_values(t.mt, t.nt, s) * sizeof(float), s->align)
+                  : 0;
 }
 static inline ZT_HD size_t zt_gemm_part_a(zt_gemm_tiles t, const zt_gemm_scratch *s) {
-    return s->copy_a ? zt_align_up((size_t)t.mt * t.kt * s->elem, s->align) : 0;
+    return s->copy_a ? zt_align_up(zt_gemm_part_values(t.mt, t.kt, s) * s->elem, s->align) : 0;
 }
 static inline ZT_HD size_t zt_gemm_part_b(zt_gemm_tiles t, const zt_gemm_scratch *s) {
-    return s->copy_b ? zt_align_up((size_t)t.kt * t.nt * s->elem, s->align) : 0;
+    return s->copy_b ? zt_align_up(zt_gemm_part_values(t.kt, t.nt, s) * s->elem, s->align) : 0;
 }
 static inline ZT_HD size_t zt_gemm_tile_bytes(zt_gemm_tiles t, const zt_gemm_scratch *s) {
     return zt_gemm_part_c(t, s) + zt_gemm_part_a(t, s) + zt_gemm_part_b(t, s);
 }
 
 // The largest tiles that fit `bytes` (both backends' plan): the whole of C and
-// K in balanced chunks of at most k_chunk, then the longer side of the tile halved (then the
+// K in balanced chunks of at most k_chunk (k_chunk >= K: one chunk), then the longer side of the tile halved (then the
 // chunk) until the scratch holds it: square-ish tiles convert the fewest values again.
 static inline ZT_HD zt_gemm_tiles zt_gemm_plan_tiles(int M, int N, int K, int k_chunk,
                                                       const zt_gemm_scratch *s, size_t bytes) {
-    int chunks = (K + k_chunk - 1) / k_chunk;
+    int chunks = k_chunk > 0 ? (K + k_chunk - 1) / k_chunk : 0;
     zt_gemm_tiles t = {M, N, chunks ? (K + chunks - 1) / chunks : 0};
     while (zt_gemm_tile_bytes(t, s) > bytes) {
         int *longer = t.mt >= t.nt ? &t.mt : &t.nt;

@@ -333,6 +333,15 @@ ZT_TEST(gemm_bf16_dnnl) {
     return run_path(ZT_BF16_GEMM_DNNL);
 }
 
+// oneDNN's matmul primitive through zt_gemm_bf16 (SKIP where oneDNN has no bf16 kernels).
+ZT_TEST(gemm_bf16_dnnl_matmul) {
+    if (zt_gemm_bf16_set_path(ZT_BF16_GEMM_DNNL_MATMUL) != ZT_OK) {
+        printf("  SKIP: %s\n", zt_error_message());
+        return ZT_SKIP;
+    }
+    return run_path(ZT_BF16_GEMM_DNNL_MATMUL);
+}
+
 // Forcing oneDNN is refused with a clear message where it has no bf16 instructions to run:
 // the pure check on made-up CPUs, then this CPU through zt_gemm_bf16_set_path.
 ZT_TEST(gemm_bf16_dnnl_refused) {
@@ -352,18 +361,30 @@ ZT_TEST(gemm_bf16_dnnl_refused) {
     printf("  this CPU: avx512_bf16 %d, amx_bf16 %d, oneDNN isa 0x%x\n", cpu->avx512_bf16,
            cpu->amx_bf16, cpu->dnnl_isa);
     int has = zt_gemm_bf16_dnnl_check(cpu) == ZT_OK;
-    CHECK_EQ_INT(zt_gemm_bf16_path(), has ? ZT_BF16_GEMM_DNNL : ZT_BF16_GEMM_FALLBACK); // AUTO
-    CHECK(zt_gemm_bf16_set_path(ZT_BF16_GEMM_FALLBACK) == ZT_OK);
-    zt_errorf("%s", "");
-    zt_status s = zt_gemm_bf16_set_path(ZT_BF16_GEMM_DNNL);
-    if (has) {
-        CHECK(s == ZT_OK);
-        CHECK_EQ_INT(zt_gemm_bf16_path(), ZT_BF16_GEMM_DNNL);
-    } else {
-        CHECK(s == ZT_ERR);
-        printf("  refused here: %s\n", zt_error_message());
-        CHECK(strstr(zt_error_message(), "AVX512-BF16") != NULL);
-        CHECK_EQ_INT(zt_gemm_bf16_path(), ZT_BF16_GEMM_FALLBACK); // unchanged
+    // AUTO: the matmul primitive wherever oneDNN has bf16 kernels
+    CHECK_EQ_INT(zt_gemm_bf16_path(), has ? ZT_BF16_GEMM_DNNL_MATMUL : ZT_BF16_GEMM_FALLBACK);
+    // the primitive itself: made on a CPU with bf16 kernels; none below AVX-512 (this AVX2
+    // machine: oneDNN 2.6.3 says unimplemented), either way on plain AVX-512 (it emulates)
+    zt_status ms = zt_matmul_dnnl_check();
+    printf("  oneDNN's bf16 matmul here: %s\n", ms == ZT_OK ? "made" : zt_error_message());
+    int bf16_bits = (int)dnnl_cpu_isa_avx512_core_bf16, core_bits = (int)dnnl_cpu_isa_avx512_core;
+    if ((cpu->dnnl_isa & bf16_bits) == bf16_bits) CHECK(ms == ZT_OK);
+    if ((cpu->dnnl_isa & core_bits) != core_bits)
+        CHECK(ms == ZT_ERR && strstr(zt_error_message(), "no bf16 matmul for this CPU"));
+    for (int m = 0; m < 2; m++) { // the gemm API, then the matmul primitive
+        zt_bf16_gemm_path p = m ? ZT_BF16_GEMM_DNNL_MATMUL : ZT_BF16_GEMM_DNNL;
+        CHECK(zt_gemm_bf16_set_path(ZT_BF16_GEMM_FALLBACK) == ZT_OK);
+        zt_errorf("%s", "");
+        zt_status s = zt_gemm_bf16_set_path(p);
+        if (has) {
+            CHECK(s == ZT_OK);
+            CHECK_EQ_INT(zt_gemm_bf16_path(), p);
+        } else {
+            CHECK(s == ZT_ERR);
+            printf("  refused here: %s\n", zt_error_message());
+            CHECK(strstr(zt_error_message(), "AVX512-BF16") != NULL);
+            CHECK_EQ_INT(zt_gemm_bf16_path(), ZT_BF16_GEMM_FALLBACK); // unchanged
+        }
     }
     zt_gemm_bf16_set_path(ZT_BF16_GEMM_AUTO);
     return ZT_PASS;

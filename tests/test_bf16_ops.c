@@ -228,6 +228,31 @@ ZT_TEST(bf16_gemm_mixed_dnnl) {
     return r;
 }
 
+// oneDNN's matmul primitive (SKIP where oneDNN has none for bf16): the same cases, a bf16 C
+// written by the primitive itself where A and B are bf16; then its cache: the cases again
+// find every primitive made the first time (no new ones) and give the same C bit for bit.
+ZT_TEST(bf16_gemm_mixed_dnnl_matmul) {
+    if (zt_gemm_bf16_set_path(ZT_BF16_GEMM_DNNL_MATMUL) != ZT_OK) {
+        printf("  SKIP: %s\n", zt_error_message());
+        return ZT_SKIP;
+    }
+    int r = run_mixed_cases();
+    size_t hits, misses, hits2, misses2;
+    int cached;
+    zt_matmul_dnnl_stats(&hits, &misses, &cached);
+    printf("  matmul primitives: %zu made, %zu found, %d cached\n", misses, hits, cached);
+    mixed_case c = {0, 1, 64, 48, 80, 0, 1.0f, 1.0f, ZT_BF16, ZT_BF16, ZT_BF16,
+                    ZT_GEMM_MIXED_WORKSPACE};
+    double worst = 0;
+    if (r == ZT_PASS && (check_mixed(&c, &worst) || check_mixed(&c, &worst))) r = ZT_FAIL;
+    zt_matmul_dnnl_stats(&hits2, &misses2, &cached);
+    printf("  one product twice: %zu made, %zu found (worst |err|/bound %.3g)\n",
+           misses2 - misses, hits2 - hits, worst);
+    CHECK(misses2 - misses <= 1 && hits2 - hits >= 1);
+    zt_gemm_bf16_set_path(ZT_BF16_GEMM_AUTO);
+    return r;
+}
+
 // ---- the parameter kernels: the fp32 kernel's result rounded once ----
 //
 // Why bit for bit: each bf16 kernel loads the widened gradient (exact) into the fp32

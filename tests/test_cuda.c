@@ -2345,12 +2345,16 @@ ZT_TEST(cuda_bf16_adamw8bit) {
     return rc;
 }
 
-// gemm_mixed: every mix of fp32 and bf16 A, B and C, every transpose, padded leading
-// dimensions, beta 0 and not; then a product large enough that the GPU cuts C into tiles
-// and K into chunks. The bound (top of this section): 3 gamma_{K+2} (|alpha| K + |beta| |c|)
-// per element, plus the bf16 step for a bf16 C.
-static int mixed_case(int ta, int tb, int M, int N, int K, zt_dtype at, zt_dtype bt, zt_dtype ct,
-                      float alpha, float beta, int pad) {
+// gemm_mixed: every mix of fp32 and bf16 A, B and C, every transpose, beta 0 and not, with
+// leading dimensions of 16-byte rows (bf16 A and B: one cuBLASLt call where they lie; an fp32
+// one: rounded in K chunks) and with odd ones (the padded form: everything through the
+// scratch); then a product large enough that the GPU cuts C into tiles and K into chunks.
+// The scratch starts at `work_off` bytes into its allocation and ends with it: the model's
+// carver aligns it to 64 bytes only (the padded form's 256 are the backend's to make). The
+// bound (top of this section): 3 gamma_{K+2} (|alpha| K + |beta| |c|) per element, plus the
+// bf16 step for a bf16 C.
+static int mixed_case_at(int ta, int tb, int M, int N, int K, zt_dtype at, zt_dtype bt,
+                         zt_dtype ct, float alpha, float beta, int pad, size_t work_off) {
     int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
     size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
     float *A = hrand(na, -1, 1), *B = hrand(nb, -1, 1), *C0 = hrand(nc, -1, 1);
@@ -2363,9 +2367,10 @@ static int mixed_case(int ta, int tb, int M, int N, int K, zt_dtype at, zt_dtype
     float *cw = ct == ZT_BF16 ? hwiden16(hC, nc) : hcopy(hC, nc); // C before, for the bound
     CPU->ops->gemm_mixed(CPU, ta, tb, M, N, K, alpha, hA, at, lda, hB, bt, ldb, beta, hC, ct,
                          ldc, hmem(CPU->caps->gemm_mixed_workspace));
-    void *work = zt_be_alloc(GPU, ZT_MEM_WORKSPACE, GPU->caps->gemm_mixed_workspace);
+    size_t ws = GPU->caps->gemm_mixed_workspace;
+    void *work = zt_be_alloc(GPU, ZT_MEM_WORKSPACE, ws + work_off);
     GPU->ops->gemm_mixed(GPU, ta, tb, M, N, K, alpha, dA, at, lda, dB, bt, ldb, beta, dC, ct, ldc,
-                         work);
+                         (char *)work + work_off);
     GPU->ops->sync(GPU);
     zt_be_free(GPU, work);
     float *got = ct == ZT_BF16 ? dget16(dC, nc) : dget(dC, nc);
@@ -2379,6 +2384,10 @@ static int mixed_case(int ta, int tb, int M, int N, int K, zt_dtype at, zt_dtype
              zt_dtype_name(at), zt_dtype_name(bt), zt_dtype_name(ct), beta);
     return check_within(what, got, want, bound, nc);
 }
+static int mixed_case(int ta, int tb, int M, int N, int K, zt_dtype at, zt_dtype bt, zt_dtype ct,
+                      float alpha, float beta, int pad) {
+    return mixed_case_at(ta, tb, M, N, K, at, bt, ct, alpha, beta, pad, 64);
+}
 
 ZT_TEST(cuda_bf16_gemm_mixed) {
     NEED_GPU();
@@ -2389,6 +2398,10 @@ ZT_TEST(cuda_bf16_gemm_mixed) {
         zt_dtype at = dts[k >> 2 & 1], bt = dts[k >> 3 & 1], ct = dts[k >> 4 & 1];
         scratch_mark mark = scratch_now();
         bad += mixed_case(ta, tb, 37, 53, 71, at, bt, ct, 0.7f, k % 3 ? 0.3f : 0.0f, 3);
+        // 16-byte rows (every side and pad a multiple of 8), the scratch 256-byte aligned
+        // and, where it matters (the converted forms), 192 bytes past that
+        bad += mixed_case_at(ta, tb, 40, 56, 72, at, bt, ct, 0.7f, k % 3 ? 0.3f : 0.0f, 8,
+                             k & 16 ? 0 : 192);
         scratch_back(mark);
     }
     // BLAS's edges: K = 0 (C = beta C; beta 0 zeros it), K = 1, M or N = 0 (nothing written;
@@ -2413,6 +2426,80 @@ ZT_TEST(cuda_bf16_gemm_mixed) {
     bad += mixed_case(1, 0, 3000, 3000, 1100, ZT_F32, ZT_BF16, ZT_BF16, 1.0f, 1.0f, 0);
     scratch_back(mark);
     bad += mixed_case(0, 1, 3000, 3000, 1100, ZT_BF16, ZT_F32, ZT_F32, 1.0f, 0.5f, 1);
+    // bf16 A and B past one K chunk, in 16-byte rows: one call, C bf16 rounded by cuBLASLt
+    bad += mixed_case(0, 1, 1000, 800, 3000, ZT_BF16, ZT_BF16, ZT_BF16, 1.0f, 0.5f, 0);
+    gpu_close();
+    CHECK_EQ_INT(bad, 0);
+    return ZT_PASS;
+}
+
+// How many cuBLASLt calls and kernel launches gemm_mixed issues, by form (gemm_lt_cuda.c),
+// against the count each form's plan gives: direct (bf16 A and B in 16-byte rows) is one
+// cuBLASLt call and no launch whatever K; convert rounds each fp32 operand's piece once per
+// K chunk (a launch each) and calls cuBLASLt per chunk, with a bf16 C widened before and
+// rounded after; padded copies A, B and C in and C out around one call per chunk. The
+// counts are the CPU emulation's (its zt_emu_stats, found weakly: SKIP on a real GPU).
+void zt_emu_stats(char *buf, size_t size) __attribute__((weak));
+
+typedef struct {
+    unsigned long long launches, lt;
+} gpu_counts;
+static gpu_counts gpu_counts_now(void) {
+    char line[512];
+    zt_emu_stats(line, sizeof line);
+    gpu_counts c = {0, 0};
+    const char *l = strstr(line, "launches "), *t = strstr(line, " lt ");
+    if (l) c.launches = strtoull(l + 9, NULL, 10);
+    if (t) c.lt = strtoull(t + 4, NULL, 10);
+    return c;
+}
+
+ZT_TEST(cuda_bf16_gemm_mixed_calls) {
+    NEED_GPU();
+    if (g_on_cpu || !zt_emu_stats) {
+        printf("  SKIP: the call counts come from the CUDA emulation's counters\n");
+        gpu_close();
+        return ZT_SKIP;
+    }
+    // ta, tb, M, N, K, A, B, C types, beta, pad (odd: the padded form); lt calls, launches
+    static const struct {
+        int ta, tb, M, N, K;
+        zt_dtype at, bt, ct;
+        float beta;
+        int pad, lt, launches;
+    } e[] = {
+        {0, 1, 64, 48, 3000, ZT_BF16, ZT_BF16, ZT_F32, 0.0f, 0, 1, 0},  // direct, no K chunks
+        {0, 1, 64, 48, 3000, ZT_BF16, ZT_BF16, ZT_BF16, 0.5f, 0, 1, 0}, // ... C bf16 from cuBLASLt
+        {1, 0, 64, 48, 3000, ZT_F32, ZT_BF16, ZT_F32, 1.0f, 0, 3, 3},   // convert: 3 chunks of 1000
+        {0, 0, 64, 48, 3000, ZT_F32, ZT_F32, ZT_BF16, 0.5f, 0, 3, 8},   // 2 x 3 rounds, C in + out
+        {0, 1, 64, 48, 100, ZT_BF16, ZT_BF16, ZT_F32, 0.5f, 1, 1, 4},   // padded: A, B, C in, C out
+    };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof e / sizeof e[0]; i++) {
+        int lda = (e[i].ta ? e[i].M : e[i].K) + e[i].pad;
+        int ldb = (e[i].tb ? e[i].K : e[i].N) + e[i].pad, ldc = e[i].N + e[i].pad;
+        size_t na = (size_t)(e[i].ta ? e[i].K : e[i].M) * lda;
+        size_t nb = (size_t)(e[i].tb ? e[i].N : e[i].K) * ldb, nc = (size_t)e[i].M * ldc;
+        scratch_mark mark = scratch_now();
+        void *dA = dput(hmem(na * 4), na * zt_dtype_size(e[i].at));
+        void *dB = dput(hmem(nb * 4), nb * zt_dtype_size(e[i].bt));
+        void *dC = dput(hmem(nc * 4), nc * zt_dtype_size(e[i].ct));
+        void *work = zt_be_alloc(GPU, ZT_MEM_WORKSPACE, GPU->caps->gemm_mixed_workspace);
+        GPU->ops->sync(GPU);
+        gpu_counts c0 = gpu_counts_now();
+        GPU->ops->gemm_mixed(GPU, e[i].ta, e[i].tb, e[i].M, e[i].N, e[i].K, 1.0f, dA, e[i].at,
+                             lda, dB, e[i].bt, ldb, e[i].beta, dC, e[i].ct, ldc, work);
+        gpu_counts c1 = gpu_counts_now();
+        GPU->ops->sync(GPU);
+        zt_be_free(GPU, work);
+        scratch_back(mark);
+        unsigned long long lt = c1.lt - c0.lt, launches = c1.launches - c0.launches;
+        printf("  %dx%dx%d %s %s %s pad %d: %llu cuBLASLt calls (want %d), %llu launches "
+               "(want %d)\n", e[i].M, e[i].N, e[i].K, zt_dtype_name(e[i].at),
+               zt_dtype_name(e[i].bt), zt_dtype_name(e[i].ct), e[i].pad, lt, e[i].lt, launches,
+               e[i].launches);
+        bad += lt != (unsigned long long)e[i].lt || launches != (unsigned long long)e[i].launches;
+    }
     gpu_close();
     CHECK_EQ_INT(bad, 0);
     return ZT_PASS;
@@ -2446,17 +2533,26 @@ ZT_TEST(cuda_bf16_gemm_tiles_host) {
                             {1, 1, 1, 1, 1, 1}};
     for (size_t a = 0; a < sizeof cases / sizeof *cases; a++) {
         const int *c = cases[a];
-        zt_gemm_scratch s = {c[5], c[3], c[4], 2, 256};
+        zt_gemm_scratch s = {c[5], c[3], c[4], 2, 256, 8};
         zt_gemm_tiles t = zt_gemm_plan_tiles(c[0], c[1], c[2], ZT_GEMM_MIXED_K_CHUNK, &s, tiles);
         CHECK(t.kt > 0 && t.kt <= ZT_GEMM_MIXED_K_CHUNK && t.mt >= 1 && t.nt >= 1);
         CHECK(t.mt <= c[0] && t.nt <= c[1] && t.kt <= c[2]);
         CHECK(zt_gemm_tile_bytes(t, &s) <= tiles);
         CHECK(zt_gemm_part_c(t, &s) % 256 == 0 && zt_gemm_part_a(t, &s) % 256 == 0);
+        // a piece stored either way round with its rows padded to 8 values (gemm_lt_cuda.c's
+        // scratch rows: 16 bytes of bf16) fits its part; so does the fp32 C tile
+        for (int tr = 0; tr < 2; tr++) {
+            size_t ra = tr ? t.kt : t.mt, ca = tr ? t.mt : t.kt;
+            size_t rb = tr ? t.nt : t.kt, cb = tr ? t.kt : t.nt;
+            CHECK(!c[3] || ra * zt_align_up(ca, 8) * 2 <= zt_gemm_part_a(t, &s));
+            CHECK(!c[4] || rb * zt_align_up(cb, 8) * 2 <= zt_gemm_part_b(t, &s));
+        }
+        CHECK(!c[5] || (size_t)t.mt * zt_align_up(t.nt, 8) * 4 <= zt_gemm_part_c(t, &s));
         printf("  %5d x %5d x %5d: tiles %d x %d, K chunks of %d\n", c[0], c[1], c[2], t.mt, t.nt,
                t.kt);
     }
     // the layer products stay one tile per K chunk; the wte gradient is cut
-    zt_gemm_scratch s = {1, 1, 0, 2, 256};
+    zt_gemm_scratch s = {1, 1, 0, 2, 256, 8};
     zt_gemm_tiles t = zt_gemm_plan_tiles(3072, 768, 16384, ZT_GEMM_MIXED_K_CHUNK, &s, tiles);
     CHECK(t.mt == 3072 && t.nt == 768);
     t = zt_gemm_plan_tiles(50304, 768, 1024, ZT_GEMM_MIXED_K_CHUNK, &s, tiles);

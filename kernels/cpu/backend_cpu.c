@@ -434,8 +434,10 @@ static zt_status cpu_open(zt_backend *be, const zt_backend_options *opt) {
     if (zt_gemm_bf16_set_path(opt->bf16_gemm) != ZT_OK) {
         char why[512]; // the message is rewritten below: copied out of its buffer first
         snprintf(why, sizeof why, "%s", zt_error_message());
-        return zt_errorf("--bf16-gemm onednn: %s: give --bf16-gemm fallback (or auto, which picks "
-                         "it on this machine)", why);
+        return zt_errorf("--bf16-gemm %s: %s: give --bf16-gemm fallback (or auto, which picks "
+                         "it on this machine)",
+                         opt->bf16_gemm == ZT_BF16_GEMM_DNNL_MATMUL ? "onednn-matmul" : "onednn",
+                         why);
     }
     be->ops = &cpu_ops;
     be->caps = &zt_backend_cpu_entry.caps;

@@ -1,5 +1,6 @@
-// The bf16 GEMM (bf16 A, B; fp32 C) and the choice of its path: oneDNN where the CPU has bf16
-// instructions, else both operands widened to fp32 and zt_gemm (docs/design.md, "bf16").
+// The bf16 GEMM (bf16 A, B; fp32 C) and the choice of its path: oneDNN (its matmul primitive,
+// matmul_dnnl_cpu.c, or its gemm API) where the CPU has bf16 instructions, else both operands
+// widened to fp32 and zt_gemm (docs/design.md, "bf16").
 //
 // Debian's OpenBLAS 0.3.21 has no sbgemm, so the bf16 kernels come from oneDNN (the library
 // PyTorch's CPU bf16 matmuls use). Debian builds libdnnl with the OpenMP runtime
@@ -57,7 +58,7 @@ static void cpu_detect(void) {
     // AUTO asks without leaving the check's message behind as a pending error.
     char saved[2048];
     snprintf(saved, sizeof saved, "%s", zt_error_message());
-    g_auto_dnnl = zt_gemm_bf16_dnnl_check(&g_cpu) == ZT_OK;
+    g_auto_dnnl = zt_gemm_bf16_dnnl_check(&g_cpu) == ZT_OK && zt_matmul_dnnl_check() == ZT_OK;
     zt_errorf("%s", saved);
 }
 
@@ -97,18 +98,25 @@ zt_status zt_gemm_bf16_dnnl_check(const zt_bf16_cpu *cpu) {
 // The path asked for (AUTO: g_auto_dnnl decides).
 static zt_bf16_gemm_path g_path = ZT_BF16_GEMM_AUTO;
 
+static int is_dnnl(zt_bf16_gemm_path p) {
+    return p == ZT_BF16_GEMM_DNNL || p == ZT_BF16_GEMM_DNNL_MATMUL;
+}
+
 zt_status zt_gemm_bf16_set_path(zt_bf16_gemm_path path) {
-    ZT_ASSERT(path == ZT_BF16_GEMM_AUTO || path == ZT_BF16_GEMM_DNNL ||
-              path == ZT_BF16_GEMM_FALLBACK);
-    if (path == ZT_BF16_GEMM_DNNL) ZT_TRY(zt_gemm_bf16_dnnl_check(zt_bf16_cpu_get()));
+    ZT_ASSERT(path == ZT_BF16_GEMM_AUTO || is_dnnl(path) || path == ZT_BF16_GEMM_FALLBACK);
+    if (is_dnnl(path)) ZT_TRY(zt_gemm_bf16_dnnl_check(zt_bf16_cpu_get()));
+    if (path == ZT_BF16_GEMM_DNNL_MATMUL) ZT_TRY(zt_matmul_dnnl_check());
     g_path = path;
     return ZT_OK;
 }
 
+// AUTO's rule, fixed per CPU so that every run and resume multiplies the same way: oneDNN's
+// matmul primitive wherever oneDNN has bf16 kernels (docs/design.md, "bf16": it writes a bf16
+// C itself, and its kernels are the gemm API's), else the fallback.
 zt_bf16_gemm_path zt_gemm_bf16_path(void) {
     if (g_path != ZT_BF16_GEMM_AUTO) return g_path;
     zt_bf16_cpu_get();
-    return g_auto_dnnl ? ZT_BF16_GEMM_DNNL : ZT_BF16_GEMM_FALLBACK;
+    return g_auto_dnnl ? ZT_BF16_GEMM_DNNL_MATMUL : ZT_BF16_GEMM_FALLBACK;
 }
 
 void zt_gemm_bf16_describe(char *buf, size_t size) {
@@ -118,16 +126,20 @@ void zt_gemm_bf16_describe(char *buf, size_t size) {
                       : cpu->amx_bf16                   ? "AMX-BF16"
                       : cpu->avx512_bf16                ? "AVX512-BF16"
                                                         : "no AVX512-BF16 or AMX-BF16";
-    if (zt_gemm_bf16_path() == ZT_BF16_GEMM_DNNL)
-        snprintf(buf, size, "bf16 GEMM: oneDNN %d.%d.%d (CPU: %s; oneDNN up to %s)", v->major,
-                 v->minor, v->patch, isa, dnnl_isa_name(cpu->dnnl_isa));
+    zt_bf16_gemm_path p = zt_gemm_bf16_path();
+    if (is_dnnl(p))
+        snprintf(buf, size, "bf16 GEMM: oneDNN %d.%d.%d %s (%s; CPU: %s; oneDNN up to %s)",
+                 v->major, v->minor, v->patch,
+                 p == ZT_BF16_GEMM_DNNL_MATMUL ? "matmul primitive" : "gemm API",
+                 g_path == ZT_BF16_GEMM_AUTO ? "chosen" : "forced", isa,
+                 dnnl_isa_name(cpu->dnnl_isa));
     else
         snprintf(buf, size, "bf16 GEMM: fp32 fallback (widen + OpenBLAS sgemm; %s; CPU: %s)",
                  g_path == ZT_BF16_GEMM_FALLBACK ? "forced" : "chosen", isa);
 }
 
 size_t zt_gemm_bf16_workspace(int M, int N, int K) {
-    if (zt_gemm_bf16_path() == ZT_BF16_GEMM_DNNL) return 0;
+    if (is_dnnl(zt_gemm_bf16_path())) return 0;
     return (size_t)M * K + (size_t)K * N;
 }
 
@@ -174,7 +186,10 @@ void zt_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, co
         scale_c(M, N, beta, C, ldc);
         return;
     }
-    if (zt_gemm_bf16_path() == ZT_BF16_GEMM_DNNL)
+    zt_bf16_gemm_path p = zt_gemm_bf16_path();
+    if (p == ZT_BF16_GEMM_DNNL_MATMUL)
+        zt_matmul_dnnl(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ZT_F32, ldc);
+    else if (p == ZT_BF16_GEMM_DNNL)
         gemm_dnnl(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     else
         gemm_fallback(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, work);

@@ -1,12 +1,14 @@
 // The mixed-precision GEMM (backend.h's gemm_mixed): fp32 or bf16 A, B and C through
-// zt_gemm_bf16's two paths, tiled to fit a fixed scratch (docs/design.md, "bf16").
+// zt_gemm_bf16's paths, tiled to fit a fixed scratch (docs/design.md, "bf16").
 //
 // C is cut into tiles of mt rows and nt columns and K into chunks of at most kt. Per tile
 // and chunk, each operand's piece is brought to what the GEMM path takes, then the chunk's
 // products are added into an fp32 C: the caller's own, or for a bf16 C a tile widened into
 // the scratch (beta applied with the first chunk) and rounded back once after the last.
 //   oneDNN:   an fp32 piece is rounded to bf16 into the scratch; a bf16 operand is used
-//             where it lies, with its own leading dimension; zt_gemm_bf16.
+//             where it lies, with its own leading dimension; zt_gemm_bf16. With both
+//             operands bf16: K in one chunk, and on the matmul primitive a bf16 C written
+//             by it (its fp32 sum rounded once: the same contract) with no tile.
 //   fallback: every piece goes to zt_gemm as fp32 holding bf16 values: a bf16 one widened,
 //             an fp32 one rounded to bf16 and widened back in the same pass (through
 //             zt_gemm_bf16 it was rounded into bf16 scratch, then widened from there: two
@@ -32,7 +34,8 @@ typedef struct {
 typedef struct {
     int mt, nt, kt; // the largest tile and chunk
     int fallback;   // no bf16 kernels: the pieces go to zt_gemm as fp32
-    float *c32;     // (mt, nt): a bf16 C's tile in fp32, else NULL
+    int matmul;     // oneDNN's matmul primitive (it writes a bf16 C itself)
+    float *c32;     // (mt, nt): a bf16 C's tile in fp32, else NULL (C written where it lies)
     void *a, *b;    // op(A)'s and op(B)'s pieces (bf16 or fp32), NULL where used in place
 } plan;
 
@@ -43,13 +46,20 @@ static int copied(const plan *p, const operand *x) { return p->fallback || x->t 
 // The largest tiles that fit (launch_math.h's zt_gemm_plan_tiles, the CUDA backend's plan
 // too): the whole of C and balanced K chunks, then the longer side of the tile halved (then
 // the chunk) until the scratch holds it. Halving the longer side keeps tiles square-ish,
-// which converts the fewest operand values again. The parts lie as drawn above, unaligned.
+// which converts the fewest operand values again. Where nothing is copied (bf16 A and B on
+// oneDNN) K is one chunk, and the matmul primitive writes a bf16 C where it lies: one call,
+// no scratch, as the GPU's direct form. The parts lie as drawn above, unaligned.
 static plan plan_tiles(const operand *a, const operand *b, zt_dtype ct, int M, int N, int K,
                        void *work, size_t work_bytes) {
-    plan p = {0, 0, 0, zt_gemm_bf16_path() == ZT_BF16_GEMM_FALLBACK, NULL, NULL, NULL};
+    zt_bf16_gemm_path path = zt_gemm_bf16_path();
+    plan p = {0, 0, 0, path == ZT_BF16_GEMM_FALLBACK, path == ZT_BF16_GEMM_DNNL_MATMUL, NULL,
+              NULL, NULL};
     size_t elem = p.fallback ? sizeof(float) : sizeof(zt_bf16);
-    zt_gemm_scratch s = {ct == ZT_BF16, copied(&p, a), copied(&p, b), elem, 1};
-    zt_gemm_tiles t = zt_gemm_plan_tiles(M, N, K, ZT_GEMM_MIXED_K_CHUNK, &s, work_bytes);
+    int direct = !copied(&p, a) && !copied(&p, b);
+    zt_gemm_scratch s = {ct == ZT_BF16 && !(direct && p.matmul && K > 0), copied(&p, a),
+                         copied(&p, b), elem, 1, 1};
+    zt_gemm_tiles t =
+        zt_gemm_plan_tiles(M, N, K, direct ? K : ZT_GEMM_MIXED_K_CHUNK, &s, work_bytes);
     ZT_ASSERTF(t.kt > 0 || K == 0, "gemm_mixed: %zu bytes of scratch hold no tile", work_bytes);
     p.mt = t.mt, p.nt = t.nt, p.kt = t.kt;
     char *at = work;
@@ -84,11 +94,18 @@ static const void *operand_piece(const plan *p, const operand *x, int r0, int c0
 static void gemm_tile(const plan *p, const operand *a, const operand *b, int K, float alpha,
                       float beta, void *C, zt_dtype ct, int ldc, int i0, int j0, int m, int n) {
     size_t c_off = (size_t)i0 * ldc + j0;
-    float *c = ct == ZT_BF16 ? p->c32 : (float *)C + c_off;
-    int ld = ct == ZT_BF16 ? n : ldc;
-    if (ct == ZT_BF16 && beta != 0.0f)
+    if (!p->c32 && ct == ZT_BF16) { // the matmul primitive, one call (plan_tiles)
+        zt_matmul_dnnl(a->trans, b->trans, m, n, K, alpha, (const zt_bf16 *)a->p +
+                       zt_op_at(a->trans, i0, 0, a->ld), a->ld, (const zt_bf16 *)b->p +
+                       zt_op_at(b->trans, 0, j0, b->ld), b->ld, beta, (zt_bf16 *)C + c_off,
+                       ZT_BF16, ldc);
+        return;
+    }
+    float *c = p->c32 ? p->c32 : (float *)C + c_off;
+    int ld = p->c32 ? n : ldc;
+    if (p->c32 && beta != 0.0f)
         zt_bf16_to_fp32_matrix(c, ld, (const zt_bf16 *)C + c_off, ldc, m, n);
-    else if (ct == ZT_BF16) // beta 0 never reads C (as BLAS), so no NaN comes from the scratch
+    else if (p->c32) // beta 0 never reads C (as BLAS), so no NaN comes from the scratch
         memset(c, 0, (size_t)m * n * sizeof(float));
     int k0 = 0;
     do { // at least once: K = 0 still scales C by beta
@@ -102,7 +119,7 @@ static void gemm_tile(const plan *p, const operand *a, const operand *b, int K, 
             zt_gemm_bf16(a->trans, b->trans, m, n, kk, alpha, pa, lda, pb, ldb, bk, c, ld, NULL);
         k0 += kk;
     } while (k0 < K);
-    if (ct == ZT_BF16) zt_bf16_from_fp32_matrix((zt_bf16 *)C + c_off, ldc, c, ld, m, n);
+    if (p->c32) zt_bf16_from_fp32_matrix((zt_bf16 *)C + c_off, ldc, c, ld, m, n);
 }
 
 void zt_gemm_mixed(int trans_a, int trans_b, int M, int N, int K, float alpha, const void *A,

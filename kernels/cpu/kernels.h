@@ -38,9 +38,10 @@ void zt_bf16_round_fp32_matrix(float *out, int ld_out, const float *in, int ld_i
                                int cols);
 
 // The bf16 GEMM (gemm_bf16_cpu.c): zt_gemm's arguments and meaning with bf16 A and B,
-// fp32 C, alpha, beta: C = alpha * op(A) @ op(B) + beta * C, row-major. Two paths:
-//   ZT_BF16_GEMM_DNNL      oneDNN's dnnl_gemm_bf16bf16f32, on CPUs with AVX512-BF16 or
-//                          AMX-BF16 (its threads are the program's OpenMP pool);
+// fp32 C, alpha, beta: C = alpha * op(A) @ op(B) + beta * C, row-major. Three paths:
+//   ZT_BF16_GEMM_DNNL_MATMUL  oneDNN's matmul primitive (matmul_dnnl_cpu.c), and
+//   ZT_BF16_GEMM_DNNL      oneDNN's dnnl_gemm_bf16bf16f32, both on CPUs with AVX512-BF16 or
+//                          AMX-BF16 (their threads are the program's OpenMP pool);
 //   ZT_BF16_GEMM_FALLBACK  A and B widened to fp32 in `work` (exact), then zt_gemm.
 // Either way the products of two bf16 are exact in fp32 and the sums are fp32: the paths
 // differ only in summation order (docs/design.md, "bf16").
@@ -61,7 +62,8 @@ zt_status zt_gemm_bf16_dnnl_check(const zt_bf16_cpu *cpu);
 // Chooses the path (the CPU backend's open, for --bf16-gemm; tests, benches; before the GEMMs
 // run, not during). DNNL where the check fails: ZT_ERR with its message, the path unchanged.
 zt_status zt_gemm_bf16_set_path(zt_bf16_gemm_path path);
-// The path that runs (DNNL or FALLBACK, never AUTO).
+// The path that runs (never AUTO, which takes DNNL_MATMUL where the check passes, else
+// FALLBACK).
 zt_bf16_gemm_path zt_gemm_bf16_path(void);
 // One line for a banner, e.g. "bf16 GEMM: fp32 fallback (widen + OpenBLAS sgemm; CPU has
 // no AVX512-BF16 or AMX-BF16)".
@@ -74,6 +76,22 @@ size_t zt_gemm_bf16_workspace(int M, int N, int K);
 // nothing, K = 0 gives beta C (beta 0 writes zeros without reading C).
 void zt_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const zt_bf16 *A,
                   int lda, const zt_bf16 *B, int ldb, float beta, float *C, int ldc, float *work);
+
+// oneDNN's matmul primitive (matmul_dnnl_cpu.c): C (M, N) = alpha op(A) op(B) + beta C with
+// bf16 A and B and an fp32 or bf16 C (ct; bf16: alpha acc + beta C in fp32, rounded once),
+// zt_gemm's arguments, M, N, K > 0. A primitive per transposes, sizes, leading dimensions,
+// C's type and scalars is made on first use and cached (32, the oldest replaced; held until
+// the process ends). Fatal where oneDNN has none: choose the path through
+// zt_gemm_bf16_set_path, which checks. zt_matmul_dnnl_check: ZT_OK where oneDNN has a bf16
+// matmul on this CPU (it makes one small primitive), else ZT_ERR with the reason; ask
+// zt_gemm_bf16_dnnl_check first (oneDNN emulates bf16 on AVX-512 CPUs without it).
+// zt_matmul_dnnl_stats: the cache's lookups that found a primitive, that made one, and how
+// many it holds (tests).
+zt_status zt_matmul_dnnl_check(void);
+void zt_matmul_dnnl(int trans_a, int trans_b, int M, int N, int K, float alpha, const zt_bf16 *A,
+                    int lda, const zt_bf16 *B, int ldb, float beta, void *C, zt_dtype ct,
+                    int ldc);
+void zt_matmul_dnnl_stats(size_t *hits, size_t *misses, int *cached);
 
 // ---- bf16 mixed precision (backend_ops.h's ZT_OPS_BF16 group; docs/design.md, "bf16") ----
 // A kernel that adds into a bf16 gradient adds in the fp32 kernel's order, so its result is

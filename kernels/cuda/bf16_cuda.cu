@@ -32,6 +32,14 @@ static __global__ void widen_matrix_kernel(float *out, int ld_out, const zt_bf16
     out[zt_sub_at(i, cols, ld_out)] = zt_bf16_to_fp32(in[zt_sub_at(i, cols, ld_in)]);
 }
 
+// A bit copy of a sub-matrix (bf16 or fp32 values as they are: T is uint16_t or float).
+template <typename T>
+static __global__ void copy_matrix_kernel(T *out, int ld_out, const T *in, int ld_in, int rows,
+                                          int cols) {
+    GRID_STRIDE(i, (size_t)rows * cols)
+    out[zt_sub_at(i, cols, ld_out)] = in[zt_sub_at(i, cols, ld_in)];
+}
+
 static __global__ void bias_forward_kernel(float *out, const zt_bf16 *bias, int N, int OC) {
     GRID_STRIDE(i, (size_t)N * OC) out[i] += zt_bf16_to_fp32(bias[i % OC]);
 }
@@ -110,6 +118,21 @@ extern "C" void zt_cuda_bf16_widen_matrix(cudaStream_t st, float *out, int ld_ou
     widen_matrix_kernel<<<grid_of(n), ZT_CUDA_THREADS, 0, st>>>(out, ld_out, in, ld_in, rows,
                                                                 cols);
     ZT_CUDA_LAUNCHED(st, "bf16_widen_matrix");
+}
+
+extern "C" void zt_cuda_copy_matrix(cudaStream_t st, void *out, int ld_out, const void *in,
+                                    int ld_in, int rows, int cols, size_t elem) {
+    ZT_ASSERT(rows >= 0 && cols >= 0 && ld_out >= cols && ld_in >= cols);
+    ZT_ASSERT(elem == sizeof(zt_bf16) || elem == sizeof(float));
+    if (!rows || !cols) return;
+    unsigned g = grid_of((size_t)rows * cols);
+    if (elem == sizeof(float))
+        copy_matrix_kernel<<<g, ZT_CUDA_THREADS, 0, st>>>((float *)out, ld_out,
+                                                          (const float *)in, ld_in, rows, cols);
+    else
+        copy_matrix_kernel<<<g, ZT_CUDA_THREADS, 0, st>>>((zt_bf16 *)out, ld_out,
+                                                          (const zt_bf16 *)in, ld_in, rows, cols);
+    ZT_CUDA_LAUNCHED(st, "copy_matrix");
 }
 
 extern "C" void zt_cuda_bias_forward_bf16(cudaStream_t st, float *out, const zt_bf16 *bias, int N,

@@ -31,11 +31,13 @@ extern "C" {
 #define ZT_CUDA_BF16_MAX_ROW (1 << 14)
 
 // One cached cuBLASLt plan (gemm_lt_cuda.c): the matmul descriptor, the layouts of the two
-// operands and C, and the heuristic's algorithm for them.
+// operands and C, and the heuristic's algorithm for them (found 0: it had none, so the
+// product takes the padded form).
 typedef struct {
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t first, second, c;
     cublasLtMatmulAlgo_t algo;
+    int found;
 } zt_cuda_lt_plan;
 
 // What the bf16 ops of one backend share: its stream, a cuBLASLt handle and its plans, the
@@ -60,6 +62,9 @@ void zt_cuda_bf16_round_matrix(cudaStream_t st, zt_bf16 *out, int ld_out, const 
                                int ld_in, int rows, int cols);
 void zt_cuda_bf16_widen_matrix(cudaStream_t st, float *out, int ld_out, const zt_bf16 *in,
                                int ld_in, int rows, int cols);
+// out = in, a (rows, cols) sub-matrix of elem-byte values (2: bf16, 4: fp32), bits unchanged.
+void zt_cuda_copy_matrix(cudaStream_t st, void *out, int ld_out, const void *in, int ld_in,
+                         int rows, int cols, size_t elem);
 void zt_cuda_bias_forward_bf16(cudaStream_t st, float *out, const zt_bf16 *bias, int N, int OC);
 void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const float *inp, size_t n);
 // acc[0..1] = r[0..1] (first), else acc[0..1] += r[0..1]: one thread, in stream order.
@@ -91,8 +96,11 @@ void zt_cuda_bf16_adamw8bit(const zt_cuda_bf16 *b, float *master, zt_bf16 *p, co
                             int block, const zt_q8_maps *maps, float wd, zt_adamw_hparams h);
 
 // ---- gemm_mixed (gemm_lt_cuda.c) ----
-// backend_ops.h's gemm_mixed; work: ZT_CUDA_GEMM_MIXED_WORKSPACE bytes, 256-byte aligned. Plans
-// for new shapes go into b's cache (host memory of cuBLASLt's; the first step makes them).
+// backend_ops.h's gemm_mixed; work: ZT_CUDA_GEMM_MIXED_WORKSPACE bytes, any 4-byte alignment
+// (aligned to 256 inside). Plans for new shapes go into b's cache (host memory of
+// cuBLASLt's; the first step makes them). bf16 A and B run as one cuBLASLt call where they
+// lie; an fp32 operand is rounded in tiles and K chunks; a tile cuBLASLt has no algorithm
+// for runs padded (gemm_lt_cuda.c, "Three forms").
 void zt_cuda_gemm_mixed(zt_cuda_bf16 *b, int trans_a, int trans_b, int M, int N, int K,
                         float alpha, const void *A, zt_dtype at, int lda, const void *B,
                         zt_dtype bt, int ldb, float beta, void *C, zt_dtype ct, int ldc,

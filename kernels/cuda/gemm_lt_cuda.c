@@ -1,24 +1,35 @@
 // gemm_mixed on the GPU (backend.h): bf16 operands, fp32 sums on tensor cores through
-// cuBLASLt (CUDA_R_16BF A and B, CUBLAS_COMPUTE_32F, an fp32 C). Compiled by gcc, as C, in
-// `make cuda` only.
+// cuBLASLt (CUDA_R_16BF A and B, CUBLAS_COMPUTE_32F, an fp32 or bf16 C). Compiled by gcc, as
+// C, in `make cuda` only.
 //
-// cuBLASLt takes both operands in one type, so an fp32 operand is rounded to bf16 first (what
-// the CPU does: every product has bf16 operands), and a bf16 C is widened into fp32 for beta,
-// the products added there and rounded once at the end (bf16_math.h's rounding, the CPU's).
-// Both need scratch, so C is cut into tiles and K into chunks as on the CPU
-// (launch_math.h's zt_gemm_plan_tiles, the same plan): the scratch, carved by the model from
-// its workspace (caps.gemm_mixed_workspace, so the planner counts it), is
+// Three forms, chosen per product (docs/design.md, "bf16"):
+//   direct:   A and B bf16: one cuBLASLt call on the operands where they lie, C of its own
+//             type (a bf16 D is the fp32 sum rounded once, the CPU's rounding); no scratch,
+//             no K chunks.
+//   convert:  an fp32 operand is rounded to bf16 first (cuBLASLt takes both operands in one
+//             type), so C is cut into tiles and K into chunks to fit the scratch, as on the
+//             CPU (launch_math.h's zt_gemm_plan_tiles, the same plan); a bf16 C is then
+//             widened into an fp32 tile for beta, the chunks' products added there and
+//             rounded once at the end. A bf16 operand is read where it lies.
+//   padded:   where a tile's operands or C as they lie do not start and have rows at 16
+//             bytes (odd leading dimensions, e.g. 2014-byte rows, or odd offsets), the loads
+//             cuBLASLt's tensor-core kernels make, or where its heuristic has no algorithm
+//             for them, every operand and C go through the scratch, each row padded to 16
+//             bytes and each part 256-byte aligned. The same sums, in more passes.
+// The scratch, carved by the model from its workspace (caps.gemm_mixed_workspace, so the
+// planner counts it) and aligned here (the carver gives 64 bytes, cuBLASLt wants 256):
 //
-//   [ cuBLASLt's workspace | C tile, fp32 (bf16 C) | op(A) piece, bf16 | op(B) piece, bf16 ]
-//     ZT_CUDA_LT_WORKSPACE   mt*nt                   mt*kt (fp32 A)      kt*nt (fp32 B)
+//   [ to 256 | cuBLASLt's workspace | C tile, fp32 | op(A) piece, bf16 | op(B) piece, bf16 ]
+//     < 256    ZT_CUDA_LT_WORKSPACE   (mt, nt)       (mt, kt)            (kt, nt)
 //
-// each part 256-byte aligned. A bf16 operand is read where it lies.
+// each part 256-byte aligned, rows padded to 8 values.
 //
-// Each product's descriptors, layouts and the heuristic's algorithm form a plan, cached in the
-// backend's fixed table (lt_cache_math.h) under everything they depend on: transposes,
-// sizes, leading dimensions, types and the pointers' alignment classes, so a plan chosen for
-// 256-byte aligned operands never runs on a less aligned piece. A step's ~10 shapes then
-// cost a lookup each instead of a heuristic query and seven descriptor calls.
+// Each product's descriptors, layouts and the heuristic's algorithm (or its answer that it
+// has none) form a plan, cached in the backend's fixed table (lt_cache_math.h) under
+// everything they depend on: transposes, sizes, leading dimensions, types and the pointers'
+// alignment classes, so a plan chosen for 256-byte aligned operands never runs on a less
+// aligned piece. A step's ~10 shapes then cost a lookup each instead of a heuristic query and
+// seven descriptor calls.
 #include <cublasLt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,7 +38,8 @@
 #include "bf16_cuda.h"
 #include "cuda_check.h"
 
-#define PART_ALIGN ((int)ZT_LT_ALIGN_MAX) // cuBLASLt's default alignment of every operand
+#define PART_ALIGN ((size_t)ZT_LT_ALIGN_MAX) // cuBLASLt's default alignment of every operand
+#define ROW_PAD 8 // values a scratch row is padded to: 16 bytes of bf16, 32 of fp32
 
 typedef struct {
     const void *p; // as stored: op(X) = X, or X^T when trans
@@ -35,7 +47,9 @@ typedef struct {
     int ld, trans;
 } operand;
 
-// One call's fixed part: operands, C, and where the tile's scratch parts lie.
+typedef enum { FORM_DIRECT, FORM_CONVERT, FORM_PADDED } form;
+
+// One call's fixed part: operands, C, the form, and where the tile's scratch parts lie.
 typedef struct {
     zt_cuda_bf16 *b;
     operand a, bm;
@@ -44,6 +58,7 @@ typedef struct {
     void *C;
     zt_dtype ct;
     int ldc;
+    zt_gemm_scratch s; // which parts the form keeps in scratch
     zt_gemm_tiles t;
     void *lt_ws;
     float *c32;
@@ -75,9 +90,9 @@ static cublasLtMatrixLayout_t lt_layout(int type, int rows, int cols, int ld) {
     return l;
 }
 
-// cuBLASLt's first choice within its workspace at the key's alignments.
-static cublasLtMatmulAlgo_t lt_algo(const zt_cuda_bf16 *b, const zt_cuda_lt_plan *p,
-                                    const zt_lt_key *k) {
+// cuBLASLt's first choice within its workspace at the key's alignments into p->algo;
+// p->found 0 where it has none (the caller takes the padded form).
+static void lt_algo(const zt_cuda_bf16 *b, zt_cuda_lt_plan *p, const zt_lt_key *k) {
     cublasLtMatmulPreference_t pref;
     ZT_CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
     size_t ws = ZT_CUDA_LT_WORKSPACE;
@@ -89,12 +104,14 @@ static cublasLtMatmulAlgo_t lt_algo(const zt_cuda_bf16 *b, const zt_cuda_lt_plan
     set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac);
     cublasLtMatmulHeuristicResult_t h;
     int found = 0;
-    ZT_CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(b->lt, p->op, p->first, p->second, p->c, p->c,
-                                                   pref, 1, &h, &found));
-    ZT_ASSERTF(found > 0, "cuBLASLt has no bf16 GEMM for these operands (alignment %u, %u, %u)",
-               a1, a2, ac);
+    // Some cuBLASLt versions answer "not supported" instead of 0 results: both mean none.
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(b->lt, p->op, p->first, p->second, p->c,
+                                                       p->c, pref, 1, &h, &found);
+    ZT_ASSERTF(st == CUBLAS_STATUS_SUCCESS || st == CUBLAS_STATUS_NOT_SUPPORTED,
+               "cublasLtMatmulAlgoGetHeuristic failed: status %d", (int)st);
     cublasLtMatmulPreferenceDestroy(pref);
-    return h.algo;
+    p->found = st == CUBLAS_STATUS_SUCCESS && found > 0;
+    if (p->found) p->algo = h.algo;
 }
 
 static void plan_free(zt_cuda_lt_plan *p) {
@@ -106,7 +123,8 @@ static void plan_free(zt_cuda_lt_plan *p) {
 
 // The plan of key k: from the cache, or made and cached (replacing the oldest when the table
 // is full: cuBLASLt reads the descriptors when a call enqueues, and before the cache this file
-// freed them right after each call).
+// freed them right after each call). A plan without an algorithm is cached too, so the
+// heuristic is asked once.
 static const zt_cuda_lt_plan *lt_plan(zt_cuda_bf16 *b, const zt_lt_key *k) {
     int i = zt_lt_find(&b->lt_index, k), replaced;
     if (i >= 0) return &b->lt_plans[i];
@@ -117,62 +135,191 @@ static const zt_cuda_lt_plan *lt_plan(zt_cuda_bf16 *b, const zt_lt_key *k) {
     p.second = lt_layout(k->type_second, k->trans_second ? k->n : k->k,
                          k->trans_second ? k->k : k->n, k->ld_second);
     p.c = lt_layout(k->type_c, k->m, k->n, k->ldc);
-    p.algo = lt_algo(b, &p, k);
+    lt_algo(b, &p, k);
     i = zt_lt_insert(&b->lt_index, k, &replaced);
     if (replaced) plan_free(&b->lt_plans[i]);
     b->lt_plans[i] = p;
     return &b->lt_plans[i];
 }
 
-// Row-major C (M, N) = alpha op(A) op(B) + beta C, A and B bf16, C fp32, as the column-major
-// product launch_math.h's zt_gemm_row_to_col gives (the pointers pass through it untouched).
-static void lt_matmul(const job *j, int ta, int tb, int M, int N, int K, const zt_bf16 *A,
-                      int lda, const zt_bf16 *B, int ldb, float beta, float *C, int ldc) {
-    zt_col_major_gemm g = zt_gemm_row_to_col(ta, tb, M, N, K, (const float *)(const void *)A,
-                                             lda, (const float *)(const void *)B, ldb);
-    zt_lt_key k = zt_lt_key_of(&g, ldc, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, C);
-    const zt_cuda_lt_plan *p = lt_plan(j->b, &k);
-    ZT_CHECK_CUBLAS(cublasLtMatmul(j->b->lt, p->op, &j->alpha, g.first, p->first, g.second,
-                                   p->second, &beta, C, p->c, C, p->c, &p->algo, j->lt_ws,
-                                   ZT_CUDA_LT_WORKSPACE, j->b->stream));
+// One cuBLASLt product: row-major C (M, N) = alpha op(A) op(B) + beta C, A and B bf16, C of
+// type ct, as the column-major product launch_math.h's zt_gemm_row_to_col gives (the
+// pointers pass through it untouched).
+typedef struct {
+    int M, N, K;
+    const zt_bf16 *A, *B;
+    int lda, ldb;
+    float beta;
+    void *C;
+    zt_dtype ct;
+    int ldc;
+} lt_call;
+
+static zt_col_major_gemm col_major(const job *j, const lt_call *c) {
+    return zt_gemm_row_to_col(j->a.trans, j->bm.trans, c->M, c->N, c->K,
+                              (const float *)(const void *)c->A, c->lda,
+                              (const float *)(const void *)c->B, c->ldb);
 }
 
+static const zt_cuda_lt_plan *call_plan(const job *j, const lt_call *c) {
+    zt_col_major_gemm g = col_major(j, c);
+    int type_c = c->ct == ZT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+    zt_lt_key k = zt_lt_key_of(&g, c->ldc, CUDA_R_16BF, CUDA_R_16BF, type_c, c->C);
+    return lt_plan(j->b, &k);
+}
+
+static void lt_run(const job *j, const lt_call *c) {
+    zt_col_major_gemm g = col_major(j, c);
+    const zt_cuda_lt_plan *p = call_plan(j, c);
+    ZT_ASSERTF(p->found, "cuBLASLt has no bf16 GEMM for %d x %d x %d with 256-byte aligned "
+               "operands and 16-byte rows", c->M, c->N, c->K);
+    ZT_CHECK_CUBLAS(cublasLtMatmul(j->b->lt, p->op, &j->alpha, g.first, p->first, g.second,
+                                   p->second, &c->beta, c->C, p->c, c->C, p->c, &p->algo,
+                                   j->lt_ws, ZT_CUDA_LT_WORKSPACE, j->b->stream));
+}
+
+// The leading dimension of a scratch part whose rows hold `cols` values.
+static int padded_ld(int cols) { return (int)zt_align_up((size_t)(cols > 1 ? cols : 1), ROW_PAD); }
+
 // op(X)'s piece [r0, r0 + rows) x [c0, c0 + cols) in bf16 with leading dimension *ld: where
-// X lies when it is bf16, else rounded into buf (packed as stored: still transposed).
-static const zt_bf16 *piece(const job *j, const operand *x, int r0, int c0, int rows, int cols,
-                            zt_bf16 *buf, int *ld) {
+// X lies when it is not copied, else at buf (as stored: still transposed), brought there
+// when `bring` (rounded from fp32, or copied from bf16).
+static const zt_bf16 *piece(const job *j, const operand *x, int copy, int r0, int c0, int rows,
+                            int cols, zt_bf16 *buf, int *ld, int bring) {
     size_t off = zt_op_at(x->trans, r0, c0, x->ld);
-    if (x->t == ZT_BF16) {
+    if (!copy) {
         *ld = x->ld;
         return (const zt_bf16 *)x->p + off;
     }
     int srows = x->trans ? cols : rows, scols = x->trans ? rows : cols;
-    *ld = scols;
-    zt_cuda_bf16_round_matrix(j->b->stream, buf, scols, (const float *)x->p + off, x->ld, srows,
-                              scols);
+    *ld = padded_ld(scols);
+    if (bring && x->t == ZT_BF16)
+        zt_cuda_copy_matrix(j->b->stream, buf, *ld, (const zt_bf16 *)x->p + off, x->ld, srows,
+                            scols, sizeof(zt_bf16));
+    else if (bring)
+        zt_cuda_bf16_round_matrix(j->b->stream, buf, *ld, (const float *)x->p + off, x->ld,
+                                  srows, scols);
     return buf;
+}
+
+// The call of K chunk [k0, k0 + kk) of the tile at (i0, j0), (m, n); its pieces brought into
+// the scratch when `bring`.
+static lt_call chunk_call(const job *j, int i0, int j0, int m, int n, int k0, int kk, int bring) {
+    lt_call c = {m, n, kk, NULL, NULL, 0, 0, k0 ? 1.0f : j->beta, NULL, j->ct, j->ldc};
+    c.A = piece(j, &j->a, j->s.copy_a, i0, k0, m, kk, j->pa, &c.lda, bring);
+    c.B = piece(j, &j->bm, j->s.copy_b, k0, j0, kk, n, j->pb, &c.ldb, bring);
+    if (j->s.c32) {
+        c.C = j->c32, c.ct = ZT_F32, c.ldc = padded_ld(n);
+    } else {
+        c.C = (char *)j->C + ((size_t)i0 * j->ldc + j0) * zt_dtype_size(j->ct);
+    }
+    return c;
+}
+
+// The tile's K chunks' sizes: kt each, the last shorter.
+static int chunk_len(const job *j, int k0) { return j->K - k0 < j->t.kt ? j->K - k0 : j->t.kt; }
+
+// Whether a matrix read or written where it lies starts and has rows at 16 bytes, what
+// cuBLASLt's tensor-core kernels load (its heuristic may offer slower ones, or none).
+static int rows_aligned(const void *p, int ld, size_t elem) {
+    return (uintptr_t)p % 16 == 0 && (size_t)ld * elem % 16 == 0;
+}
+
+// Whether every call of the tile reads and writes 16-byte rows and cuBLASLt has an
+// algorithm for it (asked before any runs, so a tile takes the padded form whole).
+static int tile_runs_as_is(const job *j, int i0, int j0, int m, int n) {
+    for (int k0 = 0, kk; k0 < j->K; k0 += kk) {
+        kk = chunk_len(j, k0);
+        lt_call c = chunk_call(j, i0, j0, m, n, k0, kk, 0);
+        if (!rows_aligned(c.A, c.lda, sizeof(zt_bf16)) ||
+            !rows_aligned(c.B, c.ldb, sizeof(zt_bf16)) ||
+            !rows_aligned(c.C, c.ldc, zt_dtype_size(c.ct)) || !call_plan(j, &c)->found)
+            return 0;
+    }
+    return 1;
+}
+
+// C's tile in fp32 scratch (ld padded) before the chunks: C widened or copied for beta, or 0.
+static void c_tile_in(const job *j, size_t c_off, int m, int n) {
+    cudaStream_t st = j->b->stream;
+    int ld = padded_ld(n);
+    const char *c = (const char *)j->C + c_off * zt_dtype_size(j->ct);
+    if (j->beta == 0.0f) // beta 0 never reads C (as BLAS): no NaN from the scratch
+        ZT_CHECK_CUDA(cudaMemsetAsync(j->c32, 0, (size_t)m * ld * sizeof(float), st));
+    else if (j->ct == ZT_BF16)
+        zt_cuda_bf16_widen_matrix(st, j->c32, ld, (const zt_bf16 *)c, j->ldc, m, n);
+    else
+        zt_cuda_copy_matrix(st, j->c32, ld, c, j->ldc, m, n, sizeof(float));
+}
+
+// The fp32 tile back into C: rounded once (bf16) or copied.
+static void c_tile_out(const job *j, size_t c_off, int m, int n) {
+    cudaStream_t st = j->b->stream;
+    int ld = padded_ld(n);
+    char *c = (char *)j->C + c_off * zt_dtype_size(j->ct);
+    if (j->ct == ZT_BF16)
+        zt_cuda_bf16_round_matrix(st, (zt_bf16 *)c, j->ldc, j->c32, ld, m, n);
+    else
+        zt_cuda_copy_matrix(st, c, j->ldc, j->c32, ld, m, n, sizeof(float));
 }
 
 // C[i0.., j0..] (m, n) = alpha op(A)[i0.., :] op(B)[:, j0..] + beta C[i0.., j0..], K in chunks.
 static void gemm_tile(const job *j, int i0, int j0, int m, int n) {
-    cudaStream_t st = j->b->stream;
-    int c16 = j->ct == ZT_BF16, ld = c16 ? n : j->ldc;
     size_t c_off = (size_t)i0 * j->ldc + j0;
-    float *c = c16 ? j->c32 : (float *)j->C + c_off;
-    if (c16 && j->beta != 0.0f)
-        zt_cuda_bf16_widen_matrix(st, c, ld, (const zt_bf16 *)j->C + c_off, j->ldc, m, n);
-    else if (c16) // beta 0 never reads C (as BLAS): no NaN from the scratch
-        ZT_CHECK_CUDA(cudaMemsetAsync(c, 0, (size_t)m * n * sizeof(float), st));
+    if (j->s.c32) c_tile_in(j, c_off, m, n);
     for (int k0 = 0, kk; k0 < j->K; k0 += kk) {
-        int lda, ldb;
-        kk = j->K - k0 < j->t.kt ? j->K - k0 : j->t.kt;
-        const zt_bf16 *pa = piece(j, &j->a, i0, k0, m, kk, j->pa, &lda);
-        const zt_bf16 *pb = piece(j, &j->bm, k0, j0, kk, n, j->pb, &ldb);
-        lt_matmul(j, j->a.trans, j->bm.trans, m, n, kk, pa, lda, pb, ldb, k0 ? 1.0f : j->beta, c,
-                  ld);
+        kk = chunk_len(j, k0);
+        lt_call c = chunk_call(j, i0, j0, m, n, k0, kk, 1);
+        lt_run(j, &c);
     }
-    if (j->K == 0) zt_cuda_scale_matrix(st, c, ld, m, n, j->beta); // the empty sum: beta C
-    if (c16) zt_cuda_bf16_round_matrix(st, (zt_bf16 *)j->C + c_off, j->ldc, c, ld, m, n);
+    if (j->K == 0) // the empty sum: beta C (a bf16 C is in the fp32 tile: see job_of)
+        zt_cuda_scale_matrix(j->b->stream, j->s.c32 ? j->c32 : (float *)j->C + c_off,
+                             j->s.c32 ? padded_ld(n) : j->ldc, m, n, j->beta);
+    if (j->s.c32) c_tile_out(j, c_off, m, n);
+}
+
+// The job of form f: what it keeps in scratch, its tiles and chunks (no K chunks where
+// nothing is copied) and where the parts lie in `work`, aligned up to 256 bytes.
+static job job_of(zt_cuda_bf16 *b, form f, const operand *a, const operand *bm, int M, int N,
+                  int K, float alpha, float beta, void *C, zt_dtype ct, int ldc, void *work) {
+    int pad = f == FORM_PADDED;
+    zt_gemm_scratch s = {pad || (ct == ZT_BF16 && (f == FORM_CONVERT || K == 0)),
+                         pad || a->t == ZT_F32, pad || bm->t == ZT_F32, sizeof(zt_bf16),
+                         PART_ALIGN, ROW_PAD};
+    int k_chunk = s.copy_a || s.copy_b ? ZT_GEMM_MIXED_K_CHUNK : K;
+    char *base = (char *)zt_align_up((uintptr_t)work, PART_ALIGN);
+    size_t tile_bytes = ZT_CUDA_GEMM_MIXED_WORKSPACE - ZT_CUDA_LT_WORKSPACE - PART_ALIGN;
+    job j = {b, *a, *bm, K, alpha, beta, C, ct, ldc, s,
+             zt_gemm_plan_tiles(M, N, K, k_chunk, &s, tile_bytes), base, NULL, NULL, NULL};
+    ZT_ASSERTF(j.t.kt > 0 || K == 0, "gemm_mixed: the scratch holds no tile");
+    char *tiles = base + ZT_CUDA_LT_WORKSPACE;
+    j.c32 = (float *)tiles;
+    j.pa = (zt_bf16 *)(tiles + zt_gemm_part_c(j.t, &s));
+    j.pb = (zt_bf16 *)(tiles + zt_gemm_part_c(j.t, &s) + zt_gemm_part_a(j.t, &s));
+    return j;
+}
+
+// Every tile of job j; a tile whose operands or C do not lie in 16-byte rows, or that
+// cuBLASLt has no algorithm for, as a product of its own in the padded form (`padded`: the
+// product's padded job, NULL when j is one).
+static void run_tiles(const job *j, const job *padded, int M, int N) {
+    for (int i0 = 0; i0 < M; i0 += j->t.mt)
+        for (int j0 = 0; j0 < N; j0 += j->t.nt) {
+            int m = M - i0 < j->t.mt ? M - i0 : j->t.mt, n = N - j0 < j->t.nt ? N - j0 : j->t.nt;
+            if (!padded || tile_runs_as_is(j, i0, j0, m, n)) {
+                gemm_tile(j, i0, j0, m, n);
+                continue;
+            }
+            // the tile as a product of its own, padded: its pieces of A, B and C
+            const job *p = padded;
+            operand a = p->a, bm = p->bm;
+            a.p = (const char *)a.p + zt_op_at(a.trans, i0, 0, a.ld) * zt_dtype_size(a.t);
+            bm.p = (const char *)bm.p + zt_op_at(bm.trans, 0, j0, bm.ld) * zt_dtype_size(bm.t);
+            void *c = (char *)p->C + ((size_t)i0 * p->ldc + j0) * zt_dtype_size(p->ct);
+            job t = job_of(p->b, FORM_PADDED, &a, &bm, m, n, p->K, p->alpha, p->beta, c, p->ct,
+                           p->ldc, p->lt_ws);
+            run_tiles(&t, NULL, m, n);
+        }
 }
 
 void zt_cuda_gemm_mixed(zt_cuda_bf16 *b, int trans_a, int trans_b, int M, int N, int K,
@@ -185,22 +332,11 @@ void zt_cuda_gemm_mixed(zt_cuda_bf16 *b, int trans_a, int trans_b, int M, int N,
                zt_dtype_name(bt), zt_dtype_name(ct));
     ZT_ASSERT(M >= 0 && N >= 0 && K >= 0);
     if (M == 0 || N == 0) return;
-    ZT_ASSERTF((uintptr_t)work % PART_ALIGN == 0, "gemm_mixed: scratch not %d-byte aligned",
-               PART_ALIGN);
-    zt_gemm_scratch s = {ct == ZT_BF16, at == ZT_F32, bt == ZT_F32, sizeof(zt_bf16), PART_ALIGN};
-    job j = {b, {A, at, lda, trans_a}, {B, bt, ldb, trans_b}, K, alpha, beta, C, ct, ldc,
-             zt_gemm_plan_tiles(M, N, K, ZT_GEMM_MIXED_K_CHUNK, &s,
-                                ZT_CUDA_GEMM_MIXED_WORKSPACE - ZT_CUDA_LT_WORKSPACE),
-             work, NULL, NULL, NULL};
-    ZT_ASSERTF(j.t.kt > 0 || K == 0, "gemm_mixed: the scratch holds no tile");
-    char *tiles = (char *)work + ZT_CUDA_LT_WORKSPACE;
-    j.c32 = (float *)tiles;
-    j.pa = (zt_bf16 *)(tiles + zt_gemm_part_c(j.t, &s));
-    j.pb = (zt_bf16 *)(tiles + zt_gemm_part_c(j.t, &s) + zt_gemm_part_a(j.t, &s));
-    for (int i0 = 0; i0 < M; i0 += j.t.mt)
-        for (int j0 = 0; j0 < N; j0 += j.t.nt)
-            gemm_tile(&j, i0, j0, M - i0 < j.t.mt ? M - i0 : j.t.mt,
-                      N - j0 < j.t.nt ? N - j0 : j.t.nt);
+    operand a = {A, at, lda, trans_a}, bm = {B, bt, ldb, trans_b};
+    form f = at == ZT_BF16 && bt == ZT_BF16 ? FORM_DIRECT : FORM_CONVERT;
+    job j = job_of(b, f, &a, &bm, M, N, K, alpha, beta, C, ct, ldc, work);
+    job p = job_of(b, FORM_PADDED, &a, &bm, M, N, K, alpha, beta, C, ct, ldc, work);
+    run_tiles(&j, &p, M, N);
 }
 
 void zt_cuda_gemm_mixed_describe(char *buf, size_t size) {

@@ -27,6 +27,7 @@ static const zt_enum_name k_tensor_paths[] = {
 static const zt_enum_name k_cuda_attentions[] = {
     {"blocked", ZT_CUDA_ATTENTION_BLOCKED}, {"rows", ZT_CUDA_ATTENTION_ROWS}, {NULL, 0}};
 static const zt_enum_name k_bf16_gemms[] = {{"auto", ZT_BF16_GEMM_AUTO},
+                                            {"onednn-matmul", ZT_BF16_GEMM_DNNL_MATMUL},
                                             {"onednn", ZT_BF16_GEMM_DNNL},
                                             {"fallback", ZT_BF16_GEMM_FALLBACK},
                                             {NULL, 0}};
@@ -178,9 +179,10 @@ const opt_desc zt_opts[] = {
      "--backend cuda: allow TF32 tensor cores in fp32 matrix products (faster, ~1e-3 "
      "relative error; off: exact fp32 as on the CPU)"},
     {"bf16-gemm", OPT_ENUM, FIELD(bf16_gemm), "auto", "PATH", NULL, k_bf16_gemms, 0, "parallel",
-     "--backend cpu, --param-dtype bf16: where the bf16 matrix products run: oneDNN's bf16 "
-     "GEMM (CPUs with AVX512-BF16 or AMX-BF16: auto picks it there) or the fallback (bf16 "
-     "widened to fp32, then OpenBLAS's sgemm)"},
+     "--backend cpu, --param-dtype bf16: where the bf16 matrix products run: oneDNN's matmul "
+     "primitive (onednn-matmul; CPUs with AVX512-BF16 or AMX-BF16: auto picks it there), "
+     "oneDNN's bf16 GEMM API (onednn) or the fallback (bf16 widened to fp32, then OpenBLAS's "
+     "sgemm)"},
     {"profile", OPT_BOOL, FIELD(profile), "false", "", NULL, NULL, 0, "parallel",
      "time every kernel and transfer by phase (gemm, attention, loss, element-wise, "
      "optimizer, grad norm, memory, comm): a table at the end, \"phases\" in the --log"},

@@ -7,13 +7,15 @@
 #   - AMX-BF16 CPUs: the GEMM tests again capped at AVX512_CORE_BF16 (AVX512-BF16 kernels);
 #   - AVX512-BF16 or AMX CPUs: capped at AVX512_CORE (below bf16) forcing oneDNN is refused
 #     and the automatic choice is the fp32 fallback; then a 6-step bf16 training run on each
-#     path the CPU has, every one compared with the run on the CPU's own path by
+#     path the CPU has (oneDNN's matmul primitive, the CPU's own; its gemm API,
+#     --bf16-gemm onednn; the fallback; AVX512-BF16 kernels on AMX), every one compared with
+#     the run on the CPU's own path by
 #     tests/compare_models.py --bf16 (the paths differ in fp32 summation order only, well
 #     inside the layout tests' bf16 bound); and --bf16-gemm fallback, uncapped, against the
 #     capped fallback run, loss for loss.
 # The C tests force the fallback themselves on every CPU (gemm_bf16_fallback,
-# bf16_gemm_mixed_fallback); the uncapped oneDNN tests run as gemm_bf16_dnnl and
-# bf16_gemm_mixed_dnnl. SKIP (77) on a CPU without bf16 instructions, after the cap check.
+# bf16_gemm_mixed_fallback); the uncapped oneDNN tests run as gemm_bf16_dnnl,
+# gemm_bf16_dnnl_matmul, bf16_gemm_mixed_dnnl and bf16_gemm_mixed_dnnl_matmul. SKIP (77) on a CPU without bf16 instructions, after the cap check.
 set -u
 . tests/env.sh
 T=build/zt_tests ZT=build/zerotrain PY=${PYTHON:-/usr/bin/python3}
@@ -41,7 +43,7 @@ fi
 
 gemm_tests() { # label, then the command prefix
   local label=$1; shift
-  for t in gemm_bf16_dnnl bf16_gemm_mixed_dnnl; do
+  for t in gemm_bf16_dnnl gemm_bf16_dnnl_matmul bf16_gemm_mixed_dnnl bf16_gemm_mixed_dnnl_matmul; do
     "$@" $T $t > $out/$t-$label.txt 2>&1 || { cat $out/$t-$label.txt; bad "$t ($label)"; }
   done
   grep -h 'bf16 GEMM:' $out/gemm_bf16_dnnl-$label.txt
@@ -69,12 +71,18 @@ train() { # name, then the command prefix
   grep 'bf16 GEMM:' $out/$name.out
 }
 train own "${uncap[@]}" || exit 1
-grep -q 'bf16 GEMM: oneDNN' $out/own.out || bad "the CPU's own run did not use oneDNN"
-paths=(fallback)
+grep -q 'bf16 GEMM: oneDNN .* matmul primitive' $out/own.out ||
+  bad "the CPU's own run did not use oneDNN's matmul primitive"
+paths=(fallback gemmapi)
 [ "$amx" = 1 ] && paths+=(avx512bf16)
 for p in "${paths[@]}"; do
-  [ $p = fallback ] && isa=AVX512_CORE || isa=AVX512_CORE_BF16
-  train $p cap $isa || continue
+  case $p in
+    fallback) train $p cap AVX512_CORE || continue ;;
+    gemmapi) plain=$common; common="$common --bf16-gemm onednn"
+             train $p "${uncap[@]}"; ok=$?; common=$plain; [ $ok = 0 ] || continue
+             grep -q 'oneDNN .* gemm API' $out/$p.out || bad "--bf16-gemm onednn: not the gemm API" ;;
+    avx512bf16) train $p cap AVX512_CORE_BF16 || continue ;;
+  esac
   [ $p = fallback ] && { grep -q 'bf16 GEMM: fp32 fallback' $out/$p.out || bad "$p: not the fallback"; }
   echo "== $p vs the CPU's own path"
   $PY tests/compare_models.py $out/own $out/$p --steps 6 --lr 1e-3 --bf16 \
