@@ -149,8 +149,8 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
     ZT_ASSERT(t->n_slots == zt_plan_stage_slots(&t->plan, g->pp_rank));
     size_t pad = (size_t)g->dp * ZT_ALIGN_ELEMS;
     ZT_TRY(zt_gpt2_init(&t->model, t->be, &t->shape, t->unit_first, t->unit_last, g->tp,
-                        g->tp_rank, ZT_ALIGN_ELEMS, pad, c->micro_batch, c->seq, c->loss_chunk,
-                        t->n_slots, g->tp_data, c->param_dtype,
+                        g->tp_rank, ZT_ALIGN_ELEMS, pad, c->micro_batch, c->seq,
+                        t->plan.loss_chunk, t->n_slots, g->tp_data, c->param_dtype,
                         &(zt_act_options){t->plan.recompute, c->sequence_parallel,
                                           zt_plan_stage_w_slots(&t->plan, t->n_slots)}));
     // with --resume, zt_ckpt_resume fills the weights once the optimizer exists
@@ -353,6 +353,7 @@ static zt_status open_trainer(zt_trainer *t, zt_backend *backend, const zt_comm 
     if (cfg->profile) start_profile(t);
     // the launcher says which ranks share a machine; else all (the conservative guess)
     t->plan.ranks_per_node = zt_launcher_local_size(t->grid.world);
+    zt_trainer_pick_loss_chunk(t); // before the fit check, which counts it
     const zt_comm *w = &t->grid.world_comm;
     if (!t->eval_only)
         ZT_TRY(zt_comm_agree(w, t->grid.rank == 0
