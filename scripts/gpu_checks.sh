@@ -81,6 +81,7 @@ if [ "${STAGES[*]}" = first-contact ]; then
     ZT_EMU_BUILD=${ZT_EMU_BUILD:-/tmp/zt_emu_$(basename "$PWD")}
     LAYOUT_TESTS=${LAYOUT_TESTS:-$FC_LAYOUT_TESTS}
     [ "$DRY" = 1 ] && FC_SCALE=3
+    DRY_TESTS=${DRY_TESTS-cuda_layernorm}
     BUDGET_S=${BUDGET_S:-$((FC_BUDGET_S * FC_SCALE))}
     if [ "$PLAN_ONLY" = 1 ]; then fc_print_plan; exit 0; fi
 elif [ "$DRY" = 1 ] || [ "$PLAN_ONLY" = 1 ]; then
@@ -150,13 +151,16 @@ say "gpu_checks: ${DRYTAG}stages $([ "$FIRST_CONTACT" = 1 ] || echo "build ")${S
 {
     echo "zerotrain $(git describe --always --dirty --tags 2>/dev/null || echo unknown), $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "host: $(nproc) cores, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)"
-    if [ "$HAVE_GPU" = 1 ]; then
+    if [ "$FIRST_CONTACT" = 1 ]; then : # its preflight says the rest
+    elif [ "$HAVE_GPU" = 1 ]; then
         nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader
     else echo "GPU: none (nvidia-smi -L finds none): the GPU stages SKIP; a dry run of this script"
     fi
-    command -v nvcc >/dev/null && nvcc --version | tail -2 | head -1
-    "$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null ||
-        echo "torch: not importable by $PY"
+    if [ "$FIRST_CONTACT" = 0 ]; then
+        command -v nvcc >/dev/null && nvcc --version | tail -2 | head -1
+        "$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null ||
+            echo "torch: not importable by $PY"
+    fi
 } | tee -a "$DIR/summary.txt"
 
 # ---- build (always; first-contact builds in its own stage) ----

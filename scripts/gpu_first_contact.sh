@@ -27,16 +27,21 @@
 #              both lists, SAN_TOOLS="memcheck" or "racecheck" picks one tool)
 #   layouts    LAYOUT_TESTS (dp_equivalence pp_equivalence) with ZT_BACKEND=cuda, while time
 #              remains
+# FC_ONLY="tests sanitize" runs those stages only (after the preflight and the build, which
+# make finds up to date on a warm machine): the re-run of what failed.
 #
 # Result files (DIR, at most 8): summary.txt, gpu_checks.log, tests.md, step.md, kernels.md,
 # logs.tar.gz.
 #
 # --dry-run (here, no GPU): the same stages, the GPU's parts emulated through
 # ../shared/cuda-emu (EMU_DIR; ZT_EMU_BUILD, default /tmp/zt_emu_<folder>) or skipped: the build
-# is the emulation's, test-cuda runs in it, the step runs a 2-layer model for 3 steps, the
-# PyTorch row runs on the CPU where torch imports, nvidia-smi -q, ncu, nsys, the sanitizers
-# and the layout tests SKIP (each saying what it would run). Leaves build/ holding emulated
-# objects: `rm -rf build/cuda build/zt_tests_cuda build/zerotrain-cuda` before a real make cuda.
+# is the emulation's; test-cuda's runner runs in it the tests named like DRY_TESTS
+# (cuda_layernorm; DRY_TESTS= runs all of make test-cuda, many minutes more on 2 cores); the
+# step runs a 1-layer model for 3 steps; the PyTorch row runs on the CPU where torch imports;
+# nvidia-smi -q, ncu, nsys, the sanitizers and the layout tests SKIP, each saying what it
+# would run. Caps and budget are FC_SCALE (3) times the plan's. It leaves build/ holding
+# emulated objects: `rm -rf build/cuda build/zt_tests_cuda build/zerotrain-cuda` before a
+# real make cuda.
 
 FC_BUDGET_S=520
 # name min_s cap_s (cap 0: whatever is left)
@@ -182,7 +187,7 @@ fc_preflight_checks() {
     if [ "$DRY" = 1 ]; then
         FC_NVCC=$ZT_EMU_BUILD/plain/cuda/bin/nvcc FC_CUDA_HOME=$ZT_EMU_BUILD/plain/cuda
         [ -d "$EMU_DIR" ] || fc_need "no CUDA emulation at $EMU_DIR (EMU_DIR=...)"
-        say "dry run: CUDA from the emulation ($FC_CUDA_HOME once built); nvidia-smi -q SKIPs"
+        echo "GPU: none here; dry run: the emulation's (../shared/cuda-emu), CUDA from $FC_CUDA_HOME once built; nvidia-smi -q SKIPs"
     else
         nvidia-smi -L > /dev/null 2>&1 || fc_need "no GPU (nvidia-smi -L finds none)"
         [ -x "$FC_NVCC" ] || fc_need "no nvcc (PATH or /usr/local/cuda/bin)"
@@ -223,6 +228,7 @@ stage_fc_build() {
     fi
     cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 2>/dev/null | tr -d ' .')
     arch=${GPU_ARCH:-${cc:+-gencode arch=compute_$cc,code=sm_$cc}}
+    FC_ARCH=$arch # test-cuda's make with the same (make tracks no flags: nothing rebuilds)
     run_logged build "$(fc_min)" "$(fc_cap)" make -j"$JOBS" all cuda ${arch:+CUDA_ARCH="$arch"} || return 1
     judge build
     echo "build: $(grep -c "warning:" "$LOG") compiler warnings (CUDA_ARCH ${arch:-as the Makefile sets it})" | tee -a "$DIR/summary.txt"
@@ -231,10 +237,20 @@ stage_fc_build() {
 
 # ---- tests ----
 stage_fc_tests() {
-    local emu=()
-    [ "$DRY" = 1 ] && emu=(PATH="$EMU_DIR/bin/fake-gpu:$PATH" SETUP=true NVCC="$ZT_EMU_BUILD/plain/cuda/bin/nvcc"
-                           CUDA_HOME="$ZT_EMU_BUILD/plain/cuda")
-    run_logged test-cuda "$(fc_min)" "$(fc_cap)" env VERBOSE=1 "${emu[@]}" make test-cuda "${emu[@]:1}" || return 0
+    if [ "$DRY" = 1 ] && [ -n "$DRY_TESTS" ]; then
+        # test-cuda's own runner on the tests named like DRY_TESTS (the whole of make test-cuda
+        # in the emulation takes minutes more: DRY_TESTS= runs it)
+        run_logged test-cuda "$(fc_min)" "$(fc_cap)" env VERBOSE=1 PATH="$EMU_DIR/bin/fake-gpu:$PATH" \
+            ZT_TESTS=build/zt_tests_cuda ONLY="$DRY_TESTS" PYTHON="$PY" bash tests/run.sh || return 0
+    else
+        local emu=()
+        [ -n "${FC_ARCH:-}" ] && emu=(CUDA_ARCH="$FC_ARCH")
+        [ "$DRY" = 1 ] && emu=(PATH="$EMU_DIR/bin/fake-gpu:$PATH" SETUP=true NVCC="$ZT_EMU_BUILD/plain/cuda/bin/nvcc"
+                               CUDA_HOME="$ZT_EMU_BUILD/plain/cuda")
+        # (the dry run's PATH goes to env only, the rest to make too)
+        run_logged test-cuda "$(fc_min)" "$(fc_cap)" env VERBOSE=1 "${emu[@]}" make test-cuda \
+            "${emu[@]:$([ "$DRY" = 1 ] && echo 1 || echo 0)}" || return 0
+    fi
     local log=$LOG
     # tests/run.sh's verdict lines start in column 0; VERBOSE indents each test's output after
     # it, where zt_tests prints "NAME: seed N" and "worst error/bound R"
@@ -262,7 +278,7 @@ fc_step_args() { # the bench flags of every zerotrain run of this plan
 }
 stage_fc_step() {
     local r label flags name rows=() t
-    [ "$DRY" = 1 ] && FC_B=2 FC_T=64 FC_STEPS=4 FC_MODEL="--n-layer 2 --n-head 4 --n-embd 64"
+    [ "$DRY" = 1 ] && FC_B=1 FC_T=64 FC_STEPS=3 FC_MODEL="--n-layer 1 --n-head 2 --n-embd 32"
     [ -f build/bench/gpu_tokens.bin ] || "$PY" bench/make_tokens.py build/bench/gpu_tokens.bin $((1 << 21)) > /dev/null
     for r in "${FC_STEP_RUNS[@]}"; do
         label=${r%%|*} flags=${r#*|} name=step_$(echo "$label" | tr -c 'a-z0-9\n' '_')
@@ -283,7 +299,7 @@ stage_fc_step() {
         # shellcheck disable=SC2086
         run_logged "step/PyTorch bf16 eager" 20 "$(fc_room 60)" "$PY" bench/torch_step.py "${th[@]}" $FC_MODEL \
             --micro-batch $FC_B --seq $FC_T --steps "$FC_STEPS" --warmup-steps 5 &&
-            { judge "step/PyTorch bf16 eager"; [ "$RC" = 0 ] && rows+=("torch|PyTorch bf16 eager (${th[*]:2})|-|$LOG"); }
+            { judge "step/PyTorch bf16 eager"; [ "$RC" = 0 ] && rows+=("torch|PyTorch bf16 eager (${th[*]:4})|-|$LOG"); }
     fi
     "$PY" - "$FC_B" "$FC_T" "$DRY" "${rows[@]}" > "$DIR/step.md" <<'EOF'
 import json, re, statistics, sys
@@ -317,7 +333,7 @@ for row in sys.argv[4:]:
 print("| llm.c train_gpt2cu bf16 (recorded 2026-11-23, not re-measured) | 51.3 | 319k | | 12.4 | |")
 print("| PyTorch bf16 torch.compile (recorded 2026-11-23, not re-measured) | 36.7 | 446k | | 8.44 | |")
 if dry:
-    print("\nDRY RUN: 2 layers of 64 channels, B2 T64, the emulated GPU: the figures mean nothing.")
+    print("\nDRY RUN: 1 layer of 32 channels, B1 T64, the emulated GPU: the figures mean nothing.")
 EOF
     grep '^|' "$DIR/step.md"
 }
@@ -440,6 +456,10 @@ first_contact() {
         set -- $s
         FC_STAGE=$1
         if [ -n "$stop" ]; then result NOTRUN "$FC_STAGE" "$stop"; continue; fi
+        if [ -n "${FC_ONLY:-}" ] && [[ " preflight build $FC_ONLY " != *" $FC_STAGE "* ]]; then
+            result SKIP "$FC_STAGE" "not in FC_ONLY ($FC_ONLY)"
+            continue
+        fi
         FC_END=$(fc_deadline)
         [ "$FC_END" -gt "$BUDGET_S" ] && FC_END=$BUDGET_S
         say "stage $FC_STAGE (cap $(fc_cap)s, $(left)s left)"
