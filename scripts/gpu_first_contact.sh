@@ -309,7 +309,7 @@ L, C, V = 12, 768, 50304
 N = V * C + 1024 * C + L * (12 * C * C + 13 * C) + 2 * C
 flops = 6 * N * B * T + 12 * L * T * T * C * B
 GiB = 2 ** 30
-print("| run | ms/step median (best) | tokens/s | TFLOP/s | peak GiB | loss chunk |")
+print("| run | ms/step median (best) | tokens/s | TFLOP/s | peak GiB (zerotrain: its allocator; PyTorch: max allocated) | loss chunk |")
 print("|---|---|---|---|---|---|")
 for row in sys.argv[4:]:
     kind, label, log, out = row.split("|")

@@ -18,7 +18,7 @@ budget=$(sed -n 's/^first-contact plan: budget \([0-9]*\)s.*/\1/p' $out/plan.txt
 [ -n "$budget" ] && [ "$budget" -le 540 ] || no "budget '${budget}' s leaves under 60 s of the machine's 600 for a follow-up"
 stages=$(sed -n 's/^stage \([a-z]*\) .*/\1/p' $out/plan.txt | paste -sd' ')
 [ "$stages" = "preflight build tests step kernels sanitize layouts" ] || no "stages are '$stages'"
-mins=$(sed -n 's/^stage [a-z]* min \([0-9]*\)s.*/\1/p' $out/plan.txt | paste -sd+ | bc)
+mins=$(($(sed -n 's/^stage [a-z]* min \([0-9]*\)s.*/\1/p' $out/plan.txt | paste -sd+)))
 [ "${mins:-999}" -le "${budget:-0}" ] || no "the stages' minima ($mins s) exceed the budget"
 nfiles=$(sed -n 's/.*results: //p' $out/plan.txt | wc -w)
 [ "$nfiles" -ge 1 ] && [ "$nfiles" -le 8 ] || no "$nfiles result files (the device returns at most 8)"
