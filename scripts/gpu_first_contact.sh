@@ -48,10 +48,10 @@ FC_BUDGET_S=520
 FC_PLAN=(
     "preflight 2 20"
     "build 60 200"
-    "tests 40 120"
+    "tests 40 150"
     "step 60 150"
     "kernels 30 90"
-    "sanitize 20 90"
+    "sanitize 20 110"
     "layouts 45 0"
 )
 FC_FILES="summary.txt gpu_checks.log tests.md step.md kernels.md logs.tar.gz"
@@ -418,9 +418,13 @@ stage_fc_kernels() {
 
 # ---- sanitize ----
 stage_fc_sanitize() {
-    local san=${FC_TOOL_compute_sanitizer:-} tool t list all
+    local san=${FC_TOOL_compute_sanitizer:-} tool t list all end=$FC_END
     all=$(build/zt_tests_cuda --list)
     for tool in ${SAN_TOOLS:-memcheck racecheck}; do
+        # memcheck leaves racecheck 40 s of the stage when both run
+        FC_END=$end
+        [ "$tool" = memcheck ] && [[ " ${SAN_TOOLS:-racecheck} " == *" racecheck "* ]] &&
+            FC_END=$((end - 40 * FC_SCALE))
         case $tool in memcheck) list=$FC_MEMCHECK_TESTS ;; racecheck) list=$FC_RACECHECK_TESTS ;;
         *) result FAIL "sanitize/$tool" "unknown tool (memcheck, racecheck)"; continue ;; esac
         for t in $(fc_san_list "$list"); do
