@@ -154,10 +154,10 @@ fc_smi() {
     q=$(nvidia-smi -q 2>/dev/null) || { fc_need "nvidia-smi -q fails"; return; }
     nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader | sed 's/^/GPU: /'
     echo "$q" | awk -F' : ' '
+        /^    [^ ]/ { sec = "" } # a section header (4 spaces): the clocks below it are its
         /^    Compute Mode/ { print "compute mode: " $2 }
         /^    MIG Mode/ { mig = 1 } mig && /Current/ { print "MIG: " $2; mig = 0 }
-        /^    Max Clocks/ { sec = "max" } /^    Clocks$/ { sec = "now" } /^    Applications Clocks/ { sec = "app" }
-        /^    Default Applications Clocks/ { sec = "" } /^    Clocks Event Reasons|^    Clocks Throttle/ { sec = "" }
+        /^    Max Clocks *$/ { sec = "max" } /^    Clocks *$/ { sec = "now" } /^    Applications Clocks *$/ { sec = "app" }
         sec && /^        (SM|Memory) / { gsub(/^ +| +$/, "", $1); print "clock " sec " " $1 ": " $2 }
         /Current Power Limit|^        Power Limit / && !pl { print "power limit: " $2; pl = 1 }
         /Persistence Mode/ { print "persistence mode: " $2 }'
