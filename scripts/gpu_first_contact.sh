@@ -366,7 +366,8 @@ for r in rows:
     if r.get("Metric Name") == "gpu__time_duration.sum":
         v = float(r["Metric Value"].replace(",", ""))
         unit = r.get("Metric Unit", "nsecond")
-        v *= {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(unit, 1e-3)
+        v *= {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3,
+              "ms": 1e3}.get(unit, 1e-3)
         t[r["Kernel Name"]] += v
         n[r["Kernel Name"]] += 1
 print(f"ncu: {sum(n.values())} launches\n")
