@@ -6,8 +6,9 @@
 # transfers) and "pp_idle_pred_ms" (src/parallel/schedule.h's simulator run on the step's
 # lists with each stage's measured mean forward, backward (or input-gradient pass) and
 # weight-gradient pass: free communication). 1F1B, GPipe and ZB-H1, blocking and (pp 2)
-# nonblocking transfers (--overlap-comm on). Then it draws the last step's timelines of the
-# pp 2 runs, measured and simulated, into docs/ (scripts/plot_schedule.py).
+# nonblocking transfers (--overlap-comm on), and interleaved 1F1B with V = 2 (its ring
+# transfers always nonblocking). Then it draws the last step's timelines of the pp 2 runs,
+# measured and simulated, into docs/ (scripts/plot_schedule.py).
 #
 #   bash bench/schedule_idle.sh               # writes its section of bench/RESULTS.md
 #   NO_RESULTS=1 bash bench/schedule_idle.sh  # prints it only
@@ -49,6 +50,7 @@ run pp2_gpipe 2 --pp 2 --schedule gpipe
 run pp2_zb 2 --pp 2 --schedule zb-h1
 run pp2_1f1b_nb 2 --pp 2 --overlap-comm on
 run pp2_zb_nb 2 --pp 2 --schedule zb-h1 --overlap-comm on
+run pp2_int 2 --pp 2 --schedule interleaved --virtual-stages 2
 run pp4_1f1b 4 --pp 4
 run pp4_zb 4 --pp 4 --schedule zb-h1
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
@@ -74,18 +76,22 @@ cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
   table pp2_zb "pp 2, zb-h1"
   table pp2_1f1b_nb "pp 2, 1f1b, nb"
   table pp2_zb_nb "pp 2, zb-h1, nb"
+  table pp2_int "pp 2, interleaved V 2, nb"
   table pp4_1f1b "pp 4, 1f1b (oversubscribed)"
   table pp4_zb "pp 4, zb-h1 (oversubscribed)"
   echo
   echo "Timelines of the last step of the pp 2 runs with nonblocking transfers, measured:"
-  echo "docs/schedule_1f1b.png and docs/schedule_zb_h1.png; and the simulator's from the"
-  echo "same runs' measured costs: docs/schedule_1f1b_sim.png, docs/schedule_zb_h1_sim.png."
+  echo "docs/schedule_1f1b.png, docs/schedule_zb_h1.png and docs/schedule_interleaved.png; and"
+  echo "the simulator's from the same runs' measured costs: docs/schedule_1f1b_sim.png,"
+  echo "docs/schedule_zb_h1_sim.png, docs/schedule_interleaved_sim.png."
 } > $OUT/section.md
 PY=/usr/bin/python3
 $PY scripts/plot_schedule.py $OUT/pp2_1f1b_nb.trace --source run -o docs/schedule_1f1b.png
 $PY scripts/plot_schedule.py $OUT/pp2_1f1b_nb.trace --source sim -o docs/schedule_1f1b_sim.png
 $PY scripts/plot_schedule.py $OUT/pp2_zb_nb.trace --source run -o docs/schedule_zb_h1.png
 $PY scripts/plot_schedule.py $OUT/pp2_zb_nb.trace --source sim -o docs/schedule_zb_h1_sim.png
+$PY scripts/plot_schedule.py $OUT/pp2_int.trace --source run -o docs/schedule_interleaved.png
+$PY scripts/plot_schedule.py $OUT/pp2_int.trace --source sim -o docs/schedule_interleaved_sim.png
 cat $OUT/section.md
 [ -n "${NO_RESULTS:-}" ] || $PY bench/results_section.py bench/RESULTS.md \
     "## Pipeline: measured idle per stage vs the schedule simulator" < $OUT/section.md

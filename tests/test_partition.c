@@ -415,3 +415,47 @@ ZT_TEST(partition_memory) {
     CHECK(fails_with("memory", &s, 3, NULL, "the memory planner supplies"));
     return ZT_PASS;
 }
+
+// A layout over several unit ranges (an interleaved rank's chunks): the tensors of the
+// ranges' own layouts, each once, with the same shapes; wte first when a range holds the
+// embed or the head unit, blocks in range order, ln_f last; offsets aligned and increasing.
+ZT_TEST(layout_ranges) {
+    zt_model_shape s = shape(6, 96);
+    const int cases[][2][3] = {// {firsts, lasts} of up to 3 ranges (0: unused)
+                               {{0, 3, 6}, {1, 4, 7}},  // rank 0 of p = 3, V = 3: embed alone
+                               {{2, 5, 0}, {3, 6, 0}},  // a middle rank: blocks only
+                               {{1, 5, 0}, {3, 8, 0}}}; // the last rank: ln_f and tied wte
+    const int n_ranges[] = {3, 2, 2};
+    for (int k = 0; k < 3; k++) {
+        zt_layout all;
+        CHECK(zt_layout_init_ranges(&all, &s, n_ranges[k], cases[k][0], cases[k][1], 1, 0,
+                                    ZT_ALIGN_ELEMS) == ZT_OK);
+        int n = 0;
+        size_t end = 0;
+        for (int r = 0; r < n_ranges[k]; r++) {
+            zt_layout one;
+            CHECK(zt_layout_init(&one, &s, cases[k][0][r], cases[k][1][r], 1, 0, ZT_ALIGN_ELEMS) ==
+                  ZT_OK);
+            for (int i = 0; i < one.n; i++) {
+                int j = zt_layout_find(&all, one.t[i].name);
+                CHECK(j >= 0);
+                CHECK(all.t[j].numel == one.t[i].numel && all.t[j].unit == one.t[i].unit);
+                n++; // (one range at most holds wte here)
+            }
+            zt_layout_free(&one);
+        }
+        CHECK_EQ_INT(all.n, n);
+        for (int i = 0; i < all.n; i++) {
+            CHECK(all.t[i].offset % ZT_ALIGN_ELEMS == 0 && all.t[i].offset >= end);
+            end = all.t[i].offset + all.t[i].numel;
+            if (i > 0 && !all.t[i].tied && all.t[i].unit != zt_unit_head(&s))
+                CHECK(all.t[i].unit >= all.t[i - 1].unit || all.t[i - 1].tied);
+        }
+        int tied = zt_layout_find(&all, "wte.weight");
+        CHECK(k == 1 ? tied < 0 : tied == 0 && all.tied_numel > 0);
+        if (k == 2) CHECK(strcmp(all.t[all.n - 1].name, "ln_f.bias") == 0);
+        CHECK(all.numel >= end);
+        zt_layout_free(&all);
+    }
+    return ZT_PASS;
+}

@@ -726,3 +726,95 @@ ZT_TEST(schedule_simulate_stage_costs) {
     CHECK(per[0].idle == 15 && per[1].idle == 3);
     return ZT_PASS;
 }
+
+// zt_schedule_chunk_slots: walking every interleaved list (and the 1-chunk kinds), the
+// micro-batches of a chunk alive at once (from the receive of their input, or their forward,
+// to the end of their backward) never share a slot k mod slots, and the count is reached.
+ZT_TEST(schedule_chunk_slots) {
+    enum { MAXLIVE = MAX_M * MAX_V };
+    for (int V = 1; V <= MAX_V; V++)
+        for (int p = 2; p <= MAX_P; p++)
+            for (int m = p; m <= MAX_M; m += p)
+                for (int st = 0; st < p; st++) {
+                    zt_schedule s;
+                    zt_schedule_kind kind = V == 1 ? ZT_SCHED_1F1B : ZT_SCHED_INTERLEAVED;
+                    CHECK(zt_schedule_build_chunks(&s, kind, p, st, m, V) == ZT_OK);
+                    for (int c = 0; c < V; c++) {
+                        int n = zt_schedule_chunk_slots(&s, c), live = 0, peak = 0;
+                        char used[MAXLIVE] = {0}; // slot in use by a live micro-batch
+                        int ok = n >= 1 && n <= m;
+                        for (int i = 0; i < s.n_actions && ok; i++) {
+                            const zt_sched_action *a = &s.actions[i];
+                            if (a->chunk != c) continue;
+                            int recv = a->op == ZT_SCHED_OP_RECV_FWD;
+                            const zt_sched_action *b = i ? &s.actions[i - 1] : NULL;
+                            int fwd_alone = a->op == ZT_SCHED_OP_FWD &&
+                                            (!b || b->op != ZT_SCHED_OP_RECV_FWD || b->chunk != c);
+                            if (recv || fwd_alone) {
+                                ok = !used[a->micro % n];
+                                used[a->micro % n] = 1;
+                                if (++live > peak) peak = live;
+                            }
+                            if (a->op == ZT_SCHED_OP_BWD) {
+                                used[a->micro % n] = 0;
+                                live--;
+                            }
+                        }
+                        if (!ok || peak != n)
+                            fprintf(stderr, "  V=%d p=%d m=%d stage %d chunk %d: slots %d, "
+                                    "peak %d, %s\n", V, p, m, st, c, n, peak,
+                                    ok ? "no clash" : "two live micro-batches share a slot");
+                        CHECK(ok && peak == n);
+                        if (V == 1) CHECK_EQ_INT(n, zt_schedule_peak_in_flight(&s));
+                    }
+                    zt_schedule_free(&s);
+                }
+    return ZT_PASS;
+}
+
+// Interleaved's messages from one rank to another arrive in the order the receiver takes
+// them, kinds mixed: at pp 2 a rank's activations (the ring's wrap) and gradients go to the
+// same peer, and comm.h's rule is that tags must not be needed to order messages (NCCL has
+// none). For every list pair: the sequence src sends to dst, each message named by (kind,
+// micro-batch, the receiver's chunk), equals the sequence dst receives from src.
+ZT_TEST(schedule_ring_order) {
+    enum { MAXMSG = 2 * MAX_M * MAX_V };
+    for (int V = 2; V <= MAX_V; V++)
+        for (int p = 2; p <= 8; p++)
+            for (int m = p; m <= 32; m += p) {
+                zt_schedule s[8];
+                for (int r = 0; r < p; r++)
+                    CHECK(zt_schedule_build_chunks(&s[r], ZT_SCHED_INTERLEAVED, p, r, m, V) ==
+                          ZT_OK);
+                for (int src = 0; src < p; src++)
+                    for (int dst = 0; dst < p; dst++) {
+                        if (dst == src) continue;
+                        static int sent[MAXMSG], got[MAXMSG];
+                        int ns = 0, ng = 0;
+                        for (int i = 0; i < s[src].n_actions; i++) {
+                            const zt_sched_action *a = &s[src].actions[i];
+                            if (a->op == ZT_SCHED_OP_SEND_FWD && (src + 1) % p == dst)
+                                sent[ns++] = (0 * MAX_V + a->chunk + (src == p - 1)) * MAX_M +
+                                             a->micro;
+                            if (a->op == ZT_SCHED_OP_SEND_BWD && (src + p - 1) % p == dst)
+                                sent[ns++] = (1 * MAX_V + a->chunk - (src == 0)) * MAX_M +
+                                             a->micro;
+                        }
+                        for (int i = 0; i < s[dst].n_actions; i++) {
+                            const zt_sched_action *a = &s[dst].actions[i];
+                            if (a->op == ZT_SCHED_OP_RECV_FWD && (dst + p - 1) % p == src)
+                                got[ng++] = (0 * MAX_V + a->chunk) * MAX_M + a->micro;
+                            if (a->op == ZT_SCHED_OP_RECV_BWD && (dst + 1) % p == src)
+                                got[ng++] = (1 * MAX_V + a->chunk) * MAX_M + a->micro;
+                        }
+                        int same = ns == ng && !memcmp(sent, got, (size_t)ns * sizeof(int));
+                        if (!same)
+                            fprintf(stderr, "  V=%d p=%d m=%d: %d -> %d sends %d messages, "
+                                    "receives %d, or in another order\n", V, p, m, src, dst,
+                                    ns, ng);
+                        CHECK(same);
+                    }
+                for (int r = 0; r < p; r++) zt_schedule_free(&s[r]);
+            }
+    return ZT_PASS;
+}

@@ -71,6 +71,7 @@ typedef struct {
     int zero;                 // 0 | 1
     int dp, pp, tp;           // dp 0 = derived from the world size
     zt_schedule_kind schedule; // 1f1b | gpipe
+    int virtual_stages;        // --virtual-stages: chunks per pipeline rank (interleaved), else 1
     char partition[256];
     int overlap_comm;         // on (1) | off (0): the dp gradient reduction overlapped with the
                               // backward, the ZeRO-1 gather with the next forward, pipeline

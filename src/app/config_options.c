@@ -14,7 +14,8 @@ static const zt_enum_name k_optims[] = {
 static const zt_enum_name k_lr_schedules[] = {
     {"constant", ZT_LR_CONSTANT}, {"cosine", ZT_LR_COSINE}, {NULL, 0}};
 static const zt_enum_name k_schedules[] = {
-    {"1f1b", ZT_SCHED_1F1B}, {"gpipe", ZT_SCHED_GPIPE}, {"zb-h1", ZT_SCHED_ZB_H1}, {NULL, 0}};
+    {"1f1b", ZT_SCHED_1F1B}, {"gpipe", ZT_SCHED_GPIPE}, {"zb-h1", ZT_SCHED_ZB_H1},
+    {"interleaved", ZT_SCHED_INTERLEAVED}, {NULL, 0}};
 static const zt_enum_name k_recomputes[] = {{"none", ZT_RECOMPUTE_NONE},
                                             {"selective", ZT_RECOMPUTE_SELECTIVE},
                                             {"full", ZT_RECOMPUTE_FULL},
@@ -140,6 +141,9 @@ const opt_desc zt_opts[] = {
      "micro-batch x seq; no effect at tp 1"},
     {"schedule", OPT_ENUM, FIELD(schedule), "1f1b", "NAME", NULL, k_schedules, 0, "parallel",
      "pipeline schedule"},
+    {"virtual-stages", OPT_INT, FIELD(virtual_stages), "1", "V", NULL, NULL, 0, "parallel",
+     "--schedule interleaved: chunks of layers per pipeline rank (rank r holds chunks r, "
+     "r+pp, ...; the partition splits the model into pp x V chunks); 1 otherwise"},
     {"partition", OPT_STR, FIELD(partition), "uniform", "SPEC", NULL, NULL, 0, "parallel",
      "uniform | parameters | memory | type:... | 0:11,11:24,..."},
     {"overlap-comm", OPT_ENUM, FIELD(overlap_comm), "off", "MODE", NULL, k_on_off, 0,

@@ -37,7 +37,7 @@ typedef struct {
 // Every option, once, in --help order. The count is spelled out so that callers can size
 // arrays by it (one flag per option: "given explicitly"); the definition refuses to
 // compile when it differs from the table.
-#define ZT_N_OPTS 72
+#define ZT_N_OPTS 73
 extern const opt_desc zt_opts[ZT_N_OPTS];
 
 // The option named name[0..len), or NULL.

@@ -174,6 +174,32 @@ static zt_status check_choices(const zt_config *c) {
     return ZT_OK;
 }
 
+// --schedule interleaved and --virtual-stages (docs/design.md, "Pipeline").
+static zt_status check_interleaved(const zt_config *c) {
+    int V = c->virtual_stages, chunks = c->pp * V, units = c->n_layer + 2;
+    NEED(V >= 1, "--virtual-stages must be at least 1 (got %d)", V);
+    int inter = c->schedule == ZT_SCHED_INTERLEAVED;
+    NEED(inter || V == 1, "--virtual-stages %d needs --schedule interleaved (only the "
+         "interleaved schedule gives a rank several chunks of layers): add --schedule "
+         "interleaved, or leave --virtual-stages out", V);
+    if (!inter) return ZT_OK;
+    NEED(V >= 2, "--schedule interleaved needs --virtual-stages 2 or more (chunks of layers per "
+         "pipeline rank; got %d): add --virtual-stages 2, or use --schedule 1f1b", V);
+    NEED(c->pp >= 2, "--schedule interleaved needs --pp 2 or more (got --pp %d): add --pp, or "
+         "use --schedule 1f1b", c->pp);
+    NEED(c->grad_accum % c->pp == 0, "--schedule interleaved runs the micro-batches in groups "
+         "of --pp (Megatron's order): --grad-accum %d is not a multiple of --pp %d; use "
+         "--grad-accum %d", c->grad_accum, c->pp, (c->grad_accum / c->pp + 1) * c->pp);
+    NEED(chunks <= units, "--pp %d x --virtual-stages %d = %d chunks, but the model has only %d "
+         "units to split (the embedding, %d block%s, the head): lower --virtual-stages or "
+         "--pp, or use more --n-layer", c->pp, V, chunks, units, c->n_layer,
+         c->n_layer == 1 ? "" : "s");
+    NEED(c->sample_every == 0, "--sample-every decodes through each rank's contiguous layers, "
+         "and under --schedule interleaved a rank's layers are not contiguous: leave "
+         "--sample-every out (sample the saved model with `zerotrain generate`)");
+    return ZT_OK;
+}
+
 static zt_status check_partition(const zt_config *c) {
     // --partition: a method name, per-type weights, or unit ranges. Only the syntax is
     // checked here; the ranges are checked against the model when stages are built.
@@ -197,6 +223,7 @@ zt_status zt_config_validate(const zt_config *c) {
     ZT_TRY(check_parallel(c));
     ZT_TRY(check_memory(c));
     ZT_TRY(check_choices(c));
+    ZT_TRY(check_interleaved(c));
     return check_partition(c);
 }
 

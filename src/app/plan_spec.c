@@ -26,6 +26,7 @@ zt_status zt_plan_spec_from_config(zt_plan_spec *s, const zt_config *c, int dp) 
     s->grad_accum = c->grad_accum;
     s->loss_chunk = c->loss_chunk;
     s->schedule = c->schedule;
+    s->virtual_stages = c->virtual_stages;
     s->recompute = (zt_recompute){c->recompute, c->recompute_layers};
     snprintf(s->partition, sizeof s->partition, "%s", c->partition);
     s->is_8bit = c->optim == ZT_OPTIM_ADAMW8BIT;

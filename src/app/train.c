@@ -132,6 +132,61 @@ static void init_dp_sync(zt_trainer *t) {
     m->grad_ready_ctx = &t->sync;
     m->params_need = zt_dp_sync_params_needed;
     m->params_need_ctx = &t->sync;
+    for (int c = 0; t->chunks && c < t->n_chunks; c++) { // the views announce and ask alike
+        zt_gpt2 *v = &t->chunks[c];
+        v->grad_ready = m->grad_ready;
+        v->grad_ready_ctx = m->grad_ready_ctx;
+        v->params_need = m->params_need;
+        v->params_need_ctx = m->params_need_ctx;
+    }
+}
+
+// Each chunk's activation slots and where its slots start in the trainer's buffers: the
+// schedule's peak with one chunk, each chunk's own under interleaved (the planner's count).
+static void init_slots(zt_trainer *t) {
+    int V = t->n_chunks;
+    t->chunk_slots = calloc((size_t)V, sizeof(int));
+    t->slot_base = calloc((size_t)V, sizeof(int));
+    ZT_ASSERT(t->chunk_slots && t->slot_base);
+    t->n_slots = 0;
+    for (int c = 0; c < V; c++) {
+        t->chunk_slots[c] = V > 1 ? zt_schedule_chunk_slots(&t->sched, c)
+                                  : zt_schedule_peak_in_flight(&t->sched);
+        ZT_ASSERT(t->chunk_slots[c] ==
+                  zt_plan_stage_slots(&t->plan, c * t->grid.pp + t->grid.pp_rank));
+        t->slot_base[c] = t->n_slots;
+        t->n_slots += t->chunk_slots[c];
+    }
+}
+
+// Interleaved: the rank's flat buffers over its chunks (virtual stages c * pp + pp_rank),
+// and a view computing each chunk (docs/design.md, "Pipeline").
+static zt_status init_chunks(zt_trainer *t, const zt_act_options *opts) {
+    const zt_config *c = t->cfg;
+    const zt_grid *g = &t->grid;
+    int V = t->n_chunks, firsts[V], lasts[V];
+    for (int k = 0; k < V; k++) {
+        firsts[k] = t->part.first[k * g->pp + g->pp_rank];
+        lasts[k] = t->part.first[k * g->pp + g->pp_rank + 1];
+    }
+    ZT_TRY(zt_gpt2_init_ranges(&t->model, t->be, &t->shape, V, firsts, lasts, g->tp, g->tp_rank,
+                               ZT_ALIGN_ELEMS, (size_t)g->dp * ZT_ALIGN_ELEMS, c->param_dtype));
+    t->chunks = calloc((size_t)V, sizeof *t->chunks);
+    ZT_ASSERT(t->chunks);
+    for (int k = 0; k < V; k++)
+        ZT_TRY(zt_gpt2_init_view(&t->chunks[k], &t->model, firsts[k], lasts[k], c->micro_batch,
+                                 c->seq, t->plan.loss_chunk, t->chunk_slots[k], g->tp_data, opts));
+    return ZT_OK;
+}
+
+// The interleaved ring's sends must not hold the stage (pipe_ring.h): a pipeline path
+// without nonblocking point-to-point (host staging; NCCL's backend, so far) cannot run it.
+static zt_status check_ring(const zt_trainer *t) {
+    if (t->n_chunks == 1 || zt_comm_has_async_p2p(t->grid.pp_data)) return ZT_OK;
+    return zt_errorf("--schedule interleaved needs nonblocking pipeline transfers (isend and "
+                     "irecv), which this run's pipeline path lacks (NCCL's backend and host "
+                     "staging have none yet; MPI between CPU ranks has): use --schedule 1f1b, "
+                     "or run the CPU backend without --tensor-path staged");
 }
 
 static zt_status setup(zt_trainer *t, const char *argv0) {
@@ -140,19 +195,23 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
     t->shape = zt_config_shape(c);
     ZT_TRY(open_data(t, argv0));
     ZT_TRY(zt_plan_partition(&t->plan, &t->part));
+    t->n_chunks = c->virtual_stages > 1 ? c->virtual_stages : 1;
+    ZT_TRY(check_ring(t));
     t->unit_first = t->part.first[g->pp_rank];
-    t->unit_last = t->part.first[g->pp_rank + 1];
-    ZT_TRY(zt_schedule_build(&t->sched, t->plan.schedule, g->pp, g->pp_rank, c->grad_accum));
-    t->n_slots = zt_schedule_peak_in_flight(&t->sched);
+    t->unit_last = t->part.first[(t->n_chunks - 1) * g->pp + g->pp_rank + 1];
+    ZT_TRY(zt_schedule_build_chunks(&t->sched, t->plan.schedule, g->pp, g->pp_rank,
+                                    c->grad_accum, t->n_chunks));
+    init_slots(t);
     t->action_t = calloc(2 * (size_t)t->sched.n_actions, sizeof(double));
     ZT_ASSERT(t->action_t);
-    ZT_ASSERT(t->n_slots == zt_plan_stage_slots(&t->plan, g->pp_rank));
     size_t pad = (size_t)g->dp * ZT_ALIGN_ELEMS;
-    ZT_TRY(zt_gpt2_init(&t->model, t->be, &t->shape, t->unit_first, t->unit_last, g->tp,
-                        g->tp_rank, ZT_ALIGN_ELEMS, pad, c->micro_batch, c->seq,
-                        t->plan.loss_chunk, t->n_slots, g->tp_data, c->param_dtype,
-                        &(zt_act_options){t->plan.recompute, c->sequence_parallel,
-                                          zt_plan_stage_w_slots(&t->plan, t->n_slots)}));
+    zt_act_options opts = {t->plan.recompute, c->sequence_parallel,
+                           zt_plan_stage_w_slots(&t->plan, t->n_slots)};
+    if (t->n_chunks > 1) ZT_TRY(init_chunks(t, &opts));
+    else
+        ZT_TRY(zt_gpt2_init(&t->model, t->be, &t->shape, t->unit_first, t->unit_last, g->tp,
+                            g->tp_rank, ZT_ALIGN_ELEMS, pad, c->micro_batch, c->seq,
+                            t->plan.loss_chunk, t->n_slots, g->tp_data, c->param_dtype, &opts));
     // with --resume, zt_ckpt_resume fills the weights once the optimizer exists
     if (c->init_from[0] && !c->resume[0]) ZT_TRY(zt_init_load(&t->model, c->init_from));
     else zt_gpt2_init_random(&t->model, c->seed);
@@ -161,10 +220,14 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
     t->targets = zt_be_alloc(t->be, ZT_MEM_WORKSPACE, (size_t)t->n_slots * BT * sizeof(int32_t));
     t->recv_in = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
     t->recv_dout = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
-    t->dinput = zt_be_alloc(t->be, ZT_MEM_COMM, NC * sizeof(float));
+    size_t dinputs = t->n_chunks > 1 ? (size_t)t->n_slots : 1; // interleaved: sends in flight
+    t->dinput = zt_be_alloc(t->be, ZT_MEM_COMM, dinputs * NC * sizeof(float));
     init_dp_sync(t);
-    zt_pipe_comm_init(&t->pc, g->pp_data, g->pp_rank, g->pp, NC, t->n_slots, c->grad_accum,
-                      t->recv_in, t->recv_dout, overlap_comm(t));
+    if (t->n_chunks > 1)
+        zt_pipe_ring_init(&t->ring, g->pp_data, g->pp_rank, g->pp, NC, t->n_slots);
+    else
+        zt_pipe_comm_init(&t->pc, g->pp_data, g->pp_rank, g->pp, NC, t->n_slots, c->grad_accum,
+                          t->recv_in, t->recv_dout, overlap_comm(t));
     if (c->sample_every > 0) // each stage decodes its own layers
         ZT_TRY(zt_train_sampler_init(&t->sampler, &t->model, g->tp_data, g->pp_data,
                                      t->train.tokens[0], g->rank == 0));
@@ -333,6 +396,11 @@ static void free_trainer(zt_trainer *t) {
     zt_adamw8bit_free(&t->opt8);
     zt_dp_sync_free(&t->sync);
     zt_pipe_comm_free(&t->pc);
+    zt_pipe_ring_free(&t->ring);
+    for (int c = 0; t->chunks && c < t->n_chunks; c++) zt_gpt2_free(&t->chunks[c]);
+    free(t->chunks);
+    free(t->chunk_slots);
+    free(t->slot_base);
     zt_gpt2_free(&t->model);
     zt_dataset_close(&t->train);
     zt_dataset_close(&t->val);

@@ -43,9 +43,13 @@ zt_status zt_trainer_save_model(zt_trainer *t) {
     float **owned = calloc((size_t)n, sizeof *owned);
     ZT_ASSERT(lays && params && owned);
     for (int k = 0; k < n; k++) {
-        int stage = k / g->tp, tp_rank = k % g->tp;
-        ZT_ASSERT(zt_layout_init(&lays[k], &t->shape, t->part.first[stage],
-                                 t->part.first[stage + 1], g->tp, tp_rank, ZT_ALIGN_ELEMS) == ZT_OK);
+        int stage = k / g->tp, tp_rank = k % g->tp, V = t->n_chunks, firsts[V], lasts[V];
+        for (int c = 0; c < V; c++) { // the stage's chunks (one but under interleaved)
+            firsts[c] = t->part.first[c * g->pp + stage];
+            lasts[c] = t->part.first[c * g->pp + stage + 1];
+        }
+        ZT_ASSERT(zt_layout_init_ranges(&lays[k], &t->shape, V, firsts, lasts, g->tp, tp_rank,
+                                        ZT_ALIGN_ELEMS) == ZT_OK);
         lays[k].numel = zt_round_up(lays[k].numel, (size_t)g->dp * ZT_ALIGN_ELEMS);
         if (k == 0) {
             params[k] = mine;

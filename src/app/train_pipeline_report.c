@@ -49,7 +49,7 @@ static void put_array(char *json, size_t cap, const char *key, const double *v, 
 }
 
 static zt_sim_transport transport_of(const zt_trainer *t) {
-    return t->pc.async ? ZT_SIM_NONBLOCKING : ZT_SIM_RENDEZVOUS;
+    return t->chunks || t->pc.async ? ZT_SIM_NONBLOCKING : ZT_SIM_RENDEZVOUS; // ring: always
 }
 
 // Simulates `kind` on every stage with costs c (µs) and writes its compute actions to the
@@ -61,7 +61,8 @@ static void trace_simulated(zt_trainer *t, zt_schedule_kind kind, const zt_sched
     ZT_ASSERT(s);
     zt_status rc = ZT_OK;
     for (int i = 0; i < pp && rc == ZT_OK; i++) {
-        rc = zt_schedule_build(&s[i], kind, pp, i, m);
+        rc = zt_schedule_build_chunks(&s[i], kind, pp, i, m,
+                                      kind == t->sched.kind ? t->n_chunks : 1);
         total += s[i].n_actions;
     }
     zt_sim_event *ev = calloc((size_t)total + 1, sizeof *ev);
@@ -74,10 +75,11 @@ static void trace_simulated(zt_trainer *t, zt_schedule_kind kind, const zt_sched
     for (int e = 0; rc == ZT_OK && e < n; e++) {
         const zt_sched_action *a = &s[ev[e].stage].actions[ev[e].action];
         fprintf(t->trace,
-                "{\"source\":\"%s\",\"stage\":%d,\"op\":\"%s\",\"micro\":%d,\"start_ms\":%.3f,"
+                "{\"source\":\"%s\",\"stage\":%d,\"op\":\"%s\",\"micro\":%d,\"chunk\":%d,"
+                "\"start_ms\":%.3f,"
                 "\"end_ms\":%.3f}\n",
-                name, ev[e].stage, zt_sched_op_name(a->op), a->micro, ev[e].start / 1000.0,
-                ev[e].end / 1000.0);
+                name, ev[e].stage, zt_sched_op_name(a->op), a->micro, a->chunk,
+                ev[e].start / 1000.0, ev[e].end / 1000.0);
     }
     free(ev);
     for (int i = 0; i < pp; i++) zt_schedule_free(&s[i]);
@@ -90,7 +92,8 @@ static void trace_simulated(zt_trainer *t, zt_schedule_kind kind, const zt_sched
 // run did not split it).
 static void write_trace(zt_trainer *t, const double *fig) {
     const zt_grid *g = &t->grid;
-    int m = t->cfg->grad_accum, cap = 7 * m; // at most 7 actions per micro-batch (schedule.c)
+    // at most 7 actions per micro-batch and chunk (schedule.c)
+    int m = t->cfg->grad_accum, cap = 7 * m * t->n_chunks;
     int K = 4 + 2 * cap;                      // pp, dp and tp rank, count; (start, end) each
     double *all = calloc((size_t)g->world * K, sizeof(double));
     ZT_ASSERT(all && t->sched.n_actions <= cap);
@@ -108,18 +111,20 @@ static void write_trace(zt_trainer *t, const double *fig) {
                 "{\"trace\":\"pipeline\",\"schedule\":\"%s\",\"pp\":%d,\"dp\":%d,\"tp\":%d,"
                 "\"micro_batches\":%d,\"transport\":\"%s\"}\n",
                 zt_schedule_kind_name(t->sched.kind), g->pp, g->dp, g->tp, m,
-                t->pc.async ? "nonblocking" : "blocking");
+                transport_of(t) == ZT_SIM_NONBLOCKING ? "nonblocking" : "blocking");
         for (int r = 0; r < g->world; r++) {
             const double *x = all + (size_t)r * K;
             zt_schedule s;
-            ZT_ASSERT(zt_schedule_build(&s, t->sched.kind, g->pp, (int)x[0], m) == ZT_OK &&
+            ZT_ASSERT(zt_schedule_build_chunks(&s, t->sched.kind, g->pp, (int)x[0], m,
+                                               t->n_chunks) == ZT_OK &&
                       s.n_actions == (int)x[3]);
             for (int i = 0; i < s.n_actions; i++)
                 fprintf(t->trace,
                         "{\"source\":\"run\",\"rank\":%d,\"stage\":%d,\"dp\":%d,\"tp\":%d,"
-                        "\"op\":\"%s\",\"micro\":%d,\"start_ms\":%.3f,\"end_ms\":%.3f}\n",
+                        "\"op\":\"%s\",\"micro\":%d,\"chunk\":%d,\"start_ms\":%.3f,"
+                        "\"end_ms\":%.3f}\n",
                         r, (int)x[0], (int)x[1], (int)x[2], zt_sched_op_name(s.actions[i].op),
-                        s.actions[i].micro, 1000.0 * (x[4 + 2 * i] - t0),
+                        s.actions[i].micro, s.actions[i].chunk, 1000.0 * (x[4 + 2 * i] - t0),
                         1000.0 * (x[5 + 2 * i] - t0));
             zt_schedule_free(&s);
         }
@@ -128,6 +133,11 @@ static void write_trace(zt_trainer *t, const double *fig) {
         stage_costs(fig, g->world, g->pp, 0, c);
         trace_simulated(t, t->sched.kind, c, "sim");
         stage_costs(fig, g->world, g->pp, 1, c);
+        for (int s = 0; s < g->pp; s++) { // a stage's action there computes all its chunks
+            c[s].f *= t->n_chunks;
+            c[s].b *= t->n_chunks;
+            c[s].w *= t->n_chunks;
+        }
         trace_simulated(t, ZT_SCHED_ZB_H1, c, "sim-zb-h1");
         free(c);
         fflush(t->trace);
@@ -153,7 +163,8 @@ static void idle_fields(zt_trainer *t, const double *fig, char *json, size_t cap
     for (int s = 0; s < g->pp; s++) idle[s] /= n[s];
     stage_costs(fig, g->world, g->pp, 0, c);
     long ticks = 0;
-    if (zt_schedule_simulate(t->sched.kind, g->pp, t->cfg->grad_accum, 1, c, 0, transport_of(t),
+    if (zt_schedule_simulate(t->sched.kind, g->pp, t->cfg->grad_accum, t->n_chunks, c, 0,
+                             transport_of(t),
                              &ticks, per) == ZT_OK)
         for (int s = 0; s < g->pp; s++) pred[s] = per[s].idle / 1000.0;
     put_array(json, cap, "pp_idle_ms", idle, g->pp);
@@ -175,9 +186,10 @@ void zt_trainer_pipeline_figures(zt_trainer *t, int step, char *json, size_t cap
     double *mine = fig + (size_t)g->rank * FIG_N;
     mine[FIG_STAGE] = g->pp_rank;
     mine[FIG_IDLE] = t->sched_s - t->compute_s; // the waits and the transfers
-    mine[FIG_FWD] = t->fwd_s / m;
-    mine[FIG_BWD] = t->bwd_s / m;
-    mine[FIG_WGT] = t->wgt_s / m;
+    int n = m * t->n_chunks; // each action's mean: the simulator's costs are per chunk
+    mine[FIG_FWD] = t->fwd_s / n;
+    mine[FIG_BWD] = t->bwd_s / n;
+    mine[FIG_WGT] = t->wgt_s / n;
     zt_comm_all_gather(&g->world_comm, mine, fig, (size_t)g->world * FIG_N, ZT_F64, NULL);
     if (last && t->cfg->trace[0]) write_trace(t, fig);
     if (g->rank == 0 && g->pp > 1) idle_fields(t, fig, json, cap);

@@ -21,7 +21,7 @@ static void print_seq_parallel(const zt_trainer *t) {
     const zt_config *c = t->cfg;
     if (!c->sequence_parallel) return;
     size_t N = (size_t)c->micro_batch * c->seq;
-    if (t->model.seq_parallel)
+    if (zt_trainer_compute_model(t)->seq_parallel)
         printf("sequence parallel: each tp rank holds %zu of a micro-batch's %zu token rows "
                "outside the tp products (LayerNorms, residual stream, pipeline transfers)\n",
                zt_gpt2_rows(c->micro_batch, c->seq, t->grid.tp, 1), N);
@@ -31,7 +31,7 @@ static void print_seq_parallel(const zt_trainer *t) {
 
 // --recompute: which blocks recompute what in their backward (the same results, docs/design.md).
 static void print_recompute(const zt_trainer *t) {
-    const zt_recompute *r = &t->model.recompute;
+    const zt_recompute *r = &zt_trainer_compute_model(t)->recompute;
     if (r->mode == ZT_RECOMPUTE_NONE) return;
     char which[48] = "every block";
     if (r->layers) snprintf(which, sizeof which, "each stage's first %d blocks", r->layers);
@@ -76,13 +76,17 @@ void zt_trainer_print_start(zt_trainer *t) {
                    t->be->ops->name, c->tf32 ? ", TF32 matrix products" : ", fp32 matrix products");
         if (g->devices_report[0]) printf("devices: %s\n", g->devices_report);
         if (g->paths_report[0]) printf("tensor paths: %s\n", g->paths_report);
+        int chunk = zt_trainer_compute_model(t)->loss_chunk;
         printf("loss: chunks of %d tokens, %.1f MiB of logits per chunk per rank (%d of the "
-               "%d padded vocabulary columns)\n", t->model.loss_chunk,
-               (double)t->model.loss_chunk * t->shape.padded_vocab / g->tp * sizeof(float) /
+               "%d padded vocabulary columns)\n", chunk,
+               (double)chunk * t->shape.padded_vocab / g->tp * sizeof(float) /
                    1048576.0, t->shape.padded_vocab / g->tp, t->shape.padded_vocab);
         if (g->pp > 1) {
             printf("pipeline: %s schedule, partition %s: %s\n", zt_schedule_kind_name(c->schedule),
                    c->partition, part);
+            if (t->n_chunks > 1) // the partition's stages are chunks
+                printf("  %d chunks per rank: rank r holds the stages above numbered r, r+%d, "
+                       "...\n", t->n_chunks, g->pp);
             for (int s = 0; s < g->pp; s++) { // measured on stage s's dp 0, tp 0 rank
                 zt_plan_bytes b;
                 ZT_ASSERT(zt_plan_rank(&t->plan, &t->part, 0, s, 0, &b) == ZT_OK);

@@ -4,6 +4,8 @@
 // is the step's first and which backward its last.
 #include "trainer.h"
 
+#include <string.h>
+
 // Reads micro-batch `k` of step `step` for this dp rank into slot `slot`: sample indices
 // are global (step * G + (dp_rank * grad_accum + k) * B + b), so every layout sees the
 // same batch. Every stage reads (it is cheap); the first uses the inputs, the last the
@@ -42,9 +44,30 @@ static int first_forward(const zt_schedule *s) {
     return -1;
 }
 
+// Interleaved: a transfer action on the ring (pipe_ring.h) from or into the buffers of
+// (a->chunk, a->micro): a forward's output is sent from its activation slot.
+static void ring_transfer(zt_trainer *t, const zt_sched_action *a) {
+    size_t NC = zt_trainer_act_count(t);
+    int s = zt_trainer_slot(t, a->chunk, a->micro);
+    float *buf;
+    if (a->op == ZT_SCHED_OP_RECV_FWD) buf = t->recv_in + s * NC;
+    else if (a->op == ZT_SCHED_OP_RECV_BWD) buf = t->recv_dout + s * NC;
+    else if (a->op == ZT_SCHED_OP_SEND_BWD) buf = t->dinput + s * NC;
+    else {
+        zt_gpt2 *m = zt_trainer_chunk(t, a->chunk);
+        zt_gpt2_use_slot(m, a->micro % t->chunk_slots[a->chunk]);
+        buf = (float *)zt_gpt2_output(m); // a send only reads it
+    }
+    zt_pipe_ring_transfer(&t->ring, a, s, buf);
+}
+
 // A transfer action (pipe_comm.h, blocking or not inside): the actions that send forward
 // read micro-batch a->micro's output from its activation slot.
 static void transfer(zt_trainer *t, const zt_sched_action *a) {
+    if (t->chunks) {
+        ring_transfer(t, a);
+        return;
+    }
     const float *out = NULL;
     if (a->op == ZT_SCHED_OP_SEND_FWD || a->op == ZT_SCHED_OP_SEND_FWD_RECV_BWD) {
         zt_gpt2_use_slot(&t->model, a->micro % t->n_slots);
@@ -53,19 +76,21 @@ static void transfer(zt_trainer *t, const zt_sched_action *a) {
     zt_pipe_comm_transfer(&t->pc, a, out, t->dinput);
 }
 
-// Micro-batch k's forward in its slot. The step's first forward (`first`) reads the weights
-// the last step's parameter gather may still be bringing: the synchronizer waits for each
-// unit's as the model asks (dp_sync.h); that wait is communication, not compute. *start:
-// when the forward begins, after the pipeline's wait for its input (the --trace timeline).
-static void forward(zt_trainer *t, uint64_t step, int k, float loss_scale, int first,
+// Micro-batch k's forward of chunk `ch` in its slot. The chunk's first forward of the step
+// (`first`; with one chunk the step's first) reads the weights the last step's parameter
+// gather may still be bringing: the synchronizer waits for each unit's as the model asks
+// (dp_sync.h); that wait is communication, not compute. *start: when the forward begins, after the pipeline's wait
+// for its input (the --trace timeline).
+static void forward(zt_trainer *t, uint64_t step, int ch, int k, float loss_scale, int first,
                     double *start) {
     const zt_config *c = t->cfg;
-    zt_gpt2 *m = &t->model;
+    zt_gpt2 *m = zt_trainer_chunk(t, ch);
     size_t NC = zt_trainer_act_count(t), BT = (size_t)c->micro_batch * c->seq;
-    int slot = k % t->n_slots;
-    zt_pipe_comm_before_fwd(&t->pc, k);
+    int slot = zt_trainer_slot(t, ch, k); // the trainer's buffers'; the model's: k mod its slots
+    if (t->chunks) zt_pipe_ring_before_write(&t->ring, slot, 0);
+    else zt_pipe_comm_before_fwd(&t->pc, k);
     double t0 = *start = zt_mono_s(), g0 = zt_dp_sync_param_wait_s(&t->sync);
-    zt_gpt2_use_slot(m, slot);
+    zt_gpt2_use_slot(m, k % t->chunk_slots[ch]);
     zt_trainer_read_batch(t, &t->train, step, k, c->grad_accum, slot);
     zt_dp_sync_next_forward(&t->sync, first);
     zt_gpt2_forward(m, t->inputs + slot * BT, t->recv_in + slot * NC, t->targets + slot * BT, 1,
@@ -73,32 +98,35 @@ static void forward(zt_trainer *t, uint64_t step, int k, float loss_scale, int f
     double secs = zt_mono_s() - t0 - (zt_dp_sync_param_wait_s(&t->sync) - g0);
     t->compute_s += secs;
     t->fwd_s += secs;
-    zt_pipe_comm_after_fwd(&t->pc, k);
+    if (!t->chunks) zt_pipe_comm_after_fwd(&t->pc, k);
 }
 
-// Micro-batch k's backward (*start: as forward's), or with `input_only` its input-gradient
-// pass (ZB-H1's B: what the previous stage waits for; its weight gradients wait in W slot
-// k mod n_wslots: the waiting ones are consecutive and at most the model's n_wslots,
+// Micro-batch k's backward of chunk `ch` (*start: as forward's), or with `input_only` its
+// input-gradient pass (ZB-H1's B: what the previous stage waits for; its weight gradients
+// wait in W slot k mod n_wslots: the waiting ones are consecutive and at most the model's
+// n_wslots,
 // zt_schedule_peak_w_pending). What the step's last backward (`last`) finishes is final: the
 // synchronizer may start reducing it as the model announces it (dp_sync.h).
-static void backward(zt_trainer *t, int k, int last, int input_only, double *start) {
+static void backward(zt_trainer *t, int ch, int k, int last, int input_only, double *start) {
     const zt_config *c = t->cfg;
-    zt_gpt2 *m = &t->model;
+    zt_gpt2 *m = zt_trainer_chunk(t, ch);
     size_t NC = zt_trainer_act_count(t), BT = (size_t)c->micro_batch * c->seq;
-    int slot = k % t->n_slots;
-    zt_pipe_comm_before_bwd(&t->pc, k);
+    int slot = zt_trainer_slot(t, ch, k);
+    float *dinput = t->dinput + (t->chunks ? slot * NC : 0); // interleaved: one per slot
+    if (t->chunks) zt_pipe_ring_before_write(&t->ring, slot, 1);
+    else zt_pipe_comm_before_bwd(&t->pc, k);
     double t0 = *start = zt_mono_s();
-    zt_gpt2_use_slot(m, slot);
+    zt_gpt2_use_slot(m, k % t->chunk_slots[ch]);
     if (input_only) zt_gpt2_use_wslot(m, k % m->n_wslots);
     zt_dp_sync_next_backward(&t->sync, last);
     const int32_t *tokens = t->inputs + slot * BT;
     const float *dout = t->recv_dout + slot * NC;
-    if (input_only) zt_gpt2_backward_input(m, tokens, dout, t->dinput);
-    else zt_gpt2_backward(m, tokens, dout, t->dinput);
+    if (input_only) zt_gpt2_backward_input(m, tokens, dout, dinput);
+    else zt_gpt2_backward(m, tokens, dout, dinput);
     double secs = zt_mono_s() - t0;
     t->compute_s += secs;
     t->bwd_s += secs;
-    zt_pipe_comm_after_bwd(&t->pc, k);
+    if (!t->chunks) zt_pipe_comm_after_bwd(&t->pc, k);
 }
 
 // Micro-batch k's weight-gradient pass (ZB-H1's W): no transfer; the step's last one
@@ -125,21 +153,32 @@ static void backward_weight(zt_trainer *t, int k, int last) {
 double zt_trainer_run_schedule(zt_trainer *t, uint64_t step, float loss_scale) {
     double start = zt_mono_s();
     int first_fwd = first_forward(&t->sched), last_bwd = last_backward(&t->sched);
+    char read[t->n_chunks]; // chunks whose weights a forward of this step has read
+    memset(read, 0, sizeof read);
     t->compute_s = t->fwd_s = t->bwd_s = t->wgt_s = 0.0;
-    zt_pipe_comm_begin(&t->pc);
+    if (t->chunks) zt_pipe_ring_begin(&t->ring);
+    else zt_pipe_comm_begin(&t->pc);
     for (int i = 0; i < t->sched.n_actions; i++) {
         const zt_sched_action *a = &t->sched.actions[i];
         double *at = &t->action_t[2 * i]; // a compute's: after the waits for its inputs
         *at = zt_mono_s();
-        if (a->op == ZT_SCHED_OP_FWD) forward(t, step, a->micro, loss_scale, i == first_fwd, at);
-        else if (a->op == ZT_SCHED_OP_BWD) backward(t, a->micro, i == last_bwd, 0, at);
-        else if (a->op == ZT_SCHED_OP_BWD_B) backward(t, a->micro, 0, 1, at);
+        int c = a->chunk, k = a->micro;
+        // a chunk's first forward reads its units' weights first (the step's first forward
+        // is chunk 0's): the gather's pieces are waited for there
+        int first = a->op == ZT_SCHED_OP_FWD && !read[c];
+        if (first) read[c] = 1;
+        ZT_ASSERT(!first || c > 0 || i == first_fwd);
+        if (a->op == ZT_SCHED_OP_FWD) forward(t, step, c, k, loss_scale, first, at);
+        else if (a->op == ZT_SCHED_OP_BWD) backward(t, c, k, i == last_bwd, 0, at);
+        else if (a->op == ZT_SCHED_OP_BWD_B) backward(t, c, k, 0, 1, at);
         else if (a->op == ZT_SCHED_OP_BWD_W) backward_weight(t, a->micro, i == last_bwd);
         else transfer(t, a);
         t->action_t[2 * i + 1] = zt_mono_s();
     }
-    zt_pipe_comm_end(&t->pc);
-    t->pp_comm_s = t->pc.comm_s;
+    if (t->chunks) zt_pipe_ring_end(&t->ring);
+    else zt_pipe_comm_end(&t->pc);
+    t->pp_comm_s = t->chunks ? t->ring.comm_s : t->pc.comm_s;
     t->sched_s = zt_mono_s() - start;
-    return zt_gpt2_take_loss(&t->model); // the micro-batches' losses, added on the device
+    // the micro-batches' losses, added on the device of the chunk with the head
+    return zt_gpt2_take_loss(zt_trainer_chunk(t, t->n_chunks - 1));
 }

@@ -24,12 +24,53 @@ float zt_lr_at(const zt_config *cfg, int step) {
 
 // Mean validation loss over the first t->val_batches global batches of the validation
 // file (the same samples whatever the layout), through the pipeline stage by stage.
+// The mean validation loss from every rank's loss sum.
+static double finish_evaluation(zt_trainer *t, double sum) {
+    const zt_config *c = t->cfg;
+    double total;
+    zt_comm_all_reduce(&t->grid.world_comm, &sum, &total, 1, ZT_F64, ZT_REDUCE_SUM, NULL);
+    return total / ((double)t->val_batches * c->grad_accum * c->micro_batch * c->seq * t->grid.dp);
+}
+
+// Interleaved: micro-batch k of validation batch vb through the virtual stages in order, this
+// rank computing its chunks (v mod pp == pp_rank) between a blocking receive from the ring's
+// previous rank and a send to the next: one chain along the virtual stages, so no two ranks
+// wait on each other. Returns this rank's loss sum (the head's chunk; else 0).
+static double evaluate_chunks(zt_trainer *t, int vb, int k) {
+    const zt_config *c = t->cfg;
+    const zt_grid *g = &t->grid;
+    size_t NC = zt_trainer_act_count(t), BT = (size_t)c->micro_batch * c->seq;
+    int n_virtual = g->pp * t->n_chunks;
+    double sum = 0.0;
+    for (int v = g->pp_rank; v < n_virtual; v += g->pp) {
+        int ch = v / g->pp, s = zt_trainer_slot(t, ch, 0);
+        zt_gpt2 *m = zt_trainer_chunk(t, ch);
+        zt_gpt2_use_slot(m, 0);
+        zt_trainer_read_batch(t, &t->val, (uint64_t)vb, k, c->grad_accum, s);
+        if (v > 0)
+            zt_comm_recv(g->pp_data, t->recv_in + s * NC, NC, ZT_F32, (v - 1) % g->pp, 0, NULL);
+        sum += zt_gpt2_forward(m, t->inputs + s * BT, t->recv_in + s * NC, t->targets + s * BT, 0,
+                               0.0f);
+        if (v + 1 < n_virtual)
+            zt_comm_send(g->pp_data, zt_gpt2_output(m), NC, ZT_F32, (v + 1) % g->pp, 0, NULL);
+    }
+    return sum;
+}
+
 double zt_trainer_evaluate(zt_trainer *t) {
     const zt_config *c = t->cfg;
     const zt_comm *pp = t->grid.pp_data;
     zt_gpt2 *m = &t->model;
     size_t NC = zt_trainer_act_count(t);
     double sum = 0.0;
+    if (t->chunks) {
+        for (int vb = 0; vb < t->val_batches; vb++)
+            for (int k = 0; k < c->grad_accum; k++) {
+                double part = evaluate_chunks(t, vb, k);
+                if (t->grid.tp_rank == 0) sum += part; // every tp rank has the same losses
+            }
+        return finish_evaluation(t, sum);
+    }
     zt_gpt2_use_slot(m, 0);
     for (int vb = 0; vb < t->val_batches; vb++)
         for (int k = 0; k < c->grad_accum; k++) {
@@ -41,9 +82,7 @@ double zt_trainer_evaluate(zt_trainer *t) {
             if (!zt_trainer_last_stage(t))
                 zt_comm_send(pp, zt_gpt2_output(m), NC, ZT_F32, t->grid.pp_rank + 1, 0, NULL);
         }
-    double total;
-    zt_comm_all_reduce(&t->grid.world_comm, &sum, &total, 1, ZT_F64, ZT_REDUCE_SUM, NULL);
-    return total / ((double)t->val_batches * c->grad_accum * c->micro_batch * c->seq * t->grid.dp);
+    return finish_evaluation(t, sum);
 }
 
 // The global gradient's squared norm and non-finite count into v[0], v[1]: each element
@@ -114,7 +153,7 @@ zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
     out->param_comm_ms = 1000.0 * ds.param_comm_s;
     out->param_overlapped = ds.param_overlapped;
     out->pp_comm_ms = 1000.0 * t->pp_comm_s;
-    out->pp_async = t->pc.transfers;
+    out->pp_async = t->chunks ? t->ring.transfers : t->pc.transfers;
     t->be->ops->sync(t->be); // the step's work is done (and its errors seen) here
     out->ms = (zt_mono_s() - t0) * 1000.0;
     zt_profile_diff(&out->phases, &t->prof, &prof0);

@@ -19,6 +19,7 @@
 #include "grid.h"
 #include "partition.h"
 #include "pipe_comm.h"
+#include "pipe_ring.h"
 #include "planner.h"
 #include "profile.h"
 #include "schedule.h"
@@ -35,7 +36,15 @@ typedef struct {
     zt_partition part;
     int unit_first, unit_last; // this rank's stage
     zt_schedule sched;
-    zt_gpt2 model;
+    zt_gpt2 model;             // interleaved: the rank's flat buffers over its chunks
+                               // (zt_gpt2_init_ranges), computing through `chunks`
+    int n_chunks;              // V: chunks of layers on this rank (interleaved), else 1
+    zt_gpt2 *chunks;           // (n_chunks) interleaved: each chunk's view over `model`
+                               // (zt_gpt2_init_view); NULL otherwise
+    int *chunk_slots;          // (n_chunks) each chunk's activation slots (interleaved:
+                               // zt_schedule_chunk_slots; else n_slots), and
+    int *slot_base;            // (n_chunks) their prefix sums: the trainer's buffers hold
+                               // chunk c's slot j at index slot_base[c] + j
     zt_plan_spec plan;         // the run as the planner sees it: layout, schedule, optimizer
     zt_adamw opt;              // fp32 state (--optim adamw)
     zt_adamw8bit opt8;         // 8-bit state (--optim adamw8bit)
@@ -47,12 +56,13 @@ typedef struct {
                                // what the validation file holds (at most 8, at least 1)
     zt_dp_sync sync;           // ZeRO: this rank's optimizer range (sync.shard_lo, shard_hi),
                                // the gradient's reduction and the parameters' gather
-    int n_slots;               // micro-batches this stage holds at once
+    int n_slots;               // micro-batches this stage holds at once (all chunks' slots)
     // device memory of `be`:
     int32_t *inputs, *targets; // (n_slots, B*T) tokens of each held micro-batch
     float *recv_in;            // (n_slots, N*C) activations received from the stage before
     float *recv_dout;          // (n_slots, N*C) their gradients received from the stage after
-    float *dinput;             // (N*C) gradient of this stage's input, to send back
+    float *dinput;             // (N*C) gradient of this stage's input, to send back;
+                               // interleaved (n_slots, N*C): each in flight until reused
     double compute_s, sched_s; // time in forward/backward, and in the whole schedule, last step
     double fwd_s, bwd_s, wgt_s; // of compute_s: in the forwards, the backwards (or input-
                                 // gradient passes) and the weight-gradient passes, last step
@@ -61,6 +71,7 @@ typedef struct {
     FILE *trace;               // rank 0, --trace: the timeline's file
     double pp_comm_s;          // of the schedule, in pipeline transfers, last step
     zt_pipe_comm pc;           // the stage's pipeline transfers (blocking or not inside)
+    zt_pipe_ring ring;         // interleaved: the ring's transfers instead (pipe_ring.h)
     int step0;                 // completed steps at start (--resume), and
     uint64_t sample0;          // training samples consumed by then
     zt_train_sampler sampler;  // --sample-every
@@ -114,6 +125,21 @@ static inline size_t zt_trainer_act_count(const zt_trainer *t) {
     const zt_config *c = t->cfg;
     return zt_gpt2_rows(c->micro_batch, c->seq, t->grid.tp, c->sequence_parallel) *
            (size_t)t->shape.n_embd;
+}
+// The model that computes chunk c (the stage's model itself but under interleaved).
+static inline zt_gpt2 *zt_trainer_chunk(zt_trainer *t, int c) {
+    return t->chunks ? &t->chunks[c] : &t->model;
+}
+// The model whose compute settings (loss chunk, recomputation, sequence parallelism) the
+// report shows: the stage's, or under interleaved its first chunk's view (the rank's model
+// there only holds the buffers).
+static inline const zt_gpt2 *zt_trainer_compute_model(const zt_trainer *t) {
+    return t->chunks ? &t->chunks[0] : &t->model;
+}
+// The trainer's buffer index of micro-batch k of chunk c (its activation slot in the
+// chunk's model: k mod chunk_slots[c]).
+static inline int zt_trainer_slot(const zt_trainer *t, int c, int k) {
+    return t->slot_base[c] + k % t->chunk_slots[c];
 }
 // Tokens in one global batch (micro-batch x seq x grad-accum x dp): the loss's divisor.
 static inline double zt_trainer_global_tokens(const zt_trainer *t) {

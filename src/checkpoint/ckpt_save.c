@@ -194,7 +194,9 @@ static zt_status write_manifest(const zt_ckpt_ctx *c, const char *tmp, int step,
             g->world, g->dp, g->pp, g->tp, cfg->zero, cfg->sequence_parallel ? "true" : "false",
             zt_schedule_kind_name(cfg->schedule), zt_recompute_mode_name(cfg->recompute),
             cfg->recompute_layers, cfg->partition);
-    for (int k = 0; k <= g->pp; k++) fprintf(f, "%s%d", k ? ", " : "", c->part->first[k]);
+    // every partition stage's (interleaved: every chunk's, pp x V of them)
+    for (int k = 0; k <= c->part->n_stages; k++)
+        fprintf(f, "%s%d", k ? ", " : "", c->part->first[k]);
     fprintf(f, "]},\n");
     json_config(f, c, g->dp);
     // every tensor of the model, in zerotrain's global shape (wte without padding)

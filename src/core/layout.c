@@ -12,6 +12,7 @@ int zt_padded_vocab(int vocab, int tp) {
 typedef struct {
     zt_layout *lay;
     int cap;
+    int C; // n_embd
 } builder;
 
 static void add(builder *b, const char *name, int unit, int ndim, int64_t d0, int64_t d1,
@@ -48,8 +49,39 @@ static void add(builder *b, const char *name, int unit, int ndim, int64_t d0, in
 
 zt_status zt_layout_init(zt_layout *lay, const zt_model_shape *s, int unit_first,
                          int unit_last, int tp, int tp_rank, size_t align) {
+    return zt_layout_init_ranges(lay, s, 1, &unit_first, &unit_last, tp, tp_rank, align);
+}
+
+// The 12 tensors of block unit u (block u - 1).
+static void add_block(builder *b, int u) {
+    char name[64];
+    int l = u - 1;
+#define ADD(suffix, ...)                                   \
+    do {                                                   \
+        snprintf(name, sizeof name, "h.%d.%s", l, suffix); \
+        add(b, name, u, __VA_ARGS__);                      \
+    } while (0)
+    int64_t C = (int64_t)b->C;
+    ADD("ln_1.weight", 1, C, 1, ZT_SPLIT_NONE, 0);
+    ADD("ln_1.bias", 1, C, 1, ZT_SPLIT_NONE, 0);
+    ADD("attn.c_attn.weight", 2, 3 * C, C, ZT_SPLIT_QKV, 1);
+    ADD("attn.c_attn.bias", 1, 3 * C, 1, ZT_SPLIT_QKV, 0);
+    ADD("attn.c_proj.weight", 2, C, C, ZT_SPLIT_ROW, 0); // (in, out), as HF
+    ADD("attn.c_proj.bias", 1, C, 1, ZT_SPLIT_NONE, 0);
+    ADD("ln_2.weight", 1, C, 1, ZT_SPLIT_NONE, 0);
+    ADD("ln_2.bias", 1, C, 1, ZT_SPLIT_NONE, 0);
+    ADD("mlp.c_fc.weight", 2, 4 * C, C, ZT_SPLIT_COLUMN, 1);
+    ADD("mlp.c_fc.bias", 1, 4 * C, 1, ZT_SPLIT_COLUMN, 0);
+    ADD("mlp.c_proj.weight", 2, 4 * C, C, ZT_SPLIT_ROW, 0); // (in, out), as HF
+    ADD("mlp.c_proj.bias", 1, C, 1, ZT_SPLIT_NONE, 0);
+#undef ADD
+}
+
+zt_status zt_layout_init_ranges(zt_layout *lay, const zt_model_shape *s, int n_ranges,
+                                const int *firsts, const int *lasts, int tp, int tp_rank,
+                                size_t align) {
     memset(lay, 0, sizeof *lay);
-    int C = s->n_embd, L = s->n_layer;
+    int C = s->n_embd;
     if (s->n_head % tp || (4 * C) % tp || s->padded_vocab % tp) {
         // n_head % tp == 0 implies the rest (C = n_head * head size): name the choices
         char ok[256] = "";
@@ -62,9 +94,16 @@ zt_status zt_layout_init(zt_layout *lay, const zt_model_shape *s, int unit_first
                          "one of %s, or a model whose n_head is a multiple of %d",
                          tp, s->n_head, 4 * C, ok, tp);
     }
-    ZT_ASSERT(unit_first >= 0 && unit_first < unit_last && unit_last <= zt_unit_count(s));
+    ZT_ASSERT(n_ranges >= 1);
+    int units = 0;
+    for (int i = 0; i < n_ranges; i++) {
+        ZT_ASSERT(firsts[i] >= (i ? lasts[i - 1] : 0) && firsts[i] < lasts[i] &&
+                  lasts[i] <= zt_unit_count(s));
+        units += lasts[i] - firsts[i];
+    }
+    int unit_first = firsts[0], unit_last = lasts[n_ranges - 1];
     ZT_ASSERT(align > 0);
-    builder b = {lay, 4 + 12 * (unit_last - unit_first) + 4};
+    builder b = {lay, 4 + 12 * units + 4, C};
     lay->t = calloc((size_t)b.cap, sizeof *lay->t);
     ZT_ASSERT(lay->t);
     lay->align = align;
@@ -81,30 +120,9 @@ zt_status zt_layout_init(zt_layout *lay, const zt_model_shape *s, int unit_first
         lay->tied_numel = lay->numel;
     }
     if (has_embed) add(&b, "wpe.weight", ZT_UNIT_EMBED, 2, s->n_ctx, C, ZT_SPLIT_NONE, 0);
-    char name[64];
-    for (int u = unit_first; u < unit_last; u++) {
-        if (u == ZT_UNIT_EMBED || u == head) continue;
-        int l = u - 1;
-        ZT_ASSERT(l >= 0 && l < L);
-#define ADD(suffix, ...)                                   \
-    do {                                                   \
-        snprintf(name, sizeof name, "h.%d.%s", l, suffix); \
-        add(&b, name, u, __VA_ARGS__);                     \
-    } while (0)
-        ADD("ln_1.weight", 1, C, 1, ZT_SPLIT_NONE, 0);
-        ADD("ln_1.bias", 1, C, 1, ZT_SPLIT_NONE, 0);
-        ADD("attn.c_attn.weight", 2, 3 * C, C, ZT_SPLIT_QKV, 1);
-        ADD("attn.c_attn.bias", 1, 3 * C, 1, ZT_SPLIT_QKV, 0);
-        ADD("attn.c_proj.weight", 2, C, C, ZT_SPLIT_ROW, 0); // (in, out), as HF
-        ADD("attn.c_proj.bias", 1, C, 1, ZT_SPLIT_NONE, 0);
-        ADD("ln_2.weight", 1, C, 1, ZT_SPLIT_NONE, 0);
-        ADD("ln_2.bias", 1, C, 1, ZT_SPLIT_NONE, 0);
-        ADD("mlp.c_fc.weight", 2, 4 * C, C, ZT_SPLIT_COLUMN, 1);
-        ADD("mlp.c_fc.bias", 1, 4 * C, 1, ZT_SPLIT_COLUMN, 0);
-        ADD("mlp.c_proj.weight", 2, 4 * C, C, ZT_SPLIT_ROW, 0); // (in, out), as HF
-        ADD("mlp.c_proj.bias", 1, C, 1, ZT_SPLIT_NONE, 0);
-#undef ADD
-    }
+    for (int r = 0; r < n_ranges; r++)
+        for (int u = firsts[r]; u < lasts[r]; u++)
+            if (u != ZT_UNIT_EMBED && u != head) add_block(&b, u);
     if (has_head) {
         add(&b, "ln_f.weight", head, 1, C, 1, ZT_SPLIT_NONE, 0);
         add(&b, "ln_f.bias", head, 1, C, 1, ZT_SPLIT_NONE, 0);

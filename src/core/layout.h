@@ -77,6 +77,14 @@ typedef struct {
 // shape that tp cannot split.
 zt_status zt_layout_init(zt_layout *lay, const zt_model_shape *s, int unit_first,
                          int unit_last, int tp, int tp_rank, size_t align);
+// The same over n_ranges unit ranges [firsts[i], lasts[i]) (increasing, disjoint: an
+// interleaved pipeline rank's chunks, docs/design.md "Pipeline"), laid out as one stage
+// holding them all: the tied wte first (when a range holds the embed or the head unit), wpe,
+// the blocks of every range in range order, ln_f last. unit_first, unit_last are then the
+// first range's first and the last range's last unit. With one range: zt_layout_init.
+zt_status zt_layout_init_ranges(zt_layout *lay, const zt_model_shape *s, int n_ranges,
+                                const int *firsts, const int *lasts, int tp, int tp_rank,
+                                size_t align);
 void zt_layout_free(zt_layout *lay);
 
 // Index of the tensor named `name`, or -1.

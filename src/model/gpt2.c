@@ -368,11 +368,11 @@ void zt_gpt2_use_wslot(zt_gpt2 *m, int slot) {
 void zt_gpt2_free(zt_gpt2 *m) {
     if (m->be) {
         if (m->w_block) zt_be_free(m->be, m->w_block);
-        zt_be_free(m->be, m->params);
-        zt_be_free(m->be, m->grads);
-        zt_be_free(m->be, m->act_block);
-        zt_be_free(m->be, m->ws_block);
-        zt_be_free(m->be, m->logits_block);
+        if (!m->is_view) zt_be_free(m->be, m->params);
+        if (!m->is_view) zt_be_free(m->be, m->grads);
+        if (m->act_block) zt_be_free(m->be, m->act_block); // none: zt_gpt2_init_ranges
+        if (m->ws_block) zt_be_free(m->be, m->ws_block);
+        if (m->logits_block) zt_be_free(m->be, m->logits_block);
     }
     free(m->p.h);
     free(m->g.h);
@@ -910,4 +910,81 @@ void zt_gpt2_backward_weight(zt_gpt2 *m, const int32_t *tokens) {
     if (has_embed(m))
         zt_gpt2_encoder_backward(m, m->g.wte, m->g.wpe, m->w.dembed, tokens, vocab_lo(m),
                                  vocab_rows(m), N, m->T, C);
+}
+
+// ---------------------------------------------------------------- interleaved chunks
+
+// The parameter and gradient buffers of m->layout and their views.
+static void alloc_params(zt_gpt2 *m) {
+    size_t n = m->layout.numel, elem = zt_dtype_size(m->dtype);
+    if (!m->is_view) {
+        m->params = zt_be_alloc(m->be, ZT_MEM_PARAMS, n * elem);
+        m->grads = zt_be_alloc(m->be, ZT_MEM_GRADS, n * elem);
+    }
+    m->p.h = calloc((size_t)m->shape.n_layer, sizeof(zt_block_tensors));
+    m->g.h = calloc((size_t)m->shape.n_layer, sizeof(zt_block_tensors));
+    ZT_ASSERT(m->p.h && m->g.h);
+    bind(&m->p, &m->layout, m->params, elem, m->shape.n_layer);
+    bind(&m->g, &m->layout, m->grads, elem, m->shape.n_layer);
+}
+
+zt_status zt_gpt2_init_ranges(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s,
+                              int n_ranges, const int *firsts, const int *lasts, int tp,
+                              int tp_rank, size_t align, size_t pad_multiple, zt_dtype dtype) {
+    ZT_ASSERT(dtype == ZT_F32 || be->caps->bf16);
+    memset(m, 0, sizeof *m);
+    m->be = be;
+    m->shape = *s;
+    m->dtype = dtype;
+    ZT_TRY(zt_layout_init_ranges(&m->layout, s, n_ranges, firsts, lasts, tp, tp_rank, align));
+    m->layout.numel = zt_round_up(m->layout.numel, pad_multiple);
+    alloc_params(m);
+    return ZT_OK;
+}
+
+// The activations, workspace, logits and W slots of a planned model (zt_gpt2_init's).
+static void alloc_acts(zt_gpt2 *m) {
+    carver act = {0}, ws = {0}, lg = {0};
+    carve_acts(&m->a, &act, &ws, &lg, m);
+    m->slot_floats = act.used;
+    act.base = zt_be_alloc(m->be, ZT_MEM_ACTIVATIONS,
+                           act.used * sizeof(float) * (size_t)m->n_slots);
+    ws.base = zt_be_alloc(m->be, ZT_MEM_WORKSPACE, ws.used * sizeof(float));
+    lg.base = zt_be_alloc(m->be, ZT_MEM_LOGITS, lg.used * sizeof(float));
+    act.used = ws.used = lg.used = 0;
+    carve_acts(&m->a, &act, &ws, &lg, m);
+    m->act_block = act.base;
+    m->ws_block = ws.base;
+    m->logits_block = lg.base;
+    if (m->n_wslots) {
+        m->w_block = zt_be_alloc(m->be, ZT_MEM_ACTIVATIONS,
+                                 m->wslot_floats * sizeof(float) * (size_t)m->n_wslots);
+        zt_gpt2_use_wslot(m, 0);
+    }
+}
+
+zt_status zt_gpt2_init_view(zt_gpt2 *v, const zt_gpt2 *owner, int unit_first, int unit_last,
+                            int B, int T, int loss_chunk, int n_slots, const zt_comm *tp_comm,
+                            const zt_act_options *opts) {
+    const zt_backend *be = owner->be;
+    const zt_layout *o = &owner->layout;
+    ZT_TRY(plan(v, &owner->shape, unit_first, unit_last, o->tp, o->tp_rank, o->align, 1, B, T,
+                loss_chunk, n_slots, zt_backend_attention_workspace(be, T), owner->dtype,
+                be->caps->gemm_mixed_workspace, opts));
+    for (int i = 0; i < v->layout.n; i++) { // the same tensors in owner's one buffer
+        int j = zt_layout_find(o, v->layout.t[i].name);
+        ZT_ASSERT(j >= 0 && o->t[j].numel == v->layout.t[i].numel);
+        v->layout.t[i].offset = o->t[j].offset;
+    }
+    v->layout.numel = o->numel;
+    v->layout.tied_numel = o->tied_numel;
+    v->be = be;
+    v->is_view = 1;
+    ZT_ASSERT(o->tp == 1 || (tp_comm && tp_comm->size == o->tp && tp_comm->rank == o->tp_rank));
+    v->tp_comm = o->tp > 1 ? tp_comm : NULL;
+    v->params = owner->params;
+    v->grads = owner->grads;
+    alloc_params(v);
+    alloc_acts(v);
+    return ZT_OK;
 }

@@ -156,6 +156,8 @@ typedef struct {
     void *w_block;            // every W slot, ZT_MEM_ACTIVATIONS (NULL: no split backward)
     zt_gpt2_wgrads w;         // the W slot in use (zt_gpt2_use_wslot)
     int quiet;                // inside an input-gradient pass: no grad_ready announcements
+    int is_view;              // a chunk view (zt_gpt2_init_view): params and grads are
+                              // another model's, not freed with this one
     // Hooks, set once by the caller (NULL: none); the callee knows which calls concern it
     // (the trainer's: the step's last backward, its first forward; src/parallel/dp_sync.h).
     // grad_ready: called by zt_gpt2_backward (or zt_gpt2_backward_weight; never by
@@ -192,6 +194,23 @@ zt_status zt_gpt2_init(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s
                        int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple,
                        int B, int T, int loss_chunk, int n_slots, const zt_comm *tp_comm,
                        zt_dtype dtype, const zt_act_options *opts);
+
+// An interleaved pipeline rank's model (docs/design.md, "Pipeline"): the parameters and
+// gradients of n_ranges unit ranges (its chunks) as one flat buffer each
+// (zt_layout_init_ranges), padded to `pad_multiple` as zt_gpt2_init pads, and their views;
+// no activations: its chunks compute through views (zt_gpt2_init_view). Free with
+// zt_gpt2_free after the views.
+zt_status zt_gpt2_init_ranges(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s,
+                              int n_ranges, const int *firsts, const int *lasts, int tp,
+                              int tp_rank, size_t align, size_t pad_multiple, zt_dtype dtype);
+// A view computing units [unit_first, unit_last) (one of owner's ranges) over owner's
+// parameters and gradients, with activations of its own (n_slots and opts as zt_gpt2_init;
+// tp_comm owner's tp group). Its layout is the chunk's tensors at owner's offsets (numel
+// owner's), so its gradient announcements and parameter requests name owner's buffer. The
+// hooks are the caller's to set. Free with zt_gpt2_free, before owner.
+zt_status zt_gpt2_init_view(zt_gpt2 *view, const zt_gpt2 *owner, int unit_first, int unit_last,
+                            int B, int T, int loss_chunk, int n_slots, const zt_comm *tp_comm,
+                            const zt_act_options *opts);
 
 // Points the activations (m->a, not the shared backward scratch) at slot `slot`: the
 // forward and backward of one micro-batch must use the same slot.

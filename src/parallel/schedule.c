@@ -269,6 +269,20 @@ int zt_schedule_peak_in_flight(const zt_schedule *s) {
     return peak;
 }
 
+int zt_schedule_chunk_slots(const zt_schedule *s, int chunk) {
+    ZT_ASSERT(chunk >= 0 && chunk < s->n_chunks);
+    int now = 0, peak = 0, received = 0; // received: a RECV_FWD already counted its FWD
+    for (int i = 0; i < s->n_actions; i++) {
+        const zt_sched_action *a = &s->actions[i];
+        if (a->chunk != chunk) continue;
+        int starts = a->op == ZT_SCHED_OP_RECV_FWD || (a->op == ZT_SCHED_OP_FWD && !received);
+        received = a->op == ZT_SCHED_OP_RECV_FWD;
+        if (starts && ++now > peak) peak = now;
+        if (a->op == ZT_SCHED_OP_BWD || a->op == ZT_SCHED_OP_BWD_W) now--;
+    }
+    return peak;
+}
+
 int zt_schedule_peak_w_pending(const zt_schedule *s) {
     int now = 0, peak = 0;
     for (int i = 0; i < s->n_actions; i++) {

@@ -117,6 +117,13 @@ void zt_schedule_free(zt_schedule *s);
 // forwarded input; under 1F1B and GPipe those are always consecutive, so an executor may keep
 // micro k in activation slot k % peak (tested).
 int zt_schedule_peak_in_flight(const zt_schedule *s);
+// The activation slots chunk `chunk` of the stage needs: the largest number of its
+// micro-batches live at once, a micro-batch's life running from its RECV_FWD (or its FWD
+// where there is none) to the end of its backward. A chunk's forwards and its backwards each
+// run in micro-batch order, so the live ones are consecutive and micro-batch k may take slot
+// k mod this (the interleaved executor's slots, and the planner's). With V = 1 and no
+// receive before the forward it equals zt_schedule_peak_in_flight.
+int zt_schedule_chunk_slots(const zt_schedule *s, int chunk);
 // The largest number of micro-batches whose BWD_B has run and whose BWD_W has not (0 for
 // the kinds without the split): what W needs kept past B (the activation gradients).
 int zt_schedule_peak_w_pending(const zt_schedule *s);

@@ -23,7 +23,23 @@ const char *zt_plan_format_bytes(double b, char *buf, size_t size) {
 
 // ---------------------------------------------------------------- the spec
 
+int zt_plan_partition_stages(const zt_plan_spec *s) {
+    return s->pp * (s->virtual_stages > 1 ? s->virtual_stages : 1);
+}
+
+// Under interleaved: virtual stage v's chunk slots, from its rank's list. The spec is
+// validated (m a multiple of pp): a failure to build is a bug.
+static int chunk_slots(const zt_plan_spec *s, int v) {
+    zt_schedule sch;
+    ZT_ASSERT(zt_schedule_build_chunks(&sch, s->schedule, s->pp, v % s->pp, s->grad_accum,
+                                       s->virtual_stages) == ZT_OK);
+    int n = zt_schedule_chunk_slots(&sch, v / s->pp);
+    zt_schedule_free(&sch);
+    return n;
+}
+
 int zt_plan_stage_slots(const zt_plan_spec *s, int stage) {
+    if (s->virtual_stages > 1) return chunk_slots(s, stage);
     int m = s->grad_accum, left = s->pp - stage;
     if (s->schedule == ZT_SCHED_ZB_H1) left = s->pp; // every stage holds up to p (schedule.h)
     return s->schedule == ZT_SCHED_GPIPE ? m : (left < m ? left : m);
@@ -83,6 +99,79 @@ static zt_status plan_stage(const zt_plan_spec *s, int first, int last, int tp_r
 static zt_status stage_layout(const zt_plan_spec *s, int first, int last, int tp_rank,
                               size_t numel, zt_layout *lay) {
     ZT_TRY(zt_layout_init(lay, &s->shape, first, last, s->tp, tp_rank, ZT_ALIGN_ELEMS));
+    ZT_ASSERT(zt_round_up(lay->numel, (size_t)s->dp * ZT_ALIGN_ELEMS) == numel);
+    lay->numel = numel;
+    return ZT_OK;
+}
+
+// An interleaved rank's units: its chunks' ranges (firsts, lasts: V entries each).
+static void rank_chunks(const zt_plan_spec *s, const zt_partition *p, int pp_rank, int *firsts,
+                        int *lasts) {
+    for (int c = 0; c < s->virtual_stages; c++) {
+        firsts[c] = p->first[c * s->pp + pp_rank];
+        lasts[c] = p->first[c * s->pp + pp_rank + 1];
+    }
+}
+
+// An interleaved rank (V > 1; the trainer's zt_gpt2_init_ranges and zt_gpt2_init_view): one
+// flat parameter and gradient buffer over its chunks, each chunk's activations, workspace
+// and logits with its own slots, and the trainer's buffers per chunk slot (token ids, the
+// activations and output gradients received, the input gradient sent: 3 per slot, since
+// every send stays in flight until its slot is reused).
+static zt_status plan_chunks(const zt_plan_spec *s, const zt_partition *p, int pp_rank,
+                             int tp_rank, zt_plan_bytes *o) {
+    int V = s->virtual_stages, firsts[V], lasts[V], slots = 0;
+    size_t m[ZT_MEM_NCAT], pad = (size_t)s->dp * ZT_ALIGN_ELEMS;
+    size_t work = s->backend->attention_workspace
+                      ? s->backend->attention_workspace(s->threads, s->seq) : 0;
+    zt_dtype dtype = s->param_bytes == 2 ? ZT_BF16 : ZT_F32;
+    memset(o, 0, sizeof *o);
+    rank_chunks(s, p, pp_rank, firsts, lasts);
+    for (int c = 0; c < V; c++) {
+        int n = zt_plan_stage_slots(s, c * s->pp + pp_rank);
+        ZT_TRY(zt_gpt2_footprint(m, &s->shape, firsts[c], lasts[c], s->tp, tp_rank,
+                                 ZT_ALIGN_ELEMS, pad, s->micro_batch, s->seq, s->loss_chunk, n,
+                                 work, dtype, s->backend->gemm_mixed_workspace,
+                                 &(zt_act_options){s->recompute, s->seq_parallel, 0}));
+        for (int k = ZT_MEM_ACTIVATIONS; k <= ZT_MEM_LOGITS; k++) o->bytes[k] += (double)m[k];
+        slots += n;
+    }
+    zt_layout lay;
+    ZT_TRY(zt_layout_init_ranges(&lay, &s->shape, V, firsts, lasts, s->tp, tp_rank,
+                                 ZT_ALIGN_ELEMS));
+    o->numel = zt_round_up(lay.numel, pad);
+    zt_layout_free(&lay);
+    o->bytes[ZT_MEM_PARAMS] = o->bytes[ZT_MEM_GRADS] = (double)(o->numel * zt_dtype_size(dtype));
+    o->unit_first = firsts[0];
+    o->unit_last = lasts[V - 1];
+    o->n_slots = slots;
+    o->tp_rank = tp_rank;
+    double BT = (double)s->micro_batch * s->seq;
+    double NC = (double)zt_gpt2_rows(s->micro_batch, s->seq, s->tp, s->seq_parallel) *
+                s->shape.n_embd;
+    o->bytes[ZT_MEM_WORKSPACE] += 2.0 * slots * BT * sizeof(int32_t);
+    o->bytes[ZT_MEM_WORKSPACE] += (double)s->backend->fixed_workspace;
+    o->bytes[ZT_MEM_COMM] += 3.0 * slots * NC * sizeof(float);
+    return ZT_OK;
+}
+
+// The stage part of rank pp_rank's plan (plan_stage, or plan_chunks under interleaved).
+static zt_status plan_rank_stage(const zt_plan_spec *s, const zt_partition *p, int pp_rank,
+                                 int tp_rank, zt_plan_bytes *o) {
+    if (s->virtual_stages > 1) return plan_chunks(s, p, pp_rank, tp_rank, o);
+    return plan_stage(s, p->first[pp_rank], p->first[pp_rank + 1], tp_rank,
+                      zt_plan_stage_slots(s, pp_rank), o);
+}
+
+// The layout adamw8bit walks on rank pp_rank (its chunks' under interleaved).
+static zt_status rank_layout(const zt_plan_spec *s, const zt_partition *p, int pp_rank,
+                             int tp_rank, size_t numel, zt_layout *lay) {
+    if (s->virtual_stages <= 1)
+        return stage_layout(s, p->first[pp_rank], p->first[pp_rank + 1], tp_rank, numel, lay);
+    int V = s->virtual_stages, firsts[V], lasts[V];
+    rank_chunks(s, p, pp_rank, firsts, lasts);
+    ZT_TRY(zt_layout_init_ranges(lay, &s->shape, V, firsts, lasts, s->tp, tp_rank,
+                                 ZT_ALIGN_ELEMS));
     ZT_ASSERT(zt_round_up(lay->numel, (size_t)s->dp * ZT_ALIGN_ELEMS) == numel);
     lay->numel = numel;
     return ZT_OK;
@@ -305,7 +394,7 @@ static void finish(const zt_plan_spec *s, zt_plan_bytes *o) {
 static zt_status stage_numels(const zt_plan_spec *s, const zt_partition *p, size_t *numel) {
     for (int k = 0; k < s->pp; k++) {
         zt_plan_bytes b;
-        ZT_TRY(plan_stage(s, p->first[k], p->first[k + 1], 0, 1, &b));
+        ZT_TRY(plan_rank_stage(s, p, k, 0, &b));
         numel[k] = b.numel;
     }
     return ZT_OK;
@@ -313,15 +402,14 @@ static zt_status stage_numels(const zt_plan_spec *s, const zt_partition *p, size
 
 zt_status zt_plan_rank(const zt_plan_spec *s, const zt_partition *p, int dp_rank, int pp_rank,
                        int tp_rank, zt_plan_bytes *out) {
-    ZT_ASSERT(p->n_stages == s->pp && pp_rank >= 0 && pp_rank < s->pp);
-    ZT_TRY(plan_stage(s, p->first[pp_rank], p->first[pp_rank + 1], tp_rank,
-                      zt_plan_stage_slots(s, pp_rank), out));
+    ZT_ASSERT(p->n_stages == zt_plan_partition_stages(s) && pp_rank >= 0 && pp_rank < s->pp);
+    ZT_TRY(plan_rank_stage(s, p, pp_rank, tp_rank, out));
     out->dp_rank = dp_rank;
     out->pp_rank = pp_rank;
     out->rank = zt_grid_rank(dp_rank, pp_rank, tp_rank, s->dp, s->pp, s->tp);
     zt_layout lay = {0};
     if (s->is_8bit)
-        ZT_TRY(stage_layout(s, out->unit_first, out->unit_last, tp_rank, out->numel, &lay));
+        ZT_TRY(rank_layout(s, p, pp_rank, tp_rank, out->numel, &lay));
     plan_optimizer(s, &lay, dp_rank, out);
     zt_layout_free(&lay);
     plan_comm_backend(s, out);
@@ -338,20 +426,18 @@ zt_status zt_plan_rank(const zt_plan_spec *s, const zt_partition *p, int dp_rank
 }
 
 zt_status zt_plan_all(const zt_plan_spec *s, const zt_partition *p, zt_plan_bytes *out) {
-    ZT_ASSERT(p->n_stages == s->pp);
+    ZT_ASSERT(p->n_stages == zt_plan_partition_stages(s));
     size_t *numel = calloc((size_t)s->pp, sizeof *numel);
     ZT_ASSERT(numel);
     zt_status st = ZT_OK;
     for (int pr = 0; pr < s->pp && st == ZT_OK; pr++)
         for (int t = 0; t < s->tp && st == ZT_OK; t++) {
             zt_plan_bytes base;
-            st = plan_stage(s, p->first[pr], p->first[pr + 1], t, zt_plan_stage_slots(s, pr),
-                            &base);
+            st = plan_rank_stage(s, p, pr, t, &base);
             if (st != ZT_OK) break;
             if (t == 0) numel[pr] = base.numel;
             zt_layout lay = {0};
-            if (s->is_8bit) st = stage_layout(s, base.unit_first, base.unit_last, t, base.numel,
-                                              &lay);
+            if (s->is_8bit) st = rank_layout(s, p, pr, t, base.numel, &lay);
             for (int d = 0; d < s->dp && st == ZT_OK; d++) {
                 int r = zt_grid_rank(d, pr, t, s->dp, s->pp, s->tp);
                 zt_plan_bytes *o = &out[r];
@@ -460,12 +546,32 @@ static double stage_cost(void *ctx, int stage, int first, int last) {
                                      zt_plan_stage_slots(k->s, stage));
 }
 
+// The partition builder's message names its stage count --pp: under interleaved say that it
+// counts chunks.
+static zt_status chunks_error(const zt_plan_spec *s) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", zt_error_message());
+    return zt_errorf("%s (--schedule interleaved partitions --pp %d x --virtual-stages %d = %d "
+                     "chunks: --pp %d above counts them; lower --virtual-stages, or give "
+                     "--partition unit ranges, one per chunk)",
+                     msg, s->pp, s->virtual_stages, zt_plan_partition_stages(s),
+                     zt_plan_partition_stages(s));
+}
+
+static zt_status partition_cached(const zt_plan_spec *s, zt_plan_cache *cache,
+                                  zt_partition *out) {
+    if (!zt_partition_needs_costs(s->partition))
+        return zt_partition_build(out, s->partition, &s->shape, zt_plan_partition_stages(s),
+                                  NULL);
+    cost_ctx k = {s, cache};
+    return zt_partition_build_staged(out, zt_unit_count(&s->shape), zt_plan_partition_stages(s),
+                                     stage_cost, &k);
+}
+
 zt_status zt_plan_partition_cached(const zt_plan_spec *s, zt_plan_cache *cache,
                                    zt_partition *out) {
-    if (!zt_partition_needs_costs(s->partition))
-        return zt_partition_build(out, s->partition, &s->shape, s->pp, NULL);
-    cost_ctx k = {s, cache};
-    return zt_partition_build_staged(out, zt_unit_count(&s->shape), s->pp, stage_cost, &k);
+    zt_status st = partition_cached(s, cache, out);
+    return st != ZT_OK && s->virtual_stages > 1 ? chunks_error(s) : st;
 }
 
 zt_status zt_plan_partition(const zt_plan_spec *s, zt_partition *out) {

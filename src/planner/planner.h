@@ -59,6 +59,9 @@ typedef struct {
     int loss_chunk;               // tokens per loss chunk, 0 = automatic
     zt_recompute recompute;       // what the blocks recompute in the backward (gpt2.h)
     zt_schedule_kind schedule;
+    int virtual_stages;           // V: chunks per pipeline rank under interleaved (the
+                                  // partition has pp * V stages, chunk c of rank r being
+                                  // virtual stage c * pp + r), 1 otherwise (0 reads as 1)
     char partition[256];          // the --partition spec
     int is_8bit;                  // --optim adamw8bit
     zt_adamw8bit_options opt8;
@@ -101,8 +104,12 @@ typedef struct {
 } zt_plan_bytes;
 
 
-// Micro-batches whose activations stage `stage` holds at once under the schedule.
+// Micro-batches whose activations stage `stage` holds at once under the schedule; under
+// interleaved (V > 1) `stage` is a virtual stage and the figure its chunk's own slots
+// (zt_schedule_chunk_slots).
 int zt_plan_stage_slots(const zt_plan_spec *s, int stage);
+// The partition's stages: pp * V (V = virtual_stages, at least 1).
+int zt_plan_partition_stages(const zt_plan_spec *s);
 // W slots (zt_act_options.w_slots) of a stage holding `slots`: under ZB-H1 as many as its
 // activation slots (stage s needs min(s+1, ...) at most: zt_schedule_peak_w_pending; the
 // same count on every stage keeps the arithmetic one function of `slots`; TODO: size each

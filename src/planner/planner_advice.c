@@ -106,6 +106,10 @@ static void try_pp(const zt_plan_spec *s, double limit, int sharing, const char 
     // 25% of the fewest stages that fit
     for (int p = s->pp + 1; p <= zt_unit_count(&s->shape); p += p < 8 ? 1 : p / 4) {
         if ((double)s->dp * p * s->tp > MAX_ADVICE_WORLD) break;
+        // interleaved: pp must divide the micro-batches, and each chunk needs a unit
+        if (s->virtual_stages > 1 &&
+            (s->grad_accum % p || p * s->virtual_stages > zt_unit_count(&s->shape)))
+            continue;
         zt_plan_spec t = *s;
         t.pp = p;
         variant v;

@@ -339,6 +339,7 @@ static void json_report(FILE *f, const zt_plan_spec *s, const zt_partition *p,
     cJSON_AddNumberToObject(lay, "grad_accum", s->grad_accum);
     cJSON_AddNumberToObject(lay, "loss_chunk", s->loss_chunk);
     cJSON_AddStringToObject(lay, "schedule", zt_schedule_kind_name(s->schedule));
+    cJSON_AddNumberToObject(lay, "virtual_stages", zt_plan_partition_stages(s) / s->pp);
     cJSON_AddStringToObject(lay, "partition", s->partition);
     cJSON_AddNumberToObject(lay, "ranks_per_node", s->ranks_per_node);
     cJSON_AddNumberToObject(lay, "gpus_per_node", s->gpus_per_node);
@@ -347,7 +348,7 @@ static void json_report(FILE *f, const zt_plan_spec *s, const zt_partition *p,
     cJSON_AddNumberToObject(lay, "stage_kib", s->stage_kib);
     cJSON_AddNumberToObject(lay, "threads", s->threads);
     cJSON *stages = cJSON_AddArrayToObject(root, "stages");
-    for (int k = 0; k < s->pp; k++) {
+    for (int k = 0; k < p->n_stages; k++) { // interleaved: each chunk (virtual stage)
         cJSON *st = cJSON_CreateObject();
         cJSON_AddNumberToObject(st, "stage", k);
         cJSON_AddNumberToObject(st, "unit_first", p->first[k]);

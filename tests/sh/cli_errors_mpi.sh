@@ -73,4 +73,29 @@ for c in mpi2_data_truncated_on_rank1 mpi2_config_missing_on_rank1 mpi2_shard_co
   else echo "FAIL ${c}_once: $n error lines"; show "$tmp/$c.err"; failed+=("$c: $n error lines"); fi
 done
 
+# --schedule interleaved: a success control, then each bad combination refused once
+INTER=(--pp 2 --schedule interleaved --virtual-stages 2 --data "$tmp/good.bin")
+expect_ok mpi2_interleaved_run '^step +1/1 \| loss' -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" "${INTER[@]}" --n-layer 2 --grad-accum 2 \
+  --partition 0:1,1:2,2:3,3:4
+expect_error mpi2_virtual_without_interleaved "--virtual-stages 2 needs --schedule interleaved" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --pp 2 --virtual-stages 2 --grad-accum 2
+expect_error mpi2_virtual_zero "--virtual-stages must be at least 1 (got 0)" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --pp 2 --virtual-stages 0
+expect_error mpi2_interleaved_one_chunk "needs --virtual-stages 2 or more" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --pp 2 --schedule interleaved --grad-accum 2
+expect_error mpi2_interleaved_pp1 "--schedule interleaved needs --pp 2 or more (got --pp 1)" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" --dp 2 --schedule interleaved --virtual-stages 2
+expect_error mpi2_interleaved_micro "--grad-accum 3 is not a multiple of --pp 2; use --grad-accum 4" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" "${INTER[@]}" --n-layer 2 --grad-accum 3
+expect_error mpi2_interleaved_few_layers "= 4 chunks, but the model has only 3 units" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" "${INTER[@]}" --grad-accum 2
+expect_error mpi2_interleaved_uniform "--pp 2 x --virtual-stages 2 = 4 chunks: --pp 4 above" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" "${INTER[@]}" --n-layer 2 --grad-accum 2
+expect_error mpi2_interleaved_sample "under --schedule interleaved a rank's layers are not contiguous" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" "${INTER[@]}" --n-layer 2 --grad-accum 2 --sample-every 1
+expect_error mpi2_interleaved_staged "needs nonblocking pipeline transfers" -- \
+  "${MPI[@]}" -np 2 "$ZT" "${TINY[@]}" "${INTER[@]}" --n-layer 2 --grad-accum 2 \
+  --partition 0:1,1:2,2:3,3:4 --tensor-path staged
+
 report_and_exit cli_errors_mpi

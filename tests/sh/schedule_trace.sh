@@ -6,7 +6,7 @@
 # with times that never go back and never overlap; its measured idle of the last step
 # (span less compute) equals the log's last "pp_idle_ms" within 1 ms (both time the same
 # step; the log's also counts the schedule's begin and end); and the simulator's records
-# ("sim", "sim-zb-h1") cover every stage. scripts/plot_schedule.py draws each source (with
+# ("sim", "sim-zb-h1") cover every stage; the same for --schedule interleaved (below). scripts/plot_schedule.py draws each source (with
 # matplotlib) and refuses a file that is not a trace with one message; an unwritable
 # --trace path is one error before training.
 set -euo pipefail
@@ -65,7 +65,55 @@ for src in ("sim", "sim-zb-h1"):
     ops = {r["op"] for r in recs if r.get("source") == src}
     assert ops == ({"FWD", "BWD"} if src == "sim" else {"FWD", "BWD_B", "BWD_W"}), f"{src}: {ops}"
 EOF
+# --schedule interleaved (V 2): each rank's records are Megatron's interleaved order
+# (src/parallel/schedule.h, written again here) with their chunks, the trace idle equals the
+# log's, and the simulator's records name the chunks
+$MPI -np 2 build/zerotrain $T --pp 2 --schedule interleaved --virtual-stages 2 \
+    --partition 0:2,2:3,3:4,4:6 --log $out/i.jsonl --trace $out/i.trace > $out/i.out 2>&1 \
+    || { cat $out/i.out; exit 1; }
+/usr/bin/python3 - $out/i.jsonl $out/i.trace <<'EOF' || fail=1
+import json, sys
+steps = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{"step"') and '"loss"' in l]
+recs = [json.loads(l) for l in open(sys.argv[2])]
+head = recs[0]
+assert head["schedule"] == "interleaved" and head["transport"] == "nonblocking", head
+p, m, V = 2, head["micro_batches"], 2
+
+def interleaved(s):  # schedule.h: virtual forward / backward j, warmup, steady, cooldown
+    def step(j, bwd):
+        micro, c = (j // (p * V)) * p + j % p, (j // p) % V
+        c = V - 1 - c if bwd else c
+        first, last = s == 0 and c == 0, s == p - 1 and c == V - 1
+        if not bwd:
+            return ([] if first else [("RECV_FWD", micro, c)]) + [("FWD", micro, c)] + \
+                   ([] if last else [("SEND_FWD", micro, c)])
+        return ([] if last else [("RECV_BWD", micro, c)]) + [("BWD", micro, c)] + \
+               ([] if first else [("SEND_BWD", micro, c)])
+    total = m * V
+    w = min((p - s - 1) * 2 + (V - 1) * p, total)
+    L = [a for j in range(w) for a in step(j, 0)]
+    for i in range(total - w):
+        L += step(w + i, 0) + step(i, 1)
+    return L + [a for j in range(total - w, total) for a in step(j, 1)]
+
+for rank in (0, 1):
+    acts = [r for r in recs if r.get("source") == "run" and r["rank"] == rank]
+    got = [(r["op"], r["micro"], r["chunk"]) for r in acts]
+    assert got == interleaved(acts[0]["stage"]), f"rank {rank}: {got}"
+    span = acts[-1]["end_ms"] - acts[0]["start_ms"]
+    busy = sum(r["end_ms"] - r["start_ms"] for r in acts if r["op"] in ("FWD", "BWD"))
+    logged = steps[-1]["pp_idle_ms"][acts[0]["stage"]]
+    # the log's idle also holds the schedule's end, where the ring waits for its last sends
+    # to be received (a 1F1B run's blocking sends completed inside the actions): it can only
+    # be larger
+    assert span - busy < logged + 1.0, f"rank {rank}: trace idle {span - busy}, log {logged}"
+    print(f"interleaved rank {rank}: {len(acts)} actions, idle {span - busy:.2f} ms (log {logged:.2f})")
+sim = [r for r in recs if r.get("source") == "sim"]
+assert {r["stage"] for r in sim} == {0, 1} and {r["chunk"] for r in sim} == {0, 1}, "sim chunks"
+EOF
 if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
+  /usr/bin/python3 scripts/plot_schedule.py $out/i.trace -o $out/i.png > /dev/null && [ -s $out/i.png ] \
+      || { echo "FAIL: no interleaved timeline"; fail=1; }
   for s in run sim sim-zb-h1; do
     /usr/bin/python3 scripts/plot_schedule.py $out/a.trace --source $s -o $out/$s.png > /dev/null \
         && [ -s $out/$s.png ] || { echo "FAIL: no timeline for $s"; fail=1; }
