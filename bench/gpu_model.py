@@ -30,9 +30,14 @@ P = VP * C + T * C + L * (12 * C * C + 13 * C) + 2 * C
 N_TENSORS = 2 + 12 * L + 2  # wte, wpe; 12 per block; ln_f w, b: one AdamW launch each
 
 
+# the device's free memory as a run starts (80 GB less the CUDA context and the libraries)
+FREE = 79e9
+
+
 def loss_chunks(padded_vocab, n):
-    """zt_gpt2_auto_loss_chunk: at most 64 MiB of fp32 logits, equal chunks, >= 128 tokens."""
-    cap = max((64 << 20) // (padded_vocab * 4), 128)
+    """The automatic --loss-chunk on a GPU (src/app/train_loss_chunk.c): at most 1/16 of the
+    free device memory of fp32 logits (64 MiB at least), equal chunks, >= 128 tokens."""
+    cap = max(int(max(64 << 20, FREE / 16)) // (padded_vocab * 4), 128)
     if cap >= n:
         return [n]
     k = -(-n // cap)
@@ -524,8 +529,9 @@ def main():
       f"{VP}), micro-batch {B} x sequence {T} = {N} tokens, one GPU, fp32 AdamW with clipping, "
       "the ops `src/model/gpt2.c` issues: per block LayerNorm, c_attn, attention, attn "
       "c_proj, residual add, LayerNorm, c_fc, GELU, mlp c_proj, residual add, and their "
-      f"backwards; the head in {len(CHUNKS)} chunks of {CHUNKS[0]} tokens (the automatic "
-      "`--loss-chunk`: at most 64 MiB of fp32 logits), each chunk a logits GEMM, the three "
+      f"backwards; the head in {len(CHUNKS)} chunk(s) of {CHUNKS[0]} tokens (the automatic "
+      "`--loss-chunk` on a GPU: at most 1/16 of its free memory in fp32 logits), each chunk "
+      "a logits GEMM, the three "
       "cross-entropy passes and two gradient GEMMs; then the gradients' sum of squares and "
       f"one AdamW launch per tensor ({N_TENSORS}). {launches(ops)} kernel launches a step. "
       f"{flops / 1e12:.2f} TFLOP a step ({per_tok / 1e9:.3f} GFLOP a token: the matrix "
@@ -686,10 +692,10 @@ def main():
       f"{100 * gemm_bf16 / pred['bf16']:.0f}%, the rest mostly memory traffic of the "
       "separate element-wise kernels; it assumes every kernel near its bound, so read it as "
       "the target of this structure, not a promise. Two structural "
-      f"costs show: the chunked head re-reads wte (and its gradient) once per chunk, "
-      f"{ms(head_bf16)} ms against {ms(one_chunk)} ms of its products at one chunk (on an "
-      "80 GB GPU the logits of all 16k tokens fit: a GPU backend wants one or two chunks, or "
-      "llm.c's fused classifier); and the separate element-wise kernels (LayerNorm, GELU, adds, "
+      f"costs show: the head, {ms(head_bf16)} ms in {len(CHUNKS)} chunk(s) against "
+      f"{ms(one_chunk)} ms of its products at one chunk (the automatic chunk on an 80 GB GPU "
+      "holds all 16k tokens' logits, 3.3 GB; each further chunk re-reads wte and its "
+      "gradient; llm.c fuses the classifier); and the separate element-wise kernels (LayerNorm, GELU, adds, "
       f"three loss passes, the embedding) cost {ms(fusable)} ms of the "
       f"{ms(pred['bf16'])}, most of which fusions remove (residual add + LayerNorm, GELU in "
       "the GEMM epilogue, bias gradients in the dW GEMM, a one-pass softmax and loss).")

@@ -10,7 +10,9 @@
 # Per mode, one run each, one after the other (nothing else on the GPU):
 #   fp32  build/zerotrain-cuda --backend cuda             torch_step.py --device cuda
 #   tf32  ... --tf32                                      ... --tf32
-#   bf16  ... --param-dtype bf16                          ... --autocast bf16 --tf32
+#   bf16  ... --param-dtype bf16 --tf32                   ... --autocast bf16 --tf32
+#         (TF32 on both sides: PyTorch's autocast leaves some products in fp32, zerotrain's
+#         attention products are fp32)
 # and, with TORCH_COMPILE=1 (the default), PyTorch's bf16 under torch.compile (--compile) beside
 # the same zerotrain bf16 run. zerotrain runs
 #   build/zerotrain-cuda --backend cuda --model gpt2 --micro-batch B --seq T --steps STEPS
@@ -141,12 +143,12 @@ for mode in $MODES; do
     case $mode in
     fp32) zf=(); tf=() ;;
     tf32) zf=(--tf32); tf=(--tf32) ;;
-    bf16) zf=(--param-dtype bf16); tf=(--autocast bf16 --tf32) ;;
+    bf16) zf=(--param-dtype bf16 --tf32); tf=(--autocast bf16 --tf32) ;;
     *) echo "gpu_step.sh: unknown mode $mode (fp32, tf32, bf16)" >&2; exit 1 ;;
     esac
     if [ "$BACKEND" = cpu ]; then
         [ "$mode" = tf32 ] && { echo "== tf32: a GPU mode, not in the dry run" >&2; continue; }
-        [ "$mode" = bf16 ] && tf=(--autocast bf16)
+        [ "$mode" = bf16 ] && zf=(--param-dtype bf16) tf=(--autocast bf16)
     fi
     z=$(zt_run "$mode" "${zf[@]}") || { fail=1; z="- - -"; }
     t=$(th_run "$mode" "${tf[@]}") || { fail=1; t="- - -"; }
@@ -232,7 +234,7 @@ Command: \`$CMD\`, which runs per mode
 
     build/zerotrain-cuda --backend cuda --model gpt2 --micro-batch $B --seq $T --steps $STEPS --warmup 0 \\
         --lr-schedule constant --val-every 0 --data build/bench/gpu_tokens.bin --log FILE \\
-        [--tf32 | --param-dtype bf16]
+        [--tf32 | --param-dtype bf16 --tf32]
     python3 bench/torch_step.py --device cuda --vocab 50304 --micro-batch $B --seq $T --steps $STEPS \\
         --warmup-steps $TORCH_WARMUP [--tf32 | --autocast bf16 --tf32 [--compile]]
 "

@@ -59,18 +59,42 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-DIR=""
-if [ "${1:-}" = -o ]; then DIR=$2; shift 2; fi
+DIR="" DRY=0 PLAN_ONLY=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    -o) DIR=$2; shift 2 ;;
+    --dry-run) DRY=1; shift ;;
+    --plan) PLAN_ONLY=1; shift ;;
+    *) break ;;
+    esac
+done
+DRYTAG=""; [ "$DRY" = 1 ] && DRYTAG="dry run: "
 DIR=${DIR:-${OUT:-build/gpu_checks/out}}
 STAGES=("$@")
 [ ${#STAGES[@]} -gt 0 ] || STAGES=(tests bench layouts)
+FIRST_CONTACT=0
+if [ "${STAGES[*]}" = first-contact ]; then
+    FIRST_CONTACT=1
+    # shellcheck source=scripts/gpu_first_contact.sh
+    . scripts/gpu_first_contact.sh
+    EMU_DIR=${EMU_DIR:-$(cd .. && pwd)/shared/cuda-emu}
+    ZT_EMU_BUILD=${ZT_EMU_BUILD:-/tmp/zt_emu_$(basename "$PWD")}
+    LAYOUT_TESTS=${LAYOUT_TESTS:-$FC_LAYOUT_TESTS}
+    [ "$DRY" = 1 ] && FC_SCALE=3
+    DRY_TESTS=${DRY_TESTS-cuda_layernorm}
+    BUDGET_S=${BUDGET_S:-$((FC_BUDGET_S * FC_SCALE))}
+    if [ "$PLAN_ONLY" = 1 ]; then fc_print_plan; exit 0; fi
+elif [ "$DRY" = 1 ] || [ "$PLAN_ONLY" = 1 ]; then
+    echo "gpu_checks.sh: --dry-run and --plan take the plan first-contact (the other stages SKIP without a GPU)" >&2
+    exit 2
+fi
 BUDGET_S=${BUDGET_S:-560}
 REPEAT=${REPEAT:-20}
 JOBS=${JOBS:-16}
 PY=${PYTHON:-/usr/bin/python3}
 LAYOUT_TESTS=${LAYOUT_TESTS:-dp_equivalence tp_equivalence pp_equivalence bf16_layouts
     adamw8bit_equivalence ckpt_resume bf16_resume overlap}
-WORK=build/gpu_checks/logs
+WORK=${GPU_CHECKS_WORK:-build/gpu_checks/logs} # the stages' logs (emptied at the start)
 T0=$(date +%s)
 mkdir -p "$DIR" "$WORK"
 rm -rf "${WORK:?}"/* "$DIR/summary.txt"
@@ -123,27 +147,31 @@ judge() { # label
 
 HAVE_GPU=0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then HAVE_GPU=1; fi
-say "gpu_checks: stages build ${STAGES[*]}; budget ${BUDGET_S}s; results in $DIR"
+say "gpu_checks: ${DRYTAG}stages $([ "$FIRST_CONTACT" = 1 ] || echo "build ")${STAGES[*]}; budget ${BUDGET_S}s; results in $DIR"
 {
     echo "zerotrain $(git describe --always --dirty --tags 2>/dev/null || echo unknown), $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "host: $(nproc) cores, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)"
-    if [ "$HAVE_GPU" = 1 ]; then
+    if [ "$FIRST_CONTACT" = 1 ]; then : # its preflight says the rest
+    elif [ "$HAVE_GPU" = 1 ]; then
         nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader
     else echo "GPU: none (nvidia-smi -L finds none): the GPU stages SKIP; a dry run of this script"
     fi
-    command -v nvcc >/dev/null && nvcc --version | tail -2 | head -1
-    "$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null ||
-        echo "torch: not importable by $PY"
+    if [ "$FIRST_CONTACT" = 0 ]; then
+        command -v nvcc >/dev/null && nvcc --version | tail -2 | head -1
+        "$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null ||
+            echo "torch: not importable by $PY"
+    fi
 } | tee -a "$DIR/summary.txt"
 
-# ---- build (always) ----
+# ---- build (always; first-contact builds in its own stage) ----
 ARCH=${GPU_ARCH:-}
 if [ -z "$ARCH" ] && [ "$HAVE_GPU" = 1 ]; then
     cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 2>/dev/null | tr -d ' .')
     [ -n "$cc" ] && ARCH="-gencode arch=compute_$cc,code=sm_$cc"
 fi
 build_ok=0
-if run_logged build 30 300 make -j"$JOBS" all cuda ${ARCH:+CUDA_ARCH="$ARCH"}; then
+if [ "$FIRST_CONTACT" = 1 ]; then :
+elif run_logged build 30 300 make -j"$JOBS" all cuda ${ARCH:+CUDA_ARCH="$ARCH"}; then
     warnings=$(grep -c "warning:" "$LOG")
     judge build
     [ "$RC" = 0 ] && build_ok=1
@@ -316,7 +344,9 @@ stage_sanitize() {
     done
 }
 
-if [ "$build_ok" = 1 ]; then
+if [ "$FIRST_CONTACT" = 1 ]; then
+    first_contact
+elif [ "$build_ok" = 1 ]; then
     for st in "${STAGES[@]}"; do
         case $st in
         build) ;;

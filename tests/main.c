@@ -8,6 +8,14 @@
 #include "test.h"
 #include "test_table.h"
 
+// The largest |diff| / (atol + rtol*|ref|) of the running test's comparisons (-1: none), printed
+// after them: how close a passing test came to its bound (scripts/gpu_checks.sh collects it).
+static double g_worst_ratio = -1;
+
+void zt_test_note_ratio(double ratio) {
+    if (!(ratio <= g_worst_ratio)) g_worst_ratio = ratio; // NaN sticks
+}
+
 int zt_check_close(const char *what, const float *got, const float *ref, size_t n, double atol,
                    double rtol) {
     double worst = 0, maxdiff = 0;
@@ -21,6 +29,7 @@ int zt_check_close(const char *what, const float *got, const float *ref, size_t 
         double r = d / lim;
         if (!(r <= worst)) { worst = r; wi = i; }
     }
+    zt_test_note_ratio(worst);
     printf("  %-28s n=%-8zu max|diff|=%.3g worst at [%zu]: %.9g vs %.9g %s\n", what, n, maxdiff,
            wi, n ? got[wi] : 0.0, n ? ref[wi] : 0.0, bad ? "FAIL" : "ok");
     return bad != 0;
@@ -54,7 +63,9 @@ int main(int argc, char **argv) {
         for (int a = 1; a < argc; a++) want |= strcmp(argv[a], zt_test_table[i].name) == 0;
         if (!want) continue;
         ran++;
+        g_worst_ratio = -1;
         int r = zt_test_table[i].fn();
+        if (g_worst_ratio >= 0) printf("  worst error/bound %.3g\n", g_worst_ratio);
         printf("%s %s\n", r == ZT_PASS ? "PASS" : r == ZT_SKIP ? "SKIP" : "FAIL",
                zt_test_table[i].name);
         if (r != ZT_PASS && r != ZT_SKIP) failed++;

@@ -51,6 +51,10 @@ typedef struct {
 int zt_check_close(const char *what, const float *got, const float *ref, size_t n, double atol,
                    double rtol);
 
+// Notes a comparison's worst |diff| / bound for the running test (tests/main.c prints the
+// largest after it: "worst error/bound R"); zt_check_close notes its own.
+void zt_test_note_ratio(double ratio);
+
 // The CPU backend, opened on first use (tests/main.c), for the tests that need no options.
 typedef struct zt_backend zt_backend;
 const zt_backend *zt_test_cpu(void);

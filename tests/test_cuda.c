@@ -154,6 +154,7 @@ static int check_within(const char *what, const float *got, const float *ref,
     }
     printf("  %-28s n=%-8zu worst |diff|/bound %.3g at [%zu]: %.9g vs %.9g %s\n", what, n, worst,
            wi, n ? got[wi] : 0.0, n ? ref[wi] : 0.0, bad ? "FAIL" : "ok");
+    zt_test_note_ratio(worst);
     if (bad) fprintf(stderr, "%s: %zu of %zu values outside the derived bound\n", what, bad, n);
     return bad != 0;
 }
@@ -988,6 +989,7 @@ static size_t q8_outside(const char *what, q8_state got, q8_state ref, const q8_
         bad += !(r <= 1.0);
         wa = r > wa ? r : wa;
     }
+    zt_test_note_ratio(fmax(wp, wa));
     if (what)
         printf("  %-28s n=%-6zu worst |diff|/bound p %.3g, absmax %.3g; codes apart %zu "
                "(%zu could be) %s\n",

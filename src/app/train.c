@@ -175,7 +175,7 @@ static zt_status init_chunks(zt_trainer *t, const zt_act_options *opts) {
     ZT_ASSERT(t->chunks);
     for (int k = 0; k < V; k++)
         ZT_TRY(zt_gpt2_init_view(&t->chunks[k], &t->model, firsts[k], lasts[k], c->micro_batch,
-                                 c->seq, c->loss_chunk, t->chunk_slots[k], g->tp_data, opts));
+                                 c->seq, t->plan.loss_chunk, t->chunk_slots[k], g->tp_data, opts));
     return ZT_OK;
 }
 
@@ -211,7 +211,7 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
     else
         ZT_TRY(zt_gpt2_init(&t->model, t->be, &t->shape, t->unit_first, t->unit_last, g->tp,
                             g->tp_rank, ZT_ALIGN_ELEMS, pad, c->micro_batch, c->seq,
-                            c->loss_chunk, t->n_slots, g->tp_data, c->param_dtype, &opts));
+                            t->plan.loss_chunk, t->n_slots, g->tp_data, c->param_dtype, &opts));
     // with --resume, zt_ckpt_resume fills the weights once the optimizer exists
     if (c->init_from[0] && !c->resume[0]) ZT_TRY(zt_init_load(&t->model, c->init_from));
     else zt_gpt2_init_random(&t->model, c->seed);
@@ -421,6 +421,7 @@ static zt_status open_trainer(zt_trainer *t, zt_backend *backend, const zt_comm 
     if (cfg->profile) start_profile(t);
     // the launcher says which ranks share a machine; else all (the conservative guess)
     t->plan.ranks_per_node = zt_launcher_local_size(t->grid.world);
+    zt_trainer_pick_loss_chunk(t); // before the fit check, which counts it
     const zt_comm *w = &t->grid.world_comm;
     if (!t->eval_only)
         ZT_TRY(zt_comm_agree(w, t->grid.rank == 0

@@ -185,6 +185,12 @@ void zt_trainer_check_log_write(zt_trainer *t);
 // resume with nothing to train, the --ckpt-dir's lock (*lock, released by zt_ckpt_unlock)
 // and a --ckpt-dir holding newer checkpoints (`start`: the step the run begins at).
 zt_status zt_trainer_check_memory(const zt_trainer *t);
+
+// train_loss_chunk.c. On a GPU with --loss-chunk 0 (automatic): t->plan.loss_chunk as large
+// as 1/16 of the smallest free device memory of the world's ranks allows (the model takes
+// it from the plan, so the fit check counts it). Elsewhere it leaves the plan as configured.
+// Collective over the world.
+void zt_trainer_pick_loss_chunk(zt_trainer *t);
 zt_status zt_trainer_check_start(const zt_config *c, int start, int *lock);
 // After the last step: the copies that must be bit-identical are, and every rank issued
 // the same collectives. Collective; agreed on every rank.

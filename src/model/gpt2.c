@@ -84,11 +84,15 @@ static void bind(zt_gpt2_tensors *v, const zt_layout *lay, void *base, size_t el
 }
 
 int zt_gpt2_auto_loss_chunk(int padded_vocab, int N) {
-    // At most 64 MiB of fp32 logits per chunk, but at least 128 tokens so the lm-head
+    return zt_gpt2_loss_chunk_for_budget(padded_vocab, N, ZT_LOSS_CHUNK_HOST_BYTES);
+}
+
+int zt_gpt2_loss_chunk_for_budget(int padded_vocab, int N, size_t budget_bytes) {
+    // At most budget_bytes of fp32 logits per chunk, but at least 128 tokens so the lm-head
     // GEMM stays efficient. Chunks of equal size: no short last chunk, whose lm-head
     // GEMMs run slowly and whose wte-gradient GEMM streams all of wte's gradient for a
     // few tokens (N = 1024: 4 x 256 instead of 3 x 333 + 25, ~5% of the head's time).
-    size_t cap = ((size_t)64 << 20) / ((size_t)padded_vocab * sizeof(float));
+    size_t cap = budget_bytes / ((size_t)padded_vocab * sizeof(float));
     if (cap < 128) cap = 128;
     if (cap >= (size_t)N) return N;
     size_t chunks = ((size_t)N + cap - 1) / cap;
