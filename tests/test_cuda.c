@@ -2106,7 +2106,8 @@ ZT_TEST(cuda_bf16_conversions) {
     return ZT_PASS;
 }
 
-// The bias (forward: one add; backward: column sums) and GELU with a bf16 output.
+// The bias (forward: one add; backward: column sums; broadcast: a copy) and GELU on bf16 (the
+// MLP's c_fc output: GPT-2 124M's 4C = 3072 wide, 33 rows, and a tail).
 ZT_TEST(cuda_bf16_bias_gelu) {
     NEED_GPU();
     const int N = 301, OC = 77;
@@ -2124,13 +2125,24 @@ ZT_TEST(cuda_bf16_bias_gelu) {
     // chunks): gamma_{N+1} (N + 1) each side, then the bf16 step
     double tol = 2.0 * (N + 1) * U32 * (N + 1) * 1.01;
     CHECK_DEV16("bias_backward_bf16", g_db, db, OC, tol, BF16_STEP);
-    const size_t n = 100003;
-    float *x = hrand(n, -6, 6);
+    zt_bf16 *bc = hmem(no * sizeof(zt_bf16)), *g_bc = dpoison16(no);
+    CPU->ops->bias_broadcast_bf16(CPU, bc, bias, N, OC);
+    GPU->ops->bias_broadcast_bf16(GPU, g_bc, dput(bias, OC * sizeof(zt_bf16)), N, OC);
+    CHECK_DEV16("bias_broadcast_bf16", g_bc, bc, no, 0.0, 0.0); // copies: exact
+    const size_t n = 33 * 3072 + 7;
+    zt_bf16 *x = hrand16(n, -6, 6), *g_x = dput(x, n * sizeof(zt_bf16));
     zt_bf16 *ge = hmem(n * sizeof(zt_bf16)), *g_ge = dpoison16(n);
     CPU->ops->gelu_forward_bf16(CPU, ge, x, n);
-    GPU->ops->gelu_forward_bf16(GPU, g_ge, dputf(x, n), n);
-    // cuda_elementwise's gelu_forward bound (tanhf's ulps), then the bf16 step
+    GPU->ops->gelu_forward_bf16(GPU, g_ge, g_x, n);
+    // the inputs are exact on both sides: cuda_elementwise's gelu_forward bound (tanhf's
+    // ulps), then the bf16 step
     CHECK_DEV16("gelu_forward_bf16", g_ge, ge, n, 16 * U32 * 1.01, 8 * U32 + BF16_STEP);
+    float *y = hrand(n, -1, 1), *g_y = dputf(y, n);
+    float *din = hpoison(n);
+    CPU->ops->gelu_backward_bf16(CPU, din, x, y, n);
+    GPU->ops->gelu_backward_bf16(GPU, g_y, g_x, g_y, n); // in place, as the model runs it
+    // exact inputs, fp32 out: cuda_elementwise's gelu_backward bound
+    CHECK_DEV("gelu_backward_bf16", g_y, din, n, 128 * U32, 8 * U32);
     gpu_close();
     return ZT_PASS;
 }

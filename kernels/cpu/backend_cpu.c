@@ -396,9 +396,17 @@ static void cpu_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtype
                                        const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
     zt_layernorm_forward_bf16(out, out_dt, mean, rstd, inp, w, b, N, C);
 }
-static void cpu_gelu_forward_bf16(const zt_backend *be, zt_bf16 *out, const float *inp,
+static void cpu_bias_broadcast_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *bias,
+                                    int N, int OC) {
+    zt_bias_broadcast_bf16(out, bias, N, OC);
+}
+static void cpu_gelu_forward_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *inp,
                                   size_t n) {
     zt_gelu_forward_bf16(out, inp, n);
+}
+static void cpu_gelu_backward_bf16(const zt_backend *be, float *dinp, const zt_bf16 *inp,
+                                   const float *dout, size_t n) {
+    zt_gelu_backward_bf16(dinp, inp, dout, n);
 }
 static void cpu_layernorm_backward_bf16(const zt_backend *be, float *dinp, zt_bf16 *dw,
                                         zt_bf16 *db, const float *dout, const float *inp,

@@ -447,9 +447,17 @@ static void cuda_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtyp
                                         const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
     zt_cuda_bf16_layernorm_forward(BF, out, out_dt, mean, rstd, inp, w, b, N, C);
 }
-static void cuda_gelu_forward_bf16(const zt_backend *be, zt_bf16 *out, const float *inp,
+static void cuda_bias_broadcast_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *bias,
+                                     int N, int OC) {
+    zt_cuda_bias_broadcast_bf16(ST, out, bias, N, OC);
+}
+static void cuda_gelu_forward_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *inp,
                                    size_t n) {
     zt_cuda_gelu_forward_bf16(ST, out, inp, n);
+}
+static void cuda_gelu_backward_bf16(const zt_backend *be, float *dinp, const zt_bf16 *inp,
+                                    const float *dout, size_t n) {
+    zt_cuda_gelu_backward_bf16(ST, dinp, inp, dout, n);
 }
 static void cuda_layernorm_backward_bf16(const zt_backend *be, float *dinp, zt_bf16 *dw,
                                          zt_bf16 *db, const float *dout, const float *inp,

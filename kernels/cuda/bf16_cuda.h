@@ -61,7 +61,11 @@ void zt_cuda_bf16_round_matrix(cudaStream_t st, zt_bf16 *out, int ld_out, const 
 void zt_cuda_bf16_widen_matrix(cudaStream_t st, float *out, int ld_out, const zt_bf16 *in,
                                int ld_in, int rows, int cols);
 void zt_cuda_bias_forward_bf16(cudaStream_t st, float *out, const zt_bf16 *bias, int N, int OC);
-void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const float *inp, size_t n);
+void zt_cuda_bias_broadcast_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *bias, int N,
+                                 int OC);
+void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *inp, size_t n);
+void zt_cuda_gelu_backward_bf16(cudaStream_t st, float *dinp, const zt_bf16 *inp,
+                                const float *dout, size_t n);
 // acc[0..1] = r[0..1] (first), else acc[0..1] += r[0..1]: one thread, in stream order.
 void zt_cuda_sums_add(cudaStream_t st, double *acc, const double *r, int first);
 void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const int32_t *tokens,
