@@ -294,6 +294,19 @@ ZT_OP(void, gelu_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
 // added); dinp may be dout.
 ZT_OP(void, gelu_backward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (float *, dinp)(const zt_bf16 *, inp)(const float *, dout)(size_t, n))
+// ce_slice_stats, ce_slice_sumexp, ce_slice_finish over bf16 logits (widened, exact): the
+// fp32 ops' arithmetic on those values, the statistics and losses fp32; dlogits (bf16, may
+// alias logits) is the fp32 gradient rounded once.
+ZT_OP(void, ce_slice_stats_bf16, ZT_OPS_BF16, ZT_PHASE_LOSS, 0,
+      (float *, row_max)(float *, target_logit)(const zt_bf16 *, logits)
+      (const int32_t *, targets)(int, n)(int, n_valid)(int, vocab_lo)(int, ld))
+ZT_OP(void, ce_slice_sumexp_bf16, ZT_OPS_BF16, ZT_PHASE_LOSS, 0,
+      (float *, sumexp)(const zt_bf16 *, logits)(const float *, row_max)(int, n)(int, n_valid)
+      (int, ld))
+ZT_OP(void, ce_slice_finish_bf16, ZT_OPS_BF16, ZT_PHASE_LOSS, 0,
+      (zt_bf16 *, dlogits)(float *, losses)(const zt_bf16 *, logits)(const int32_t *, targets)
+      (const float *, row_max)(const float *, sumexp)(const float *, target_logit)
+      (float, scale)(int, n)(int, n_valid)(int, vocab_lo)(int, ld))
 // layernorm_backward with bf16 w, dw, db.
 ZT_OP(void, layernorm_backward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (float *, dinp)(zt_bf16 *, dw)(zt_bf16 *, db)(const float *, dout)(const float *, inp)

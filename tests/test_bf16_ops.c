@@ -334,6 +334,38 @@ ZT_TEST(bf16_bias_broadcast) {
     return ZT_PASS;
 }
 
+// The loss's three passes over bf16 logits: the fp32 passes' values on the widened logits bit
+// for bit (statistics, losses; the same blocks and vector expf), dlogits their gradient
+// rounded once, in place too; a slice with padding columns, a tail block, and targets inside
+// the slice, before it and past it (another tp rank's).
+ZT_TEST(bf16_cross_entropy) {
+    const zt_backend *be = zt_test_cpu();
+    enum { n = 9 };
+    int ld = 1037, valid = 1030, lo = 100;
+    size_t nl = (size_t)n * ld;
+    uint64_t s = 21;
+    zt_bf16 *x = malloc(nl * 2), *dx = malloc(nl * 2), *inplace = malloc(nl * 2);
+    fill_bf16(x, nl, 8.0f, &s);
+    float *wx = widen(x, nl), *rdx = malloc(nl * 4);
+    int32_t targets[n] = {100, 101, 99, 1129, 1130, 1500, 600, 350, 1000};
+    float mx[n], tl[n], se[n], loss[n], rmx[n], rtl[n], rse[n], rloss[n], loss2[n];
+    zt_ce_slice_stats(rmx, rtl, wx, targets, n, valid, lo, ld);
+    zt_ce_slice_sumexp(rse, wx, rmx, n, valid, ld);
+    zt_ce_slice_finish(rdx, rloss, wx, targets, rmx, rse, rtl, 0.25f, n, valid, lo, ld);
+    be->ops->ce_slice_stats_bf16(be, mx, tl, x, targets, n, valid, lo, ld);
+    CHECK(same_f32("ce row_max", mx, rmx, n) && same_f32("ce target_logit", tl, rtl, n));
+    be->ops->ce_slice_sumexp_bf16(be, se, x, mx, n, valid, ld);
+    CHECK(same_f32("ce sumexp", se, rse, n));
+    be->ops->ce_slice_finish_bf16(be, dx, loss, x, targets, mx, se, tl, 0.25f, n, valid, lo, ld);
+    CHECK(same_f32("ce losses", loss, rloss, n) && is_rounded("ce dlogits", dx, rdx, nl));
+    memcpy(inplace, x, nl * 2);
+    be->ops->ce_slice_finish_bf16(be, inplace, loss2, inplace, targets, mx, se, tl, 0.25f, n,
+                                  valid, lo, ld);
+    CHECK(memcmp(inplace, dx, nl * 2) == 0 && same_f32("ce losses in place", loss2, rloss, n));
+    free(x), free(dx), free(inplace), free(wx), free(rdx);
+    return ZT_PASS;
+}
+
 ZT_TEST(bf16_layernorm) {
     const zt_backend *be = zt_test_cpu();
     int N = 33, C = 1037; // C over two column blocks with a tail, not a multiple of 16 lanes

@@ -214,6 +214,16 @@ void zt_ce_slice_finish(float *dlogits, float *losses, const float *logits,
                         const int32_t *targets, const float *row_max, const float *sumexp,
                         const float *target_logit, float scale, int n, int n_valid, int vocab_lo,
                         int ld);
+// The same over bf16 logits (backend_ops.h's *_bf16): the fp32 passes' values on the
+// widened logits, bit for bit, dlogits rounded once.
+void zt_ce_slice_stats_bf16(float *row_max, float *target_logit, const zt_bf16 *logits,
+                            const int32_t *targets, int n, int n_valid, int vocab_lo, int ld);
+void zt_ce_slice_sumexp_bf16(float *sumexp, const zt_bf16 *logits, const float *row_max, int n,
+                             int n_valid, int ld);
+void zt_ce_slice_finish_bf16(zt_bf16 *dlogits, float *losses, const zt_bf16 *logits,
+                             const int32_t *targets, const float *row_max, const float *sumexp,
+                             const float *target_logit, float scale, int n, int n_valid,
+                             int vocab_lo, int ld);
 
 // Row pieces of the softmax for the CPU kernels (softmax_cpu.c): softmax_math.h's
 // max, sum of exp and exp, with a vectorized expf (a few ulp, as scalar expf), the same
@@ -223,5 +233,12 @@ float zt_cpu_row_max(const float *x, int n);
 float zt_cpu_row_sumexp(const float *x, int n, float m);
 // out[i] = expf(x[i] - sub) for i < n
 void zt_cpu_row_exp(float *out, const float *x, float sub, int n);
+// The three on a bf16 row, widened a block at a time: their values on the widened row, bit for
+// bit (the same blocks, the same vector expf); zt_cpu_row_ce_grad_bf16 writes the cross
+// entropy's gradient scale * (exp(x - lse) - [i == target]) rounded to bf16 (out may be x).
+float zt_cpu_row_max_bf16(const zt_bf16 *x, int n);
+float zt_cpu_row_sumexp_bf16(const zt_bf16 *x, int n, float m);
+void zt_cpu_row_ce_grad_bf16(zt_bf16 *out, const zt_bf16 *x, float lse, int target, float scale,
+                             int n);
 
 #endif

@@ -459,6 +459,24 @@ static void cuda_gelu_backward_bf16(const zt_backend *be, float *dinp, const zt_
                                     const float *dout, size_t n) {
     zt_cuda_gelu_backward_bf16(ST, dinp, inp, dout, n);
 }
+static void cuda_ce_slice_stats_bf16(const zt_backend *be, float *row_max, float *target_logit,
+                                     const zt_bf16 *logits, const int32_t *targets, int n,
+                                     int n_valid, int vocab_lo, int ld) {
+    zt_cuda_ce_slice_stats_bf16(ST, row_max, target_logit, logits, targets, n, n_valid, vocab_lo,
+                                ld);
+}
+static void cuda_ce_slice_sumexp_bf16(const zt_backend *be, float *sumexp, const zt_bf16 *logits,
+                                      const float *row_max, int n, int n_valid, int ld) {
+    zt_cuda_ce_slice_sumexp_bf16(ST, sumexp, logits, row_max, n, n_valid, ld);
+}
+static void cuda_ce_slice_finish_bf16(const zt_backend *be, zt_bf16 *dlogits, float *losses,
+                                      const zt_bf16 *logits, const int32_t *targets,
+                                      const float *row_max, const float *sumexp,
+                                      const float *target_logit, float scale, int n, int n_valid,
+                                      int vocab_lo, int ld) {
+    zt_cuda_ce_slice_finish_bf16(ST, dlogits, losses, logits, targets, row_max, sumexp,
+                                 target_logit, scale, n, n_valid, vocab_lo, ld);
+}
 static void cuda_layernorm_backward_bf16(const zt_backend *be, float *dinp, zt_bf16 *dw,
                                          zt_bf16 *db, const float *dout, const float *inp,
                                          const zt_bf16 *w, const float *mean, const float *rstd,

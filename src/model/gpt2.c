@@ -210,7 +210,7 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     a->attn_work = carve(ws, nl ? m->attn_work_n : 0);
     a->gemm_work = carve(ws, m->gemm_work_n);
     carve_blocks(&a->recomp, ws, m, recomp_layers(m, 1), recomp_layers(m, 0), 0);
-    a->logits = carve(lg, head ? (size_t)m->loss_chunk * Vl : 0);
+    a->logits = carve_in(lg, head ? (size_t)m->loss_chunk * Vl : 0, m);
     a->ce_work = carve(lg, head ? 3 * (size_t)m->loss_chunk : 0);
     a->loss_acc = (double *)carve(ws, head ? 2 : 0); // one double, 64-byte aligned
 }
@@ -795,13 +795,14 @@ static double head_forward(zt_gpt2 *m, const float *x, const int32_t *targets, i
         int nc = (int)zt_min_sz((size_t)m->loss_chunk, (size_t)(N - n0));
         const void *lnf = lnf_all + (size_t)n0 * C * zt_dtype_size(it);
         zt_gpt2_weight_gemm(m, 0, 1, nc, Vl, C, lnf, it, C, m->p.wte, m->dtype, C, 0.0f, a->logits,
-                            ZT_F32, Vl);
-        zt_vocab_parallel_ce(m->be, m->tp_comm, a->logits, a->losses + n0, a->logits, targets + n0,
-                             loss_scale, nc, m->shape.vocab, m->shape.padded_vocab, a->ce_work);
+                            it, Vl);
+        zt_vocab_parallel_ce(m->be, m->tp_comm, a->logits, a->losses + n0, a->logits, it,
+                             targets + n0, loss_scale, nc, m->shape.vocab, m->shape.padded_vocab,
+                             a->ce_work);
         if (!backward) continue;
-        zt_gpt2_weight_gemm(m, 0, 0, nc, C, Vl, a->logits, ZT_F32, Vl, m->p.wte, m->dtype, C, 0.0f,
+        zt_gpt2_weight_gemm(m, 0, 0, nc, C, Vl, a->logits, it, Vl, m->p.wte, m->dtype, C, 0.0f,
                             a->dln + (size_t)n0 * C, ZT_F32, C);
-        zt_gpt2_weight_gemm(m, 1, 0, Vl, C, nc, a->logits, ZT_F32, Vl, lnf, it, C, 1.0f, m->g.wte,
+        zt_gpt2_weight_gemm(m, 1, 0, Vl, C, nc, a->logits, it, Vl, lnf, it, C, 1.0f, m->g.wte,
                             m->dtype, C);
     }
     double sum = 0.0;

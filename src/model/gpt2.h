@@ -75,7 +75,7 @@ typedef struct {
 } zt_block_acts;
 
 // Activations of one micro-batch of B sequences of T tokens (N = B*T) on this stage. fp32,
-// except those typed void * (ln1, qkv, atty, ln2, fch, fch_gelu, lnf, gathered), which are of
+// except those typed void * (ln1, qkv, atty, ln2, fch, fch_gelu, lnf, gathered, logits), of
 // the model's dtype: bf16 under bf16 (docs/design.md, "bf16", which tensor has which type).
 // The per-layer arrays hold the blocks that keep them: of a recomputed block's dropped
 // tensors only the blocks after the recomputed ones (zt_gpt2.n_recomputed), res3 always all.
@@ -121,7 +121,8 @@ typedef struct {
     float *ln_grad_sum;             // (2C) it summed over tp (sequence parallel)
     void *ln_drop;                  // (2C) of the model's dtype: the LayerNorm weight gradients
                                     // an input-gradient pass computes and drops (w_slots > 0)
-    float *logits;                  // (loss_chunk, Vp/tp) one chunk of logits, then its grads
+    void *logits;                   // (loss_chunk, Vp/tp) one chunk of logits, then its grads,
+                                    // of the model's dtype (the loss's statistics fp32)
     float *ce_work;                 // (3 * loss_chunk) the loss's per-row max, sums, targets
     double *loss_acc;               // (1) the training forwards' loss sum (last stage)
     float *attn_work;               // (attn_work_n) the backend's attention scratch
