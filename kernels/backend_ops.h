@@ -246,7 +246,8 @@ ZT_OP(void, adamw8bit, ZT_OPS_ALL, ZT_PHASE_OPTIMIZER, 0,
       (float, wd)(const zt_adamw_hparams *, h))
 
 // ---- bf16 mixed precision (docs/design.md, "bf16") ----
-// Parameters and their gradients are bf16, activations fp32. Each op is its fp32
+// Parameters and their gradients are bf16; activations fp32 or bf16 as each entry says
+// (docs/design.md, "bf16", which tensor has which type). Each op is its fp32
 // counterpart's arithmetic on the widened (exact) bf16 values. An op that adds into a bf16
 // gradient starts its fp32 sums from the widened gradient and rounds each element once per
 // call (round to nearest even, bf16_math.h).
@@ -282,9 +283,30 @@ ZT_OP(void, encoder_backward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
 ZT_OP(void, layernorm_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (void *, out)(zt_dtype, out_dt)(float *, mean)(float *, rstd)(const float *, inp)
       (const zt_bf16 *, w)(const zt_bf16 *, b)(int, N)(int, C))
-// gelu_forward with out rounded to bf16.
+// out (N, OC): every row = bias (OC), exact: a product into a bf16 out then adds onto it
+// with beta = 1 (gemm_mixed), so product and bias are summed in fp32 and rounded once.
+ZT_OP(void, bias_broadcast_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
+      (zt_bf16 *, out)(const zt_bf16 *, bias)(int, N)(int, OC))
+// gelu_forward on bf16 inp (widened, exact), out rounded to bf16.
 ZT_OP(void, gelu_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
-      (zt_bf16 *, out)(const float *, inp)(size_t, n))
+      (zt_bf16 *, out)(const zt_bf16 *, inp)(size_t, n))
+// gelu_backward on bf16 inp (widened, exact): dinp = gelu'(inp) * dout, fp32, written (not
+// added); dinp may be dout.
+ZT_OP(void, gelu_backward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
+      (float *, dinp)(const zt_bf16 *, inp)(const float *, dout)(size_t, n))
+// ce_slice_stats, ce_slice_sumexp, ce_slice_finish over bf16 logits (widened, exact): the
+// fp32 ops' arithmetic on those values, the statistics and losses fp32; dlogits (bf16, may
+// alias logits) is the fp32 gradient rounded once.
+ZT_OP(void, ce_slice_stats_bf16, ZT_OPS_BF16, ZT_PHASE_LOSS, 0,
+      (float *, row_max)(float *, target_logit)(const zt_bf16 *, logits)
+      (const int32_t *, targets)(int, n)(int, n_valid)(int, vocab_lo)(int, ld))
+ZT_OP(void, ce_slice_sumexp_bf16, ZT_OPS_BF16, ZT_PHASE_LOSS, 0,
+      (float *, sumexp)(const zt_bf16 *, logits)(const float *, row_max)(int, n)(int, n_valid)
+      (int, ld))
+ZT_OP(void, ce_slice_finish_bf16, ZT_OPS_BF16, ZT_PHASE_LOSS, 0,
+      (zt_bf16 *, dlogits)(float *, losses)(const zt_bf16 *, logits)(const int32_t *, targets)
+      (const float *, row_max)(const float *, sumexp)(const float *, target_logit)
+      (float, scale)(int, n)(int, n_valid)(int, vocab_lo)(int, ld))
 // layernorm_backward with bf16 w, dw, db.
 ZT_OP(void, layernorm_backward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (float *, dinp)(zt_bf16 *, dw)(zt_bf16 *, db)(const float *, dout)(const float *, inp)

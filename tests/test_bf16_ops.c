@@ -291,19 +291,104 @@ ZT_TEST(bf16_bias) {
     return ZT_PASS;
 }
 
-// GELU into bf16: zt_gelu_forward's values rounded, the tail block included.
+// GELU on bf16: the forward is zt_gelu_forward's values on the widened input rounded, the
+// backward zt_gelu_backward's on it bit for bit (the same blocks' arithmetic on exact
+// inputs), in place too, the tail block included, on any thread count.
 ZT_TEST(bf16_gelu) {
     const zt_backend *be = zt_test_cpu();
     size_t n = 4099;
     uint64_t s = 9;
-    float *inp = malloc(n * 4), *ref = malloc(n * 4);
-    zt_bf16 *out = malloc(n * 2);
-    fill_f32(inp, n, 4.0f, &s);
-    zt_gelu_forward(ref, inp, n);
-    be->ops->gelu_forward_bf16(be, out, inp, n);
-    int ok = is_rounded("gelu bf16", out, ref, n);
-    free(inp), free(ref), free(out);
+    float *ref = malloc(n * 4), *dout = malloc(n * 4), *din = malloc(n * 4);
+    float *rdin = malloc(n * 4);
+    zt_bf16 *inp = malloc(n * 2), *out = malloc(n * 2);
+    fill_bf16(inp, n, 4.0f, &s), fill_f32(dout, n, 1.0f, &s);
+    float *winp = widen(inp, n);
+    zt_gelu_forward(ref, winp, n);
+    zt_gelu_backward(rdin, winp, dout, n);
+    int ok = 1, before = omp_get_max_threads();
+    for (int t = 0; t < 3 && ok; t++) {
+        omp_set_num_threads(k_threads[t]);
+        be->ops->gelu_forward_bf16(be, out, inp, n);
+        ok = is_rounded("gelu bf16", out, ref, n);
+        be->ops->gelu_backward_bf16(be, din, inp, dout, n);
+        ok = ok && same_f32("gelu backward bf16", din, rdin, n);
+        memcpy(din, dout, n * 4); // dinp = dout
+        be->ops->gelu_backward_bf16(be, din, inp, din, n);
+        ok = ok && same_f32("gelu backward bf16 in place", din, rdin, n);
+    }
+    omp_set_num_threads(before);
+    free(ref), free(dout), free(din), free(rdin), free(inp), free(out), free(winp);
     return ok ? ZT_PASS : ZT_FAIL;
+}
+
+// The bias broadcast, then a product into the bf16 out with beta 1 (what the model's bf16
+// linear layers run): the broadcast is exact; the sum of product and bias is the fp32 sum
+// rounded once, checked against the exact sum in double within gemm_mixed's bound plus the
+// one rounding of the bf16 C.
+ZT_TEST(bf16_bias_broadcast) {
+    const zt_backend *be = zt_test_cpu();
+    int N = 37, OC = 75, C = 129;
+    uint64_t s = 5;
+    zt_bf16 *bias = malloc(OC * 2), *out = malloc((size_t)N * OC * 2);
+    zt_bf16 *x = malloc((size_t)N * C * 2), *w = malloc((size_t)OC * C * 2);
+    fill_bf16(bias, OC, 1.0f, &s), fill_bf16(x, (size_t)N * C, 1.0f, &s);
+    fill_bf16(w, (size_t)OC * C, 1.0f, &s);
+    be->ops->bias_broadcast_bf16(be, out, bias, N, OC);
+    for (int n = 0; n < N; n++) CHECK(memcmp(out + (size_t)n * OC, bias, (size_t)OC * 2) == 0);
+    void *work = malloc(be->caps->gemm_mixed_workspace);
+    be->ops->gemm_mixed(be, 0, 1, N, OC, C, 1.0f, x, ZT_BF16, C, w, ZT_BF16, C, 1.0f, out,
+                        ZT_BF16, OC, work);
+    double worst = 0.0;
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) {
+            double exact = zt_bf16_to_fp32(bias[o]), mag = fabs(exact);
+            for (int k = 0; k < C; k++) {
+                double p = (double)zt_bf16_to_fp32(x[(size_t)n * C + k]) *
+                           zt_bf16_to_fp32(w[(size_t)o * C + k]);
+                exact += p, mag += fabs(p);
+            }
+            // C + 1 fp32 terms (products exact): gamma_{C+1} mag; then one bf16 rounding,
+            // 2^-8 relative to the result (which is within that of exact)
+            double got = zt_bf16_to_fp32(out[(size_t)n * OC + o]), err = fabs(got - exact);
+            double tol = gamma_n(C + 1, 0x1p-24) * mag * (1 + 0x1p-8) + 0x1p-8 * fabs(exact);
+            CHECK(err <= tol);
+            if (err > worst) worst = err;
+        }
+    printf("  bias + product into bf16: max |diff| %.3g\n", worst);
+    free(bias), free(out), free(x), free(w), free(work);
+    return ZT_PASS;
+}
+
+// The loss's three passes over bf16 logits: the fp32 passes' values on the widened logits bit
+// for bit (statistics, losses; the same blocks and vector expf), dlogits their gradient
+// rounded once, in place too; a slice with padding columns, a tail block, and targets inside
+// the slice, before it and past it (another tp rank's).
+ZT_TEST(bf16_cross_entropy) {
+    const zt_backend *be = zt_test_cpu();
+    enum { n = 9 };
+    int ld = 1037, valid = 1030, lo = 100;
+    size_t nl = (size_t)n * ld;
+    uint64_t s = 21;
+    zt_bf16 *x = malloc(nl * 2), *dx = malloc(nl * 2), *inplace = malloc(nl * 2);
+    fill_bf16(x, nl, 8.0f, &s);
+    float *wx = widen(x, nl), *rdx = malloc(nl * 4);
+    int32_t targets[n] = {100, 101, 99, 1129, 1130, 1500, 600, 350, 1000};
+    float mx[n], tl[n], se[n], loss[n], rmx[n], rtl[n], rse[n], rloss[n], loss2[n];
+    zt_ce_slice_stats(rmx, rtl, wx, targets, n, valid, lo, ld);
+    zt_ce_slice_sumexp(rse, wx, rmx, n, valid, ld);
+    zt_ce_slice_finish(rdx, rloss, wx, targets, rmx, rse, rtl, 0.25f, n, valid, lo, ld);
+    be->ops->ce_slice_stats_bf16(be, mx, tl, x, targets, n, valid, lo, ld);
+    CHECK(same_f32("ce row_max", mx, rmx, n) && same_f32("ce target_logit", tl, rtl, n));
+    be->ops->ce_slice_sumexp_bf16(be, se, x, mx, n, valid, ld);
+    CHECK(same_f32("ce sumexp", se, rse, n));
+    be->ops->ce_slice_finish_bf16(be, dx, loss, x, targets, mx, se, tl, 0.25f, n, valid, lo, ld);
+    CHECK(same_f32("ce losses", loss, rloss, n) && is_rounded("ce dlogits", dx, rdx, nl));
+    memcpy(inplace, x, nl * 2);
+    be->ops->ce_slice_finish_bf16(be, inplace, loss2, inplace, targets, mx, se, tl, 0.25f, n,
+                                  valid, lo, ld);
+    CHECK(memcmp(inplace, dx, nl * 2) == 0 && same_f32("ce losses in place", loss2, rloss, n));
+    free(x), free(dx), free(inplace), free(wx), free(rdx);
+    return ZT_PASS;
 }
 
 ZT_TEST(bf16_layernorm) {
@@ -504,6 +589,9 @@ ZT_TEST(bf16_ops_profiled) {
     pb.ops->sumsq_bf16(&pb, sq, g, 3);
     CHECK(sq[0] == 3 && acc.calls[ZT_PHASE_GRAD_NORM] == 1);
     CHECK_EQ_INT(acc.calls[ZT_PHASE_ELEMENTWISE], 1);
+    zt_bf16 row[3];
+    pb.ops->bias_broadcast_bf16(&pb, row, g, 1, 3);
+    CHECK(row[0] == g[0] && acc.calls[ZT_PHASE_ELEMENTWISE] == 2);
     free(work);
 
     zt_backend plain = *zt_test_cpu();

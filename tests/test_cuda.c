@@ -2108,7 +2108,8 @@ ZT_TEST(cuda_bf16_conversions) {
     return ZT_PASS;
 }
 
-// The bias (forward: one add; backward: column sums) and GELU with a bf16 output.
+// The bias (forward: one add; backward: column sums; broadcast: a copy) and GELU on bf16 (the
+// MLP's c_fc output: GPT-2 124M's 4C = 3072 wide, 33 rows, and a tail).
 ZT_TEST(cuda_bf16_bias_gelu) {
     NEED_GPU();
     const int N = 301, OC = 77;
@@ -2126,13 +2127,62 @@ ZT_TEST(cuda_bf16_bias_gelu) {
     // chunks): gamma_{N+1} (N + 1) each side, then the bf16 step
     double tol = 2.0 * (N + 1) * U32 * (N + 1) * 1.01;
     CHECK_DEV16("bias_backward_bf16", g_db, db, OC, tol, BF16_STEP);
-    const size_t n = 100003;
-    float *x = hrand(n, -6, 6);
+    zt_bf16 *bc = hmem(no * sizeof(zt_bf16)), *g_bc = dpoison16(no);
+    CPU->ops->bias_broadcast_bf16(CPU, bc, bias, N, OC);
+    GPU->ops->bias_broadcast_bf16(GPU, g_bc, dput(bias, OC * sizeof(zt_bf16)), N, OC);
+    CHECK_DEV16("bias_broadcast_bf16", g_bc, bc, no, 0.0, 0.0); // copies: exact
+    const size_t n = 33 * 3072 + 7;
+    zt_bf16 *x = hrand16(n, -6, 6), *g_x = dput(x, n * sizeof(zt_bf16));
     zt_bf16 *ge = hmem(n * sizeof(zt_bf16)), *g_ge = dpoison16(n);
     CPU->ops->gelu_forward_bf16(CPU, ge, x, n);
-    GPU->ops->gelu_forward_bf16(GPU, g_ge, dputf(x, n), n);
-    // cuda_elementwise's gelu_forward bound (tanhf's ulps), then the bf16 step
+    GPU->ops->gelu_forward_bf16(GPU, g_ge, g_x, n);
+    // the inputs are exact on both sides: cuda_elementwise's gelu_forward bound (tanhf's
+    // ulps), then the bf16 step
     CHECK_DEV16("gelu_forward_bf16", g_ge, ge, n, 16 * U32 * 1.01, 8 * U32 + BF16_STEP);
+    float *y = hrand(n, -1, 1), *g_y = dputf(y, n);
+    float *din = hpoison(n);
+    CPU->ops->gelu_backward_bf16(CPU, din, x, y, n);
+    GPU->ops->gelu_backward_bf16(GPU, g_y, g_x, g_y, n); // in place, as the model runs it
+    // exact inputs, fp32 out: cuda_elementwise's gelu_backward bound
+    CHECK_DEV("gelu_backward_bf16", g_y, din, n, 128 * U32, 8 * U32);
+    gpu_close();
+    return ZT_PASS;
+}
+
+// The loss over bf16 logits at GPT-2's padded vocabulary (a tp 1 slice: 50257 real columns of
+// 50304), in place as the model runs it, against the CPU's bf16 passes on the same logits.
+ZT_TEST(cuda_bf16_cross_entropy) {
+    NEED_GPU();
+    const int n = 16, ld = 50304, n_valid = 50257, lo = 0;
+    size_t nx = (size_t)n * ld;
+    int32_t targets[16];
+    for (int r = 0; r < n; r++) targets[r] = (int32_t)((r * 7919) % n_valid);
+    targets[1] = n_valid - 1, targets[2] = 0;
+    int32_t *g_t = dput(targets, sizeof targets);
+    zt_bf16 *x = hrand16(nx, -8, 8), *g_x = dput(x, nx * sizeof(zt_bf16));
+    float *mx = hpoison(n), *tl = hpoison(n), *se = hpoison(n), *loss = hpoison(n);
+    float *g_mx = dpoison(n), *g_tl = dpoison(n), *g_se = dpoison(n), *g_loss = dpoison(n);
+    CPU->ops->ce_slice_stats_bf16(CPU, mx, tl, x, targets, n, n_valid, lo, ld);
+    GPU->ops->ce_slice_stats_bf16(GPU, g_mx, g_tl, g_x, g_t, n, n_valid, lo, ld);
+    CHECK_DEV("ce_slice_stats_bf16 row_max", g_mx, mx, n, 0.0, 0.0); // max of exact values
+    CHECK_DEV("ce_slice_stats_bf16 target_logit", g_tl, tl, n, 0.0, 0.0);
+    CPU->ops->ce_slice_sumexp_bf16(CPU, se, x, mx, n, n_valid, ld);
+    GPU->ops->ce_slice_sumexp_bf16(GPU, g_se, g_x, g_mx, n, n_valid, ld);
+    // cuda_crossentropy's bound: n_valid positive terms, expf within a few ulp each, summed
+    // in another order (the inputs are exact on both sides)
+    CHECK_DEV("ce_slice_sumexp_bf16", g_se, se, n, 0.0, (8.0 + n_valid) * U32);
+    zt_bf16 *dx = hmem(nx * sizeof(zt_bf16));
+    memcpy(dx, x, nx * sizeof(zt_bf16));
+    CPU->ops->ce_slice_finish_bf16(CPU, dx, loss, dx, targets, mx, se, tl, 1.0f / n, n, n_valid,
+                                   lo, ld);
+    GPU->ops->ce_slice_finish_bf16(GPU, g_x, g_loss, g_x, g_t, dputf(mx, n), dputf(se, n),
+                                   dputf(tl, n), 1.0f / n, n, n_valid, lo, ld);
+    // the same statistics: logf (1 ulp each side of |log se| < 16: 2 x 16 u), the add and the
+    // subtraction (|.| < 32: 32 u each when their inputs differ), doubled for margin
+    CHECK_DEV("ce_slice_finish_bf16 losses", g_loss, loss, n, 128 * U32, 0.0);
+    // cuda_crossentropy's dlogits bound (expf's ulps, scaled by 1/n), then the bf16 step;
+    // padding exactly 0
+    CHECK_DEV16("ce_slice_finish_bf16 dlogits", g_x, dx, nx, 4 * U32 * 1.01, 8 * U32 + BF16_STEP);
     gpu_close();
     return ZT_PASS;
 }

@@ -647,7 +647,8 @@ static int check_crossentropy(const char *name, float offset, float spread, int 
         for (int r = 0; r < n; r++) x[(size_t)r * ld + (r + 2) % V] += (float)spike;
     float *losses = fvec(n), *dx = fvec(NL);
     float work[3 * 4];
-    zt_vocab_parallel_ce(zt_test_cpu(), NULL, dx, losses, x, targets, scale, n, V, ld, work);
+    zt_vocab_parallel_ce(zt_test_cpu(), NULL, dx, losses, x, ZT_F32, targets, scale, n, V, ld,
+                         work);
     CHECK(guards_ok("ce losses", losses, n) && guards_ok("ce dlogits", dx, NL));
     ce_ctx ctx = {to_double(x, NL), targets, dvec(n), scale, n, V, ld};
     double *g = dvec(NL);
@@ -663,7 +664,8 @@ static int check_crossentropy(const char *name, float offset, float spread, int 
         for (int i = V; i < ld; i++) CHECK(dx[(size_t)r * ld + i] == 0.0f);
     // dlogits may alias logits: the in-place call gives the same bits.
     float *inplace = copy_f(x, NL), *losses2 = fvec(n);
-    zt_vocab_parallel_ce(zt_test_cpu(), NULL, inplace, losses2, inplace, targets, scale, n, V, ld, work);
+    zt_vocab_parallel_ce(zt_test_cpu(), NULL, inplace, losses2, inplace, ZT_F32, targets, scale, n,
+                         V, ld, work);
     CHECK(guards_ok("ce in place", inplace, NL));
     CHECK(memcmp(inplace, dx, NL * sizeof(float)) == 0);
     CHECK(memcmp(losses2, losses, (size_t)n * sizeof(float)) == 0);

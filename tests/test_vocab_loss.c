@@ -35,7 +35,8 @@ static int check_case(const zt_comm *tp, const char *name, int V, float offset, 
         }
         if (r == 3 && (V - 1) / Vl == rank) x[(size_t)r * Vl + (V - 1 - lo)] += 1e4f; // spike
     }
-    zt_vocab_parallel_ce(zt_test_cpu(), tp, dx, losses, x, targets, scale, n, V, Vp, work);
+    zt_vocab_parallel_ce(zt_test_cpu(), tp, dx, losses, x, ZT_F32, targets, scale, n, V, Vp,
+                         work);
     double worst_loss = 0, worst_grad = 0;
     for (int r = 0; r < n; r++) {
         // the whole real row, rebuilt the way every rank built its slice

@@ -396,9 +396,34 @@ static void cpu_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtype
                                        const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
     zt_layernorm_forward_bf16(out, out_dt, mean, rstd, inp, w, b, N, C);
 }
-static void cpu_gelu_forward_bf16(const zt_backend *be, zt_bf16 *out, const float *inp,
+static void cpu_bias_broadcast_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *bias,
+                                    int N, int OC) {
+    zt_bias_broadcast_bf16(out, bias, N, OC);
+}
+static void cpu_gelu_forward_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *inp,
                                   size_t n) {
     zt_gelu_forward_bf16(out, inp, n);
+}
+static void cpu_gelu_backward_bf16(const zt_backend *be, float *dinp, const zt_bf16 *inp,
+                                   const float *dout, size_t n) {
+    zt_gelu_backward_bf16(dinp, inp, dout, n);
+}
+static void cpu_ce_slice_stats_bf16(const zt_backend *be, float *row_max, float *target_logit,
+                                    const zt_bf16 *logits, const int32_t *targets, int n,
+                                    int n_valid, int vocab_lo, int ld) {
+    zt_ce_slice_stats_bf16(row_max, target_logit, logits, targets, n, n_valid, vocab_lo, ld);
+}
+static void cpu_ce_slice_sumexp_bf16(const zt_backend *be, float *sumexp, const zt_bf16 *logits,
+                                     const float *row_max, int n, int n_valid, int ld) {
+    zt_ce_slice_sumexp_bf16(sumexp, logits, row_max, n, n_valid, ld);
+}
+static void cpu_ce_slice_finish_bf16(const zt_backend *be, zt_bf16 *dlogits, float *losses,
+                                     const zt_bf16 *logits, const int32_t *targets,
+                                     const float *row_max, const float *sumexp,
+                                     const float *target_logit, float scale, int n, int n_valid,
+                                     int vocab_lo, int ld) {
+    zt_ce_slice_finish_bf16(dlogits, losses, logits, targets, row_max, sumexp, target_logit,
+                            scale, n, n_valid, vocab_lo, ld);
 }
 static void cpu_layernorm_backward_bf16(const zt_backend *be, float *dinp, zt_bf16 *dw,
                                         zt_bf16 *db, const float *dout, const float *inp,

@@ -44,16 +44,37 @@ void zt_gelu_forward(float *out, const float *inp, size_t n) {
     }
 }
 
-// Blocks computed into a thread's fp32 block and rounded: zt_gelu_forward's values exactly.
-void zt_gelu_forward_bf16(zt_bf16 *out, const float *inp, size_t n) {
+// Block b's m <= ZT_GELU_BLOCK bf16 inputs widened into x, zeros past m (exact).
+static inline size_t widen_block(float x[ZT_GELU_BLOCK], const zt_bf16 *inp, size_t n, size_t b) {
+    size_t i = b * ZT_GELU_BLOCK, m = n - i < ZT_GELU_BLOCK ? n - i : ZT_GELU_BLOCK;
+#pragma omp simd
+    for (size_t k = 0; k < ZT_GELU_BLOCK; k++) x[k] = k < m ? zt_bf16_to_fp32(inp[i + k]) : 0.0f;
+    return m;
+}
+
+// Blocks widened, computed as zt_gelu_forward's and rounded: its values on the widened input.
+void zt_gelu_forward_bf16(zt_bf16 *out, const zt_bf16 *inp, size_t n) {
     size_t nb = (n + ZT_GELU_BLOCK - 1) / ZT_GELU_BLOCK;
 #pragma omp parallel for schedule(static)
     for (size_t b = 0; b < nb; b++) {
-        size_t i = b * ZT_GELU_BLOCK, m = n - i < ZT_GELU_BLOCK ? n - i : ZT_GELU_BLOCK;
-        float x[ZT_GELU_BLOCK] = {0}, o[ZT_GELU_BLOCK];
-        memcpy(x, inp + i, m * sizeof(float));
+        float x[ZT_GELU_BLOCK], o[ZT_GELU_BLOCK];
+        size_t m = widen_block(x, inp, n, b), i = b * ZT_GELU_BLOCK;
         gelu_block(o, x);
         for (size_t k = 0; k < m; k++) out[i + k] = zt_bf16_from_fp32(o[k]);
+    }
+}
+
+// zt_gelu_backward's blocks on the widened input; dinp may be dout (each block reads its
+// dout before it writes).
+void zt_gelu_backward_bf16(float *dinp, const zt_bf16 *inp, const float *dout, size_t n) {
+    size_t nb = (n + ZT_GELU_BLOCK - 1) / ZT_GELU_BLOCK;
+#pragma omp parallel for schedule(static)
+    for (size_t b = 0; b < nb; b++) {
+        float x[ZT_GELU_BLOCK], d[ZT_GELU_BLOCK] = {0}, o[ZT_GELU_BLOCK];
+        size_t m = widen_block(x, inp, n, b), i = b * ZT_GELU_BLOCK;
+        memcpy(d, dout + i, m * sizeof(float));
+        gelu_grad_block(o, x, d);
+        memcpy(dinp + i, o, m * sizeof(float));
     }
 }
 

@@ -115,6 +115,7 @@ void zt_gemm_mixed(int trans_a, int trans_b, int M, int N, int K, float alpha, c
                    zt_dtype at, int lda, const void *B, zt_dtype bt, int ldb, float beta, void *C,
                    zt_dtype ct, int ldc, void *work, size_t work_bytes);
 void zt_bias_forward_bf16(float *out, const zt_bf16 *bias, int N, int OC);
+void zt_bias_broadcast_bf16(zt_bf16 *out, const zt_bf16 *bias, int N, int OC);
 void zt_bias_backward_bf16(zt_bf16 *dbias, const float *dout, int N, int OC);
 // The backward orders the tokens by row in a host index of N entries.
 void zt_encoder_forward_bf16(float *out, const int32_t *tokens, const zt_bf16 *wte,
@@ -199,8 +200,11 @@ void zt_gelu_forward(float *out, const float *inp, size_t n);
 // bit-identical to zt_matmul_forward then zt_gelu_forward.
 void zt_matmul_gelu_forward(float *pre, float *out, const float *inp, const float *w,
                             const float *bias, int N, int C, int OC);
-void zt_gelu_forward_bf16(zt_bf16 *out, const float *inp, size_t n);
 void zt_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+// The same on bf16 inp, widened a block at a time into the fp32 kernels' blocks: their values
+// bit for bit (the forward's out rounded once).
+void zt_gelu_forward_bf16(zt_bf16 *out, const zt_bf16 *inp, size_t n);
+void zt_gelu_backward_bf16(float *dinp, const zt_bf16 *inp, const float *dout, size_t n);
 
 void zt_add(float *out, const float *a, const float *b, size_t n);
 // y += x.
@@ -228,6 +232,16 @@ void zt_ce_slice_finish(float *dlogits, float *losses, const float *logits,
                         const int32_t *targets, const float *row_max, const float *sumexp,
                         const float *target_logit, float scale, int n, int n_valid, int vocab_lo,
                         int ld);
+// The same over bf16 logits (backend_ops.h's *_bf16): the fp32 passes' values on the
+// widened logits, bit for bit, dlogits rounded once.
+void zt_ce_slice_stats_bf16(float *row_max, float *target_logit, const zt_bf16 *logits,
+                            const int32_t *targets, int n, int n_valid, int vocab_lo, int ld);
+void zt_ce_slice_sumexp_bf16(float *sumexp, const zt_bf16 *logits, const float *row_max, int n,
+                             int n_valid, int ld);
+void zt_ce_slice_finish_bf16(zt_bf16 *dlogits, float *losses, const zt_bf16 *logits,
+                             const int32_t *targets, const float *row_max, const float *sumexp,
+                             const float *target_logit, float scale, int n, int n_valid,
+                             int vocab_lo, int ld);
 
 // Row pieces of the softmax for the CPU kernels (softmax_cpu.c): softmax_math.h's
 // max, sum of exp and exp, with a vectorized expf (a few ulp, as scalar expf), the same
@@ -237,5 +251,12 @@ float zt_cpu_row_max(const float *x, int n);
 float zt_cpu_row_sumexp(const float *x, int n, float m);
 // out[i] = expf(x[i] - sub) for i < n
 void zt_cpu_row_exp(float *out, const float *x, float sub, int n);
+// The three on a bf16 row, widened a block at a time: their values on the widened row, bit for
+// bit (the same blocks, the same vector expf); zt_cpu_row_ce_grad_bf16 writes the cross
+// entropy's gradient scale * (exp(x - lse) - [i == target]) rounded to bf16 (out may be x).
+float zt_cpu_row_max_bf16(const zt_bf16 *x, int n);
+float zt_cpu_row_sumexp_bf16(const zt_bf16 *x, int n, float m);
+void zt_cpu_row_ce_grad_bf16(zt_bf16 *out, const zt_bf16 *x, float lse, int target, float scale,
+                             int n);
 
 #endif

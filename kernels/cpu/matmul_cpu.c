@@ -1,5 +1,6 @@
 // Linear layers (out = inp @ w^T + b) on BLAS, and their backward.
 #include <omp.h>
+#include <string.h>
 
 #include "kernels.h"
 
@@ -58,6 +59,11 @@ void zt_bias_forward_bf16(float *out, const zt_bf16 *bias, int N, int OC) {
 #pragma omp simd
         for (int c = 0; c < OC; c++) o[c] += zt_bf16_to_fp32(bias[c]);
     }
+}
+
+void zt_bias_broadcast_bf16(zt_bf16 *out, const zt_bf16 *bias, int N, int OC) {
+#pragma omp parallel for
+    for (int n = 0; n < N; n++) memcpy(out + (size_t)n * OC, bias, (size_t)OC * sizeof *bias);
 }
 
 void zt_matmul_backward_input(float *dinp, const float *dout, const float *w, int N, int C,

@@ -64,3 +64,48 @@ void zt_cpu_row_exp(float *out, const float *x, float sub, int n) {
         memcpy(out + i, o, (size_t)(n - i) * sizeof(float));
     }
 }
+
+// ---- bf16 rows: each block widened into w first, then the fp32 functions' own loops on w,
+// so every element takes the same vector expf as there (bit-identical on widened rows).
+
+// Block i's values widened into w, `pad` past n.
+static inline void widen_block(float w[ZT_VBLOCK], const zt_bf16 *x, int i, int n, float pad) {
+    for (int k = 0; k < ZT_VBLOCK; k++) w[k] = i + k < n ? zt_bf16_to_fp32(x[i + k]) : pad;
+}
+
+float zt_cpu_row_max_bf16(const zt_bf16 *x, int n) {
+    float m = -INFINITY, w[ZT_VBLOCK];
+    for (int i = 0; i < n; i += ZT_VBLOCK) { // max is exact in any order
+        widen_block(w, x, i, n, -INFINITY);
+        for (int k = 0; k < ZT_VBLOCK; k++) m = w[k] > m ? w[k] : m;
+    }
+    return m;
+}
+
+float zt_cpu_row_sumexp_bf16(const zt_bf16 *x, int n, float m) {
+    float acc[ZT_VBLOCK] = {0}, w[ZT_VBLOCK];
+    for (int i = 0; i < n; i += ZT_VBLOCK) {
+        widen_block(w, x, i, n, -INFINITY); // exp -> 0 past n, as the fp32 tail
+#pragma omp simd
+        for (int k = 0; k < ZT_VBLOCK; k++) acc[k] += expf(w[k] - m);
+    }
+    float s = 0.0f;
+    for (int k = 0; k < ZT_VBLOCK; k++) s += acc[k]; // zt_cpu_row_sumexp's order
+    return s;
+}
+
+// zt_ce_slice_finish's element arithmetic: e = expf(x - lse), e - 1 at the target, times scale.
+void zt_cpu_row_ce_grad_bf16(zt_bf16 *out, const zt_bf16 *x, float lse, int target, float scale,
+                             int n) {
+    float w[ZT_VBLOCK], e[ZT_VBLOCK];
+    for (int i = 0; i < n; i += ZT_VBLOCK) {
+        widen_block(w, x, i, n, 0.0f);
+#pragma omp simd
+        for (int k = 0; k < ZT_VBLOCK; k++) e[k] = expf(w[k] - lse);
+        int m = n - i < ZT_VBLOCK ? n - i : ZT_VBLOCK;
+        for (int k = 0; k < m; k++) {
+            float d = i + k == target ? e[k] - 1.0f : e[k];
+            out[i + k] = zt_bf16_from_fp32(d * scale);
+        }
+    }
+}

@@ -447,9 +447,35 @@ static void cuda_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtyp
                                         const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
     zt_cuda_bf16_layernorm_forward(BF, out, out_dt, mean, rstd, inp, w, b, N, C);
 }
-static void cuda_gelu_forward_bf16(const zt_backend *be, zt_bf16 *out, const float *inp,
+static void cuda_bias_broadcast_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *bias,
+                                     int N, int OC) {
+    zt_cuda_bias_broadcast_bf16(ST, out, bias, N, OC);
+}
+static void cuda_gelu_forward_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *inp,
                                    size_t n) {
     zt_cuda_gelu_forward_bf16(ST, out, inp, n);
+}
+static void cuda_gelu_backward_bf16(const zt_backend *be, float *dinp, const zt_bf16 *inp,
+                                    const float *dout, size_t n) {
+    zt_cuda_gelu_backward_bf16(ST, dinp, inp, dout, n);
+}
+static void cuda_ce_slice_stats_bf16(const zt_backend *be, float *row_max, float *target_logit,
+                                     const zt_bf16 *logits, const int32_t *targets, int n,
+                                     int n_valid, int vocab_lo, int ld) {
+    zt_cuda_ce_slice_stats_bf16(ST, row_max, target_logit, logits, targets, n, n_valid, vocab_lo,
+                                ld);
+}
+static void cuda_ce_slice_sumexp_bf16(const zt_backend *be, float *sumexp, const zt_bf16 *logits,
+                                      const float *row_max, int n, int n_valid, int ld) {
+    zt_cuda_ce_slice_sumexp_bf16(ST, sumexp, logits, row_max, n, n_valid, ld);
+}
+static void cuda_ce_slice_finish_bf16(const zt_backend *be, zt_bf16 *dlogits, float *losses,
+                                      const zt_bf16 *logits, const int32_t *targets,
+                                      const float *row_max, const float *sumexp,
+                                      const float *target_logit, float scale, int n, int n_valid,
+                                      int vocab_lo, int ld) {
+    zt_cuda_ce_slice_finish_bf16(ST, dlogits, losses, logits, targets, row_max, sumexp,
+                                 target_logit, scale, n, n_valid, vocab_lo, ld);
 }
 static void cuda_layernorm_backward_bf16(const zt_backend *be, float *dinp, zt_bf16 *dw,
                                          zt_bf16 *db, const float *dout, const float *inp,

@@ -1,4 +1,5 @@
-// bf16 kernels on the GPU: conversions, the bias, GELU and the embedding with bf16 weights.
+// bf16 kernels on the GPU: conversions, the bias, GELU on bf16 and the embedding with bf16
+// weights.
 // One element per thread in grid-stride loops; values widened exactly, computed in fp32 and
 // rounded by bf16_math.h (nearest even, as the CPU), so where the CPU's element arithmetic is
 // only conversions and adds the result is the CPU's bit for bit.
@@ -44,8 +45,18 @@ static __global__ void bias_forward_kernel(float *out, const zt_bf16 *bias, int 
     GRID_STRIDE(i, (size_t)N * OC) out[i] += zt_bf16_to_fp32(bias[i % OC]);
 }
 
-static __global__ void gelu_forward_kernel(zt_bf16 *out, const float *inp, size_t n) {
-    GRID_STRIDE(i, n) out[i] = zt_bf16_from_fp32(zt_gelu(inp[i]));
+static __global__ void bias_broadcast_kernel(zt_bf16 *out, const zt_bf16 *bias, int N, int OC) {
+    GRID_STRIDE(i, (size_t)N * OC) out[i] = bias[i % OC];
+}
+
+static __global__ void gelu_forward_kernel(zt_bf16 *out, const zt_bf16 *inp, size_t n) {
+    GRID_STRIDE(i, n) out[i] = zt_bf16_from_fp32(zt_gelu(zt_bf16_to_fp32(inp[i])));
+}
+
+// dinp may be dout: each element reads its dout before it writes.
+static __global__ void gelu_backward_kernel(float *dinp, const zt_bf16 *inp, const float *dout,
+                                            size_t n) {
+    GRID_STRIDE(i, n) dinp[i] = zt_gelu_grad(zt_bf16_to_fp32(inp[i])) * dout[i];
 }
 
 static __global__ void sums_add_kernel(double *acc, const double *r, int first) {
@@ -143,11 +154,26 @@ extern "C" void zt_cuda_bias_forward_bf16(cudaStream_t st, float *out, const zt_
     ZT_CUDA_LAUNCHED(st, "bias_forward_bf16");
 }
 
-extern "C" void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const float *inp,
+extern "C" void zt_cuda_bias_broadcast_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *bias,
+                                            int N, int OC) {
+    ZT_ASSERT(N >= 0 && OC >= 0);
+    if (!N || !OC) return;
+    bias_broadcast_kernel<<<grid_of((size_t)N * OC), ZT_CUDA_THREADS, 0, st>>>(out, bias, N, OC);
+    ZT_CUDA_LAUNCHED(st, "bias_broadcast_bf16");
+}
+
+extern "C" void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *inp,
                                           size_t n) {
     if (!n) return;
     gelu_forward_kernel<<<grid_of(n), ZT_CUDA_THREADS, 0, st>>>(out, inp, n);
     ZT_CUDA_LAUNCHED(st, "gelu_forward_bf16");
+}
+
+extern "C" void zt_cuda_gelu_backward_bf16(cudaStream_t st, float *dinp, const zt_bf16 *inp,
+                                           const float *dout, size_t n) {
+    if (!n) return;
+    gelu_backward_kernel<<<grid_of(n), ZT_CUDA_THREADS, 0, st>>>(dinp, inp, dout, n);
+    ZT_CUDA_LAUNCHED(st, "gelu_backward_bf16");
 }
 
 extern "C" void zt_cuda_sums_add(cudaStream_t st, double *acc, const double *r, int first) {

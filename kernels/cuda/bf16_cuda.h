@@ -2,6 +2,7 @@
 // callable from C (backend_cuda.c). Each op means what the backend_ops.h entry of its name says.
 //   bf16_cuda.cu      kernels that read bf16 and write bf16 or fp32, computing in fp32 with
 //                     bf16_math.h's conversions (the CPU's round to nearest even)
+//   crossentropy_bf16_cuda.cu  the loss's passes over bf16 logits, the same way
 //   bf16_ops_cuda.c   ops that widen a bf16 weight or gradient into the scratch, run the fp32
 //                     kernel on it and round back: the fp32 kernel's arithmetic, as the CPU
 //   gemm_lt_cuda.c    gemm_mixed through cuBLASLt (bf16 operands, fp32 sums, tensor cores)
@@ -66,7 +67,11 @@ void zt_cuda_bf16_widen_matrix(cudaStream_t st, float *out, int ld_out, const zt
 void zt_cuda_copy_matrix(cudaStream_t st, void *out, int ld_out, const void *in, int ld_in,
                          int rows, int cols, size_t elem);
 void zt_cuda_bias_forward_bf16(cudaStream_t st, float *out, const zt_bf16 *bias, int N, int OC);
-void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const float *inp, size_t n);
+void zt_cuda_bias_broadcast_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *bias, int N,
+                                 int OC);
+void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *inp, size_t n);
+void zt_cuda_gelu_backward_bf16(cudaStream_t st, float *dinp, const zt_bf16 *inp,
+                                const float *dout, size_t n);
 // acc[0..1] = r[0..1] (first), else acc[0..1] += r[0..1]: one thread, in stream order.
 void zt_cuda_sums_add(cudaStream_t st, double *acc, const double *r, int first);
 void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const int32_t *tokens,
@@ -76,6 +81,18 @@ void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const int32_t *to
 void zt_cuda_encoder_backward_bf16(const zt_cuda_bf16 *b, zt_bf16 *dwte, zt_bf16 *dwpe,
                                    const float *dout, const int32_t *tokens, int vocab_lo,
                                    int vocab_rows, int N, int T, int C);
+
+// ---- the loss over bf16 logits (crossentropy_bf16_cuda.cu) ----
+void zt_cuda_ce_slice_stats_bf16(cudaStream_t st, float *row_max, float *target_logit,
+                                 const zt_bf16 *logits, const int32_t *targets, int n,
+                                 int n_valid, int vocab_lo, int ld);
+void zt_cuda_ce_slice_sumexp_bf16(cudaStream_t st, float *sumexp, const zt_bf16 *logits,
+                                  const float *row_max, int n, int n_valid, int ld);
+void zt_cuda_ce_slice_finish_bf16(cudaStream_t st, zt_bf16 *dlogits, float *losses,
+                                  const zt_bf16 *logits, const int32_t *targets,
+                                  const float *row_max, const float *sumexp,
+                                  const float *target_logit, float scale, int n, int n_valid,
+                                  int vocab_lo, int ld);
 
 // ---- widen, run the fp32 kernel, round (bf16_ops_cuda.c) ----
 void zt_cuda_bf16_bias_backward(const zt_cuda_bf16 *b, zt_bf16 *dbias, const float *dout, int N,

@@ -177,7 +177,8 @@ static void decode_chunk(zt_decoder *d, int r) {
         size_t cache = (size_t)(l - d->block_first) * T * Cl;
         float *kc = d->kcache + cache, *vc = d->vcache + cache;
         zt_gpt2_layernorm_forward(m, d->ln, ZT_F32, mean, rstd, d->x, w->ln1w, w->ln1b, r, C);
-        zt_gpt2_linear_forward(m, d->qkv, d->ln, ZT_F32, w->qkvw, w->qkvb, r, C, 3 * Cl, 0);
+        zt_gpt2_linear_forward(m, d->qkv, ZT_F32, d->ln, ZT_F32, w->qkvw, w->qkvb, r, C, 3 * Cl,
+                               0);
         for (int i = 0; i < r; i++) {
             const float *row = d->qkv + (size_t)i * 3 * Cl;
             size_t at = (size_t)(pos + i) * Cl;
@@ -186,14 +187,16 @@ static void decode_chunk(zt_decoder *d, int r) {
         }
         // each position attends to the cache up to itself (causal)
         K(attention_decode, d->att, d->qkv, kc, vc, d->work, r, pos + r, Cl, NHl);
-        zt_gpt2_linear_forward(m, d->proj, d->att, ZT_F32, w->attprojw, attprojb, r, Cl, C, 1);
+        zt_gpt2_linear_forward(m, d->proj, ZT_F32, d->att, ZT_F32, w->attprojw, attprojb, r, Cl,
+                               C, 1);
         tp_sum(d, d->proj, rC);
         K(add, d->x, d->x, d->proj, rC);
         zt_gpt2_layernorm_forward(m, d->ln, ZT_F32, mean, rstd, d->x, w->ln2w, w->ln2b, r, C);
-        zt_gpt2_linear_forward(m, d->fch, d->ln, ZT_F32, w->fcw, w->fcb, r, C, 4 * Cl, 0);
+        zt_gpt2_linear_forward(m, d->fch, ZT_F32, d->ln, ZT_F32, w->fcw, w->fcb, r, C, 4 * Cl,
+                               0);
         K(gelu_forward, d->fch_gelu, d->fch, (size_t)r * 4 * Cl);
-        zt_gpt2_linear_forward(m, d->proj, d->fch_gelu, ZT_F32, w->fcprojw, fcprojb, r, 4 * Cl, C,
-                               1);
+        zt_gpt2_linear_forward(m, d->proj, ZT_F32, d->fch_gelu, ZT_F32, w->fcprojw, fcprojb, r,
+                               4 * Cl, C, 1);
         tp_sum(d, d->proj, rC);
         K(add, d->x, d->x, d->proj, rC);
     }

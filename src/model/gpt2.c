@@ -111,9 +111,9 @@ static float *carve(carver *c, size_t n) {
     return p;
 }
 
-// Activations that only feed products (the LayerNorms' outputs, attention's, GELU's) are of
-// the model's dtype: under bf16 every product rounds its input to bf16, so storing them
-// rounded changes no result and halves them.
+// The stored activations but the residual stream, the statistics and the losses (LayerNorms'
+// outputs, q, k, v, attention's output, c_fc's and GELU's) are of the model's dtype: under
+// bf16 they are bf16 (docs/design.md, "bf16": which tensor has which type, and why).
 static zt_dtype in_dt(const zt_gpt2 *m) { return m->dtype; }
 static void *carve_in(carver *c, size_t n, const zt_gpt2 *m) {
     return carve(c, (n * zt_dtype_size(in_dt(m)) + sizeof(float) - 1) / sizeof(float));
@@ -172,14 +172,14 @@ static void carve_blocks(zt_block_acts *b, carver *c, const zt_gpt2 *m, size_t s
     b->ln1 = carve_in(c, sel * Nr * C, m);
     b->ln1_mean = carve(c, full * Nr);
     b->ln1_rstd = carve(c, full * Nr);
-    b->qkv = carve(c, full * N * 3 * Cl);
+    b->qkv = carve_in(c, full * N * 3 * Cl, m);
     b->atty = carve_in(c, full * N * Cl, m);
     b->lse = carve(c, full * N * NH);
     b->res2 = carve(c, full * Nr * C);
     b->ln2 = carve_in(c, sel * Nr * C, m);
     b->ln2_mean = carve(c, full * Nr);
     b->ln2_rstd = carve(c, full * Nr);
-    b->fch = carve(c, full * N * 4 * Cl);
+    b->fch = carve_in(c, full * N * 4 * Cl, m);
     b->fch_gelu = carve_in(c, sel * N * 4 * Cl, m);
     b->res3 = carve(c, out * Nr * C);
 }
@@ -214,7 +214,7 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     a->attn_work = carve(ws, nl ? m->attn_work_n : 0);
     a->gemm_work = carve(ws, m->gemm_work_n);
     carve_blocks(&a->recomp, ws, m, recomp_layers(m, 1), recomp_layers(m, 0), 0);
-    a->logits = carve(lg, head ? (size_t)m->loss_chunk * Vl : 0);
+    a->logits = carve_in(lg, head ? (size_t)m->loss_chunk * Vl : 0, m);
     a->ce_work = carve(lg, head ? 3 * (size_t)m->loss_chunk : 0);
     a->loss_acc = (double *)carve(ws, head ? 2 : 0); // one double, 64-byte aligned
 }
@@ -536,14 +536,33 @@ static void ln_backward(zt_gpt2 *m, float *dinp, void *dw, void *db, const float
     add_grad(m, db, a->ln_grad_sum + C, C);
 }
 
-// Attention's output into atty of the product inputs' dtype: under bf16 through the free
-// scratch (N x C floats; the output has N x C/tp) and one rounding pass.
-static void attention_forward(zt_gpt2 *m, void *atty, float *lse, const float *qkv) {
+// The fp32 q, k, v attention reads: qkv itself, or under bf16 qkv widened (exact) into dfch,
+// free in the forward and, in the backward, from c_fc's input gradient on (N x 4C/tp floats
+// hold the N x 3C/tp). TODO(docs/design.md "bf16"): attention on bf16 operands, so this pass
+// and the fp32 attention's SIMT products go (llm.c's strided-batched bf16 GEMMs on a GPU).
+static const float *attention_qkv(zt_gpt2 *m, const void *qkv) {
+    if (in_dt(m) == ZT_F32) return qkv;
+    dims d = dims_of(m);
+    K(bf16_to_fp32, m->a.dfch, qkv, 3 * d.NCl);
+    return m->a.dfch;
+}
+
+// Attention's output into atty of the activations' dtype: under bf16 through the free
+// scratch (N x C floats; the output has N x C/tp) and one rounding pass; lse fp32.
+static void attention_forward(zt_gpt2 *m, void *atty, float *lse, const void *qkv) {
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
     float *out = in_dt(m) == ZT_F32 ? atty : a->scratch;
-    K(attention_forward, out, lse, qkv, a->attn_work, d.B, d.T, d.Cl, d.NHl);
+    K(attention_forward, out, lse, attention_qkv(m, qkv), a->attn_work, d.B, d.T, d.Cl, d.NHl);
     if (out != atty) K(bf16_from_fp32, atty, out, d.NCl);
+}
+
+// dqkv (fp32, written) from datty and the block's stored qkv and lse.
+static void attention_backward(zt_gpt2 *m, const zt_block_acts *b) {
+    zt_gpt2_acts *a = &m->a;
+    dims d = dims_of(m);
+    K(attention_backward, a->dqkv, a->datty, attention_qkv(m, b->qkv), b->lse, a->attn_work, d.B,
+      d.T, d.Cl, d.NHl);
 }
 
 // Block li's activations: its layers of the slot's arrays, or the recompute set for what the
@@ -560,14 +579,14 @@ static zt_block_acts block_acts(const zt_gpt2 *m, int li) {
         .ln1 = ds ? r->ln1 : in_at(m, a->ln1, s * d.NrC),
         .ln1_mean = df ? r->ln1_mean : a->ln1_mean + f * Nr,
         .ln1_rstd = df ? r->ln1_rstd : a->ln1_rstd + f * Nr,
-        .qkv = df ? r->qkv : a->qkv + f * 3 * d.NCl,
+        .qkv = df ? r->qkv : in_at(m, a->qkv, f * 3 * d.NCl),
         .atty = df ? r->atty : in_at(m, a->atty, f * d.NCl),
         .lse = df ? r->lse : a->lse + f * N * NH,
         .res2 = df ? r->res2 : a->res2 + f * d.NrC,
         .ln2 = ds ? r->ln2 : in_at(m, a->ln2, s * d.NrC),
         .ln2_mean = df ? r->ln2_mean : a->ln2_mean + f * Nr,
         .ln2_rstd = df ? r->ln2_rstd : a->ln2_rstd + f * Nr,
-        .fch = df ? r->fch : a->fch + f * 4 * d.NCl,
+        .fch = df ? r->fch : in_at(m, a->fch, f * 4 * d.NCl),
         .fch_gelu = ds ? r->fch_gelu : in_at(m, a->fch_gelu, s * 4 * d.NCl),
         .res3 = a->res3 + (size_t)li * d.NrC,
     };
@@ -584,10 +603,10 @@ static void block_forward_inner(zt_gpt2 *m, const zt_block_acts *b, const zt_blo
     zt_dtype it = in_dt(m);
     zt_gpt2_layernorm_forward(m, b->ln1, it, b->ln1_mean, b->ln1_rstd, x, w->ln1w, w->ln1b, Nr,
                               C);
-    zt_gpt2_linear_forward(m, b->qkv, gather_ln(m, b->ln1), it, w->qkvw, w->qkvb, N, C, 3 * Cl,
-                           0);
+    zt_gpt2_linear_forward(m, b->qkv, it, gather_ln(m, b->ln1), it, w->qkvw, w->qkvb, N, C,
+                           3 * Cl, 0);
     attention_forward(m, b->atty, b->lse, b->qkv);
-    zt_gpt2_linear_forward(m, a->scratch, b->atty, it, w->attprojw, row_bias(m, w->attprojb), N,
+    zt_gpt2_linear_forward(m, a->scratch, ZT_F32, b->atty, it, w->attprojw, row_bias(m, w->attprojb), N,
                            Cl, C, 1);
     const float *attn_out = reduce_rows(m, a->scratch);
     // res2 = x + attention's output, and ln_2 of it, in one pass
@@ -602,7 +621,7 @@ static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const f
     dims d = dims_of(m);
     zt_block_acts b = block_acts(m, li);
     block_forward_inner(m, &b, w, x);
-    zt_gpt2_linear_forward(m, a->scratch, b.fch_gelu, in_dt(m), w->fcprojw,
+    zt_gpt2_linear_forward(m, a->scratch, ZT_F32, b.fch_gelu, in_dt(m), w->fcprojw,
                            row_bias(m, w->fcprojb), d.N, 4 * d.Cl, d.C, 1);
     K(add, b.res3, b.res2, reduce_rows(m, a->scratch), d.NrC);
 }
@@ -649,7 +668,7 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
     // MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2))))
     zt_gpt2_linear_backward(m, a->dfch, g->fcprojw, g->fcprojb, gather_grad(m, a->scratch, a->dres),
                             b.fch_gelu, it, w->fcprojw, N, 4 * Cl, C, 1);
-    K(gelu_backward, a->dfch, b.fch, a->dfch, 4 * d.NCl);
+    zt_gpt2_gelu_backward(m, a->dfch, b.fch, it, a->dfch, 4 * d.NCl);
     zt_gpt2_linear_backward(m, a->dln, g->fcw, g->fcb, a->dfch, gather_ln(m, b.ln2), it, w->fcw,
                             N, C, 4 * Cl, 0);
     // column-parallel: each rank holds part of d(ln_2 out)
@@ -660,7 +679,7 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
     zt_gpt2_linear_backward(m, a->datty, g->attprojw, g->attprojb,
                             gather_grad(m, a->scratch, a->dres), b.atty, it, w->attprojw, N, Cl,
                             C, 1);
-    K(attention_backward, a->dqkv, a->datty, b.qkv, b.lse, a->attn_work, d.B, d.T, Cl, d.NHl);
+    attention_backward(m, &b);
     zt_gpt2_linear_backward(m, a->dln, g->qkvw, g->qkvb, a->dqkv, gather_ln(m, b.ln1), it,
                             w->qkvw, N, C, 3 * Cl, 0);
     ln_backward(m, a->dres, g->ln1w, g->ln1b, reduce_rows(m, a->dln), x, w->ln1w, b.ln1_mean,
@@ -708,7 +727,7 @@ static void block_backward_input(zt_gpt2 *m, int li, const zt_block_tensors *w, 
     const float *dy = gather_grad(m, a->scratch, a->dres);
     keep(m, k.dmlp, dy, d.NC);
     zt_gpt2_linear_backward_input(m, a->dfch, dy, w->fcprojw, N, 4 * Cl, C, 1);
-    K(gelu_backward, a->dfch, b.fch, a->dfch, 4 * d.NCl);
+    zt_gpt2_gelu_backward(m, a->dfch, b.fch, in_dt(m), a->dfch, 4 * d.NCl);
     keep(m, k.dfch, a->dfch, 4 * d.NCl);
     zt_gpt2_linear_backward_input(m, a->dln, a->dfch, w->fcw, N, C, 4 * Cl, 0);
     const float *dl = reduce_rows(m, a->dln);
@@ -717,7 +736,7 @@ static void block_backward_input(zt_gpt2 *m, int li, const zt_block_tensors *w, 
     dy = gather_grad(m, a->scratch, a->dres);
     keep(m, k.dattn, dy, d.NC);
     zt_gpt2_linear_backward_input(m, a->datty, dy, w->attprojw, N, Cl, C, 1);
-    K(attention_backward, a->dqkv, a->datty, b.qkv, b.lse, a->attn_work, d.B, d.T, Cl, d.NHl);
+    attention_backward(m, &b);
     keep(m, k.dqkv, a->dqkv, 3 * d.NCl);
     zt_gpt2_linear_backward_input(m, a->dln, a->dqkv, w->qkvw, N, C, 3 * Cl, 0);
     dl = reduce_rows(m, a->dln);
@@ -780,13 +799,14 @@ static double head_forward(zt_gpt2 *m, const float *x, const int32_t *targets, i
         int nc = (int)zt_min_sz((size_t)m->loss_chunk, (size_t)(N - n0));
         const void *lnf = lnf_all + (size_t)n0 * C * zt_dtype_size(it);
         zt_gpt2_weight_gemm(m, 0, 1, nc, Vl, C, lnf, it, C, m->p.wte, m->dtype, C, 0.0f, a->logits,
-                            ZT_F32, Vl);
-        zt_vocab_parallel_ce(m->be, m->tp_comm, a->logits, a->losses + n0, a->logits, targets + n0,
-                             loss_scale, nc, m->shape.vocab, m->shape.padded_vocab, a->ce_work);
+                            it, Vl);
+        zt_vocab_parallel_ce(m->be, m->tp_comm, a->logits, a->losses + n0, a->logits, it,
+                             targets + n0, loss_scale, nc, m->shape.vocab, m->shape.padded_vocab,
+                             a->ce_work);
         if (!backward) continue;
-        zt_gpt2_weight_gemm(m, 0, 0, nc, C, Vl, a->logits, ZT_F32, Vl, m->p.wte, m->dtype, C, 0.0f,
+        zt_gpt2_weight_gemm(m, 0, 0, nc, C, Vl, a->logits, it, Vl, m->p.wte, m->dtype, C, 0.0f,
                             a->dln + (size_t)n0 * C, ZT_F32, C);
-        zt_gpt2_weight_gemm(m, 1, 0, Vl, C, nc, a->logits, ZT_F32, Vl, lnf, it, C, 1.0f, m->g.wte,
+        zt_gpt2_weight_gemm(m, 1, 0, Vl, C, nc, a->logits, it, Vl, lnf, it, C, 1.0f, m->g.wte,
                             m->dtype, C);
     }
     double sum = 0.0;

@@ -63,20 +63,20 @@ const char *zt_recompute_mode_name(zt_recompute_mode mode);
 typedef struct {
     void *ln1;                      // (K, Nr, C)
     float *ln1_mean, *ln1_rstd;     // (K, Nr), (K, Nr)
-    float *qkv;                     // (K, N, 3C)
+    void *qkv;                      // (K, N, 3C)
     void *atty;                     // (K, N, C)
     float *lse;                     // (K, B, NH, T) attention log-sum-exp
     float *res2;                    // (K, Nr, C) residual after attention
     void *ln2;                      // (K, Nr, C)
     float *ln2_mean, *ln2_rstd;     // (K, Nr), (K, Nr)
-    float *fch;                     // (K, N, 4C)
+    void *fch;                      // (K, N, 4C) c_fc's output, GELU's input
     void *fch_gelu;                 // (K, N, 4C)
     float *res3;                    // (K, Nr, C) block outputs
 } zt_block_acts;
 
 // Activations of one micro-batch of B sequences of T tokens (N = B*T) on this stage. fp32,
-// except the inputs of products (ln1, atty, ln2, fch_gelu, lnf: void *), which are of the
-// model's dtype: under bf16 the products round them to bf16 anyway (docs/design.md, "bf16").
+// except those typed void * (ln1, qkv, atty, ln2, fch, fch_gelu, lnf, gathered, logits), of
+// the model's dtype: bf16 under bf16 (docs/design.md, "bf16", which tensor has which type).
 // The per-layer arrays hold the blocks that keep them: of a recomputed block's dropped
 // tensors only the blocks after the recomputed ones (zt_gpt2.n_recomputed), res3 always all.
 //
@@ -121,7 +121,8 @@ typedef struct {
     float *ln_grad_sum;             // (2C) it summed over tp (sequence parallel)
     void *ln_drop;                  // (2C) of the model's dtype: the LayerNorm weight gradients
                                     // an input-gradient pass computes and drops (w_slots > 0)
-    float *logits;                  // (loss_chunk, Vp/tp) one chunk of logits, then its grads
+    void *logits;                   // (loss_chunk, Vp/tp) one chunk of logits, then its grads,
+                                    // of the model's dtype (the loss's statistics fp32)
     float *ce_work;                 // (3 * loss_chunk) the loss's per-row max, sums, targets
     double *loss_acc;               // (1) the training forwards' loss sum (last stage)
     float *attn_work;               // (attn_work_n) the backend's attention scratch
@@ -140,7 +141,8 @@ typedef struct {
     const zt_comm *tp_comm;   // this stage's tp group's tensor path (NULL when tp = 1)
     int seq_parallel;         // 1: rows split over tp outside the products (tp > 1 only)
     // ZT_F32, or ZT_BF16: parameters and gradients bf16 (the optimizer keeps fp32
-    // masters), activations fp32, products with bf16 operands (docs/design.md, "bf16")
+    // masters), the activations zt_gpt2_acts types void * bf16, products with bf16 operands
+    // (docs/design.md, "bf16")
     zt_dtype dtype;
     void *params;             // (layout.numel) flat of dtype, device memory
     void *grads;              // (layout.numel) flat, same layout and dtype, device memory

@@ -1,7 +1,7 @@
 // The kernels that read or write parameters, by the model's dtype (docs/design.md, "bf16"):
 // fp32 runs the fused fp32 ops, bf16 the mixed-precision group (bf16 weights and weight
-// gradients; activations fp32, or bf16 where they only feed products). Shared by training
-// (gpt2.c) and the decoder (generate.c).
+// gradients; activations fp32, or bf16 where the training model stores them so: the table in
+// docs/design.md, "bf16"). Shared by training (gpt2.c) and the decoder (generate.c).
 #include "gpt2_ops.h"
 
 // A kernel call on the model's backend: K(layernorm_forward, out, ...).
@@ -10,19 +10,24 @@
 static int is_bf16(const zt_gpt2 *m) { return m->dtype == ZT_BF16; }
 
 // out (N, OC) = inp (N, C) @ W + bias, W stored (OC, C) or, `in_out`, (C, OC) (layout.h).
-void zt_gpt2_linear_forward(const zt_gpt2 *m, float *out, const void *inp, zt_dtype in_dt,
-                            const void *w, const void *bias, int N, int C, int OC, int in_out) {
+// A bf16 out starts as the bias and the product adds onto it (beta = 1): one rounding of the
+// fp32 sum, as a GPU's bias epilogue would.
+void zt_gpt2_linear_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const void *inp,
+                            zt_dtype in_dt, const void *w, const void *bias, int N, int C, int OC,
+                            int in_out) {
     if (!is_bf16(m)) {
-        ZT_ASSERT(in_dt == ZT_F32);
+        ZT_ASSERT(in_dt == ZT_F32 && out_dt == ZT_F32);
         if (in_out)
             K(matmul_in_out_forward, out, inp, w, bias, N, C, OC);
         else
             K(matmul_forward, out, inp, w, bias, N, C, OC);
         return;
     }
-    K(gemm_mixed, 0, !in_out, N, OC, C, 1.0f, inp, in_dt, C, w, ZT_BF16, in_out ? OC : C, 0.0f,
-      out, ZT_F32, OC, m->a.gemm_work);
-    if (bias) K(bias_forward_bf16, out, bias, N, OC);
+    if (out_dt == ZT_BF16 && bias) K(bias_broadcast_bf16, out, bias, N, OC);
+    float beta = out_dt == ZT_BF16 && bias ? 1.0f : 0.0f;
+    K(gemm_mixed, 0, !in_out, N, OC, C, 1.0f, inp, in_dt, C, w, ZT_BF16, in_out ? OC : C, beta,
+      out, out_dt, OC, m->a.gemm_work);
+    if (bias && out_dt == ZT_F32) K(bias_forward_bf16, out, bias, N, OC);
 }
 
 // dinp (N, C) = dout @ W^T (written); dw += the weight gradient, dbias += dout's column sums.
@@ -82,13 +87,21 @@ void zt_gpt2_layernorm_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, flo
     K(layernorm_forward, out, mean, rstd, inp, w, b, N, C);
 }
 
-void zt_gpt2_gelu_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const float *inp,
-                          size_t n) {
-    ZT_ASSERT(out_dt == ZT_F32 || is_bf16(m));
-    if (out_dt == ZT_BF16)
+void zt_gpt2_gelu_forward(const zt_gpt2 *m, void *out, zt_dtype dt, const void *inp, size_t n) {
+    ZT_ASSERT(dt == ZT_F32 || is_bf16(m));
+    if (dt == ZT_BF16)
         K(gelu_forward_bf16, out, inp, n);
     else
         K(gelu_forward, out, inp, n);
+}
+
+void zt_gpt2_gelu_backward(const zt_gpt2 *m, float *dinp, const void *inp, zt_dtype in_dt,
+                           const float *dout, size_t n) {
+    ZT_ASSERT(in_dt == ZT_F32 || is_bf16(m));
+    if (in_dt == ZT_BF16)
+        K(gelu_backward_bf16, dinp, inp, dout, n);
+    else
+        K(gelu_backward, dinp, inp, dout, n);
 }
 
 void zt_gpt2_residual_layernorm_forward(const zt_gpt2 *m, float *res, void *out, zt_dtype out_dt,
@@ -103,11 +116,11 @@ void zt_gpt2_residual_layernorm_forward(const zt_gpt2 *m, float *res, void *out,
     K(residual_layernorm_forward, res, out, mean, rstd, a, b, w, bias, N, C);
 }
 
-void zt_gpt2_linear_gelu_forward(const zt_gpt2 *m, float *pre, void *out, zt_dtype out_dt,
+void zt_gpt2_linear_gelu_forward(const zt_gpt2 *m, void *pre, void *out, zt_dtype out_dt,
                                  const void *inp, zt_dtype in_dt, const void *w, const void *bias,
                                  int N, int C, int OC) {
     if (is_bf16(m)) {
-        zt_gpt2_linear_forward(m, pre, inp, in_dt, w, bias, N, C, OC, 0);
+        zt_gpt2_linear_forward(m, pre, out_dt, inp, in_dt, w, bias, N, C, OC, 0);
         zt_gpt2_gelu_forward(m, out, out_dt, pre, (size_t)N * OC);
         return;
     }

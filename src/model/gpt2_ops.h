@@ -2,18 +2,20 @@
 // training (gpt2.c) and the decoder (generate.c) call instead of the backend's ops, so the
 // choice between the fp32 ops and the bf16 group is made once (docs/design.md, "bf16").
 // Pointers are device memory; parameters and their gradients are of m->dtype, activations
-// fp32 except where a dtype argument says (a product's input: bf16 under bf16 where the
-// training model stores it so). Products with bf16 weights use the model's gemm_mixed
-// scratch (m->a.gemm_work).
+// fp32 except where a dtype argument says (ZT_BF16 under bf16 where the training model
+// stores them so: docs/design.md, "bf16"). Products with bf16 weights use the model's
+// gemm_mixed scratch (m->a.gemm_work).
 #ifndef ZT_GPT2_OPS_H
 #define ZT_GPT2_OPS_H
 
 #include "gpt2.h"
 
 // out (N, OC) = inp (N, C) @ W + bias (bias NULL: none), W stored (OC, C) or, `in_out`,
-// (C, OC) (the row-parallel layers: layout.h). inp of in_dt (ZT_F32; or ZT_BF16 under bf16).
-void zt_gpt2_linear_forward(const zt_gpt2 *m, float *out, const void *inp, zt_dtype in_dt,
-                            const void *w, const void *bias, int N, int C, int OC, int in_out);
+// (C, OC) (the row-parallel layers: layout.h). inp of in_dt, out of out_dt (ZT_F32; or
+// ZT_BF16 under bf16: the fp32 sum of product and bias rounded once).
+void zt_gpt2_linear_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const void *inp,
+                            zt_dtype in_dt, const void *w, const void *bias, int N, int C, int OC,
+                            int in_out);
 // dinp (N, C) = dout @ W^T (written); dw += the weight gradient; dbias += dout's column sums
 // (NULL: none). inp: the forward's input, of in_dt.
 void zt_gpt2_linear_backward(const zt_gpt2 *m, float *dinp, void *dw, void *dbias,
@@ -38,15 +40,18 @@ void zt_gpt2_layernorm_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, flo
 void zt_gpt2_residual_layernorm_forward(const zt_gpt2 *m, float *res, void *out, zt_dtype out_dt,
                                         float *mean, float *rstd, const float *a, const float *b,
                                         const void *w, const void *bias, int N, int C);
-// The MLP's c_fc and its GELU: pre (N, OC) = inp @ W + bias (W stored (OC, C)), out = gelu(pre)
-// of out_dt. Under fp32 the backend's matmul_gelu_forward (bias and GELU in one pass on a
+// The MLP's c_fc and its GELU: pre (N, OC) = inp @ W + bias (W stored (OC, C)), out = gelu(pre),
+// both of out_dt. Under fp32 the backend's matmul_gelu_forward (bias and GELU in one pass on a
 // GPU), under bf16 zt_gpt2_linear_forward then zt_gpt2_gelu_forward.
-void zt_gpt2_linear_gelu_forward(const zt_gpt2 *m, float *pre, void *out, zt_dtype out_dt,
+void zt_gpt2_linear_gelu_forward(const zt_gpt2 *m, void *pre, void *out, zt_dtype out_dt,
                                  const void *inp, zt_dtype in_dt, const void *w, const void *bias,
                                  int N, int C, int OC);
-// gelu_forward into out of out_dt (ZT_BF16 under bf16 only: the fp32 values rounded).
-void zt_gpt2_gelu_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const float *inp,
-                          size_t n);
+// gelu_forward, inp and out of dt (ZT_BF16 under bf16 only: inp widened, out rounded).
+void zt_gpt2_gelu_forward(const zt_gpt2 *m, void *out, zt_dtype dt, const void *inp, size_t n);
+// dinp (n) = gelu'(inp) * dout (written; dinp may be dout), inp of in_dt (ZT_BF16 under bf16
+// only: widened).
+void zt_gpt2_gelu_backward(const zt_gpt2 *m, float *dinp, const void *inp, zt_dtype in_dt,
+                           const float *dout, size_t n);
 void zt_gpt2_layernorm_backward(const zt_gpt2 *m, float *dinp, void *dw, void *db,
                                 const float *dout, const float *inp, const void *w,
                                 const float *mean, const float *rstd, int N, int C);

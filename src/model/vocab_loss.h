@@ -18,8 +18,10 @@ int zt_vocab_slice_valid(int V, int Vp, int tp, int rank);
 // scale * (softmax - onehot), zero on padded columns; losses (n) are each row's loss,
 // identical on every rank. tp NULL (or of size 1): the whole padded row is here.
 // Every buffer is device memory of `be` (tp is the group's tensor path). work: 3n floats. Collective over tp: two all-reduces of n and 2n floats.
-void zt_vocab_parallel_ce(const zt_backend *be, const zt_comm *tp, float *dlogits, float *losses,
-                          const float *logits, const int32_t *targets, float scale, int n, int V,
-                          int Vp, float *work);
+// logits and dlogits of dt: ZT_F32, or ZT_BF16 on a backend with the bf16 group (the
+// statistics and losses stay fp32; dlogits is the fp32 gradient rounded once).
+void zt_vocab_parallel_ce(const zt_backend *be, const zt_comm *tp, void *dlogits, float *losses,
+                          const void *logits, zt_dtype dt, const int32_t *targets, float scale,
+                          int n, int V, int Vp, float *work);
 
 #endif
