@@ -307,6 +307,41 @@ zt_status zt_gpt2_footprint(size_t bytes[ZT_MEM_NCAT], const zt_model_shape *s, 
     return ZT_OK;
 }
 
+// The parameter and gradient buffers of m->layout and their views.
+static void alloc_params(zt_gpt2 *m) {
+    size_t n = m->layout.numel, elem = zt_dtype_size(m->dtype);
+    if (!m->is_view) {
+        m->params = zt_be_alloc(m->be, ZT_MEM_PARAMS, n * elem);
+        m->grads = zt_be_alloc(m->be, ZT_MEM_GRADS, n * elem);
+    }
+    m->p.h = calloc((size_t)m->shape.n_layer, sizeof(zt_block_tensors));
+    m->g.h = calloc((size_t)m->shape.n_layer, sizeof(zt_block_tensors));
+    ZT_ASSERT(m->p.h && m->g.h);
+    bind(&m->p, &m->layout, m->params, elem, m->shape.n_layer);
+    bind(&m->g, &m->layout, m->grads, elem, m->shape.n_layer);
+}
+
+// The activations, workspace, logits and W slots of a planned model.
+static void alloc_acts(zt_gpt2 *m) {
+    carver act = {0}, ws = {0}, lg = {0};
+    carve_acts(&m->a, &act, &ws, &lg, m);
+    m->slot_floats = act.used;
+    act.base = zt_be_alloc(m->be, ZT_MEM_ACTIVATIONS,
+                           act.used * sizeof(float) * (size_t)m->n_slots);
+    ws.base = zt_be_alloc(m->be, ZT_MEM_WORKSPACE, ws.used * sizeof(float));
+    lg.base = zt_be_alloc(m->be, ZT_MEM_LOGITS, lg.used * sizeof(float));
+    act.used = ws.used = lg.used = 0;
+    carve_acts(&m->a, &act, &ws, &lg, m);
+    m->act_block = act.base;
+    m->ws_block = ws.base;
+    m->logits_block = lg.base;
+    if (m->n_wslots) {
+        m->w_block = zt_be_alloc(m->be, ZT_MEM_ACTIVATIONS,
+                                 m->wslot_floats * sizeof(float) * (size_t)m->n_wslots);
+        zt_gpt2_use_wslot(m, 0);
+    }
+}
+
 zt_status zt_gpt2_init(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s, int unit_first,
                        int unit_last, int tp, int tp_rank, size_t align, size_t pad_multiple, int B,
                        int T, int loss_chunk, int n_slots, const zt_comm *tp_comm, zt_dtype dtype,
@@ -318,30 +353,8 @@ zt_status zt_gpt2_init(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s
     m->be = be;
     ZT_ASSERT(tp == 1 || (tp_comm && tp_comm->size == tp && tp_comm->rank == tp_rank));
     m->tp_comm = tp > 1 ? tp_comm : NULL;
-    size_t n = m->layout.numel, elem = zt_dtype_size(dtype);
-    m->params = zt_be_alloc(be, ZT_MEM_PARAMS, n * elem);
-    m->grads = zt_be_alloc(be, ZT_MEM_GRADS, n * elem);
-    m->p.h = calloc((size_t)s->n_layer, sizeof(zt_block_tensors));
-    m->g.h = calloc((size_t)s->n_layer, sizeof(zt_block_tensors));
-    ZT_ASSERT(m->p.h && m->g.h);
-    bind(&m->p, &m->layout, m->params, elem, s->n_layer);
-    bind(&m->g, &m->layout, m->grads, elem, s->n_layer);
-    carver act = {0}, ws = {0}, lg = {0};
-    carve_acts(&m->a, &act, &ws, &lg, m);
-    m->slot_floats = act.used;
-    act.base = zt_be_alloc(be, ZT_MEM_ACTIVATIONS, act.used * sizeof(float) * (size_t)n_slots);
-    ws.base = zt_be_alloc(be, ZT_MEM_WORKSPACE, ws.used * sizeof(float));
-    lg.base = zt_be_alloc(be, ZT_MEM_LOGITS, lg.used * sizeof(float));
-    act.used = ws.used = lg.used = 0;
-    carve_acts(&m->a, &act, &ws, &lg, m);
-    m->act_block = act.base;
-    m->ws_block = ws.base;
-    m->logits_block = lg.base;
-    if (m->n_wslots) {
-        m->w_block = zt_be_alloc(be, ZT_MEM_ACTIVATIONS,
-                                 m->wslot_floats * sizeof(float) * (size_t)m->n_wslots);
-        zt_gpt2_use_wslot(m, 0);
-    }
+    alloc_params(m);
+    alloc_acts(m);
     return ZT_OK;
 }
 
@@ -934,20 +947,6 @@ void zt_gpt2_backward_weight(zt_gpt2 *m, const int32_t *tokens) {
 
 // ---------------------------------------------------------------- interleaved chunks
 
-// The parameter and gradient buffers of m->layout and their views.
-static void alloc_params(zt_gpt2 *m) {
-    size_t n = m->layout.numel, elem = zt_dtype_size(m->dtype);
-    if (!m->is_view) {
-        m->params = zt_be_alloc(m->be, ZT_MEM_PARAMS, n * elem);
-        m->grads = zt_be_alloc(m->be, ZT_MEM_GRADS, n * elem);
-    }
-    m->p.h = calloc((size_t)m->shape.n_layer, sizeof(zt_block_tensors));
-    m->g.h = calloc((size_t)m->shape.n_layer, sizeof(zt_block_tensors));
-    ZT_ASSERT(m->p.h && m->g.h);
-    bind(&m->p, &m->layout, m->params, elem, m->shape.n_layer);
-    bind(&m->g, &m->layout, m->grads, elem, m->shape.n_layer);
-}
-
 zt_status zt_gpt2_init_ranges(zt_gpt2 *m, const zt_backend *be, const zt_model_shape *s,
                               int n_ranges, const int *firsts, const int *lasts, int tp,
                               int tp_rank, size_t align, size_t pad_multiple, zt_dtype dtype) {
@@ -960,27 +959,6 @@ zt_status zt_gpt2_init_ranges(zt_gpt2 *m, const zt_backend *be, const zt_model_s
     m->layout.numel = zt_round_up(m->layout.numel, pad_multiple);
     alloc_params(m);
     return ZT_OK;
-}
-
-// The activations, workspace, logits and W slots of a planned model (zt_gpt2_init's).
-static void alloc_acts(zt_gpt2 *m) {
-    carver act = {0}, ws = {0}, lg = {0};
-    carve_acts(&m->a, &act, &ws, &lg, m);
-    m->slot_floats = act.used;
-    act.base = zt_be_alloc(m->be, ZT_MEM_ACTIVATIONS,
-                           act.used * sizeof(float) * (size_t)m->n_slots);
-    ws.base = zt_be_alloc(m->be, ZT_MEM_WORKSPACE, ws.used * sizeof(float));
-    lg.base = zt_be_alloc(m->be, ZT_MEM_LOGITS, lg.used * sizeof(float));
-    act.used = ws.used = lg.used = 0;
-    carve_acts(&m->a, &act, &ws, &lg, m);
-    m->act_block = act.base;
-    m->ws_block = ws.base;
-    m->logits_block = lg.base;
-    if (m->n_wslots) {
-        m->w_block = zt_be_alloc(m->be, ZT_MEM_ACTIVATIONS,
-                                 m->wslot_floats * sizeof(float) * (size_t)m->n_wslots);
-        zt_gpt2_use_wslot(m, 0);
-    }
 }
 
 zt_status zt_gpt2_init_view(zt_gpt2 *v, const zt_gpt2 *owner, int unit_first, int unit_last,
