@@ -2149,6 +2149,118 @@ ZT_TEST(cuda_bf16_bias_gelu) {
     return ZT_PASS;
 }
 
+// vec128_cuda.cuh's two paths on the same values: 16-byte aligned operands take the 128-bit
+// groups (plus a tail), operands one element off a 16-byte boundary the scalar map. The same
+// arithmetic per element, so the outputs must agree bit for bit; the CPU's (where the op is
+// only conversions, copies and adds, exact) must too. Sizes: GPT-2's MLP rows (33 x 3072) plus
+// a tail of 5, and its embedding width.
+static void *dput_at(const void *h, size_t bytes, size_t off) {
+    char *staged = hmem(bytes + off);
+    memcpy(staged + off, h, bytes);
+    return (char *)dput(staged, bytes + off) + off;
+}
+static void *dpoison_at(size_t bytes, size_t off) {
+    return (char *)dpoison((bytes + off + 3) / 4) + off;
+}
+static void *dbytes(const void *d, size_t bytes) {
+    g_gpu.ops->sync(&g_gpu);
+    void *h = hmem(bytes);
+    g_gpu.ops->copy(&g_gpu, h, d, bytes, ZT_COPY_D2H);
+    return h;
+}
+// Device a and b (or host b when b_host) hold the same bytes.
+static int same_bits(const char *what, const void *a, const void *b, int b_host, size_t bytes) {
+    const void *hb = b_host ? b : dbytes(b, bytes);
+    int same = memcmp(dbytes(a, bytes), hb, bytes) == 0;
+    printf("  %s: %s\n", what, same ? "bit for bit" : "DIFFERENT bits");
+    return same;
+}
+#define SAME_BITS(what, a, b, b_host, bytes)                                       \
+    do {                                                                           \
+        if (!same_bits(what, a, b, b_host, bytes)) {                               \
+            gpu_close();                                                           \
+            return ZT_FAIL;                                                        \
+        }                                                                          \
+    } while (0)
+
+ZT_TEST(cuda_vec128) {
+    NEED_GPU();
+    const size_t n = 33 * 3072 + 5, f4 = n * sizeof(float), f2 = n * sizeof(zt_bf16);
+    const size_t s4 = sizeof(float), s2 = sizeof(zt_bf16); // the scalar path's offsets
+    float *x = hrand(n, -6, 6), *y = hrand(n, -1, 1);
+    zt_bf16 *x16 = hround16(x, n);
+    float *vx = dput_at(x, f4, 0), *sx = dput_at(x, f4, s4);
+    float *vy = dput_at(y, f4, 0), *sy = dput_at(y, f4, s4);
+    zt_bf16 *vx16 = dput_at(x16, f2, 0), *sx16 = dput_at(x16, f2, s2);
+    float *vo = dpoison_at(f4, 0), *so = dpoison_at(f4, s4), *ho = hpoison(n);
+    GPU->ops->gelu_forward(GPU, vo, vx, n);
+    GPU->ops->gelu_forward(GPU, so, sx, n);
+    SAME_BITS("gelu_forward", vo, so, 0, f4);
+    GPU->ops->gelu_backward(GPU, vo, vx, vy, n);
+    GPU->ops->gelu_backward(GPU, so, sx, sy, n);
+    SAME_BITS("gelu_backward", vo, so, 0, f4);
+    GPU->ops->add(GPU, vo, vx, vy, n);
+    GPU->ops->add(GPU, so, sx, sy, n);
+    CPU->ops->add(CPU, ho, x, y, n);
+    SAME_BITS("add", vo, so, 0, f4);
+    SAME_BITS("add against the CPU", vo, ho, 1, f4);
+    zt_bf16 *vo16 = dpoison_at(f2, 0), *so16 = dpoison_at(f2, s2), *ho16 = hmem(f2);
+    GPU->ops->bf16_from_fp32(GPU, vo16, vx, n);
+    GPU->ops->bf16_from_fp32(GPU, so16, sx, n);
+    SAME_BITS("bf16_from_fp32", vo16, so16, 0, f2);
+    SAME_BITS("bf16_from_fp32 against the CPU", vo16, x16, 1, f2);
+    GPU->ops->bf16_to_fp32(GPU, vo, vx16, n);
+    GPU->ops->bf16_to_fp32(GPU, so, sx16, n);
+    CPU->ops->bf16_to_fp32(CPU, ho, x16, n);
+    SAME_BITS("bf16_to_fp32", vo, so, 0, f4);
+    SAME_BITS("bf16_to_fp32 against the CPU", vo, ho, 1, f4);
+    GPU->ops->gelu_forward_bf16(GPU, vo16, vx16, n);
+    GPU->ops->gelu_forward_bf16(GPU, so16, sx16, n);
+    SAME_BITS("gelu_forward_bf16", vo16, so16, 0, f2);
+    GPU->ops->gelu_backward_bf16(GPU, vy, vx16, vy, n); // in place, as the model runs it
+    GPU->ops->gelu_backward_bf16(GPU, sy, sx16, sy, n);
+    SAME_BITS("gelu_backward_bf16", vy, sy, 0, f4);
+    const int N = 33, OC = 3072; // the bias ops: rows of c_fc's width (no tail: whole rows)
+    const size_t no = (size_t)N * OC;
+    zt_bf16 *b16 = hrand16(OC, -1, 1);
+    zt_bf16 *vb16 = dput_at(b16, OC * s2, 0), *sb16 = dput_at(b16, OC * s2, s2);
+    memcpy(ho, x, no * s4);
+    CPU->ops->bias_forward_bf16(CPU, ho, b16, N, OC);
+    GPU->ops->bias_forward_bf16(GPU, vx, vb16, N, OC);
+    GPU->ops->bias_forward_bf16(GPU, sx, sb16, N, OC);
+    SAME_BITS("bias_forward_bf16", vx, sx, 0, no * s4);
+    SAME_BITS("bias_forward_bf16 against the CPU", vx, ho, 1, no * s4);
+    CPU->ops->bias_broadcast_bf16(CPU, ho16, b16, N, OC);
+    GPU->ops->bias_broadcast_bf16(GPU, vo16, vb16, N, OC);
+    GPU->ops->bias_broadcast_bf16(GPU, so16, sb16, N, OC);
+    SAME_BITS("bias_broadcast_bf16", vo16, so16, 0, no * s2);
+    SAME_BITS("bias_broadcast_bf16 against the CPU", vo16, ho16, 1, no * s2);
+    // the embedding: tokens in and out of a vocabulary slice [100, 1100), positions of T = 64
+    const int NT = 131, T = 64, C = 768, lo = 100, rows = 1000;
+    int32_t tok[131];
+    for (int i = 0; i < NT; i++) tok[i] = (int32_t)((i * 7919) % 1300);
+    int32_t *g_tok = dput(tok, sizeof tok);
+    size_t ne = (size_t)NT * C, nw = (size_t)rows * C, np = (size_t)T * C;
+    float *wte = hrand(nw, -1, 1), *wpe = hrand(np, -1, 1);
+    float *vte = dput_at(wte, nw * s4, 0), *ste = dput_at(wte, nw * s4, s4);
+    float *vpe = dput_at(wpe, np * s4, 0), *spe = dput_at(wpe, np * s4, s4);
+    CPU->ops->encoder_forward(CPU, ho, tok, wte, wpe, lo, rows, NT, T, C);
+    GPU->ops->encoder_forward(GPU, vo, g_tok, vte, vpe, lo, rows, NT, T, C);
+    GPU->ops->encoder_forward(GPU, so, g_tok, ste, spe, lo, rows, NT, T, C);
+    SAME_BITS("encoder_forward", vo, so, 0, ne * s4);
+    SAME_BITS("encoder_forward against the CPU", vo, ho, 1, ne * s4);
+    zt_bf16 *wte16 = hround16(wte, nw), *wpe16 = hround16(wpe, np);
+    zt_bf16 *vte16 = dput_at(wte16, nw * s2, 0), *ste16 = dput_at(wte16, nw * s2, s2);
+    zt_bf16 *vpe16 = dput_at(wpe16, np * s2, 0), *spe16 = dput_at(wpe16, np * s2, s2);
+    CPU->ops->encoder_forward_bf16(CPU, ho, tok, wte16, wpe16, lo, rows, NT, T, C);
+    GPU->ops->encoder_forward_bf16(GPU, vo, g_tok, vte16, vpe16, lo, rows, NT, T, C);
+    GPU->ops->encoder_forward_bf16(GPU, so, g_tok, ste16, spe16, lo, rows, NT, T, C);
+    SAME_BITS("encoder_forward_bf16", vo, so, 0, ne * s4);
+    SAME_BITS("encoder_forward_bf16 against the CPU", vo, ho, 1, ne * s4);
+    gpu_close();
+    return ZT_PASS;
+}
+
 // The loss over bf16 logits at GPT-2's padded vocabulary (a tp 1 slice: 50257 real columns of
 // 50304), in place as the model runs it, against the CPU's bf16 passes on the same logits.
 ZT_TEST(cuda_bf16_cross_entropy) {

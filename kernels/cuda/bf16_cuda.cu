@@ -1,11 +1,12 @@
 // bf16 kernels on the GPU: conversions, the bias, GELU on bf16 and the embedding with bf16
 // weights.
-// One element per thread in grid-stride loops; values widened exactly, computed in fp32 and
-// rounded by bf16_math.h (nearest even, as the CPU), so where the CPU's element arithmetic is
-// only conversions and adds the result is the CPU's bit for bit.
+// Grid-stride loops, the flat maps in 128-bit groups (vec128_cuda.cuh); values widened
+// exactly, computed in fp32 and rounded by bf16_math.h (nearest even, as the CPU), so where
+// the CPU's element arithmetic is only conversions and adds the result is the CPU's bit for bit.
 #include "cuda_check.h"
 #include "bf16_cuda.h"
 #include "gelu_math.h"
+#include "vec128_cuda.cuh"
 
 #define GRID_STRIDE(i, n)                                                        \
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n);      \
@@ -13,13 +14,33 @@
 
 static unsigned grid_of(size_t n) { return zt_grid_stride(n, ZT_CUDA_THREADS); }
 
-static __global__ void from_fp32_kernel(zt_bf16 *out, const float *in, size_t n) {
-    GRID_STRIDE(i, n) out[i] = zt_bf16_from_fp32(in[i]);
-}
+// The flat maps as vec128_cuda.cuh ops: 8 elements per group (one 128-bit access of bf16, two
+// of fp32).
+#define BF16_W 8
 
-static __global__ void to_fp32_kernel(float *out, const zt_bf16 *in, size_t n) {
-    GRID_STRIDE(i, n) out[i] = zt_bf16_to_fp32(in[i]);
-}
+struct from_fp32_op {
+    zt_bf16 *out;
+    const float *in;
+    template <int W> __device__ void run(size_t i) const {
+        alignas(16) float x[W];
+        alignas(16) zt_bf16 y[W];
+        zt_vload<W>(x, in + i);
+        for (int k = 0; k < W; k++) y[k] = zt_bf16_from_fp32(x[k]);
+        zt_vstore<W>(out + i, y);
+    }
+};
+
+struct to_fp32_op {
+    float *out;
+    const zt_bf16 *in;
+    template <int W> __device__ void run(size_t i) const {
+        alignas(16) zt_bf16 x[W];
+        alignas(16) float y[W];
+        zt_vload<W>(x, in + i);
+        for (int k = 0; k < W; k++) y[k] = zt_bf16_to_fp32(x[k]);
+        zt_vstore<W>(out + i, y);
+    }
+};
 
 static __global__ void round_matrix_kernel(zt_bf16 *out, int ld_out, const float *in, int ld_in,
                                            int rows, int cols) {
@@ -41,39 +62,81 @@ static __global__ void copy_matrix_kernel(T *out, int ld_out, const T *in, int l
     out[zt_sub_at(i, cols, ld_out)] = in[zt_sub_at(i, cols, ld_in)];
 }
 
-static __global__ void bias_forward_kernel(float *out, const zt_bf16 *bias, int N, int OC) {
-    GRID_STRIDE(i, (size_t)N * OC) out[i] += zt_bf16_to_fp32(bias[i % OC]);
-}
+// A group stays in one row (OC % W == 0).
+struct bias_forward_op {
+    float *out;
+    const zt_bf16 *bias;
+    int OC;
+    template <int W> __device__ void run(size_t i) const {
+        alignas(16) float x[W];
+        alignas(16) zt_bf16 b[W];
+        zt_vload<W>(x, out + i);
+        zt_vload<W>(b, bias + i % OC);
+        for (int k = 0; k < W; k++) x[k] += zt_bf16_to_fp32(b[k]);
+        zt_vstore<W>(out + i, x);
+    }
+};
 
-static __global__ void bias_broadcast_kernel(zt_bf16 *out, const zt_bf16 *bias, int N, int OC) {
-    GRID_STRIDE(i, (size_t)N * OC) out[i] = bias[i % OC];
-}
+struct bias_broadcast_op {
+    zt_bf16 *out;
+    const zt_bf16 *bias;
+    int OC;
+    template <int W> __device__ void run(size_t i) const {
+        alignas(16) zt_bf16 b[W];
+        zt_vload<W>(b, bias + i % OC);
+        zt_vstore<W>(out + i, b);
+    }
+};
 
-static __global__ void gelu_forward_kernel(zt_bf16 *out, const zt_bf16 *inp, size_t n) {
-    GRID_STRIDE(i, n) out[i] = zt_bf16_from_fp32(zt_gelu(zt_bf16_to_fp32(inp[i])));
-}
+struct gelu_forward_op {
+    zt_bf16 *out;
+    const zt_bf16 *inp;
+    template <int W> __device__ void run(size_t i) const {
+        alignas(16) zt_bf16 x[W];
+        zt_vload<W>(x, inp + i);
+        for (int k = 0; k < W; k++) x[k] = zt_bf16_from_fp32(zt_gelu(zt_bf16_to_fp32(x[k])));
+        zt_vstore<W>(out + i, x);
+    }
+};
 
-// dinp may be dout: each element reads its dout before it writes.
-static __global__ void gelu_backward_kernel(float *dinp, const zt_bf16 *inp, const float *dout,
-                                            size_t n) {
-    GRID_STRIDE(i, n) dinp[i] = zt_gelu_grad(zt_bf16_to_fp32(inp[i])) * dout[i];
-}
+// dinp may be dout: a group reads its dout before it writes.
+struct gelu_backward_op {
+    float *dinp;
+    const zt_bf16 *inp;
+    const float *dout;
+    template <int W> __device__ void run(size_t i) const {
+        alignas(16) zt_bf16 x[W];
+        alignas(16) float d[W];
+        zt_vload<W>(x, inp + i);
+        zt_vload<W>(d, dout + i);
+        for (int k = 0; k < W; k++) d[k] = zt_gelu_grad(zt_bf16_to_fp32(x[k])) * d[k];
+        zt_vstore<W>(dinp + i, d);
+    }
+};
 
 static __global__ void sums_add_kernel(double *acc, const double *r, int first) {
     acc[0] = first ? r[0] : acc[0] + r[0];
     acc[1] = first ? r[1] : acc[1] + r[1];
 }
 
-static __global__ void encoder_forward_kernel(float *out, const int32_t *tokens,
-                                              const zt_bf16 *wte, const zt_bf16 *wpe,
-                                              int vocab_lo, int vocab_rows, int N, int T, int C) {
-    GRID_STRIDE(i, (size_t)N * C) {
+// A group stays in one token's row (C % W == 0), so its wte and wpe elements are adjacent.
+struct encoder_forward_op {
+    float *out;
+    const int32_t *tokens;
+    const zt_bf16 *wte, *wpe;
+    int vocab_lo, vocab_rows, T, C;
+    template <int W> __device__ void run(size_t i) const {
         int n = (int)(i / C), c = (int)(i % C), row = tokens[n] - vocab_lo;
-        float e = row >= 0 && row < vocab_rows ? zt_bf16_to_fp32(wte[(size_t)row * C + c]) : 0.0f;
-        float p = wpe ? zt_bf16_to_fp32(wpe[(size_t)(n % T) * C + c]) : 0.0f;
-        out[i] = e + p;
+        alignas(16) zt_bf16 e[W], p[W];
+        alignas(16) float y[W];
+        int in_vocab = row >= 0 && row < vocab_rows;
+        if (in_vocab) zt_vload<W>(e, wte + (size_t)row * C + c);
+        if (wpe) zt_vload<W>(p, wpe + (size_t)(n % T) * C + c);
+        for (int k = 0; k < W; k++)
+            y[k] = (in_vocab ? zt_bf16_to_fp32(e[k]) : 0.0f) + (wpe ? zt_bf16_to_fp32(p[k]) : 0.0f);
+        zt_vstore<W>(out + i, y);
     }
-}
+};
 
 // The embedding's wte gradient from the tokens grouped by row (zt_cuda_embed_sort, the fp32
 // backward's): block i, where a row's run starts, sums the run's tokens in token order into
@@ -100,15 +163,13 @@ static __global__ void encoder_backward_wpe_kernel(zt_bf16 *dwpe, const float *d
 }
 
 extern "C" void zt_cuda_bf16_from_fp32(cudaStream_t st, zt_bf16 *out, const float *in, size_t n) {
-    if (!n) return;
-    from_fp32_kernel<<<grid_of(n), ZT_CUDA_THREADS, 0, st>>>(out, in, n);
-    ZT_CUDA_LAUNCHED(st, "bf16_from_fp32");
+    int vec = zt_aligned16(out) && zt_aligned16(in);
+    zt_vmap<BF16_W>(st, from_fp32_op{out, in}, n, vec, "bf16_from_fp32");
 }
 
 extern "C" void zt_cuda_bf16_to_fp32(cudaStream_t st, float *out, const zt_bf16 *in, size_t n) {
-    if (!n) return;
-    to_fp32_kernel<<<grid_of(n), ZT_CUDA_THREADS, 0, st>>>(out, in, n);
-    ZT_CUDA_LAUNCHED(st, "bf16_to_fp32");
+    int vec = zt_aligned16(out) && zt_aligned16(in);
+    zt_vmap<BF16_W>(st, to_fp32_op{out, in}, n, vec, "bf16_to_fp32");
 }
 
 extern "C" void zt_cuda_bf16_round_matrix(cudaStream_t st, zt_bf16 *out, int ld_out,
@@ -149,31 +210,28 @@ extern "C" void zt_cuda_copy_matrix(cudaStream_t st, void *out, int ld_out, cons
 extern "C" void zt_cuda_bias_forward_bf16(cudaStream_t st, float *out, const zt_bf16 *bias, int N,
                                           int OC) {
     ZT_ASSERT(N >= 0 && OC >= 0);
-    if (!N || !OC) return;
-    bias_forward_kernel<<<grid_of((size_t)N * OC), ZT_CUDA_THREADS, 0, st>>>(out, bias, N, OC);
-    ZT_CUDA_LAUNCHED(st, "bias_forward_bf16");
+    int vec = zt_aligned16(out) && zt_aligned16(bias) && OC % BF16_W == 0;
+    zt_vmap<BF16_W>(st, bias_forward_op{out, bias, OC}, (size_t)N * OC, vec, "bias_forward_bf16");
 }
 
 extern "C" void zt_cuda_bias_broadcast_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *bias,
                                             int N, int OC) {
     ZT_ASSERT(N >= 0 && OC >= 0);
-    if (!N || !OC) return;
-    bias_broadcast_kernel<<<grid_of((size_t)N * OC), ZT_CUDA_THREADS, 0, st>>>(out, bias, N, OC);
-    ZT_CUDA_LAUNCHED(st, "bias_broadcast_bf16");
+    int vec = zt_aligned16(out) && zt_aligned16(bias) && OC % BF16_W == 0;
+    zt_vmap<BF16_W>(st, bias_broadcast_op{out, bias, OC}, (size_t)N * OC, vec,
+                    "bias_broadcast_bf16");
 }
 
 extern "C" void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *inp,
                                           size_t n) {
-    if (!n) return;
-    gelu_forward_kernel<<<grid_of(n), ZT_CUDA_THREADS, 0, st>>>(out, inp, n);
-    ZT_CUDA_LAUNCHED(st, "gelu_forward_bf16");
+    int vec = zt_aligned16(out) && zt_aligned16(inp);
+    zt_vmap<BF16_W>(st, gelu_forward_op{out, inp}, n, vec, "gelu_forward_bf16");
 }
 
 extern "C" void zt_cuda_gelu_backward_bf16(cudaStream_t st, float *dinp, const zt_bf16 *inp,
                                            const float *dout, size_t n) {
-    if (!n) return;
-    gelu_backward_kernel<<<grid_of(n), ZT_CUDA_THREADS, 0, st>>>(dinp, inp, dout, n);
-    ZT_CUDA_LAUNCHED(st, "gelu_backward_bf16");
+    int vec = zt_aligned16(dinp) && zt_aligned16(inp) && zt_aligned16(dout);
+    zt_vmap<BF16_W>(st, gelu_backward_op{dinp, inp, dout}, n, vec, "gelu_backward_bf16");
 }
 
 extern "C" void zt_cuda_sums_add(cudaStream_t st, double *acc, const double *r, int first) {
@@ -185,10 +243,9 @@ extern "C" void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const 
                                              const zt_bf16 *wte, const zt_bf16 *wpe,
                                              int vocab_lo, int vocab_rows, int N, int T, int C) {
     ZT_ASSERT(N >= 0 && T > 0 && C > 0);
-    if (!N) return;
-    encoder_forward_kernel<<<grid_of((size_t)N * C), ZT_CUDA_THREADS, 0, st>>>(
-        out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);
-    ZT_CUDA_LAUNCHED(st, "encoder_forward_bf16");
+    int vec = zt_aligned16(out) && zt_aligned16(wte) && zt_aligned16(wpe) && C % BF16_W == 0;
+    zt_vmap<BF16_W>(st, encoder_forward_op{out, tokens, wte, wpe, vocab_lo, vocab_rows, T, C},
+                    (size_t)N * C, vec, "encoder_forward_bf16");
 }
 
 extern "C" void zt_cuda_encoder_backward_bf16(const zt_cuda_bf16 *b, zt_bf16 *dwte,

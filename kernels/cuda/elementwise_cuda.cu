@@ -1,43 +1,81 @@
 // Elementwise CUDA kernels: GELU (gelu_math.h), residual add, the bias of the linear
-// layers (alone, or with the GELU after c_fc in one pass) (one thread per element; grid-stride loops so any n fits the grid), and the bias
+// layers (alone, or with the GELU after c_fc in one pass) (128-bit accesses, vec128_cuda.cuh;
+// grid-stride loops so any n fits the grid), and the bias
 // gradient (column sums over fixed row chunks, colsum_cuda.cuh).
 #include "colsum_cuda.cuh"
 #include "cuda_check.h"
 #include "gelu_math.h"
 #include "kernels_cuda.h"
+#include "vec128_cuda.cuh"
 
-static __global__ void gelu_forward_kernel(float *out, const float *inp, size_t n) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        out[i] = zt_gelu(inp[i]);
-}
+// The flat maps as vec128_cuda.cuh ops: 4 fp32 per 128-bit access.
+#define FP32_W 4
+
+struct gelu_forward_op {
+    float *out;
+    const float *inp;
+    template <int W> __device__ void run(size_t i) const {
+        alignas(16) float x[W];
+        zt_vload<W>(x, inp + i);
+        for (int k = 0; k < W; k++) x[k] = zt_gelu(x[k]);
+        zt_vstore<W>(out + i, x);
+    }
+};
 
 // One read of the GEMM's output and two writes, where fill_bias, a beta = 1 GEMM and
-// gelu_forward read and write it twice more.
-static __global__ void bias_gelu_forward_kernel(float *pre, float *out, const float *bias, int N,
-                                                int OC) {
-    size_t n = (size_t)N * OC;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        float x = bias ? pre[i] + bias[i % OC] : pre[i];
-        pre[i] = x;
-        out[i] = zt_gelu(x);
+// gelu_forward read and write it twice more. A group stays in one row (OC % W == 0).
+struct bias_gelu_forward_op {
+    float *pre, *out;
+    const float *bias;
+    int OC;
+    template <int W> __device__ void run(size_t i) const {
+        alignas(16) float x[W], b[W];
+        zt_vload<W>(x, pre + i);
+        if (bias) {
+            zt_vload<W>(b, bias + i % OC);
+            for (int k = 0; k < W; k++) x[k] += b[k];
+            zt_vstore<W>(pre + i, x);
+        }
+        for (int k = 0; k < W; k++) x[k] = zt_gelu(x[k]);
+        zt_vstore<W>(out + i, x);
     }
-}
+};
 
-// dinp may equal dout (as on the CPU).
-static __global__ void gelu_backward_kernel(float *dinp, const float *inp, const float *dout,
-                                            size_t n) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        dinp[i] = zt_gelu_grad(inp[i]) * dout[i];
-}
+// dinp may equal dout (as on the CPU): a group reads before it writes.
+struct gelu_backward_op {
+    float *dinp;
+    const float *inp, *dout;
+    template <int W> __device__ void run(size_t i) const {
+        alignas(16) float x[W], d[W];
+        zt_vload<W>(x, inp + i);
+        zt_vload<W>(d, dout + i);
+        for (int k = 0; k < W; k++) x[k] = zt_gelu_grad(x[k]) * d[k];
+        zt_vstore<W>(dinp + i, x);
+    }
+};
 
-static __global__ void add_kernel(float *out, const float *a, const float *b, size_t n) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        out[i] = a[i] + b[i];
-}
+struct add_op {
+    float *out;
+    const float *a, *b;
+    template <int W> __device__ void run(size_t i) const {
+        alignas(16) float x[W], y[W];
+        zt_vload<W>(x, a + i);
+        zt_vload<W>(y, b + i);
+        for (int k = 0; k < W; k++) x[k] += y[k];
+        zt_vstore<W>(out + i, x);
+    }
+};
+
+struct fill_bias_op {
+    float *out;
+    const float *bias;
+    int OC;
+    template <int W> __device__ void run(size_t i) const {
+        alignas(16) float b[W];
+        zt_vload<W>(b, bias + i % OC);
+        zt_vstore<W>(out + i, b);
+    }
+};
 
 // beta 0 writes zeros without reading (BLAS's rule: no NaN from an unset C).
 static __global__ void scale_matrix_kernel(float *c, int ld, int rows, int cols, float beta) {
@@ -46,13 +84,6 @@ static __global__ void scale_matrix_kernel(float *c, int ld, int rows, int cols,
         float *x = &c[zt_sub_at(i, cols, ld)];
         *x = beta == 0.0f ? 0.0f : beta * *x;
     }
-}
-
-static __global__ void fill_bias_kernel(float *out, const float *bias, int N, int OC) {
-    size_t n = (size_t)N * OC;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        out[i] = bias[i % OC];
 }
 
 // Row n's term of column c of dbias: dout itself.
@@ -66,33 +97,29 @@ struct bias_terms {
 static unsigned elementwise_grid(size_t n) { return zt_grid_stride(n, ZT_CUDA_THREADS); }
 
 extern "C" void zt_cuda_gelu_forward(cudaStream_t st, float *out, const float *inp, size_t n) {
-    if (!n) return;
-    gelu_forward_kernel<<<elementwise_grid(n), ZT_CUDA_THREADS, 0, st>>>(out, inp, n);
-    ZT_CUDA_LAUNCHED(st, "gelu_forward");
+    int vec = zt_aligned16(out) && zt_aligned16(inp);
+    zt_vmap<FP32_W>(st, gelu_forward_op{out, inp}, n, vec, "gelu_forward");
 }
 
 extern "C" void zt_cuda_bias_gelu_forward(cudaStream_t st, float *pre, float *out,
                                           const float *bias, int N, int OC) {
     ZT_ASSERT(N >= 0 && OC >= 0);
     if (!N || !OC) return;
-    size_t n = (size_t)N * OC;
-    bias_gelu_forward_kernel<<<elementwise_grid(n), ZT_CUDA_THREADS, 0, st>>>(pre, out, bias, N,
-                                                                              OC);
-    ZT_CUDA_LAUNCHED(st, "bias_gelu_forward");
+    int vec = zt_aligned16(pre) && zt_aligned16(out) && zt_aligned16(bias) && OC % FP32_W == 0;
+    zt_vmap<FP32_W>(st, bias_gelu_forward_op{pre, out, bias, OC}, (size_t)N * OC, vec,
+                    "bias_gelu_forward");
 }
 
 extern "C" void zt_cuda_gelu_backward(cudaStream_t st, float *dinp, const float *inp,
                                       const float *dout, size_t n) {
-    if (!n) return;
-    gelu_backward_kernel<<<elementwise_grid(n), ZT_CUDA_THREADS, 0, st>>>(dinp, inp, dout, n);
-    ZT_CUDA_LAUNCHED(st, "gelu_backward");
+    int vec = zt_aligned16(dinp) && zt_aligned16(inp) && zt_aligned16(dout);
+    zt_vmap<FP32_W>(st, gelu_backward_op{dinp, inp, dout}, n, vec, "gelu_backward");
 }
 
 extern "C" void zt_cuda_add(cudaStream_t st, float *out, const float *a, const float *b,
                             size_t n) {
-    if (!n) return;
-    add_kernel<<<elementwise_grid(n), ZT_CUDA_THREADS, 0, st>>>(out, a, b, n);
-    ZT_CUDA_LAUNCHED(st, "add");
+    int vec = zt_aligned16(out) && zt_aligned16(a) && zt_aligned16(b);
+    zt_vmap<FP32_W>(st, add_op{out, a, b}, n, vec, "add");
 }
 
 extern "C" void zt_cuda_scale_matrix(cudaStream_t st, float *c, int ld, int rows, int cols,
@@ -107,9 +134,8 @@ extern "C" void zt_cuda_scale_matrix(cudaStream_t st, float *c, int ld, int rows
 extern "C" void zt_cuda_fill_bias(cudaStream_t st, float *out, const float *bias, int N, int OC) {
     ZT_ASSERT(N >= 0 && OC >= 0);
     if (!N || !OC) return;
-    size_t n = (size_t)N * OC;
-    fill_bias_kernel<<<elementwise_grid(n), ZT_CUDA_THREADS, 0, st>>>(out, bias, N, OC);
-    ZT_CUDA_LAUNCHED(st, "fill_bias");
+    int vec = zt_aligned16(out) && zt_aligned16(bias) && OC % FP32_W == 0;
+    zt_vmap<FP32_W>(st, fill_bias_op{out, bias, OC}, (size_t)N * OC, vec, "fill_bias");
 }
 
 extern "C" void zt_cuda_bias_backward(cudaStream_t st, float *dbias, const float *dout,

@@ -6,20 +6,26 @@
 #include "cuda_check.h"
 #include "kernels_cuda.h"
 #include "launch_math.h"
+#include "vec128_cuda.cuh"
 
-static __global__ void encoder_forward_kernel(float *out, const int32_t *tokens, const float *wte,
-                                              const float *wpe, int vocab_lo, int vocab_rows,
-                                              int N, int T, int C) {
-    size_t total = (size_t)N * C;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x) {
-        int n = (int)(i / C), c = (int)(i % C);
-        int row = tokens[n] - vocab_lo;
-        float e = row >= 0 && row < vocab_rows ? wte[(size_t)row * C + c] : 0.0f;
-        float p = wpe ? wpe[(size_t)(n % T) * C + c] : 0.0f;
-        out[i] = e + p;
+// 4 fp32 per 128-bit access (vec128_cuda.cuh); a group stays in one token's row (C % 4 == 0).
+#define FP32_W 4
+
+struct encoder_forward_op {
+    float *out;
+    const int32_t *tokens;
+    const float *wte, *wpe;
+    int vocab_lo, vocab_rows, T, C;
+    template <int W> __device__ void run(size_t i) const {
+        int n = (int)(i / C), c = (int)(i % C), row = tokens[n] - vocab_lo;
+        alignas(16) float e[W], p[W];
+        int in_vocab = row >= 0 && row < vocab_rows;
+        if (in_vocab) zt_vload<W>(e, wte + (size_t)row * C + c);
+        if (wpe) zt_vload<W>(p, wpe + (size_t)(n % T) * C + c);
+        for (int k = 0; k < W; k++) e[k] = (in_vocab ? e[k] : 0.0f) + (wpe ? p[k] : 0.0f);
+        zt_vstore<W>(out + i, e);
     }
-}
+};
 
 // ---- the backward: the tokens grouped by row (launch_math.h, "the embedding backward") ----
 
@@ -65,10 +71,9 @@ extern "C" void zt_cuda_encoder_forward(cudaStream_t st, float *out, const int32
                                         int vocab_rows, int N, int T, int C) {
     ZT_ASSERT(N >= 0 && T > 0 && C > 0);
     if (!N) return;
-    unsigned g = zt_grid_stride((size_t)N * C, ZT_CUDA_THREADS);
-    encoder_forward_kernel<<<g, ZT_CUDA_THREADS, 0, st>>>(out, tokens, wte, wpe, vocab_lo,
-                                                          vocab_rows, N, T, C);
-    ZT_CUDA_LAUNCHED(st, "encoder_forward");
+    int vec = zt_aligned16(out) && zt_aligned16(wte) && zt_aligned16(wpe) && C % FP32_W == 0;
+    zt_vmap<FP32_W>(st, encoder_forward_op{out, tokens, wte, wpe, vocab_lo, vocab_rows, T, C},
+                    (size_t)N * C, vec, "encoder_forward");
 }
 
 extern "C" const uint64_t *zt_cuda_embed_sort(cudaStream_t st, uint64_t *work,
