@@ -357,6 +357,20 @@ static void scratch_free(group_scratch *g) {
     free(g->pids);
 }
 
+int zt_plan_interleaved_runs(const zt_plan_spec *s) {
+    if (!has_data_paths(s)) return 1; // MPI between host ranks
+    group_scratch g;
+    scratch_init(&g, s->pp);
+    int ok = 1;
+    for (int d = 0; d < s->dp && ok; d++)
+        for (int t = 0; t < s->tp && ok; t++) {
+            int n = group_ranks(s, ZT_GRID_GROUP_PP, d, 0, t, g.members);
+            ok = group_path(s, g.members, n, g.ids, g.pids) != ZT_DATA_NCCL;
+        }
+    scratch_free(&g);
+    return ok;
+}
+
 // The staging of one rank (one != NULL: its four groups) or of every rank (all, indexed by
 // world rank: each group's path chosen once, with its first member, and added to every
 // member, so a plan of many ranks costs one choice per group).

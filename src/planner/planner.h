@@ -123,6 +123,11 @@ int zt_plan_stage_w_slots(const zt_plan_spec *s, int slots);
 // again: src/parallel/pipe_ring.h), each one message of fp32 activations (*bytes). 0 sends
 // where the schedule is not interleaved.
 int zt_plan_ring_sends(const zt_plan_spec *s, int slots, size_t *bytes);
+// Whether a run of s can execute --schedule interleaved: the one rule, that no pipeline
+// group's tensor path is NCCL (whose point-to-point holds its stream: src/app/train.c,
+// check_ring). So the CPU backend and ranks sharing a device (host staging) can; ranks with
+// GPUs of their own cannot. By the grid's own choice of path (zt_grid_group_path).
+int zt_plan_interleaved_runs(const zt_plan_spec *s);
 
 // The pipeline partition of the spec (--partition; `memory` balances the stages'
 // predicted bytes from this planner). The caller frees it with zt_partition_free. Fails
