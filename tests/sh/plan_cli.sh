@@ -48,7 +48,8 @@ speeds = [p["tokens_per_s"] for p in ps]
 assert speeds == sorted(speeds, reverse=True), speeds
 for p in ps:
     parts = sum(p[k] for k in ("compute_s", "tp_s", "pp_s", "dp_s", "embed_s", "bubble_s", "optimizer_s"))
-    assert abs(parts - p["step_s"]) <= 1e-6 * p["step_s"], (parts, p["step_s"])
+    # the JSON writes 6 significant digits: each figure within 5e-6 of its own size
+    assert abs(parts - p["step_s"]) <= 5e-6 * (parts + p["step_s"]), (parts, p["step_s"])
     assert abs(p["tokens_per_s"] * p["step_s"] - 512 * 1024) <= 1e-3 * 512 * 1024, p
     peak = q["device"]["peak_bf16"] if "bf16" in p["flags"] else q["device"]["peak_fp32"]
     assert abs(p["mfu"] - p["model_flops"] / (p["step_s"] * 64 * peak)) <= 1e-4 * p["mfu"], p
