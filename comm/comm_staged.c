@@ -11,9 +11,28 @@ typedef struct {
     zt_comm_staging st;
     unsigned char *h[2]; // (bytes) each: [0] sends and collectives, [1] receives
     size_t bytes;
+    struct p2p_slot *slots; // (n_p2p) nonblocking point-to-point, once reserved
+    unsigned char *p2p_host; // (n_p2p * p2p_bytes): slot i's host buffer at i * p2p_bytes
+    int n_p2p;
+    size_t p2p_bytes;
 } staged_impl;
 
-static const zt_comm_i staged_ops;
+// One nonblocking send or receive in flight: its message in the slot's host buffer, cut in
+// the blocking calls' pieces (so either side may be blocking), each an inner request.
+typedef struct p2p_slot {
+    zt_comm_req *inner; // (max_pieces) the pieces' host operations
+    int n_pieces;       // in flight; 0: the slot is free
+    void *dev;          // a receive's destination (NULL for a send)
+    size_t bytes;
+} p2p_slot;
+
+static const zt_comm_i staged_ops, staged_p2p_ops;
+
+// A request's state in zt_comm_req.impl.
+typedef struct {
+    int32_t slot; // a point-to-point operation's slot; -1: a collective's, complete at issue
+} staged_req;
+static staged_req *req_of(zt_comm_req *req) { return (staged_req *)req->impl; }
 
 static staged_impl *impl_of(const zt_comm *c) { return (staged_impl *)c->impl; }
 static void to_host(const staged_impl *s, void *host, const void *dev, size_t bytes) {
@@ -203,6 +222,13 @@ static void staged_split(const zt_comm *c, int color, int key, zt_comm *out) {
 static void staged_free(zt_comm *c) {
     staged_impl *s = impl_of(c);
     if (!s) return;
+    for (int i = 0; i < s->n_p2p; i++) {
+        ZT_ASSERTF(!s->slots[i].n_pieces, "a staged point-to-point operation still in flight "
+                                          "at the communicator's free");
+        free(s->slots[i].inner);
+    }
+    free(s->slots);
+    if (s->p2p_host) s->st.host_free(s->st.ctx, s->p2p_host);
     for (int i = 0; i < 2; i++)
         if (s->h[i]) s->st.host_free(s->st.ctx, s->h[i]);
     zt_comm_free(&s->own); // (a zero-filled one when inner is borrowed)
@@ -210,56 +236,151 @@ static void staged_free(zt_comm *c) {
     c->impl = NULL;
 }
 
-// Nonblocking forms: staged and done at issue (the copies to and from the device sit on the
+// Nonblocking collectives: staged and done at issue (the copies to and from the device sit on the
 // issuing thread anyway), so test and wait have nothing left; no overlap through staging.
 // ireduce reduces into every rank's host buffer and writes back at the root only.
 static void staged_iall_reduce(const zt_comm *c, const void *send, void *recv, size_t count,
                                zt_dtype dt, zt_reduce_op op, void *stream, zt_comm_req *req) {
     staged_all_reduce(c, send, recv, count, dt, op, stream);
+    req_of(req)->slot = -1;
 }
 static void staged_ireduce(const zt_comm *c, const void *send, void *recv, size_t count,
                            zt_dtype dt, zt_reduce_op op, int root, void *stream,
                            zt_comm_req *req) {
     reduce_to(c, send, recv, count, dt, op, root);
+    req_of(req)->slot = -1;
 }
 static void staged_ireduce_scatter(const zt_comm *c, const void *send, void *recv, size_t count,
                                    zt_dtype dt, zt_reduce_op op, void *stream,
                                    zt_comm_req *req) {
     staged_reduce_scatter(c, send, recv, count, dt, op, stream);
+    req_of(req)->slot = -1;
 }
 static void staged_iall_gather(const zt_comm *c, const void *send, void *recv, size_t count,
                                zt_dtype dt, void *stream, zt_comm_req *req) {
     staged_all_gather(c, send, recv, count, dt, stream);
+    req_of(req)->slot = -1;
 }
 static void staged_ibroadcast(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int root,
                               void *stream, zt_comm_req *req) {
     staged_broadcast(c, buf, count, dt, root, stream);
+    req_of(req)->slot = -1;
 }
-// No isend/irecv: done at issue they would be blocking, and two neighbours that both send
-// first would wait on each other (comm.h); callers use send, recv and send_recv here.
-static int staged_test(const zt_comm *c, zt_comm_req *req) { return 1; }
-static void staged_wait(const zt_comm *c, zt_comm_req *req) {}
+// Until zt_comm_staged_reserve_p2p no isend/irecv: done at issue they would be blocking, and
+// two neighbours that both send first would wait on each other (comm.h). The collectives'
+// requests (done at issue) have no slot.
+static unsigned char *slot_host(const staged_impl *s, int i) {
+    return s->p2p_host + (size_t)i * s->p2p_bytes;
+}
 
-static const zt_comm_i staged_ops = {
-    .name = "staged",
-    .all_reduce = staged_all_reduce,
-    .reduce_scatter = staged_reduce_scatter,
-    .all_gather = staged_all_gather,
-    .broadcast = staged_broadcast,
-    .send = staged_send,
-    .recv = staged_recv,
-    .send_recv = staged_send_recv,
-    .barrier = staged_barrier,
-    .iall_reduce = staged_iall_reduce,
-    .ireduce = staged_ireduce,
-    .ireduce_scatter = staged_ireduce_scatter,
-    .iall_gather = staged_iall_gather,
-    .ibroadcast = staged_ibroadcast,
-    .test = staged_test,
-    .wait = staged_wait,
-    .split = staged_split,
-    .free = staged_free,
-};
+// A free slot for a message of `bytes`, its index written into req.
+static int take_slot(staged_impl *s, size_t bytes, zt_comm_req *req) {
+    ZT_ASSERTF(bytes <= s->p2p_bytes, "staged isend/irecv of %zu bytes: the reserved slots "
+               "hold %zu (zt_comm_staged_reserve_p2p)", bytes, s->p2p_bytes);
+    for (int i = 0; i < s->n_p2p; i++)
+        if (!s->slots[i].n_pieces) {
+            req_of(req)->slot = i;
+            s->slots[i].bytes = bytes;
+            return i;
+        }
+    ZT_ASSERTF(0, "staged isend/irecv: %d operations in flight already, as many as reserved "
+               "(zt_comm_staged_reserve_p2p)", s->n_p2p);
+    return -1;
+}
+
+// Copies the device data to the slot once the stream has written it (to_host is ordered
+// after the device work issued before it), then sends it in the blocking send's pieces.
+static void staged_isend(const zt_comm *c, const void *buf, size_t count, zt_dtype dt, int peer,
+                         int tag, void *stream, zt_comm_req *req) {
+    staged_impl *s = impl_of(c);
+    size_t es = zt_dtype_size(dt), k = s->bytes / es, np = n_pieces(count, k);
+    int i = take_slot(s, count * es, req);
+    p2p_slot *sl = &s->slots[i];
+    unsigned char *h = slot_host(s, i);
+    to_host(s, h, buf, count * es);
+    sl->dev = NULL;
+    sl->n_pieces = (int)np;
+    for (size_t p = 0; p < np; p++) {
+        size_t off = p * k, n = min_sz(k, count - off);
+        zt_comm_isend(s->inner, B_(h, off, es), n, dt, peer, tag, NULL, &sl->inner[p]);
+    }
+}
+
+// Receives into the slot in the blocking receive's pieces; the copy to the device waits for
+// test or wait.
+static void staged_irecv(const zt_comm *c, void *buf, size_t count, zt_dtype dt, int peer,
+                         int tag, void *stream, zt_comm_req *req) {
+    staged_impl *s = impl_of(c);
+    size_t es = zt_dtype_size(dt), k = s->bytes / es, np = n_pieces(count, k);
+    int i = take_slot(s, count * es, req);
+    p2p_slot *sl = &s->slots[i];
+    unsigned char *h = slot_host(s, i);
+    sl->dev = buf;
+    sl->n_pieces = (int)np;
+    for (size_t p = 0; p < np; p++) {
+        size_t off = p * k, n = min_sz(k, count - off);
+        zt_comm_irecv(s->inner, B_(h, off, es), n, dt, peer, tag, NULL, &sl->inner[p]);
+    }
+}
+
+// The slot's pieces are done: a receive's message goes to the device, the slot is free.
+static void finish_slot(staged_impl *s, int i) {
+    p2p_slot *sl = &s->slots[i];
+    if (sl->dev) to_device(s, sl->dev, slot_host(s, i), sl->bytes);
+    sl->n_pieces = 0;
+    sl->dev = NULL;
+}
+
+static p2p_slot *slot_of(const zt_comm *c, zt_comm_req *req, int *i) {
+    staged_impl *s = impl_of(c);
+    *i = req_of(req)->slot;
+    if (*i < 0) return NULL;
+    ZT_ASSERT(*i < s->n_p2p && s->slots[*i].n_pieces > 0);
+    return &s->slots[*i];
+}
+
+static int staged_test(const zt_comm *c, zt_comm_req *req) {
+    int i;
+    p2p_slot *sl = slot_of(c, req, &i);
+    if (!sl) return 1;
+    int done = 1;
+    for (int p = 0; p < sl->n_pieces; p++) done &= zt_comm_test(&sl->inner[p]);
+    if (done) finish_slot(impl_of(c), i);
+    return done;
+}
+
+static void staged_wait(const zt_comm *c, zt_comm_req *req) {
+    int i;
+    p2p_slot *sl = slot_of(c, req, &i);
+    if (!sl) return;
+    for (int p = 0; p < sl->n_pieces; p++) zt_comm_wait(&sl->inner[p]);
+    finish_slot(impl_of(c), i);
+}
+
+// The operations both tables have (the second adds isend and irecv once reserved).
+#define STAGED_OPS                                                                                 \
+    .name = "staged",                                                                              \
+    .all_reduce = staged_all_reduce,                                                               \
+    .reduce_scatter = staged_reduce_scatter,                                                       \
+    .all_gather = staged_all_gather,                                                               \
+    .broadcast = staged_broadcast,                                                                 \
+    .send = staged_send,                                                                           \
+    .recv = staged_recv,                                                                           \
+    .send_recv = staged_send_recv,                                                                 \
+    .barrier = staged_barrier,                                                                     \
+    .iall_reduce = staged_iall_reduce,                                                             \
+    .ireduce = staged_ireduce,                                                                     \
+    .ireduce_scatter = staged_ireduce_scatter,                                                     \
+    .iall_gather = staged_iall_gather,                                                             \
+    .ibroadcast = staged_ibroadcast,                                                               \
+    .test = staged_test,                                                                           \
+    .wait = staged_wait,                                                                           \
+    .split = staged_split,                                                                         \
+    .free = staged_free
+
+static const zt_comm_i staged_ops = {STAGED_OPS};
+static const zt_comm_i staged_p2p_ops = {STAGED_OPS, .isend = staged_isend,
+                                         .irecv = staged_irecv};
 
 void zt_comm_staged_init(zt_comm *out, const zt_comm *inner, const zt_comm_staging *st,
                          size_t stage_bytes) {
@@ -271,3 +392,32 @@ void zt_comm_staged_init(zt_comm *out, const zt_comm *inner, const zt_comm_stagi
 }
 
 size_t zt_comm_staged_host_bytes(size_t stage_bytes) { return 2 * stage_bytes; }
+
+int zt_comm_is_staged(const zt_comm *c) {
+    return c && (c->ops == &staged_ops || c->ops == &staged_p2p_ops);
+}
+
+void zt_comm_staged_reserve_p2p(zt_comm *c, int n_ops, size_t bytes) {
+    ZT_ASSERTF(c && c->ops == &staged_ops, "zt_comm_staged_reserve_p2p: not a staged "
+               "communicator, or one reserved already");
+    ZT_ASSERT(n_ops >= 1 && bytes > 0);
+    staged_impl *s = impl_of(c);
+    // a message's pieces as the blocking calls cut it, for the dtype that cuts most
+    size_t most = 0;
+    for (size_t es = 1; es <= 8; es *= 2) {
+        size_t np = n_pieces(bytes / es, s->bytes / es);
+        most = np > most ? np : most;
+    }
+    s->slots = calloc((size_t)n_ops, sizeof *s->slots);
+    ZT_ASSERTF(s->slots, "out of host memory");
+    for (int i = 0; i < n_ops; i++) {
+        s->slots[i].inner = calloc(most, sizeof *s->slots[i].inner);
+        ZT_ASSERTF(s->slots[i].inner, "out of host memory");
+    }
+    s->p2p_host = s->st.host_alloc(s->st.ctx, zt_comm_staged_p2p_host_bytes(n_ops, bytes));
+    s->n_p2p = n_ops;
+    s->p2p_bytes = bytes;
+    c->ops = &staged_p2p_ops;
+}
+
+size_t zt_comm_staged_p2p_host_bytes(int n_ops, size_t bytes) { return (size_t)n_ops * bytes; }

@@ -42,4 +42,20 @@ void zt_comm_staged_init(zt_comm *out, const zt_comm *inner, const zt_comm_stagi
 // (its two buffers), for the memory planner.
 size_t zt_comm_staged_host_bytes(size_t stage_bytes);
 
+// Whether c is a staged communicator (made by zt_comm_staged_init or its split).
+int zt_comm_is_staged(const zt_comm *c);
+
+// Gives staged communicator c nonblocking point-to-point (until then it has none:
+// zt_comm_has_async_p2p is 0): `n_ops` host slots of `bytes` each, allocated here through the
+// staging's host_alloc, one per isend or irecv in flight (a slot is free again once its
+// request's test says done or its wait returns). isend copies the device buffer to a slot
+// (after the device work that wrote it) and sends it; irecv receives into a slot and copies
+// to the device at test or wait. Messages are cut in the blocking calls' pieces, so either
+// side of a pair may be blocking. A message over `bytes`, or more operations in flight than
+// n_ops, is fatal. Local (not collective); once per communicator; freed with it.
+void zt_comm_staged_reserve_p2p(zt_comm *c, int n_ops, size_t bytes);
+
+// Bytes zt_comm_staged_reserve_p2p(c, n_ops, bytes) allocates through host_alloc.
+size_t zt_comm_staged_p2p_host_bytes(int n_ops, size_t bytes);
+
 #endif

@@ -312,6 +312,24 @@ static void check_async_point_to_point(ctx_t *x, const zt_comm *c, zt_dtype dt, 
     gb_free(&want);
 }
 
+// An isend met by a blocking recv (the interleaved ring's pattern, src/parallel/pipe_ring.h):
+// every rank sends to its next rank without blocking, receives from its previous one, then
+// completes the send; exact, and the staged path's pieces of both sides must match.
+static void check_isend_to_recv(ctx_t *x, const zt_comm *c, zt_dtype dt, size_t n, int salt) {
+    if (c->size < 2 || !zt_comm_has_async_p2p(c)) return;
+    int next = (c->rank + 1) % c->size, prev = (c->rank + c->size - 1) % c->size;
+    gbuf mine = gb_new(n, dt), got = gb_new(n, dt), want = gb_new(n, dt);
+    zt_comm_req req = {0};
+    fill(mine.p, dt, n, c->rank, salt);
+    zt_comm_isend(c, mine.p, n, dt, next, 3, NULL, &req);
+    zt_comm_recv(c, got.p, n, dt, prev, 3, NULL);
+    zt_comm_wait(&req);
+    fill(want.p, dt, n, prev, salt);
+    expect_equal(x, "isend to a blocking recv", got.p, want.p, n, dt);
+    gb_check_guards(x, &got, "isend to a blocking recv");
+    gb_free(&mine), gb_free(&got), gb_free(&want);
+}
+
 // The nonblocking collectives, all in flight at once (issued in one order, completed by
 // polling in another, then by wait), each checked exactly against the blocking result:
 // all_reduce, reduce to every root in place and not, reduce_scatter in place and not,
@@ -781,11 +799,17 @@ ZT_TEST(comm_staged_collectives) {
     zt_grid_staging_of(cpu, &st);
     ctx_t x = {"staged world", 0, 0};
 
-    // 1. One piece per operation (up to 1000003 x 8 bytes).
+    // 1. One piece per operation (up to 1000003 x 8 bytes). Nonblocking point-to-point once
+    //    reserved: check_async_point_to_point holds 8 messages of up to count + 1 elements.
     zt_comm big;
     zt_comm_staged_init(&big, &world, &st, ZT_COMM_STAGE_BYTES_DEFAULT);
     if (strcmp(big.ops->name, "staged") || big.rank != world.rank || big.size != world.size)
         failf(&x, "staged communicator: %s rank %d size %d", big.ops->name, big.rank, big.size);
+    x.checks++;
+    if (zt_comm_has_async_p2p(&big) || !zt_comm_is_staged(&big) || zt_comm_is_staged(&world))
+        failf(&x, "staged: isend before reserving, or zt_comm_is_staged wrong");
+    zt_comm_staged_reserve_p2p(&big, 8, 8 * 1000004);
+    if (!zt_comm_has_async_p2p(&big)) failf(&x, "staged: no isend after reserving");
     const size_t counts[] = {0, 1, 7, 1000003};
     check_comm(&x, &big, counts, 4);
     x.label = "staged world, bf16 rounding";
@@ -801,13 +825,17 @@ ZT_TEST(comm_staged_collectives) {
     x.label = "staged world, pieces";
     zt_comm small;
     zt_comm_staged_init(&small, &world, &st, 8 * (size_t)world.size);
+    zt_comm_staged_reserve_p2p(&small, 8, 8 * 62);
     const size_t piece_counts[] = {0, 1, 7, 61};
     check_comm(&x, &small, piece_counts, 4);
+    for (int d = 0; d < N_DTYPES; d++) check_isend_to_recv(&x, &small, k_dtypes[d], 61, d);
     zt_comm_free(&small);
     x.label = "staged world, 1000-byte pieces";
     zt_comm_staged_init(&small, &world, &st, 1000);
+    zt_comm_staged_reserve_p2p(&small, 8, 8 * 20012);
     const size_t mid_counts[] = {1003, 20011};
     check_comm(&x, &small, mid_counts, 2);
+    for (int d = 0; d < N_DTYPES; d++) check_isend_to_recv(&x, &small, k_dtypes[d], 20011, d);
     check_bf16_rounding(&x, &small, 4001);
 
     // 3. A split of a staged communicator is staged (pieces included).

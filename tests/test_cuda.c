@@ -1926,7 +1926,8 @@ ZT_TEST(cuda_launch_math_host) {
 }
 
 // Host staging on the GPU (comm_staged.c with pinned buffers and the CUDA backend's copies):
-// all-reduce, reduce-scatter and all-gather in place, broadcast and a send_recv ring, f32 and
+// all-reduce, reduce-scatter and all-gather in place, broadcast, a send_recv ring and the same
+// ring through isend (to a blocking recv, to an irecv), f32 and
 // bf16 on device buffers, in one piece and in pieces of 1000 bytes, exact on small integers.
 // One rank alone, or under mpirun (tests/sh/cuda_comm.sh: ranks sharing GPU 0), then the
 // grid's choice on this machine (shared GPU: staged; a group of one: nothing to move).
@@ -1986,6 +1987,22 @@ ZT_TEST(cuda_comm_staged) {
                                   (me + R - 1) % R, dt, 3, NULL);
                 for (size_t i = 0; i < H; i += 41)
                     bad += AT(H + i) != (float)((i * 3 + (size_t)((me + R - 1) % R)) % 17) - 8.0f;
+                // the same through nonblocking sends (reserved slots): an isend met by a
+                // blocking recv (the interleaved ring's pattern), then isend against irecv
+                zt_comm_staged_reserve_p2p(&c, 2, H * es);
+                int next = (me + 1) % R, prev = (me + R - 1) % R;
+                unsigned char *upper = (unsigned char *)dev + H * es;
+                for (int blocking = 1; blocking >= 0; blocking--) {
+                    TO_DEV();
+                    zt_comm_req rq[2] = {{0}};
+                    if (!blocking) zt_comm_irecv(&c, upper, H, dt, prev, 5, NULL, &rq[1]);
+                    zt_comm_isend(&c, dev, H, dt, next, 5, NULL, &rq[0]);
+                    if (blocking) zt_comm_recv(&c, upper, H, dt, prev, 5, NULL);
+                    zt_comm_wait(&rq[1]);
+                    zt_comm_wait(&rq[0]);
+                    for (size_t i = 0; i < H; i += 41)
+                        bad += AT(H + i) != (float)((i * 3 + (size_t)prev) % 17) - 8.0f;
+                }
             }
 #undef TO_DEV
 #undef AT

@@ -727,6 +727,39 @@ ZT_TEST(schedule_simulate_stage_costs) {
     return ZT_PASS;
 }
 
+// zt_schedule_simulate_virtual (what `zerotrain plan` prices interleaved with): a cost per
+// virtual stage. Equal ones give exactly zt_schedule_simulate's step, (m·V + p - 1)(f + b + w)
+// (so the bubble over compute is (p - 1)/(V·m), schedule_interleaved_bubble's derivation);
+// chunk c at (c + 1) times the cost makes every stage compute m·3·(1 + 2 + ... + V) units,
+// which only a simulator that prices each action by its own chunk gives.
+ZT_TEST(schedule_simulate_virtual_costs) {
+    enum { MAX_VIRT = 8 * MAX_V };
+    zt_sched_costs one = {1, 1, 1}, each[MAX_VIRT];
+    for (int V = 2; V <= MAX_V; V++)
+        for (int p = 2; p <= 8; p++)
+            for (int m = p; m <= 16; m += p) {
+                for (int v = 0; v < p * V; v++) each[v] = one;
+                long ticks = -1, ref = -2;
+                zt_sim_stage per[MAX_P], per_ref[MAX_P];
+                CHECK(zt_schedule_simulate_virtual(ZT_SCHED_INTERLEAVED, p, m, V, each,
+                                                   ZT_SIM_NONBLOCKING, &ticks, per) == ZT_OK);
+                CHECK(zt_schedule_simulate(ZT_SCHED_INTERLEAVED, p, m, V, &one, 1,
+                                           ZT_SIM_NONBLOCKING, &ref, per_ref) == ZT_OK);
+                CHECK(ticks == ref && ticks == (long)(m * V + p - 1) * 3);
+                CHECK((ticks - 3L * m * V) * V * m == 3L * m * V * (p - 1));
+                for (int st = 0; st < p; st++)
+                    CHECK(per[st].busy == per_ref[st].busy && per[st].idle == per_ref[st].idle);
+                for (int v = 0; v < p * V; v++) {
+                    int k = v / p + 1; // chunk v / p
+                    each[v] = (zt_sched_costs){k, k, k};
+                }
+                CHECK(zt_schedule_simulate_virtual(ZT_SCHED_INTERLEAVED, p, m, V, each,
+                                                   ZT_SIM_NONBLOCKING, &ticks, per) == ZT_OK);
+                for (int st = 0; st < p; st++) CHECK(per[st].busy == 3L * m * V * (V + 1) / 2);
+            }
+    return ZT_PASS;
+}
+
 // zt_schedule_chunk_slots: walking every interleaved list (and the 1-chunk kinds), the
 // micro-batches of a chunk alive at once (from the receive of their input, or their forward,
 // to the end of their backward) never share a slot k mod slots, and the count is reached.

@@ -110,6 +110,7 @@ static void fixed_of(char **rest, int n, zt_plan_fixed *f) {
     f->recompute = given(rest, n, "--recompute");
     f->seq_parallel = given(rest, n, "--sequence-parallel");
     f->schedule = given(rest, n, "--schedule");
+    f->virtual_stages = given(rest, n, "--virtual-stages");
     f->micro_batch = given(rest, n, "--micro-batch");
     f->partition = given(rest, n, "--partition");
     f->overlap = given(rest, n, "--overlap-comm");
@@ -229,6 +230,9 @@ static zt_status plan(int argc, char **argv) {
     zt_status st = split_args(argc, argv, &a, rest, &n);
     zt_config cfg;
     if (st == ZT_OK) st = zt_config_parse(&cfg, n, rest);
+    // the search derives --grad-accum; --pp stands in for it where interleaved's check reads it
+    if (st == ZT_OK && cfg.schedule == ZT_SCHED_INTERLEAVED && !given(rest, n, "--grad-accum"))
+        cfg.grad_accum = cfg.pp;
     if (st == ZT_OK) st = zt_config_validate(&cfg);
     zt_plan_question q = {0};
     if (st == ZT_OK) fixed_of(rest, n, &q.fixed);

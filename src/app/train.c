@@ -180,13 +180,29 @@ static zt_status init_chunks(zt_trainer *t, const zt_act_options *opts) {
 }
 
 // The interleaved ring's sends must not hold the stage (pipe_ring.h): a pipeline path
-// without nonblocking point-to-point (host staging; NCCL's backend, so far) cannot run it.
+// without nonblocking point-to-point cannot run it. MPI has it, host staging once reserved
+// (reserve_ring_staging); NCCL's does not (docs/design.md, "Pipeline": what it needs).
 static zt_status check_ring(const zt_trainer *t) {
     if (t->n_chunks == 1 || zt_comm_has_async_p2p(t->grid.pp_data)) return ZT_OK;
-    return zt_errorf("--schedule interleaved needs nonblocking pipeline transfers (isend and "
-                     "irecv), which this run's pipeline path lacks (NCCL's backend and host "
-                     "staging have none yet; MPI between CPU ranks has): use --schedule 1f1b, "
-                     "or run the CPU backend without --tensor-path staged");
+    return zt_errorf("--schedule interleaved needs nonblocking pipeline transfers, which NCCL "
+                     "between GPUs lacks here (NCCL point-to-point holds its stream until the "
+                     "peer matches it, and the ring sends ahead of its receives): use "
+                     "--schedule 1f1b, or run the ranks of each pipeline on one GPU (host "
+                     "staging) or on the CPU backend");
+}
+
+// Host staging's nonblocking sends for the interleaved ring: a host slot per send it can
+// hold in flight, as the planner counts them (zt_plan_ring_sends). Before --profile wraps
+// the path, which then has them too.
+static void reserve_ring_staging(zt_trainer *t) {
+    zt_grid *g = &t->grid;
+    int V = t->cfg->virtual_stages, slots = 0;
+    if (V < 2 || g->pp < 2 || !zt_comm_is_staged(g->pp_data)) return;
+    ZT_ASSERT(g->pp_data == &g->pp_dev);
+    for (int c = 0; c < V; c++) slots += zt_plan_stage_slots(&t->plan, c * g->pp + g->pp_rank);
+    size_t bytes;
+    int sends = zt_plan_ring_sends(&t->plan, slots, &bytes);
+    zt_comm_staged_reserve_p2p(&g->pp_dev, sends, bytes);
 }
 
 static zt_status setup(zt_trainer *t, const char *argv0) {
@@ -418,6 +434,7 @@ static zt_status open_trainer(zt_trainer *t, zt_backend *backend, const zt_comm 
     ZT_TRY(zt_grid_init(&t->grid, world, dp, cfg->pp, cfg->tp));
     // a device backend's tensors: NCCL, or MPI with host staging (before the profile wraps)
     ZT_TRY(zt_grid_open_data(&t->grid, backend, cfg->tensor_path == ZT_TENSOR_PATH_STAGED));
+    reserve_ring_staging(t);
     if (cfg->profile) start_profile(t);
     // the launcher says which ranks share a machine; else all (the conservative guess)
     t->plan.ranks_per_node = zt_launcher_local_size(t->grid.world);

@@ -372,7 +372,8 @@ typedef struct {
 typedef struct {
     const zt_schedule *lists;
     int p, V, m, ring;
-    const zt_sched_costs *costs;
+    const zt_sched_costs *costs; // per stage, or per virtual stage (c * p + s) with per_chunk
+    int per_chunk;
     zt_sim_transport transport;
     sim_stage *st;
     zt_sim_stage *per;
@@ -471,7 +472,7 @@ static int start_compute(sim *S, int i, long t) {
     const zt_sched_action *a = &S->lists[i].actions[u->pc];
     int r = check_inputs(S, i, a);
     if (r != 0) return r == 1 ? 0 : -1;
-    const zt_sched_costs *c = &S->costs[i];
+    const zt_sched_costs *c = &S->costs[S->per_chunk ? a->chunk * S->p + i : i];
     long cost = a->op == ZT_SCHED_OP_FWD     ? c->f
                 : a->op == ZT_SCHED_OP_BWD_B ? c->b
                 : a->op == ZT_SCHED_OP_BWD_W ? c->w
@@ -689,22 +690,23 @@ static zt_status run(sim *S, long *ticks_out) {
     }
 }
 
-zt_status zt_schedule_simulate_lists(const zt_schedule *stages, int n_stages,
-                                     const zt_sched_costs *costs, zt_sim_transport transport,
-                                     long *ticks_out, zt_sim_stage *per_stage,
-                                     zt_sim_event *events, int *n_events) {
+// zt_schedule_simulate_lists, with costs per virtual stage where per_chunk.
+static zt_status simulate_lists(const zt_schedule *stages, int n_stages,
+                                const zt_sched_costs *costs, int per_chunk,
+                                zt_sim_transport transport, long *ticks_out,
+                                zt_sim_stage *per_stage, zt_sim_event *events, int *n_events) {
     ZT_ASSERTF(n_stages >= 1, "simulate: %d stages", n_stages);
-    for (int i = 0; i < n_stages; i++)
+    int V = stages[0].n_chunks, m = stages[0].n_micro;
+    for (int i = 0; i < n_stages * (per_chunk ? V : 1); i++)
         ZT_ASSERTF(costs[i].f >= 1 && costs[i].b >= 1 && costs[i].w >= 1,
                    "simulate: stage %d costs %d/%d/%d", i, costs[i].f, costs[i].b, costs[i].w);
-    int V = stages[0].n_chunks, m = stages[0].n_micro;
     for (int i = 0; i < n_stages; i++)
         ZT_ASSERTF(stages[i].stage == i && stages[i].n_stages == n_stages &&
                        stages[i].n_chunks == V && stages[i].n_micro == m && V >= 1,
                    "simulate: list %d is stage %d of %d", i, stages[i].stage,
                    stages[i].n_stages);
     sim S = {.lists = stages, .p = n_stages, .V = V, .m = m, .ring = V > 1, .costs = costs,
-             .transport = transport, .events = events};
+             .per_chunk = per_chunk, .transport = transport, .events = events};
     S.st = calloc((size_t)n_stages, sizeof *S.st);
     S.per = calloc((size_t)n_stages, sizeof *S.per);
     ZT_ASSERT(S.st && S.per);
@@ -744,23 +746,51 @@ zt_status zt_schedule_simulate_lists(const zt_schedule *stages, int n_stages,
     return rc;
 }
 
+zt_status zt_schedule_simulate_lists(const zt_schedule *stages, int n_stages,
+                                     const zt_sched_costs *costs, zt_sim_transport transport,
+                                     long *ticks_out, zt_sim_stage *per_stage,
+                                     zt_sim_event *events, int *n_events) {
+    return simulate_lists(stages, n_stages, costs, 0, transport, ticks_out, per_stage, events,
+                          n_events);
+}
+
+// Builds the lists and simulates them with costs `each` (per stage, or per virtual stage).
+static zt_status build_and_simulate(zt_schedule_kind kind, int n_stages, int n_micro,
+                                    int n_chunks, const zt_sched_costs *each, int per_chunk,
+                                    zt_sim_transport transport, long *ticks_out,
+                                    zt_sim_stage *per_stage) {
+    ZT_TRY(check_sizes(n_stages, n_micro));
+    zt_schedule *s = calloc((size_t)n_stages, sizeof *s);
+    ZT_ASSERT(s);
+    zt_status rc = ZT_OK;
+    for (int i = 0; i < n_stages && rc == ZT_OK; i++)
+        rc = zt_schedule_build_chunks(&s[i], kind, n_stages, i, n_micro, n_chunks);
+    if (rc == ZT_OK)
+        rc = simulate_lists(s, n_stages, each, per_chunk, transport, ticks_out, per_stage, NULL,
+                            NULL);
+    for (int i = 0; i < n_stages; i++) zt_schedule_free(&s[i]);
+    free(s);
+    return rc;
+}
+
 zt_status zt_schedule_simulate(zt_schedule_kind kind, int n_stages, int n_micro, int n_chunks,
                                const zt_sched_costs *costs, int same_costs,
                                zt_sim_transport transport, long *ticks_out,
                                zt_sim_stage *per_stage) {
     ZT_TRY(check_sizes(n_stages, n_micro));
-    zt_schedule *s = calloc((size_t)n_stages, sizeof *s);
     zt_sched_costs *each = malloc((size_t)n_stages * sizeof *each);
-    ZT_ASSERT(s && each);
+    ZT_ASSERT(each);
     for (int i = 0; i < n_stages; i++) each[i] = costs[same_costs ? 0 : i];
-    zt_status rc = ZT_OK;
-    for (int i = 0; i < n_stages && rc == ZT_OK; i++)
-        rc = zt_schedule_build_chunks(&s[i], kind, n_stages, i, n_micro, n_chunks);
-    if (rc == ZT_OK)
-        rc = zt_schedule_simulate_lists(s, n_stages, each, transport, ticks_out, per_stage, NULL,
-                                        NULL);
-    for (int i = 0; i < n_stages; i++) zt_schedule_free(&s[i]);
-    free(s);
+    zt_status rc = build_and_simulate(kind, n_stages, n_micro, n_chunks, each, 0, transport,
+                                      ticks_out, per_stage);
     free(each);
     return rc;
+}
+
+zt_status zt_schedule_simulate_virtual(zt_schedule_kind kind, int n_stages, int n_micro,
+                                       int n_chunks, const zt_sched_costs *costs,
+                                       zt_sim_transport transport, long *ticks_out,
+                                       zt_sim_stage *per_stage) {
+    return build_and_simulate(kind, n_stages, n_micro, n_chunks, costs, 1, transport, ticks_out,
+                              per_stage);
 }

@@ -183,5 +183,12 @@ zt_status zt_schedule_simulate(zt_schedule_kind kind, int n_stages, int n_micro,
                                const zt_sched_costs *costs, int same_costs,
                                zt_sim_transport transport, long *ticks_out,
                                zt_sim_stage *per_stage);
+// As zt_schedule_simulate with a cost per virtual stage: costs[c * n_stages + s] (n_stages *
+// n_chunks entries) prices stage s's chunk c, so each chunk costs what its own units do (the
+// planner: zerotrain plan's interleaved layouts).
+zt_status zt_schedule_simulate_virtual(zt_schedule_kind kind, int n_stages, int n_micro,
+                                       int n_chunks, const zt_sched_costs *costs,
+                                       zt_sim_transport transport, long *ticks_out,
+                                       zt_sim_stage *per_stage);
 
 #endif

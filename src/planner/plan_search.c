@@ -9,14 +9,23 @@
 #include "partition.h"
 #include "schedule.h"
 
+// " --virtual-stages V" under interleaved, else "".
+static const char *virtual_flag(const zt_plan_spec *s) {
+    static const char *const v[] = {"", "", " --virtual-stages 2", " --virtual-stages 3",
+                                     " --virtual-stages 4"};
+    ZT_ASSERT(s->virtual_stages <= ZT_PLAN_MAX_VIRTUAL);
+    return s->schedule == ZT_SCHED_INTERLEAVED && s->virtual_stages > 1 ? v[s->virtual_stages]
+                                                                         : "";
+}
+
 void zt_plan_layout_flags(const zt_plan_spec *s, int overlap, char *buf, size_t size) {
     snprintf(buf, size,
              "--dp %d --pp %d --tp %d --zero %d --optim %s --param-dtype %s --recompute %s%s "
-             "--schedule %s --partition %s --micro-batch %d --grad-accum %d --overlap-comm %s",
+             "--schedule %s%s --partition %s --micro-batch %d --grad-accum %d --overlap-comm %s",
              s->dp, s->pp, s->tp, s->zero, s->is_8bit ? "adamw8bit" : "adamw",
              s->param_bytes == 2 ? "bf16" : "fp32", zt_recompute_mode_name(s->recompute.mode),
              s->seq_parallel ? " --sequence-parallel" : "", zt_schedule_kind_name(s->schedule),
-             s->partition, s->micro_batch, s->grad_accum, overlap ? "on" : "off");
+             virtual_flag(s), s->partition, s->micro_batch, s->grad_accum, overlap ? "on" : "off");
 }
 
 // ---------------------------------------------------------------- memory
@@ -33,7 +42,8 @@ static zt_status stage_need(const zt_plan_spec *s, const zt_partition *p, int sh
     zt_status st = ZT_OK;
     for (int k = 0; k < s->pp && st == ZT_OK; k++) {
         int blocks = p->first[k + 1] - p->first[k], same = 0;
-        for (int j = 1; j < k && k < s->pp - 1 && !same; j++)
+        // (under interleaved a rank holds several chunks: every stage is planned)
+        for (int j = 1; j < k && k < s->pp - 1 && !same && s->virtual_stages <= 1; j++)
             if (p->first[j + 1] - p->first[j] == blocks) same = j;
         zt_plan_bytes b;
         if (same) peaks[k] = peaks[same];
@@ -108,6 +118,7 @@ typedef struct {
     double smallest;        // the least need seen (any rung; a bound where it did not fit)
     zt_plan_spec smallest_spec;
     int any_layout;         // some layout divided the global batch
+    int no_interleaved;     // an interleaved layout was left out: its pipeline is NCCL's
 } results;
 
 static void push(results *r, const zt_plan_answer *a) {
@@ -137,6 +148,7 @@ static zt_plan_cache *cache_of(results *r, const zt_plan_spec *s, int rung) {
 static double need_bound(const zt_plan_spec *s, const zt_partition *p, zt_plan_cache *c,
                          int sharing) {
     double most = 0.0, sum = 0.0;
+    if (s->virtual_stages > 1) return 0.0; // a rank's chunks share one buffer: planned exactly
     for (int k = 0; k < s->pp; k++) {
         double b = zt_plan_stage_cost_cached(s, c, p->first[k], p->first[k + 1],
                                              zt_plan_stage_slots(s, k));
@@ -169,9 +181,13 @@ static void try_layout(const zt_plan_question *q, const zt_plan_device *d, zt_pl
             if (q->fixed.partition ? pa > 0 : s.pp == 1 && pa > 0) break;
             if (!q->fixed.partition) snprintf(s.partition, sizeof s.partition, "%s", parts[pa]);
             // more stages than units: no layout (a refused layout's message is replaced
-            // by the next one's)
+            // by the next one's); under interleaved the `memory` partition may still give
+            // the embedding and the head chunks of their own
             zt_partition p;
-            if (zt_plan_partition_cached(&s, c, &p) != ZT_OK) return;
+            if (zt_plan_partition_cached(&s, c, &p) != ZT_OK) {
+                if (s.virtual_stages > 1) continue;
+                return;
+            }
             double need = need_bound(&s, &p, c, q->sharing), peak = 0;
             zt_status st = ZT_OK;
             if (need <= q->limit) st = stage_need(&s, &p, q->sharing, &need, &peak);
@@ -212,7 +228,33 @@ static int tp_ok(const zt_plan_question *q, int tp) {
     return 1;
 }
 
-// The inner dimensions of one grid: micro-batch, schedule, dtype, sp.
+// Interleaved with s's V: --grad-accum a multiple of pp (Megatron's order), every chunk a
+// unit at least, and a run that can execute it (zt_plan_interleaved_runs).
+static int interleaved_ok(const zt_plan_spec *s, results *r) {
+    if (s->pp < 2 || s->grad_accum % s->pp || s->pp * s->virtual_stages > zt_unit_count(&s->shape))
+        return 0;
+    if (zt_plan_interleaved_runs(s)) return 1;
+    r->no_interleaved = 1;
+    return 0;
+}
+
+// The precisions of one layout: the parameter dtype and sequence parallelism.
+static void try_precisions(const zt_plan_question *q, const zt_plan_device *d, zt_plan_spec s,
+                           long tokens, results *r) {
+    const zt_plan_fixed *f = &q->fixed;
+    for (int dt = 4; dt >= 2; dt -= 2) {
+        if ((f->dtype && dt != q->base.param_bytes) || (dt == 2 && !s.backend->bf16)) continue;
+        s.param_bytes = dt;
+        for (int sp = 0; sp <= 1; sp++) {
+            if (f->seq_parallel ? sp != q->base.seq_parallel : sp && s.tp == 1) continue;
+            if (sp && s.tp > 1 && tokens % s.tp) continue;
+            s.seq_parallel = sp;
+            try_layout(q, d, s, r);
+        }
+    }
+}
+
+// The inner dimensions of one grid: micro-batch, schedule (and V), dtype, sp.
 static void try_grid(const zt_plan_question *q, const zt_plan_device *d, int dp, int pp, int tp,
                      results *r) {
     const zt_plan_fixed *f = &q->fixed;
@@ -230,16 +272,12 @@ static void try_grid(const zt_plan_question *q, const zt_plan_device *d, int dp,
         for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
             if (f->schedule ? kinds[k] != q->base.schedule : pp == 1 && k > 0) continue;
             s.schedule = kinds[k];
-            for (int dt = 4; dt >= 2; dt -= 2) {
-                if ((f->dtype && dt != q->base.param_bytes) || (dt == 2 && !s.backend->bf16))
-                    continue;
-                s.param_bytes = dt;
-                for (int sp = 0; sp <= 1; sp++) {
-                    if (f->seq_parallel ? sp != q->base.seq_parallel : sp && tp == 1) continue;
-                    if (sp && tp > 1 && tokens % tp) continue;
-                    s.seq_parallel = sp;
-                    try_layout(q, d, s, r);
-                }
+            int interleaved = kinds[k] == ZT_SCHED_INTERLEAVED;
+            for (int V = interleaved ? 2 : 1; V <= (interleaved ? ZT_PLAN_MAX_VIRTUAL : 1); V++) {
+                if (f->virtual_stages && interleaved && V != q->base.virtual_stages) continue;
+                s.virtual_stages = V;
+                if (interleaved && !interleaved_ok(&s, r)) continue;
+                try_precisions(q, d, s, tokens, r);
             }
         }
     }
@@ -261,7 +299,7 @@ static double floor_need(const zt_plan_question *q, int dp, int pp, int tp, zt_p
     s.grad_accum = (int)(per_dp / s.micro_batch);
     if (!f->dtype && s.backend->bf16) s.param_bytes = 2;
     if (!f->seq_parallel) s.seq_parallel = tp > 1 && ((long)s.micro_batch * s.seq) % tp == 0;
-    if (!f->schedule) s.schedule = ZT_SCHED_1F1B;
+    if (!f->schedule) s.schedule = ZT_SCHED_1F1B, s.virtual_stages = 1;
     if (!f->partition)
         snprintf(s.partition, sizeof s.partition, "%s", pp > 1 ? "memory" : "uniform");
     int last = -1;
@@ -323,6 +361,14 @@ zt_status zt_plan_search(const zt_plan_question *q, const zt_plan_device *d, int
         }
     }
     results_free_caches(&r);
+    if (!r.any_layout && r.no_interleaved) {
+        free(r.a);
+        return zt_errorf("--schedule interleaved cannot run here: every layout's pipeline "
+                         "goes through NCCL between GPUs of their own, whose point-to-point "
+                         "holds its stream until matched (docs/design.md, \"Pipeline\"): "
+                         "leave --schedule out, or run interleaved on the CPU or with ranks "
+                         "sharing a GPU");
+    }
     if (!r.any_layout) {
         free(r.a);
         return zt_errorf("no layout of %d ranks divides the global batch of %ld sequences "

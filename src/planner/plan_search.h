@@ -9,13 +9,16 @@
 #include "plan_time.h"
 #include "planner.h"
 
-// The pipeline schedules the search tries (interleaved, once it runs: one more entry).
-#define ZT_PLAN_SCHEDULES {ZT_SCHED_1F1B, ZT_SCHED_GPIPE, ZT_SCHED_ZB_H1}
+// The pipeline schedules the search tries. Interleaved with V = 2..ZT_PLAN_MAX_VIRTUAL chunks
+// per rank where --grad-accum is a multiple of pp, every chunk keeps a unit, and the run can
+// execute it (zt_plan_interleaved_runs: not over NCCL).
+#define ZT_PLAN_SCHEDULES {ZT_SCHED_1F1B, ZT_SCHED_GPIPE, ZT_SCHED_ZB_H1, ZT_SCHED_INTERLEAVED}
+#define ZT_PLAN_MAX_VIRTUAL 4
 
 // What the user fixed (a flag given), by dimension: the search keeps base's value there.
 typedef struct {
-    int dp, pp, tp, zero, optim, dtype, recompute, seq_parallel, schedule, micro_batch,
-        partition, overlap;
+    int dp, pp, tp, zero, optim, dtype, recompute, seq_parallel, schedule, virtual_stages,
+        micro_batch, partition, overlap;
 } zt_plan_fixed;
 
 typedef struct {

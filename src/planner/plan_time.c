@@ -94,10 +94,14 @@ typedef struct {
     double flops;            // model flops of one micro-batch (no recomputation)
 } stage_price;
 
+// Virtual stage v (a stage; under interleaved chunk v / pp of rank v mod pp): its units'
+// passes, their tp collectives and its transfers on the ring (rank r sends to r+1 mod pp
+// and back; the first virtual stage receives nothing, the last sends nothing).
 static zt_status price_stage(const zt_plan_spec *s, const zt_plan_device *d, int rpn,
-                             const zt_partition *p, int k, int split, stage_price *o) {
+                             const zt_partition *p, int v, int split, stage_price *o) {
     zt_plan_stage_work w;
-    ZT_TRY(zt_plan_stage_work_of(s, p->first[k], p->first[k + 1], split, &w));
+    ZT_TRY(zt_plan_stage_work_of(s, p->first[v], p->first[v + 1], split, &w));
+    int k = v % s->pp, n_virtual = zt_plan_partition_stages(s);
     int dt = s->param_bytes == 2;
     int r0 = zt_grid_rank(0, k, 0, s->dp, s->pp, s->tp);
     const zt_plan_link *tl = link_of(d, rpn, r0, r0 + s->tp - 1);
@@ -110,12 +114,13 @@ static zt_status price_stage(const zt_plan_spec *s, const zt_plan_device *d, int
     o->tb = tp_time(&w.b.tp, s->tp, tl) + tp_straggle(d, s->tp, &w.b.tp, o->b);
     o->tw = tp_time(&w.w.tp, s->tp, tl) + tp_straggle(d, s->tp, &w.w.tp, o->w);
     if (s->pp > 1) {
-        int next = zt_grid_rank(0, k + 1 < s->pp ? k + 1 : k, 0, s->dp, s->pp, s->tp);
-        int prev = zt_grid_rank(0, k > 0 ? k - 1 : k, 0, s->dp, s->pp, s->tp);
+        int next = zt_grid_rank(0, (k + 1) % s->pp, 0, s->dp, s->pp, s->tp);
+        int prev = zt_grid_rank(0, (k + s->pp - 1) % s->pp, 0, s->dp, s->pp, s->tp);
         const zt_plan_link *nl = link_of(d, rpn, r0, next), *pl = link_of(d, rpn, prev, r0);
         // a transfer pairs two stages, each after one pass: the later one is waited for
-        if (k + 1 < s->pp) o->send_f = w.act_bytes / nl->bw + nl->latency + straggle(d, 2, o->f);
-        if (k > 0) o->send_b = w.act_bytes / pl->bw + pl->latency + straggle(d, 2, o->b);
+        if (v + 1 < n_virtual)
+            o->send_f = w.act_bytes / nl->bw + nl->latency + straggle(d, 2, o->f);
+        if (v > 0) o->send_b = w.act_bytes / pl->bw + pl->latency + straggle(d, 2, o->b);
     }
     o->numel = (double)w.numel;
     // model flops: the same passes without recomputation
@@ -130,17 +135,18 @@ static zt_status price_stage(const zt_plan_spec *s, const zt_plan_device *d, int
 
 // ---------------------------------------------------------------- the pipeline
 
-// The span of the step's passes (seconds) and each stage's busy time, from the schedule's
-// simulator with costs in ticks (a thousandth of the largest pass).
+// The span of the step's passes (seconds) and rank 0's busy time, from the schedule's
+// simulator with costs in ticks (a thousandth of the largest pass), one per virtual stage
+// (sp: pp * V of them; V 1 but under interleaved).
 static zt_status pipeline(const zt_plan_spec *s, const stage_price *sp, int overlap,
                           double *span, double *busy0) {
-    int P = s->pp, m = s->grad_accum;
+    int P = s->pp, m = s->grad_accum, NV = zt_plan_partition_stages(s), V = NV / P;
     ZT_ASSERT(P >= 1);
-    size_t np = (size_t)P;
+    size_t np = (size_t)NV;
     double big = 0.0;
-    double *F = calloc(np * 3, sizeof *F), *B = F + P, *W = F + 2 * P;
+    double *F = calloc(np * 3, sizeof *F), *B = F + NV, *W = F + 2 * NV;
     ZT_ASSERT(F);
-    for (int k = 0; k < P; k++) {
+    for (int k = 0; k < NV; k++) {
         F[k] = sp[k].f + sp[k].tf + sp[k].send_f;
         B[k] = sp[k].b + sp[k].tb + sp[k].send_b;
         W[k] = sp[k].w + sp[k].tw;
@@ -153,18 +159,18 @@ static zt_status pipeline(const zt_plan_spec *s, const stage_price *sp, int over
     }
     double unit = big / 1000.0;
     zt_sched_costs *c = calloc(np, sizeof *c);
-    zt_sim_stage *per = calloc(np, sizeof *per);
+    zt_sim_stage *per = calloc((size_t)P, sizeof *per);
     ZT_ASSERT(c && per);
     int split = s->schedule == ZT_SCHED_ZB_H1;
-    for (int k = 0; k < P; k++) {
+    for (int k = 0; k < NV; k++) {
         c[k].f = (int)fmax(1.0, round(F[k] / unit));
         c[k].w = split ? (int)fmax(1.0, round(W[k] / unit)) : 1; // combined: b + w
         c[k].b = (int)fmax(1.0, round(B[k] / unit) - (split ? 0 : 1));
     }
     long ticks = 0;
-    zt_status st = zt_schedule_simulate(s->schedule, P, m, 1, c, 0,
-                                        overlap ? ZT_SIM_NONBLOCKING : ZT_SIM_RENDEZVOUS,
-                                        &ticks, per);
+    // the interleaved ring's sends are nonblocking whatever --overlap-comm says (pipe_ring.h)
+    zt_sim_transport tr = overlap || V > 1 ? ZT_SIM_NONBLOCKING : ZT_SIM_RENDEZVOUS;
+    zt_status st = zt_schedule_simulate_virtual(s->schedule, P, m, V, c, tr, &ticks, per);
     *span = ticks * unit;
     *busy0 = per[0].busy * unit;
     free(c);
@@ -212,26 +218,34 @@ zt_status zt_plan_time_of(const zt_plan_spec *s, const zt_partition *p, const zt
                           int ranks_per_node, int overlap, zt_plan_time *out) {
     memset(out, 0, sizeof *out);
     int P = s->pp, m = s->grad_accum, split = s->schedule == ZT_SCHED_ZB_H1;
-    stage_price *sp = calloc((size_t)P, sizeof *sp);
+    int NV = zt_plan_partition_stages(s); // virtual stages: pp * V
+    stage_price *sp = calloc((size_t)(NV + P), sizeof *sp), *rank = sp + NV;
     ZT_ASSERT(sp);
     zt_status st = ZT_OK;
     // (stages alike are recorded once: zt_plan_stage_work_of keeps its answers)
-    for (int k = 0; k < P && st == ZT_OK; k++)
-        st = price_stage(s, d, ranks_per_node, p, k, split, &sp[k]);
+    for (int v = 0; v < NV && st == ZT_OK; v++)
+        st = price_stage(s, d, ranks_per_node, p, v, split, &sp[v]);
+    for (int v = 0; v < NV && st == ZT_OK; v++) { // a rank's chunks, summed
+        stage_price *r = &rank[v % P];
+        r->f += sp[v].f, r->b += sp[v].b, r->w += sp[v].w;
+        r->tf += sp[v].tf, r->tb += sp[v].tb, r->tw += sp[v].tw;
+        r->send_f += sp[v].send_f, r->send_b += sp[v].send_b;
+        r->numel += sp[v].numel, r->flops += sp[v].flops;
+    }
     double span = 0.0, busy0 = 0.0, post_max = 0.0, dp0 = 0, emb0 = 0, opt0 = 0;
     if (st == ZT_OK) st = pipeline(s, sp, overlap, &span, &busy0);
     if (st == ZT_OK) {
         for (int k = 0; k < P; k++) {
             double dps, emb, opt;
-            after_passes(s, d, ranks_per_node, k, &sp[k], span, overlap, &dps, &emb, &opt);
+            after_passes(s, d, ranks_per_node, k, &rank[k], span, overlap, &dps, &emb, &opt);
             post_max = fmax(post_max, dps + emb + opt);
             if (k == 0) dp0 = dps, emb0 = emb, opt0 = opt;
-            out->model_flops += sp[k].flops * s->tp * m * s->dp;
+            out->model_flops += rank[k].flops * s->tp * m * s->dp;
         }
         out->step_s = span + post_max;
-        out->compute_s = m * (sp[0].f + sp[0].b + sp[0].w);
-        out->tp_s = m * (sp[0].tf + sp[0].tb + sp[0].tw);
-        out->pp_s = m * (sp[0].send_f + sp[0].send_b);
+        out->compute_s = m * (rank[0].f + rank[0].b + rank[0].w);
+        out->tp_s = m * (rank[0].tf + rank[0].tb + rank[0].tw);
+        out->pp_s = m * (rank[0].send_f + rank[0].send_b);
         out->dp_s = dp0;
         out->embed_s = emb0;
         out->optimizer_s = opt0;

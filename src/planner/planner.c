@@ -49,6 +49,12 @@ int zt_plan_stage_w_slots(const zt_plan_spec *s, int slots) {
     return s->schedule == ZT_SCHED_ZB_H1 ? slots : 0;
 }
 
+int zt_plan_ring_sends(const zt_plan_spec *s, int slots, size_t *bytes) {
+    *bytes = zt_gpt2_rows(s->micro_batch, s->seq, s->tp, s->seq_parallel) *
+             (size_t)s->shape.n_embd * sizeof(float);
+    return s->virtual_stages > 1 && s->pp > 1 ? 2 * slots : 0;
+}
+
 void zt_plan_shard(const zt_plan_spec *s, size_t numel, int dp_rank, size_t *lo, size_t *hi) {
     zt_dp_shard(numel, s->dp, dp_rank, s->zero, lo, hi); // the trainer's own arithmetic
 }
@@ -294,16 +300,29 @@ static void device_id(const zt_plan_spec *s, int r, char *id) {
     snprintf(id, DEVICE_ID, "%d/%d", node_of(s, r), gpu);
 }
 
-// Host staging bytes of one group (members[0..n)): the grid's choice of path for it, two
-// buffers of that path's size.
-static double group_staging(const zt_plan_spec *s, const int *members, int n,
-                            char (*ids)[DEVICE_ID], const char **pids) {
+// The grid's choice of tensor path for one group (members[0..n)).
+static zt_data_path group_path(const zt_plan_spec *s, const int *members, int n,
+                               char (*ids)[DEVICE_ID], const char **pids) {
     for (int i = 0; i < n; i++) {
         device_id(s, members[i], ids[i]);
         pids[i] = ids[i];
     }
-    zt_data_path path = zt_grid_group_path(pids, n, s->stage_all, NULL, NULL);
+    return zt_grid_group_path(pids, n, s->stage_all, NULL, NULL);
+}
+
+// Host staging bytes of a group on `path`: two buffers of the path's size.
+static double path_staging(zt_data_path path) {
     return (double)zt_comm_staged_host_bytes(zt_grid_stage_bytes(path));
+}
+
+// The interleaved ring's slots of rank plan o where its pipeline group is staged
+// (src/app/train.c reserves them: zt_plan_ring_sends).
+static double ring_staging(const zt_plan_spec *s, zt_grid_group g, zt_data_path path,
+                           const zt_plan_bytes *o) {
+    size_t bytes;
+    int sends = zt_plan_ring_sends(s, o->n_slots, &bytes);
+    if (g != ZT_GRID_GROUP_PP || path == ZT_DATA_NCCL || !sends) return 0.0;
+    return (double)zt_comm_staged_p2p_host_bytes(sends, bytes);
 }
 
 // Whether the grid makes tensor paths at all (zt_grid_open_data): a device backend, or
@@ -338,6 +357,20 @@ static void scratch_free(group_scratch *g) {
     free(g->pids);
 }
 
+int zt_plan_interleaved_runs(const zt_plan_spec *s) {
+    if (!has_data_paths(s)) return 1; // MPI between host ranks
+    group_scratch g;
+    scratch_init(&g, s->pp);
+    int ok = 1;
+    for (int d = 0; d < s->dp && ok; d++)
+        for (int t = 0; t < s->tp && ok; t++) {
+            int n = group_ranks(s, ZT_GRID_GROUP_PP, d, 0, t, g.members);
+            ok = group_path(s, g.members, n, g.ids, g.pids) != ZT_DATA_NCCL;
+        }
+    scratch_free(&g);
+    return ok;
+}
+
 // The staging of one rank (one != NULL: its four groups) or of every rank (all, indexed by
 // world rank: each group's path chosen once, with its first member, and added to every
 // member, so a plan of many ranks costs one choice per group).
@@ -353,13 +386,18 @@ static void plan_staging(const zt_plan_spec *s, zt_plan_bytes *one, zt_plan_byte
         for (int k = 0; k < 4; k++) {
             int n = group_ranks(s, k_data_groups[k], o->dp_rank, o->pp_rank, o->tp_rank,
                                 g.members);
+            zt_grid_group kind = k_data_groups[k];
             if (one) {
-                add_staging(s, one, group_staging(s, g.members, n, g.ids, g.pids));
+                zt_data_path path = group_path(s, g.members, n, g.ids, g.pids);
+                add_staging(s, one, path_staging(path) + ring_staging(s, kind, path, one));
                 continue;
             }
             if (g.members[0] != r) continue; // planned with its first member
-            double bytes = group_staging(s, g.members, n, g.ids, g.pids);
-            for (int i = 0; i < n; i++) add_staging(s, &all[g.members[i]], bytes);
+            zt_data_path path = group_path(s, g.members, n, g.ids, g.pids);
+            for (int i = 0; i < n; i++) {
+                zt_plan_bytes *m = &all[g.members[i]];
+                add_staging(s, m, path_staging(path) + ring_staging(s, kind, path, m));
+            }
         }
     }
     scratch_free(&g);

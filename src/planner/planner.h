@@ -28,9 +28,11 @@
 //             backend a group whose ranks share a GPU (by --gpus-per-node and
 //             --ranks-per-node, each rank taking GPU local rank mod gpus, as the backend
 //             picks) and a group of one; with --tensor-path staged every group. Two buffers
-//             per group (16 MiB each, 64 KiB for a group of one). On the CPU (staged) they
-//             are host memory the allocator counts, in comm; on a GPU pinned host memory
-//             outside its count (device memory): reported as staging, counted in the peak.
+//             per group (16 MiB each, 64 KiB for a group of one); under interleaved a
+//             staged pp group adds the ring's send slots (zt_plan_ring_sends). On the CPU
+//             (staged) they are host memory the allocator counts, in comm; on a GPU pinned
+//             host memory outside its count (device memory): reported as staging, counted in
+//             the peak.
 // bf16 (param_bytes 2, docs/design.md "bf16"): params and grads take 2 bytes per value,
 // the optimizer adds an fp32 master copy of its range (4 bytes per element, sharded like m
 // and v), the backward scratch the backend's gemm_mixed scratch; activations, logits and
@@ -115,6 +117,17 @@ int zt_plan_partition_stages(const zt_plan_spec *s);
 // same count on every stage keeps the arithmetic one function of `slots`; TODO: size each
 // stage by its own peak), else 0.
 int zt_plan_stage_w_slots(const zt_plan_spec *s, int slots);
+// The interleaved ring's host slots on a staged pipeline path (zt_comm_staged_reserve_p2p):
+// a rank holding `slots` micro-batch slots over its chunks keeps up to 2 sends per slot in
+// flight (a forward's output and a backward's input gradient, each until its slot is written
+// again: src/parallel/pipe_ring.h), each one message of fp32 activations (*bytes). 0 sends
+// where the schedule is not interleaved.
+int zt_plan_ring_sends(const zt_plan_spec *s, int slots, size_t *bytes);
+// Whether a run of s can execute --schedule interleaved: the one rule, that no pipeline
+// group's tensor path is NCCL (whose point-to-point holds its stream: src/app/train.c,
+// check_ring). So the CPU backend and ranks sharing a device (host staging) can; ranks with
+// GPUs of their own cannot. By the grid's own choice of path (zt_grid_group_path).
+int zt_plan_interleaved_runs(const zt_plan_spec *s);
 
 // The pipeline partition of the spec (--partition; `memory` balances the stages'
 // predicted bytes from this planner). The caller frees it with zt_partition_free. Fails

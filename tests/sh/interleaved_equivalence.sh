@@ -13,15 +13,19 @@
 # have not shown in these runs (if they ever do, compare_models.py's bounds below still hold).
 # Layouts: V 2 and 3 (V 3 on 4 layers: an embedding-only first chunk and a head-only last),
 # dp 2 with --zero 1 (and with --overlap-comm on), --tp 2 (and with --sequence-parallel),
-# 8-bit AdamW, --recompute full, bf16. The V 2 and 3
+# 8-bit AdamW, --recompute full, bf16, --tensor-path staged. The V 2 and 3
 # runs are also compared with the single-rank run (tests/compare_models.py's derived bounds).
 # Then a 1F1B checkpoint resumed under interleaved, and an interleaved one under 1F1B, equal
 # the uninterrupted 1F1B run bit for bit.
+# --tensor-path staged: the ring's sends through host staging (comm_staged.c's reserved slots).
+# ZT_BACKEND=cuda: the same runs on build/zerotrain-cuda --backend cuda (tests/env.sh), the ranks
+# sharing this machine's GPUs so every path is host staging (NCCL between GPUs is refused for
+# interleaved: train.c, check_ring); ZT_INTERLEAVED_QUICK=1 runs only the first layout and
+# the single-rank comparison (tests/sh/cuda_interleaved.sh, under make test-cuda).
 set -euo pipefail
-# CPU only: the ring needs isend/irecv, which the NCCL backend does not have yet (train.c,
-# check_ring: a CUDA run is refused)
 . tests/env.sh
-ZT_TRAIN=build/zerotrain
+zt_layout_backend
+quick=${ZT_INTERLEAVED_QUICK:-0}
 out=build/test_interleaved; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
 MPI="mpirun --oversubscribe --allow-run-as-root"
@@ -55,6 +59,15 @@ layout() { # name np_interleaved np_1f1b V extra...: interleaved pp 2 x V agains
   same ${name}_int ${name}_1f1b
 }
 layout v2 2 4 2 --grad-accum 4
+if [ "$quick" = 1 ]; then
+  run base 1 --grad-accum 4
+  "$PY" tests/compare_models.py $out/base $out/v2_int --steps 4 --lr 1e-3 \
+      --log-a $out/base.jsonl --log-b $out/v2_int.jsonl > $out/v2_int.cmp 2>&1 &&
+    echo "ok   v2_int: within compare_models.py's bounds of the single-rank run" ||
+    { cat $out/v2_int.cmp; echo "FAIL v2_int: differs from the single-rank run"; fail=1; }
+  [ $fail = 0 ] && echo "PASS interleaved_equivalence (quick)"
+  exit $fail
+fi
 layout v3 2 6 3 --grad-accum 4 --partition 0:1,1:2,2:3,3:4,4:5,5:6 # a unit per chunk
 grep -q "stage 0: embed |" $out/v3_int.out ||
   { echo "FAIL v3: the first chunk is not embed-only"; fail=1; }
@@ -65,6 +78,7 @@ layout v2_tp2_sp 4 8 2 --tp 2 --sequence-parallel --grad-accum 2
 layout v2_8bit 2 4 2 --optim adamw8bit --grad-accum 4
 layout v2_full 2 4 2 --recompute full --grad-accum 4
 layout v2_bf16 2 4 2 --param-dtype bf16 --grad-accum 4
+layout v2_staged 2 4 2 --tensor-path staged --grad-accum 4
 # against the single-rank run: the layout tests' bounds (tests/compare_models.py)
 run base 1 --grad-accum 4
 for r in v2_int v3_int; do

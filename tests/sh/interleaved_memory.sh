@@ -6,7 +6,8 @@
 # measured peak per category (mem_peak): they must be equal to the byte, on every rank, in
 # the memory tests' style (bench/memory.sh). Layouts: V 2; V 3 with an embedding-only first
 # chunk and a head-only last; dp 2, --zero 1, --tp 2, 8-bit AdamW; the `memory` partition
-# over the pp x V chunks; bf16 with --recompute selective.
+# over the pp x V chunks; bf16 with --recompute selective; --tensor-path staged (the ring's
+# reserved send slots, host memory the allocator counts in comm; zt_plan_ring_sends).
 set -euo pipefail
 out=build/test_interleaved_memory; rm -rf $out; mkdir -p $out
 export OMP_NUM_THREADS=1
@@ -48,5 +49,6 @@ check v2_dp2_tp2_8bit 8 --virtual-stages 2 --grad-accum 2 --dp 2 --zero 1 --tp 2
 check v2_memory 2 --virtual-stages 2 --grad-accum 6 --partition memory
 check v2_bf16_selective 2 --virtual-stages 2 --grad-accum 4 --param-dtype bf16 \
       --recompute selective
+check v2_staged 2 --virtual-stages 2 --grad-accum 4 --tensor-path staged
 [ $fail = 0 ] && echo "PASS interleaved_memory"
 exit $fail
