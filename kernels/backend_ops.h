@@ -297,6 +297,10 @@ ZT_OP(void, residual_layernorm_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 
       (zt_bf16 *, res)(void *, out)(zt_dtype, out_dt)(float *, mean)(float *, rstd)
       (const zt_bf16 *, a)(const zt_bf16 *, b)(const zt_bf16 *, w)(const zt_bf16 *, bias)
       (int, N)(int, C))
+// encoder_forward_bf16 with a bf16 out: the fp32 sum rounded once.
+ZT_OP(void, encoder_forward_bf16out, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
+      (zt_bf16 *, out)(const int32_t *, tokens)(const zt_bf16 *, wte)(const zt_bf16 *, wpe)
+      (int, vocab_lo)(int, vocab_rows)(int, N)(int, T)(int, C))
 // layernorm_backward_bf16 of a bf16 inp (widened, exact): the same arithmetic.
 ZT_OP(void, layernorm_backward_bf16in, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (float *, dinp)(zt_bf16 *, dw)(zt_bf16 *, db)(const float *, dout)(const zt_bf16 *, inp)

@@ -514,6 +514,12 @@ ZT_TEST(bf16_encoder) {
         be->ops->encoder_forward_bf16(be, out, tok, wte, with_wpe ? wpe : NULL, lo, rows, N, T,
                                       C);
         CHECK(same_f32("encoder out", out, ref, NC));
+        zt_bf16 *o16 = malloc(NC * 2); // a bf16 out: the fp32 sum rounded once
+        be->ops->encoder_forward_bf16out(be, o16, tok, wte, with_wpe ? wpe : NULL, lo, rows, N, T,
+                                         C);
+        int rounded = is_rounded("encoder out bf16", o16, ref, NC);
+        free(o16);
+        CHECK(rounded);
     }
     zt_encoder_backward(rdwte, rdwpe, dout, tok, lo, rows, N, T, C);
     int before = omp_get_max_threads();

@@ -2207,6 +2207,12 @@ ZT_TEST(cuda_bf16_encoder) {
         GPU->ops->encoder_forward_bf16(GPU, g_out, dtok, g_wte, with_pos ? g_wpe : NULL, lo,
                                        rows, N, T, C);
         CHECK_DEV("encoder_forward_bf16", g_out, out, no, 0.0, 0.0); // one add: exact
+        zt_bf16 *out16 = hmem(no * 2), *g_out16 = dpoison16(no); // rounded once: exact too
+        CPU->ops->encoder_forward_bf16out(CPU, out16, tokens, wte, with_pos ? wpe : NULL, lo,
+                                          rows, N, T, C);
+        GPU->ops->encoder_forward_bf16out(GPU, g_out16, dtok, g_wte, with_pos ? g_wpe : NULL, lo,
+                                          rows, N, T, C);
+        CHECK_DEV16("encoder_forward_bf16out", g_out16, out16, no, 0.0, 0.0);
         float *dout = hrand(no, -1, 1);
         // a few +-2^24: 2^24 + x loses x in fp32, so the sums see their order, not only the set
         for (size_t i = 0; i < no; i += 7) dout[i] = i % 2 ? 0x1p24f : -0x1p24f;

@@ -386,6 +386,12 @@ static void cpu_encoder_forward_bf16(const zt_backend *be, float *out, const int
                                      int vocab_rows, int N, int T, int C) {
     zt_encoder_forward_bf16(out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);
 }
+static void cpu_encoder_forward_bf16out(const zt_backend *be, zt_bf16 *out,
+                                        const int32_t *tokens, const zt_bf16 *wte,
+                                        const zt_bf16 *wpe, int vocab_lo, int vocab_rows, int N,
+                                        int T, int C) {
+    zt_encoder_forward_bf16out(out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);
+}
 static void cpu_encoder_backward_bf16(const zt_backend *be, zt_bf16 *dwte, zt_bf16 *dwpe,
                                       const float *dout, const int32_t *tokens, int vocab_lo,
                                       int vocab_rows, int N, int T, int C) {

@@ -55,6 +55,21 @@ void zt_encoder_forward_bf16(float *out, const int32_t *tokens, const zt_bf16 *w
     }
 }
 
+void zt_encoder_forward_bf16out(zt_bf16 *out, const int32_t *tokens, const zt_bf16 *wte,
+                                const zt_bf16 *wpe, int vocab_lo, int vocab_rows, int N, int T,
+                                int C) {
+#pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        zt_bf16 *o = out + (size_t)n * C;
+        const zt_bf16 *p = wpe ? wpe + (size_t)(n % T) * C : NULL;
+        int row = tokens[n] - vocab_lo;
+        const zt_bf16 *e = row >= 0 && row < vocab_rows ? wte + (size_t)row * C : NULL;
+        for (int c = 0; c < C; c++)
+            o[c] = zt_bf16_from_fp32((e ? zt_bf16_to_fp32(e[c]) : 0.0f) +
+                                     (p ? zt_bf16_to_fp32(p[c]) : 0.0f));
+    }
+}
+
 // Orders token indices by (dwte row, index), for qsort_r: each row's tokens then sit together
 // in the order the fp32 kernel adds them.
 static int by_row_then_index(const void *x, const void *y, void *tokens) {

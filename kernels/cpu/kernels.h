@@ -121,6 +121,10 @@ void zt_bias_backward_bf16(zt_bf16 *dbias, const float *dout, int N, int OC);
 void zt_encoder_forward_bf16(float *out, const int32_t *tokens, const zt_bf16 *wte,
                              const zt_bf16 *wpe, int vocab_lo, int vocab_rows, int N, int T,
                              int C);
+// zt_encoder_forward_bf16 into bf16, each sum rounded once.
+void zt_encoder_forward_bf16out(zt_bf16 *out, const int32_t *tokens, const zt_bf16 *wte,
+                                const zt_bf16 *wpe, int vocab_lo, int vocab_rows, int N, int T,
+                                int C);
 void zt_encoder_backward_bf16(zt_bf16 *dwte, zt_bf16 *dwpe, const float *dout,
                               const int32_t *tokens, int vocab_lo, int vocab_rows, int N, int T,
                               int C);
