@@ -283,6 +283,28 @@ ZT_OP(void, encoder_backward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
 ZT_OP(void, layernorm_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (void *, out)(zt_dtype, out_dt)(float *, mean)(float *, rstd)(const float *, inp)
       (const zt_bf16 *, w)(const zt_bf16 *, b)(int, N)(int, C))
+// The residual stream in bf16 (docs/design.md, "bf16"). out[i] = a[i] + b[i], the fp32 sum
+// of the widened values rounded once; out may alias a or b.
+ZT_OP(void, add_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
+      (zt_bf16 *, out)(const zt_bf16 *, a)(const zt_bf16 *, b)(size_t, n))
+// layernorm_forward_bf16 of a bf16 inp (widened, exact): the same row arithmetic.
+ZT_OP(void, layernorm_forward_bf16in, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
+      (void *, out)(zt_dtype, out_dt)(float *, mean)(float *, rstd)(const zt_bf16 *, inp)
+      (const zt_bf16 *, w)(const zt_bf16 *, b)(int, N)(int, C))
+// add_bf16 of a and b into res, then layernorm_forward_bf16in of res: the same values as the
+// two ops (the CPU's bit for bit), in one pass where the backend fuses them.
+ZT_OP(void, residual_layernorm_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
+      (zt_bf16 *, res)(void *, out)(zt_dtype, out_dt)(float *, mean)(float *, rstd)
+      (const zt_bf16 *, a)(const zt_bf16 *, b)(const zt_bf16 *, w)(const zt_bf16 *, bias)
+      (int, N)(int, C))
+// encoder_forward_bf16 with a bf16 out: the fp32 sum rounded once.
+ZT_OP(void, encoder_forward_bf16out, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
+      (zt_bf16 *, out)(const int32_t *, tokens)(const zt_bf16 *, wte)(const zt_bf16 *, wpe)
+      (int, vocab_lo)(int, vocab_rows)(int, N)(int, T)(int, C))
+// layernorm_backward_bf16 of a bf16 inp (widened, exact): the same arithmetic.
+ZT_OP(void, layernorm_backward_bf16in, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
+      (float *, dinp)(zt_bf16 *, dw)(zt_bf16 *, db)(const float *, dout)(const zt_bf16 *, inp)
+      (const zt_bf16 *, w)(const float *, mean)(const float *, rstd)(int, N)(int, C))
 // out (N, OC): every row = bias (OC), exact: a product into a bf16 out then adds onto it
 // with beta = 1 (gemm_mixed), so product and bias are summed in fp32 and rounded once.
 ZT_OP(void, bias_broadcast_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,

@@ -429,6 +429,68 @@ ZT_TEST(bf16_layernorm) {
     return ZT_PASS;
 }
 
+// The bf16 residual stream: add_bf16 is zt_add on the widened values rounded once;
+// layernorm_forward_bf16in is layernorm_forward_bf16 on the widened rows (the same row
+// arithmetic: bit for bit, fp32 and bf16 out); the fused residual_layernorm_forward_bf16 is
+// the two in turn, bit for bit, also with res aliasing a (as the model's block calls it);
+// layernorm_backward_bf16in is layernorm_backward_bf16 on the widened rows, bit for bit.
+ZT_TEST(bf16_residual_stream) {
+    const zt_backend *be = zt_test_cpu();
+    int N = 37, C = 1037; // C not a multiple of the 16 lanes
+    size_t NC = (size_t)N * C;
+    uint64_t s = 4;
+    zt_bf16 *a = malloc(NC * 2), *b = malloc(NC * 2), *res = malloc(NC * 2);
+    zt_bf16 *res2 = malloc(NC * 2), *o16 = malloc(NC * 2), *r16 = malloc(NC * 2);
+    zt_bf16 *w = malloc(C * 2), *bias = malloc(C * 2);
+    float *sum = malloc(NC * 4), *out = malloc(NC * 4), *ref = malloc(NC * 4);
+    float mean[37], rstd[37], rmean[37], rrstd[37];
+    fill_bf16(a, NC, 3.0f, &s), fill_bf16(b, NC, 1.0f, &s);
+    fill_bf16(w, C, 1.5f, &s), fill_bf16(bias, C, 0.5f, &s);
+    float *wa = widen(a, NC), *wb = widen(b, NC);
+    zt_add(sum, wa, wb, NC);
+    be->ops->add_bf16(be, res, a, b, NC);
+    CHECK(is_rounded("add_bf16", res, sum, NC));
+    float *wres = widen(res, NC);
+    for (int o = 0; o < 2; o++) {
+        zt_dtype dt = o ? ZT_BF16 : ZT_F32;
+        void *got = o ? (void *)o16 : (void *)out;
+        zt_layernorm_forward_bf16(ref, ZT_F32, rmean, rrstd, wres, w, bias, N, C);
+        be->ops->layernorm_forward_bf16in(be, got, dt, mean, rstd, res, w, bias, N, C);
+        CHECK(same_f32("ln mean", mean, rmean, N) && same_f32("ln rstd", rstd, rrstd, N));
+        CHECK(o ? is_rounded("ln out bf16", o16, ref, NC) : same_f32("ln out", out, ref, NC));
+    }
+    be->ops->layernorm_forward_bf16in(be, r16, ZT_BF16, rmean, rrstd, res, w, bias, N, C);
+    memcpy(res2, a, NC * 2); // res aliasing a
+    be->ops->residual_layernorm_forward_bf16(be, res2, o16, ZT_BF16, mean, rstd, res2, b, w, bias,
+                                             N, C);
+    CHECK(memcmp(res2, res, NC * 2) == 0 && memcmp(o16, r16, NC * 2) == 0);
+    CHECK(same_f32("fused mean", mean, rmean, N) && same_f32("fused rstd", rstd, rrstd, N));
+    // the backward on bf16 rows: layernorm_backward_bf16 on the widened rows, bit for bit
+    float *dout = malloc(NC * 4), *dinp = malloc(NC * 4), *rdinp = malloc(NC * 4);
+    zt_bf16 *dw = malloc(C * 2), *db = malloc(C * 2), *rdw = malloc(C * 2), *rdb = malloc(C * 2);
+    fill_f32(dout, NC, 1.0f, &s), fill_f32(rdinp, NC, 1.0f, &s);
+    fill_bf16(rdw, C, 3.0f, &s), fill_bf16(rdb, C, 3.0f, &s);
+    memcpy(dinp, rdinp, NC * 4), memcpy(dw, rdw, C * 2), memcpy(db, rdb, C * 2);
+    be->ops->layernorm_backward_bf16(be, rdinp, rdw, rdb, dout, wres, w, mean, rstd, N, C);
+    int before = omp_get_max_threads();
+    for (int t = 0; t < 3; t++) {
+        omp_set_num_threads(k_threads[t]);
+        float *gi = malloc(NC * 4);
+        zt_bf16 *gw = malloc(C * 2), *gb = malloc(C * 2);
+        memcpy(gi, dinp, NC * 4), memcpy(gw, dw, C * 2), memcpy(gb, db, C * 2);
+        be->ops->layernorm_backward_bf16in(be, gi, gw, gb, dout, res, w, mean, rstd, N, C);
+        int same = same_f32("ln dinp", gi, rdinp, NC) && !memcmp(gw, rdw, C * 2) &&
+                   !memcmp(gb, rdb, C * 2);
+        free(gi), free(gw), free(gb);
+        CHECK(same);
+    }
+    omp_set_num_threads(before);
+    free(dout), free(dinp), free(rdinp), free(dw), free(db), free(rdw), free(rdb);
+    free(a), free(b), free(res), free(res2), free(o16), free(r16), free(w), free(bias);
+    free(sum), free(out), free(ref), free(wa), free(wb), free(wres);
+    return ZT_PASS;
+}
+
 // A vocab slice [vocab_lo, vocab_lo + rows) with tokens repeated (a row's contributions
 // must be summed before its one rounding) and tokens outside it; N not a multiple of T.
 ZT_TEST(bf16_encoder) {
@@ -452,6 +514,12 @@ ZT_TEST(bf16_encoder) {
         be->ops->encoder_forward_bf16(be, out, tok, wte, with_wpe ? wpe : NULL, lo, rows, N, T,
                                       C);
         CHECK(same_f32("encoder out", out, ref, NC));
+        zt_bf16 *o16 = malloc(NC * 2); // a bf16 out: the fp32 sum rounded once
+        be->ops->encoder_forward_bf16out(be, o16, tok, wte, with_wpe ? wpe : NULL, lo, rows, N, T,
+                                         C);
+        int rounded = is_rounded("encoder out bf16", o16, ref, NC);
+        free(o16);
+        CHECK(rounded);
     }
     zt_encoder_backward(rdwte, rdwpe, dout, tok, lo, rows, N, T, C);
     int before = omp_get_max_threads();

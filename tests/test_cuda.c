@@ -2336,6 +2336,12 @@ ZT_TEST(cuda_bf16_encoder) {
         GPU->ops->encoder_forward_bf16(GPU, g_out, dtok, g_wte, with_pos ? g_wpe : NULL, lo,
                                        rows, N, T, C);
         CHECK_DEV("encoder_forward_bf16", g_out, out, no, 0.0, 0.0); // one add: exact
+        zt_bf16 *out16 = hmem(no * 2), *g_out16 = dpoison16(no); // rounded once: exact too
+        CPU->ops->encoder_forward_bf16out(CPU, out16, tokens, wte, with_pos ? wpe : NULL, lo,
+                                          rows, N, T, C);
+        GPU->ops->encoder_forward_bf16out(GPU, g_out16, dtok, g_wte, with_pos ? g_wpe : NULL, lo,
+                                          rows, N, T, C);
+        CHECK_DEV16("encoder_forward_bf16out", g_out16, out16, no, 0.0, 0.0);
         float *dout = hrand(no, -1, 1);
         // a few +-2^24: 2^24 + x loses x in fp32, so the sums see their order, not only the set
         for (size_t i = 0; i < no; i += 7) dout[i] = i % 2 ? 0x1p24f : -0x1p24f;
@@ -2404,6 +2410,61 @@ ZT_TEST(cuda_bf16_layernorm) {
     CHECK_DEV16("layernorm_backward_bf16 dw", g_dw, dw, C, 2.0 * (N + 1) * U32 * (4.0 * N + 1),
                 BF16_STEP);
     CHECK_DEV16("layernorm_backward_bf16 db", g_db, db, C, 2.0 * (N + 1) * U32 * (N + 1.0),
+                BF16_STEP);
+    gpu_close();
+    return ZT_PASS;
+}
+
+// The bf16 residual stream against the CPU's ops: the add bit for bit (one fp32 add of exact
+// values, rounded); the LayerNorms on bf16 rows within cuda_bf16_layernorm's bounds (the same
+// fp32 kernel on the same widened rows). N*C spans two of the add's scratch halves and N
+// three chunks of the LayerNorm's rows (ZT_CUDA_BF16_SCRATCH / 2C) and two of the backward's.
+ZT_TEST(cuda_bf16_residual_stream) {
+    NEED_GPU();
+    const int N = 1500, C = 777;
+    size_t nc = (size_t)N * C;
+    zt_bf16 *a = hrand16(nc, -3, 3), *b = hrand16(nc, -1, 1), *res = hmem(nc * 2);
+    zt_bf16 *g_a = dput(a, nc * 2), *g_b = dput(b, nc * 2), *g_res = dpoison16(nc);
+    zt_bf16 *w = hrand16(C, 0.5f, 1.5f), *bias = hrand16(C, -1, 1);
+    zt_bf16 *g_w = dput(w, C * 2), *g_bias = dput(bias, C * 2);
+    CPU->ops->add_bf16(CPU, res, a, b, nc);
+    GPU->ops->add_bf16(GPU, g_res, g_a, g_b, nc);
+    CHECK_DEV16("add_bf16", g_res, res, nc, 0.0, 0.0);
+    float *mean = hpoison(N), *rstd = hpoison(N), *g_mean = dpoison(N), *g_rstd = dpoison(N);
+    const double t_mean = TOL_LN_MEAN(C) * 1.01, t_out = TOL_LN_OUT(C);
+    for (int o16 = 0; o16 < 2; o16++) {
+        zt_dtype dt = o16 ? ZT_BF16 : ZT_F32;
+        void *out = o16 ? (void *)hmem(nc * 2) : (void *)hpoison(nc);
+        void *g_out = o16 ? (void *)dpoison16(nc) : (void *)dpoison(nc);
+        CPU->ops->layernorm_forward_bf16in(CPU, out, dt, mean, rstd, a, w, bias, N, C);
+        GPU->ops->layernorm_forward_bf16in(GPU, g_out, dt, g_mean, g_rstd, g_a, g_w, g_bias, N,
+                                           C);
+        CHECK_DEV("layernorm_forward_bf16in mean", g_mean, mean, N, t_mean, 0.0);
+        CHECK_DEV("layernorm_forward_bf16in rstd", g_rstd, rstd, N, 0.0, TOL_LN_RSTD(C));
+        if (o16) CHECK_DEV16("layernorm_forward_bf16in out", g_out, out, nc, t_out, BF16_STEP);
+        else CHECK_DEV("layernorm_forward_bf16in out", g_out, out, nc, t_out, 0.0);
+    }
+    zt_bf16 *out = hmem(nc * 2), *g_out = dpoison16(nc), *g_res2 = dpoison16(nc);
+    CPU->ops->residual_layernorm_forward_bf16(CPU, res, out, ZT_BF16, mean, rstd, a, b, w, bias,
+                                              N, C);
+    GPU->ops->residual_layernorm_forward_bf16(GPU, g_res2, g_out, ZT_BF16, g_mean, g_rstd, g_a,
+                                              g_b, g_w, g_bias, N, C);
+    CHECK_DEV16("residual_layernorm_forward_bf16 res", g_res2, res, nc, 0.0, 0.0);
+    CHECK_DEV("residual_layernorm_forward_bf16 mean", g_mean, mean, N, t_mean, 0.0);
+    CHECK_DEV("residual_layernorm_forward_bf16 rstd", g_rstd, rstd, N, 0.0, TOL_LN_RSTD(C));
+    CHECK_DEV16("residual_layernorm_forward_bf16 out", g_out, out, nc, t_out, BF16_STEP);
+    // the backward on bf16 rows (two chunks of (ZT_CUDA_BF16_SCRATCH - 3C) / C rows):
+    // cuda_bf16_layernorm's bounds, the chunks' column sums only reorder dw's and db's sums
+    float *dout = hrand(nc, -1, 1), *dinp = hrand(nc, -1, 1), *g_dinp = dputf(dinp, nc);
+    zt_bf16 *dw = hrand16(C, -1, 1), *db = hrand16(C, -1, 1);
+    zt_bf16 *g_dw = dput(dw, C * 2), *g_db = dput(db, C * 2);
+    CPU->ops->layernorm_backward_bf16in(CPU, dinp, dw, db, dout, res, w, mean, rstd, N, C);
+    GPU->ops->layernorm_backward_bf16in(GPU, g_dinp, g_dw, g_db, dputf(dout, nc), g_res2, g_w,
+                                        dputf(mean, N), dputf(rstd, N), N, C);
+    CHECK_DEV("layernorm_backward_bf16in dinp", g_dinp, dinp, nc, TOL_LN_DX(C), 0.0);
+    CHECK_DEV16("layernorm_backward_bf16in dw", g_dw, dw, C, 2.0 * (N + 1) * U32 * (4.0 * N + 1),
+                BF16_STEP);
+    CHECK_DEV16("layernorm_backward_bf16in db", g_db, db, C, 2.0 * (N + 1) * U32 * (N + 1.0),
                 BF16_STEP);
     gpu_close();
     return ZT_PASS;

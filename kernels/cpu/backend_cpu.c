@@ -386,6 +386,12 @@ static void cpu_encoder_forward_bf16(const zt_backend *be, float *out, const int
                                      int vocab_rows, int N, int T, int C) {
     zt_encoder_forward_bf16(out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);
 }
+static void cpu_encoder_forward_bf16out(const zt_backend *be, zt_bf16 *out,
+                                        const int32_t *tokens, const zt_bf16 *wte,
+                                        const zt_bf16 *wpe, int vocab_lo, int vocab_rows, int N,
+                                        int T, int C) {
+    zt_encoder_forward_bf16out(out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);
+}
 static void cpu_encoder_backward_bf16(const zt_backend *be, zt_bf16 *dwte, zt_bf16 *dwpe,
                                       const float *dout, const int32_t *tokens, int vocab_lo,
                                       int vocab_rows, int N, int T, int C) {
@@ -395,6 +401,22 @@ static void cpu_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtype
                                        float *mean, float *rstd, const float *inp,
                                        const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
     zt_layernorm_forward_bf16(out, out_dt, mean, rstd, inp, w, b, N, C);
+}
+static void cpu_add_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *a,
+                         const zt_bf16 *b, size_t n) {
+    zt_add_bf16(out, a, b, n);
+}
+static void cpu_layernorm_forward_bf16in(const zt_backend *be, void *out, zt_dtype out_dt,
+                                         float *mean, float *rstd, const zt_bf16 *inp,
+                                         const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
+    zt_layernorm_forward_bf16in(out, out_dt, mean, rstd, inp, w, b, N, C);
+}
+static void cpu_residual_layernorm_forward_bf16(const zt_backend *be, zt_bf16 *res, void *out,
+                                                zt_dtype out_dt, float *mean, float *rstd,
+                                                const zt_bf16 *a, const zt_bf16 *b,
+                                                const zt_bf16 *w, const zt_bf16 *bias, int N,
+                                                int C) {
+    zt_residual_layernorm_forward_bf16(res, out, out_dt, mean, rstd, a, b, w, bias, N, C);
 }
 static void cpu_bias_broadcast_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *bias,
                                     int N, int OC) {
@@ -430,6 +452,12 @@ static void cpu_layernorm_backward_bf16(const zt_backend *be, float *dinp, zt_bf
                                         const zt_bf16 *w, const float *mean, const float *rstd,
                                         int N, int C) {
     zt_layernorm_backward_bf16(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+static void cpu_layernorm_backward_bf16in(const zt_backend *be, float *dinp, zt_bf16 *dw,
+                                          zt_bf16 *db, const float *dout, const zt_bf16 *inp,
+                                          const zt_bf16 *w, const float *mean, const float *rstd,
+                                          int N, int C) {
+    zt_layernorm_backward_bf16in(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }
 static void cpu_bf16_from_fp32(const zt_backend *be, zt_bf16 *out, const float *in, size_t n) {
     zt_bf16_from_fp32_array(out, in, n);

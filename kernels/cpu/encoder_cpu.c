@@ -41,17 +41,38 @@ void zt_encoder_backward(float *dwte, float *dwpe, const float *dout, const int3
     }
 }
 
+// Token n's embedding row (NULL outside this vocabulary slice) and position row (NULL
+// without wpe) of bf16 tables.
+static void embed_rows(const zt_bf16 **e, const zt_bf16 **p, int n, const int32_t *tokens,
+                       const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo, int vocab_rows,
+                       int T, int C) {
+    int row = tokens[n] - vocab_lo;
+    *e = row >= 0 && row < vocab_rows ? wte + (size_t)row * C : NULL;
+    *p = wpe ? wpe + (size_t)(n % T) * C : NULL;
+}
+static inline float embed_sum(const zt_bf16 *e, const zt_bf16 *p, int c) {
+    return (e ? zt_bf16_to_fp32(e[c]) : 0.0f) + (p ? zt_bf16_to_fp32(p[c]) : 0.0f);
+}
+
 void zt_encoder_forward_bf16(float *out, const int32_t *tokens, const zt_bf16 *wte,
                              const zt_bf16 *wpe, int vocab_lo, int vocab_rows, int N, int T,
                              int C) {
 #pragma omp parallel for
     for (int n = 0; n < N; n++) {
-        float *o = out + (size_t)n * C;
-        const zt_bf16 *p = wpe ? wpe + (size_t)(n % T) * C : NULL;
-        int row = tokens[n] - vocab_lo;
-        const zt_bf16 *e = row >= 0 && row < vocab_rows ? wte + (size_t)row * C : NULL;
-        for (int c = 0; c < C; c++)
-            o[c] = (e ? zt_bf16_to_fp32(e[c]) : 0.0f) + (p ? zt_bf16_to_fp32(p[c]) : 0.0f);
+        const zt_bf16 *e, *p;
+        embed_rows(&e, &p, n, tokens, wte, wpe, vocab_lo, vocab_rows, T, C);
+        for (int c = 0; c < C; c++) out[(size_t)n * C + c] = embed_sum(e, p, c);
+    }
+}
+
+void zt_encoder_forward_bf16out(zt_bf16 *out, const int32_t *tokens, const zt_bf16 *wte,
+                                const zt_bf16 *wpe, int vocab_lo, int vocab_rows, int N, int T,
+                                int C) {
+#pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const zt_bf16 *e, *p;
+        embed_rows(&e, &p, n, tokens, wte, wpe, vocab_lo, vocab_rows, T, C);
+        for (int c = 0; c < C; c++) out[(size_t)n * C + c] = zt_bf16_from_fp32(embed_sum(e, p, c));
     }
 }
 

@@ -121,6 +121,10 @@ void zt_bias_backward_bf16(zt_bf16 *dbias, const float *dout, int N, int OC);
 void zt_encoder_forward_bf16(float *out, const int32_t *tokens, const zt_bf16 *wte,
                              const zt_bf16 *wpe, int vocab_lo, int vocab_rows, int N, int T,
                              int C);
+// zt_encoder_forward_bf16 into bf16, each sum rounded once.
+void zt_encoder_forward_bf16out(zt_bf16 *out, const int32_t *tokens, const zt_bf16 *wte,
+                                const zt_bf16 *wpe, int vocab_lo, int vocab_rows, int N, int T,
+                                int C);
 void zt_encoder_backward_bf16(zt_bf16 *dwte, zt_bf16 *dwpe, const float *dout,
                               const int32_t *tokens, int vocab_lo, int vocab_rows, int N, int T,
                               int C);
@@ -133,6 +137,20 @@ void zt_layernorm_forward_bf16(void *out, zt_dtype out_dt, float *mean, float *r
 void zt_layernorm_backward_bf16(float *dinp, zt_bf16 *dw, zt_bf16 *db, const float *dout,
                                 const float *inp, const zt_bf16 *w, const float *mean,
                                 const float *rstd, int N, int C);
+// zt_layernorm_backward_bf16 of a bf16 inp, each row widened (layernorm_cpu.c).
+void zt_layernorm_backward_bf16in(float *dinp, zt_bf16 *dw, zt_bf16 *db, const float *dout,
+                                  const zt_bf16 *inp, const zt_bf16 *w, const float *mean,
+                                  const float *rstd, int N, int C);
+// The residual stream in bf16 (residual_bf16_cpu.c): backend_ops.h's add_bf16,
+// layernorm_forward_bf16in and residual_layernorm_forward_bf16; the fused one is bit-identical
+// to the other two in turn.
+void zt_add_bf16(zt_bf16 *out, const zt_bf16 *a, const zt_bf16 *b, size_t n);
+void zt_layernorm_forward_bf16in(void *out, zt_dtype out_dt, float *mean, float *rstd,
+                                 const zt_bf16 *inp, const zt_bf16 *w, const zt_bf16 *b, int N,
+                                 int C);
+void zt_residual_layernorm_forward_bf16(zt_bf16 *res, void *out, zt_dtype out_dt, float *mean,
+                                        float *rstd, const zt_bf16 *a, const zt_bf16 *b,
+                                        const zt_bf16 *w, const zt_bf16 *bias, int N, int C);
 
 void zt_encoder_forward(float *out, const int32_t *tokens, const float *wte, const float *wpe,
                         int vocab_lo, int vocab_rows, int N, int T, int C);

@@ -12,6 +12,13 @@ static const float *widened(const void *x, zt_dtype dt, float *buf, int C) {
     return buf;
 }
 
+// n values of x (fp32 or bf16) from element `at`: x's own, or widened into buf.
+static const float *row_of(const void *x, zt_dtype dt, size_t at, float *buf, int n) {
+    if (dt == ZT_F32) return (const float *)x + at;
+    zt_bf16_to_fp32_array(buf, (const zt_bf16 *)x + at, (size_t)n);
+    return buf;
+}
+
 // out: fp32, or (out_dt bf16) each row computed into a thread's fp32 row and rounded.
 static void layernorm_forward(void *out, zt_dtype out_dt, float *mean, float *rstd,
                               const float *inp, const void *w, const void *b, zt_dtype pt, int N,
@@ -33,18 +40,21 @@ static void layernorm_forward(void *out, zt_dtype out_dt, float *mean, float *rs
     }
 }
 
+// inp fp32 or (it) bf16: a bf16 row or column piece widened into the thread's stack.
 static void layernorm_backward(float *dinp, void *dw, void *db, zt_dtype pt, const float *dout,
-                               const float *inp, const void *w, const float *mean,
+                               const void *inp, zt_dtype it, const void *w, const float *mean,
                                const float *rstd, int N, int C) {
     ZT_ASSERTF(pt == ZT_F32 || C <= ZT_BF16_MAX_ROW, "layernorm: C = %d > %d", C, ZT_BF16_MAX_ROW);
     float wbuf[pt == ZT_F32 ? 1 : C];
     const float *wf = widened(w, pt, wbuf, C);
 #pragma omp parallel
     {
+        float xrow[it == ZT_F32 ? 1 : C], xcol[ZT_COLUMN_BLOCK_MAX];
 #pragma omp for
         for (int n = 0; n < N; n++)
             zt_layernorm_row_backward_dx(dinp + (size_t)n * C, dout + (size_t)n * C,
-                                         inp + (size_t)n * C, wf, mean[n], rstd[n], C);
+                                         row_of(inp, it, (size_t)n * C, xrow, C), wf, mean[n],
+                                         rstd[n], C);
         // dw, db: threads own column blocks, each column summed from row 0 down (a fixed
         // order) in stack accumulators, as zt_bias_backward.
         int width = zt_column_block_width(C, omp_get_num_threads());
@@ -56,7 +66,8 @@ static void layernorm_backward(float *dinp, void *dw, void *db, zt_dtype pt, con
             zt_acc_load(sw, dw, pt, (size_t)c0, wd);
             zt_acc_load(sb, db, pt, (size_t)c0, wd);
             for (int n = 0; n < N; n++) {
-                const float *d = dout + (size_t)n * C + c0, *x = inp + (size_t)n * C + c0;
+                const float *d = dout + (size_t)n * C + c0;
+                const float *x = row_of(inp, it, (size_t)n * C + c0, xcol, wd);
                 float m = mean[n], r = rstd[n];
 #pragma omp simd
                 for (int c = 0; c < wd; c++) {
@@ -89,7 +100,7 @@ void zt_residual_layernorm_forward(float *res, float *out, float *mean, float *r
 
 void zt_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                            const float *w, const float *mean, const float *rstd, int N, int C) {
-    layernorm_backward(dinp, dw, db, ZT_F32, dout, inp, w, mean, rstd, N, C);
+    layernorm_backward(dinp, dw, db, ZT_F32, dout, inp, ZT_F32, w, mean, rstd, N, C);
 }
 
 void zt_layernorm_forward_bf16(void *out, zt_dtype out_dt, float *mean, float *rstd,
@@ -102,5 +113,11 @@ void zt_layernorm_forward_bf16(void *out, zt_dtype out_dt, float *mean, float *r
 void zt_layernorm_backward_bf16(float *dinp, zt_bf16 *dw, zt_bf16 *db, const float *dout,
                                 const float *inp, const zt_bf16 *w, const float *mean,
                                 const float *rstd, int N, int C) {
-    layernorm_backward(dinp, dw, db, ZT_BF16, dout, inp, w, mean, rstd, N, C);
+    layernorm_backward(dinp, dw, db, ZT_BF16, dout, inp, ZT_F32, w, mean, rstd, N, C);
+}
+
+void zt_layernorm_backward_bf16in(float *dinp, zt_bf16 *dw, zt_bf16 *db, const float *dout,
+                                  const zt_bf16 *inp, const zt_bf16 *w, const float *mean,
+                                  const float *rstd, int N, int C) {
+    layernorm_backward(dinp, dw, db, ZT_BF16, dout, inp, ZT_BF16, w, mean, rstd, N, C);
 }

@@ -14,6 +14,7 @@
 #include "cuda_check.h"
 #include "kernels_cuda.h"
 #include "launch_math.h"
+#include "residual_bf16_cuda.h"
 
 typedef struct {
     void *ptr;
@@ -437,6 +438,12 @@ static void cuda_encoder_forward_bf16(const zt_backend *be, float *out, const in
                                       int vocab_rows, int N, int T, int C) {
     zt_cuda_encoder_forward_bf16(ST, out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);
 }
+static void cuda_encoder_forward_bf16out(const zt_backend *be, zt_bf16 *out,
+                                         const int32_t *tokens, const zt_bf16 *wte,
+                                         const zt_bf16 *wpe, int vocab_lo, int vocab_rows, int N,
+                                         int T, int C) {
+    zt_cuda_encoder_forward_bf16out(ST, out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);
+}
 static void cuda_encoder_backward_bf16(const zt_backend *be, zt_bf16 *dwte, zt_bf16 *dwpe,
                                        const float *dout, const int32_t *tokens, int vocab_lo,
                                        int vocab_rows, int N, int T, int C) {
@@ -446,6 +453,24 @@ static void cuda_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtyp
                                         float *mean, float *rstd, const float *inp,
                                         const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
     zt_cuda_bf16_layernorm_forward(BF, out, out_dt, mean, rstd, inp, w, b, N, C);
+}
+static void cuda_add_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *a,
+                          const zt_bf16 *b, size_t n) {
+    zt_cuda_bf16_add(BF, out, a, b, n);
+}
+static void cuda_layernorm_forward_bf16in(const zt_backend *be, void *out, zt_dtype out_dt,
+                                          float *mean, float *rstd, const zt_bf16 *inp,
+                                          const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
+    zt_cuda_bf16_layernorm_forward_bf16in(BF, out, out_dt, mean, rstd, inp, w, b, N, C);
+}
+// The add, then the LayerNorm of its rounded rows: the two ops' values (not yet one pass).
+static void cuda_residual_layernorm_forward_bf16(const zt_backend *be, zt_bf16 *res, void *out,
+                                                 zt_dtype out_dt, float *mean, float *rstd,
+                                                 const zt_bf16 *a, const zt_bf16 *b,
+                                                 const zt_bf16 *w, const zt_bf16 *bias, int N,
+                                                 int C) {
+    zt_cuda_bf16_add(BF, res, a, b, (size_t)N * C);
+    zt_cuda_bf16_layernorm_forward_bf16in(BF, out, out_dt, mean, rstd, res, w, bias, N, C);
 }
 static void cuda_bias_broadcast_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *bias,
                                      int N, int OC) {
@@ -498,6 +523,12 @@ static void cuda_adamw8bit_bf16(const zt_backend *be, float *master, zt_bf16 *p,
     memcpy(maps.m, map_m, sizeof maps.m);
     memcpy(maps.v, map_v, sizeof maps.v);
     zt_cuda_bf16_adamw8bit(BF, master, p, g, qm, qv, absmax_m, absmax_v, n, block, &maps, wd, *h);
+}
+static void cuda_layernorm_backward_bf16in(const zt_backend *be, float *dinp, zt_bf16 *dw,
+                                           zt_bf16 *db, const float *dout, const zt_bf16 *inp,
+                                           const zt_bf16 *w, const float *mean, const float *rstd,
+                                           int N, int C) {
+    zt_cuda_bf16_layernorm_backward_bf16in(BF, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }
 static void cuda_bf16_from_fp32(const zt_backend *be, zt_bf16 *out, const float *in, size_t n) {
     zt_cuda_bf16_from_fp32(ST, out, in, n);

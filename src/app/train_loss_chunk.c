@@ -23,5 +23,6 @@ void zt_trainer_pick_loss_chunk(zt_trainer *t) {
     size_t budget = (size_t)(-neg_min / DEVICE_LOGITS_SHARE);
     if (budget < ZT_LOSS_CHUNK_HOST_BYTES) budget = ZT_LOSS_CHUNK_HOST_BYTES; // the host rule's
     t->plan.loss_chunk = zt_gpt2_loss_chunk_for_budget(t->plan.shape.padded_vocab / t->plan.tp,
-                                                        c->micro_batch * c->seq, budget);
+                                                        c->micro_batch * c->seq,
+                                                        (size_t)t->plan.param_bytes, budget);
 }

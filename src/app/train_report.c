@@ -79,8 +79,8 @@ void zt_trainer_print_start(zt_trainer *t) {
         int chunk = zt_trainer_compute_model(t)->loss_chunk;
         printf("loss: chunks of %d tokens, %.1f MiB of logits per chunk per rank (%d of the "
                "%d padded vocabulary columns)\n", chunk,
-               (double)chunk * t->shape.padded_vocab / g->tp * sizeof(float) /
-                   1048576.0, t->shape.padded_vocab / g->tp, t->shape.padded_vocab);
+               (double)chunk * t->shape.padded_vocab / g->tp *
+                   (double)zt_dtype_size(c->param_dtype) / 1048576.0, t->shape.padded_vocab / g->tp, t->shape.padded_vocab);
         if (g->pp > 1) {
             printf("pipeline: %s schedule, partition %s: %s\n", zt_schedule_kind_name(c->schedule),
                    c->partition, part);

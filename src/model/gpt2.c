@@ -83,16 +83,17 @@ static void bind(zt_gpt2_tensors *v, const zt_layout *lay, void *base, size_t el
     }
 }
 
-int zt_gpt2_auto_loss_chunk(int padded_vocab, int N) {
-    return zt_gpt2_loss_chunk_for_budget(padded_vocab, N, ZT_LOSS_CHUNK_HOST_BYTES);
+int zt_gpt2_auto_loss_chunk(int padded_vocab, int N, size_t logit_size) {
+    return zt_gpt2_loss_chunk_for_budget(padded_vocab, N, logit_size, ZT_LOSS_CHUNK_HOST_BYTES);
 }
 
-int zt_gpt2_loss_chunk_for_budget(int padded_vocab, int N, size_t budget_bytes) {
-    // At most budget_bytes of fp32 logits per chunk, but at least 128 tokens so the lm-head
+int zt_gpt2_loss_chunk_for_budget(int padded_vocab, int N, size_t logit_size,
+                                  size_t budget_bytes) {
+    // At most budget_bytes of logits per chunk, but at least 128 tokens so the lm-head
     // GEMM stays efficient. Chunks of equal size: no short last chunk, whose lm-head
     // GEMMs run slowly and whose wte-gradient GEMM streams all of wte's gradient for a
     // few tokens (N = 1024: 4 x 256 instead of 3 x 333 + 25, ~5% of the head's time).
-    size_t cap = budget_bytes / ((size_t)padded_vocab * sizeof(float));
+    size_t cap = budget_bytes / ((size_t)padded_vocab * logit_size);
     if (cap < 128) cap = 128;
     if (cap >= (size_t)N) return N;
     size_t chunks = ((size_t)N + cap - 1) / cap;
@@ -271,7 +272,8 @@ static zt_status plan(zt_gpt2 *m, const zt_model_shape *s, int unit_first, int u
     if (!opts) opts = &none;
     ZT_TRY(plan_seq_parallel(m, opts->seq_parallel));
     m->loss_chunk = loss_chunk > 0 ? (int)zt_min_sz((size_t)loss_chunk, (size_t)B * T)
-                                   : zt_gpt2_auto_loss_chunk(s->padded_vocab / tp, B * T);
+                                   : zt_gpt2_auto_loss_chunk(s->padded_vocab / tp, B * T,
+                                                             zt_dtype_size(dtype));
     m->recompute = opts->recompute;
     ZT_ASSERT(m->recompute.layers >= 0);
     int nl = n_local_layers(m);

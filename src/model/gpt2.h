@@ -248,11 +248,13 @@ float *zt_gpt2_params_map(const zt_gpt2 *m, int read);
 void zt_gpt2_params_unmap(const zt_gpt2 *m, float *host, int write);
 
 // The automatic loss chunk for a vocabulary and a micro-batch of N tokens: at most
-// ZT_LOSS_CHUNK_HOST_BYTES of logits (a CPU's memory; a GPU's run picks its own budget).
-int zt_gpt2_auto_loss_chunk(int padded_vocab, int N);
-// The same with at most budget_bytes of fp32 logits per chunk (at least 128 tokens, chunks
-// of equal size; N when the whole micro-batch fits).
-int zt_gpt2_loss_chunk_for_budget(int padded_vocab, int N, size_t budget_bytes);
+// ZT_LOSS_CHUNK_HOST_BYTES of logits (a CPU's memory; a GPU's run picks its own budget) of
+// logit_size bytes each (the model's dtype: fp32 4, bf16 2; docs/design.md, "bf16").
+int zt_gpt2_auto_loss_chunk(int padded_vocab, int N, size_t logit_size);
+// The same with at most budget_bytes of logits per chunk (at least 128 tokens, chunks of
+// equal size; N when the whole micro-batch fits).
+int zt_gpt2_loss_chunk_for_budget(int padded_vocab, int N, size_t logit_size,
+                                  size_t budget_bytes);
 #define ZT_LOSS_CHUNK_HOST_BYTES ((size_t)64 << 20)
 
 // GPT-2 initialization from a seed: normal(0, 0.02) for matrices and embeddings,

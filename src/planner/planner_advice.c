@@ -232,7 +232,8 @@ static void try_singles(const zt_plan_spec *s, double limit, int sharing, zt_pla
     long long BT = (long long)s->micro_batch * s->seq;
     int N = BT < INT_MAX ? (int)BT : INT_MAX;
     int chunk = s->loss_chunk > 0 ? (s->loss_chunk < N ? s->loss_chunk : N)
-                                  : zt_gpt2_auto_loss_chunk(s->shape.padded_vocab / s->tp, N);
+                                  : zt_gpt2_auto_loss_chunk(s->shape.padded_vocab / s->tp, N,
+                                                            (size_t)s->param_bytes);
     for (int c = chunk / 2; c >= 1; c /= 2) {
         zt_plan_spec t = *s;
         t.loss_chunk = c;
