@@ -331,7 +331,7 @@ ZT_OP(void, adamw8bit_bf16, ZT_OPS_BF16, ZT_PHASE_OPTIMIZER, 0,
 // theirs; wide: the caller's scratch of B T C (3 + the count of bf16 values among out, or
 // among dout and dqkv with dqkv counting 3) floats, which holds the widened operands and the
 // fp32 results before their rounding (the CPU widens one (batch, head) pair at a time into its
-// own part of it; docs/design.md "bf16", attention).
+// own part of it; docs/design.md "bf16").
 ZT_OP(void, attention_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ATTENTION,
       2 * 2.0 * B * C * (T * (T + 1.0) / 2.0),
       (void *, out)(zt_dtype, out_dt)(float *, lse)(const zt_bf16 *, qkv)(float *, work)

@@ -1,7 +1,8 @@
 // Causal self-attention on BLAS: per (batch, head) S = QK^T/sqrt(hs), a masked row
 // softmax, O = PV. The backward recomputes P from the saved log-sum-exp, so memory
 // stays O(B*NH*T) instead of O(B*NH*T*T). The row softmax is softmax_math.h's, with the
-// vector expf of softmax_cpu.c.
+// vector expf of softmax_cpu.c. The bf16 ops run the same functions on each (batch, head)
+// pair's operands widened.
 #include <math.h>
 #include <omp.h>
 
@@ -180,11 +181,11 @@ void zt_attention_backward_bf16(void *dqkv, zt_dtype dqkv_dt, const void *dout,
         int b = bh / NH, h = bh % NH;
         size_t th = (size_t)T * hs, at = (size_t)b * T * C + h * hs;
         size_t base = (size_t)b * T * 3 * C + h * hs;
-        float *w = wide + (size_t)bh * nw * th, *P = work + (size_t)omp_get_thread_num() * 2 * T * T;
+        float *w = wide + (size_t)bh * nw * th;
+        float *P = work + (size_t)omp_get_thread_num() * 2 * T * T;
         att_in in = widen_pair(w, qkv + base, T, C, hs);
-        const float *dO = (const float *)dout + at;
+        const float *dO = bo ? w + 3 * th : (const float *)dout + at;
         if (bo) zt_bf16_to_fp32_matrix(w + 3 * th, hs, (const zt_bf16 *)dout + at, C, T, hs);
-        if (bo) dO = w + 3 * th;
         float *dq = bd ? w + (3 + bo) * th : (float *)dqkv + base;
         int ld_d = bd ? hs : 3 * C;
         size_t step = bd ? th : (size_t)C; // from dq to dk to dv

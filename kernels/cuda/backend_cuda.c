@@ -422,9 +422,9 @@ static void cuda_gemm_mixed(const zt_backend *be, int ta, int tb, int M, int N, 
     zt_cuda_gemm_mixed(BF, ta, tb, M, N, K, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, work);
 }
 // Attention on bf16 operands: qkv (and a bf16 dout) widened whole into `wide`, then the fp32
-// attention, its result rounded when bf16 is asked for. The emulation (../shared/cuda-emu)
-// has no cublasGemmStridedBatchedEx, so the bf16 tensor-core products wait for a GPU
-// (docs/design.md "bf16", attention).
+// attention, its result rounded when bf16 is asked for. The CPU emulation of CUDA the tests
+// run on has no cublasGemmStridedBatchedEx, so the bf16 tensor-core products wait for a GPU
+// (docs/design.md "bf16").
 static void cuda_attention_forward_bf16(const zt_backend *be, void *out, zt_dtype out_dt,
                                         float *lse, const zt_bf16 *qkv, float *work,
                                         float *wide, int B, int T, int C, int NH) {
