@@ -347,6 +347,22 @@ ZT_OP(void, adamw8bit_bf16, ZT_OPS_BF16, ZT_PHASE_OPTIMIZER, 0,
       (float *, master)(zt_bf16 *, p)(const zt_bf16 *, g)(uint8_t *, qm)(uint8_t *, qv)
       (float *, absmax_m)(float *, absmax_v)(size_t, n)(int, block)(const float *, map_m)
       (const float *, map_v)(float, wd)(const zt_adamw_hparams *, h))
+// attention_forward on bf16 qkv (widened, exact): out (B, T, C) fp32 or bf16 (out_dt: the fp32
+// result rounded once), lse fp32. attention_backward on bf16 qkv with dout and dqkv each fp32
+// or bf16 (dout_dt, dqkv_dt; a bf16 dqkv is the fp32 gradient rounded once), written. work as
+// theirs; wide: the caller's scratch of B T C (3 + the count of bf16 values among out, or
+// among dout and dqkv with dqkv counting 3) floats, which holds the widened operands and the
+// fp32 results before their rounding (the CPU widens one (batch, head) pair at a time into its
+// own part of it; docs/design.md "bf16").
+ZT_OP(void, attention_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ATTENTION,
+      2 * 2.0 * B * C * (T * (T + 1.0) / 2.0),
+      (void *, out)(zt_dtype, out_dt)(float *, lse)(const zt_bf16 *, qkv)(float *, work)
+      (float *, wide)(int, B)(int, T)(int, C)(int, NH))
+ZT_OP(void, attention_backward_bf16, ZT_OPS_BF16, ZT_PHASE_ATTENTION,
+      5 * 2.0 * B * C * (T * (T + 1.0) / 2.0),
+      (void *, dqkv)(zt_dtype, dqkv_dt)(const void *, dout)(zt_dtype, dout_dt)
+      (const zt_bf16 *, qkv)(const float *, lse)(float *, work)(float *, wide)(int, B)(int, T)
+      (int, C)(int, NH))
 // out[i] = x[i] rounded to bf16 (nearest even) / widened to fp32 (exact).
 ZT_OP(void, bf16_from_fp32, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (zt_bf16 *, out)(const float *, x)(size_t, n))

@@ -619,6 +619,56 @@ ZT_TEST(bf16_adamw8bit) {
     return ZT_PASS;
 }
 
+// ---- attention ----
+
+// One shape of attention_forward_bf16 and attention_backward_bf16 against the fp32 ops on the
+// widened qkv (and dout): the same arithmetic in the same order on the same values, so out,
+// lse and dqkv must be theirs bit for bit, rounded once where bf16. Every dtype of out, dout
+// and dqkv.
+static int attention_case(int B, int T, int C, int NH, uint64_t seed) {
+    size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
+    size_t nw = zt_attention_workspace(0, T);
+    zt_bf16 *qkv = malloc(nq * 2), *dout16 = malloc(no * 2), *o16 = malloc(no * 2);
+    zt_bf16 *d16 = malloc(nq * 2);
+    fill_bf16(qkv, nq, 2.0f, &seed);
+    fill_bf16(dout16, no, 1.0f, &seed);
+    float *wq = widen(qkv, nq), *wd = widen(dout16, no), *work = malloc(nw * sizeof(float));
+    float *wide = malloc(7 * no * sizeof(float)), *out = malloc(no * 4), *lse = malloc(nl * 4);
+    float *ref_o = malloc(no * 4), *ref_l = malloc(nl * 4), *ref_d = malloc(nq * 4);
+    float *dq = malloc(nq * 4);
+    zt_attention_forward(ref_o, ref_l, wq, work, B, T, C, NH);
+    zt_attention_backward(ref_d, wd, wq, ref_l, work, B, T, C, NH);
+    int ok = 1;
+    zt_attention_forward_bf16(out, ZT_F32, lse, qkv, work, wide, B, T, C, NH);
+    ok &= same_f32("attn out", out, ref_o, no) && same_f32("attn lse", lse, ref_l, nl);
+    zt_attention_forward_bf16(o16, ZT_BF16, lse, qkv, work, wide, B, T, C, NH);
+    ok &= is_rounded("attn out bf16", o16, ref_o, no) && same_f32("attn lse", lse, ref_l, nl);
+    for (int bo = 0; bo < 2; bo++)
+        for (int bd = 0; bd < 2; bd++) {
+            const void *dout = bo ? (const void *)dout16 : (const void *)wd;
+            void *dqkv = bd ? (void *)d16 : (void *)dq;
+            zt_attention_backward_bf16(dqkv, bd ? ZT_BF16 : ZT_F32, dout, bo ? ZT_BF16 : ZT_F32,
+                                       qkv, ref_l, work, wide, B, T, C, NH);
+            ok &= bd ? is_rounded("attn dqkv bf16", d16, ref_d, nq)
+                     : same_f32("attn dqkv", dq, ref_d, nq);
+        }
+    free(qkv), free(dout16), free(o16), free(d16), free(wq), free(wd), free(work), free(wide);
+    free(out), free(lse), free(ref_o), free(ref_l), free(ref_d), free(dq);
+    return ok;
+}
+
+// T crosses the 64-row causal blocks (70, 130); hs 2, 8 and GPT-2's 64.
+ZT_TEST(bf16_attention) {
+    static const int shape[][4] = {{2, 1, 8, 4}, {2, 5, 8, 1}, {2, 70, 8, 4}, {1, 130, 128, 2},
+                                   {2, 64, 256, 4}};
+    for (size_t i = 0; i < sizeof shape / sizeof *shape; i++) {
+        const int *s = shape[i];
+        printf("  B=%d T=%d C=%d NH=%d\n", s[0], s[1], s[2], s[3]);
+        CHECK(attention_case(s[0], s[1], s[2], s[3], 70 + i));
+    }
+    return ZT_PASS;
+}
+
 ZT_TEST(bf16_conversion_ops) {
     const zt_backend *be = zt_test_cpu();
     size_t n = 70001;

@@ -2487,6 +2487,49 @@ ZT_TEST(cuda_bf16_sumsq) {
     return ZT_PASS;
 }
 
+// Attention on bf16 qkv at GPT-2 124M's size (B 2, T 1024, 12 heads of 64). Both sides widen
+// exactly and run their fp32 attention on the same values (the GPU's products stay fp32 until
+// the emulation has bf16 strided-batched GEMMs), so the fp32 results are within the fp32
+// test's bounds (cuda_attention: inputs uniform in [-1, 1) there and here) and a bf16 result
+// adds BF16_STEP relative. Every dtype path on both sides: out fp32 and bf16; the backward with
+// fp32 dout and dqkv, then with both bf16.
+ZT_TEST(cuda_bf16_attention) {
+    NEED_GPU();
+    const int B = 2, T = 1024, NH = 12, hs = 64, C = NH * hs;
+    size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
+    zt_bf16 *qkv = hrand16(nq, -1, 1), *g_qkv = dput(qkv, nq * 2);
+    float *work = hmem(zt_attention_workspace(0, T) * sizeof(float));
+    float *g_work = dpoison(zt_backend_attention_workspace(GPU, T));
+    float *wide = hmem(7 * no * sizeof(float)), *g_wide = dpoison(7 * no);
+    float *out = hpoison(no), *lse = hpoison(nl), *g_out = dpoison(no), *g_lse = dpoison(nl);
+    zt_bf16 *o16 = hmem(no * 2), *g_o16 = dpoison16(no);
+    CPU->ops->attention_forward_bf16(CPU, out, ZT_F32, lse, qkv, work, wide, B, T, C, NH);
+    GPU->ops->attention_forward_bf16(GPU, g_out, ZT_F32, g_lse, g_qkv, g_work, g_wide, B, T, C,
+                                     NH);
+    CHECK_DEV("attention_forward_bf16 lse", g_lse, lse, nl, ATT_TOL_LSE(hs), 4 * U32);
+    CHECK_DEV("attention_forward_bf16 out", g_out, out, no, ATT_TOL_OUT(hs, T), 0.0);
+    CPU->ops->attention_forward_bf16(CPU, o16, ZT_BF16, lse, qkv, work, wide, B, T, C, NH);
+    GPU->ops->attention_forward_bf16(GPU, g_o16, ZT_BF16, g_lse, g_qkv, g_work, g_wide, B, T, C,
+                                     NH);
+    CHECK_DEV16("attention_forward_bf16 out bf16", g_o16, o16, no, ATT_TOL_OUT(hs, T), BF16_STEP);
+    float *g_lse_cpu = dputf(lse, nl), *dout = hrand(no, -1, 1);
+    float *dqkv = hpoison(nq), *g_dqkv = dpoison(nq);
+    CPU->ops->attention_backward_bf16(CPU, dqkv, ZT_F32, dout, ZT_F32, qkv, lse, work, wide, B, T,
+                                      C, NH);
+    GPU->ops->attention_backward_bf16(GPU, g_dqkv, ZT_F32, dputf(dout, no), ZT_F32, g_qkv,
+                                      g_lse_cpu, g_work, g_wide, B, T, C, NH);
+    CHECK_DEV("attention_backward_bf16 dqkv", g_dqkv, dqkv, nq, ATT_TOL_DQKV(hs, T), 0.0);
+    zt_bf16 *dout16 = hround16(dout, no), *d16 = hmem(nq * 2), *g_d16 = dpoison16(nq);
+    CPU->ops->attention_backward_bf16(CPU, d16, ZT_BF16, dout16, ZT_BF16, qkv, lse, work, wide, B,
+                                      T, C, NH);
+    GPU->ops->attention_backward_bf16(GPU, g_d16, ZT_BF16, dput(dout16, no * 2), ZT_BF16, g_qkv,
+                                      g_lse_cpu, g_work, g_wide, B, T, C, NH);
+    CHECK_DEV16("attention_backward_bf16 dqkv bf16", g_d16, d16, nq, ATT_TOL_DQKV(hs, T),
+                BF16_STEP);
+    gpu_close();
+    return ZT_PASS;
+}
+
 // AdamW on fp32 masters with a bf16 gradient, over more values than one chunk: the masters
 // and moments within adamw_bound of the widened gradient's update (the bf16 op is the fp32
 // update on it, on both backends), the bf16 weights within that plus the bf16 step.

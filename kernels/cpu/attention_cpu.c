@@ -1,7 +1,8 @@
 // Causal self-attention on BLAS: per (batch, head) S = QK^T/sqrt(hs), a masked row
 // softmax, O = PV. The backward recomputes P from the saved log-sum-exp, so memory
 // stays O(B*NH*T) instead of O(B*NH*T*T). The row softmax is softmax_math.h's, with the
-// vector expf of softmax_cpu.c.
+// vector expf of softmax_cpu.c. The bf16 ops run the same functions on each (batch, head)
+// pair's operands widened.
 #include <math.h>
 #include <omp.h>
 
@@ -43,6 +44,65 @@ static float row_dot(const float *p, const float *d, int n) {
     return s;
 }
 
+// One (batch, head) pair's operands: q, k, v rows ld apart (3C in qkv, hs in a widened
+// copy), out and dout rows ld_o apart, dq, dk, dv rows ld_d apart.
+typedef struct {
+    const float *q, *k, *v;
+    int ld;
+} att_in;
+
+// Rows [0, T) of one pair: o = softmax(scale q k^T, causal) v, l its rows' log-sum-exp. S: T*T.
+static void pair_forward(float *o, int ld_o, float *l, att_in in, float *S, int T, int hs,
+                         float scale) {
+    for (int i0 = 0; i0 < T; i0 += ZT_ATT_BLOCK) {
+        int ni = T - i0 < ZT_ATT_BLOCK ? T - i0 : ZT_ATT_BLOCK, jn = i0 + ni;
+        float *Sb = S + (size_t)i0 * T; // rows [i0, jn), columns [0, jn)
+        zt_gemm(0, 1, ni, jn, hs, scale, in.q + (size_t)i0 * in.ld, in.ld, in.k, in.ld, 0.0f, Sb,
+                T);
+        for (int i = i0; i < jn; i++) {
+            const float *row = S + (size_t)i * T;
+            float m = zt_cpu_row_max(row, i + 1);
+            l[i] = m + logf(zt_cpu_row_sumexp(row, i + 1, m));
+        }
+        causal_probs(S, l, T, i0, ni);
+        zt_gemm(0, 0, ni, hs, jn, 1.0f, Sb, T, in.v, in.ld, 0.0f, o + (size_t)i0 * ld_o, ld_o);
+    }
+}
+
+// One pair's dq, dk, dv (written) from dO (rows ld_o apart); P, dP: T*T each.
+static void pair_backward(float *dq, float *dk, float *dv, int ld_d, const float *dO, int ld_o,
+                          att_in in, const float *l, float *P, float *dP, int T, int hs,
+                          float scale) {
+    for (int i0 = 0; i0 < T; i0 += ZT_ATT_BLOCK) {
+        int ni = T - i0 < ZT_ATT_BLOCK ? T - i0 : ZT_ATT_BLOCK, jn = i0 + ni;
+        float *Pb = P + (size_t)i0 * T, *dPb = dP + (size_t)i0 * T;
+        zt_gemm(0, 1, ni, jn, hs, scale, in.q + (size_t)i0 * in.ld, in.ld, in.k, in.ld, 0.0f, Pb,
+                T);
+        causal_probs(P, l, T, i0, ni);
+        zt_gemm(0, 1, ni, jn, hs, 1.0f, dO + (size_t)i0 * ld_o, ld_o, in.v, in.ld, 0.0f, dPb, T);
+        // softmax backward: dS = P * (dP - sum_j P dP), in place in dP
+        for (int i = i0; i < jn; i++) {
+            const float *p = P + (size_t)i * T;
+            float *d = dP + (size_t)i * T;
+            float dot = row_dot(p, d, i + 1);
+#pragma omp simd
+            for (int j = 0; j <= i; j++) d[j] = p[j] * (d[j] - dot);
+            for (int j = i + 1; j < jn; j++) d[j] = 0.0f;
+        }
+        // dq rows [i0, jn) = scale * dS[i0:jn, 0:jn] @ k[0:jn]
+        zt_gemm(0, 0, ni, hs, jn, scale, dPb, T, in.k, in.ld, 0.0f, dq + (size_t)i0 * ld_d, ld_d);
+    }
+    // dk, dv rows [j0, j0 + nj) take rows i >= j0 of dS and P (the lower blocks).
+    for (int j0 = 0; j0 < T; j0 += ZT_ATT_BLOCK) {
+        int nj = T - j0 < ZT_ATT_BLOCK ? T - j0 : ZT_ATT_BLOCK, ni = T - j0;
+        size_t at = (size_t)j0 * T + j0;
+        zt_gemm(1, 0, nj, hs, ni, scale, dP + at, T, in.q + (size_t)j0 * in.ld, in.ld, 0.0f,
+                dk + (size_t)j0 * ld_d, ld_d);
+        zt_gemm(1, 0, nj, hs, ni, 1.0f, P + at, T, dO + (size_t)j0 * ld_o, ld_o, 0.0f,
+                dv + (size_t)j0 * ld_d, ld_d);
+    }
+}
+
 // Each thread takes whole (b, h) pairs and calls BLAS on its own small matrices:
 // OpenBLAS's OpenMP build runs single-threaded inside a parallel region, so there is
 // one thread pool and no oversubscription (docs/machine.md).
@@ -53,24 +113,10 @@ void zt_attention_forward(float *out, float *lse, const float *qkv, float *work,
 #pragma omp parallel for schedule(dynamic)
     for (int bh = 0; bh < B * NH; bh++) {
         int b = bh / NH, h = bh % NH;
-        float *S = work + (size_t)omp_get_thread_num() * 2 * T * T;
         const float *q = qkv + (size_t)b * T * 3 * C + h * hs;
-        const float *k = q + C, *v = q + 2 * C;
-        float *o = out + (size_t)b * T * C + h * hs;
-        float *l = lse + (size_t)bh * T;
-        for (int i0 = 0; i0 < T; i0 += ZT_ATT_BLOCK) {
-            int ni = T - i0 < ZT_ATT_BLOCK ? T - i0 : ZT_ATT_BLOCK, jn = i0 + ni;
-            float *Sb = S + (size_t)i0 * T; // rows [i0, jn), columns [0, jn)
-            zt_gemm(0, 1, ni, jn, hs, scale, q + (size_t)i0 * 3 * C, 3 * C, k, 3 * C, 0.0f, Sb,
-                    T);
-            for (int i = i0; i < jn; i++) {
-                const float *row = S + (size_t)i * T;
-                float m = zt_cpu_row_max(row, i + 1);
-                l[i] = m + logf(zt_cpu_row_sumexp(row, i + 1, m));
-            }
-            causal_probs(S, l, T, i0, ni);
-            zt_gemm(0, 0, ni, hs, jn, 1.0f, Sb, T, v, 3 * C, 0.0f, o + (size_t)i0 * C, C);
-        }
+        pair_forward(out + (size_t)b * T * C + h * hs, C, lse + (size_t)bh * T,
+                     (att_in){q, q + C, q + 2 * C, 3 * C},
+                     work + (size_t)omp_get_thread_num() * 2 * T * T, T, hs, scale);
     }
 }
 
@@ -82,41 +128,72 @@ void zt_attention_backward(float *dqkv, const float *dout, const float *qkv, con
     for (int bh = 0; bh < B * NH; bh++) {
         int b = bh / NH, h = bh % NH;
         float *P = work + (size_t)omp_get_thread_num() * 2 * T * T;
-        float *dP = P + (size_t)T * T;
         size_t base = (size_t)b * T * 3 * C + h * hs;
-        const float *q = qkv + base, *k = q + C, *v = q + 2 * C;
-        float *dq = dqkv + base, *dk = dq + C, *dv = dq + 2 * C;
-        const float *dO = dout + (size_t)b * T * C + h * hs;
-        const float *l = lse + (size_t)bh * T;
-        for (int i0 = 0; i0 < T; i0 += ZT_ATT_BLOCK) {
-            int ni = T - i0 < ZT_ATT_BLOCK ? T - i0 : ZT_ATT_BLOCK, jn = i0 + ni;
-            float *Pb = P + (size_t)i0 * T, *dPb = dP + (size_t)i0 * T;
-            zt_gemm(0, 1, ni, jn, hs, scale, q + (size_t)i0 * 3 * C, 3 * C, k, 3 * C, 0.0f, Pb,
-                    T);
-            causal_probs(P, l, T, i0, ni);
-            zt_gemm(0, 1, ni, jn, hs, 1.0f, dO + (size_t)i0 * C, C, v, 3 * C, 0.0f, dPb, T);
-            // softmax backward: dS = P * (dP - sum_j P dP), in place in dP
-            for (int i = i0; i < jn; i++) {
-                const float *p = P + (size_t)i * T;
-                float *d = dP + (size_t)i * T;
-                float dot = row_dot(p, d, i + 1);
-#pragma omp simd
-                for (int j = 0; j <= i; j++) d[j] = p[j] * (d[j] - dot);
-                for (int j = i + 1; j < jn; j++) d[j] = 0.0f;
-            }
-            // dq rows [i0, jn) = scale * dS[i0:jn, 0:jn] @ k[0:jn]
-            zt_gemm(0, 0, ni, hs, jn, scale, dPb, T, k, 3 * C, 0.0f, dq + (size_t)i0 * 3 * C,
-                    3 * C);
-        }
-        // dk, dv rows [j0, j0 + nj) take rows i >= j0 of dS and P (the lower blocks).
-        for (int j0 = 0; j0 < T; j0 += ZT_ATT_BLOCK) {
-            int nj = T - j0 < ZT_ATT_BLOCK ? T - j0 : ZT_ATT_BLOCK, ni = T - j0;
-            size_t at = (size_t)j0 * T + j0;
-            zt_gemm(1, 0, nj, hs, ni, scale, dP + at, T, q + (size_t)j0 * 3 * C, 3 * C, 0.0f,
-                    dk + (size_t)j0 * 3 * C, 3 * C);
-            zt_gemm(1, 0, nj, hs, ni, 1.0f, P + at, T, dO + (size_t)j0 * C, C, 0.0f,
-                    dv + (size_t)j0 * 3 * C, 3 * C);
-        }
+        const float *q = qkv + base;
+        float *dq = dqkv + base;
+        pair_backward(dq, dq + C, dq + 2 * C, 3 * C, dout + (size_t)b * T * C + h * hs, C,
+                      (att_in){q, q + C, q + 2 * C, 3 * C}, lse + (size_t)bh * T, P,
+                      P + (size_t)T * T, T, hs, scale);
+    }
+}
+
+// ---- bf16 operands: each pair's q, k, v (and a bf16 dout) widened (exact) into its own
+// slice of `wide`, then the fp32 pair functions above on those values; a bf16 out or dqkv
+// is the fp32 result rounded once. ----
+
+// Floats of `wide` per pair: q, k, v, then one T x hs buffer per other bf16 operand.
+static int wide_blocks(int bf16_out, int bf16_dout, int bf16_dqkv) {
+    return 3 + bf16_out + bf16_dout + 3 * bf16_dqkv;
+}
+
+// The pair's q, k, v (rows 3C apart in qkv) widened into w: three (T, hs) blocks.
+static att_in widen_pair(float *w, const zt_bf16 *qkv, int T, int C, int hs) {
+    size_t th = (size_t)T * hs;
+    for (int x = 0; x < 3; x++) zt_bf16_to_fp32_matrix(w + x * th, hs, qkv + x * C, 3 * C, T, hs);
+    return (att_in){w, w + th, w + 2 * th, hs};
+}
+
+void zt_attention_forward_bf16(void *out, zt_dtype out_dt, float *lse, const zt_bf16 *qkv,
+                               float *work, float *wide, int B, int T, int C, int NH) {
+    int hs = C / NH, bf = out_dt == ZT_BF16, nw = wide_blocks(bf, 0, 0);
+    float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for schedule(dynamic)
+    for (int bh = 0; bh < B * NH; bh++) {
+        int b = bh / NH, h = bh % NH;
+        size_t th = (size_t)T * hs, at = (size_t)b * T * C + h * hs;
+        float *w = wide + (size_t)bh * nw * th;
+        att_in in = widen_pair(w, qkv + (size_t)b * T * 3 * C + h * hs, T, C, hs);
+        float *o = bf ? w + 3 * th : (float *)out + at;
+        pair_forward(o, bf ? hs : C, lse + (size_t)bh * T, in,
+                     work + (size_t)omp_get_thread_num() * 2 * T * T, T, hs, scale);
+        if (bf) zt_bf16_from_fp32_matrix((zt_bf16 *)out + at, C, o, hs, T, hs);
+    }
+}
+
+void zt_attention_backward_bf16(void *dqkv, zt_dtype dqkv_dt, const void *dout,
+                                zt_dtype dout_dt, const zt_bf16 *qkv, const float *lse,
+                                float *work, float *wide, int B, int T, int C, int NH) {
+    int hs = C / NH, bo = dout_dt == ZT_BF16, bd = dqkv_dt == ZT_BF16;
+    int nw = wide_blocks(0, bo, bd);
+    float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for schedule(dynamic)
+    for (int bh = 0; bh < B * NH; bh++) {
+        int b = bh / NH, h = bh % NH;
+        size_t th = (size_t)T * hs, at = (size_t)b * T * C + h * hs;
+        size_t base = (size_t)b * T * 3 * C + h * hs;
+        float *w = wide + (size_t)bh * nw * th;
+        float *P = work + (size_t)omp_get_thread_num() * 2 * T * T;
+        att_in in = widen_pair(w, qkv + base, T, C, hs);
+        const float *dO = bo ? w + 3 * th : (const float *)dout + at;
+        if (bo) zt_bf16_to_fp32_matrix(w + 3 * th, hs, (const zt_bf16 *)dout + at, C, T, hs);
+        float *dq = bd ? w + (3 + bo) * th : (float *)dqkv + base;
+        int ld_d = bd ? hs : 3 * C;
+        size_t step = bd ? th : (size_t)C; // from dq to dk to dv
+        pair_backward(dq, dq + step, dq + 2 * step, ld_d, dO, bo ? hs : C, in,
+                      lse + (size_t)bh * T, P, P + (size_t)T * T, T, hs, scale);
+        for (int x = 0; bd && x < 3; x++)
+            zt_bf16_from_fp32_matrix((zt_bf16 *)dqkv + base + x * C, 3 * C, dq + x * th, hs, T,
+                                     hs);
     }
 }
 

@@ -459,6 +459,17 @@ static void cpu_layernorm_backward_bf16in(const zt_backend *be, float *dinp, zt_
                                           int N, int C) {
     zt_layernorm_backward_bf16in(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }
+static void cpu_attention_forward_bf16(const zt_backend *be, void *out, zt_dtype out_dt,
+                                       float *lse, const zt_bf16 *qkv, float *work, float *wide,
+                                       int B, int T, int C, int NH) {
+    zt_attention_forward_bf16(out, out_dt, lse, qkv, work, wide, B, T, C, NH);
+}
+static void cpu_attention_backward_bf16(const zt_backend *be, void *dqkv, zt_dtype dqkv_dt,
+                                        const void *dout, zt_dtype dout_dt, const zt_bf16 *qkv,
+                                        const float *lse, float *work, float *wide, int B,
+                                        int T, int C, int NH) {
+    zt_attention_backward_bf16(dqkv, dqkv_dt, dout, dout_dt, qkv, lse, work, wide, B, T, C, NH);
+}
 static void cpu_bf16_from_fp32(const zt_backend *be, zt_bf16 *out, const float *in, size_t n) {
     zt_bf16_from_fp32_array(out, in, n);
 }

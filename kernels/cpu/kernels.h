@@ -235,6 +235,14 @@ void zt_attention_forward(float *out, float *lse, const float *qkv, float *work,
                           int C, int NH);
 void zt_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *lse,
                            float *work, int B, int T, int C, int NH);
+// The bf16 ops (backend_ops.h, attention_forward_bf16 and attention_backward_bf16): per
+// (batch, head) pair its q, k, v widened into its own slice of `wide`, then the fp32
+// functions' arithmetic, in their order, on those values.
+void zt_attention_forward_bf16(void *out, zt_dtype out_dt, float *lse, const zt_bf16 *qkv,
+                               float *work, float *wide, int B, int T, int C, int NH);
+void zt_attention_backward_bf16(void *dqkv, zt_dtype dqkv_dt, const void *dout,
+                                zt_dtype dout_dt, const zt_bf16 *qkv, const float *lse,
+                                float *work, float *wide, int B, int T, int C, int NH);
 
 // Scores and outputs are BLAS products, the rows the same softmax (max, log-sum-exp, exp)
 // as zt_attention_forward's.

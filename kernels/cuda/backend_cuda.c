@@ -422,6 +422,31 @@ static void cuda_gemm_mixed(const zt_backend *be, int ta, int tb, int M, int N, 
                             void *work) {
     zt_cuda_gemm_mixed(BF, ta, tb, M, N, K, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, work);
 }
+// Attention on bf16 operands: qkv (and a bf16 dout) widened whole into `wide`, then the fp32
+// attention, its result rounded when bf16 is asked for. The CPU emulation of CUDA the tests
+// run on has no cublasGemmStridedBatchedEx, so the bf16 tensor-core products wait for a GPU
+// (docs/design.md "bf16").
+static void cuda_attention_forward_bf16(const zt_backend *be, void *out, zt_dtype out_dt,
+                                        float *lse, const zt_bf16 *qkv, float *work,
+                                        float *wide, int B, int T, int C, int NH) {
+    size_t NC = (size_t)B * T * C;
+    float *o = out_dt == ZT_BF16 ? wide + 3 * NC : out;
+    zt_cuda_bf16_to_fp32(ST, wide, qkv, 3 * NC);
+    cuda_attention_forward(be, o, lse, wide, work, B, T, C, NH);
+    if (o != out) zt_cuda_bf16_from_fp32(ST, out, o, NC);
+}
+static void cuda_attention_backward_bf16(const zt_backend *be, void *dqkv, zt_dtype dqkv_dt,
+                                         const void *dout, zt_dtype dout_dt, const zt_bf16 *qkv,
+                                         const float *lse, float *work, float *wide, int B,
+                                         int T, int C, int NH) {
+    size_t NC = (size_t)B * T * C;
+    const float *dO = dout_dt == ZT_BF16 ? wide + 3 * NC : dout;
+    float *dq = dqkv_dt == ZT_BF16 ? wide + 3 * NC + (dO != dout ? NC : 0) : dqkv;
+    zt_cuda_bf16_to_fp32(ST, wide, qkv, 3 * NC);
+    if (dO != dout) zt_cuda_bf16_to_fp32(ST, (float *)dO, dout, NC);
+    cuda_attention_backward(be, dq, dO, wide, lse, work, B, T, C, NH);
+    if (dq != dqkv) zt_cuda_bf16_from_fp32(ST, dqkv, dq, 3 * NC);
+}
 static void cuda_describe_gemm_mixed(const zt_backend *be, char *buf, size_t size) {
     zt_cuda_gemm_mixed_describe(buf, size);
 }

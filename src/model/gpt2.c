@@ -551,33 +551,29 @@ static void ln_backward(zt_gpt2 *m, float *dinp, void *dw, void *db, const float
     add_grad(m, db, a->ln_grad_sum + C, C);
 }
 
-// The fp32 q, k, v attention reads: qkv itself, or under bf16 qkv widened (exact) into dfch,
-// free in the forward and, in the backward, from c_fc's input gradient on (N x 4C/tp floats
-// hold the N x 3C/tp). TODO(docs/design.md "bf16"): attention on bf16 operands, so this pass
-// and the fp32 attention's SIMT products go (llm.c's strided-batched bf16 GEMMs on a GPU).
-static const float *attention_qkv(zt_gpt2 *m, const void *qkv) {
-    if (in_dt(m) == ZT_F32) return qkv;
-    dims d = dims_of(m);
-    K(bf16_to_fp32, m->a.dfch, qkv, 3 * d.NCl);
-    return m->a.dfch;
-}
-
-// Attention's output into atty of the activations' dtype: under bf16 through the free
-// scratch (N x C floats; the output has N x C/tp) and one rounding pass; lse fp32.
+// Attention's output into atty of the activations' dtype, lse fp32. Under bf16 the bf16 ops
+// read qkv directly; dfch (N x 4C/tp floats, free in the forward and, in the backward, from
+// c_fc's input gradient on) is their `wide` scratch (backend_ops.h).
 static void attention_forward(zt_gpt2 *m, void *atty, float *lse, const void *qkv) {
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
-    float *out = in_dt(m) == ZT_F32 ? atty : a->scratch;
-    K(attention_forward, out, lse, attention_qkv(m, qkv), a->attn_work, d.B, d.T, d.Cl, d.NHl);
-    if (out != atty) K(bf16_from_fp32, atty, out, d.NCl);
+    if (in_dt(m) == ZT_F32)
+        K(attention_forward, atty, lse, qkv, a->attn_work, d.B, d.T, d.Cl, d.NHl);
+    else
+        K(attention_forward_bf16, atty, ZT_BF16, lse, qkv, a->attn_work, a->dfch, d.B, d.T, d.Cl,
+          d.NHl);
 }
 
 // dqkv (fp32, written) from datty and the block's stored qkv and lse.
 static void attention_backward(zt_gpt2 *m, const zt_block_acts *b) {
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
-    K(attention_backward, a->dqkv, a->datty, attention_qkv(m, b->qkv), b->lse, a->attn_work, d.B,
-      d.T, d.Cl, d.NHl);
+    if (in_dt(m) == ZT_F32)
+        K(attention_backward, a->dqkv, a->datty, b->qkv, b->lse, a->attn_work, d.B, d.T, d.Cl,
+          d.NHl);
+    else
+        K(attention_backward_bf16, a->dqkv, ZT_F32, a->datty, ZT_F32, b->qkv, b->lse,
+          a->attn_work, a->dfch, d.B, d.T, d.Cl, d.NHl);
 }
 
 // Block li's activations: its layers of the slot's arrays, or the recompute set for what the
