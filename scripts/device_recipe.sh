@@ -6,7 +6,7 @@
 #
 #   bash scripts/device_recipe.sh
 #
-# It is ../shared/device/prepare.sh's recipe (its package list, read from it, and its env.sh)
+# It is the GPU machine recipe's (README, "On a GPU") (its package list, read from it, and its env.sh)
 # plus what the Makefile has linked since: protobuf-c, since the Makefile links libprotobuf-c
 # and generates C from src/formats/tb_event.proto with protoc-c (libprotobuf-c1,
 # libprotobuf-c-dev, protobuf-c-compiler and the C++ libraries protoc-c runs on, libprotoc32
@@ -15,7 +15,7 @@
 # .git/info/exclude, which a worktree does not have).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-shared=${DEVICE_RECIPE:-../shared/device}
+shared=${DEVICE_RECIPE:-$(cd .. && pwd)/shared/device}
 [ -f "$shared/prepare.sh" ] && [ -f "$shared/env.sh" ] ||
     { echo "device_recipe.sh: no $shared/prepare.sh and env.sh (DEVICE_RECIPE=...)" >&2; exit 1; }
 exclude=$(git rev-parse --git-path info/exclude)

@@ -34,7 +34,7 @@
 # logs.tar.gz.
 #
 # --dry-run (here, no GPU): the same stages, the GPU's parts emulated through
-# ../shared/cuda-emu (EMU_DIR; ZT_EMU_BUILD, default /tmp/zt_emu_<folder>) or skipped: the build
+# the CUDA emulation (README, "On a GPU"; EMU_DIR; ZT_EMU_BUILD, default /tmp/zt_emu_<folder>) or skipped: the build
 # is the emulation's; test-cuda's runner runs in it the tests named like DRY_TESTS
 # (cuda_layernorm; DRY_TESTS= runs all of make test-cuda, many minutes more on 2 cores); the
 # step runs a 1-layer model for 3 steps; the PyTorch row runs on the CPU where torch imports;
@@ -187,7 +187,7 @@ fc_preflight_checks() {
     if [ "$DRY" = 1 ]; then
         FC_NVCC=$ZT_EMU_BUILD/plain/cuda/bin/nvcc FC_CUDA_HOME=$ZT_EMU_BUILD/plain/cuda
         [ -d "$EMU_DIR" ] || fc_need "no CUDA emulation at $EMU_DIR (EMU_DIR=...)"
-        echo "GPU: none here; dry run: the emulation's (../shared/cuda-emu), CUDA from $FC_CUDA_HOME once built; nvidia-smi -q SKIPs"
+        echo "GPU: none here; dry run: the CUDA emulation's ($EMU_DIR), CUDA from $FC_CUDA_HOME once built; nvidia-smi -q SKIPs"
     else
         nvidia-smi -L > /dev/null 2>&1 || fc_need "no GPU (nvidia-smi -L finds none)"
         [ -x "$FC_NVCC" ] || fc_need "no nvcc (PATH or /usr/local/cuda/bin)"

@@ -4,7 +4,7 @@
 # chosen: the run's allocator peaks equal `zerotrain memory --loss-chunk <that chunk>` in every
 # category, to the byte. 1 layer of 32 channels, the GPT-2 vocabulary (50304 padded columns),
 # micro-batch 8 x 128 = 1024 tokens: 196.5 MiB of logits whole, which the CPU's rule cuts
-# into 4 chunks of 256. In the CUDA emulation (../shared/cuda-emu) also a device of 2400 MiB,
+# into 4 chunks of 256. In the CUDA emulation (README, "On a GPU") also a device of 2400 MiB,
 # whose 1/16 holds between 256 and 1024 tokens of logits. SKIP (77) without a CUDA build or GPU.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
