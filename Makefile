@@ -108,9 +108,9 @@ $(BUILD)/zt_tests: $(TEST_OBJ) $(BUILD)/libzt.a | $(BUILD)/mpi.libs
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Fault injection for the shell tests (LD_PRELOAD), so no test hook sits in the program.
-$(BUILD)/libzt_faults.so: tests/preload/faults.c | $(DEPS_OK)
+$(BUILD)/libzt_faults.so: tests/preload/faults.c | $(DEPS_OK) $(BUILD)/mpi.cflags
 	@mkdir -p $(BUILD)
-	$(CC) -O2 -g -std=c11 -Wall -Wextra -fPIC -shared -o $@ $< -ldl
+	$(CC) -O2 -g -std=c11 -Wall -Wextra -fPIC -shared $(MPI_CFLAGS) -o $@ $< -ldl
 
 # The embedded default data: byte-level tokens of the GPL-3 text every Debian ships, its first
 # nine tenths for training; validation on its last tenth followed by the GPL-2 text, so that

@@ -39,9 +39,10 @@ static int64_t *heartbeat_slot(const zt_mpi_comm *m, int q) { return (int64_t *)
 //
 // Who did not arrive: point-to-point knows its peer. A collective knows only that it is
 // not complete; on a communicator with a staging window (every rank on this node) each
-// rank writes the count of collectives it has entered on that communicator into the header
-// of its part of the window, and a waiting rank reads the others' counts there (plain loads:
-// a stopped process's memory is still mapped) and names those behind its own. Otherwise
+// rank writes into the header of its part of the window the count of collectives it has
+// entered on that communicator and a heartbeat (below), and a waiting rank reads the
+// others' there (plain loads: a stopped process's memory is still mapped) and names those
+// behind its own count or with a stale heartbeat (stopped inside the collective). Otherwise
 // the message lists the group and says one of them did not arrive.
 
 // Every waiting rank reaches the deadline at about the same time, and each printed its line
@@ -57,6 +58,22 @@ static double mono_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// Whether member q of a communicator with a staging window has not arrived in the collective
+// this rank waits in: its count of collectives entered is behind this rank's, or it entered
+// and then stopped (its heartbeat, written twice a second by a live process, is 2 s old).
+static int member_stalled(const zt_mpi_comm *m, int q) {
+    if (m->win == MPI_WIN_NULL || !m->hdr_bytes) return 0;
+    int64_t hb = __atomic_load_n(heartbeat_slot(m, q), __ATOMIC_ACQUIRE);
+    return __atomic_load_n(entered_slot(m, q), __ATOMIC_ACQUIRE) < m->entered ||
+           (hb > 0 && mono_ns() - hb > 2000000000);
 }
 
 void zt_mpi_coll_enter(const zt_comm *c) {
@@ -101,8 +118,7 @@ static void timeout_fail(const zt_comm *c, const char *what, int n, MPI_Request 
         for (int q = 0; q < c->size; q++) {
             append_world_rank(group, sizeof group, c, q);
             // of two ranks the other one is the missing one, window or not
-            if (q != c->rank && (c->size == 2 || (m->hdr_bytes &&
-                __atomic_load_n(entered_slot(m, q), __ATOMIC_ACQUIRE) < m->entered)))
+            if (q != c->rank && (c->size == 2 || member_stalled(m, q)))
                 append_world_rank(missing, sizeof missing, c, q);
         }
     }
@@ -162,7 +178,7 @@ void zt_mpi_wait_timed(const zt_comm *c, const char *what, int n, MPI_Request *r
 // floor must cover the longest one-sided work (rank 0's export, a slow file system's load).
 
 static struct {
-    int on;                       // the thread runs (the default timeout, world > 1)
+    int on;                       // the thread runs (a timeout in force, world > 1)
     int64_t deadline_ns;          // 0: disarmed
     double longest_s;             // the longest step seen, for the message
     int64_t since_ns;             // when the current blocking call began; 0: none
@@ -170,12 +186,6 @@ static struct {
     const char *what;
     int peer;
 } g_watch;
-
-static int64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 // Heartbeats: the watchdog thread writes the time (CLOCK_MONOTONIC, one clock for the whole
 // machine) every tick into word 1 of its header in every staging window (registered by the
@@ -227,18 +237,11 @@ static void append_member(char *buf, size_t cap, const zt_mpi_comm *m, int q) {
 }
 
 // Whether member q of c has not arrived where this rank waits: the peer of a point-to-point
-// call; in a collective the other of two, or, through the staging window's headers (plain
-// loads: a stopped process's memory stays mapped), one whose count of collectives entered is
-// behind this rank's or whose heartbeat is 2 s old (stopped inside the collective).
+// call; in a collective the other of two, or one the staging window's headers show stalled.
 static int behind(const zt_comm *c, int q) {
-    const zt_mpi_comm *m = c->impl;
     if (g_watch.peer >= 0) return q == g_watch.peer;
     if (q == c->rank) return 0;
-    if (c->size == 2) return 1;
-    if (m->win == MPI_WIN_NULL || !m->hdr_bytes) return 0;
-    int64_t hb = __atomic_load_n(heartbeat_slot(m, q), __ATOMIC_ACQUIRE);
-    return __atomic_load_n(entered_slot(m, q), __ATOMIC_ACQUIRE) < m->entered ||
-           (hb > 0 && mono_ns() - hb > 2000000000);
+    return c->size == 2 || member_stalled(c->impl, q);
 }
 
 // The deadline passed: the line, then this process ends (mpirun ends the others).
@@ -290,15 +293,17 @@ static void *watch_thread(void *arg) {
     return NULL;
 }
 
+// The thread runs under either timeout: its heartbeats name a rank stopped inside a
+// collective in the polling mode's message too; only the default timeout arms its deadline.
 static void watch_start(int world_size) {
-    if (!zt_mpi_timeout_auto || world_size < 2 || g_watch.on) return;
+    if ((!zt_mpi_timeout_auto && zt_mpi_timeout_s <= 0) || world_size < 2 || g_watch.on) return;
     pthread_t t;
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
     g_watch.on = pthread_create(&t, &a, watch_thread, NULL) == 0;
     pthread_attr_destroy(&a);
-    if (!g_watch.on)
+    if (!g_watch.on && zt_mpi_timeout_auto)
         fprintf(stderr, "zerotrain: warning: (rank %d) cannot start the collective timeout's "
                         "watchdog: a stopped rank would hang the job (ZT_COMM_TIMEOUT_S=S "
                         "times out by polling instead)\n", zt_log_rank());

@@ -23,16 +23,23 @@
 //   ZT_FAULT_ENOSPC_AT_FSYNC=glob fsync of a file whose path matches glob fails with ENOSPC
 //                                 (the data not synced), as a full disk shows on a file
 //                                 system that allocates late; every rank (a shared disk);
+//   ZT_FAULT_STOP_AT_IBARRIER=n   this process stops itself (SIGSTOP) just before its n-th
+//                                 MPI_Ibarrier (the staged collectives' synchronisation under
+//                                 ZT_COMM_TIMEOUT_S), after it counted the collective as
+//                                 entered: a rank hung inside a collective the others wait in;
+//                                 on ZT_FAULT_KILL_RANK only;
 //   ZT_FAULT_LOG=file             each fault injected appends a line there (so a test knows
 //                                 the library was loaded and the fault happened).
 //
 // Built as build/libzt_faults.so (the Makefile); tests/sh/ckpt_faults.sh, ckpt_latest.sh,
-// ckpt_lock.sh, tmp_cleanup.sh, kill_campaign.sh and tests/sh/hf_tokenizer_files.sh use it.
+// ckpt_lock.sh, tmp_cleanup.sh, kill_campaign.sh, rank_stalls.sh and tests/sh/hf_tokenizer_files.sh
+// use it.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,4 +157,16 @@ int unlink(const char *path) {
         raise(SIGKILL);
     }
     return real(path);
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
+    static int (*real)(MPI_Comm, MPI_Request *);
+    static int seen;
+    if (!real) real = (int (*)(MPI_Comm, MPI_Request *))dlsym(RTLD_NEXT, "MPI_Ibarrier");
+    int nth = env_int("ZT_FAULT_STOP_AT_IBARRIER", 0);
+    if (nth > 0 && ++seen == nth && world_rank() == env_int("ZT_FAULT_KILL_RANK", 0)) {
+        note("stop before MPI_Ibarrier");
+        raise(SIGSTOP);
+    }
+    return real(comm, req);
 }

@@ -4,7 +4,8 @@
 # instead of spinning a core. Once step 1 is logged, this script stops rank 1 (SIGSTOP), which
 # is then in step 2's work: ZeRO-1 on 3 ranks (with the CPU check), 3 pipeline stages (its
 # neighbours wait in send/recv), plain MPI collectives on 2 ranks, and the overlapped
-# gradient reduction's nonblocking collectives on 2 ranks.
+# gradient reduction's nonblocking collectives on 2 ranks. And one rank stopped inside a
+# collective on 3 ranks (build/libzt_faults.so), named by its stale heartbeat.
 set -u
 cd "$(dirname "$0")/../.."
 command -v mpirun >/dev/null || { echo "mpirun not found"; exit 77; }
@@ -88,6 +89,25 @@ grep -qE "zerotrain: error: \(rank [02]\) waited [0-9.]+ s in .*: rank ([0-9]+,)
   { echo "FAIL: no message names rank 1 as the one that did not arrive"; tail -20 $out/out.txt; fail=1; }
 ranks
 [ ${#pids[@]} -eq 0 ] || { echo "FAIL: ${#pids[@]} rank(s) left running"; fail=1; }
+
+# stopped inside a collective the others wait in (what SIGSTOP at a random point hits only
+# sometimes): rank 1 counted the collective as entered, so only its stale heartbeat names it
+rm -f $out/fault.log
+LD_PRELOAD=$PWD/build/libzt_faults.so ZT_FAULT_STOP_AT_IBARRIER=40 ZT_FAULT_KILL_RANK=1 \
+  ZT_FAULT_LOG=$out/fault.log timeout -k 5 60 mpirun --oversubscribe --allow-run-as-root -np 3 \
+  -x OMP_NUM_THREADS -x ZT_COMM_TIMEOUT_S -x LD_PRELOAD -x ZT_FAULT_STOP_AT_IBARRIER \
+  -x ZT_FAULT_KILL_RANK -x ZT_FAULT_LOG \
+  build/zerotrain "${ARGS[@]}" --zero 1 --log $out/inside.jsonl > $out/inside.txt 2>&1
+rc=$?
+grep "zerotrain: error" $out/inside.txt
+if ! grep -q "stop before MPI_Ibarrier" $out/fault.log 2>/dev/null; then
+  echo "FAIL: the fault library did not stop rank 1 (exit $rc)"; fail=1
+elif [ $rc -eq 0 ] || [ $rc -eq 124 ] ||
+     ! grep -qE "zerotrain: error: \(rank [02]\) waited [0-9.]+ s in .* on the communicator of ranks 0,1,2: rank 1 did not arrive" $out/inside.txt; then
+  echo "FAIL: rank 1 stopped inside a collective of 3 ranks was not named (exit $rc)"
+  tail -20 $out/inside.txt; fail=1
+fi
+pkill -KILL -f -- "--log $out/inside.jsonl" 2>/dev/null
 
 # point-to-point: 3 pipeline stages, the middle one stops; its neighbours wait in send/recv.
 # And plain MPI collectives (no staging window) on 2 ranks: the other rank is named.
