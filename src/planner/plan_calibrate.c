@@ -13,6 +13,10 @@
 #include "layout.h"
 #include "plan_cost.h"
 
+// Each measurement is taken this many times and its median kept: on a shared machine a
+// single figure moves 20-30% from minute to minute (bench/RESULTS.md, "Predicted step time").
+#define ZT_CAL_ROUNDS 5
+
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -151,17 +155,13 @@ static double sum_of(const double *v) {
     return t;
 }
 
-// The cores n ranks reach now with the model's own step (1 thread each): the step alone,
-// then n processes running it at once (n - 1 forked copies beside this one: ranks as MPI
-// starts them), cores = n x alone / together. Other users' load and the memory bus the
-// ranks share are in it, as they will be in a run. With more threads per rank (OpenMP's
-// pool does not survive fork), the spinning threads' figure.
-static double measure_rank_cores(const zt_plan_spec *s, const zt_backend *be, zt_profile *acc,
-                                 int steps, int n, FILE *progress) {
-    if (n <= 1) return 1.0;
-    if (s->threads != 1) return measure_cores(n * s->threads) / s->threads;
+// The cores n ranks reach now with the model's own step (1 thread each), once: the step
+// alone, then n processes running it at once (n - 1 forked copies beside this one: ranks as
+// MPI starts them), cores = n x alone / together. Other users' load and the memory bus the
+// ranks share are in it, as they will be in a run.
+static double rank_cores_once(const zt_plan_spec *s, const zt_backend *be, zt_profile *acc,
+                              int steps, int n) {
     double secs[ZT_PHASE_COUNT];
-    if (progress) fprintf(progress, "calibrating cores: the step alone, then %d at once\n", n);
     time_passes(s, be, acc, steps, NULL, "", secs);
     double alone = sum_of(secs);
     fflush(NULL);
@@ -180,6 +180,20 @@ static double measure_rank_cores(const zt_plan_spec *s, const zt_backend *be, zt
     for (int i = 1; i < n; i++) waitpid(kids[i], NULL, 0);
     free(kids);
     return fmin((double)n, n * alone / together);
+}
+
+// The cores n ranks reach now: the median of ZT_CAL_ROUNDS measurements. With more threads
+// per rank (OpenMP's pool does not survive fork), the spinning threads' figure.
+static double measure_rank_cores(const zt_plan_spec *s, const zt_backend *be, zt_profile *acc,
+                                 int steps, int n, FILE *progress) {
+    if (n <= 1) return 1.0;
+    if (s->threads != 1) return measure_cores(n * s->threads) / s->threads;
+    if (progress)
+        fprintf(progress, "calibrating cores: the step alone, then %d at once (%d rounds)\n", n,
+                ZT_CAL_ROUNDS);
+    double cores[ZT_CAL_ROUNDS];
+    for (int r = 0; r < ZT_CAL_ROUNDS; r++) cores[r] = rank_cores_once(s, be, acc, steps, n);
+    return median(cores, ZT_CAL_ROUNDS);
 }
 
 // Half a round trip between two threads that take turns through one shared flag, yielding
@@ -244,6 +258,37 @@ static void fit(const zt_record *w1, const double *t1, const zt_record *w2, cons
     }
 }
 
+// One dtype's two micro-batch sizes, ZT_CAL_ROUNDS rounds of each, alternating which
+// goes first (a drift of the machine's load then lands on both sizes alike): each phase's
+// median over the rounds into t1 (small) and t2 (big). Returns the rounds' spread: (the
+// slowest less the fastest) over the median of the big size's whole pass.
+static double time_sizes(const zt_plan_spec *small, const zt_plan_spec *big, const zt_backend *be,
+                         zt_profile *acc, int steps, FILE *progress, const char *dtype,
+                         double *t1, double *t2, double *jitter) {
+    double r1[ZT_PHASE_COUNT][ZT_CAL_ROUNDS], r2[ZT_PHASE_COUNT][ZT_CAL_ROUNDS];
+    double total[ZT_CAL_ROUNDS], jit[ZT_CAL_ROUNDS], secs[ZT_PHASE_COUNT];
+    for (int r = 0; r < ZT_CAL_ROUNDS; r++) {
+        for (int k = 0; k < 2; k++) {
+            int is_big = (r + k) % 2;
+            const zt_plan_spec *s = is_big ? big : small;
+            char what[96];
+            snprintf(what, sizeof what, "%s, micro-batch %d, round %d of %d", dtype,
+                     s->micro_batch, r + 1, ZT_CAL_ROUNDS);
+            double j = time_passes(s, be, acc, steps, progress, what, secs);
+            for (int p = 0; p < ZT_PHASE_COUNT; p++) (is_big ? r2 : r1)[p][r] = secs[p];
+            if (is_big) total[r] = sum_of(secs), jit[r] = j;
+        }
+    }
+    for (int p = 0; p < ZT_PHASE_COUNT; p++) {
+        t1[p] = median(r1[p], ZT_CAL_ROUNDS);
+        t2[p] = median(r2[p], ZT_CAL_ROUNDS);
+    }
+    *jitter = median(jit, ZT_CAL_ROUNDS);
+    double lo = total[0], hi = total[0];
+    for (int r = 1; r < ZT_CAL_ROUNDS; r++) lo = fmin(lo, total[r]), hi = fmax(hi, total[r]);
+    return (hi - lo) / median(total, ZT_CAL_ROUNDS);
+}
+
 zt_status zt_plan_calibrate(const zt_plan_spec *s, int steps, FILE *progress, zt_plan_device *d) {
     memset(d, 0, sizeof *d);
     zt_backend cpu, prof;
@@ -267,12 +312,10 @@ zt_status zt_plan_calibrate(const zt_plan_spec *s, int steps, FILE *progress, zt
         small.micro_batch = big.micro_batch > 1 ? big.micro_batch / 2 : 1;
         if (small.micro_batch == big.micro_batch) big.micro_batch *= 2;
         if (dt && !cpu.caps->bf16) break;
-        char what[64];
-        snprintf(what, sizeof what, "%s, micro-batch %d", dt ? "bf16" : "fp32", small.micro_batch);
-        double j1 = time_passes(&small, &prof, &acc, steps, progress, what, t1);
-        snprintf(what, sizeof what, "%s, micro-batch %d", dt ? "bf16" : "fp32", big.micro_batch);
-        double j2 = time_passes(&big, &prof, &acc, steps, progress, what, t2);
-        if (dt == 0) d->jitter = 0.5 * (j1 + j2);
+        double jitter;
+        double spread = time_sizes(&small, &big, &prof, &acc, steps, progress,
+                                   dt ? "bf16" : "fp32", t1, t2, &jitter);
+        if (dt == 0) d->jitter = jitter, d->spread = spread;
         zt_record w1 = work_of(&small), w2 = work_of(&big);
         fit(&w1, t1, &w2, t2, d, dt);
     }
@@ -317,9 +360,11 @@ zt_status zt_plan_calibrate(const zt_plan_spec *s, int steps, FILE *progress, zt
     strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     snprintf(d->note, sizeof d->note,
              "measured %s at --micro-batch %d --seq %d, %d layers of %d channels (load %s); "
+             "each figure the median of %d rounds, the step's spread over them %.0f%%; "
              "peak = the measured GEMM rate; link: half the copy bandwidth (%.2g GB/s: MPI's "
              "shared memory copies in and out, assumed), latency a thread ping-pong's",
-             when, s->micro_batch, s->seq, s->shape.n_layer, s->shape.n_embd, load, bw / 1e9);
+             when, s->micro_batch, s->seq, s->shape.n_layer, s->shape.n_embd, load,
+             ZT_CAL_ROUNDS, 100.0 * d->spread, bw / 1e9);
     zt_backend_close(&cpu);
     return ZT_OK;
 }

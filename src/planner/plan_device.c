@@ -122,6 +122,8 @@ static zt_status parse(zt_plan_device *d, const cJSON *o, const char *path, zt_f
     if (cJSON_IsNumber(cores) && cores->valuedouble > 0) d->cores = cores->valuedouble;
     const cJSON *jit = cJSON_GetObjectItemCaseSensitive(o, "jitter");
     if (cJSON_IsNumber(jit) && jit->valuedouble > 0) d->jitter = jit->valuedouble;
+    const cJSON *spread = cJSON_GetObjectItemCaseSensitive(o, "spread");
+    if (cJSON_IsNumber(spread) && spread->valuedouble > 0) d->spread = spread->valuedouble;
     if (cJSON_IsString(note)) snprintf(d->note, sizeof d->note, "%s", note->valuestring);
     return ZT_OK;
 }
@@ -174,9 +176,9 @@ void zt_plan_device_write_json(const zt_plan_device *d, FILE *f) {
     fprintf(f, "],\"peak_fp32\":%.6g,\"peak_bf16\":%.6g,\"memory_bytes\":%.6g,"
                "\"intra_bandwidth\":%.6g,\"intra_latency\":%.6g,\"inter_bandwidth\":%.6g,"
                "\"inter_latency\":%.6g,\"threads\":%d,\"cores\":%.4g,\"jitter\":%.4g,"
-               "\"note\":\"%s\"",
+               "\"spread\":%.4g,\"note\":\"%s\"",
             d->peak_flops[0], d->peak_flops[1], d->memory_bytes, d->intra.bw, d->intra.latency,
-            d->inter.bw, d->inter.latency, d->threads, d->cores, d->jitter, d->note);
+            d->inter.bw, d->inter.latency, d->threads, d->cores, d->jitter, d->spread, d->note);
     fprintf(f, ",\"sources\":{\"rates\":\"%s\",\"peaks\":\"%s\",\"memory\":\"%s\","
                "\"links\":\"%s\"}}",
             zt_fig_source_name(d->rate_src), zt_fig_source_name(d->peak_src),
@@ -205,8 +207,9 @@ void zt_plan_device_describe(const zt_plan_device *d, FILE *f) {
                 d->op_latency[ZT_PHASE_ATTENTION] * 1e6, d->op_latency[ZT_PHASE_ELEMENTWISE] * 1e6);
     if (d->host && d->cores > 0)
         fprintf(f, "  cores %s: %.2g (what ranks running the step at once reached, other "
-                   "work included); jitter %.3g s^1/2 (how the same work's time wanders)\n",
-                zt_fig_source_name(d->rate_src), d->cores, d->jitter);
+                   "work included); jitter %.3g s^1/2 (how the same work's time wanders); "
+                   "spread %.0f%% (plans closer than this are a tie)\n",
+                zt_fig_source_name(d->rate_src), d->cores, d->jitter, 100.0 * d->spread);
     fprintf(f, "  peaks %s: %.3g / %.3g TFLOP/s (the MFU's denominator)\n",
             zt_fig_source_name(d->peak_src), d->peak_flops[0] / 1e12, d->peak_flops[1] / 1e12);
     fprintf(f, "  links %s: within a machine %.3g GB/s + %.3g us, across %.3g GB/s + %.3g us\n",

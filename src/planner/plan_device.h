@@ -44,7 +44,10 @@ typedef struct {
     double jitter;              // a CPU: how a stretch of work t wanders, jitter x sqrt(t)
                                 // seconds (other users' load; measured): ranks in lockstep
                                 // wait for the slowest at each synchronization
-    char note[320];             // where the measured or file figures came from
+    double spread;              // a CPU: how far the calibration's rounds of the same step
+                                // lay apart, (slowest - fastest) / median: plans closer
+                                // than this are a tie the measurement cannot order
+    char note[512];             // where the measured or file figures came from
 } zt_plan_device;
 
 // The device `name`: h100, h200, a100 (the table), cpu (the calibration file at

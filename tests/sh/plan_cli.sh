@@ -191,7 +191,7 @@ expect_error cpu_uncalibrated "run \`zerotrain plan --calibrate\` first" \
   -- "$ZT" plan --world 2 --device cpu --calibration "$tmp/none.json" --model tiny --global-batch 8
 if "$ZT" plan --calibrate --calibration "$tmp/cal/cpu.json" --calibrate-steps 1 --model tiny \
      --seq 32 --micro-batch 2 --threads 1 >"$tmp/cal.out" 2>"$tmp/cal.err" \
-   && grep -q "calibrating fp32" "$tmp/cal.err" \
+   && grep -q "calibrating fp32, micro-batch 1, round 5 of 5" "$tmp/cal.err" \
    && "$ZT" plan --world 2 --device cpu --calibration "$tmp/cal/cpu.json" --model tiny --seq 32 \
      --global-batch 8 --json >"$tmp/cpu.json" 2>"$tmp/cpu.err" \
    && "$PY" - "$tmp/cpu.json" <<'PY'
@@ -200,6 +200,8 @@ q = json.load(open(sys.argv[1]))
 assert q["device"]["sources"]["rates"] == "measured" and q["device"]["sources"]["links"] == "assumed", q["device"]
 assert q["limit_per"] == "machine" and q["plans"], q
 assert all("--threads 1" in p["flags"] for p in q["plans"])
+# the rounds' spread is measured, stored and read back
+assert q["device"]["spread"] > 0 and "median of 5 rounds" in q["device"]["note"], q["device"]
 PY
 then echo "ok   --calibrate stores rates a --device cpu plan reads"
 else fail "calibrate then plan"; show "$tmp/cal.err"; show "$tmp/cpu.err"; fi
