@@ -36,6 +36,7 @@ del d["sources"]
 json.dump(d, open(sys.argv[1], "w"))
 ' "$DEV"
 # params (B) | heads | hidden | layers | tp | pp | GPUs | batch | published TFLOP/s per GPU
+# (the paper's Table 1; checked against three public transcriptions of it, bench/RESULTS.md)
 ROWS=(
   "1.7|24|2304|24|1|1|32|512|137"
   "3.6|32|3072|30|2|1|64|512|138"
