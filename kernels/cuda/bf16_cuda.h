@@ -2,7 +2,7 @@
 // callable from C (backend_cuda.c). Each op means what the backend_ops.h entry of its name says.
 //   bf16_cuda.cu      kernels that read bf16 and write bf16 or fp32, computing in fp32 with
 //                     bf16_math.h's conversions (the CPU's round to nearest even)
-//   crossentropy_bf16_cuda.cu  the loss's passes over bf16 logits, the same way
+//   crossentropy_cuda.cu  the loss's passes over bf16 logits (templates shared with fp32's)
 //   bf16_ops_cuda.c   ops that widen a bf16 weight or gradient into the scratch, run the fp32
 //                     kernel on it and round back: the fp32 kernel's arithmetic, as the CPU
 //   gemm_lt_cuda.c    gemm_mixed through cuBLASLt (bf16 operands, fp32 sums, tensor cores)
@@ -82,7 +82,7 @@ void zt_cuda_encoder_backward_bf16(const zt_cuda_bf16 *b, zt_bf16 *dwte, zt_bf16
                                    const float *dout, const int32_t *tokens, int vocab_lo,
                                    int vocab_rows, int N, int T, int C);
 
-// ---- the loss over bf16 logits (crossentropy_bf16_cuda.cu) ----
+// ---- the loss over bf16 logits (crossentropy_cuda.cu, with the fp32 passes) ----
 void zt_cuda_ce_slice_stats_bf16(cudaStream_t st, float *row_max, float *target_logit,
                                  const zt_bf16 *logits, const int32_t *targets, int n,
                                  int n_valid, int vocab_lo, int ld);
