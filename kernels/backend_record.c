@@ -16,19 +16,22 @@ typedef struct {
     zt_op_shape shape;
 } extent;
 
-// A parameter's value when it is a size (int, size_t, or an enum: unsigned), else 0; whether
-// it is one; and whether it is a pointer (a stream of the op's extent).
+// A parameter's value when it is a size (int, size_t, or an enum: unsigned), else 0; its
+// value in a shape (a pointer: whether it is given); and whether it is a pointer (a stream
+// of the op's extent).
 #define SIZE_OF(x) ((double)_Generic((x), int: (x), unsigned: (x), size_t: (x), default: 0))
-#define IS_SIZE(x) _Generic((x), int: 1, unsigned: 1, size_t: 1, default: 0)
+#define SHAPE_OF(x)                                                                           \
+    ((double)_Generic((x), int: (x), unsigned: (x), size_t: (x), float: (x), double: (x),   \
+                      default: (x) != 0))
 #define IS_PTR(x) _Generic((x), int: 0, unsigned: 0, size_t: 0, float: 0, double: 0, default: 1)
 
-static void note(extent *e, const char *name, double v, int ptr, int size) {
+static void note(extent *e, const char *name, double v, int ptr, double shape_value) {
     e->pointers += ptr;
     zt_op_shape *s = &e->shape;
-    if (size && s->n_args < ZT_SHAPE_MAX_ARGS) {
-        s->name[s->n_args] = name;
-        s->value[s->n_args++] = v;
-    }
+    ZT_ASSERTF(s->n_args < ZT_SHAPE_MAX_ARGS, "record backend: an op with more than %d "
+               "parameters (raise ZT_SHAPE_MAX_ARGS)", ZT_SHAPE_MAX_ARGS);
+    s->name[s->n_args] = name;
+    s->value[s->n_args++] = shape_value;
     if (!strcmp(name, "N") || !strcmp(name, "n_q")) e->rows = v;
     else if (!strcmp(name, "n")) e->n = v;
     else if (!strcmp(name, "B")) e->B = v;
@@ -77,11 +80,13 @@ static void add(const zt_backend *be, int op, int phase, double flops, extent *e
         st->by_op->calls[op]++;
     }
     e->shape.op = op;
+    e->shape.flops = flops;
+    e->shape.bytes = bytes;
     if (st->shapes) keep_shape(st->shapes, &e->shape);
 }
 
-#define REC_A(type, name) note(&e, #name, SIZE_OF(name), IS_PTR(name), IS_SIZE(name)); REC_B
-#define REC_B(type, name) note(&e, #name, SIZE_OF(name), IS_PTR(name), IS_SIZE(name)); REC_A
+#define REC_A(type, name) note(&e, #name, SIZE_OF(name), IS_PTR(name), SHAPE_OF(name)); REC_B
+#define REC_B(type, name) note(&e, #name, SIZE_OF(name), IS_PTR(name), SHAPE_OF(name)); REC_A
 #define REC_A_END
 #define REC_B_END
 #define REC_LAST_END(...) REC_LAST_END_(__VA_ARGS__)

@@ -18,15 +18,16 @@ typedef struct {
 
 #define ZT_RECORD_MAX_BUFFERS 64
 
-// One shape an op was called at: its size arguments (int, size_t, and enums such as the
-// dtypes and the copy kind), named as the op list names them, and how many calls had it.
-// Pointers and floats are not part of a shape.
-#define ZT_SHAPE_MAX_ARGS 12
+// One shape an op was called at: its arguments, named as the op list names them, with their
+// values (sizes, scalars such as beta, enums such as the dtypes and the copy kind), a pointer
+// as 1 or 0 (given, or NULL: "NULL to skip"), and how many calls had it.
+#define ZT_SHAPE_MAX_ARGS 20
 typedef struct {
     int op;     // zt_op_id
     int n_args;
     const char *name[ZT_SHAPE_MAX_ARGS]; // the list's parameter names (static strings)
     double value[ZT_SHAPE_MAX_ARGS];
+    double flops, bytes; // one call's: the entry's formula, the traffic bound
     long calls;
 } zt_op_shape;
 

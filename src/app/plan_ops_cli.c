@@ -3,10 +3,12 @@
 //    "grad_accum", "param_dtype": "fp32"|"bf16", "optim": "adamw"|"adamw8bit",
 //    "loss_chunk", "loss_chunk_from", "backend", "device", "device_memory_bytes", "numel",
 //    "ops": [{"op", "phase", "calls", "flops", "bytes",
-//             "shapes": [{"calls", "args": {name: value, ...}}, ...]}, ...]}
+//             "shapes": [{"calls", "flops", "bytes", "args": {name: value, ...}}, ...]},
+//            ...]}
 // ops in the op list's order (kernels/backend_ops.h), those the step calls; flops as the
-// list's formulas, bytes the recorder's traffic bound (kernels/backend_record.h); a shape's
-// args are the call's size arguments (ints, size_t, dtypes as zt_dtype's values).
+// list's formulas, bytes the recorder's traffic bound (kernels/backend_record.h), a shape's
+// for one call; its args every parameter by the list's name: sizes and scalars (dtypes as
+// zt_dtype's values), a pointer as 1 (given) or 0 (NULL).
 #include "plan_ops_cli.h"
 
 #include <errno.h>
@@ -22,7 +24,8 @@ static void write_shapes(FILE *f, const zt_op_shapes *sh, int op) {
     for (int i = 0; i < sh->n; i++) {
         const zt_op_shape *s = &sh->s[i];
         if (s->op != op) continue;
-        fprintf(f, "%s{\"calls\":%ld,\"args\":{", first ? "" : ",", s->calls);
+        fprintf(f, "%s{\"calls\":%ld,\"flops\":%.17g,\"bytes\":%.17g,\"args\":{",
+                first ? "" : ",", s->calls, s->flops, s->bytes);
         for (int a = 0; a < s->n_args; a++)
             fprintf(f, "%s\"%s\":%.17g", a ? "," : "", s->name[a], s->value[a]);
         fprintf(f, "}}");
