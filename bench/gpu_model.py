@@ -199,7 +199,7 @@ def attention(B, T, C, NH, backward):
 def plan_tiles(M, N, Kd, k_chunk, c32, copy_a, copy_b, budget):
     """zt_gemm_plan_tiles (launch_math.h) with the GPU's scratch (gemm_lt_cuda.c's job_of:
     parts 256-byte aligned, rows padded to 8 values)."""
-    align, pad = const("ZT_LT_ALIGN_MAX"), 8
+    align, pad = const("PART_ALIGN"), const("ROW_PAD")
 
     def up(x, a):
         return (x + a - 1) // a * a
@@ -235,7 +235,7 @@ def gemm_mixed(a):
     copy_a, copy_b = at == F32, bt == F32
     k_chunk = const("ZT_GEMM_MIXED_K_CHUNK") if copy_a or copy_b else Kd
     budget = const("ZT_CUDA_GEMM_MIXED_WORKSPACE") - const("ZT_CUDA_LT_WORKSPACE") - \
-        const("ZT_LT_ALIGN_MAX")
+        const("PART_ALIGN")
     mt, nt, kt = plan_tiles(M, N, Kd, k_chunk, c32, copy_a, copy_b, budget)
     ks, csz = [], 4 if c32 else dsize(ct)
     for i0 in range(0, M, mt):
@@ -263,7 +263,7 @@ def bf16_chunks(n, chunk):
     return [(s, min(chunk, n - s)) for s in range(0, n, chunk)]
 
 
-def _matmul_bwd_input(N, C, OC, acc, in_out=False):
+def _matmul_bwd_input(N, C, OC, acc):
     return [sgemm(N, C, OC, acc)]
 
 
@@ -546,7 +546,7 @@ def limits(rows, step):
 def configurations(fp32, bf16):
     out = []
     for name, step, products in (("fp32", fp32, "fp32"), ("TF32", fp32, "tf32"),
-                                 ("bf16", bf16, "fp32")):
+                                 ("bf16", bf16, "fp32"), ("bf16+TF32", bf16, "tf32")):
         rows = price(step["ops"], products)
         total, gpu, host, syncs = step_of(rows)
         tokens = step["micro_batch"] * step["seq"] * step["grad_accum"]
@@ -578,7 +578,7 @@ def op_table(rows_a, rows_b, names):
 
 def report(fp32, bf16, cmd):
     cfgs = configurations(fp32, bf16)
-    f, t, b = cfgs
+    f, t, b = cfgs[:3]
     L = [TITLE, ""]
     L.append(
         "A model, not a measurement (no GPU has run this step yet): `bench/gpu_model.py` computes "
@@ -618,7 +618,7 @@ def report(fp32, bf16, cmd):
         "issuing, plus one exposed launch per synchronization (a copy the host waits for). "
         "fp32 and TF32 are the fp32 step (`--tf32` sets cuBLAS's math mode, so attention's "
         "batched products take TF32 too); bf16 is `--param-dtype bf16` without `--tf32` (its "
-        "attention runs fp32 on CUDA cores).")
+        "attention runs fp32 on CUDA cores), bf16+TF32 the same step with `--tf32`.")
     L.append("")
     L.append("| configuration | launches | of which library calls | GB moved | TFLOP (op list / "
              "kernels) | roofline ms | GPU ms | host issue ms | syncs | predicted step ms | "
@@ -651,7 +651,7 @@ def library_calls(c):
 
 
 def reading(cfgs, bf16):
-    f, t, b = cfgs
+    f, t, b, bt = cfgs
     rows = {r["op"]: r for r in b["rows"]}
     att = sum(rows[o]["gpu"] for o in rows if o.startswith("attention"))
     gm = rows.get("gemm_mixed")
@@ -664,7 +664,8 @@ def reading(cfgs, bf16):
         f"in bf16 mode, is {1e3 * att:.1f} ms of the {1e3 * b['gpu']:.1f} ms of GPU time"
         + (f"; gemm_mixed {1e3 * gm['gpu']:.1f} ms over {gm['launches']} launches "
            f"({gm['calls']} calls: the convert form's rounding passes and K chunks where an "
-           "operand is fp32)" if gm else "") + ".")
+           "operand is fp32)" if gm else "") + f". With `--tf32` attention's products take the "
+        f"TF32 tensor cores: {1e3 * bt['step']:.1f} ms, {bt['tokens_s'] / 1e3:.0f}k tokens/s.")
     L.append(
         "- The most launches (bf16): " + "; ".join(
             f"`{r['op']}` {r['launches']} ({fmt_launch(r['per_call'])} per call)" for r in small)

@@ -48,12 +48,13 @@ if "$PY" bench/gpu_model.py --check >"$tmp/model.out" 2>"$tmp/model.err" \
    && "$PY" - "$tmp/model.out" <<'PY'
 import sys
 rows = {l.split()[0]: l.split() for l in open(sys.argv[1])}
-assert sorted(rows) == ["TF32", "bf16", "fp32"], rows
+assert sorted(rows) == ["TF32", "bf16", "bf16+TF32", "fp32"], rows
 for name, r in rows.items():
     launches, ms, tok = int(r[2]), float(r[4]), float(r[6])
     assert launches > 0 and ms > 0 and abs(tok - 16384 / (ms / 1e3)) < 1e-3 * tok, r
 # TF32 products are faster than fp32's on the same step, so its step is shorter
 assert float(rows["TF32"][4]) < float(rows["fp32"][4]), rows
+assert float(rows["bf16+TF32"][4]) < float(rows["bf16"][4]), rows
 print("  " + "; ".join(f"{n} {float(r[4]):.1f} ms, {r[2]} launches" for n, r in rows.items()))
 PY
 then echo "ok   gpu_model.py prices both steps"
