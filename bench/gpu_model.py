@@ -16,6 +16,8 @@ host's cost to issue them.
     /usr/bin/python3 bench/gpu_model.py | /usr/bin/python3 bench/results_section.py \\
         bench/RESULTS.md "## One GPU: a performance model, before measuring"
     /usr/bin/python3 bench/gpu_model.py --check     # one line per configuration (tests)
+    /usr/bin/python3 bench/gpu_model.py --launches FILE  # the launches of one recorded step
+                                                         # (tests/sh/cuda_gpu_model.sh)
 
 Needs build/zerotrain (`make`); standard library only.
 """
@@ -599,8 +601,13 @@ def report(fp32, bf16, cmd):
         "each op call is expanded into the kernels and library calls the CUDA backend's function "
         "for it launches (`EXPAND` in the script, one entry per op citing the function; the "
         "constants those functions use, such as the bf16 scratch's 2^20 floats, gemm_mixed's "
-        "K chunk and its scratch, are read from `kernels/launch_math.h`). Not in it: the token "
-        "upload (2 x 64 KiB through pinned buffers) and anything outside the step.")
+        "K chunk and its scratch, are read from `kernels/launch_math.h`). The expansion is "
+        "checked against the CUDA code: `tests/sh/cuda_gpu_model.sh` runs the same step at a "
+        "smaller shape (2 layers, 128 channels, 16384 tokens of vocabulary, 4 x 512 tokens, "
+        "sized so the scratch loops and K chunks run more than once) on the CUDA backend in the "
+        "CUDA emulation and counts every kernel, memset, copy and cuBLAS call it enqueues: "
+        "equal to the expansion's count, fp32 and bf16. Not in it: the token upload (2 x 64 KiB "
+        "through pinned buffers) and anything outside the step.")
     L.append("")
     L.append(
         "**How each kernel is priced (assumed, to be measured).** H100 SXM5: HBM3 3.35 TB/s; "
@@ -695,10 +702,24 @@ def reading(cfgs, bf16):
     return L
 
 
+def launches_of(path):
+    """The launches of the step recorded in `path`, in total and by kernel name."""
+    counts = {}
+    for o in json.load(open(path))["ops"]:
+        for s in o["shapes"]:
+            for k in EXPAND[o["op"]][1](s["args"]):
+                counts[k.name] = counts.get(k.name, 0) + s["calls"]
+    print(f"launches {sum(counts.values())}")
+    for name, n in sorted(counts.items()):
+        print(f"  {n:6d} {name}")
+
+
 def main():
     global SCRATCH
     SCRATCH = const("ZT_CUDA_BF16_SCRATCH")
     args = sys.argv[1:]
+    if "--launches" in args:
+        return launches_of(args[args.index("--launches") + 1])
     # the CPU build or the CUDA one (the GPU machine's): either records for the CUDA caps
     zerotrain = next((p for p in (os.path.join(ROOT, "build", b) for b in
                                   ("zerotrain", "zerotrain-cuda")) if os.access(p, os.X_OK)),
