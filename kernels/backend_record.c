@@ -9,7 +9,7 @@
 #define ST(be) ((const zt_backend_record_state *)(be)->impl)
 
 // The size arguments an extent is made of, by the names the op list gives them, and the
-// call's shape (every size argument).
+// call's shape (every argument).
 typedef struct {
     double rows, width, n, bytes, B, T;
     int pointers;

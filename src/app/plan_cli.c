@@ -21,6 +21,7 @@ void zt_plan_usage(FILE *f) {
             "                      [--json] [--mem-limit BYTES] [--gpus-per-node G] [train flags]\n"
             "       zerotrain plan --calibrate [--calibration FILE] [--calibrate-steps N]\n"
             "                      [--model ... --seq T --micro-batch B --threads N]\n"
+            "       zerotrain plan --ops-json FILE --device NAME|FILE [train flags]\n"
             "  the fastest layouts of N ranks that fit, predicted: every dp x pp x tp (tp within\n"
             "  a machine of G ranks), micro-batch and --grad-accum giving B sequences a step,\n"
             "  --zero, --optim, --param-dtype, --recompute, --sequence-parallel, --schedule,\n"
