@@ -255,7 +255,8 @@ static zt_status plan(int argc, char **argv) {
     if (st == ZT_OK) st = zt_config_validate(&cfg);
     zt_plan_question q = {0};
     if (st == ZT_OK) fixed_of(rest, n, &q.fixed);
-    if (st == ZT_OK && given(rest, n, "--grad-accum"))
+    // --ops-json records one step of the --grad-accum given
+    if (st == ZT_OK && given(rest, n, "--grad-accum") && !a.ops_json[0])
         st = zt_errorf("plan derives --grad-accum from --global-batch: leave --grad-accum out");
     free(rest);
     ZT_TRY(st);

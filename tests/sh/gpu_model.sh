@@ -60,6 +60,17 @@ PY
 then echo "ok   gpu_model.py prices both steps"
 else fail "gpu_model.py --check"; show "$tmp/model.err"; fi
 
+# --grad-accum 2: the forward and backward ops twice, the optimizer's once
+if "$ZT" plan --ops-json "$tmp/ga.json" "${STEP[@]}" --grad-accum 2 >/dev/null 2>"$tmp/ga.err" \
+   && "$PY" - "$tmp/fp32.json" "$tmp/ga.json" <<'PY'
+import json, sys
+one, two = ({o["op"]: o["calls"] for o in json.load(open(p))["ops"]} for p in sys.argv[1:3])
+assert two["matmul_forward"] == 2 * one["matmul_forward"] and two["attention_backward"] == 2 * one["attention_backward"], (one, two)
+assert two["adamw"] == one["adamw"] and two["sumsq"] == one["sumsq"], (one, two)
+PY
+then echo "ok   ops-json --grad-accum 2: the passes twice, the update once"
+else fail "ops-json --grad-accum"; show "$tmp/ga.err"; fi
+
 expect_error ops_json_no_device "--ops-json needs --device NAME" -- "$ZT" plan --ops-json "$tmp/x.json" --model tiny
 expect_error ops_json_pp "give --dp 1 --pp 1 --tp 1" -- "$ZT" plan --ops-json "$tmp/x.json" --device h100 --model tiny --pp 2
 expect_error ops_json_unwritable "--ops-json $tmp/no/x.json: cannot write it" -- "$ZT" plan --ops-json "$tmp/no/x.json" --device h100 --model tiny
