@@ -1,7 +1,8 @@
 // The timing decorator (backend_profile.h), generated from the op list (backend_ops.h): each
 // op's wrapper calls the inner backend's op of the same name; a timed one (an entry with a
 // phase) marks the time before, syncs the inner backend after (a GPU op is asynchronous) and
-// adds the time and the entry's flops to the phase.
+// adds the time and the entry's flops to the phase (and a call and the flops to the op's own
+// counts where the caller asks: tests/test_plan.c compares them with the recorder's).
 #include "backend_profile.h"
 
 #define ST(be) ((const zt_backend_profile_state *)(be)->impl)
@@ -10,10 +11,15 @@ static void timer_start(zt_profile_mark *mark, int phase) {
     if (phase != ZT_OP_UNTIMED) zt_profile_begin(mark);
 }
 static void timer_stop(const zt_backend *be, const zt_profile_mark *mark, int phase,
-                       double flops) {
+                       double flops, int op) {
     if (phase == ZT_OP_UNTIMED) return;
     ST(be)->inner->ops->sync(ST(be)->inner);
     zt_profile_end(ST(be)->acc, mark, (zt_phase)phase, flops);
+    zt_op_record *by_op = ST(be)->by_op;
+    if (by_op) {
+        by_op->calls[op]++;
+        by_op->flops[op] += flops;
+    }
 }
 
 // What a wrapper keeps of the inner op's result, and returns, by the entry's return code.
@@ -33,7 +39,7 @@ static void timer_stop(const zt_backend *be, const zt_profile_mark *mark, int ph
         zt_profile_mark mark = {0};                                               \
         timer_start(&mark, phase);                                                \
         KEEP_##ret inner->ops->name(inner ZT_OP_ARGS(params));                    \
-        timer_stop(be, &mark, phase, flops);                                      \
+        timer_stop(be, &mark, phase, flops, ZT_OPID_##name);                      \
         GIVE_##ret                                                                \
     }
 #include "backend_ops.h"
@@ -59,6 +65,7 @@ void zt_backend_profile_init(zt_backend *out, zt_backend_profile_state *st,
                              const zt_backend *inner, zt_profile *acc) {
     st->inner = inner;
     st->acc = acc;
+    st->by_op = NULL;
     // callers that ask for the backend's name, capabilities or threads (the banner, the
     // attention scratch) see the inner backend's
     st->ops = profile_ops;

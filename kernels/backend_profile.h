@@ -4,11 +4,14 @@
 #define ZT_BACKEND_PROFILE_H
 
 #include "backend.h"
+#include "backend_op_ids.h"
 #include "profile.h"
 
 typedef struct {
     const zt_backend *inner;
     zt_profile *acc;
+    zt_op_record *by_op; // NULL, or each timed op's calls and flops also counted by op (the
+                         // caller sets it after init; bytes stay 0: nothing measures them)
     zt_backend_i ops; // the timing table, named as the inner backend, with its gaps
 } zt_backend_profile_state;
 

@@ -1,6 +1,6 @@
 // The recording backend (backend_record.h), generated from the op list (backend_ops.h):
-// each op adds its entry's flops, its traffic bound and one call to its phase, and runs
-// nothing.
+// each op adds its entry's flops, its traffic bound and one call to its phase (and, where the
+// caller asks, to its own counts and its call's shape to the shape list), and runs nothing.
 #include "backend_record.h"
 
 #include <string.h>
@@ -8,19 +8,30 @@
 
 #define ST(be) ((const zt_backend_record_state *)(be)->impl)
 
-// The size arguments an extent is made of, by the names the op list gives them.
+// The size arguments an extent is made of, by the names the op list gives them, and the
+// call's shape (every argument).
 typedef struct {
     double rows, width, n, bytes, B, T;
     int pointers;
+    zt_op_shape shape;
 } extent;
 
-// A parameter's value when it is a size (int or size_t), else 0; and whether it is a pointer
-// (a stream of the op's extent).
-#define SIZE_OF(x) ((double)_Generic((x), int: (x), size_t: (x), default: 0))
+// A parameter's value when it is a size (int, size_t, or an enum: unsigned), else 0; its
+// value in a shape (a pointer: whether it is given); and whether it is a pointer (a stream
+// of the op's extent).
+#define SIZE_OF(x) ((double)_Generic((x), int: (x), unsigned: (x), size_t: (x), default: 0))
+#define SHAPE_OF(x)                                                                           \
+    ((double)_Generic((x), int: (x), unsigned: (x), size_t: (x), float: (x), double: (x),   \
+                      default: (x) != 0))
 #define IS_PTR(x) _Generic((x), int: 0, unsigned: 0, size_t: 0, float: 0, double: 0, default: 1)
 
-static void note(extent *e, const char *name, double v, int ptr) {
+static void note(extent *e, const char *name, double v, int ptr, double shape_value) {
     e->pointers += ptr;
+    zt_op_shape *s = &e->shape;
+    ZT_ASSERTF(s->n_args < ZT_SHAPE_MAX_ARGS, "record backend: an op with more than %d "
+               "parameters (raise ZT_SHAPE_MAX_ARGS)", ZT_SHAPE_MAX_ARGS);
+    s->name[s->n_args] = name;
+    s->value[s->n_args++] = shape_value;
     if (!strcmp(name, "N") || !strcmp(name, "n_q")) e->rows = v;
     else if (!strcmp(name, "n")) e->n = v;
     else if (!strcmp(name, "B")) e->B = v;
@@ -39,16 +50,43 @@ static double traffic(const extent *e) {
     return elems * 4.0 * (e->pointers > 0 ? e->pointers : 1);
 }
 
-static void add(const zt_backend *be, int phase, double flops, const extent *e) {
-    if (phase == ZT_OP_UNTIMED) return;
-    zt_record *r = ST(be)->acc;
-    r->flops[phase] += flops;
-    r->bytes[phase] += traffic(e);
-    r->calls[phase]++;
+// The call's shape counted among the distinct ones (same op, same values).
+static void keep_shape(zt_op_shapes *all, const zt_op_shape *s) {
+    for (int i = 0; i < all->n; i++) {
+        zt_op_shape *o = &all->s[i];
+        if (o->op == s->op && o->n_args == s->n_args &&
+            !memcmp(o->value, s->value, sizeof(double) * (size_t)s->n_args)) {
+            o->calls++;
+            return;
+        }
+    }
+    ZT_ASSERTF(all->n < ZT_OP_SHAPES_MAX, "record backend: more than %d distinct op shapes",
+               ZT_OP_SHAPES_MAX);
+    all->s[all->n] = *s;
+    all->s[all->n++].calls = 1;
 }
 
-#define REC_A(type, name) note(&e, #name, SIZE_OF(name), IS_PTR(name)); REC_B
-#define REC_B(type, name) note(&e, #name, SIZE_OF(name), IS_PTR(name)); REC_A
+static void add(const zt_backend *be, int op, int phase, double flops, extent *e) {
+    if (phase == ZT_OP_UNTIMED) return;
+    const zt_backend_record_state *st = ST(be);
+    zt_record *r = st->acc;
+    double bytes = traffic(e);
+    r->flops[phase] += flops;
+    r->bytes[phase] += bytes;
+    r->calls[phase]++;
+    if (st->by_op) {
+        st->by_op->flops[op] += flops;
+        st->by_op->bytes[op] += bytes;
+        st->by_op->calls[op]++;
+    }
+    e->shape.op = op;
+    e->shape.flops = flops;
+    e->shape.bytes = bytes;
+    if (st->shapes) keep_shape(st->shapes, &e->shape);
+}
+
+#define REC_A(type, name) note(&e, #name, SIZE_OF(name), IS_PTR(name), SHAPE_OF(name)); REC_B
+#define REC_B(type, name) note(&e, #name, SIZE_OF(name), IS_PTR(name), SHAPE_OF(name)); REC_A
 #define REC_A_END
 #define REC_B_END
 #define REC_LAST_END(...) REC_LAST_END_(__VA_ARGS__)
@@ -64,7 +102,7 @@ static void add(const zt_backend *be, int phase, double flops, const extent *e) 
     static ZT_OP_RET(ret) r_##name(const zt_backend *be ZT_OP_PARAMS(params)) { \
         extent e = {0};                                                         \
         REC_LAST_END(REC_A params)                                              \
-        add(be, phase, flops, &e);                                              \
+        add(be, ZT_OPID_##name, phase, flops, &e);                              \
         GIVE_##ret                                                              \
     }
 #include "backend_ops.h"

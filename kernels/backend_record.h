@@ -5,6 +5,7 @@
 #define ZT_BACKEND_RECORD_H
 
 #include "backend.h"
+#include "backend_op_ids.h"
 #include "profile.h"
 
 // What the recorded ops asked for, by phase (profile.h's phases).
@@ -17,8 +18,31 @@ typedef struct {
 
 #define ZT_RECORD_MAX_BUFFERS 64
 
+// One shape an op was called at: its arguments, named as the op list names them, with their
+// values (sizes, scalars such as beta, enums such as the dtypes and the copy kind), a pointer
+// as 1 or 0 (given, or NULL: "NULL to skip"), and how many calls had it.
+#define ZT_SHAPE_MAX_ARGS 20
+typedef struct {
+    int op;     // zt_op_id
+    int n_args;
+    const char *name[ZT_SHAPE_MAX_ARGS]; // the list's parameter names (static strings)
+    double value[ZT_SHAPE_MAX_ARGS];
+    double flops, bytes; // one call's: the entry's formula, the traffic bound
+    long calls;
+} zt_op_shape;
+
+// The distinct shapes of the recorded calls, in the order they first came.
+#define ZT_OP_SHAPES_MAX 512
+typedef struct {
+    zt_op_shape s[ZT_OP_SHAPES_MAX];
+    int n;
+} zt_op_shapes;
+
 typedef struct {
     zt_record *acc;
+    zt_op_record *by_op;   // NULL, or also counted op by op (the caller sets it after init)
+    zt_op_shapes *shapes;  // NULL, or every call's shape kept (set after init; more than
+                           // ZT_OP_SHAPES_MAX distinct shapes is fatal)
     zt_backend_i ops; // the recording table, named "record"
     void *ptr[ZT_RECORD_MAX_BUFFERS]; // the address ranges handed out, and their lengths
     size_t len[ZT_RECORD_MAX_BUFFERS];

@@ -112,7 +112,7 @@ static inline ZT_HD size_t zt_att_shared_q(int T, int hs) {
 // ZT_ATT_QBLOCK. Block [i0, i1) of pair g of the chunk holds its scores against the causal
 // keys [0, i1) at score buffer + g ZT_ATT_QBLOCK T, row r at + r T (ld T). Each GEMM runs
 // over the whole chunk as one cublasSgemmBatched call with pointer arrays, which a kernel
-// fills on the device from zt_att_operand_at. bench/gpu_model.py's estimate chose the sizes:
+// fills on the device from zt_att_operand_at. Issue 25's GPU estimate chose the sizes:
 // 128 rows compute 12% more scores than the causal half at T = 1024 (256: 25%), and 64 pairs
 // keep a GEMM at ~600 MFLOP (well above the launch cost) in 64 MiB of scores at T = 1024.
 #define ZT_ATT_QBLOCK 128

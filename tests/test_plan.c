@@ -9,6 +9,7 @@
 #include "gpt2.h"
 #include "layout.h"
 #include "plan_cost.h"
+#include "plan_step_ops.h"
 #include "test.h"
 
 // The real passes of units [first, last) under the --profile decorator: per-phase calls and
@@ -96,5 +97,81 @@ ZT_TEST(plan_record_matches_profile) {
                 }
     printf("  %d stages x dtypes x recomputation x split: recorded = run, every phase\n", checked);
     CHECK(checked >= 24);
+    return ZT_PASS;
+}
+
+// One whole training step (src/planner/plan_step_ops.c, what `zerotrain plan --ops-json`
+// records for bench/gpu_model.py): the recorder's count of every op equals the calls the CPU
+// backend receives for the same step under the --profile decorator, op by op, calls and
+// flops to the bit; fp32 and bf16, AdamW and 8-bit AdamW, one and two micro-batches.
+static int same_ops(const char *what, const zt_op_record *real, const zt_op_record *rec) {
+    int ok = 1;
+    for (int op = 0; op < ZT_OPID_COUNT; op++)
+        if (real->calls[op] != rec->calls[op] || real->flops[op] != rec->flops[op]) {
+            fprintf(stderr, "%s, op %s: real %ld calls %.17g flops, recorded %ld calls %.17g "
+                            "flops\n",
+                    what, zt_op_name(op), real->calls[op], real->flops[op], rec->calls[op],
+                    rec->flops[op]);
+            ok = 0;
+        }
+    return ok;
+}
+
+static void real_step(const zt_plan_spec *s, zt_op_record *out, int *tensors) {
+    zt_profile acc = {0};
+    zt_backend prof;
+    zt_backend_profile_state ps;
+    zt_backend_profile_init(&prof, &ps, zt_test_cpu(), &acc);
+    zt_plan_step st;
+    ZT_ASSERT(zt_plan_step_init(&st, s, &prof) == ZT_OK);
+    zt_gpt2_init_random(&st.model, 7);
+    size_t BT = (size_t)s->micro_batch * s->seq;
+    for (size_t i = 0; i < 2 * BT; i++) st.tokens[i] = (int32_t)(i % (size_t)s->shape.vocab);
+    memset(out, 0, sizeof *out);
+    ps.by_op = out; // the step's calls only, as the recorder counts them
+    zt_plan_step_run(&st);
+    ps.by_op = NULL;
+    *tensors = st.model.layout.n;
+    zt_plan_step_free(&st);
+}
+
+ZT_TEST(plan_step_ops_match_profile) {
+    zt_model_shape shape = {.n_layer = 2, .n_head = 2, .n_embd = 32, .vocab = 67,
+                            .padded_vocab = 128, .n_ctx = 16};
+    int checked = 0;
+    for (int dt = 4; dt >= 2; dt -= 2)
+        for (int opt8 = 0; opt8 <= 1; opt8++)
+            for (int accum = 1; accum <= 2; accum++) {
+                if (dt == 2 && !zt_test_cpu()->caps->bf16) continue;
+                zt_plan_spec s = {.shape = shape, .dp = 1, .pp = 1, .tp = 1, .micro_batch = 2,
+                                  .seq = 8, .grad_accum = accum, .param_bytes = dt,
+                                  .is_8bit = opt8, .backend = zt_test_cpu()->caps};
+                s.opt8 = zt_adamw8bit_default_options();
+                zt_op_record *real = calloc(1, sizeof *real), *rec = calloc(1, sizeof *rec);
+                zt_op_shapes *shapes = calloc(1, sizeof *shapes);
+                ZT_ASSERT(real && rec && shapes);
+                int tensors = 0;
+                real_step(&s, real, &tensors);
+                size_t numel = 0;
+                CHECK(zt_plan_step_ops(&s, rec, shapes, &numel) == ZT_OK);
+                char what[96];
+                snprintf(what, sizeof what, "%s, %s, %d micro-batches", dt == 2 ? "bf16" : "fp32",
+                         opt8 ? "adamw8bit" : "adamw", accum);
+                CHECK(same_ops(what, real, rec));
+                // AdamW's step is one call per tensor (optim/adamw.c): the record says so
+                if (!opt8)
+                    CHECK(rec->calls[dt == 2 ? ZT_OPID_adamw_bf16 : ZT_OPID_adamw] == tensors);
+                // every call is in the shape list, each shape under its own op
+                long in_shapes = 0, calls = 0;
+                for (int i = 0; i < shapes->n; i++) in_shapes += shapes->s[i].calls;
+                for (int op = 0; op < ZT_OPID_COUNT; op++) calls += rec->calls[op];
+                CHECK(in_shapes == calls && calls > 0 && numel > 0);
+                free(real);
+                free(rec);
+                free(shapes);
+                checked++;
+            }
+    printf("  %d dtypes x optimizers x micro-batches: recorded = run, every op\n", checked);
+    CHECK(checked >= 4);
     return ZT_PASS;
 }

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "host_memory.h"
 #include "plan_calibrate.h"
+#include "plan_ops_cli.h"
 #include "plan_search.h"
 #include "plan_spec.h"
 
@@ -20,6 +21,7 @@ void zt_plan_usage(FILE *f) {
             "                      [--json] [--mem-limit BYTES] [--gpus-per-node G] [train flags]\n"
             "       zerotrain plan --calibrate [--calibration FILE] [--calibrate-steps N]\n"
             "                      [--model ... --seq T --micro-batch B --threads N]\n"
+            "       zerotrain plan --ops-json FILE --device NAME|FILE [train flags]\n"
             "  the fastest layouts of N ranks that fit, predicted: every dp x pp x tp (tp within\n"
             "  a machine of G ranks), micro-batch and --grad-accum giving B sequences a step,\n"
             "  --zero, --optim, --param-dtype, --recompute, --sequence-parallel, --schedule,\n"
@@ -32,6 +34,9 @@ void zt_plan_usage(FILE *f) {
             "  --calibrate measures this machine's op rates at the model flags' shapes and\n"
             "  stores them in --calibration (default $XDG_CACHE_HOME/zerotrain/cpu.json, else\n"
             "  ~/.cache/zerotrain/cpu.json), where --device cpu reads them.\n"
+            "  --ops-json FILE (with --device): one step's ops at the train flags' shapes on\n"
+            "  the device's backend, per op and call shape, written to FILE as JSON (one\n"
+            "  rank, the whole model; bench/gpu_model.py prices them). Nothing else runs.\n"
             "  The train flags:\n\n");
     zt_config_print_help(f);
 }
@@ -39,7 +44,7 @@ void zt_plan_usage(FILE *f) {
 typedef struct {
     int world, top, json, calibrate, steps;
     long global_batch;
-    char device[512], calibration[512];
+    char device[512], calibration[512], ops_json[512];
 } plan_args;
 
 static zt_status positive(const char *flag, const char *v, long *out) {
@@ -81,9 +86,11 @@ static zt_status split_args(int argc, char **argv, plan_args *a, char **rest, in
             ZT_TRY(positive(f, v, &a->global_batch));
             i++;
         }
-        else if (!strcmp(f, "--device") || !strcmp(f, "--calibration")) {
+        else if (!strcmp(f, "--device") || !strcmp(f, "--calibration") ||
+                 !strcmp(f, "--ops-json")) {
             if (!v || !v[0]) return zt_errorf("%s needs a value", f);
-            snprintf(!strcmp(f, "--device") ? a->device : a->calibration,
+            snprintf(!strcmp(f, "--device") ? a->device
+                     : !strcmp(f, "--ops-json") ? a->ops_json : a->calibration,
                      sizeof a->device, "%s", v);
             i++;
         } else rest[(*n)++] = argv[i];
@@ -222,6 +229,18 @@ static zt_status calibrate(const plan_args *a, const zt_config *cfg) {
     return ZT_OK;
 }
 
+static zt_status ops_json(const plan_args *a, zt_config *cfg) {
+    if (!a->device[0])
+        return zt_errorf("--ops-json needs --device NAME (h100, h200, a100, cpu or a file): "
+                         "the backend and memory the step is recorded for");
+    zt_plan_device d;
+    ZT_TRY(zt_plan_device_load(&d, a->device, a->calibration));
+    snprintf(cfg->backend, sizeof cfg->backend, "%s", d.backend);
+    ZT_TRY(zt_plan_ops_json(cfg, &d, a->ops_json));
+    printf("one step's ops written to %s\n", a->ops_json);
+    return ZT_OK;
+}
+
 static zt_status plan(int argc, char **argv) {
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     ZT_ASSERT(rest);
@@ -236,11 +255,13 @@ static zt_status plan(int argc, char **argv) {
     if (st == ZT_OK) st = zt_config_validate(&cfg);
     zt_plan_question q = {0};
     if (st == ZT_OK) fixed_of(rest, n, &q.fixed);
-    if (st == ZT_OK && given(rest, n, "--grad-accum"))
+    // --ops-json records one step of the --grad-accum given
+    if (st == ZT_OK && given(rest, n, "--grad-accum") && !a.ops_json[0])
         st = zt_errorf("plan derives --grad-accum from --global-batch: leave --grad-accum out");
     free(rest);
     ZT_TRY(st);
     if (a.calibrate) return calibrate(&a, &cfg);
+    if (a.ops_json[0]) return ops_json(&a, &cfg);
     if (!a.world || !a.device[0] || !a.global_batch)
         return zt_errorf("plan needs --world N, --device NAME and --global-batch B (zerotrain "
                          "plan --help)");

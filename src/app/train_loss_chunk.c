@@ -11,6 +11,14 @@
 // for everything else (the fit check then counts the chunk chosen here).
 #define DEVICE_LOGITS_SHARE 16
 
+int zt_trainer_device_loss_chunk(const zt_plan_spec *p, double free_bytes) {
+    size_t budget = (size_t)(free_bytes / DEVICE_LOGITS_SHARE);
+    if (budget < ZT_LOSS_CHUNK_HOST_BYTES) budget = ZT_LOSS_CHUNK_HOST_BYTES; // the host rule's
+    return zt_gpt2_loss_chunk_for_budget(p->shape.padded_vocab / p->tp,
+                                         p->micro_batch * p->seq, (size_t)p->param_bytes,
+                                         budget);
+}
+
 void zt_trainer_pick_loss_chunk(zt_trainer *t) {
     const zt_config *c = t->cfg;
     if (c->loss_chunk > 0 || !t->be->caps->device_memory) return; // given, or the host rule
@@ -20,9 +28,5 @@ void zt_trainer_pick_loss_chunk(zt_trainer *t) {
     // smallest free memory of the world decides, as -max(-free)
     double neg_free = -(double)free_b, neg_min = 0;
     zt_comm_all_reduce(&t->grid.world_comm, &neg_free, &neg_min, 1, ZT_F64, ZT_REDUCE_MAX, NULL);
-    size_t budget = (size_t)(-neg_min / DEVICE_LOGITS_SHARE);
-    if (budget < ZT_LOSS_CHUNK_HOST_BYTES) budget = ZT_LOSS_CHUNK_HOST_BYTES; // the host rule's
-    t->plan.loss_chunk = zt_gpt2_loss_chunk_for_budget(t->plan.shape.padded_vocab / t->plan.tp,
-                                                        c->micro_batch * c->seq,
-                                                        (size_t)t->plan.param_bytes, budget);
+    t->plan.loss_chunk = zt_trainer_device_loss_chunk(&t->plan, -neg_min);
 }

@@ -191,6 +191,9 @@ zt_status zt_trainer_check_memory(const zt_trainer *t);
 // it from the plan, so the fit check counts it). Elsewhere it leaves the plan as configured.
 // Collective over the world.
 void zt_trainer_pick_loss_chunk(zt_trainer *t);
+// That chunk for plan p (its micro-batch, sequence, vocabulary slice and dtype) on a GPU with
+// free_bytes of free memory (pure: `zerotrain plan --ops-json` sizes a step's loss by it).
+int zt_trainer_device_loss_chunk(const zt_plan_spec *p, double free_bytes);
 zt_status zt_trainer_check_start(const zt_config *c, int start, int *lock);
 // After the last step: the copies that must be bit-identical are, and every rank issued
 // the same collectives. Collective; agreed on every rank.
