@@ -66,17 +66,18 @@ typedef struct {
     void *qkv;                      // (K, N, 3C)
     void *atty;                     // (K, N, C)
     float *lse;                     // (K, B, NH, T) attention log-sum-exp
-    float *res2;                    // (K, Nr, C) residual after attention
+    void *res2;                     // (K, Nr, C) residual after attention
     void *ln2;                      // (K, Nr, C)
     float *ln2_mean, *ln2_rstd;     // (K, Nr), (K, Nr)
     void *fch;                      // (K, N, 4C) c_fc's output, GELU's input
     void *fch_gelu;                 // (K, N, 4C)
-    float *res3;                    // (K, Nr, C) block outputs
+    void *res3;                     // (K, Nr, C) block outputs
 } zt_block_acts;
 
 // Activations of one micro-batch of B sequences of T tokens (N = B*T) on this stage. fp32,
-// except those typed void * (ln1, qkv, atty, ln2, fch, fch_gelu, lnf, gathered, logits), of
-// the model's dtype: bf16 under bf16 (docs/design.md, "bf16", which tensor has which type).
+// except those typed void * (the residual stream encoded, res2, res3; ln1, qkv, atty, ln2, fch,
+// fch_gelu, lnf, gathered, proj, logits), of the model's dtype: bf16 under bf16
+// (docs/design.md, "bf16", which tensor has which type).
 // The per-layer arrays hold the blocks that keep them: of a recomputed block's dropped
 // tensors only the blocks after the recomputed ones (zt_gpt2.n_recomputed), res3 always all.
 //
@@ -100,7 +101,9 @@ typedef struct {
 } zt_gpt2_wgrads;
 
 typedef struct {
-    float *encoded;                 // (Nr, C) embedding output (first stage), or stage input
+    void *encoded;                  // (Nr, C) embedding output (first stage), or stage input
+    float *out32;                   // (Nr, C) the stage's output widened for the pipeline's
+                                    // fp32 send (bf16, not the last stage; else 0)
     zt_block_acts layers;           // the blocks' per-layer arrays
     void *lnf;                      // (Nr, C)
     float *lnf_mean, *lnf_rstd;     // (Nr), (Nr)
@@ -113,6 +116,8 @@ typedef struct {
     float *dqkv;                    // (N, 3C)
     float *dfch;                    // (N, 4C)
     float *scratch;                 // (N, C) projection outputs before the residual add
+    void *proj;                     // (Nr, C) bf16: a projection's output summed over tp and
+                                    // rounded, the residual add's input (bf16 only, else 0)
     zt_block_acts recomp;           // one layer of what recomputed blocks drop (sizes 0: none)
     void *gathered;                 // (N, C) of the model's dtype: a LayerNorm output
                                     // gathered over tp (sequence parallel only, else 0)
@@ -263,8 +268,9 @@ int zt_gpt2_loss_chunk_for_budget(int padded_vocab, int N, size_t logit_size,
 void zt_gpt2_init_random(zt_gpt2 *m, uint64_t seed);
 
 // Forward of this stage's units over tokens (B, T) (used when the stage has the
-// embedding; else `input` (Nr, C) is the previous stage's output, Nr = zt_gpt2_rows; all
-// device memory) and,
+// embedding; else `input` (Nr, C) is the previous stage's output, Nr = zt_gpt2_rows, fp32
+// (under bf16 widened from the previous stage's bf16 output, so rounding it back is exact);
+// all device memory) and,
 // on the last stage, the loss against targets. With `backward`, the head also computes its
 // gradient (scaled by `loss_scale`, e.g. 1/tokens in the global batch) as it goes.
 // Returns the sum of the per-token losses of the micro-batch on the last stage, else 0;
@@ -298,7 +304,8 @@ void zt_gpt2_backward_weight(zt_gpt2 *m, const int32_t *tokens);
 // Points the W-slot views (m->w) at slot `slot` of [0, n_wslots).
 void zt_gpt2_use_wslot(zt_gpt2 *m, int slot);
 
-// The output of this stage's last unit (Nr, C) (for the next stage).
+// The output of this stage's last unit (Nr, C) (for the next stage), fp32: under bf16 the
+// bf16 output widened (exact) at the end of the forward.
 const float *zt_gpt2_output(const zt_gpt2 *m);
 
 // Logits (N, Vp/tp) of the last forward (last stage): this tp rank's vocabulary slice
