@@ -556,9 +556,10 @@ ZT_TEST(planner_bf16_parameters) {
             CHECK(b.bytes[ZT_MEM_PARAMS] * 2 == a.bytes[ZT_MEM_PARAMS]);
             CHECK(b.bytes[ZT_MEM_GRADS] * 2 == a.bytes[ZT_MEM_GRADS]);
             // the bf16 activations halve, the rest stay fp32; the logits halve, the loss's
-            // per-row statistics beside them stay fp32 (none on the first stage); fp32
-            // pipeline buffers; the backend's gemm_mixed scratch and the rounded projection
-            // output the bf16 residual add reads (proj_bytes)
+            // per-row statistics beside them stay fp32 (none on the first stage); the
+            // pipeline's received activations halve (the stream is bf16), its gradients stay
+            // fp32; the backend's gemm_mixed scratch and the rounded projection output the
+            // bf16 residual add reads (proj_bytes)
             CHECK(b.bytes[ZT_MEM_ACTIVATIONS] < a.bytes[ZT_MEM_ACTIVATIONS]);
             CHECK(2 * b.bytes[ZT_MEM_ACTIVATIONS] > a.bytes[ZT_MEM_ACTIVATIONS]);
             if (st == 0) CHECK(b.bytes[ZT_MEM_LOGITS] == 0 && a.bytes[ZT_MEM_LOGITS] == 0);
@@ -567,7 +568,9 @@ ZT_TEST(planner_bf16_parameters) {
             size_t gw = zt_round_up(s.backend->gemm_mixed_workspace, 64);
             CHECK(b.bytes[ZT_MEM_WORKSPACE] == a.bytes[ZT_MEM_WORKSPACE] + (double)gw +
                                                    (double)proj_bytes(&s));
-            CHECK(b.bytes[ZT_MEM_COMM] == a.bytes[ZT_MEM_COMM]);
+            double NC = (double)zt_gpt2_rows(s.micro_batch, s.seq, s.tp, s.seq_parallel) *
+                        s.shape.n_embd;
+            CHECK(b.bytes[ZT_MEM_COMM] == a.bytes[ZT_MEM_COMM] - 2.0 * b.n_slots * NC);
             CHECK(b.opt_master == 4.0 * (double)(a.shard_hi - a.shard_lo));
             CHECK(b.bytes[ZT_MEM_OPTIMIZER] == a.bytes[ZT_MEM_OPTIMIZER] + b.opt_master);
         }

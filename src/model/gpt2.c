@@ -200,7 +200,6 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     size_t Nr = rows(m); // the per-row tensors' rows: N, or N/tp with sequence parallelism
     int head = has_head(m), bf16 = is_bf16(m);
     a->encoded = carve_in(act, Nr * C, m);
-    a->out32 = carve(act, bf16 && !head ? Nr * C : 0);
     carve_blocks(&a->layers, act, m, kept_layers(m, 1), kept_layers(m, 0), nl);
     a->lnf = carve_in(act, head ? Nr * C : 0, m);
     a->lnf_mean = carve(act, head ? Nr : 0);
@@ -802,10 +801,7 @@ static const void *block_input(const zt_gpt2 *m, int li) {
     return m->a.encoded;
 }
 
-const float *zt_gpt2_output(const zt_gpt2 *m) {
-    if (res_dt(m) == ZT_BF16) return m->a.out32;
-    return block_input(m, n_local_layers(m));
-}
+const void *zt_gpt2_output(const zt_gpt2 *m) { return block_input(m, n_local_layers(m)); }
 
 // This rank's slice of the padded vocabulary: rows [lo, lo + rows) of wte.
 static int vocab_rows(const zt_gpt2 *m) { return m->shape.padded_vocab / m->layout.tp; }
@@ -882,17 +878,15 @@ static void embed_forward(zt_gpt2 *m, const int32_t *tokens) {
         tp_sum(m, all, (size_t)N * C, res_dt(m));
 }
 
-// The stage input (Nr, C), fp32, into `encoded`: under bf16 rounded, which is exact (it is the
-// previous stage's bf16 output, widened for the send).
-static void take_input(zt_gpt2 *m, const float *input) {
-    size_t NrC = rows(m) * m->shape.n_embd;
-    if (res_dt(m) == ZT_BF16) K(bf16_from_fp32, m->a.encoded, input, NrC);
-    else K(copy, m->a.encoded, input, NrC * sizeof(float), ZT_COPY_D2D);
+// The stage input (Nr, C) of the residual's dtype (the previous stage's output) into `encoded`.
+static void take_input(zt_gpt2 *m, const void *input) {
+    size_t bytes = rows(m) * m->shape.n_embd * zt_dtype_size(res_dt(m));
+    K(copy, m->a.encoded, input, bytes, ZT_COPY_D2D);
 }
 
-double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
+double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const void *input,
                        const int32_t *targets, int backward, float loss_scale) {
-    int C = m->shape.n_embd, L0 = first_layer(m);
+    int L0 = first_layer(m);
     if (has_embed(m)) {
         need_unit(m, ZT_UNIT_EMBED);
         embed_forward(m, tokens);
@@ -904,11 +898,7 @@ double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
         need_unit(m, L0 + li + 1); // unit of block l is l + 1
         block_forward(m, li, &m->p.h[L0 + li], block_input(m, li));
     }
-    if (!has_head(m)) {
-        if (res_dt(m) == ZT_BF16) // the send carries fp32 (zt_gpt2_output)
-            K(bf16_to_fp32, m->a.out32, block_input(m, nl), rows(m) * C);
-        return 0.0;
-    }
+    if (!has_head(m)) return 0.0;
     need_unit(m, zt_unit_head(&m->shape));
     return head_forward(m, block_input(m, nl), targets, backward, loss_scale);
 }
