@@ -638,8 +638,9 @@ ZT_TEST(planner_mem_limit_syntax) {
 }
 
 // A bf16 plan counts the backend's gemm_mixed scratch (the model carves it from its
-// workspace, beside the bf16 projection output): on the CPU its 32 MiB, on CUDA cuBLASLt's workspace and the tiles (64 MiB),
-// in a binary built with CUDA or without (the registry entries state the same caps).
+// workspace, beside the bf16 projection output): on the CPU its 32 MiB, on CUDA cuBLASLt's
+// workspace and the tiles (64 MiB), in a binary built with CUDA or without (the registry
+// entries state the same caps).
 ZT_TEST(planner_bf16_counts_gemm_workspace) {
     const char *backends[] = {"cpu", "cuda"};
     for (int b = 0; b < 2; b++) {

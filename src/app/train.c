@@ -243,8 +243,8 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
     if (t->n_chunks > 1)
         zt_pipe_ring_init(&t->ring, g->pp_data, g->pp_rank, g->pp, NC, act_dt, t->n_slots);
     else
-        zt_pipe_comm_init(&t->pc, g->pp_data, g->pp_rank, g->pp, NC, act_dt, t->n_slots, c->grad_accum,
-                          t->recv_in, t->recv_dout, overlap_comm(t));
+        zt_pipe_comm_init(&t->pc, g->pp_data, g->pp_rank, g->pp, NC, act_dt, t->n_slots,
+                          c->grad_accum, t->recv_in, t->recv_dout, overlap_comm(t));
     if (c->sample_every > 0) // each stage decodes its own layers
         ZT_TRY(zt_train_sampler_init(&t->sampler, &t->model, g->tp_data, g->pp_data,
                                      t->train.tokens[0], g->rank == 0));

@@ -93,8 +93,9 @@ static void forward(zt_trainer *t, uint64_t step, int ch, int k, float loss_scal
     zt_gpt2_use_slot(m, k % t->chunk_slots[ch]);
     zt_trainer_read_batch(t, &t->train, step, k, c->grad_accum, slot);
     zt_dp_sync_next_forward(&t->sync, first);
-    zt_gpt2_forward(m, t->inputs + slot * BT, zt_trainer_recv_in(t, slot), t->targets + slot * BT, 1,
-                    loss_scale); // its loss: added on the device, taken once a step
+    // its loss: added on the device, taken once a step
+    zt_gpt2_forward(m, t->inputs + slot * BT, zt_trainer_recv_in(t, slot),
+                    t->targets + slot * BT, 1, loss_scale);
     double secs = zt_mono_s() - t0 - (zt_dp_sync_param_wait_s(&t->sync) - g0);
     t->compute_s += secs;
     t->fwd_s += secs;

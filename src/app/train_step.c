@@ -50,8 +50,8 @@ static double evaluate_chunks(zt_trainer *t, int vb, int k) {
         if (v > 0)
             zt_comm_recv(g->pp_data, zt_trainer_recv_in(t, s), NC, zt_gpt2_stream_dtype(m),
                          (v - 1) % g->pp, 0, NULL);
-        sum += zt_gpt2_forward(m, t->inputs + s * BT, zt_trainer_recv_in(t, s), t->targets + s * BT, 0,
-                               0.0f);
+        sum += zt_gpt2_forward(m, t->inputs + s * BT, zt_trainer_recv_in(t, s),
+                               t->targets + s * BT, 0, 0.0f);
         if (v + 1 < n_virtual)
             zt_comm_send(g->pp_data, zt_gpt2_output(m), NC, zt_gpt2_stream_dtype(m),
                          (v + 1) % g->pp, 0, NULL);

@@ -204,7 +204,8 @@ static void decode_chunk(zt_decoder *d, int r) {
         const void *fcprojb = d->tp_rank == 0 ? w->fcprojb : NULL;
         size_t cache = (size_t)(l - d->block_first) * T * Cl;
         float *kc = d->kcache + cache, *vc = d->vcache + cache;
-        zt_gpt2_layernorm_forward(m, d->ln, ZT_F32, mean, rstd, d->x, res_dt(d), w->ln1w, w->ln1b, r, C);
+        zt_gpt2_layernorm_forward(m, d->ln, ZT_F32, mean, rstd, d->x, res_dt(d), w->ln1w,
+                                  w->ln1b, r, C);
         zt_gpt2_linear_forward(m, d->qkv, ZT_F32, d->ln, ZT_F32, w->qkvw, w->qkvb, r, C, 3 * Cl,
                                0);
         as_stored(d, d->qkv, d->fch, (size_t)r * 3 * Cl); // fch: free until c_fc
@@ -219,7 +220,8 @@ static void decode_chunk(zt_decoder *d, int r) {
         zt_gpt2_linear_forward(m, d->proj, ZT_F32, d->att, ZT_F32, w->attprojw, attprojb, r, Cl,
                                C, 1);
         residual_add(d, rC);
-        zt_gpt2_layernorm_forward(m, d->ln, ZT_F32, mean, rstd, d->x, res_dt(d), w->ln2w, w->ln2b, r, C);
+        zt_gpt2_layernorm_forward(m, d->ln, ZT_F32, mean, rstd, d->x, res_dt(d), w->ln2w,
+                                  w->ln2b, r, C);
         zt_gpt2_linear_forward(m, d->fch, ZT_F32, d->ln, ZT_F32, w->fcw, w->fcb, r, C, 4 * Cl,
                                0);
         as_stored(d, d->fch, d->fch_gelu, (size_t)r * 4 * Cl); // fch_gelu: written next

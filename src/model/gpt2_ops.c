@@ -1,7 +1,8 @@
 // The kernels that read or write parameters, by the model's dtype (docs/design.md, "bf16"):
 // fp32 runs the fused fp32 ops, bf16 the mixed-precision group (bf16 weights and weight
 // gradients; activations fp32, or bf16 where the training model stores them so, the residual
-// stream among them: the table in docs/design.md, "bf16"). Shared by training (gpt2.c) and the decoder (generate.c).
+// stream among them: the table in docs/design.md, "bf16"). Shared by training (gpt2.c) and
+// the decoder (generate.c).
 #include "gpt2_ops.h"
 
 // A kernel call on the model's backend: K(layernorm_forward, out, ...).
