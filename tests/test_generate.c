@@ -113,7 +113,8 @@ ZT_TEST(generate_feed_chunks_match_forward) {
 }
 
 // bf16 weights (generate --param-dtype bf16): the decoder runs the bf16 products the training
-// forward runs, on the same bf16 weights. Their fp32 activations differ by reassociation
+// forward runs, on the same bf16 weights, and rounds what the forward stores in bf16 (the
+// residual stream, q, k, v, c_fc's output) as it does. Their fp32 sums differ by reassociation
 // (above), and where such a difference crosses a rounding boundary an operand of a product
 // rounds to the neighbouring bf16 value: a term of a sum moves by up to one bf16 ulp
 // (2^-7 of it, relative). Such flips are rare (an fp32-level difference against a bf16 ulp:

@@ -533,6 +533,13 @@ ZT_TEST(planner_zero_formula_matches_paper) {
     return ZT_PASS;
 }
 
+// The workspace's bf16 projection output under bf16 (zt_gpt2_acts.proj): the stage's rows of
+// C values, 2 bytes each, carved in 64-byte pieces.
+static size_t proj_bytes(const zt_plan_spec *s) {
+    size_t Nr = zt_gpt2_rows(s->micro_batch, s->seq, s->tp, s->seq_parallel);
+    return zt_round_up(Nr * (size_t)s->shape.n_embd * 2, 64);
+}
+
 // 16-bit parameters: params, grads, activations, logits and the pipeline buffers halve;
 // the optimizer adds the fp32 master copy of the shard.
 ZT_TEST(planner_bf16_parameters) {
@@ -549,16 +556,21 @@ ZT_TEST(planner_bf16_parameters) {
             CHECK(b.bytes[ZT_MEM_PARAMS] * 2 == a.bytes[ZT_MEM_PARAMS]);
             CHECK(b.bytes[ZT_MEM_GRADS] * 2 == a.bytes[ZT_MEM_GRADS]);
             // the bf16 activations halve, the rest stay fp32; the logits halve, the loss's
-            // per-row statistics beside them stay fp32 (none on the first stage); fp32
-            // pipeline buffers; the backend's gemm_mixed scratch
+            // per-row statistics beside them stay fp32 (none on the first stage); the
+            // pipeline's received activations halve (the stream is bf16), its gradients stay
+            // fp32; the backend's gemm_mixed scratch and the rounded projection output the
+            // bf16 residual add reads (proj_bytes)
             CHECK(b.bytes[ZT_MEM_ACTIVATIONS] < a.bytes[ZT_MEM_ACTIVATIONS]);
             CHECK(2 * b.bytes[ZT_MEM_ACTIVATIONS] > a.bytes[ZT_MEM_ACTIVATIONS]);
             if (st == 0) CHECK(b.bytes[ZT_MEM_LOGITS] == 0 && a.bytes[ZT_MEM_LOGITS] == 0);
             else CHECK(b.bytes[ZT_MEM_LOGITS] < a.bytes[ZT_MEM_LOGITS] &&
                        2 * b.bytes[ZT_MEM_LOGITS] > a.bytes[ZT_MEM_LOGITS]);
             size_t gw = zt_round_up(s.backend->gemm_mixed_workspace, 64);
-            CHECK(b.bytes[ZT_MEM_WORKSPACE] == a.bytes[ZT_MEM_WORKSPACE] + (double)gw);
-            CHECK(b.bytes[ZT_MEM_COMM] == a.bytes[ZT_MEM_COMM]);
+            CHECK(b.bytes[ZT_MEM_WORKSPACE] == a.bytes[ZT_MEM_WORKSPACE] + (double)gw +
+                                                   (double)proj_bytes(&s));
+            double NC = (double)zt_gpt2_rows(s.micro_batch, s.seq, s.tp, s.seq_parallel) *
+                        s.shape.n_embd;
+            CHECK(b.bytes[ZT_MEM_COMM] == a.bytes[ZT_MEM_COMM] - 2.0 * b.n_slots * NC);
             CHECK(b.opt_master == 4.0 * (double)(a.shard_hi - a.shard_lo));
             CHECK(b.bytes[ZT_MEM_OPTIMIZER] == a.bytes[ZT_MEM_OPTIMIZER] + b.opt_master);
         }
@@ -626,8 +638,9 @@ ZT_TEST(planner_mem_limit_syntax) {
 }
 
 // A bf16 plan counts the backend's gemm_mixed scratch (the model carves it from its
-// workspace): on the CPU its 32 MiB, on CUDA cuBLASLt's workspace and the tiles (64 MiB),
-// in a binary built with CUDA or without (the registry entries state the same caps).
+// workspace, beside the bf16 projection output): on the CPU its 32 MiB, on CUDA cuBLASLt's
+// workspace and the tiles (64 MiB), in a binary built with CUDA or without (the registry
+// entries state the same caps).
 ZT_TEST(planner_bf16_counts_gemm_workspace) {
     const char *backends[] = {"cpu", "cuda"};
     for (int b = 0; b < 2; b++) {
@@ -641,9 +654,10 @@ ZT_TEST(planner_bf16_counts_gemm_workspace) {
         s.param_bytes = 2;
         CHECK(zt_plan_rank(&s, &p, 0, 0, 0, &bf16) == ZT_OK);
         double extra = bf16.bytes[ZT_MEM_WORKSPACE] - f32.bytes[ZT_MEM_WORKSPACE];
-        printf("  %s: bf16 workspace %.0f bytes over fp32's (gemm_mixed: %zu)\n", backends[b],
-               extra, s.backend->gemm_mixed_workspace);
-        CHECK(extra == (double)s.backend->gemm_mixed_workspace);
+        printf("  %s: bf16 workspace %.0f bytes over fp32's (gemm_mixed: %zu, the bf16 "
+               "projection output: %zu)\n",
+               backends[b], extra, s.backend->gemm_mixed_workspace, proj_bytes(&s));
+        CHECK(extra == (double)(s.backend->gemm_mixed_workspace + proj_bytes(&s)));
         zt_partition_free(&p);
     }
     return ZT_PASS;

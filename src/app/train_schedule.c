@@ -49,14 +49,14 @@ static int first_forward(const zt_schedule *s) {
 static void ring_transfer(zt_trainer *t, const zt_sched_action *a) {
     size_t NC = zt_trainer_act_count(t);
     int s = zt_trainer_slot(t, a->chunk, a->micro);
-    float *buf;
-    if (a->op == ZT_SCHED_OP_RECV_FWD) buf = t->recv_in + s * NC;
+    void *buf;
+    if (a->op == ZT_SCHED_OP_RECV_FWD) buf = zt_trainer_recv_in(t, s);
     else if (a->op == ZT_SCHED_OP_RECV_BWD) buf = t->recv_dout + s * NC;
     else if (a->op == ZT_SCHED_OP_SEND_BWD) buf = t->dinput + s * NC;
     else {
         zt_gpt2 *m = zt_trainer_chunk(t, a->chunk);
         zt_gpt2_use_slot(m, a->micro % t->chunk_slots[a->chunk]);
-        buf = (float *)zt_gpt2_output(m); // a send only reads it
+        buf = (void *)zt_gpt2_output(m); // a send only reads it
     }
     zt_pipe_ring_transfer(&t->ring, a, s, buf);
 }
@@ -68,7 +68,7 @@ static void transfer(zt_trainer *t, const zt_sched_action *a) {
         ring_transfer(t, a);
         return;
     }
-    const float *out = NULL;
+    const void *out = NULL;
     if (a->op == ZT_SCHED_OP_SEND_FWD || a->op == ZT_SCHED_OP_SEND_FWD_RECV_BWD) {
         zt_gpt2_use_slot(&t->model, a->micro % t->n_slots);
         out = zt_gpt2_output(&t->model);
@@ -85,7 +85,7 @@ static void forward(zt_trainer *t, uint64_t step, int ch, int k, float loss_scal
                     double *start) {
     const zt_config *c = t->cfg;
     zt_gpt2 *m = zt_trainer_chunk(t, ch);
-    size_t NC = zt_trainer_act_count(t), BT = (size_t)c->micro_batch * c->seq;
+    size_t BT = (size_t)c->micro_batch * c->seq;
     int slot = zt_trainer_slot(t, ch, k); // the trainer's buffers'; the model's: k mod its slots
     if (t->chunks) zt_pipe_ring_before_write(&t->ring, slot, 0);
     else zt_pipe_comm_before_fwd(&t->pc, k);
@@ -93,8 +93,9 @@ static void forward(zt_trainer *t, uint64_t step, int ch, int k, float loss_scal
     zt_gpt2_use_slot(m, k % t->chunk_slots[ch]);
     zt_trainer_read_batch(t, &t->train, step, k, c->grad_accum, slot);
     zt_dp_sync_next_forward(&t->sync, first);
-    zt_gpt2_forward(m, t->inputs + slot * BT, t->recv_in + slot * NC, t->targets + slot * BT, 1,
-                    loss_scale); // its loss: added on the device, taken once a step
+    // its loss: added on the device, taken once a step
+    zt_gpt2_forward(m, t->inputs + slot * BT, zt_trainer_recv_in(t, slot),
+                    t->targets + slot * BT, 1, loss_scale);
     double secs = zt_mono_s() - t0 - (zt_dp_sync_param_wait_s(&t->sync) - g0);
     t->compute_s += secs;
     t->fwd_s += secs;

@@ -48,11 +48,13 @@ static double evaluate_chunks(zt_trainer *t, int vb, int k) {
         zt_gpt2_use_slot(m, 0);
         zt_trainer_read_batch(t, &t->val, (uint64_t)vb, k, c->grad_accum, s);
         if (v > 0)
-            zt_comm_recv(g->pp_data, t->recv_in + s * NC, NC, ZT_F32, (v - 1) % g->pp, 0, NULL);
-        sum += zt_gpt2_forward(m, t->inputs + s * BT, t->recv_in + s * NC, t->targets + s * BT, 0,
-                               0.0f);
+            zt_comm_recv(g->pp_data, zt_trainer_recv_in(t, s), NC, zt_gpt2_stream_dtype(m),
+                         (v - 1) % g->pp, 0, NULL);
+        sum += zt_gpt2_forward(m, t->inputs + s * BT, zt_trainer_recv_in(t, s),
+                               t->targets + s * BT, 0, 0.0f);
         if (v + 1 < n_virtual)
-            zt_comm_send(g->pp_data, zt_gpt2_output(m), NC, ZT_F32, (v + 1) % g->pp, 0, NULL);
+            zt_comm_send(g->pp_data, zt_gpt2_output(m), NC, zt_gpt2_stream_dtype(m),
+                         (v + 1) % g->pp, 0, NULL);
     }
     return sum;
 }
@@ -76,11 +78,13 @@ double zt_trainer_evaluate(zt_trainer *t) {
         for (int k = 0; k < c->grad_accum; k++) {
             zt_trainer_read_batch(t, &t->val, (uint64_t)vb, k, c->grad_accum, 0);
             if (!zt_trainer_first_stage(t))
-                zt_comm_recv(pp, t->recv_in, NC, ZT_F32, t->grid.pp_rank - 1, 0, NULL);
+                zt_comm_recv(pp, t->recv_in, NC, zt_gpt2_stream_dtype(m), t->grid.pp_rank - 1, 0,
+                             NULL);
             double part = zt_gpt2_forward(m, t->inputs, t->recv_in, t->targets, 0, 0.0f);
             if (t->grid.tp_rank == 0) sum += part; // every tp rank has the same losses
             if (!zt_trainer_last_stage(t))
-                zt_comm_send(pp, zt_gpt2_output(m), NC, ZT_F32, t->grid.pp_rank + 1, 0, NULL);
+                zt_comm_send(pp, zt_gpt2_output(m), NC, zt_gpt2_stream_dtype(m),
+                             t->grid.pp_rank + 1, 0, NULL);
         }
     return finish_evaluation(t, sum);
 }

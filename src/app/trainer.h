@@ -59,7 +59,8 @@ typedef struct {
     int n_slots;               // micro-batches this stage holds at once (all chunks' slots)
     // device memory of `be`:
     int32_t *inputs, *targets; // (n_slots, B*T) tokens of each held micro-batch
-    float *recv_in;            // (n_slots, N*C) activations received from the stage before
+    void *recv_in;             // (n_slots, N*C) activations received from the stage before,
+                               // of the model's stream dtype (zt_gpt2_stream_dtype)
     float *recv_dout;          // (n_slots, N*C) their gradients received from the stage after
     float *dinput;             // (N*C) gradient of this stage's input, to send back;
                                // interleaved (n_slots, N*C): each in flight until reused
@@ -125,6 +126,12 @@ static inline size_t zt_trainer_act_count(const zt_trainer *t) {
     const zt_config *c = t->cfg;
     return zt_gpt2_rows(c->micro_batch, c->seq, t->grid.tp, c->sequence_parallel) *
            (size_t)t->shape.n_embd;
+}
+// Slot `slot` of recv_in: the activations received for it (zt_trainer_act_count values of the
+// model's stream dtype: bf16 under bf16).
+static inline void *zt_trainer_recv_in(const zt_trainer *t, int slot) {
+    size_t es = zt_dtype_size(zt_gpt2_stream_dtype(&t->model));
+    return (char *)t->recv_in + (size_t)slot * zt_trainer_act_count(t) * es;
 }
 // The model that computes chunk c (the stage's model itself but under interleaved).
 static inline zt_gpt2 *zt_trainer_chunk(zt_trainer *t, int c) {

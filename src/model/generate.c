@@ -23,8 +23,35 @@
 // A kernel call on the decoder's backend: K(layernorm_forward, out, ...).
 #define K(fn, ...) d->be->ops->fn(d->be, __VA_ARGS__)
 
-static void tp_sum(const zt_decoder *d, float *x, size_t n) {
-    if (d->tp_data) zt_comm_all_reduce(d->tp_data, x, x, n, ZT_F32, ZT_REDUCE_SUM, NULL);
+static void tp_sum(const zt_decoder *d, void *x, size_t n, zt_dtype dt) {
+    if (d->tp_data) zt_comm_all_reduce(d->tp_data, x, x, n, dt, ZT_REDUCE_SUM, NULL);
+}
+
+// The residual stream x's dtype: the training forward's (gpt2.c), bf16 under bf16, so the
+// decoder computes what the forward does (docs/design.md, "bf16").
+static zt_dtype res_dt(const zt_decoder *d) { return d->w->dtype; }
+
+// x (n) as the training forward stores it (docs/design.md, "bf16": q, k, v and c_fc's output
+// are bf16 there): under bf16 rounded through `room` (n bf16 values' scratch) and widened back
+// (exact), so the decoder's fp32 attention and GELU read the values the forward's bf16 ops
+// widen; unchanged under fp32.
+static void as_stored(zt_decoder *d, float *x, void *room, size_t n) {
+    if (res_dt(d) != ZT_BF16) return;
+    K(bf16_from_fp32, room, x, n);
+    K(bf16_to_fp32, x, room, n);
+}
+
+// x (n) += proj summed over tp, as the training forward adds it: under bf16 the fp32 sum is
+// rounded once (into ln's room: free until the next LayerNorm writes it), then added to x in
+// fp32 and rounded once.
+static void residual_add(zt_decoder *d, size_t n) {
+    tp_sum(d, d->proj, n, ZT_F32);
+    const void *add = d->proj;
+    if (res_dt(d) == ZT_BF16) {
+        K(bf16_from_fp32, (zt_bf16 *)d->ln, d->proj, n);
+        add = d->ln;
+    }
+    zt_gpt2_residual_add(d->w, d->x, d->x, add, n);
 }
 
 // The decoder's buffers, in order, with their category and length in floats (the token
@@ -164,10 +191,11 @@ static void decode_chunk(zt_decoder *d, int r) {
         // each token's row lives on one tp rank (the others add zeros), positions on rank 0
         const char *wpe = d->tp_rank == 0 ? m->p.wpe : NULL;
         if (wpe) wpe += (size_t)pos * C * zt_gpt2_elem_size(m);
-        zt_gpt2_encoder_forward(m, d->x, d->token, m->p.wte, wpe, lo, Vl, r, r, C);
-        tp_sum(d, d->x, rC);
+        // under bf16 the two nonzero terms added in fp32, rounded once (gpt2.c's embed_forward)
+        zt_gpt2_encoder_forward(m, d->x, res_dt(d), d->token, m->p.wte, wpe, lo, Vl, r, r, C);
+        tp_sum(d, d->x, rC, res_dt(d));
     } else { // the residual stream of the chunk from the stage before
-        zt_comm_recv(d->pp_data, d->x, rC, ZT_F32, d->pp_data->rank - 1, 0, NULL);
+        zt_comm_recv(d->pp_data, d->x, rC, res_dt(d), d->pp_data->rank - 1, 0, NULL);
     }
     for (int l = d->block_first; l < d->block_first + d->n_blocks; l++) {
         const zt_block_tensors *w = &m->p.h[l];
@@ -176,9 +204,11 @@ static void decode_chunk(zt_decoder *d, int r) {
         const void *fcprojb = d->tp_rank == 0 ? w->fcprojb : NULL;
         size_t cache = (size_t)(l - d->block_first) * T * Cl;
         float *kc = d->kcache + cache, *vc = d->vcache + cache;
-        zt_gpt2_layernorm_forward(m, d->ln, ZT_F32, mean, rstd, d->x, w->ln1w, w->ln1b, r, C);
+        zt_gpt2_layernorm_forward(m, d->ln, ZT_F32, mean, rstd, d->x, res_dt(d), w->ln1w,
+                                  w->ln1b, r, C);
         zt_gpt2_linear_forward(m, d->qkv, ZT_F32, d->ln, ZT_F32, w->qkvw, w->qkvb, r, C, 3 * Cl,
                                0);
+        as_stored(d, d->qkv, d->fch, (size_t)r * 3 * Cl); // fch: free until c_fc
         for (int i = 0; i < r; i++) {
             const float *row = d->qkv + (size_t)i * 3 * Cl;
             size_t at = (size_t)(pos + i) * Cl;
@@ -189,19 +219,19 @@ static void decode_chunk(zt_decoder *d, int r) {
         K(attention_decode, d->att, d->qkv, kc, vc, d->work, r, pos + r, Cl, NHl);
         zt_gpt2_linear_forward(m, d->proj, ZT_F32, d->att, ZT_F32, w->attprojw, attprojb, r, Cl,
                                C, 1);
-        tp_sum(d, d->proj, rC);
-        K(add, d->x, d->x, d->proj, rC);
-        zt_gpt2_layernorm_forward(m, d->ln, ZT_F32, mean, rstd, d->x, w->ln2w, w->ln2b, r, C);
+        residual_add(d, rC);
+        zt_gpt2_layernorm_forward(m, d->ln, ZT_F32, mean, rstd, d->x, res_dt(d), w->ln2w,
+                                  w->ln2b, r, C);
         zt_gpt2_linear_forward(m, d->fch, ZT_F32, d->ln, ZT_F32, w->fcw, w->fcb, r, C, 4 * Cl,
                                0);
+        as_stored(d, d->fch, d->fch_gelu, (size_t)r * 4 * Cl); // fch_gelu: written next
         K(gelu_forward, d->fch_gelu, d->fch, (size_t)r * 4 * Cl);
         zt_gpt2_linear_forward(m, d->proj, ZT_F32, d->fch_gelu, ZT_F32, w->fcprojw, fcprojb, r,
                                4 * Cl, C, 1);
-        tp_sum(d, d->proj, rC);
-        K(add, d->x, d->x, d->proj, rC);
+        residual_add(d, rC);
     }
     if (d->unit_last < zt_unit_count(s))
-        zt_comm_send(d->pp_data, d->x, rC, ZT_F32, d->pp_data->rank + 1, 0, NULL);
+        zt_comm_send(d->pp_data, d->x, rC, res_dt(d), d->pp_data->rank + 1, 0, NULL);
     d->pos += r;
 }
 
@@ -223,8 +253,8 @@ void zt_decoder_feed(zt_decoder *d, const int32_t *tokens, int n, float *logits)
         decode_chunk(d, r);
     }
     if (d->unit_last == zt_unit_count(s)) { // the head: the logits of the last position only
-        const float *last = d->x + (size_t)(r - 1) * C;
-        zt_gpt2_layernorm_forward(m, d->ln, ZT_F32, d->stats, d->stats + d->rows, last,
+        const char *last = (const char *)d->x + (size_t)(r - 1) * C * zt_dtype_size(res_dt(d));
+        zt_gpt2_layernorm_forward(m, d->ln, ZT_F32, d->stats, d->stats + d->rows, last, res_dt(d),
                                   m->p.lnfw, m->p.lnfb, 1, C);
         // this rank's slice straight into its place in the row, then the in-place gather
         zt_gpt2_weight_gemm(m, 0, 1, 1, Vl, C, d->ln, ZT_F32, C, m->p.wte, m->dtype, C, 0.0f,

@@ -30,7 +30,8 @@ typedef struct {
     int block_first, n_blocks; // its blocks [block_first, block_first + n_blocks)
     int rows;                 // R: min(ZT_DECODER_ROWS, n_ctx)
     float *kcache, *vcache;   // (n_blocks, n_ctx, Cl) each
-    float *x;                 // (R, C) residual stream
+    float *x;                 // (R, C) residual stream, of the model's dtype (bf16 in the
+                              // first half under bf16, as the training forward's)
     float *ln;                // (R, C) LayerNorm output
     float *stats;             // (2, R) LayerNorm mean, rstd
     float *qkv;               // (R, 3*Cl) [q | k | v] of this rank's heads

@@ -32,10 +32,10 @@ static int n_local_layers(const zt_gpt2 *m) {
     return last - first_layer(m);
 }
 
-// Sums a replicated (N, C) buffer's partial values over the tp group, in place.
-static void tp_sum(const zt_gpt2 *m, float *x, size_t n) {
+// Sums a replicated (N, C) buffer's partial values (of dtype dt) over the tp group, in place.
+static void tp_sum(const zt_gpt2 *m, void *x, size_t n, zt_dtype dt) {
     if (m->tp_comm && m->tp_comm->size > 1)
-        zt_comm_all_reduce(m->tp_comm, x, x, n, ZT_F32, ZT_REDUCE_SUM, NULL);
+        zt_comm_all_reduce(m->tp_comm, x, x, n, dt, ZT_REDUCE_SUM, NULL);
 }
 
 static int is_bf16(const zt_gpt2 *m) { return m->dtype == ZT_BF16; }
@@ -112,10 +112,13 @@ static float *carve(carver *c, size_t n) {
     return p;
 }
 
-// The stored activations but the residual stream, the statistics and the losses (LayerNorms'
-// outputs, q, k, v, attention's output, c_fc's and GELU's) are of the model's dtype: under
-// bf16 they are bf16 (docs/design.md, "bf16": which tensor has which type, and why).
+// The stored activations but the statistics and the losses (LayerNorms' outputs, q, k, v,
+// attention's output, c_fc's and GELU's) are of the model's dtype: under bf16 they are bf16
+// (docs/design.md, "bf16": which tensor has which type, and why).
 static zt_dtype in_dt(const zt_gpt2 *m) { return m->dtype; }
+// So is the residual stream (encoded, res2, res3: the stage's input and output), as llm.c's
+// floatX: its sums in fp32, rounded once per add.
+static zt_dtype res_dt(const zt_gpt2 *m) { return m->dtype; }
 static void *carve_in(carver *c, size_t n, const zt_gpt2 *m) {
     return carve(c, (n * zt_dtype_size(in_dt(m)) + sizeof(float) - 1) / sizeof(float));
 }
@@ -176,13 +179,13 @@ static void carve_blocks(zt_block_acts *b, carver *c, const zt_gpt2 *m, size_t s
     b->qkv = carve_in(c, full * N * 3 * Cl, m);
     b->atty = carve_in(c, full * N * Cl, m);
     b->lse = carve(c, full * N * NH);
-    b->res2 = carve(c, full * Nr * C);
+    b->res2 = carve_in(c, full * Nr * C, m);
     b->ln2 = carve_in(c, sel * Nr * C, m);
     b->ln2_mean = carve(c, full * Nr);
     b->ln2_rstd = carve(c, full * Nr);
     b->fch = carve_in(c, full * N * 4 * Cl, m);
     b->fch_gelu = carve_in(c, sel * N * 4 * Cl, m);
-    b->res3 = carve(c, out * Nr * C);
+    b->res3 = carve_in(c, out * Nr * C, m);
 }
 
 // Carves one micro-batch's activations from `act`, the workspace from `ws` and the
@@ -195,9 +198,9 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     size_t nl = (size_t)n_local_layers(m), Cl = C / tp; // this rank's heads' channels
     size_t Vl = (size_t)m->shape.padded_vocab / tp;
     size_t Nr = rows(m); // the per-row tensors' rows: N, or N/tp with sequence parallelism
-    a->encoded = carve(act, Nr * C);
+    int head = has_head(m), bf16 = is_bf16(m);
+    a->encoded = carve_in(act, Nr * C, m);
     carve_blocks(&a->layers, act, m, kept_layers(m, 1), kept_layers(m, 0), nl);
-    int head = has_head(m);
     a->lnf = carve_in(act, head ? Nr * C : 0, m);
     a->lnf_mean = carve(act, head ? Nr : 0);
     a->lnf_rstd = carve(act, head ? Nr : 0);
@@ -210,6 +213,7 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     a->dqkv = carve(ws, N * 3 * Cl);
     a->dfch = carve(ws, N * 4 * Cl);
     a->scratch = carve(ws, N * C);
+    a->proj = carve_in(ws, bf16 ? Nr * C : 0, m);
     carve_seq_parallel(a, ws, m);
     a->ln_drop = carve_in(ws, m->n_wslots ? 2 * C : 0, m);
     a->attn_work = carve(ws, nl ? m->attn_work_n : 0);
@@ -508,12 +512,23 @@ static const float *gather_grad(const zt_gpt2 *m, float *full, const float *x) {
 static const float *reduce_rows(const zt_gpt2 *m, float *full) {
     size_t NC = (size_t)m->B * m->T * m->shape.n_embd;
     if (!m->seq_parallel) {
-        tp_sum(m, full, NC);
+        tp_sum(m, full, NC, ZT_F32);
         return full;
     }
     float *mine = full + (size_t)m->layout.tp_rank * rows(m) * m->shape.n_embd;
     zt_comm_reduce_scatter(m->tp_comm, full, mine, NC, ZT_F32, ZT_REDUCE_SUM, NULL);
     return mine;
+}
+
+// A row-parallel product's output `full` (N, C: this rank's partial sums, fp32) as the residual
+// add reads it: this rank's rows of the sum over tp, of the residual's dtype. The sum over tp
+// stays fp32 (bf16 partial sums would be rounded before they are added, tp roundings instead
+// of one); under bf16 it is then rounded once into `proj`, as llm.c's bf16 product output.
+static const void *proj_rows(const zt_gpt2 *m, float *full) {
+    const float *sum = reduce_rows(m, full);
+    if (res_dt(m) == ZT_F32) return sum;
+    K(bf16_from_fp32, m->a.proj, sum, rows(m) * m->shape.n_embd);
+    return m->a.proj;
 }
 
 // Adds the fp32 gradient x (n) into a gradient g of the model's dtype.
@@ -528,17 +543,17 @@ static void add_grad(const zt_gpt2 *m, void *g, const float *x, int n) {
 // parallelism"). That sum happens here, per micro-batch, so the gradient is final when
 // zt_gpt2_backward announces it.
 static void ln_backward(zt_gpt2 *m, float *dinp, void *dw, void *db, const float *dout,
-                        const float *inp, const void *w, const float *mean, const float *rstd) {
+                        const void *inp, const void *w, const float *mean, const float *rstd) {
     int Nr = (int)rows(m), C = m->shape.n_embd;
     if (!m->seq_parallel) {
-        zt_gpt2_layernorm_backward(m, dinp, dw, db, dout, inp, w, mean, rstd, Nr, C);
+        zt_gpt2_layernorm_backward(m, dinp, dw, db, dout, inp, res_dt(m), w, mean, rstd, Nr, C);
         return;
     }
     zt_gpt2_acts *a = &m->a;
     size_t es = zt_dtype_size(m->dtype);
     K(memset, a->ln_grad, 0, 2 * (size_t)C * es);
     zt_gpt2_layernorm_backward(m, dinp, a->ln_grad, (char *)a->ln_grad + (size_t)C * es, dout,
-                               inp, w, mean, rstd, Nr, C);
+                               inp, res_dt(m), w, mean, rstd, Nr, C);
     if (is_bf16(m)) {
         K(bf16_to_fp32, a->ln_grad_sum, a->ln_grad, 2 * (size_t)C);
         zt_comm_all_reduce(m->tp_comm, a->ln_grad_sum, a->ln_grad_sum, 2 * (size_t)C, ZT_F32,
@@ -593,13 +608,13 @@ static zt_block_acts block_acts(const zt_gpt2 *m, int li) {
         .qkv = df ? r->qkv : in_at(m, a->qkv, f * 3 * d.NCl),
         .atty = df ? r->atty : in_at(m, a->atty, f * d.NCl),
         .lse = df ? r->lse : a->lse + f * N * NH,
-        .res2 = df ? r->res2 : a->res2 + f * d.NrC,
+        .res2 = df ? r->res2 : in_at(m, a->res2, f * d.NrC),
         .ln2 = ds ? r->ln2 : in_at(m, a->ln2, s * d.NrC),
         .ln2_mean = df ? r->ln2_mean : a->ln2_mean + f * Nr,
         .ln2_rstd = df ? r->ln2_rstd : a->ln2_rstd + f * Nr,
         .fch = df ? r->fch : in_at(m, a->fch, f * 4 * d.NCl),
         .fch_gelu = ds ? r->fch_gelu : in_at(m, a->fch_gelu, s * 4 * d.NCl),
-        .res3 = a->res3 + (size_t)li * d.NrC,
+        .res3 = in_at(m, a->res3, (size_t)li * d.NrC),
     };
     return b;
 }
@@ -607,19 +622,19 @@ static zt_block_acts block_acts(const zt_gpt2 *m, int li) {
 // The block's forward up to GELU's output: every activation its backward reads. What a full
 // recomputation re-runs.
 static void block_forward_inner(zt_gpt2 *m, const zt_block_acts *b, const zt_block_tensors *w,
-                                const float *x) {
+                                const void *x) {
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
     int N = d.N, Nr = d.Nr, C = d.C, Cl = d.Cl;
     zt_dtype it = in_dt(m);
-    zt_gpt2_layernorm_forward(m, b->ln1, it, b->ln1_mean, b->ln1_rstd, x, w->ln1w, w->ln1b, Nr,
-                              C);
+    zt_gpt2_layernorm_forward(m, b->ln1, it, b->ln1_mean, b->ln1_rstd, x, res_dt(m), w->ln1w,
+                              w->ln1b, Nr, C);
     zt_gpt2_linear_forward(m, b->qkv, it, gather_ln(m, b->ln1), it, w->qkvw, w->qkvb, N, C,
                            3 * Cl, 0);
     attention_forward(m, b->atty, b->lse, b->qkv);
     zt_gpt2_linear_forward(m, a->scratch, ZT_F32, b->atty, it, w->attprojw, row_bias(m, w->attprojb), N,
                            Cl, C, 1);
-    const float *attn_out = reduce_rows(m, a->scratch);
+    const void *attn_out = proj_rows(m, a->scratch);
     // res2 = x + attention's output, and ln_2 of it, in one pass
     zt_gpt2_residual_layernorm_forward(m, b->res2, b->ln2, it, b->ln2_mean, b->ln2_rstd, x,
                                        attn_out, w->ln2w, w->ln2b, Nr, C);
@@ -627,21 +642,21 @@ static void block_forward_inner(zt_gpt2 *m, const zt_block_acts *b, const zt_blo
                                 w->fcb, N, C, 4 * Cl);
 }
 
-static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const float *x) {
+static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const void *x) {
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
     zt_block_acts b = block_acts(m, li);
     block_forward_inner(m, &b, w, x);
     zt_gpt2_linear_forward(m, a->scratch, ZT_F32, b.fch_gelu, in_dt(m), w->fcprojw,
                            row_bias(m, w->fcprojb), d.N, 4 * d.Cl, d.C, 1);
-    K(add, b.res3, b.res2, reduce_rows(m, a->scratch), d.NrC);
+    zt_gpt2_residual_add(m, b.res3, b.res2, proj_rows(m, a->scratch), d.NrC);
 }
 
 // Before block li's backward, what its forward dropped, by the same kernels on the same
 // inputs (so the same values): under full the forward up to GELU again; under selective
 // the LayerNorms' outputs (their statistics rewritten with the values kept) and GELU's.
 static void recompute_block(zt_gpt2 *m, int li, const zt_block_acts *b,
-                            const zt_block_tensors *w, const float *x) {
+                            const zt_block_tensors *w, const void *x) {
     dims d = dims_of(m);
     zt_dtype it = in_dt(m);
     if (drops(m, li, 0)) {
@@ -649,10 +664,10 @@ static void recompute_block(zt_gpt2 *m, int li, const zt_block_acts *b,
         return;
     }
     if (!drops(m, li, 1)) return;
-    zt_gpt2_layernorm_forward(m, b->ln1, it, b->ln1_mean, b->ln1_rstd, x, w->ln1w, w->ln1b, d.Nr,
-                              d.C);
-    zt_gpt2_layernorm_forward(m, b->ln2, it, b->ln2_mean, b->ln2_rstd, b->res2, w->ln2w, w->ln2b,
-                              d.Nr, d.C);
+    zt_gpt2_layernorm_forward(m, b->ln1, it, b->ln1_mean, b->ln1_rstd, x, res_dt(m), w->ln1w,
+                              w->ln1b, d.Nr, d.C);
+    zt_gpt2_layernorm_forward(m, b->ln2, it, b->ln2_mean, b->ln2_rstd, b->res2, res_dt(m),
+                              w->ln2w, w->ln2b, d.Nr, d.C);
     zt_gpt2_gelu_forward(m, b->fch_gelu, it, b->fch, 4 * d.NCl);
 }
 
@@ -669,7 +684,7 @@ static void announce(zt_gpt2 *m, const void *first) {
 // sequence parallelism), so their gradients agree across the group without a reduction;
 // so do the LayerNorms' without sequence parallelism, and ln_backward sums them with it.
 static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_block_tensors *g,
-                           const float *x) {
+                           const void *x) {
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
     int N = d.N, C = d.C, Cl = d.Cl;
@@ -718,18 +733,18 @@ static void keep(zt_gpt2 *m, float *dst, const float *src, size_t n) {
 
 // A LayerNorm's input gradient only (added into dinp): its weight gradients go to a buffer
 // that is dropped (the weight-gradient pass computes them again from the kept gradient).
-static void ln_backward_input(zt_gpt2 *m, float *dinp, const float *dout, const float *inp,
+static void ln_backward_input(zt_gpt2 *m, float *dinp, const float *dout, const void *inp,
                               const void *w, const float *mean, const float *rstd) {
     int C = m->shape.n_embd;
     size_t es = zt_dtype_size(m->dtype);
     K(memset, m->a.ln_drop, 0, 2 * (size_t)C * es);
     zt_gpt2_layernorm_backward(m, dinp, m->a.ln_drop, (char *)m->a.ln_drop + (size_t)C * es, dout,
-                               inp, w, mean, rstd, (int)rows(m), C);
+                               inp, res_dt(m), w, mean, rstd, (int)rows(m), C);
 }
 
 // block_backward's input-gradient half: dres becomes the gradient of x; what the weight half
 // needs is kept in the W slot.
-static void block_backward_input(zt_gpt2 *m, int li, const zt_block_tensors *w, const float *x) {
+static void block_backward_input(zt_gpt2 *m, int li, const zt_block_tensors *w, const void *x) {
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
     int N = d.N, C = d.C, Cl = d.Cl;
@@ -758,7 +773,7 @@ static void block_backward_input(zt_gpt2 *m, int li, const zt_block_tensors *w, 
 // block_backward's weight-gradient half, from the W slot and the block's activations, in
 // block_backward's order, announcing the same tails.
 static void block_backward_weight(zt_gpt2 *m, int li, const zt_block_tensors *w,
-                                  zt_block_tensors *g, const float *x) {
+                                  zt_block_tensors *g, const void *x) {
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
     int N = d.N, C = d.C, Cl = d.Cl;
@@ -781,15 +796,12 @@ static void block_backward_weight(zt_gpt2 *m, int li, const zt_block_tensors *w,
 
 // Block li's input: the previous block's output, or the stage input (the embedding
 // output, or a copy of what the previous stage sent) kept in `encoded`.
-static const float *block_input(const zt_gpt2 *m, int li) {
-    if (li > 0) return m->a.layers.res3 + (size_t)(li - 1) * rows(m) * m->shape.n_embd;
+static const void *block_input(const zt_gpt2 *m, int li) {
+    if (li > 0) return in_at(m, m->a.layers.res3, (size_t)(li - 1) * rows(m) * m->shape.n_embd);
     return m->a.encoded;
 }
 
-const float *zt_gpt2_output(const zt_gpt2 *m) {
-    int nl = n_local_layers(m);
-    return block_input(m, nl);
-}
+const void *zt_gpt2_output(const zt_gpt2 *m) { return block_input(m, n_local_layers(m)); }
 
 // This rank's slice of the padded vocabulary: rows [lo, lo + rows) of wte.
 static int vocab_rows(const zt_gpt2 *m) { return m->shape.padded_vocab / m->layout.tp; }
@@ -798,13 +810,13 @@ static int vocab_lo(const zt_gpt2 *m) { return m->layout.tp_rank * vocab_rows(m)
 // The head over chunks of tokens: logits of this rank's vocabulary slice, the
 // vocab-parallel loss and (with backward) the gradients of the lm-head slice and of
 // ln_f's output, chunk by chunk.
-static double head_forward(zt_gpt2 *m, const float *x, const int32_t *targets, int backward,
+static double head_forward(zt_gpt2 *m, const void *x, const int32_t *targets, int backward,
                            float loss_scale) {
     zt_gpt2_acts *a = &m->a;
     int N = m->B * m->T, Nr = (int)rows(m), C = m->shape.n_embd, Vl = vocab_rows(m);
     zt_dtype it = in_dt(m);
-    zt_gpt2_layernorm_forward(m, a->lnf, it, a->lnf_mean, a->lnf_rstd, x, m->p.lnfw, m->p.lnfb,
-                              Nr, C);
+    zt_gpt2_layernorm_forward(m, a->lnf, it, a->lnf_mean, a->lnf_rstd, x, res_dt(m), m->p.lnfw,
+                              m->p.lnfb, Nr, C);
     const char *lnf_all = gather_ln(m, a->lnf); // (N, C): the logits product's input
     for (int n0 = 0; n0 < N; n0 += m->loss_chunk) {
         int nc = (int)zt_min_sz((size_t)m->loss_chunk, (size_t)(N - n0));
@@ -846,30 +858,40 @@ static void need_unit(zt_gpt2 *m, int unit) {
     if (lo < hi) m->params_need(m->params_need_ctx, lo, hi);
 }
 
-// The embedding's output into `encoded`: all N rows of this rank's vocabulary slice (a
-// token's row lives on one tp rank, the others add zeros; positions on rank 0: the sum is
-// exact, as at tp = 1), summed over tp; with sequence parallelism only this rank's rows of
-// the sum are kept (reduce-scatter).
+// The embedding's output into `encoded`, of the residual's dtype: all N rows of this rank's
+// vocabulary slice (a token's row lives on one tp rank, the others add zeros; positions on
+// rank 0: the sum is exact, as at tp = 1), summed over tp; with sequence parallelism only this
+// rank's rows of the sum are kept (reduce-scatter). Under bf16 the sum over tp is bf16 too and
+// still bit-identical to tp = 1: of each element's terms at most two are nonzero (the token's
+// row, the position's), and a bf16 reduction adds them in fp32 and rounds once, as the one
+// rank's encoder does (comm.h).
 static void embed_forward(zt_gpt2 *m, const int32_t *tokens) {
     int N = m->B * m->T, C = m->shape.n_embd;
-    float *all = m->seq_parallel ? m->a.scratch : m->a.encoded;
-    zt_gpt2_encoder_forward(m, all, tokens, m->p.wte, m->layout.tp_rank == 0 ? m->p.wpe : NULL,
-                            vocab_lo(m), vocab_rows(m), N, m->T, C);
+    void *all = m->seq_parallel ? (void *)m->a.scratch : m->a.encoded;
+    zt_gpt2_encoder_forward(m, all, res_dt(m), tokens, m->p.wte,
+                            m->layout.tp_rank == 0 ? m->p.wpe : NULL, vocab_lo(m), vocab_rows(m),
+                            N, m->T, C);
     if (m->seq_parallel)
-        zt_comm_reduce_scatter(m->tp_comm, all, m->a.encoded, (size_t)N * C, ZT_F32,
+        zt_comm_reduce_scatter(m->tp_comm, all, m->a.encoded, (size_t)N * C, res_dt(m),
                                ZT_REDUCE_SUM, NULL);
     else
-        tp_sum(m, all, (size_t)N * C);
+        tp_sum(m, all, (size_t)N * C, res_dt(m));
 }
 
-double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
+// The stage input (Nr, C) of the residual's dtype (the previous stage's output) into `encoded`.
+static void take_input(zt_gpt2 *m, const void *input) {
+    size_t bytes = rows(m) * m->shape.n_embd * zt_dtype_size(res_dt(m));
+    K(copy, m->a.encoded, input, bytes, ZT_COPY_D2D);
+}
+
+double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const void *input,
                        const int32_t *targets, int backward, float loss_scale) {
-    int C = m->shape.n_embd, L0 = first_layer(m);
+    int L0 = first_layer(m);
     if (has_embed(m)) {
         need_unit(m, ZT_UNIT_EMBED);
         embed_forward(m, tokens);
     } else {
-        m->be->ops->copy(m->be, m->a.encoded, input, rows(m) * C * sizeof(float), ZT_COPY_D2D);
+        take_input(m, input);
     }
     int nl = n_local_layers(m);
     for (int li = 0; li < nl; li++) {

@@ -66,17 +66,18 @@ typedef struct {
     void *qkv;                      // (K, N, 3C)
     void *atty;                     // (K, N, C)
     float *lse;                     // (K, B, NH, T) attention log-sum-exp
-    float *res2;                    // (K, Nr, C) residual after attention
+    void *res2;                     // (K, Nr, C) residual after attention
     void *ln2;                      // (K, Nr, C)
     float *ln2_mean, *ln2_rstd;     // (K, Nr), (K, Nr)
     void *fch;                      // (K, N, 4C) c_fc's output, GELU's input
     void *fch_gelu;                 // (K, N, 4C)
-    float *res3;                    // (K, Nr, C) block outputs
+    void *res3;                     // (K, Nr, C) block outputs
 } zt_block_acts;
 
 // Activations of one micro-batch of B sequences of T tokens (N = B*T) on this stage. fp32,
-// except those typed void * (ln1, qkv, atty, ln2, fch, fch_gelu, lnf, gathered, logits), of
-// the model's dtype: bf16 under bf16 (docs/design.md, "bf16", which tensor has which type).
+// except those typed void * (the residual stream encoded, res2, res3; ln1, qkv, atty, ln2, fch,
+// fch_gelu, lnf, gathered, proj, logits), of the model's dtype: bf16 under bf16
+// (docs/design.md, "bf16", which tensor has which type).
 // The per-layer arrays hold the blocks that keep them: of a recomputed block's dropped
 // tensors only the blocks after the recomputed ones (zt_gpt2.n_recomputed), res3 always all.
 //
@@ -100,7 +101,7 @@ typedef struct {
 } zt_gpt2_wgrads;
 
 typedef struct {
-    float *encoded;                 // (Nr, C) embedding output (first stage), or stage input
+    void *encoded;                  // (Nr, C) embedding output (first stage), or stage input
     zt_block_acts layers;           // the blocks' per-layer arrays
     void *lnf;                      // (Nr, C)
     float *lnf_mean, *lnf_rstd;     // (Nr), (Nr)
@@ -113,6 +114,8 @@ typedef struct {
     float *dqkv;                    // (N, 3C)
     float *dfch;                    // (N, 4C)
     float *scratch;                 // (N, C) projection outputs before the residual add
+    void *proj;                     // (Nr, C) bf16: a projection's output summed over tp and
+                                    // rounded, the residual add's input (bf16 only, else 0)
     zt_block_acts recomp;           // one layer of what recomputed blocks drop (sizes 0: none)
     void *gathered;                 // (N, C) of the model's dtype: a LayerNorm output
                                     // gathered over tp (sequence parallel only, else 0)
@@ -236,6 +239,11 @@ static inline size_t zt_gpt2_rows(int B, int T, int tp, int seq_parallel) {
     return seq_parallel && tp > 1 ? N / (size_t)tp : N;
 }
 
+// The residual stream's dtype (docs/design.md, "bf16"): the model's, bf16 under bf16. What a
+// stage's input and output hold, so what the pipeline sends forward (the gradients that come
+// back are fp32).
+static inline zt_dtype zt_gpt2_stream_dtype(const zt_gpt2 *m) { return m->dtype; }
+
 // Bytes of one parameter (or gradient) element of the model.
 static inline size_t zt_gpt2_elem_size(const zt_gpt2 *m) { return zt_dtype_size(m->dtype); }
 
@@ -263,14 +271,14 @@ int zt_gpt2_loss_chunk_for_budget(int padded_vocab, int N, size_t logit_size,
 void zt_gpt2_init_random(zt_gpt2 *m, uint64_t seed);
 
 // Forward of this stage's units over tokens (B, T) (used when the stage has the
-// embedding; else `input` (Nr, C) is the previous stage's output, Nr = zt_gpt2_rows; all
-// device memory) and,
+// embedding; else `input` (Nr, C) is the previous stage's output, Nr = zt_gpt2_rows, of
+// zt_gpt2_stream_dtype; all device memory) and,
 // on the last stage, the loss against targets. With `backward`, the head also computes its
 // gradient (scaled by `loss_scale`, e.g. 1/tokens in the global batch) as it goes.
 // Returns the sum of the per-token losses of the micro-batch on the last stage, else 0;
 // with `backward`, 0: that sum is added on the device to the loss zt_gpt2_take_loss reads
 // (a GPU then need not wait for it every micro-batch).
-double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const float *input,
+double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const void *input,
                        const int32_t *targets, int backward, float loss_scale);
 
 // The sum of the per-token losses of the forwards with `backward` since the last call (0 on
@@ -298,8 +306,8 @@ void zt_gpt2_backward_weight(zt_gpt2 *m, const int32_t *tokens);
 // Points the W-slot views (m->w) at slot `slot` of [0, n_wslots).
 void zt_gpt2_use_wslot(zt_gpt2 *m, int slot);
 
-// The output of this stage's last unit (Nr, C) (for the next stage).
-const float *zt_gpt2_output(const zt_gpt2 *m);
+// The output of this stage's last unit (Nr, C) (for the next stage), of zt_gpt2_stream_dtype.
+const void *zt_gpt2_output(const zt_gpt2 *m);
 
 // Logits (N, Vp/tp) of the last forward (last stage): this tp rank's vocabulary slice
 // (all N rows; with sequence parallelism collective over tp, which gathers ln_f's rows).

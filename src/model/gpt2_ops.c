@@ -1,7 +1,8 @@
 // The kernels that read or write parameters, by the model's dtype (docs/design.md, "bf16"):
 // fp32 runs the fused fp32 ops, bf16 the mixed-precision group (bf16 weights and weight
-// gradients; activations fp32, or bf16 where the training model stores them so: the table in
-// docs/design.md, "bf16"). Shared by training (gpt2.c) and the decoder (generate.c).
+// gradients; activations fp32, or bf16 where the training model stores them so, the residual
+// stream among them: the table in docs/design.md, "bf16"). Shared by training (gpt2.c) and
+// the decoder (generate.c).
 #include "gpt2_ops.h"
 
 // A kernel call on the model's backend: K(layernorm_forward, out, ...).
@@ -77,8 +78,13 @@ void zt_gpt2_linear_backward_weight(const zt_gpt2 *m, void *dw, void *dbias, con
 }
 
 void zt_gpt2_layernorm_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, float *mean,
-                               float *rstd, const float *inp, const void *w, const void *b, int N,
-                               int C) {
+                               float *rstd, const void *inp, zt_dtype in_dt, const void *w,
+                               const void *b, int N, int C) {
+    ZT_ASSERT(in_dt == ZT_F32 || is_bf16(m));
+    if (in_dt == ZT_BF16) {
+        K(layernorm_forward_bf16in, out, out_dt, mean, rstd, inp, w, b, N, C);
+        return;
+    }
     if (is_bf16(m)) {
         K(layernorm_forward_bf16, out, out_dt, mean, rstd, inp, w, b, N, C);
         return;
@@ -104,16 +110,20 @@ void zt_gpt2_gelu_backward(const zt_gpt2 *m, float *dinp, const void *inp, zt_dt
         K(gelu_backward, dinp, inp, dout, n);
 }
 
-void zt_gpt2_residual_layernorm_forward(const zt_gpt2 *m, float *res, void *out, zt_dtype out_dt,
-                                        float *mean, float *rstd, const float *a, const float *b,
+void zt_gpt2_residual_layernorm_forward(const zt_gpt2 *m, void *res, void *out, zt_dtype out_dt,
+                                        float *mean, float *rstd, const void *a, const void *b,
                                         const void *w, const void *bias, int N, int C) {
     if (is_bf16(m)) {
-        K(add, res, a, b, (size_t)N * C);
-        K(layernorm_forward_bf16, out, out_dt, mean, rstd, res, w, bias, N, C);
+        K(residual_layernorm_forward_bf16, res, out, out_dt, mean, rstd, a, b, w, bias, N, C);
         return;
     }
     ZT_ASSERT(out_dt == ZT_F32);
     K(residual_layernorm_forward, res, out, mean, rstd, a, b, w, bias, N, C);
+}
+
+void zt_gpt2_residual_add(const zt_gpt2 *m, void *out, const void *a, const void *b, size_t n) {
+    if (is_bf16(m)) K(add_bf16, out, a, b, n);
+    else K(add, out, a, b, n);
 }
 
 void zt_gpt2_linear_gelu_forward(const zt_gpt2 *m, void *pre, void *out, zt_dtype out_dt,
@@ -129,9 +139,13 @@ void zt_gpt2_linear_gelu_forward(const zt_gpt2 *m, void *pre, void *out, zt_dtyp
 }
 
 void zt_gpt2_layernorm_backward(const zt_gpt2 *m, float *dinp, void *dw, void *db,
-                                const float *dout, const float *inp, const void *w,
-                                const float *mean, const float *rstd, int N, int C) {
-    if (is_bf16(m))
+                                const float *dout, const void *inp, zt_dtype in_dt,
+                                const void *w, const float *mean, const float *rstd, int N,
+                                int C) {
+    ZT_ASSERT(in_dt == ZT_F32 || is_bf16(m));
+    if (in_dt == ZT_BF16)
+        K(layernorm_backward_bf16in, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    else if (is_bf16(m))
         K(layernorm_backward_bf16, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
     else
         K(layernorm_backward, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
@@ -151,10 +165,15 @@ void zt_gpt2_weight_gemm(const zt_gpt2 *m, int ta, int tb, int M, int N, int Kd,
     }
 }
 
-// out (N, C) = wte[tokens] + wpe[positions] (kernels.h's encoder_forward), by dtype.
-void zt_gpt2_encoder_forward(const zt_gpt2 *m, float *out, const int32_t *tokens, const void *wte,
-                             const void *wpe, int vocab_lo, int vocab_rows, int N, int T, int C) {
-    if (is_bf16(m))
+// out (N, C) = wte[tokens] + wpe[positions] (kernels.h's encoder_forward), by dtype; a bf16
+// out is the fp32 sum rounded once.
+void zt_gpt2_encoder_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const int32_t *tokens,
+                             const void *wte, const void *wpe, int vocab_lo, int vocab_rows,
+                             int N, int T, int C) {
+    ZT_ASSERT(out_dt == ZT_F32 || is_bf16(m));
+    if (out_dt == ZT_BF16)
+        K(encoder_forward_bf16out, out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);
+    else if (is_bf16(m))
         K(encoder_forward_bf16, out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);
     else
         K(encoder_forward, out, tokens, wte, wpe, vocab_lo, vocab_rows, N, T, C);

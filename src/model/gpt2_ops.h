@@ -29,17 +29,21 @@ void zt_gpt2_linear_backward_input(const zt_gpt2 *m, float *dinp, const float *d
 void zt_gpt2_linear_backward_weight(const zt_gpt2 *m, void *dw, void *dbias, const float *dout,
                                     const void *inp, zt_dtype in_dt, int N, int C, int OC,
                                     int in_out);
-// kernels.h's layernorm_forward / layernorm_backward with weights of the model's dtype; the
-// forward's out of out_dt (ZT_F32; or ZT_BF16 under bf16: the fp32 row rounded).
+// kernels.h's layernorm_forward / layernorm_backward with weights of the model's dtype; inp of
+// in_dt (ZT_F32; or ZT_BF16 under bf16: widened, the statistics fp32), the forward's out of
+// out_dt (ZT_F32; or ZT_BF16 under bf16: the fp32 row rounded).
 void zt_gpt2_layernorm_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, float *mean,
-                               float *rstd, const float *inp, const void *w, const void *b, int N,
-                               int C);
-// res (N, C) = a + b, then zt_gpt2_layernorm_forward of res: under fp32 the backend's fused
-// residual_layernorm_forward (one pass), under bf16 add then layernorm_forward_bf16 (the
-// fused op has no bf16 variant yet).
-void zt_gpt2_residual_layernorm_forward(const zt_gpt2 *m, float *res, void *out, zt_dtype out_dt,
-                                        float *mean, float *rstd, const float *a, const float *b,
+                               float *rstd, const void *inp, zt_dtype in_dt, const void *w,
+                               const void *b, int N, int C);
+// res (N, C) = a + b, then zt_gpt2_layernorm_forward of res; res, a, b of the model's dtype (the
+// residual stream: under bf16 the fp32 sum rounded once, the LayerNorm on the rounded res).
+// The backend's fused op (one pass).
+void zt_gpt2_residual_layernorm_forward(const zt_gpt2 *m, void *res, void *out, zt_dtype out_dt,
+                                        float *mean, float *rstd, const void *a, const void *b,
                                         const void *w, const void *bias, int N, int C);
+// out (n) = a + b of the model's dtype (the residual add: under bf16 the fp32 sum rounded
+// once); out may alias a or b.
+void zt_gpt2_residual_add(const zt_gpt2 *m, void *out, const void *a, const void *b, size_t n);
 // The MLP's c_fc and its GELU: pre (N, OC) = inp @ W + bias (W stored (OC, C)), out = gelu(pre),
 // both of out_dt. Under fp32 the backend's matmul_gelu_forward (bias and GELU in one pass on a
 // GPU), under bf16 zt_gpt2_linear_forward then zt_gpt2_gelu_forward.
@@ -53,16 +57,19 @@ void zt_gpt2_gelu_forward(const zt_gpt2 *m, void *out, zt_dtype dt, const void *
 void zt_gpt2_gelu_backward(const zt_gpt2 *m, float *dinp, const void *inp, zt_dtype in_dt,
                            const float *dout, size_t n);
 void zt_gpt2_layernorm_backward(const zt_gpt2 *m, float *dinp, void *dw, void *db,
-                                const float *dout, const float *inp, const void *w,
-                                const float *mean, const float *rstd, int N, int C);
+                                const float *dout, const void *inp, zt_dtype in_dt,
+                                const void *w, const float *mean, const float *rstd, int N,
+                                int C);
 // C (M, N) = op(A) @ op(B) + beta C, A, B, C of types at, bt, ct (ZT_F32, or a parameter,
 // gradient or stored activation of the model's dtype): the lm-head's products with wte.
 void zt_gpt2_weight_gemm(const zt_gpt2 *m, int ta, int tb, int M, int N, int Kd, const void *A,
                          zt_dtype at, int lda, const void *B, zt_dtype bt, int ldb, float beta,
                          void *C, zt_dtype ct, int ldc);
-// kernels.h's encoder_forward / encoder_backward with wte, wpe of the model's dtype.
-void zt_gpt2_encoder_forward(const zt_gpt2 *m, float *out, const int32_t *tokens, const void *wte,
-                             const void *wpe, int vocab_lo, int vocab_rows, int N, int T, int C);
+// kernels.h's encoder_forward / encoder_backward with wte, wpe of the model's dtype; the
+// forward's out of out_dt (ZT_F32; or ZT_BF16 under bf16: the fp32 sum rounded once).
+void zt_gpt2_encoder_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const int32_t *tokens,
+                             const void *wte, const void *wpe, int vocab_lo, int vocab_rows,
+                             int N, int T, int C);
 void zt_gpt2_encoder_backward(const zt_gpt2 *m, void *dwte, void *dwpe, const float *dout,
                               const int32_t *tokens, int vocab_lo, int vocab_rows, int N, int T,
                               int C);

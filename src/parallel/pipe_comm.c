@@ -13,15 +13,16 @@ static zt_comm_req *r_out(zt_pipe_comm *o, int k) {
 static zt_comm_req *r_dinput(zt_pipe_comm *o) { return &o->req[3 * o->n_slots]; }
 
 void zt_pipe_comm_init(zt_pipe_comm *o, const zt_comm *pp, int pp_rank, int pp_size,
-                       size_t count, int n_slots, int micro, float *recv_in, float *recv_dout,
-                       int overlap) {
+                       size_t count, zt_dtype act_dt, int n_slots, int micro, void *recv_in,
+                       float *recv_dout, int overlap) {
     memset(o, 0, sizeof *o);
     ZT_ASSERT(n_slots >= 1 && micro >= 1);
     o->pp = pp;
     o->async = overlap && pp_size > 1 && zt_comm_has_async_p2p(pp);
     o->prev = pp_rank > 0 ? pp_rank - 1 : -1;
     o->next = pp_rank + 1 < pp_size ? pp_rank + 1 : -1;
-    o->count = count;
+    o->in_bytes = count * zt_dtype_size(act_dt);
+    o->grad_bytes = count * sizeof(float);
     o->n_slots = n_slots;
     o->micro = micro;
     o->recv_in = recv_in;
@@ -35,13 +36,13 @@ void zt_pipe_comm_free(zt_pipe_comm *o) {
     memset(o, 0, sizeof *o);
 }
 
-// Posts the receives from `peer` into buf's slots (requests reqs) while a slot is free:
-// micro-batch k's once `done` forwards (backwards) have read the slot of k - n_slots.
-static void post_side(zt_pipe_comm *o, int *posted, int done, int peer, float *buf,
-                      zt_comm_req *reqs) {
+// Posts the receives from `peer` into buf's slots of `bytes` (requests reqs) while a slot is
+// free: micro-batch k's once `done` forwards (backwards) have read the slot of k - n_slots.
+static void post_side(zt_pipe_comm *o, int *posted, int done, int peer, void *buf,
+                      size_t bytes, zt_comm_req *reqs) {
     while (peer >= 0 && *posted < o->micro && *posted - o->n_slots < done) {
         int slot = (*posted)++ % o->n_slots;
-        zt_comm_irecv(o->pp, buf + (size_t)slot * o->count, o->count, ZT_F32, peer, 0, NULL,
+        zt_comm_irecv(o->pp, (char *)buf + (size_t)slot * bytes, bytes, ZT_U8, peer, 0, NULL,
                       &reqs[slot]);
         o->transfers++;
     }
@@ -50,16 +51,18 @@ static void post_side(zt_pipe_comm *o, int *posted, int done, int peer, float *b
 // Posts every receive whose slot is free, activations and gradients. Timed.
 static void post_free(zt_pipe_comm *o) {
     double t0 = zt_mono_s();
-    post_side(o, &o->in_posted, o->fwd_done, o->prev, o->recv_in, r_in(o, 0));
-    post_side(o, &o->dout_posted, o->bwd_done, o->next, o->recv_dout, r_dout(o, 0));
+    post_side(o, &o->in_posted, o->fwd_done, o->prev, o->recv_in, o->in_bytes, r_in(o, 0));
+    post_side(o, &o->dout_posted, o->bwd_done, o->next, o->recv_dout, o->grad_bytes,
+              r_dout(o, 0));
     o->comm_s += zt_mono_s() - t0;
 }
 
-// Starts a send of one message to `peer`, tracked by r. Timed.
-static void start_send(zt_pipe_comm *o, const float *buf, int peer, zt_comm_req *r) {
+// Starts a send of one message of `bytes` to `peer`, tracked by r. Timed.
+static void start_send(zt_pipe_comm *o, const void *buf, size_t bytes, int peer,
+                       zt_comm_req *r) {
     ZT_ASSERTF(peer >= 0, "a pipeline send past the first or last stage");
     double t0 = zt_mono_s();
-    zt_comm_isend(o->pp, buf, o->count, ZT_F32, peer, 0, NULL, r);
+    zt_comm_isend(o->pp, buf, bytes, ZT_U8, peer, 0, NULL, r);
     o->transfers++;
     o->comm_s += zt_mono_s() - t0;
 }
@@ -122,25 +125,31 @@ void zt_pipe_comm_after_bwd(zt_pipe_comm *o, int k) {
     post_free(o);
 }
 
+// Micro-batch k's slot of recv_in / recv_dout.
+static void *in_slot(const zt_pipe_comm *o, int k) {
+    return (char *)o->recv_in + (size_t)(k % o->n_slots) * o->in_bytes;
+}
+static void *dout_slot(const zt_pipe_comm *o, int k) {
+    return (char *)o->recv_dout + (size_t)(k % o->n_slots) * o->grad_bytes;
+}
+
 // The actions blocking: each its call; a send waits for its receiver.
-static void transfer_blocking(zt_pipe_comm *o, const zt_sched_action *a, const float *out,
+static void transfer_blocking(zt_pipe_comm *o, const zt_sched_action *a, const void *out,
                               const float *dinput) {
-    size_t n = o->count;
-    float *in = o->recv_in + (size_t)(a->micro % o->n_slots) * n;
-    float *dout = o->recv_dout + (size_t)(a->micro % o->n_slots) * n;
-    int r = a->recv_micro < 0 ? 0 : a->recv_micro % o->n_slots;
+    size_t ni = o->in_bytes, ng = o->grad_bytes;
+    void *in = in_slot(o, a->micro), *dout = dout_slot(o, a->micro);
+    int r = a->recv_micro < 0 ? 0 : a->recv_micro;
     switch (a->op) {
-    case ZT_SCHED_OP_RECV_FWD: zt_comm_recv(o->pp, in, n, ZT_F32, o->prev, 0, NULL); break;
-    case ZT_SCHED_OP_SEND_FWD: zt_comm_send(o->pp, out, n, ZT_F32, o->next, 0, NULL); break;
-    case ZT_SCHED_OP_RECV_BWD: zt_comm_recv(o->pp, dout, n, ZT_F32, o->next, 0, NULL); break;
-    case ZT_SCHED_OP_SEND_BWD: zt_comm_send(o->pp, dinput, n, ZT_F32, o->prev, 0, NULL); break;
+    case ZT_SCHED_OP_RECV_FWD: zt_comm_recv(o->pp, in, ni, ZT_U8, o->prev, 0, NULL); break;
+    case ZT_SCHED_OP_SEND_FWD: zt_comm_send(o->pp, out, ni, ZT_U8, o->next, 0, NULL); break;
+    case ZT_SCHED_OP_RECV_BWD: zt_comm_recv(o->pp, dout, ng, ZT_U8, o->next, 0, NULL); break;
+    case ZT_SCHED_OP_SEND_BWD: zt_comm_send(o->pp, dinput, ng, ZT_U8, o->prev, 0, NULL); break;
     case ZT_SCHED_OP_SEND_FWD_RECV_BWD:
-        zt_comm_send_recv(o->pp, out, n, o->next, o->recv_dout + (size_t)r * n, n, o->next,
-                          ZT_F32, 0, NULL);
+        zt_comm_send_recv(o->pp, out, ni, o->next, dout_slot(o, r), ng, o->next, ZT_U8, 0, NULL);
         break;
     case ZT_SCHED_OP_SEND_BWD_RECV_FWD:
-        zt_comm_send_recv(o->pp, dinput, n, o->prev, o->recv_in + (size_t)r * n, n, o->prev,
-                          ZT_F32, 0, NULL);
+        zt_comm_send_recv(o->pp, dinput, ng, o->prev, in_slot(o, r), ni, o->prev, ZT_U8, 0,
+                          NULL);
         break;
     default: ZT_ASSERTF(0, "unknown schedule op %d", (int)a->op);
     }
@@ -148,26 +157,26 @@ static void transfer_blocking(zt_pipe_comm *o, const zt_sched_action *a, const f
 
 // The same actions nonblocking: a send starts and the stage moves on; a receive was posted
 // as soon as its buffer was free, and the forward or backward that reads it waits for it.
-static void transfer_async(zt_pipe_comm *o, const zt_sched_action *a, const float *out,
+static void transfer_async(zt_pipe_comm *o, const zt_sched_action *a, const void *out,
                            const float *dinput) {
     switch (a->op) {
     case ZT_SCHED_OP_RECV_FWD: check_posted(o, a->micro, 0); break;
     case ZT_SCHED_OP_RECV_BWD: check_posted(o, a->micro, 1); break;
     case ZT_SCHED_OP_SEND_FWD:
     case ZT_SCHED_OP_SEND_FWD_RECV_BWD:
-        start_send(o, out, o->next, r_out(o, a->micro));
+        start_send(o, out, o->in_bytes, o->next, r_out(o, a->micro));
         if (a->recv_micro >= 0) check_posted(o, a->recv_micro, 1);
         break;
     case ZT_SCHED_OP_SEND_BWD:
     case ZT_SCHED_OP_SEND_BWD_RECV_FWD:
-        start_send(o, dinput, o->prev, r_dinput(o));
+        start_send(o, dinput, o->grad_bytes, o->prev, r_dinput(o));
         if (a->recv_micro >= 0) check_posted(o, a->recv_micro, 0);
         break;
     default: ZT_ASSERTF(0, "unknown schedule op %d", (int)a->op);
     }
 }
 
-void zt_pipe_comm_transfer(zt_pipe_comm *o, const zt_sched_action *a, const float *out,
+void zt_pipe_comm_transfer(zt_pipe_comm *o, const zt_sched_action *a, const void *out,
                            const float *dinput) {
     if (o->async) {
         transfer_async(o, a, out, dinput); // times its own calls

@@ -11,6 +11,11 @@
 // receive is posted as soon as its buffer is free, not when the schedule reaches it, and
 // waited for just before the forward or backward that reads it.
 //
+// Messages travel as bytes (ZT_U8, counts in bytes): an activation (N * C of the model's
+// stream dtype, bf16 under bf16) and a gradient (N * C fp32) cross in one send_recv, which
+// takes one type; a point-to-point message is its bytes, and both neighbours name the same
+// counts.
+//
 // Buffers, as both use them: micro-batch k's activations arrive in recv_in slot
 // k mod n_slots and its output gradient in recv_dout slot k mod n_slots; its output is sent
 // from the model's activation slot k mod n_slots, its input gradient from the one `dinput`.
@@ -35,10 +40,11 @@ typedef struct {
     int async;             // 1: nonblocking; 0: blocking (only zt_pipe_comm_transfer acts;
                            // the calls around the forwards and backwards return at once)
     int prev, next;        // neighbour stages' ranks in pp, -1 where there is none
-    size_t count;          // fp32 elements of one message (N * C)
+    size_t in_bytes;       // bytes of one activation message (N * C of act_dt)
+    size_t grad_bytes;     // bytes of one gradient message (N * C fp32)
     int n_slots, micro;    // slots per buffer, micro-batches per step
-    float *recv_in;        // (n_slots, count) the caller's: activations from prev
-    float *recv_dout;      // (n_slots, count) the caller's: output gradients from next
+    void *recv_in;         // (n_slots, in_bytes) the caller's: activations from prev
+    float *recv_dout;      // (n_slots, N * C) the caller's: output gradients from next
     zt_comm_req *req;      // (3 * n_slots + 1), used when nonblocking: receives in, receives dout,
                            // sends of each activation slot, the send of dinput
     int in_posted, dout_posted; // this step: micro-batches whose receive is posted
@@ -50,11 +56,12 @@ typedef struct {
 
 // The transfers of stage pp_rank of pp_size: nonblocking when `overlap` (--overlap-comm on)
 // and the path has nonblocking point-to-point (zt_comm_has_async_p2p) and there is a
-// neighbour, else blocking. recv_in, recv_dout: the caller's (they must outlive this).
+// neighbour, else blocking. count: elements of one message (N * C); act_dt: the activations'
+// dtype (the gradients are fp32). recv_in, recv_dout: the caller's (they must outlive this).
 // Free with zt_pipe_comm_free (which accepts a zero-filled one).
 void zt_pipe_comm_init(zt_pipe_comm *o, const zt_comm *pp, int pp_rank, int pp_size,
-                       size_t count, int n_slots, int micro, float *recv_in, float *recv_dout,
-                       int overlap);
+                       size_t count, zt_dtype act_dt, int n_slots, int micro, void *recv_in,
+                       float *recv_dout, int overlap);
 void zt_pipe_comm_free(zt_pipe_comm *o);
 
 // A new step: posts the receives whose slots are free (all of them: nothing is in flight).
@@ -63,7 +70,7 @@ void zt_pipe_comm_begin(zt_pipe_comm *o);
 // a->micro's output (its activation slot's), read by the actions that send forward; `dinput`
 // the input gradient, read by those that send backward. Blocking: the call itself;
 // nonblocking: a send starts, a receive is checked to be posted already.
-void zt_pipe_comm_transfer(zt_pipe_comm *o, const zt_sched_action *a, const float *out,
+void zt_pipe_comm_transfer(zt_pipe_comm *o, const zt_sched_action *a, const void *out,
                            const float *dinput);
 // Before the forward of micro-batch k: its activations are in recv_in, and its activation
 // slot's earlier send is complete. After it: posts the receives that freed.

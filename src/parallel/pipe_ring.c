@@ -7,13 +7,14 @@
 enum { TAG_ACTIVATIONS = 0, TAG_GRADIENTS = 1 };
 
 void zt_pipe_ring_init(zt_pipe_ring *o, const zt_comm *pp, int pp_rank, int pp_size,
-                       size_t count, int n_bufs) {
+                       size_t count, zt_dtype act_dt, int n_bufs) {
     memset(o, 0, sizeof *o);
     ZT_ASSERT(pp_size >= 2 && n_bufs >= 1 && zt_comm_has_async_p2p(pp));
     o->pp = pp;
     o->prev = (pp_rank + pp_size - 1) % pp_size;
     o->next = (pp_rank + 1) % pp_size;
     o->count = count;
+    o->act_dt = act_dt;
     o->n_bufs = n_bufs;
     o->req = calloc(2 * (size_t)n_bufs, sizeof *o->req);
     ZT_ASSERT(o->req);
@@ -44,19 +45,19 @@ static void wait_timed(zt_pipe_ring *o, zt_comm_req *r) {
     o->comm_s += zt_mono_s() - t0;
 }
 
-void zt_pipe_ring_transfer(zt_pipe_ring *o, const zt_sched_action *a, int slot, float *buf) {
+void zt_pipe_ring_transfer(zt_pipe_ring *o, const zt_sched_action *a, int slot, void *buf) {
     double t0 = zt_mono_s();
     size_t n = o->count;
     switch (a->op) {
     case ZT_SCHED_OP_RECV_FWD:
-        zt_comm_recv(o->pp, buf, n, ZT_F32, o->prev, TAG_ACTIVATIONS, NULL);
+        zt_comm_recv(o->pp, buf, n, o->act_dt, o->prev, TAG_ACTIVATIONS, NULL);
         break;
     case ZT_SCHED_OP_RECV_BWD:
         zt_comm_recv(o->pp, buf, n, ZT_F32, o->next, TAG_GRADIENTS, NULL);
         break;
     case ZT_SCHED_OP_SEND_FWD:
         ZT_ASSERTF(!send_req(o, slot, 0)->c, "a send from an activation slot still in flight");
-        zt_comm_isend(o->pp, buf, n, ZT_F32, o->next, TAG_ACTIVATIONS, NULL,
+        zt_comm_isend(o->pp, buf, n, o->act_dt, o->next, TAG_ACTIVATIONS, NULL,
                       send_req(o, slot, 0));
         break;
     case ZT_SCHED_OP_SEND_BWD:

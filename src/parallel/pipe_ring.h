@@ -24,7 +24,8 @@
 typedef struct {
     const zt_comm *pp;  // the pipeline group's tensor path (isend needed)
     int prev, next;     // ring neighbours' ranks in pp
-    size_t count;       // fp32 elements of one message
+    size_t count;       // elements of one message (N * C)
+    zt_dtype act_dt;    // the activations' dtype (the model's stream dtype); gradients fp32
     int n_bufs;         // the caller's slots over all chunks
     zt_comm_req *req;   // (2 * n_bufs): the send from each slot's activations, from each
                         // slot's input gradient
@@ -36,13 +37,13 @@ typedef struct {
 // point-to-point (zt_comm_has_async_p2p: the caller refuses the run otherwise). Free with
 // zt_pipe_ring_free (which accepts a zero-filled one).
 void zt_pipe_ring_init(zt_pipe_ring *o, const zt_comm *pp, int pp_rank, int pp_size,
-                       size_t count, int n_bufs);
+                       size_t count, zt_dtype act_dt, int n_bufs);
 void zt_pipe_ring_free(zt_pipe_ring *o);
 // A new step: nothing is in flight (asserted).
 void zt_pipe_ring_begin(zt_pipe_ring *o);
 // A transfer action (RECV_FWD, SEND_FWD, RECV_BWD, SEND_BWD; the combined ops are never in
 // an interleaved list) of slot `slot`: a send starts from `buf`, a receive fills `buf`.
-void zt_pipe_ring_transfer(zt_pipe_ring *o, const zt_sched_action *a, int slot, float *buf);
+void zt_pipe_ring_transfer(zt_pipe_ring *o, const zt_sched_action *a, int slot, void *buf);
 // Before a compute writes slot `slot`'s buffer that a send may still read: the forward its
 // activations (backward 0), the backward its input gradient (backward 1).
 void zt_pipe_ring_before_write(zt_pipe_ring *o, int slot, int backward);
