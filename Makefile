@@ -34,7 +34,6 @@ LDLIBS   += $(MPI_LIBS) -lopenblas -ldnnl -lcjson -lxxhash -lprotobuf-c -lm -fop
 
 # kernels/cuda/backend_cuda.c and comm/comm_nccl.c need the CUDA toolkit: `make cuda` only.
 CUDA_C_SRC := kernels/cuda/backend_cuda.c kernels/cuda/bf16_ops_cuda.c kernels/cuda/gemm_lt_cuda.c \
-              kernels/cuda/residual_bf16_ops_cuda.c \
               comm/comm_nccl.c
 MAIN_SRC := src/app/main.c
 LIB_SRC  := $(filter-out $(MAIN_SRC) $(CUDA_C_SRC),$(wildcard $(addsuffix /*.c,$(SRC_DIRS))))

@@ -353,7 +353,7 @@ EXPAND = {
               lambda a: [mem("adamw", 28.0 * a["n"])]),
     "adamw8bit": ("zt_cuda_adamw8bit: one kernel per call",
                   lambda a: [mem("adamw8bit", 14.0 * a["n"])]),
-    # ---- the bf16 group (bf16_ops_cuda.c, residual_bf16_ops_cuda.c, backend_cuda.c) ----
+    # ---- the bf16 group (bf16_ops_cuda.c, the templated fp32 kernels, backend_cuda.c) ----
     "gemm_mixed": ("zt_cuda_gemm_mixed (gemm_lt_cuda.c): tiles, K chunks, rounding passes",
                    gemm_mixed),
     "bias_forward_bf16": ("zt_cuda_bias_forward_bf16: one kernel",
@@ -373,20 +373,21 @@ EXPAND = {
     "layernorm_forward_bf16": ("zt_cuda_bf16_layernorm_forward: w, b widened; a bf16 out in row "
                                "chunks of the bf16 scratch, each a LayerNorm and a rounding",
                                lambda a: ln_forward_bf16(a)),
-    "layernorm_forward_bf16in": ("zt_cuda_bf16_layernorm_forward_bf16in: w, b widened; row "
-                                 "chunks widened, normalized (and rounded)",
+    "layernorm_forward_bf16in": ("zt_cuda_layernorm_forward_bf16in (layernorm_cuda.cu): one "
+                                 "kernel, layernorm_forward's on bf16 rows",
                                  lambda a: ln_forward_bf16in(a)),
-    "add_bf16": ("zt_cuda_bf16_add: chunks of half the bf16 scratch, 4 kernels each",
-                 lambda a: add_bf16(a["n"])),
-    "residual_layernorm_forward_bf16": ("cuda_residual_layernorm_forward_bf16: add_bf16, then "
-                                        "layernorm_forward_bf16in (not yet one pass)",
-                                        lambda a: add_bf16(a["N"] * a["C"]) + ln_forward_bf16in(a)),
+    "add_bf16": ("zt_cuda_add_bf16 (elementwise_cuda.cu): one kernel, add's on bf16",
+                 lambda a: [mem("add_bf16", 6.0 * a["n"])]),
+    "residual_layernorm_forward_bf16": ("zt_cuda_residual_layernorm_forward_bf16 "
+                                        "(layernorm_cuda.cu): one kernel, the add fused",
+                                        lambda a: residual_ln_forward_bf16(a)),
     "layernorm_backward_bf16": ("zt_cuda_bf16_layernorm_backward: w, dw, db widened, the "
                                 "backward, dw, db rounded",
                                 lambda a: [to32(a["C"])] * 3 + ln_backward(a["N"], a["C"]) +
                                 [from32(a["C"])] * 2),
-    "layernorm_backward_bf16in": ("zt_cuda_bf16_layernorm_backward_bf16in: row chunks widened, "
-                                  "each a full backward", lambda a: ln_backward_bf16in(a)),
+    "layernorm_backward_bf16in": ("zt_cuda_layernorm_backward_bf16in (layernorm_cuda.cu): "
+                                  "layernorm_backward's dx and column sums on bf16 rows",
+                                  lambda a: ln_backward_bf16in(a)),
     "bias_broadcast_bf16": ("zt_cuda_bias_broadcast_bf16: one kernel",
                             lambda a: [mem("bias_broadcast_bf16", 2.0 * a["N"] * a["OC"])]),
     "gelu_forward_bf16": ("zt_cuda_gelu_forward_bf16: one kernel",
@@ -442,28 +443,24 @@ def ln_forward_bf16(a):
 
 
 def ln_forward_bf16in(a):
-    N, C = int(a["N"]), int(a["C"])
-    ks = [to32(C), to32(C)]
-    for _, r in bf16_chunks(N, (SCRATCH - 2 * C) // (2 * C)):
-        ks += [to32(r * C)] + ln_forward(r, C)
-        if a["out_dt"] == BF16:
-            ks.append(from32(r * C))
-    return ks
+    """One warp per row: bf16 rows and weights read, the output in out_dt."""
+    N, C = a["N"], a["C"]
+    out = 2 if a["out_dt"] == BF16 else 4
+    return [mem("layernorm_forward_bf16in", (2.0 + out) * N * C + 4.0 * C + 8.0 * N)]
+
+
+def residual_ln_forward_bf16(a):
+    """One warp per row: a, b read, res written (bf16), the output in out_dt."""
+    N, C = a["N"], a["C"]
+    out = 2 if a["out_dt"] == BF16 else 4
+    return [mem("residual_layernorm_forward_bf16", (6.0 + out) * N * C + 4.0 * C + 8.0 * N)]
 
 
 def ln_backward_bf16in(a):
-    N, C = int(a["N"]), int(a["C"])
-    ks = [to32(C)] * 3
-    for _, r in bf16_chunks(N, (SCRATCH - 3 * C) // C):
-        ks += [to32(r * C)] + ln_backward(r, C)
-    return ks + [from32(C)] * 2
-
-
-def add_bf16(n):
-    ks = []
-    for _, l in bf16_chunks(int(n), SCRATCH // 2):
-        ks += [to32(l), to32(l), mem("add", 12.0 * l), from32(l)]
-    return ks
+    """layernorm_backward's kernels, reading bf16 rows (dx: dout, dinp read and written, x)."""
+    N, C = a["N"], a["C"]
+    return [mem("layernorm_backward_bf16in_dx", (12.0 + 2) * N * C + 8.0 * N)] + colsum(
+        "layernorm_backward_bf16in_dwdb", N, C, outs=2)
 
 
 # ---- pricing ----
@@ -676,9 +673,10 @@ def reading(cfgs, bf16):
     L.append(
         "- The most launches (bf16): " + "; ".join(
             f"`{r['op']}` {r['launches']} ({fmt_launch(r['per_call'])} per call)" for r in small)
-        + ". The bf16 ops that work through the 4 MiB bf16 scratch (LayerNorm with a bf16 "
-        "output, the bf16 add, the sum of squares, AdamW) issue a kernel per chunk of 2^20 "
-        "values or fewer rows, so their launch counts grow with the tensor.")
+        + ". The bf16 ops that work through the 4 MiB bf16 scratch (LayerNorm of fp32 rows "
+        "with a bf16 output, the sum of squares, AdamW) issue a kernel per chunk of 2^20 "
+        "values or fewer rows, so their launch counts grow with the tensor; the residual "
+        "stream's add and LayerNorms are one pass each, as their fp32 ops.")
     L.append(
         f"- fp32: {1e3 * f['step']:.0f} ms ({f['tokens_s'] / 1e3:.1f}k tokens/s), its products "
         f"on CUDA cores; TF32: {1e3 * t['step']:.1f} ms ({t['tokens_s'] / 1e3:.0f}k). The host "

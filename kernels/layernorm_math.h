@@ -84,57 +84,9 @@ static inline ZT_HD void zt_layernorm_row_backward_dx(float *dx, const float *do
 }
 
 // ---- the GPU's warp per row (kernels/cuda/layernorm_cuda.cu) ----
-// Lane `lane` of `lanes` takes columns i = lane + k lanes (a warp's loads coalesce), and the
-// warp adds the lanes' partial sums in a fixed shuffle-down tree (16, 8, 4, 2, 1; lane 0's
-// sum to all): deterministic, but not the CPU's order, so the GPU test bounds the difference
-// and cuda_layernorm_warp_host replays these lanes in that tree on the host.
-
-static inline ZT_HD float zt_ln_lane_sum(const float *x, int C, int lane, int lanes) {
-    float s = 0.0f;
-    for (int i = lane; i < C; i += lanes) s += x[i];
-    return s;
-}
-// The fused residual + LayerNorm (backend_ops.h's residual_layernorm_forward): res = a + b on
-// the lane's columns, written once, and their sum in zt_ln_lane_sum's order (the same value).
-static inline ZT_HD float zt_ln_lane_add_sum(float *res, const float *a, const float *b, int C,
-                                             int lane, int lanes) {
-    float s = 0.0f;
-    for (int i = lane; i < C; i += lanes) {
-        float r = a[i] + b[i];
-        res[i] = r;
-        s += r;
-    }
-    return s;
-}
-static inline ZT_HD float zt_ln_lane_sqdev(const float *x, float m, int C, int lane, int lanes) {
-    float s = 0.0f;
-    for (int i = lane; i < C; i += lanes) {
-        float d = x[i] - m;
-        s += d * d;
-    }
-    return s;
-}
-static inline ZT_HD void zt_ln_lane_out(float *out, const float *x, const float *w, const float *b,
-                                        float m, float s, int C, int lane, int lanes) {
-    for (int i = lane; i < C; i += lanes) out[i] = zt_ln_out(x[i], m, s, w[i], b[i]);
-}
-// The lane's parts of sum(g) and sum(g xhat) of the backward, g = dout w.
-static inline ZT_HD void zt_ln_lane_dx_sums(float *g, float *gx, const float *dout, const float *x,
-                                            const float *w, float mean, float rstd, int C,
-                                            int lane, int lanes) {
-    float a = 0.0f, b = 0.0f;
-    for (int i = lane; i < C; i += lanes) {
-        float gi = dout[i] * w[i];
-        a += gi;
-        b += gi * (x[i] - mean) * rstd;
-    }
-    *g = a;
-    *gx = b;
-}
-static inline ZT_HD void zt_ln_lane_dx(float *dx, const float *dout, const float *x, const float *w,
-                                       float mean, float rstd, float gmean, float gxmean, int C,
-                                       int lane, int lanes) {
-    for (int i = lane; i < C; i += lanes)
-        dx[i] += zt_ln_dx(dout[i], x[i], w[i], mean, rstd, gmean, gxmean);
-}
+// Lane `lane` of a warp's 32 takes columns i = lane + 32 k (a warp's loads coalesce), with the
+// per-element expressions above, and the warp adds the lanes' partial sums in a fixed
+// shuffle-down tree (16, 8, 4, 2, 1; lane 0's sum to all): deterministic, but not the CPU's
+// order, so the GPU test bounds the difference and cuda_layernorm_warp_host replays the lanes
+// in that tree on the host. The lane loops are the kernels' templates (fp32 or bf16 elements).
 #endif

@@ -1499,21 +1499,72 @@ ZT_TEST(cuda_attention_blocked_host) {
 
 // ---------------------------------------------------------------------------------------
 // LayerNorm's warp per row and the column sums over row chunks (layernorm_cuda.cu,
-// colsum_cuda.cuh) replayed on the host: layernorm_math.h's lane functions lane by lane in
+// colsum_cuda.cuh) replayed on the host: the kernels' lane loops lane by lane in
 // the shuffle tree (emu_warp_sum), the chunks and partials at launch_math.h's offsets, against
 // the CPU's LayerNorm and bias gradient, with the GPU tests' bounds. What it cannot check:
 // the intrinsics and the FMA contraction nvcc adds (the bounds leave room for it).
+
+// layernorm_cuda.cu's lane loops on fp32 elements (its templates lane_sum, lane_add_sum,
+// lane_sqdev, lane_out and the dx kernel's two loops), lane `lane` of `lanes`.
+static float emu_ln_lane_sum(const float *x, int C, int lane, int lanes) {
+    float s = 0.0f;
+    for (int i = lane; i < C; i += lanes) s += x[i];
+    return s;
+}
+// The fused residual + LayerNorm (backend_ops.h's residual_layernorm_forward): res = a + b on
+// the lane's columns, written once, and their sum in emu_ln_lane_sum's order (the same value).
+static float emu_ln_lane_add_sum(float *res, const float *a, const float *b, int C, int lane,
+                                 int lanes) {
+    float s = 0.0f;
+    for (int i = lane; i < C; i += lanes) {
+        float r = a[i] + b[i];
+        res[i] = r;
+        s += r;
+    }
+    return s;
+}
+static float emu_ln_lane_sqdev(const float *x, float m, int C, int lane, int lanes) {
+    float s = 0.0f;
+    for (int i = lane; i < C; i += lanes) {
+        float d = x[i] - m;
+        s += d * d;
+    }
+    return s;
+}
+static void emu_ln_lane_out(float *out, const float *x, const float *w, const float *b, float m,
+                            float s, int C, int lane, int lanes) {
+    for (int i = lane; i < C; i += lanes) out[i] = zt_ln_out(x[i], m, s, w[i], b[i]);
+}
+// The lane's parts of sum(g) and sum(g xhat) of the backward, g = dout w.
+static void emu_ln_lane_dx_sums(float *g, float *gx, const float *dout, const float *x,
+                                const float *w, float mean, float rstd, int C, int lane,
+                                int lanes) {
+    float a = 0.0f, b = 0.0f;
+    for (int i = lane; i < C; i += lanes) {
+        float gi = dout[i] * w[i];
+        a += gi;
+        b += gi * (x[i] - mean) * rstd;
+    }
+    *g = a;
+    *gx = b;
+}
+static void emu_ln_lane_dx(float *dx, const float *dout, const float *x, const float *w,
+                           float mean, float rstd, float gmean, float gxmean, int C, int lane,
+                           int lanes) {
+    for (int i = lane; i < C; i += lanes)
+        dx[i] += zt_ln_dx(dout[i], x[i], w[i], mean, rstd, gmean, gxmean);
+}
 
 static void emu_ln_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                            const float *b, int N, int C) {
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         float p[32];
-        for (int l = 0; l < 32; l++) p[l] = zt_ln_lane_sum(x, C, l, 32);
+        for (int l = 0; l < 32; l++) p[l] = emu_ln_lane_sum(x, C, l, 32);
         float m = emu_warp_sum(p) / C;
-        for (int l = 0; l < 32; l++) p[l] = zt_ln_lane_sqdev(x, m, C, l, 32);
+        for (int l = 0; l < 32; l++) p[l] = emu_ln_lane_sqdev(x, m, C, l, 32);
         float s = zt_ln_rstd(emu_warp_sum(p), C);
-        for (int l = 0; l < 32; l++) zt_ln_lane_out(out + (size_t)n * C, x, w, b, m, s, C, l, 32);
+        for (int l = 0; l < 32; l++) emu_ln_lane_out(out + (size_t)n * C, x, w, b, m, s, C, l, 32);
         mean[n] = m, rstd[n] = s;
     }
 }
@@ -1524,10 +1575,10 @@ static void emu_ln_dx(float *dinp, const float *dout, const float *inp, const fl
         size_t at = (size_t)n * C;
         float g[32], gx[32];
         for (int l = 0; l < 32; l++)
-            zt_ln_lane_dx_sums(&g[l], &gx[l], dout + at, inp + at, w, mean[n], rstd[n], C, l, 32);
+            emu_ln_lane_dx_sums(&g[l], &gx[l], dout + at, inp + at, w, mean[n], rstd[n], C, l, 32);
         float gm = emu_warp_sum(g) / C, gxm = emu_warp_sum(gx) / C;
         for (int l = 0; l < 32; l++)
-            zt_ln_lane_dx(dinp + at, dout + at, inp + at, w, mean[n], rstd[n], gm, gxm, C, l, 32);
+            emu_ln_lane_dx(dinp + at, dout + at, inp + at, w, mean[n], rstd[n], gm, gxm, C, l, 32);
     }
 }
 
@@ -1618,7 +1669,7 @@ ZT_TEST(cuda_layernorm_warp_host) {
 }
 
 // The fused residual + LayerNorm's warp (residual_layernorm_forward_kernel) replayed on the
-// host: zt_ln_lane_add_sum's res and lane sums, then the LayerNorm's lanes, must give exactly
+// host: emu_ln_lane_add_sum's res and lane sums, then the LayerNorm's lanes, must give exactly
 // what emu_ln_forward (layernorm_forward_kernel) gives on a + b: the same values in the same
 // order (tolerance 0), so the GPU's fused op inherits cuda_layernorm's bounds.
 ZT_TEST(cuda_residual_layernorm_warp_host) {
@@ -1637,11 +1688,11 @@ ZT_TEST(cuda_residual_layernorm_warp_host) {
         for (int n = 0; n < N; n++) { // residual_layernorm_forward_kernel's row n
             size_t at = (size_t)n * C;
             float *x = res[1] + at, p[32];
-            for (int l = 0; l < 32; l++) p[l] = zt_ln_lane_add_sum(x, a + at, b + at, C, l, 32);
+            for (int l = 0; l < 32; l++) p[l] = emu_ln_lane_add_sum(x, a + at, b + at, C, l, 32);
             float m = emu_warp_sum(p) / C;
-            for (int l = 0; l < 32; l++) p[l] = zt_ln_lane_sqdev(x, m, C, l, 32);
+            for (int l = 0; l < 32; l++) p[l] = emu_ln_lane_sqdev(x, m, C, l, 32);
             float s = zt_ln_rstd(emu_warp_sum(p), C);
-            for (int l = 0; l < 32; l++) zt_ln_lane_out(out[1] + at, x, w, bias, m, s, C, l, 32);
+            for (int l = 0; l < 32; l++) emu_ln_lane_out(out[1] + at, x, w, bias, m, s, C, l, 32);
             mean[1][n] = m, rstd[1][n] = s;
         }
         printf("  N %d, C %d\n", N, C);
@@ -2234,6 +2285,12 @@ ZT_TEST(cuda_vec128) {
     GPU->ops->gelu_forward_bf16(GPU, vo16, vx16, n);
     GPU->ops->gelu_forward_bf16(GPU, so16, sx16, n);
     SAME_BITS("gelu_forward_bf16", vo16, so16, 0, f2);
+    zt_bf16 *y16 = hround16(y, n), *vy16 = dput_at(y16, f2, 0), *sy16 = dput_at(y16, f2, s2);
+    GPU->ops->add_bf16(GPU, vo16, vx16, vy16, n);
+    GPU->ops->add_bf16(GPU, so16, sx16, sy16, n);
+    CPU->ops->add_bf16(CPU, ho16, x16, y16, n);
+    SAME_BITS("add_bf16", vo16, so16, 0, f2);
+    SAME_BITS("add_bf16 against the CPU", vo16, ho16, 1, f2);
     GPU->ops->gelu_backward_bf16(GPU, vy, vx16, vy, n); // in place, as the model runs it
     GPU->ops->gelu_backward_bf16(GPU, sy, sx16, sy, n);
     SAME_BITS("gelu_backward_bf16", vy, sy, 0, f4);
@@ -2416,9 +2473,9 @@ ZT_TEST(cuda_bf16_layernorm) {
 }
 
 // The bf16 residual stream against the CPU's ops: the add bit for bit (one fp32 add of exact
-// values, rounded); the LayerNorms on bf16 rows within cuda_bf16_layernorm's bounds (the same
-// fp32 kernel on the same widened rows). N*C spans two of the add's scratch halves and N
-// three chunks of the LayerNorm's rows (ZT_CUDA_BF16_SCRATCH / 2C) and two of the backward's.
+// values, rounded); the LayerNorms on bf16 rows within cuda_bf16_layernorm's bounds (the fp32
+// kernels' templates: the same lanes and trees on the same widened rows, one pass). C = 777:
+// rows that are not whole groups of a warp's lanes, and N*C not of the add's 8-wide groups.
 ZT_TEST(cuda_bf16_residual_stream) {
     NEED_GPU();
     const int N = 1500, C = 777;
@@ -2453,8 +2510,7 @@ ZT_TEST(cuda_bf16_residual_stream) {
     CHECK_DEV("residual_layernorm_forward_bf16 mean", g_mean, mean, N, t_mean, 0.0);
     CHECK_DEV("residual_layernorm_forward_bf16 rstd", g_rstd, rstd, N, 0.0, TOL_LN_RSTD(C));
     CHECK_DEV16("residual_layernorm_forward_bf16 out", g_out, out, nc, t_out, BF16_STEP);
-    // the backward on bf16 rows (two chunks of (ZT_CUDA_BF16_SCRATCH - 3C) / C rows):
-    // cuda_bf16_layernorm's bounds, the chunks' column sums only reorder dw's and db's sums
+    // the backward on bf16 rows: cuda_bf16_layernorm's bounds (the same column sums)
     float *dout = hrand(nc, -1, 1), *dinp = hrand(nc, -1, 1), *g_dinp = dputf(dinp, nc);
     zt_bf16 *dw = hrand16(C, -1, 1), *db = hrand16(C, -1, 1);
     zt_bf16 *g_dw = dput(dw, C * 2), *g_db = dput(db, C * 2);

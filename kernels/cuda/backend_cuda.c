@@ -481,21 +481,20 @@ static void cuda_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtyp
 }
 static void cuda_add_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *a,
                           const zt_bf16 *b, size_t n) {
-    zt_cuda_bf16_add(BF, out, a, b, n);
+    zt_cuda_add_bf16(ST, out, a, b, n);
 }
 static void cuda_layernorm_forward_bf16in(const zt_backend *be, void *out, zt_dtype out_dt,
                                           float *mean, float *rstd, const zt_bf16 *inp,
                                           const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
-    zt_cuda_bf16_layernorm_forward_bf16in(BF, out, out_dt, mean, rstd, inp, w, b, N, C);
+    zt_cuda_layernorm_forward_bf16in(ST, out, out_dt, mean, rstd, inp, w, b, N, C);
 }
-// The add, then the LayerNorm of its rounded rows: the two ops' values (not yet one pass).
 static void cuda_residual_layernorm_forward_bf16(const zt_backend *be, zt_bf16 *res, void *out,
                                                  zt_dtype out_dt, float *mean, float *rstd,
                                                  const zt_bf16 *a, const zt_bf16 *b,
                                                  const zt_bf16 *w, const zt_bf16 *bias, int N,
                                                  int C) {
-    zt_cuda_bf16_add(BF, res, a, b, (size_t)N * C);
-    zt_cuda_bf16_layernorm_forward_bf16in(BF, out, out_dt, mean, rstd, res, w, bias, N, C);
+    zt_cuda_residual_layernorm_forward_bf16(ST, res, out, out_dt, mean, rstd, a, b, w, bias, N,
+                                            C);
 }
 static void cuda_bias_broadcast_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *bias,
                                      int N, int OC) {
@@ -553,7 +552,8 @@ static void cuda_layernorm_backward_bf16in(const zt_backend *be, float *dinp, zt
                                            zt_bf16 *db, const float *dout, const zt_bf16 *inp,
                                            const zt_bf16 *w, const float *mean, const float *rstd,
                                            int N, int C) {
-    zt_cuda_bf16_layernorm_backward_bf16in(BF, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    zt_cuda_layernorm_backward_bf16in(ST, dinp, dw, db, dout, inp, w, mean, rstd,
+                                      impl_of(be)->colsum, N, C);
 }
 static void cuda_bf16_from_fp32(const zt_backend *be, zt_bf16 *out, const float *in, size_t n) {
     zt_cuda_bf16_from_fp32(ST, out, in, n);

@@ -3,10 +3,13 @@
 // launch_math.h's chunks, on `work` (ZT_CUDA_COLSUM_WORK floats of device memory, the
 // backend's). Pass 1: a thread per (column, chunk) sums its rows in order; pass 2: a thread
 // per column adds the chunks' partials in chunk order. Deterministic, not the CPU's order.
+// The outputs are fp32 or bf16 (O): a bf16 one is widened, summed into in fp32 and rounded
+// once, as the CPU's bf16 gradients (docs/design.md, "Where fp32 accumulation sits").
 #ifndef ZT_COLSUM_CUDA_CUH
 #define ZT_COLSUM_CUDA_CUH
 
 #include "cuda_check.h"
+#include "elem_io_cuda.cuh"
 #include "launch_math.h"
 
 // F: a functor with `void operator()(float s[NOUT], int n, int c) const` adding row n's
@@ -21,29 +24,28 @@ static __global__ void colsum_partial_kernel(float *work, F f, int N, int c0, in
     for (int j = 0; j < NOUT; j++) work[zt_col_partial_at(j, blockIdx.y, c)] = s[j];
 }
 
-template <int NOUT>
-static __global__ void colsum_finish_kernel(float *out0, float *out1, const float *work, int c0,
-                                            int nc) {
+template <int NOUT, typename O>
+static __global__ void colsum_finish_kernel(O *out0, O *out1, const float *work, int c0, int nc) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= nc) return;
-    float *out[2] = {out0, out1};
+    O *out[2] = {out0, out1};
     for (int j = 0; j < NOUT; j++) {
-        float s = out[j][c0 + c];
+        float s = zt_widen(out[j][c0 + c]);
         for (int k = 0; k < ZT_COL_CHUNKS; k++) s += work[zt_col_partial_at(j, k, c)];
-        out[j][c0 + c] = s;
+        zt_store(&out[j][c0 + c], s);
     }
 }
 
-template <int NOUT, typename F>
-static void zt_colsum(cudaStream_t st, float *out0, float *out1, float *work, F f, int N, int C,
+template <int NOUT, typename O, typename F>
+static void zt_colsum(cudaStream_t st, O *out0, O *out1, float *work, F f, int N, int C,
                       const char *what) {
     for (int c0 = 0; c0 < C; c0 += ZT_COL_TILE) {
         int nc = C - c0 < ZT_COL_TILE ? C - c0 : ZT_COL_TILE;
         dim3 grid(zt_grid_for((size_t)nc, ZT_CUDA_THREADS), ZT_COL_CHUNKS);
         colsum_partial_kernel<NOUT><<<grid, ZT_CUDA_THREADS, 0, st>>>(work, f, N, c0, nc);
         ZT_CUDA_LAUNCHED(st, what);
-        colsum_finish_kernel<NOUT><<<zt_grid_for((size_t)nc, ZT_CUDA_THREADS), ZT_CUDA_THREADS, 0,
-                                     st>>>(out0, out1, work, c0, nc);
+        colsum_finish_kernel<NOUT, O><<<zt_grid_for((size_t)nc, ZT_CUDA_THREADS),
+                                        ZT_CUDA_THREADS, 0, st>>>(out0, out1, work, c0, nc);
         ZT_CUDA_LAUNCHED(st, what);
     }
 }

@@ -7,16 +7,12 @@
 #include "cuda_check.h" // first: it declares the C helpers extern "C"
 #include "bf16_cuda.h"
 #include "block_reduce_cuda.cuh"
+#include "elem_io_cuda.cuh"
 #include "kernels_cuda.h"
 #include "softmax_math.h"
 
 #define CE_THREADS 256
 static_assert(CE_THREADS <= ZT_REDUCE_MAX_THREADS, "zt_block_reduce's buffer");
-
-static __device__ float widen(float x) { return x; }
-static __device__ float widen(zt_bf16 x) { return zt_bf16_to_fp32(x); }
-static __device__ void store(float *p, float v) { *p = v; }
-static __device__ void store(zt_bf16 *p, float v) { *p = zt_bf16_from_fp32(v); }
 
 // zt_row_max_strided's, zt_row_sumexp_strided's (scale 1: scale * x is x exactly) and
 // zt_ce_row_backward_strided's element arithmetic, on the widened logits.
@@ -28,14 +24,14 @@ static __global__ void ce_stats_kernel(float *row_max, float *target_logit, cons
     const T *x = logits + (size_t)r * ld;
     float m = -INFINITY;
     for (int i = threadIdx.x; i < n_valid; i += blockDim.x) {
-        float v = widen(x[i]);
+        float v = zt_widen(x[i]);
         m = v > m ? v : m;
     }
     m = zt_block_reduce(m, zt_op_max_f());
     if (threadIdx.x == 0) {
         row_max[r] = m; // -inf for a slice of padding only
         int t = targets[r] - vocab_lo;
-        target_logit[r] = t >= 0 && t < n_valid ? widen(x[t]) : 0.0f;
+        target_logit[r] = t >= 0 && t < n_valid ? zt_widen(x[t]) : 0.0f;
     }
 }
 
@@ -45,7 +41,7 @@ static __global__ void ce_sumexp_kernel(float *sumexp, const T *logits, const fl
     int r = blockIdx.x;
     const T *x = logits + (size_t)r * ld;
     float s = 0.0f, m = row_max[r];
-    for (int i = threadIdx.x; i < n_valid; i += blockDim.x) s += expf(widen(x[i]) - m);
+    for (int i = threadIdx.x; i < n_valid; i += blockDim.x) s += expf(zt_widen(x[i]) - m);
     s = zt_block_reduce(s, zt_op_sum_f());
     if (threadIdx.x == 0) sumexp[r] = s;
 }
@@ -63,8 +59,8 @@ static __global__ void ce_finish_kernel(T *dlogits, float *losses, const T *logi
     T *dx = dlogits + (size_t)r * ld;
     int t = targets[r] - vocab_lo; // outside [0, n_valid) when another slice has it
     for (int i = threadIdx.x; i < n_valid; i += blockDim.x)
-        store(dx + i, scale * (expf(widen(x[i]) - lse) - (i == t ? 1.0f : 0.0f)));
-    for (int i = n_valid + threadIdx.x; i < ld; i += blockDim.x) store(dx + i, 0.0f); // padding
+        zt_store(dx + i, scale * (expf(zt_widen(x[i]) - lse) - (i == t ? 1.0f : 0.0f)));
+    for (int i = n_valid + threadIdx.x; i < ld; i += blockDim.x) zt_store(dx + i, 0.0f); // padding
 }
 
 static void ce_check(int n, int n_valid, int ld) {

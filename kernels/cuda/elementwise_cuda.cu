@@ -1,15 +1,19 @@
-// Elementwise CUDA kernels: GELU (gelu_math.h), residual add, the bias of the linear
+// Elementwise CUDA kernels: GELU (gelu_math.h), residual add (fp32, and bf16 for the bf16
+// residual stream), the bias of the linear
 // layers (alone, or with the GELU after c_fc in one pass) (128-bit accesses, vec128_cuda.cuh;
 // grid-stride loops so any n fits the grid), and the bias
 // gradient (column sums over fixed row chunks, colsum_cuda.cuh).
 #include "colsum_cuda.cuh"
 #include "cuda_check.h"
+#include "elem_io_cuda.cuh"
 #include "gelu_math.h"
 #include "kernels_cuda.h"
+#include "residual_bf16_cuda.h"
 #include "vec128_cuda.cuh"
 
-// The flat maps as vec128_cuda.cuh ops: 4 fp32 per 128-bit access.
+// The flat maps as vec128_cuda.cuh ops: 4 fp32 or 8 bf16 per 128-bit access.
 #define FP32_W 4
+#define BF16_W 8
 
 struct gelu_forward_op {
     float *out;
@@ -54,14 +58,16 @@ struct gelu_backward_op {
     }
 };
 
-struct add_op {
-    float *out;
-    const float *a, *b;
+// fp32 or bf16 (T: the bf16 residual stream's add_bf16): the widened values added in fp32,
+// rounded once as stored (elem_io_cuda.cuh).
+template <typename T> struct add_op {
+    T *out;
+    const T *a, *b;
     template <int W> __device__ void run(size_t i) const {
-        alignas(16) float x[W], y[W];
+        alignas(16) T x[W], y[W];
         zt_vload<W>(x, a + i);
         zt_vload<W>(y, b + i);
-        for (int k = 0; k < W; k++) x[k] += y[k];
+        for (int k = 0; k < W; k++) zt_store(x + k, zt_widen(x[k]) + zt_widen(y[k]));
         zt_vstore<W>(out + i, x);
     }
 };
@@ -119,7 +125,13 @@ extern "C" void zt_cuda_gelu_backward(cudaStream_t st, float *dinp, const float 
 extern "C" void zt_cuda_add(cudaStream_t st, float *out, const float *a, const float *b,
                             size_t n) {
     int vec = zt_aligned16(out) && zt_aligned16(a) && zt_aligned16(b);
-    zt_vmap<FP32_W>(st, add_op{out, a, b}, n, vec, "add");
+    zt_vmap<FP32_W>(st, add_op<float>{out, a, b}, n, vec, "add");
+}
+
+extern "C" void zt_cuda_add_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *a,
+                                 const zt_bf16 *b, size_t n) {
+    int vec = zt_aligned16(out) && zt_aligned16(a) && zt_aligned16(b);
+    zt_vmap<BF16_W>(st, add_op<zt_bf16>{out, a, b}, n, vec, "add_bf16");
 }
 
 extern "C" void zt_cuda_scale_matrix(cudaStream_t st, float *c, int ld, int rows, int cols,
@@ -142,5 +154,5 @@ extern "C" void zt_cuda_bias_backward(cudaStream_t st, float *dbias, const float
                                       float *work, int N, int OC) {
     ZT_ASSERT(N >= 0 && OC >= 0);
     if (!OC || !N) return;
-    zt_colsum<1>(st, dbias, NULL, work, bias_terms{dout, OC}, N, OC, "bias_backward");
+    zt_colsum<1, float>(st, dbias, NULL, work, bias_terms{dout, OC}, N, OC, "bias_backward");
 }

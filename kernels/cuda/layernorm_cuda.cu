@@ -1,12 +1,20 @@
-// LayerNorm on the GPU: a warp per row around layernorm_math.h's lane functions (loads
+// LayerNorm on the GPU: a warp per row around layernorm_math.h's element expressions (loads
 // coalesced across the warp, sums in a fixed shuffle tree), and dw, db as column sums over
 // fixed row chunks (colsum_cuda.cuh). Deterministic run to run; the CPU sums in another
-// order, which the GPU test bounds.
+// order, which the GPU test bounds. The kernels are templates over the types they read and
+// write (fp32, or bf16 rows, weights and outputs: elem_io_cuda.cuh), so the bf16 residual
+// stream's LayerNorms are these kernels' arithmetic on the widened values, in one pass.
 #include "block_reduce_cuda.cuh"
 #include "colsum_cuda.cuh"
 #include "cuda_check.h"
+#include "elem_io_cuda.cuh"
 #include "kernels_cuda.h"
 #include "layernorm_math.h"
+#include "residual_bf16_cuda.h"
+
+// The warp's lanes (layernorm_math.h, "the GPU's warp per row"; cuda_layernorm_warp_host
+// replays them on the host): lane `lane` takes columns lane, lane + 32, ..., widened as read.
+#define LANES 32
 
 // The warp's row, and its lane; 0 for the extra warps of the last block (whole warps leave).
 static __device__ inline int ln_row(int N, int *row, int *lane) {
@@ -15,96 +23,198 @@ static __device__ inline int ln_row(int N, int *row, int *lane) {
     return *row < N;
 }
 
-static __global__ void layernorm_forward_kernel(float *out, float *mean, float *rstd,
-                                                const float *inp, const float *w, const float *b,
-                                                int N, int C) {
-    int n, lane;
-    if (!ln_row(N, &n, &lane)) return;
-    const float *x = inp + (size_t)n * C;
-    float m = zt_warp_sum(zt_ln_lane_sum(x, C, lane, 32)) / C;
-    float s = zt_ln_rstd(zt_warp_sum(zt_ln_lane_sqdev(x, m, C, lane, 32)), C);
-    zt_ln_lane_out(out + (size_t)n * C, x, w, b, m, s, C, lane, 32);
+template <typename X> static __device__ inline float lane_sum(const X *x, int C, int lane) {
+    float s = 0.0f;
+    for (int i = lane; i < C; i += LANES) s += zt_widen(x[i]);
+    return s;
+}
+
+// res = a + b on the lane's columns, stored once, and the sum of the values as stored (for
+// fp32 r itself; for bf16 r rounded, which the LayerNorm then reads back).
+template <typename R>
+static __device__ inline float lane_add_sum(R *res, const R *a, const R *b, int C, int lane) {
+    float s = 0.0f;
+    for (int i = lane; i < C; i += LANES) {
+        float r = zt_as_stored<R>(zt_widen(a[i]) + zt_widen(b[i]));
+        zt_store(res + i, r);
+        s += r;
+    }
+    return s;
+}
+
+template <typename X>
+static __device__ inline float lane_sqdev(const X *x, float m, int C, int lane) {
+    float s = 0.0f;
+    for (int i = lane; i < C; i += LANES) {
+        float d = zt_widen(x[i]) - m;
+        s += d * d;
+    }
+    return s;
+}
+
+template <typename O, typename X, typename P>
+static __device__ inline void lane_out(O *out, const X *x, const P *w, const P *b, float m,
+                                       float s, int C, int lane) {
+    for (int i = lane; i < C; i += LANES)
+        zt_store(out + i, zt_ln_out(zt_widen(x[i]), m, s, zt_widen(w[i]), zt_widen(b[i])));
+}
+
+// The row's mean and rstd from its lanes' sums, its output, and the statistics (lane 0).
+template <typename O, typename X, typename P>
+static __device__ inline void ln_row_finish(O *out, float *mean, float *rstd, const X *x,
+                                            const P *w, const P *b, float lane_total, int n,
+                                            int C, int lane) {
+    float m = zt_warp_sum(lane_total) / C;
+    float s = zt_ln_rstd(zt_warp_sum(lane_sqdev(x, m, C, lane)), C);
+    lane_out(out, x, w, b, m, s, C, lane);
     if (lane == 0) {
         mean[n] = m;
         rstd[n] = s;
     }
+}
+
+template <typename O, typename X, typename P>
+static __global__ void layernorm_forward_kernel(O *out, float *mean, float *rstd, const X *inp,
+                                                const P *w, const P *b, int N, int C) {
+    int n, lane;
+    if (!ln_row(N, &n, &lane)) return;
+    size_t at = (size_t)n * C;
+    ln_row_finish(out + at, mean, rstd, inp + at, w, b, lane_sum(inp + at, C, lane), n, C, lane);
 }
 
 // The residual add fused in: a and b read once, res written once and read back by the same
 // lane (its own columns: no other thread touches them), so the sums are those
 // layernorm_forward_kernel computes on res.
-static __global__ void residual_layernorm_forward_kernel(float *res, float *out, float *mean,
-                                                         float *rstd, const float *a,
-                                                         const float *b, const float *w,
-                                                         const float *bias, int N, int C) {
+template <typename O, typename R, typename P>
+static __global__ void residual_layernorm_forward_kernel(R *res, O *out, float *mean,
+                                                         float *rstd, const R *a, const R *b,
+                                                         const P *w, const P *bias, int N,
+                                                         int C) {
     int n, lane;
     if (!ln_row(N, &n, &lane)) return;
     size_t at = (size_t)n * C;
-    float *x = res + at;
-    float m = zt_warp_sum(zt_ln_lane_add_sum(x, a + at, b + at, C, lane, 32)) / C;
-    float s = zt_ln_rstd(zt_warp_sum(zt_ln_lane_sqdev(x, m, C, lane, 32)), C);
-    zt_ln_lane_out(out + at, x, w, bias, m, s, C, lane, 32);
-    if (lane == 0) {
-        mean[n] = m;
-        rstd[n] = s;
-    }
+    float total = lane_add_sum(res + at, a + at, b + at, C, lane);
+    ln_row_finish(out + at, mean, rstd, (const R *)res + at, w, bias, total, n, C, lane);
 }
 
-static __global__ void layernorm_backward_dx_kernel(float *dinp, const float *dout,
-                                                    const float *inp, const float *w,
-                                                    const float *mean, const float *rstd, int N,
-                                                    int C) {
+template <typename X, typename P>
+static __global__ void layernorm_backward_dx_kernel(float *dinp, const float *dout, const X *inp,
+                                                    const P *w, const float *mean,
+                                                    const float *rstd, int N, int C) {
     int n, lane;
     if (!ln_row(N, &n, &lane)) return;
     size_t at = (size_t)n * C;
-    float g, gx;
-    zt_ln_lane_dx_sums(&g, &gx, dout + at, inp + at, w, mean[n], rstd[n], C, lane, 32);
+    const X *x = inp + at;
+    const float *d = dout + at;
+    float g = 0.0f, gx = 0.0f, m = mean[n], s = rstd[n];
+    for (int i = lane; i < C; i += LANES) { // the lane's parts of sum(g), sum(g xhat), g = dout w
+        float gi = d[i] * zt_widen(w[i]);
+        g += gi;
+        gx += gi * (zt_widen(x[i]) - m) * s;
+    }
     g = zt_warp_sum(g) / C;
     gx = zt_warp_sum(gx) / C;
-    zt_ln_lane_dx(dinp + at, dout + at, inp + at, w, mean[n], rstd[n], g, gx, C, lane, 32);
+    for (int i = lane; i < C; i += LANES)
+        dinp[at + i] += zt_ln_dx(d[i], zt_widen(x[i]), zt_widen(w[i]), m, s, g, gx);
 }
 
 // Row n's terms of column c: dw's dout xhat, db's dout.
-struct ln_dwdb_terms {
-    const float *dout, *inp, *mean, *rstd;
+template <typename X> struct ln_dwdb_terms {
+    const float *dout;
+    const X *inp;
+    const float *mean, *rstd;
     int C;
     __device__ void operator()(float s[2], int n, int c) const {
         float d = dout[(size_t)n * C + c];
-        s[0] += zt_ln_dw_term(d, inp[(size_t)n * C + c], mean[n], rstd[n]);
+        s[0] += zt_ln_dw_term(d, zt_widen(inp[(size_t)n * C + c]), mean[n], rstd[n]);
         s[1] += d;
     }
 };
 
-extern "C" void zt_cuda_layernorm_forward(cudaStream_t st, float *out, float *mean, float *rstd,
-                                          const float *inp, const float *w, const float *b,
-                                          int N, int C) {
+template <typename O, typename X, typename P>
+static void ln_forward(cudaStream_t st, O *out, float *mean, float *rstd, const X *inp,
+                       const P *w, const P *b, int N, int C, const char *name) {
     ZT_ASSERT(N >= 0 && C > 0);
     if (!N) return;
     layernorm_forward_kernel<<<zt_ln_blocks(N), 32 * ZT_LN_WARPS, 0, st>>>(out, mean, rstd, inp,
                                                                            w, b, N, C);
-    ZT_CUDA_LAUNCHED(st, "layernorm_forward");
+    ZT_CUDA_LAUNCHED(st, name);
+}
+
+template <typename O, typename R, typename P>
+static void residual_ln_forward(cudaStream_t st, R *res, O *out, float *mean, float *rstd,
+                                const R *a, const R *b, const P *w, const P *bias, int N, int C,
+                                const char *name) {
+    ZT_ASSERT(N >= 0 && C > 0);
+    if (!N) return;
+    residual_layernorm_forward_kernel<<<zt_ln_blocks(N), 32 * ZT_LN_WARPS, 0, st>>>(
+        res, out, mean, rstd, a, b, w, bias, N, C);
+    ZT_CUDA_LAUNCHED(st, name);
+}
+
+// dw, db fp32 or bf16 (G): the column sums add into them in fp32, a bf16 one rounded once.
+template <typename G, typename X, typename P>
+static void ln_backward(cudaStream_t st, float *dinp, G *dw, G *db, const float *dout,
+                        const X *inp, const P *w, const float *mean, const float *rstd,
+                        float *work, int N, int C) {
+    ZT_ASSERT(N >= 0 && C > 0);
+    if (!N) return;
+    layernorm_backward_dx_kernel<<<zt_ln_blocks(N), 32 * ZT_LN_WARPS, 0, st>>>(
+        dinp, dout, inp, w, mean, rstd, N, C);
+    ZT_CUDA_LAUNCHED(st, "layernorm_backward_dx");
+    zt_colsum<2>(st, dw, db, work, ln_dwdb_terms<X>{dout, inp, mean, rstd, C}, N, C,
+                 "layernorm_backward_dwdb");
+}
+
+extern "C" void zt_cuda_layernorm_forward(cudaStream_t st, float *out, float *mean, float *rstd,
+                                          const float *inp, const float *w, const float *b,
+                                          int N, int C) {
+    ln_forward(st, out, mean, rstd, inp, w, b, N, C, "layernorm_forward");
 }
 
 extern "C" void zt_cuda_residual_layernorm_forward(cudaStream_t st, float *res, float *out,
                                                    float *mean, float *rstd, const float *a,
                                                    const float *b, const float *w,
                                                    const float *bias, int N, int C) {
-    ZT_ASSERT(N >= 0 && C > 0);
-    if (!N) return;
-    residual_layernorm_forward_kernel<<<zt_ln_blocks(N), 32 * ZT_LN_WARPS, 0, st>>>(
-        res, out, mean, rstd, a, b, w, bias, N, C);
-    ZT_CUDA_LAUNCHED(st, "residual_layernorm_forward");
+    residual_ln_forward(st, res, out, mean, rstd, a, b, w, bias, N, C,
+                        "residual_layernorm_forward");
 }
 
 extern "C" void zt_cuda_layernorm_backward(cudaStream_t st, float *dinp, float *dw, float *db,
                                            const float *dout, const float *inp, const float *w,
                                            const float *mean, const float *rstd, float *work,
                                            int N, int C) {
-    ZT_ASSERT(N >= 0 && C > 0);
-    if (!N) return;
-    layernorm_backward_dx_kernel<<<zt_ln_blocks(N), 32 * ZT_LN_WARPS, 0, st>>>(
-        dinp, dout, inp, w, mean, rstd, N, C);
-    ZT_CUDA_LAUNCHED(st, "layernorm_backward_dx");
-    zt_colsum<2>(st, dw, db, work, ln_dwdb_terms{dout, inp, mean, rstd, C}, N, C,
-                 "layernorm_backward_dwdb");
+    ln_backward(st, dinp, dw, db, dout, inp, w, mean, rstd, work, N, C);
+}
+
+extern "C" void zt_cuda_layernorm_forward_bf16in(cudaStream_t st, void *out, zt_dtype out_dt,
+                                                 float *mean, float *rstd, const zt_bf16 *inp,
+                                                 const zt_bf16 *w, const zt_bf16 *b, int N,
+                                                 int C) {
+    ZT_ASSERT(out_dt == ZT_F32 || out_dt == ZT_BF16);
+    if (out_dt == ZT_F32)
+        ln_forward(st, (float *)out, mean, rstd, inp, w, b, N, C, "layernorm_forward_bf16in");
+    else
+        ln_forward(st, (zt_bf16 *)out, mean, rstd, inp, w, b, N, C, "layernorm_forward_bf16in");
+}
+
+extern "C" void zt_cuda_residual_layernorm_forward_bf16(cudaStream_t st, zt_bf16 *res,
+                                                        void *out, zt_dtype out_dt, float *mean,
+                                                        float *rstd, const zt_bf16 *a,
+                                                        const zt_bf16 *b, const zt_bf16 *w,
+                                                        const zt_bf16 *bias, int N, int C) {
+    ZT_ASSERT(out_dt == ZT_F32 || out_dt == ZT_BF16);
+    const char *name = "residual_layernorm_forward_bf16";
+    if (out_dt == ZT_F32)
+        residual_ln_forward(st, res, (float *)out, mean, rstd, a, b, w, bias, N, C, name);
+    else
+        residual_ln_forward(st, res, (zt_bf16 *)out, mean, rstd, a, b, w, bias, N, C, name);
+}
+
+extern "C" void zt_cuda_layernorm_backward_bf16in(cudaStream_t st, float *dinp, zt_bf16 *dw,
+                                                  zt_bf16 *db, const float *dout,
+                                                  const zt_bf16 *inp, const zt_bf16 *w,
+                                                  const float *mean, const float *rstd,
+                                                  float *work, int N, int C) {
+    ln_backward(st, dinp, dw, db, dout, inp, w, mean, rstd, work, N, C);
 }
