@@ -151,25 +151,10 @@ def losses(path, key="loss"):
     return [json.loads(l)[key] for l in open(path) if '"%s"' % key in l]
 
 
-def check_8bit(name, d, p, bound, args):
-    """The 8-bit travel and flip bounds (docstring) for one tensor with 8-bit state."""
-    bad = []
-    r8 = Q8_FM * Q8_FV ** 0.5 * adam_ratio_bound(args.steps, args.beta1, args.beta2)
-    travel = 2 * args.steps * args.lr * (r8 + args.weight_decay * p)
-    if (d > travel).any():
-        i = int(np.argmax(d - travel))
-        bad.append("%s: diff %.3g at %d exceeds the 8-bit travel bound %.3g" % (name, d.flat[i], i, travel.flat[i]))
-    n_out, cap = int((d > bound).sum()), int(flip_fraction(args.steps) * d.size)
-    if n_out:
-        print("%s: %d of %d values beyond %.3g (8-bit flips: at most %d), worst %.3g"
-              % (name, n_out, d.size, bound, cap, d.max()))
-    if n_out > cap:
-        bad.append("%s: %d values differ by more than %.3g, more than one-code flips explain (%d)" % (name, n_out, bound, cap))
-    return bad
-
-
-def check_bf16(name, d, p, bound, args):
-    """The bf16 travel and share bounds (docstring) for one tensor."""
+def check_travel_share(name, d, p, bound, args, share, why):
+    """The travel and share bounds (docstring) for one tensor: every element within Adam's
+    travel (with 8-bit state's ratio where it has it), at most share x size elements beyond
+    bound (`why`: the events that may move them that far)."""
     bad = []
     ratio = adam_ratio_bound(args.steps, args.beta1, args.beta2)
     if args.adamw8bit:
@@ -178,12 +163,12 @@ def check_bf16(name, d, p, bound, args):
     if (d > travel).any():
         i = int(np.argmax(d - travel))
         bad.append("%s: diff %.3g at %d exceeds Adam's travel bound %.3g" % (name, d.flat[i], i, travel.flat[i]))
-    n_out, cap = int((d > bound).sum()), int(args.steps * BF16_SIGN * d.size)
+    n_out, cap = int((d > bound).sum()), int(share * d.size)
     if n_out:
-        print("%s: %d of %d values beyond %.3g (signs bf16 roundings decide: at most %d), worst %.3g"
-              % (name, n_out, d.size, bound, cap, d.max()))
+        print("%s: %d of %d values beyond %.3g (%s: at most %d), worst %.3g"
+              % (name, n_out, d.size, bound, why, cap, d.max()))
     if n_out > cap:
-        bad.append("%s: %d values differ by more than %.3g, more than bf16 roundings explain (%d)" % (name, n_out, bound, cap))
+        bad.append("%s: %d values differ by more than %.3g, more than %s explain (%d)" % (name, n_out, bound, why, cap))
     return bad
 
 
@@ -229,9 +214,11 @@ def main():
         if m / bound > worst[0]:
             worst = (m / bound, name)
         if args.bf16:
-            bad += check_bf16(name, d, p, bound, args)
+            bad += check_travel_share(name, d, p, bound, args, args.steps * BF16_SIGN,
+                                      "signs bf16 roundings decide")
         elif args.adamw8bit and d.size >= args.min_8bit:  # 8-bit state
-            bad += check_8bit(name, d, p, bound, args)
+            bad += check_travel_share(name, d, p, bound, args, flip_fraction(args.steps),
+                                      "8-bit one-code flips")
         elif m > bound:
             bad.append("%s: max diff %.3g > bound %.3g" % (name, m, bound))
     print("parameters: worst max|diff| / bound = %.4f (%s), bound %.3g" % (worst[0], worst[1], bound))
