@@ -86,8 +86,12 @@ static inline int ckpt_file_exists(const char *p) {
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-// Rank 0, before each save: ZT_OK unless this process locked `dir` (ckpt_lock.c) and its
-// lock file was since deleted or replaced (a second run may hold the new one): ZT_ERR then.
+// Whether this process holds the lock of `dir` (ckpt_lock.c).
+int ckpt_lock_holds(const char *dir);
+
+// Rank 0, before each save and again before its commit: ZT_OK unless this process locked
+// `dir` and the path no longer names the directory it locked (moved, removed or replaced:
+// a second run may write the new one): ZT_ERR then.
 zt_status ckpt_lock_verify(const char *dir);
 
 static inline double ckpt_now_s(void) {

@@ -12,7 +12,8 @@
 
 // This process's lock: the directory itself is flock'ed (deleting DIR/lock, the file that
 // names the holder, let a second run lock a new file, and both wrote the directory), and
-// every save verifies that DIR is still the directory locked (ckpt_lock_verify).
+// every save verifies that DIR is still the directory locked (ckpt_lock_verify), before it
+// creates anything and again right before its commit.
 static int g_dir_fd = -1;
 static char g_dir[PATHN];
 
@@ -111,8 +112,10 @@ void zt_ckpt_unlock(int fd) {
     }
 }
 
+int ckpt_lock_holds(const char *dir) { return g_dir_fd >= 0 && strcmp(dir, g_dir) == 0; }
+
 zt_status ckpt_lock_verify(const char *dir) {
-    if (g_dir_fd < 0 || strcmp(dir, g_dir) != 0) return ZT_OK; // no lock (no flock here)
+    if (!ckpt_lock_holds(dir)) return ZT_OK; // no lock (no flock here)
     struct stat held, now;
     if (stat(dir, &now) == 0 && fstat(g_dir_fd, &held) == 0 && held.st_dev == now.st_dev &&
         held.st_ino == now.st_ino)

@@ -418,6 +418,9 @@ static zt_status commit(const zt_ckpt_ctx *c, const char *tmp, const char *fin, 
     ZT_TRY(write_manifest(c, tmp, step, samples, rec));
     ZT_TRY(seal_manifest(tmp));
     ZT_TRY(fsync_path(tmp));
+    // the directory may have been moved since the save began (its tmp then lies elsewhere):
+    // checked again right before anything in it is named a checkpoint
+    ZT_TRY(ckpt_lock_verify(dir));
     retire_step(dir, step); // an older save of the same step (a rerun)
     if (rename(tmp, fin) != 0)
         return zt_errorf("cannot rename %s to %s: %s", tmp, fin, strerror(errno));
@@ -448,7 +451,8 @@ zt_status zt_ckpt_save(const zt_ckpt_ctx *c, int step, uint64_t samples) {
     zt_status s = ZT_OK;
     if (g->rank == 0) s = ckpt_lock_verify(dir);
     if (g->rank == 0 && s == ZT_OK) {
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        // a locked directory exists: one made here would be another (the locked one moved)
+        if (!ckpt_lock_holds(dir) && mkdir(dir, 0755) != 0 && errno != EEXIST)
             s = zt_errorf("cannot create the checkpoint directory %s: %s", dir, strerror(errno));
         remove_dir(tmp); // a crash's leftovers
         if (s == ZT_OK && mkdir(tmp, 0755) != 0)

@@ -23,6 +23,8 @@
 //   ZT_FAULT_ENOSPC_AT_FSYNC=glob fsync of a file whose path matches glob fails with ENOSPC
 //                                 (the data not synced), as a full disk shows on a file
 //                                 system that allocates late; every rank (a shared disk);
+//   ZT_FAULT_PAUSE_AT_MKDIR=glob  the first mkdir of a path matching glob waits, as
+//                                 ZT_FAULT_PAUSE_AT_RENAME's rename does;
 //   ZT_FAULT_STOP_AT_IBARRIER=n   this process stops itself (SIGSTOP) just before its n-th
 //                                 MPI_Ibarrier (the staged collectives' synchronisation under
 //                                 ZT_COMM_TIMEOUT_S), after it counted the collective as
@@ -121,6 +123,15 @@ static void pause_until_continued(void) {
     struct stat st;
     note("paused before rename");
     for (int i = 0; i < 600 && go && *go && stat(go, &st) != 0; i++) usleep(100000);
+}
+
+int mkdir(const char *path, mode_t mode) {
+    static int (*real)(const char *, mode_t);
+    static int seen;
+    if (!real) real = (int (*)(const char *, mode_t))dlsym(RTLD_NEXT, "mkdir");
+    const char *glob = getenv("ZT_FAULT_PAUSE_AT_MKDIR");
+    if (glob && *glob && fnmatch(glob, path, 0) == 0 && !seen++) pause_until_continued();
+    return real(path, mode);
 }
 
 int rename(const char *oldpath, const char *newpath) {

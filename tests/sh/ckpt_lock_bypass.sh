@@ -5,8 +5,8 @@
 # directory it locked. (1) A run held at its step-4 commit (ZT_FAULT_PAUSE_AT_RENAME); its
 # lock file deleted; a second run in the directory is refused and changes nothing; the first
 # ends with its checkpoints intact. (2) The directory moved away and another made in its
-# place while a run saves every step: the run stops with one error and writes nothing into
-# the new directory.
+# place while a save is under way (held by build/libzt_faults.so): the run stops with one
+# error and writes nothing into the new directory.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 out=build/test_ckpt_lock_bypass; rm -rf $out; mkdir -p $out
@@ -53,13 +53,19 @@ wait $first || { cat $out/first.out; die "the first run failed"; }
     && [ ! -e $out/kp/step-2 ] && [ ! -e $out/kp/step-8 ] &&
   echo "ok   the first run ended with step-4 and step-6" || die "expected step-4 and step-6, latest = step-6"
 
-# (2) the directory replaced under a running run (steps slow enough to act between saves)
-timeout 120 $ZT --n-layer 4 --n-head 4 --n-embd 256 --vocab 256 --n-ctx 64 --seq 64 \
-    --micro-batch 4 --steps 60 --val-every 0 --data $out/tok.bin --seq 16 --ckpt-dir $out/mv \
-    --ckpt-every 1 > $out/mv.out 2> $out/mv.err &
+# (2) the directory replaced while a save is under way: held as it makes step-3's tmp
+# directory (after the save's first check), the directory is moved away and another made
+# in its place; the save must not commit into the new one (a CI run once found step-3 and
+# `latest` there: the save had made the directory anew and committed into it)
+LD_PRELOAD=$PWD/build/libzt_faults.so ZT_FAULT_PAUSE_AT_MKDIR="$out/mv/tmp-step-3" \
+    ZT_FAULT_CONTINUE=$out/continue2 ZT_FAULT_LOG=$out/faults2.log \
+    timeout 120 $ZT $common --steps 6 --ckpt-dir $out/mv --ckpt-every 1 \
+    > $out/mv.out 2> $out/mv.err &
 job=$!
-for _ in $(seq 600); do [ -f $out/mv/step-2/manifest.json ] && break; sleep 0.05; done
+for _ in $(seq 600); do grep -q paused $out/faults2.log 2>/dev/null && break; sleep 0.1; done
+grep -q paused $out/faults2.log || die "the run never paused at step-3's save"
 mv $out/mv $out/mv.moved && mkdir $out/mv
+touch $out/continue2
 wait $job; rc=$?
 n=$(grep -c 'zerotrain: error' $out/mv.err)
 if [ $rc -ne 0 ] && [ $rc -lt 124 ] && [ "$n" = 1 ] && [ -z "$(ls $out/mv)" ]; then
