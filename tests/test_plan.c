@@ -5,11 +5,16 @@
 // stages, fp32 and bf16, with recomputation and with the backward split in two (ZB-H1).
 #include <string.h>
 
+#include "adamw.h"
+#include "adamw8bit.h"
 #include "backend_profile.h"
 #include "gpt2.h"
+#include "grad_norm.h"
 #include "layout.h"
 #include "plan_cost.h"
+#include "partition.h"
 #include "plan_step_ops.h"
+#include "planner.h"
 #include "test.h"
 
 // The real passes of units [first, last) under the --profile decorator: per-phase calls and
@@ -173,5 +178,87 @@ ZT_TEST(plan_step_ops_match_profile) {
             }
     printf("  %d dtypes x optimizers x micro-batches: recorded = run, every op\n", checked);
     CHECK(checked >= 4);
+    return ZT_PASS;
+}
+
+// The optimizer's step as the time model prices it (zt_plan_optimizer_work on the rank's
+// layout, zt_plan_rank_layout): the calls and flops the CPU backend receives when the
+// trainer's own step runs on that rank's shard under the --profile decorator, phase by phase;
+// AdamW one call per tensor piece of the shard. Pipeline ranks 0 and 1 of 2, dp ranks 0 and 1
+// of 2 under ZeRO-1, fp32 and bf16, AdamW and 8-bit AdamW.
+static void real_optimizer(const zt_plan_spec *s, const zt_layout *lay, size_t lo, size_t hi,
+                           int count_tied, zt_profile *out) {
+    zt_profile acc = {0};
+    zt_backend prof;
+    zt_backend_profile_state ps;
+    zt_backend_profile_init(&prof, &ps, zt_test_cpu(), &acc);
+    zt_dtype dt = s->param_bytes == 2 ? ZT_BF16 : ZT_F32;
+    size_t bytes = lay->numel * zt_dtype_size(dt);
+    void *params = zt_be_alloc(&prof, ZT_MEM_PARAMS, bytes);
+    void *grads = zt_be_alloc(&prof, ZT_MEM_GRADS, bytes);
+    prof.ops->memset(&prof, params, 0, bytes);
+    prof.ops->memset(&prof, grads, 0, bytes);
+    zt_adamw opt = {0};
+    zt_adamw8bit opt8 = {0};
+    if (s->is_8bit) ZT_ASSERT(zt_adamw8bit_init(&opt8, &prof, lay, lo, hi, &s->opt8, dt) == ZT_OK);
+    else zt_adamw_init(&opt, &prof, lo, hi, dt);
+    const zt_adamw_config c = {6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f};
+    zt_profile before = acc;
+    double sq[2];
+    zt_grad_sumsq(&prof, sq, grads, dt, lay, lo, hi, 1, count_tied);
+    if (s->is_8bit) zt_adamw8bit_step(&opt8, params, grads, lay, &c, c.lr, 1.0f);
+    else zt_adamw_step(&opt, params, grads, lay, &c, c.lr, 1.0f);
+    zt_profile_diff(out, &acc, &before);
+    if (s->is_8bit) zt_adamw8bit_free(&opt8);
+    else zt_adamw_free(&opt);
+    zt_be_free(&prof, grads);
+    zt_be_free(&prof, params);
+}
+
+// Tensors of lay with elements in [lo, hi).
+static int tensors_in(const zt_layout *lay, size_t lo, size_t hi) {
+    int n = 0;
+    for (int i = 0; i < lay->n; i++)
+        n += lay->t[i].offset < hi && lay->t[i].offset + lay->t[i].numel > lo;
+    return n;
+}
+
+ZT_TEST(plan_optimizer_matches_trainer) {
+    zt_model_shape shape = {.n_layer = 3, .n_head = 2, .n_embd = 32, .vocab = 67,
+                            .padded_vocab = 128, .n_ctx = 16};
+    zt_partition p;
+    ZT_ASSERT(zt_partition_build(&p, "uniform", &shape, 2, NULL) == ZT_OK);
+    int checked = 0;
+    for (int dt = 4; dt >= 2; dt -= 2)
+        for (int opt8 = 0; opt8 <= 1; opt8++)
+            for (int k = 0; k < 2; k++)
+                for (int r = 0; r < 2; r++) {
+                    if (dt == 2 && !zt_test_cpu()->caps->bf16) continue;
+                    zt_plan_spec s = {.shape = shape, .dp = 2, .pp = 2, .tp = 1, .zero = 1,
+                                      .virtual_stages = 1, .micro_batch = 2, .seq = 8,
+                                      .param_bytes = dt, .is_8bit = opt8,
+                                      .backend = zt_test_cpu()->caps};
+                    s.opt8 = zt_adamw8bit_default_options();
+                    zt_layout lay;
+                    CHECK(zt_plan_rank_layout(&s, &p, k, 0, &lay) == ZT_OK);
+                    size_t lo = 0, hi = 0;
+                    zt_plan_shard(&s, lay.numel, r, &lo, &hi);
+                    zt_profile real;
+                    real_optimizer(&s, &lay, lo, hi, k == 0, &real);
+                    zt_record rec;
+                    CHECK(zt_plan_optimizer_work(&s, &lay, lo, hi, k == 0, &rec) == ZT_OK);
+                    char what[96];
+                    snprintf(what, sizeof what, "pp rank %d, dp rank %d, %s, %s", k, r,
+                             dt == 2 ? "bf16" : "fp32", opt8 ? "adamw8bit" : "adamw");
+                    CHECK(same(what, &real, &rec));
+                    if (!opt8) CHECK(rec.calls[ZT_PHASE_OPTIMIZER] == tensors_in(&lay, lo, hi));
+                    CHECK(rec.calls[ZT_PHASE_OPTIMIZER] > 1);
+                    zt_layout_free(&lay);
+                    checked++;
+                }
+    zt_partition_free(&p);
+    printf("  %d ranks x dtypes x optimizers: recorded = run, a call per tensor piece\n",
+           checked);
+    CHECK(checked >= 8);
     return ZT_PASS;
 }

@@ -8,7 +8,9 @@
 #include <unistd.h>
 #include <string.h>
 
+#include "adamw.h"
 #include "backend_profile.h"
+#include "grad_norm.h"
 #include "gpt2.h"
 #include "layout.h"
 #include "plan_cost.h"
@@ -87,26 +89,43 @@ static double time_passes(const zt_plan_spec *s, const zt_backend *be, zt_profil
     return jitter;
 }
 
-// The optimizer's and the gradient norm's rates: n elements, `steps` times, the median.
-static void time_optimizer(const zt_plan_spec *s, const zt_backend *be, zt_profile *acc,
-                           int steps, size_t n, double *opt_s, double *norm_s) {
-    float *buf = be->ops->alloc(be, ZT_MEM_OPTIMIZER, 4 * n * sizeof(float));
-    zt_adamw_hparams hp = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .lr = 1e-4f,
-                           .bc1 = 1.0f, .bc2 = 1.0f, .grad_scale = 1.0f};
+// One decayed tensor of n elements: the optimizer's calibration runs the trainer's calls on
+// it and prices them with the same calls recorded (zt_plan_optimizer_work).
+static zt_layout one_tensor(zt_tensor_desc *t, size_t n) {
+    memset(t, 0, sizeof *t);
+    t->numel = n;
+    t->decay = 1;
+    return (zt_layout){.t = t, .n = 1, .align = ZT_ALIGN_ELEMS, .numel = n};
+}
+
+// The optimizer's and the gradient norm's seconds on lay (fp32 AdamW over all of it, as the
+// trainer calls them), `steps` times, the median of each.
+static void time_optimizer(const zt_backend *be, zt_profile *acc, int steps,
+                           const zt_layout *lay, double *opt_s, double *norm_s) {
+    size_t n = lay->numel;
+    float *params = zt_be_alloc(be, ZT_MEM_PARAMS, n * sizeof(float));
+    float *grads = zt_be_alloc(be, ZT_MEM_GRADS, n * sizeof(float));
+    be->ops->memset(be, params, 0, n * sizeof(float));
+    be->ops->memset(be, grads, 0, n * sizeof(float));
+    zt_adamw opt;
+    zt_adamw_init(&opt, be, 0, n, ZT_F32);
+    const zt_adamw_config c = {1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f};
     double *o = calloc(2 * (size_t)steps, sizeof *o), *g = o + steps;
     ZT_ASSERT(o);
     for (int i = -1; i < steps; i++) {
         zt_profile before = *acc, d;
-        be->ops->adamw(be, buf, buf + n, buf + 2 * n, buf + 3 * n, n, 0.1f, &hp);
-        double sq[2] = {0, 0};
-        be->ops->sumsq(be, sq, buf + 3 * n, n);
+        double sq[2];
+        zt_grad_sumsq(be, sq, grads, ZT_F32, lay, 0, n, 1, 1);
+        zt_adamw_step(&opt, params, grads, lay, &c, c.lr, 1.0f);
         zt_profile_diff(&d, acc, &before);
         if (i >= 0) o[i] = d.wall[ZT_PHASE_OPTIMIZER], g[i] = d.wall[ZT_PHASE_GRAD_NORM];
     }
     *opt_s = median(o, steps);
     *norm_s = median(g, steps);
     free(o);
-    be->ops->free(be, buf);
+    zt_adamw_free(&opt);
+    zt_be_free(be, grads);
+    zt_be_free(be, params);
 }
 
 // Bytes per second of one large copy (the shared-memory links' stand-in).
@@ -321,14 +340,15 @@ zt_status zt_plan_calibrate(const zt_plan_spec *s, int steps, FILE *progress, zt
     }
     if (!cpu.caps->bf16)
         for (int p = 0; p < ZT_PHASE_COUNT; p++) d->rate[p][1] = d->rate[p][0];
-    size_t n = (size_t)1 << 22;
+    zt_tensor_desc t;
+    zt_layout lay = one_tensor(&t, (size_t)1 << 22);
     double opt = 0, norm = 0;
-    time_optimizer(s, &prof, &acc, steps, n, &opt, &norm);
+    time_optimizer(&prof, &acc, steps, &lay, &opt, &norm);
     zt_record ow;
     zt_plan_spec o = *s;
     o.param_bytes = 4;
     o.is_8bit = 0;
-    zt_plan_optimizer_work(&o, n, n, &ow);
+    ZT_ASSERT(zt_plan_optimizer_work(&o, &lay, 0, lay.numel, 1, &ow) == ZT_OK);
     d->rate[ZT_PHASE_OPTIMIZER][0] = d->rate[ZT_PHASE_OPTIMIZER][1] =
         ow.bytes[ZT_PHASE_OPTIMIZER] / opt;
     d->rate[ZT_PHASE_GRAD_NORM][0] = d->rate[ZT_PHASE_GRAD_NORM][1] =

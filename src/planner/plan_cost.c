@@ -3,7 +3,10 @@
 
 #include <string.h>
 
+#include "adamw.h"
+#include "adamw8bit.h"
 #include "gpt2.h"
+#include "grad_norm.h"
 #include "layout.h"
 
 // A pass: the recorder's counts reset, the pass run, the counts kept.
@@ -122,24 +125,35 @@ zt_status zt_plan_stage_work_of(const zt_plan_spec *s, int first, int last, int 
     return ZT_OK;
 }
 
-void zt_plan_optimizer_work(const zt_plan_spec *s, size_t n, size_t numel, zt_record *out) {
-    memset(out, 0, sizeof *out);
+// The hyperparameters of the recorded update: the ops it issues do not depend on them.
+static const zt_adamw_config record_config = {6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f};
+
+zt_status zt_plan_optimizer_work(const zt_plan_spec *s, const zt_layout *lay, size_t lo,
+                                 size_t hi, int count_tied, zt_record *out) {
     zt_backend be;
     zt_backend_record_state st;
     zt_backend_record_init(&be, &st, s->backend, out);
-    const zt_backend_i *o = be.ops;
-    int block = s->opt8.block_size;
-    // the arguments are sizes only: the recorder reads nothing else
-    if (s->param_bytes == 2 && s->is_8bit)
-        o->adamw8bit_bf16(&be, NULL, NULL, NULL, NULL, NULL, NULL, NULL, n, block, NULL, NULL,
-                          0.0f, NULL);
-    else if (s->param_bytes == 2)
-        o->adamw_bf16(&be, NULL, NULL, NULL, NULL, NULL, n, 0.0f, NULL);
-    else if (s->is_8bit)
-        o->adamw8bit(&be, NULL, NULL, NULL, NULL, NULL, NULL, n, block, NULL, NULL, 0.0f, NULL);
-    else
-        o->adamw(&be, NULL, NULL, NULL, NULL, n, 0.0f, NULL);
-    if (s->param_bytes == 2) o->sumsq_bf16(&be, NULL, NULL, numel);
-    else o->sumsq(&be, NULL, NULL, numel);
+    zt_dtype dt = s->param_bytes == 2 ? ZT_BF16 : ZT_F32;
+    size_t bytes = lay->numel * zt_dtype_size(dt);
+    void *params = zt_be_alloc(&be, ZT_MEM_PARAMS, bytes);
+    void *grads = zt_be_alloc(&be, ZT_MEM_GRADS, bytes);
+    zt_adamw opt = {0};
+    zt_adamw8bit opt8 = {0};
+    zt_status status = ZT_OK;
+    if (s->is_8bit) status = zt_adamw8bit_init(&opt8, &be, lay, lo, hi, &s->opt8, dt);
+    else zt_adamw_init(&opt, &be, lo, hi, dt);
+    memset(out, 0, sizeof *out); // the state's zero-fills are not the step's work
+    if (status == ZT_OK) {
+        double sumsq[2];
+        zt_grad_sumsq(&be, sumsq, grads, dt, lay, lo, hi, 1, count_tied);
+        if (s->is_8bit)
+            zt_adamw8bit_step(&opt8, params, grads, lay, &record_config, 6e-4f, 1.0f);
+        else zt_adamw_step(&opt, params, grads, lay, &record_config, 6e-4f, 1.0f);
+    }
+    if (s->is_8bit) zt_adamw8bit_free(&opt8);
+    else zt_adamw_free(&opt);
+    zt_be_free(&be, grads);
+    zt_be_free(&be, params);
     zt_backend_record_free(&st);
+    return status;
 }

@@ -34,8 +34,11 @@ typedef struct {
 zt_status zt_plan_stage_work_of(const zt_plan_spec *s, int first, int last, int split,
                                 zt_plan_stage_work *out);
 
-// The optimizer step of a shard of n elements and the gradient norm over numel (the
-// spec's optimizer and dtype), as the ops those steps issue.
-void zt_plan_optimizer_work(const zt_plan_spec *s, size_t n, size_t numel, zt_record *out);
+// The optimizer's step on the shard [lo, hi) of a rank's flat buffer (lay: its tensors, and
+// its padded length), as the trainer runs it: the gradient's sum of squares over the shard
+// (zt_grad_sumsq; count_tied: the rank counts the tied embedding), then the spec's update,
+// one call per tensor piece in the shard; recorded. Fails as zt_adamw8bit_init does.
+zt_status zt_plan_optimizer_work(const zt_plan_spec *s, const zt_layout *lay, size_t lo,
+                                 size_t hi, int count_tied, zt_record *out);
 
 #endif

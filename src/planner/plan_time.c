@@ -183,10 +183,10 @@ static zt_status pipeline(const zt_plan_spec *s, const stage_price *sp, int over
 
 // A stage's work after its last backward: the dp reduction and gather (their exposed
 // part, and the wait for the group's slowest rank after `span`), the tied embedding's
-// all-reduce, the optimizer.
+// all-reduce, the optimizer (its recorded step: opt).
 static void after_passes(const zt_plan_spec *s, const zt_plan_device *d, int rpn, int k,
-                         const stage_price *sp, double span, int overlap, double *dp_s,
-                         double *embed_s, double *opt_s) {
+                         const stage_price *sp, const zt_record *opt, double span,
+                         int overlap, double *dp_s, double *embed_s, double *opt_s) {
     int dt = s->param_bytes == 2;
     int lo = zt_grid_rank(0, k, 0, s->dp, s->pp, s->tp);
     int hi = zt_grid_rank(s->dp - 1, k, 0, s->dp, s->pp, s->tp);
@@ -207,11 +207,19 @@ static void after_passes(const zt_plan_spec *s, const zt_plan_device *d, int rpn
         int last = zt_grid_rank(0, s->pp - 1, 0, s->dp, s->pp, s->tp);
         *embed_s = ring(RING_ALL_REDUCE, wte, 2, link_of(d, rpn, first, last));
     }
-    size_t numel = (size_t)sp->numel, lo_e = 0, hi_e = 0;
-    zt_plan_shard(s, numel, 0, &lo_e, &hi_e);
-    zt_record opt;
-    zt_plan_optimizer_work(s, hi_e - lo_e, numel, &opt);
-    *opt_s = contention(s, d) * ops_time(&opt, d, dt);
+    *opt_s = contention(s, d) * ops_time(opt, d, dt);
+}
+
+// Rank k's optimizer step on dp rank 0's shard (plan_cost.h), recorded.
+static zt_status optimizer_of(const zt_plan_spec *s, const zt_partition *p, int k,
+                              zt_record *out) {
+    zt_layout lay;
+    ZT_TRY(zt_plan_rank_layout(s, p, k, 0, &lay));
+    size_t lo = 0, hi = 0;
+    zt_plan_shard(s, lay.numel, 0, &lo, &hi);
+    zt_status st = zt_plan_optimizer_work(s, &lay, lo, hi, k == 0, out);
+    zt_layout_free(&lay);
+    return st;
 }
 
 zt_status zt_plan_time_of(const zt_plan_spec *s, const zt_partition *p, const zt_plan_device *d,
@@ -233,11 +241,15 @@ zt_status zt_plan_time_of(const zt_plan_spec *s, const zt_partition *p, const zt
         r->numel += sp[v].numel, r->flops += sp[v].flops;
     }
     double span = 0.0, busy0 = 0.0, post_max = 0.0, dp0 = 0, emb0 = 0, opt0 = 0;
+    zt_record *work = calloc((size_t)P, sizeof *work); // each rank's optimizer step
+    ZT_ASSERT(work);
+    for (int k = 0; k < P && st == ZT_OK; k++) st = optimizer_of(s, p, k, &work[k]);
     if (st == ZT_OK) st = pipeline(s, sp, overlap, &span, &busy0);
     if (st == ZT_OK) {
         for (int k = 0; k < P; k++) {
             double dps, emb, opt;
-            after_passes(s, d, ranks_per_node, k, &rank[k], span, overlap, &dps, &emb, &opt);
+            after_passes(s, d, ranks_per_node, k, &rank[k], &work[k], span, overlap, &dps, &emb,
+                         &opt);
             post_max = fmax(post_max, dps + emb + opt);
             if (k == 0) dp0 = dps, emb0 = emb, opt0 = opt;
             out->model_flops += rank[k].flops * s->tp * m * s->dp;
@@ -256,6 +268,7 @@ zt_status zt_plan_time_of(const zt_plan_spec *s, const zt_partition *p, const zt
         int world = s->dp * s->pp * s->tp;
         out->mfu = out->model_flops / (out->step_s * world * d->peak_flops[s->param_bytes == 2]);
     }
+    free(work);
     free(sp);
     return st;
 }

@@ -170,17 +170,22 @@ static zt_status plan_rank_stage(const zt_plan_spec *s, const zt_partition *p, i
                       zt_plan_stage_slots(s, pp_rank), o);
 }
 
-// The layout adamw8bit walks on rank pp_rank (its chunks' under interleaved).
-static zt_status rank_layout(const zt_plan_spec *s, const zt_partition *p, int pp_rank,
-                             int tp_rank, size_t numel, zt_layout *lay) {
-    if (s->virtual_stages <= 1)
-        return stage_layout(s, p->first[pp_rank], p->first[pp_rank + 1], tp_rank, numel, lay);
-    int V = s->virtual_stages, firsts[V], lasts[V];
-    rank_chunks(s, p, pp_rank, firsts, lasts);
+zt_status zt_plan_rank_layout(const zt_plan_spec *s, const zt_partition *p, int pp_rank,
+                              int tp_rank, zt_layout *lay) {
+    int V = s->virtual_stages > 1 ? s->virtual_stages : 1, firsts[V], lasts[V];
+    if (V == 1) firsts[0] = p->first[pp_rank], lasts[0] = p->first[pp_rank + 1];
+    else rank_chunks(s, p, pp_rank, firsts, lasts);
     ZT_TRY(zt_layout_init_ranges(lay, &s->shape, V, firsts, lasts, s->tp, tp_rank,
                                  ZT_ALIGN_ELEMS));
-    ZT_ASSERT(zt_round_up(lay->numel, (size_t)s->dp * ZT_ALIGN_ELEMS) == numel);
-    lay->numel = numel;
+    lay->numel = zt_round_up(lay->numel, (size_t)s->dp * ZT_ALIGN_ELEMS);
+    return ZT_OK;
+}
+
+// The layout adamw8bit walks on rank pp_rank, whose flat buffer the plan counted as numel.
+static zt_status rank_layout(const zt_plan_spec *s, const zt_partition *p, int pp_rank,
+                             int tp_rank, size_t numel, zt_layout *lay) {
+    ZT_TRY(zt_plan_rank_layout(s, p, pp_rank, tp_rank, lay));
+    ZT_ASSERT(lay->numel == numel);
     return ZT_OK;
 }
 

@@ -160,6 +160,12 @@ double zt_plan_stage_cost_cached(const zt_plan_spec *s, zt_plan_cache *c, int fi
 zt_status zt_plan_partition_cached(const zt_plan_spec *s, zt_plan_cache *cache,
                                    zt_partition *out);
 
+// The tensors of pipeline rank pp_rank on tp rank tp_rank (its chunks' under interleaved),
+// laid out as the trainer lays them, lay->numel its flat buffer padded as allocated (to dp x
+// ZT_ALIGN_ELEMS). Caller frees with zt_layout_free.
+zt_status zt_plan_rank_layout(const zt_plan_spec *s, const zt_partition *p, int pp_rank,
+                              int tp_rank, zt_layout *lay);
+
 // This dp rank's optimizer range [lo, hi) of a flat buffer of `numel` elements (a
 // multiple of dp * ZT_ALIGN_ELEMS, asserted): the 1/dp shard under zero 1, everything
 // under zero 0 (zt_dp_shard, src/parallel/dp_sync.h: the trainer's arithmetic).
