@@ -15,8 +15,10 @@
 #include "layout.h"
 #include "plan_cost.h"
 
-// Each measurement is taken this many times and its median kept: on a shared machine a
-// single figure moves 20-30% from minute to minute (bench/RESULTS.md, "Predicted step time").
+// Each pass is timed in this many rounds and its fastest round kept: on a shared machine a
+// figure moves 20-30% from minute to minute, and other users' work only ever slows a round,
+// so the fastest is the machine's own speed and repeats best (docs/design.md, "Step-time
+// model").
 #define ZT_CAL_ROUNDS 5
 
 static double now_s(void) {
@@ -33,6 +35,12 @@ static int cmp_double(const void *a, const void *b) {
 static double median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double fastest(const double *v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = fmin(m, v[i]);
+    return m;
 }
 
 // How much the same work's time wanders on this machine (other users' load): the steps'
@@ -279,7 +287,7 @@ static void fit(const zt_record *w1, const double *t1, const zt_record *w2, cons
 
 // One dtype's two micro-batch sizes, ZT_CAL_ROUNDS rounds of each, alternating which
 // goes first (a drift of the machine's load then lands on both sizes alike): each phase's
-// median over the rounds into t1 (small) and t2 (big). Returns the rounds' spread: (the
+// fastest round into t1 (small) and t2 (big). Returns the rounds' spread: (the
 // slowest less the fastest) over the median of the big size's whole pass.
 static double time_sizes(const zt_plan_spec *small, const zt_plan_spec *big, const zt_backend *be,
                          zt_profile *acc, int steps, FILE *progress, const char *dtype,
@@ -299,8 +307,8 @@ static double time_sizes(const zt_plan_spec *small, const zt_plan_spec *big, con
         }
     }
     for (int p = 0; p < ZT_PHASE_COUNT; p++) {
-        t1[p] = median(r1[p], ZT_CAL_ROUNDS);
-        t2[p] = median(r2[p], ZT_CAL_ROUNDS);
+        t1[p] = fastest(r1[p], ZT_CAL_ROUNDS);
+        t2[p] = fastest(r2[p], ZT_CAL_ROUNDS);
     }
     *jitter = median(jit, ZT_CAL_ROUNDS);
     double lo = total[0], hi = total[0];
@@ -380,7 +388,7 @@ zt_status zt_plan_calibrate(const zt_plan_spec *s, int steps, FILE *progress, zt
     strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     snprintf(d->note, sizeof d->note,
              "measured %s at --micro-batch %d --seq %d, %d layers of %d channels (load %s); "
-             "each figure the median of %d rounds, the step's spread over them %.0f%%; "
+             "each figure the fastest of %d rounds, the step's spread over them %.0f%%; "
              "peak = the measured GEMM rate; link: half the copy bandwidth (%.2g GB/s: MPI's "
              "shared memory copies in and out, assumed), latency a thread ping-pong's",
              when, s->micro_batch, s->seq, s->shape.n_layer, s->shape.n_embd, load,
