@@ -14,7 +14,8 @@
 # ranks under mpirun on this 2-core machine; every dimension the plan weighs is fixed by a
 # flag, so the plan has exactly one layout, and its flags are what the run is given. The
 # calibration (the layout's model, micro-batch 4 and 2, CAL_STEPS steps a round) is stored
-# in build/bench/plan_cpu.json, once per model (EACH=1: again right before each layout).
+# in build/bench/plan_cpu.json, once per model; then the model's layouts run in turn,
+# REPEAT rounds over all of them.
 #
 # The order of the two fastest is scored as the plan's user meets it: the plan's first
 # choice must measure as fast as the measured fastest, and its second as the measured
@@ -33,7 +34,6 @@ export OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1
 MPI=(mpirun --oversubscribe --allow-run-as-root --bind-to none)
 SMALL="--model tiny --n-layer 4 --n-head 4 --n-embd 128 --vocab 256 --n-ctx 128"
 LARGE="--model tiny --n-layer 4 --n-head 4 --n-embd 256 --vocab 256 --n-ctx 128"
-EACH=${EACH:-0}           # 1: calibrate again right before each layout
 CAL_STEPS=${CAL_STEPS:-2}
 REPEAT=${REPEAT:-3}
 COMMON="--seq 128 --optim adamw --param-dtype fp32 --recompute none --partition uniform --overlap-comm off"
@@ -56,36 +56,46 @@ calibrate() { # the model's flags
   "$ZT" plan --calibrate --calibration "$CAL" "$@" --seq 128 --micro-batch 4 --threads 1 \
     --calibrate-steps "$CAL_STEPS" >&2
 }
-rows=$(mktemp)
-for model in SMALL LARGE; do
+# Rank 0's median step of one run (seconds): its --log, the first WARMUP steps skipped.
+run_once() { # world, the run's flags
+  local log
+  log=$(mktemp)
   # shellcheck disable=SC2086
-  [ "$EACH" = 1 ] || calibrate ${!model}
-  for l in "${LAYOUTS[@]}"; do
-    IFS='|' read -r name world flags <<<"$l"
-    # shellcheck disable=SC2086
-    [ "$EACH" = 1 ] && calibrate ${!model}
-    # shellcheck disable=SC2086
-    plan=$("$ZT" plan --device cpu --calibration "$CAL" --world "$world" --global-batch $GB \
-           ${!model} $COMMON $flags --threads 1 --json --top 1)
-    pred=$("$PY" -c 'import json,sys; p=json.loads(sys.argv[1])["plans"][0]; print(p["step_s"], p["flags"], sep="|")' "$plan")
-    step=${pred%%|*}; run_flags=${pred#*|}
-    log=$(mktemp)
-    runs=()
-    for _ in $(seq "$REPEAT"); do
-      # shellcheck disable=SC2086
-      "${MPI[@]}" -np "$world" "$ZT" $run_flags --steps "$STEPS" --val-every 0 --warmup 0 \
-        --lr-schedule constant --log "$log" </dev/null >/dev/null 2>&1
-      runs+=("$("$PY" - "$log" "$WARMUP" <<'PY'
+  "${MPI[@]}" -np "$1" "$ZT" $2 --steps "$STEPS" --val-every 0 --warmup 0 \
+    --lr-schedule constant --log "$log" </dev/null >/dev/null 2>&1
+  "$PY" - "$log" "$WARMUP" <<'PY'
 import json, statistics, sys
 ms = [r["ms"] for r in map(json.loads, open(sys.argv[1])) if "ms" in r]
 print(statistics.median(ms[int(sys.argv[2]):]) / 1e3)
 PY
-)")
-      rm -f "$log"
+  rm -f "$log"
+}
+rows=$(mktemp)
+for model in SMALL LARGE; do
+  # shellcheck disable=SC2086
+  calibrate ${!model}
+  preds=() flags=() worlds=() names=() times=()
+  for l in "${LAYOUTS[@]}"; do
+    IFS='|' read -r name world lflags <<<"$l"
+    # shellcheck disable=SC2086
+    plan=$("$ZT" plan --device cpu --calibration "$CAL" --world "$world" --global-batch $GB \
+           ${!model} $COMMON $lflags --threads 1 --json --top 1)
+    pred=$("$PY" -c 'import json,sys; p=json.loads(sys.argv[1])["plans"][0]; print(p["step_s"], p["flags"], sep="|")' "$plan")
+    preds+=("${pred%%|*}") flags+=("${pred#*|}") worlds+=("$world") names+=("$name") times+=("")
+  done
+  # the layouts in turn, REPEAT times over: a slow minute lands on one run of several
+  # layouts, not on every run of one
+  for r in $(seq "$REPEAT"); do
+    for i in "${!names[@]}"; do
+      t=$(run_once "${worlds[$i]}" "${flags[$i]}")
+      times[i]="${times[$i]} $t"
+      echo "$model ${names[$i]} run $r of $REPEAT: $t s (predicted ${preds[$i]} s)" >&2
     done
-    meas=$("$PY" -c 'import statistics, sys; v = [float(x) for x in sys.argv[1:]]; m = statistics.median(v); print(min(v), (max(v) - min(v)) / m, m, sep="|")' "${runs[@]}")
-    echo "$model|$name|$world|$step|$meas|$run_flags" >>"$rows"
-    echo "$model $name: predicted $step s, measured (fastest s|spread|median s) $meas" >&2
+  done
+  for i in "${!names[@]}"; do
+    # shellcheck disable=SC2086
+    meas=$("$PY" -c 'import statistics, sys; v = [float(x) for x in sys.argv[1:]]; m = statistics.median(v); print(min(v), (max(v) - min(v)) / m, m, sep="|")' ${times[$i]})
+    echo "$model|${names[$i]}|${worlds[$i]}|${preds[$i]}|$meas|${flags[$i]}" >>"$rows"
   done
 done
 "$PY" - "$rows" "$(cat /proc/loadavg)" "$CAL" "$REPEAT" >"$OUT" <<'PY'
