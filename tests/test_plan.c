@@ -202,12 +202,12 @@ static void real_optimizer(const zt_plan_spec *s, const zt_layout *lay, size_t l
     zt_adamw8bit opt8 = {0};
     if (s->is_8bit) ZT_ASSERT(zt_adamw8bit_init(&opt8, &prof, lay, lo, hi, &s->opt8, dt) == ZT_OK);
     else zt_adamw_init(&opt, &prof, lo, hi, dt);
-    const zt_adamw_config c = {6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f};
+    const zt_adamw_config *c = &zt_plan_adamw_config;
     zt_profile before = acc;
     double sq[2];
     zt_grad_sumsq(&prof, sq, grads, dt, lay, lo, hi, 1, count_tied);
-    if (s->is_8bit) zt_adamw8bit_step(&opt8, params, grads, lay, &c, c.lr, 1.0f);
-    else zt_adamw_step(&opt, params, grads, lay, &c, c.lr, 1.0f);
+    if (s->is_8bit) zt_adamw8bit_step(&opt8, params, grads, lay, c, c->lr, 1.0f);
+    else zt_adamw_step(&opt, params, grads, lay, c, c->lr, 1.0f);
     zt_profile_diff(out, &acc, &before);
     if (s->is_8bit) zt_adamw8bit_free(&opt8);
     else zt_adamw_free(&opt);

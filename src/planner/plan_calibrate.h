@@ -13,8 +13,8 @@
 // holding every unit), at the micro-batch and half of it (twice it for 1): per dtype (fp32,
 // and bf16 where the backend has it) 5 rounds of each size, alternating, each round a
 // warm-up step then `steps` steps, each phase's median over a round's steps and then its
-// fastest round (other users' work only slows a round); each phase's rate and per-call time fitted to the two sizes; the rounds'
-// spread kept (d->spread); progress lines to `progress`. Also the cores that ranks reach now
+// fastest round (other users' work only slows a round); each phase's rate and per-call time
+// fitted to the two sizes; the rounds' spread kept (d->spread); progress lines to `progress`. Also the cores that ranks reach now
 // (the step alone, then in as many processes at once as the machine has cores for: other
 // users' load and the shared memory bus included; the median of 5) and a message's latency
 // between two threads (a ping-pong). Fills d as the `cpu` device (rates, peaks, cores and

@@ -125,8 +125,7 @@ zt_status zt_plan_stage_work_of(const zt_plan_spec *s, int first, int last, int 
     return ZT_OK;
 }
 
-// The hyperparameters of the recorded update: the ops it issues do not depend on them.
-static const zt_adamw_config record_config = {6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f};
+const zt_adamw_config zt_plan_adamw_config = {6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f};
 
 zt_status zt_plan_optimizer_work(const zt_plan_spec *s, const zt_layout *lay, size_t lo,
                                  size_t hi, int count_tied, zt_record *out) {
@@ -146,9 +145,9 @@ zt_status zt_plan_optimizer_work(const zt_plan_spec *s, const zt_layout *lay, si
     if (status == ZT_OK) {
         double sumsq[2];
         zt_grad_sumsq(&be, sumsq, grads, dt, lay, lo, hi, 1, count_tied);
-        if (s->is_8bit)
-            zt_adamw8bit_step(&opt8, params, grads, lay, &record_config, 6e-4f, 1.0f);
-        else zt_adamw_step(&opt, params, grads, lay, &record_config, 6e-4f, 1.0f);
+        const zt_adamw_config *c = &zt_plan_adamw_config;
+        if (s->is_8bit) zt_adamw8bit_step(&opt8, params, grads, lay, c, c->lr, 1.0f);
+        else zt_adamw_step(&opt, params, grads, lay, c, c->lr, 1.0f);
     }
     if (s->is_8bit) zt_adamw8bit_free(&opt8);
     else zt_adamw_free(&opt);

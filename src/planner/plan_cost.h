@@ -6,6 +6,7 @@
 #ifndef ZT_PLAN_COST_H
 #define ZT_PLAN_COST_H
 
+#include "adamw.h"
 #include "backend_record.h"
 #include "comm_record.h"
 #include "planner.h"
@@ -33,6 +34,9 @@ typedef struct {
 // backend) in a process-wide memo of bounded size.
 zt_status zt_plan_stage_work_of(const zt_plan_spec *s, int first, int last, int split,
                                 zt_plan_stage_work *out);
+
+// The hyperparameters of a recorded update: the ops it issues do not depend on them.
+extern const zt_adamw_config zt_plan_adamw_config;
 
 // The optimizer's step on the shard [lo, hi) of a rank's flat buffer (lay: its tensors, and
 // its padded length), as the trainer runs it: the gradient's sum of squares over the shard

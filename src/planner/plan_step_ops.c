@@ -5,9 +5,8 @@
 
 #include "grad_norm.h"
 #include "layout.h"
+#include "plan_cost.h"
 
-// The update's hyperparameters: the ops issued do not depend on their values.
-static const zt_adamw_config adamw_config = {6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f};
 
 zt_status zt_plan_step_init(zt_plan_step *st, const zt_plan_spec *s, const zt_backend *be) {
     memset(st, 0, sizeof *st);
@@ -44,9 +43,9 @@ void zt_plan_step_run(zt_plan_step *st) {
     (void)zt_gpt2_take_loss(m);
     double sumsq[2];
     zt_grad_sumsq(be, sumsq, m->grads, m->dtype, &m->layout, 0, st->numel, 1, 1);
-    if (st->is_8bit)
-        zt_adamw8bit_step(&st->opt8, m->params, m->grads, &m->layout, &adamw_config, 6e-4f, 1.0f);
-    else zt_adamw_step(&st->opt, m->params, m->grads, &m->layout, &adamw_config, 6e-4f, 1.0f);
+    const zt_adamw_config *c = &zt_plan_adamw_config;
+    if (st->is_8bit) zt_adamw8bit_step(&st->opt8, m->params, m->grads, &m->layout, c, c->lr, 1.0f);
+    else zt_adamw_step(&st->opt, m->params, m->grads, &m->layout, c, c->lr, 1.0f);
 }
 
 void zt_plan_step_free(zt_plan_step *st) {
