@@ -39,7 +39,11 @@ PEAK = {"fp32": 67e12, "tf32": 495e12, "bf16": 990e12}  # dense FLOP/s (fp32: CU
 
 # ---- ASSUMED: what good kernels reach, and what a launch costs (the GPU session measures) ----
 GEMM_EFF = {"fp32": 0.75, "tf32": 0.55, "bf16": 0.60}  # cuBLAS / cuBLASLt at these shapes
-BATCHED_EFF = {"fp32": 0.40, "tf32": 0.25}  # attention's cublasSgemmBatched: K or M 64-128
+BATCHED_EFF = {"fp32": 0.40, "tf32": 0.25,  # attention's cublasSgemmBatched: K or M 64-128
+               "bf16": 0.25}  # what-if: the same products in bf16 (cublasGemmStridedBatchedEx)
+FLASH_EFF = {"forward": 0.35, "backward": 0.25}  # what-if: a fused attention kernel written
+# here (mma.sync tiles, no wgmma): published FlashAttention-2 runs reach 35-50% of an H100's
+# bf16 peak forward and less backward, a first hand-written kernel less
 BW_EFF = 0.80  # streaming kernels, row kernels, memset and device copies
 GPU_GAP = 1.0e-6  # seconds between two kernels of one stream (no CUDA graph)
 HOST_KERNEL = 2.5e-6  # host seconds to issue a kernel, memset or copy
@@ -475,9 +479,13 @@ def kernel_time(k, products, roofline):
         eff = 1.0 if roofline else GEMM_EFF[prec]
         return max(k.flops / (PEAK[prec] * eff), k.bytes / (BW * (1.0 if roofline else BW_EFF)))
     if k.kind == "batched":
-        eff = 1.0 if roofline else BATCHED_EFF[products]
-        return max(k.flops / (PEAK[products] * eff),
+        prec = "bf16" if k.prec == "bf16" else products
+        eff = 1.0 if roofline else BATCHED_EFF[prec]
+        return max(k.flops / (PEAK[prec] * eff),
                    k.bytes / (BW * (1.0 if roofline else BW_EFF)))
+    if k.kind == "fused":  # a what-if's hand-written tensor-core kernel (below)
+        eff = 1.0 if roofline else k.prec
+        return max(k.flops / (PEAK["bf16"] * eff), k.bytes / (BW * (1.0 if roofline else BW_EFF)))
     return k.bytes / (BW * (1.0 if roofline else BW_EFF))
 
 
@@ -485,12 +493,13 @@ def host_time(k):
     return HOST_LIBRARY if k.kind in ("gemm", "batched") else HOST_KERNEL
 
 
-def price(ops, products):
+def price(ops, products, expand=None):
     """Per op: calls, launches, FLOPs (the op list's and the kernels'), bytes, roofline and
-    predicted GPU seconds, host issue seconds, syncs."""
+    predicted GPU seconds, host issue seconds, syncs. expand: EXPAND, or a what-if's."""
+    expand = expand or EXPAND
     rows = []
     for o in ops:
-        if o["op"] not in EXPAND:
+        if o["op"] not in expand:
             raise SystemExit(f"gpu_model.py: op {o['op']} has no expansion into the CUDA backend's "
                              f"kernels: add it to EXPAND, reading its cuda_{o['op']} in "
                              f"kernels/cuda/backend_cuda.c")
@@ -498,7 +507,7 @@ def price(ops, products):
              "kflops": 0.0, "bytes": 0.0, "roof": 0.0, "gpu": 0.0, "host": 0.0, "syncs": 0,
              "library": 0, "per_call": set()}
         for s in o["shapes"]:
-            ks = EXPAND[o["op"]][1](s["args"])
+            ks = expand[o["op"]][1](s["args"])
             c = s["calls"]
             r["per_call"].add(len(ks))
             r["launches"] += c * len(ks)
@@ -647,6 +656,8 @@ def report(fp32, bf16, cmd):
     L += op_table(b["rows"], None, ["bf16"])
     L.append("")
     L += reading(cfgs, bf16)
+    L.append("")
+    L += what_ifs(bf16)
     return "\n".join(L) + "\n"
 
 
@@ -687,9 +698,10 @@ def reading(cfgs, bf16):
     L.append(
         "- What changes the picture (issue 34's CUDA bullet): bf16 activations passed between "
         "the products (no rounding passes, the direct cuBLASLt form), bias and GELU in cuBLASLt "
-        "epilogues, attention on tensor cores, the scratch-chunked bf16 ops as single kernels. "
-        "The model recomputes from the code: rerun it after those land (`make && "
-        "bench/gpu_model.py`), no number here is typed in.")
+        "epilogues, attention on tensor cores, the scratch-chunked bf16 ops as single kernels "
+        "(the first two and the attention's two designs priced below). The model recomputes "
+        "from the code: rerun it after those land (`make && bench/gpu_model.py`), no number "
+        "here is typed in.")
     L.append(
         "- Its weak points, which the GPU session checks first (`nsys profile --stats=true` "
         "against the op tables): the efficiencies and launch costs above are assumptions; "
@@ -697,6 +709,109 @@ def reading(cfgs, bf16):
         "(50 MB) holds many of the small tensors between kernels, so some bytes never reach HBM; "
         "the attention's scores per 128-row block (up to 32 MiB) may stay in L2 between the "
         "product and the softmax that reads them.")
+    return L
+
+
+# ---- what-ifs: the CUDA bullet's remaining changes, priced by the same machinery ----
+# Not the code as built: each replaces some ops' expansions with kernels that do not exist
+# yet, at the efficiencies assumed above, so that what to build next is chosen by the model.
+
+def attention_batched_bf16(B, T, C, NH, backward):
+    """attention() with bf16 operands and bf16 scores (P, dS) through HBM: the products
+    through cublasGemmStridedBatchedEx on bf16 tensor cores, as llm.c does without cuDNN; qkv,
+    dout, the output and dqkv read and written as bf16 (no widening or rounding passes)."""
+    hs, pairs, ks = C // NH, B * NH, []
+    qb_rows, chunk = const("ZT_ATT_QBLOCK"), const("ZT_ATT_PAIRS")
+    for p0 in range(0, pairs, chunk):
+        G = min(chunk, pairs - p0)
+        for qb in range(-(-T // qb_rows)):
+            i0 = qb * qb_rows
+            m = min(qb_rows, T - i0)
+            n = i0 + m
+            S, X = 2.0 * G * m * n, 2.0 * G * hs
+            prod = 2.0 * G * m * n * hs
+            names = (["S = QK^T", "O = PV"] if not backward else
+                     ["S = QK^T", "dP = dO V^T", "dV += P^T dO", "dK += dS^T Q", "dQ = dS K"])
+            for name in names:
+                ks.append(K(name, "batched", prod, X * (m + 2 * n) + S, prec="bf16"))
+            ks.append(mem("softmax" + (" backward" if backward else ""), (4 if backward else 2) * S))
+    return ks
+
+
+def attention_flash(B, T, C, NH, backward):
+    """A fused kernel per layer (FlashAttention-2's structure): scores stay on chip; forward
+    one launch (the causal half of QK^T and PV), backward a launch for D = rowsum(dO o O) and
+    one for dQ, dK, dV (S recomputed: 5 products). HBM: q, k, v, o, dout once, k and v (q and
+    dout backward) read again per 128-row block above them, dq accumulated in fp32."""
+    hs, Br = C // NH, 128
+    pairs, blocks = B * NH, -(-T // Br)
+    prod = 2.0 * pairs * hs * T * (T + Br) / 2  # one causal product, by 128-row blocks
+    once = 2.0 * pairs * T * hs
+    reread = 2.0 * 2 * pairs * hs * Br * blocks * (blocks - 1) / 2
+    if not backward:
+        return [K("flash forward", "fused", 2 * prod, 4 * once + reread + 4.0 * pairs * T,
+                  prec=FLASH_EFF["forward"])]
+    return [mem("flash D = rowsum(dO o O)", 2 * once + 4.0 * pairs * T),
+            K("flash backward", "fused", 5 * prod,
+              7 * once + reread + 4.0 * 2 * pairs * T * hs + 8.0 * pairs * T,
+              prec=FLASH_EFF["backward"])]
+
+
+def with_attention(expand, attend):
+    out = dict(expand)
+    out["attention_forward_bf16"] = ("what-if", lambda a: attend(a["B"], a["T"], a["C"], a["NH"],
+                                                                 False))
+    out["attention_backward_bf16"] = ("what-if", lambda a: attend(a["B"], a["T"], a["C"],
+                                                                  a["NH"], True))
+    return out
+
+
+def with_bf16_grads(expand):
+    """Activation gradients in bf16: every product's fp32 operand arrives as bf16, so each
+    gemm_mixed call takes the direct form (the element-wise backward ops, which would move
+    half the bytes too, are left as built: slightly pessimistic)."""
+    out = dict(expand)
+    out["gemm_mixed"] = ("what-if", lambda a: gemm_mixed(dict(a, at=BF16, bt=BF16)))
+    return out
+
+
+def what_ifs(bf16):
+    cases = [("as built", EXPAND),
+             ("activation gradients bf16", with_bf16_grads(EXPAND)),
+             ("attention bf16, batched products", with_attention(EXPAND, attention_batched_bf16)),
+             ("attention fused (flash-style)", with_attention(EXPAND, attention_flash)),
+             ("activation gradients bf16 + attention batched bf16",
+              with_attention(with_bf16_grads(EXPAND), attention_batched_bf16)),
+             ("activation gradients bf16 + attention fused",
+              with_attention(with_bf16_grads(EXPAND), attention_flash))]
+    tokens = bf16["micro_batch"] * bf16["seq"] * bf16["grad_accum"]
+    L = ["**What to build next, by the same model (what-ifs, not the code).** Each row replaces "
+         "some ops' kernels with ones not yet written, at the efficiencies above (bf16 batched "
+         f"products {BATCHED_EFF['bf16']:.0%} of the bf16 peak; a fused attention kernel "
+         f"{FLASH_EFF['forward']:.0%} forward, {FLASH_EFF['backward']:.0%} backward), the rest "
+         "of the bf16 step as built:", "",
+         "| bf16 step | launches | attention ms | gemm_mixed ms | predicted step ms | tokens/s |",
+         "|---|---:|---:|---:|---:|---:|"]
+    speed = {}
+    for name, expand in cases:
+        rows = price(bf16["ops"], "fp32", expand)
+        total = step_of(rows)[0]
+        speed[name] = tokens / total
+        att = sum(r["gpu"] for r in rows if r["op"].startswith("attention"))
+        gm = sum(r["gpu"] for r in rows if r["op"] == "gemm_mixed")
+        L.append(f"| {name} | {sum(r['launches'] for r in rows)} | {1e3 * att:.1f} | "
+                 f"{1e3 * gm:.1f} | {1e3 * total:.1f} | {tokens / total / 1e3:.0f}k |")
+    fused, batched = (speed["attention fused (flash-style)"],
+                      speed["attention bf16, batched products"])
+    clear = [n for n, v in speed.items() if v >= 320e3]
+    L.append("")
+    L.append(f"So the model chooses the {'fused kernel' if fused > batched else 'batched products'} "
+             f"for attention ({fused / 1e3:.0f}k against {batched / 1e3:.0f}k tokens/s alone: the "
+             "batched form still moves every 128-row block's scores through HBM, twice "
+             "backward). " + (f"At least 320k under these assumptions: {'; '.join(clear)}. "
+                              if clear else "No case reaches 320k under these assumptions. ")
+             + "Attention on tensor cores needs the GPU to test (the emulation has no "
+             "tensor-core instructions or batched Ex products).")
     return L
 
 
