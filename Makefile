@@ -33,7 +33,7 @@ CFLAGS   += -fno-math-errno -std=c11 -Wall -Wextra -Wpointer-arith -Wno-unused-p
 LDLIBS   += $(MPI_LIBS) -lopenblas -ldnnl -lcjson -lxxhash -lprotobuf-c -lm -fopenmp
 
 # kernels/cuda/backend_cuda.c and comm/comm_nccl.c need the CUDA toolkit: `make cuda` only.
-CUDA_C_SRC := kernels/cuda/backend_cuda.c kernels/cuda/bf16_ops_cuda.c kernels/cuda/gemm_lt_cuda.c \
+CUDA_C_SRC := kernels/cuda/backend_cuda.c kernels/cuda/gemm_lt_cuda.c \
               comm/comm_nccl.c
 MAIN_SRC := src/app/main.c
 LIB_SRC  := $(filter-out $(MAIN_SRC) $(CUDA_C_SRC),$(wildcard $(addsuffix /*.c,$(SRC_DIRS))))

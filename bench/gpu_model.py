@@ -8,7 +8,7 @@ backend with the CUDA backend's capabilities and the loss chunk a run on an 80 G
 which pointers are NULL) and the op list's flops. This script expands each call into the
 kernels and library calls the CUDA backend launches for it (EXPAND below: one small function
 per op, each citing the CUDA function it follows; the constants those functions use, such as
-the bf16 scratch's size or gemm_mixed's K chunk, are read from the headers), and prices every
+gemm_mixed's K chunk or the column sums' tile, are read from the headers), and prices every
 kernel by a roofline on the H100 with stated efficiencies, a gap between kernels and the
 host's cost to issue them.
 
@@ -265,10 +265,6 @@ def gemm_mixed(a):
     return ks
 
 
-def bf16_chunks(n, chunk):
-    return [(s, min(chunk, n - s)) for s in range(0, n, chunk)]
-
-
 def _matmul_bwd_input(N, C, OC, acc):
     return [sgemm(N, C, OC, acc)]
 
@@ -280,8 +276,6 @@ def _matmul_bwd_weight(N, C, OC, dbias):
 def _bias_fill(N, OC):
     return [mem("fill_bias", 4.0 * (N * OC + OC))]
 
-
-SCRATCH = None  # ZT_CUDA_BF16_SCRATCH, read once below
 
 # op name -> (CUDA function it follows, expansion of one call's args into kernels)
 EXPAND = {
@@ -357,14 +351,14 @@ EXPAND = {
               lambda a: [mem("adamw", 28.0 * a["n"])]),
     "adamw8bit": ("zt_cuda_adamw8bit: one kernel per call",
                   lambda a: [mem("adamw8bit", 14.0 * a["n"])]),
-    # ---- the bf16 group (bf16_ops_cuda.c, the templated fp32 kernels, backend_cuda.c) ----
+    # ---- the bf16 group (bf16_cuda.h: own kernels, fp32 ones templated, backend_cuda.c) ----
     "gemm_mixed": ("zt_cuda_gemm_mixed (gemm_lt_cuda.c): tiles, K chunks, rounding passes",
                    gemm_mixed),
     "bias_forward_bf16": ("zt_cuda_bias_forward_bf16: one kernel",
                           lambda a: [mem("bias_forward_bf16", 8.0 * a["N"] * a["OC"])]),
-    "bias_backward_bf16": ("zt_cuda_bf16_bias_backward: widen dbias, column sums, round",
-                           lambda a: [to32(a["OC"])] + bias_backward(a["N"], a["OC"]) +
-                           [from32(a["OC"])]),
+    "bias_backward_bf16": ("zt_cuda_bias_backward_bf16 (elementwise_cuda.cu): bias_backward's "
+                           "column sums, the bf16 dbias widened and rounded in the finish",
+                           lambda a: colsum("bias_backward_bf16", a["N"], a["OC"])),
     "encoder_forward_bf16": ("zt_cuda_encoder_forward_bf16: one kernel",
                              lambda a: [mem("encoder_forward_bf16", 8.0 * a["N"] * a["C"])]),
     "encoder_forward_bf16out": ("zt_cuda_encoder_forward_bf16out: one kernel",
@@ -374,8 +368,8 @@ EXPAND = {
                               [mem("encoder_backward_bf16 wte", 8.0 * a["N"] * a["C"])] +
                               ([mem("encoder_backward_bf16 wpe", 4.0 * a["N"] * a["C"])]
                                if a["dwpe"] else [])),
-    "layernorm_forward_bf16": ("zt_cuda_bf16_layernorm_forward: w, b widened; a bf16 out in row "
-                               "chunks of the bf16 scratch, each a LayerNorm and a rounding",
+    "layernorm_forward_bf16": ("zt_cuda_layernorm_forward_bf16 (layernorm_cuda.cu): one kernel, "
+                               "layernorm_forward's with bf16 w, b",
                                lambda a: ln_forward_bf16(a)),
     "layernorm_forward_bf16in": ("zt_cuda_layernorm_forward_bf16in (layernorm_cuda.cu): one "
                                  "kernel, layernorm_forward's on bf16 rows",
@@ -385,10 +379,9 @@ EXPAND = {
     "residual_layernorm_forward_bf16": ("zt_cuda_residual_layernorm_forward_bf16 "
                                         "(layernorm_cuda.cu): one kernel, the add fused",
                                         lambda a: residual_ln_forward_bf16(a)),
-    "layernorm_backward_bf16": ("zt_cuda_bf16_layernorm_backward: w, dw, db widened, the "
-                                "backward, dw, db rounded",
-                                lambda a: [to32(a["C"])] * 3 + ln_backward(a["N"], a["C"]) +
-                                [from32(a["C"])] * 2),
+    "layernorm_backward_bf16": ("zt_cuda_layernorm_backward_bf16 (layernorm_cuda.cu): "
+                                "layernorm_backward's dx and column sums with bf16 w, dw, db",
+                                lambda a: ln_backward(a["N"], a["C"])),
     "layernorm_backward_bf16in": ("zt_cuda_layernorm_backward_bf16in (layernorm_cuda.cu): "
                                   "layernorm_backward's dx and column sums on bf16 rows",
                                   lambda a: ln_backward_bf16in(a)),
@@ -405,20 +398,14 @@ EXPAND = {
     "ce_slice_finish_bf16": ("zt_cuda_ce_slice_finish_bf16: one block per row",
                              lambda a: [mem("ce_finish_bf16",
                                             2.0 * a["n"] * (a["n_valid"] + a["ld"]))]),
-    "sumsq_bf16": ("zt_cuda_bf16_sumsq: per chunk of the bf16 scratch a widening, a reduction "
-                   "(2 kernels) and a running sum; one copy the host waits for",
-                   lambda a: sum(([to32(l)] + reduce_(l) + [mem("sums_add", 32)]
-                                  for _, l in bf16_chunks(int(a["n"]), SCRATCH)), []) +
-                   [K("sums + sync", "sync", 0, 16)]),
-    "adamw_bf16": ("zt_cuda_bf16_adamw: per chunk of the bf16 scratch the gradient widened, "
-                   "AdamW, the weights rounded",
-                   lambda a: sum(([to32(l), mem("adamw", 28.0 * l), from32(l)]
-                                  for _, l in bf16_chunks(int(a["n"]), SCRATCH)), [])),
-    "adamw8bit_bf16": ("zt_cuda_bf16_adamw8bit: per chunk the same around 8-bit AdamW",
-                       lambda a: sum(([to32(l), mem("adamw8bit", 14.0 * l), from32(l)]
-                                      for _, l in bf16_chunks(
-                                          int(a["n"]), SCRATCH // int(a["block"]) *
-                                          int(a["block"]))), [])),
+    "sumsq_bf16": ("cuda_sumsq_bf16: zt_cuda_reduce_bf16 (optim_cuda.cu, the fp32 sums' 2 "
+                   "kernels on bf16), a copy the host waits for",
+                   lambda a: reduce_(a["n"], elem=2) + [K("reduce result + sync", "sync", 0, 16)]),
+    # the bf16 AdamWs read a 2-byte gradient and write the 2-byte weights besides the fp32 kernel's
+    "adamw_bf16": ("zt_cuda_adamw_bf16 (optim_cuda.cu): one kernel, adamw's with p rounded",
+                   lambda a: [mem("adamw_bf16", 28.0 * a["n"])]),
+    "adamw8bit_bf16": ("zt_cuda_adamw8bit_bf16 (optim_cuda.cu): one kernel, adamw8bit's with p "
+                       "rounded", lambda a: [mem("adamw8bit_bf16", 14.0 * a["n"])]),
     "attention_forward_bf16": ("cuda_attention_forward_bf16: qkv widened, the fp32 attention, "
                                "the output rounded",
                                lambda a: [to32(3 * a["B"] * a["T"] * a["C"])] +
@@ -437,13 +424,10 @@ EXPAND = {
 
 
 def ln_forward_bf16(a):
-    N, C = int(a["N"]), int(a["C"])
-    ks = [to32(C), to32(C)]
-    if a["out_dt"] != BF16:
-        return ks + ln_forward(N, C)
-    for _, r in bf16_chunks(N, (SCRATCH - 2 * C) // C):
-        ks += ln_forward(r, C) + [from32(r * C)]
-    return ks
+    """One warp per row: fp32 rows, bf16 weights read, the output in out_dt."""
+    N, C = a["N"], a["C"]
+    out = 2 if a["out_dt"] == BF16 else 4
+    return [mem("layernorm_forward_bf16", (4.0 + out) * N * C + 4.0 * C + 8.0 * N)]
 
 
 def ln_forward_bf16in(a):
@@ -606,11 +590,12 @@ def report(fp32, bf16, cmd):
         "same step). Each call's arguments are recorded (sizes, dtypes, beta, NULL pointers), so "
         "each op call is expanded into the kernels and library calls the CUDA backend's function "
         "for it launches (`EXPAND` in the script, one entry per op citing the function; the "
-        "constants those functions use, such as the bf16 scratch's 2^20 floats, gemm_mixed's "
-        "K chunk and its scratch, are read from `kernels/launch_math.h`). The expansion is "
+        "constants those functions use, such as gemm_mixed's K chunk and its scratch or the "
+        "column sums' tile, are read from `kernels/launch_math.h`). The expansion is "
         "checked against the CUDA code: `tests/sh/cuda_gpu_model.sh` runs the same step at a "
         "smaller shape (2 layers, 128 channels, 16384 tokens of vocabulary, 4 x 512 tokens, "
-        "sized so the scratch loops and K chunks run more than once) on the CUDA backend in the "
+        "sized so gemm_mixed's K chunks and the attention's query blocks run more than once) on "
+        "the CUDA backend in the "
         "CUDA emulation and counts every kernel, memset, copy and cuBLAS call it enqueues: "
         "equal to the expansion's count, fp32 and bf16. Not in it: the token upload (2 x 64 KiB "
         "through pinned buffers) and anything outside the step.")
@@ -684,10 +669,9 @@ def reading(cfgs, bf16):
     L.append(
         "- The most launches (bf16): " + "; ".join(
             f"`{r['op']}` {r['launches']} ({fmt_launch(r['per_call'])} per call)" for r in small)
-        + ". The bf16 ops that work through the 4 MiB bf16 scratch (LayerNorm of fp32 rows "
-        "with a bf16 output, the sum of squares, AdamW) issue a kernel per chunk of 2^20 "
-        "values or fewer rows, so their launch counts grow with the tensor; the residual "
-        "stream's add and LayerNorms are one pass each, as their fp32 ops.")
+        + ". The bf16 ops on bf16 weights and gradients (LayerNorm with bf16 weights, the bias "
+        "gradient, the sum of squares, both AdamWs) and the residual stream's add and "
+        "LayerNorms are one pass each, with their fp32 ops' launches per call.")
     L.append(
         f"- fp32: {1e3 * f['step']:.0f} ms ({f['tokens_s'] / 1e3:.1f}k tokens/s), its products "
         f"on CUDA cores; TF32: {1e3 * t['step']:.1f} ms ({t['tokens_s'] / 1e3:.0f}k). The host "
@@ -696,12 +680,11 @@ def reading(cfgs, bf16):
         + (" — the host, not the GPU, sets the bf16 step's time under these assumptions"
            if b["host"] > b["gpu"] else "") + ".")
     L.append(
-        "- What changes the picture (issue 34's CUDA bullet): bf16 activations passed between "
-        "the products (no rounding passes, the direct cuBLASLt form), bias and GELU in cuBLASLt "
-        "epilogues, attention on tensor cores, the scratch-chunked bf16 ops as single kernels "
-        "(the first two and the attention's two designs priced below). The model recomputes "
-        "from the code: rerun it after those land (`make && bench/gpu_model.py`), no number "
-        "here is typed in.")
+        "- What changes the picture (issue 34's CUDA bullet): the activation gradients stored "
+        "in bf16 (no rounding passes before the products), bias and GELU in cuBLASLt "
+        "epilogues, attention on tensor cores (its two designs priced below). The model "
+        "recomputes from the code: rerun it after those land (`make && bench/gpu_model.py`), "
+        "no number here is typed in.")
     L.append(
         "- Its weak points, which the GPU session checks first (`nsys profile --stats=true` "
         "against the op tables): the efficiencies and launch costs above are assumptions; "
@@ -828,8 +811,6 @@ def launches_of(path):
 
 
 def main():
-    global SCRATCH
-    SCRATCH = const("ZT_CUDA_BF16_SCRATCH")
     args = sys.argv[1:]
     if "--launches" in args:
         return launches_of(args[args.index("--launches") + 1])

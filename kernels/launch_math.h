@@ -336,17 +336,11 @@ static inline ZT_HD zt_col_major_gemm zt_gemm_row_to_col(int trans_a, int trans_
 // partial results, in double.
 #define ZT_CUDA_REDUCE_BLOCKS 256
 #define ZT_CUDA_REDUCE_WORK (2 + 2 * ZT_CUDA_REDUCE_BLOCKS)
-// The bf16 ops' widened weights, gradients and row chunks (bf16_ops_cuda.c): 2^20 floats
-// (4 MiB), a chunk of 4096 blocks of 256 threads, enough to fill a GPU.
-#define ZT_CUDA_BF16_SCRATCH ((size_t)1 << 20)
-// The bf16 sum of squares' running sums across chunks (bf16_ops_cuda.c), in double.
-#define ZT_CUDA_BF16_SUMS 2
 // Their sum, with the column sums' partials and the embedding backward's buckets (above), in
 // bytes: what opening the CUDA backend adds to the allocator's workspace.
 #define ZT_CUDA_FIXED_WORKSPACE                                                              \
     (ZT_CUDA_CUBLAS_WORKSPACE + ZT_CUDA_REDUCE_WORK * sizeof(double) +                       \
-     ZT_CUDA_COLSUM_WORK * sizeof(float) + ZT_CUDA_EMBED_WORK * sizeof(uint64_t) +           \
-     ZT_CUDA_BF16_SCRATCH * sizeof(float) + ZT_CUDA_BF16_SUMS * sizeof(double))
+     ZT_CUDA_COLSUM_WORK * sizeof(float) + ZT_CUDA_EMBED_WORK * sizeof(uint64_t))
 
 // K chunks of at most this many (balanced: K = 3072 is 3 x 1024). Chunks cost only one more
 // pass over the fp32 C tile each, and keep the operand tiles, and so the scratch a tile of C

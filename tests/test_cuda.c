@@ -2429,9 +2429,8 @@ ZT_TEST(cuda_bf16_encoder) {
     return ZT_PASS;
 }
 
-// LayerNorm with bf16 weights: fp32 and bf16 outputs; the backward's bf16 dw, db. N is
-// larger than a chunk of the bf16 output's rows (ZT_CUDA_BF16_SCRATCH / C), so the chunks
-// are covered.
+// LayerNorm with bf16 weights: fp32 and bf16 outputs; the backward's bf16 dw, db (the fp32
+// kernels' templates, one pass). C = 777: rows that are not whole groups of a warp's lanes.
 ZT_TEST(cuda_bf16_layernorm) {
     NEED_GPU();
     const int N = 1500, C = 777;
@@ -2526,7 +2525,8 @@ ZT_TEST(cuda_bf16_residual_stream) {
     return ZT_PASS;
 }
 
-// The gradient norm's sum of squares over more values than one chunk of the scratch.
+// The gradient norm's sum of squares over more values than the reduction's blocks cover in one
+// pass of their threads (the fp32 sums' two kernels on bf16).
 ZT_TEST(cuda_bf16_sumsq) {
     NEED_GPU();
     const size_t n = ((size_t)1 << 20) + 100003;
@@ -2586,7 +2586,8 @@ ZT_TEST(cuda_bf16_attention) {
     return ZT_PASS;
 }
 
-// AdamW on fp32 masters with a bf16 gradient, over more values than one chunk: the masters
+// AdamW on fp32 masters with a bf16 gradient, over 2^20 + 1001 values (the fp32 kernel's
+// template, p rounded in the same kernel): the masters
 // and moments within adamw_bound of the widened gradient's update (the bf16 op is the fp32
 // update on it, on both backends), the bf16 weights within that plus the bf16 step.
 ZT_TEST(cuda_bf16_adamw) {
@@ -2621,7 +2622,7 @@ ZT_TEST(cuda_bf16_adamw) {
 }
 
 // 8-bit AdamW on fp32 masters with a bf16 gradient, two steps from the CPU's state, in blocks
-// of 256 over more values than one chunk (chunks of whole blocks): cuda_adamw8bit's bounds
+// of 256 over 2^20 + 845 values (a partial last block): cuda_adamw8bit's bounds
 // for the fp32 step on the widened gradient (what the bf16 op runs on both backends), the
 // bf16 weights within the master's bound plus the bf16 step.
 ZT_TEST(cuda_bf16_adamw8bit) {

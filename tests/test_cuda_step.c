@@ -13,9 +13,8 @@
 #include "test.h"
 
 // The step's shape: tests/sh/cuda_gpu_model.sh records the same with zerotrain's flags. Sized
-// so that the CUDA functions' loops run more than once: the wte (16384 x 128) and the
-// gradient are more than one chunk of the bf16 scratch (2^20 values), the weight gradients'
-// K (B T = 2048 tokens) two of gemm_mixed's K chunks, attention four query blocks.
+// so that the CUDA functions' loops run more than once: the weight gradients' K (B T = 2048
+// tokens) two of gemm_mixed's K chunks, attention four query blocks.
 static const zt_model_shape step_shape = {.n_layer = 2, .n_head = 2, .n_embd = 128,
                                           .vocab = 16384, .padded_vocab = 16384, .n_ctx = 512};
 enum { STEP_B = 4, STEP_T = 512 };

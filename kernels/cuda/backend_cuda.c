@@ -44,7 +44,7 @@ typedef struct {
     double *reduce;       // (ZT_CUDA_REDUCE_WORK) the sums' scratch
     float *colsum;        // (ZT_CUDA_COLSUM_WORK) the column sums' partials (bias, LayerNorm)
     uint64_t *embed;      // (ZT_CUDA_EMBED_WORK) the embedding backward's sort keys
-    zt_cuda_bf16 bf16;    // the bf16 ops' stream, cuBLASLt handle and scratch
+    zt_cuda_bf16 bf16;    // the bf16 ops' stream, cuBLASLt handle and plans, sort keys
     cuda_block *blocks;   // live allocations, for the accounting on free
     pinned_view pool[MAP_POOL];
     int pool_next;        // the next pool buffer map tries
@@ -387,12 +387,17 @@ static void cuda_sum_into(const zt_backend *be, double *acc, const float *x, siz
     zt_cuda_accumulate(ST, acc, impl_of(be)->reduce);
 }
 
-static void cuda_sumsq(const zt_backend *be, double out[2], const float *x, size_t n) {
+// out[0..1] += the two results of the sums' scratch, copied back (the host waits).
+static void add_sums_back(const zt_backend *be, double out[2]) {
     double r[2];
-    zt_cuda_reduce(ST, impl_of(be)->reduce, x, n, 1);
     cuda_copy(be, r, impl_of(be)->reduce, sizeof r, ZT_COPY_D2H);
     out[0] += r[0];
     out[1] += r[1];
+}
+
+static void cuda_sumsq(const zt_backend *be, double out[2], const float *x, size_t n) {
+    zt_cuda_reduce(ST, impl_of(be)->reduce, x, n, 1);
+    add_sums_back(be, out);
 }
 
 // ---- optimizers ----
@@ -456,7 +461,7 @@ static void cuda_bias_forward_bf16(const zt_backend *be, float *out, const zt_bf
 }
 static void cuda_bias_backward_bf16(const zt_backend *be, zt_bf16 *dbias, const float *dout,
                                     int N, int OC) {
-    zt_cuda_bf16_bias_backward(BF, dbias, dout, N, OC);
+    zt_cuda_bias_backward_bf16(ST, dbias, dout, impl_of(be)->colsum, N, OC);
 }
 static void cuda_encoder_forward_bf16(const zt_backend *be, float *out, const int32_t *tokens,
                                       const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
@@ -477,7 +482,7 @@ static void cuda_encoder_backward_bf16(const zt_backend *be, zt_bf16 *dwte, zt_b
 static void cuda_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtype out_dt,
                                         float *mean, float *rstd, const float *inp,
                                         const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
-    zt_cuda_bf16_layernorm_forward(BF, out, out_dt, mean, rstd, inp, w, b, N, C);
+    zt_cuda_layernorm_forward_bf16(ST, out, out_dt, mean, rstd, inp, w, b, N, C);
 }
 static void cuda_add_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *a,
                           const zt_bf16 *b, size_t n) {
@@ -530,14 +535,16 @@ static void cuda_layernorm_backward_bf16(const zt_backend *be, float *dinp, zt_b
                                          zt_bf16 *db, const float *dout, const float *inp,
                                          const zt_bf16 *w, const float *mean, const float *rstd,
                                          int N, int C) {
-    zt_cuda_bf16_layernorm_backward(BF, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    zt_cuda_layernorm_backward_bf16(ST, dinp, dw, db, dout, inp, w, mean, rstd,
+                                    impl_of(be)->colsum, N, C);
 }
 static void cuda_sumsq_bf16(const zt_backend *be, double out[2], const zt_bf16 *x, size_t n) {
-    zt_cuda_bf16_sumsq(BF, out, x, n);
+    zt_cuda_reduce_bf16(ST, impl_of(be)->reduce, x, n, 1);
+    add_sums_back(be, out);
 }
 static void cuda_adamw_bf16(const zt_backend *be, float *master, zt_bf16 *p, float *m, float *v,
                             const zt_bf16 *g, size_t n, float wd, const zt_adamw_hparams *h) {
-    zt_cuda_bf16_adamw(BF, master, p, m, v, g, n, wd, *h);
+    zt_cuda_adamw_bf16(ST, master, p, m, v, g, n, wd, *h);
 }
 static void cuda_adamw8bit_bf16(const zt_backend *be, float *master, zt_bf16 *p,
                                 const zt_bf16 *g, uint8_t *qm, uint8_t *qv, float *absmax_m,
@@ -546,7 +553,8 @@ static void cuda_adamw8bit_bf16(const zt_backend *be, float *master, zt_bf16 *p,
     zt_q8_maps maps;
     memcpy(maps.m, map_m, sizeof maps.m);
     memcpy(maps.v, map_v, sizeof maps.v);
-    zt_cuda_bf16_adamw8bit(BF, master, p, g, qm, qv, absmax_m, absmax_v, n, block, &maps, wd, *h);
+    zt_cuda_adamw8bit_bf16(ST, master, p, g, qm, qv, absmax_m, absmax_v, n, block, &maps, wd,
+                           *h);
 }
 static void cuda_layernorm_backward_bf16in(const zt_backend *be, float *dinp, zt_bf16 *dw,
                                            zt_bf16 *db, const float *dout, const zt_bf16 *inp,
@@ -633,11 +641,7 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
     c->embed = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_EMBED_WORK * sizeof(uint64_t));
     ZT_CHECK_CUBLAS(cublasLtCreate(&c->bf16.lt));
     c->bf16.stream = c->stream;
-    c->bf16.scratch = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_BF16_SCRATCH * sizeof(float));
-    c->bf16.reduce = c->reduce;
-    c->bf16.colsum = c->colsum;
     c->bf16.embed = c->embed;
-    c->bf16.sums = cuda_alloc_raw(c, ZT_MEM_WORKSPACE, ZT_CUDA_BF16_SUMS * sizeof(double));
     // exactly what caps.fixed_workspace states (the planner counts it)
     ZT_ASSERT(zt_mem_current(ZT_MEM_WORKSPACE) - before == ZT_CUDA_FIXED_WORKSPACE);
     set_tf32(c, opt->tf32);
@@ -657,8 +661,6 @@ static void cuda_close(zt_backend *be) {
     if (c->cublas) cublasDestroy(c->cublas);
     zt_cuda_gemm_mixed_free(&c->bf16);
     if (c->bf16.lt) cublasLtDestroy(c->bf16.lt);
-    cuda_free_raw(c, c->bf16.sums);
-    cuda_free_raw(c, c->bf16.scratch);
     cuda_free_raw(c, c->reduce);
     for (int i = 0; i < MAP_POOL; i++) {
         if (c->pool[i].host) cudaFreeHost(c->pool[i].host);
@@ -683,7 +685,7 @@ static void cuda_close(zt_backend *be) {
 // The attention's scores go through a workspace of query blocks (launch_math.h);
 // gemm_mixed's scratch holds cuBLASLt's workspace and the tiles' converted operands; the
 // fixed workspace is what cuda_open allocates (cuBLAS's workspace, the sums', the column
-// sums', the embedding backward's, the bf16 ops').
+// sums', the embedding backward's).
 const zt_backend_entry zt_backend_cuda_entry = {
     .caps = {.name = "cuda", .built = 1, .tf32 = 1, .multi_rank = 1, .device_memory = 1,
              .bf16 = 1, .max_tokens = ZT_EMBED_MAX_TOKENS,

@@ -5,6 +5,7 @@
 // the CPU's element arithmetic is only conversions and adds the result is the CPU's bit for bit.
 #include "cuda_check.h"
 #include "bf16_cuda.h"
+#include "elem_io_cuda.cuh"
 #include "gelu_math.h"
 #include "vec128_cuda.cuh"
 
@@ -18,40 +19,25 @@ static unsigned grid_of(size_t n) { return zt_grid_stride(n, ZT_CUDA_THREADS); }
 // of fp32).
 #define BF16_W 8
 
-struct from_fp32_op {
-    zt_bf16 *out;
-    const float *in;
+// The conversions, both ways (I, O: fp32 and bf16): widened as read, rounded as stored
+// (elem_io_cuda.cuh).
+template <typename O, typename I> struct convert_op {
+    O *out;
+    const I *in;
     template <int W> __device__ void run(size_t i) const {
-        alignas(16) float x[W];
-        alignas(16) zt_bf16 y[W];
+        alignas(16) I x[W];
+        alignas(16) O y[W];
         zt_vload<W>(x, in + i);
-        for (int k = 0; k < W; k++) y[k] = zt_bf16_from_fp32(x[k]);
+        for (int k = 0; k < W; k++) zt_store(y + k, zt_widen(x[k]));
         zt_vstore<W>(out + i, y);
     }
 };
 
-struct to_fp32_op {
-    float *out;
-    const zt_bf16 *in;
-    template <int W> __device__ void run(size_t i) const {
-        alignas(16) zt_bf16 x[W];
-        alignas(16) float y[W];
-        zt_vload<W>(x, in + i);
-        for (int k = 0; k < W; k++) y[k] = zt_bf16_to_fp32(x[k]);
-        zt_vstore<W>(out + i, y);
-    }
-};
-
-static __global__ void round_matrix_kernel(zt_bf16 *out, int ld_out, const float *in, int ld_in,
-                                           int rows, int cols) {
+template <typename O, typename I>
+static __global__ void convert_matrix_kernel(O *out, int ld_out, const I *in, int ld_in,
+                                             int rows, int cols) {
     GRID_STRIDE(i, (size_t)rows * cols)
-    out[zt_sub_at(i, cols, ld_out)] = zt_bf16_from_fp32(in[zt_sub_at(i, cols, ld_in)]);
-}
-
-static __global__ void widen_matrix_kernel(float *out, int ld_out, const zt_bf16 *in, int ld_in,
-                                           int rows, int cols) {
-    GRID_STRIDE(i, (size_t)rows * cols)
-    out[zt_sub_at(i, cols, ld_out)] = zt_bf16_to_fp32(in[zt_sub_at(i, cols, ld_in)]);
+    zt_store(&out[zt_sub_at(i, cols, ld_out)], zt_widen(in[zt_sub_at(i, cols, ld_in)]));
 }
 
 // A bit copy of a sub-matrix (bf16 or fp32 values as they are: T is uint16_t or float).
@@ -114,11 +100,6 @@ struct gelu_backward_op {
     }
 };
 
-static __global__ void sums_add_kernel(double *acc, const double *r, int first) {
-    acc[0] = first ? r[0] : acc[0] + r[0];
-    acc[1] = first ? r[1] : acc[1] + r[1];
-}
-
 // A group stays in one token's row (C % W == 0), so its wte and wpe elements are adjacent.
 struct encoder_forward_op {
     float *out;
@@ -164,32 +145,33 @@ static __global__ void encoder_backward_wpe_kernel(zt_bf16 *dwpe, const float *d
 
 extern "C" void zt_cuda_bf16_from_fp32(cudaStream_t st, zt_bf16 *out, const float *in, size_t n) {
     int vec = zt_aligned16(out) && zt_aligned16(in);
-    zt_vmap<BF16_W>(st, from_fp32_op{out, in}, n, vec, "bf16_from_fp32");
+    zt_vmap<BF16_W>(st, convert_op<zt_bf16, float>{out, in}, n, vec, "bf16_from_fp32");
 }
 
 extern "C" void zt_cuda_bf16_to_fp32(cudaStream_t st, float *out, const zt_bf16 *in, size_t n) {
     int vec = zt_aligned16(out) && zt_aligned16(in);
-    zt_vmap<BF16_W>(st, to_fp32_op{out, in}, n, vec, "bf16_to_fp32");
+    zt_vmap<BF16_W>(st, convert_op<float, zt_bf16>{out, in}, n, vec, "bf16_to_fp32");
+}
+
+template <typename O, typename I>
+static void convert_matrix(cudaStream_t st, O *out, int ld_out, const I *in, int ld_in, int rows,
+                           int cols, const char *name) {
+    ZT_ASSERT(rows >= 0 && cols >= 0 && ld_out >= cols && ld_in >= cols);
+    if (!rows || !cols) return;
+    size_t n = (size_t)rows * cols;
+    convert_matrix_kernel<<<grid_of(n), ZT_CUDA_THREADS, 0, st>>>(out, ld_out, in, ld_in, rows,
+                                                                  cols);
+    ZT_CUDA_LAUNCHED(st, name);
 }
 
 extern "C" void zt_cuda_bf16_round_matrix(cudaStream_t st, zt_bf16 *out, int ld_out,
                                           const float *in, int ld_in, int rows, int cols) {
-    ZT_ASSERT(rows >= 0 && cols >= 0 && ld_out >= cols && ld_in >= cols);
-    if (!rows || !cols) return;
-    size_t n = (size_t)rows * cols;
-    round_matrix_kernel<<<grid_of(n), ZT_CUDA_THREADS, 0, st>>>(out, ld_out, in, ld_in, rows,
-                                                                cols);
-    ZT_CUDA_LAUNCHED(st, "bf16_round_matrix");
+    convert_matrix(st, out, ld_out, in, ld_in, rows, cols, "bf16_round_matrix");
 }
 
 extern "C" void zt_cuda_bf16_widen_matrix(cudaStream_t st, float *out, int ld_out,
                                           const zt_bf16 *in, int ld_in, int rows, int cols) {
-    ZT_ASSERT(rows >= 0 && cols >= 0 && ld_out >= cols && ld_in >= cols);
-    if (!rows || !cols) return;
-    size_t n = (size_t)rows * cols;
-    widen_matrix_kernel<<<grid_of(n), ZT_CUDA_THREADS, 0, st>>>(out, ld_out, in, ld_in, rows,
-                                                                cols);
-    ZT_CUDA_LAUNCHED(st, "bf16_widen_matrix");
+    convert_matrix(st, out, ld_out, in, ld_in, rows, cols, "bf16_widen_matrix");
 }
 
 extern "C" void zt_cuda_copy_matrix(cudaStream_t st, void *out, int ld_out, const void *in,
@@ -232,11 +214,6 @@ extern "C" void zt_cuda_gelu_backward_bf16(cudaStream_t st, float *dinp, const z
                                            const float *dout, size_t n) {
     int vec = zt_aligned16(dinp) && zt_aligned16(inp) && zt_aligned16(dout);
     zt_vmap<BF16_W>(st, gelu_backward_op{dinp, inp, dout}, n, vec, "gelu_backward_bf16");
-}
-
-extern "C" void zt_cuda_sums_add(cudaStream_t st, double *acc, const double *r, int first) {
-    sums_add_kernel<<<1, 1, 0, st>>>(acc, r, first);
-    ZT_CUDA_LAUNCHED(st, "sums_add");
 }
 
 extern "C" void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const int32_t *tokens,

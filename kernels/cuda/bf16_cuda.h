@@ -3,10 +3,11 @@
 //   bf16_cuda.cu      kernels that read bf16 and write bf16 or fp32, computing in fp32 with
 //                     bf16_math.h's conversions (the CPU's round to nearest even)
 //   crossentropy_cuda.cu  the loss's passes over bf16 logits (templates shared with fp32's)
-//   bf16_ops_cuda.c   ops that widen a bf16 weight or gradient into the scratch, run the fp32
-//                     kernel on it and round back: the fp32 kernel's arithmetic, as the CPU
+//   optim_cuda.cu, elementwise_cuda.cu, layernorm_cuda.cu  ops on bf16 weights or gradients
+//                     as the fp32 kernels' templates: widened as read, rounded once as stored,
+//                     one pass each (the fp32 kernel's arithmetic, as the CPU)
 //   gemm_lt_cuda.c    gemm_mixed through cuBLASLt (bf16 operands, fp32 sums, tensor cores)
-// All pointers are device memory; work may still run when a call returns, except sumsq.
+// All pointers are device memory; work may still run when a call returns.
 #ifndef ZT_BF16_CUDA_H
 #define ZT_BF16_CUDA_H
 
@@ -26,11 +27,6 @@
 extern "C" {
 #endif
 
-// The widened weights, gradients and row chunks of bf16_ops_cuda.c: ZT_CUDA_BF16_SCRATCH
-// floats (launch_math.h), allocated at open, counted as workspace. Rows of LayerNorm up to
-// ZT_CUDA_BF16_MAX_ROW fit with room for 62 rows a chunk.
-#define ZT_CUDA_BF16_MAX_ROW (1 << 14)
-
 // One cached cuBLASLt plan (gemm_lt_cuda.c): the matmul descriptor, the layouts of the two
 // operands and C, and the heuristic's algorithm for them (found 0: it had none, so the
 // product takes the padded form).
@@ -42,16 +38,12 @@ typedef struct {
 } zt_cuda_lt_plan;
 
 // What the bf16 ops of one backend share: its stream, a cuBLASLt handle and its plans, the
-// scratch.
+// embedding backward's sort keys.
 typedef struct {
     cudaStream_t stream;
     cublasLtHandle_t lt;
     zt_lt_index lt_index;                         // which plan a slot holds
     zt_cuda_lt_plan lt_plans[ZT_LT_CACHE_SLOTS];  // slot for slot with lt_index.keys
-    float *scratch; // (ZT_CUDA_BF16_SCRATCH)
-    double *reduce; // (ZT_CUDA_REDUCE_WORK) the backend's sums' scratch
-    float *colsum;  // (ZT_CUDA_COLSUM_WORK) the backend's column sums' partials
-    double *sums;   // (2) sumsq's running sums across chunks
     uint64_t *embed; // (ZT_CUDA_EMBED_WORK) the backend's embedding sort keys
 } zt_cuda_bf16;
 
@@ -72,8 +64,6 @@ void zt_cuda_bias_broadcast_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *b
 void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *inp, size_t n);
 void zt_cuda_gelu_backward_bf16(cudaStream_t st, float *dinp, const zt_bf16 *inp,
                                 const float *dout, size_t n);
-// acc[0..1] = r[0..1] (first), else acc[0..1] += r[0..1]: one thread, in stream order.
-void zt_cuda_sums_add(cudaStream_t st, double *acc, const double *r, int first);
 void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const int32_t *tokens,
                                   const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
                                   int vocab_rows, int N, int T, int C);
@@ -94,23 +84,31 @@ void zt_cuda_ce_slice_finish_bf16(cudaStream_t st, zt_bf16 *dlogits, float *loss
                                   const float *target_logit, float scale, int n, int n_valid,
                                   int vocab_lo, int ld);
 
-// ---- widen, run the fp32 kernel, round (bf16_ops_cuda.c) ----
-void zt_cuda_bf16_bias_backward(const zt_cuda_bf16 *b, zt_bf16 *dbias, const float *dout, int N,
-                                int OC);
-void zt_cuda_bf16_layernorm_forward(const zt_cuda_bf16 *b, void *out, zt_dtype out_dt,
-                                    float *mean, float *rstd, const float *inp, const zt_bf16 *w,
-                                    const zt_bf16 *bias, int N, int C);
-void zt_cuda_bf16_layernorm_backward(const zt_cuda_bf16 *b, float *dinp, zt_bf16 *dw,
-                                     zt_bf16 *db, const float *dout, const float *inp,
-                                     const zt_bf16 *w, const float *mean, const float *rstd,
-                                     int N, int C);
-// Waits for the GPU (the result comes back to the host).
-void zt_cuda_bf16_sumsq(const zt_cuda_bf16 *b, double out[2], const zt_bf16 *x, size_t n);
-void zt_cuda_bf16_adamw(const zt_cuda_bf16 *b, float *master, zt_bf16 *p, float *m, float *v,
+// ---- the fp32 kernels' templates on bf16, one pass each (optim_cuda.cu, elementwise_cuda.cu,
+// layernorm_cuda.cu): the same launches, lanes and sums as the fp32 launcher of the name ----
+// zt_cuda_reduce over bf16 values (widened, exact).
+void zt_cuda_reduce_bf16(cudaStream_t st, double *work, const zt_bf16 *x, size_t n, int mode);
+// zt_cuda_adamw / zt_cuda_adamw8bit on the fp32 master with the widened gradient, then
+// p = master rounded, in the same kernel.
+void zt_cuda_adamw_bf16(cudaStream_t st, float *master, zt_bf16 *p, float *m, float *v,
                         const zt_bf16 *g, size_t n, float wd, zt_adamw_hparams h);
-void zt_cuda_bf16_adamw8bit(const zt_cuda_bf16 *b, float *master, zt_bf16 *p, const zt_bf16 *g,
+void zt_cuda_adamw8bit_bf16(cudaStream_t st, float *master, zt_bf16 *p, const zt_bf16 *g,
                             uint8_t *qm, uint8_t *qv, float *absmax_m, float *absmax_v, size_t n,
                             int block, const zt_q8_maps *maps, float wd, zt_adamw_hparams h);
+// zt_cuda_bias_backward into a bf16 dbias: widened, the column sums added in fp32, rounded
+// once. work as zt_cuda_bias_backward's.
+void zt_cuda_bias_backward_bf16(cudaStream_t st, zt_bf16 *dbias, const float *dout, float *work,
+                                int N, int OC);
+// zt_cuda_layernorm_forward with bf16 w, b; out fp32 or bf16 (out_dt).
+void zt_cuda_layernorm_forward_bf16(cudaStream_t st, void *out, zt_dtype out_dt, float *mean,
+                                    float *rstd, const float *inp, const zt_bf16 *w,
+                                    const zt_bf16 *b, int N, int C);
+// zt_cuda_layernorm_backward with bf16 w, dw, db: dw and db take the column sums in fp32 and
+// are rounded once. work as zt_cuda_layernorm_backward's.
+void zt_cuda_layernorm_backward_bf16(cudaStream_t st, float *dinp, zt_bf16 *dw, zt_bf16 *db,
+                                     const float *dout, const float *inp, const zt_bf16 *w,
+                                     const float *mean, const float *rstd, float *work, int N,
+                                     int C);
 
 // ---- gemm_mixed (gemm_lt_cuda.c) ----
 // backend_ops.h's gemm_mixed; work: ZT_CUDA_GEMM_MIXED_WORKSPACE bytes, any 4-byte alignment

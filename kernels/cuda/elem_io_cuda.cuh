@@ -1,5 +1,6 @@
 // Element loads and stores over fp32 and bf16, for kernels templated on the types they read and
-// write (crossentropy_cuda.cu, layernorm_cuda.cu, elementwise_cuda.cu's add): a bf16 is widened
+// write (crossentropy_cuda.cu, layernorm_cuda.cu, elementwise_cuda.cu's add, colsum_cuda.cuh,
+// optim_cuda.cu, bf16_cuda.cu's conversions): a bf16 is widened
 // (exact) as it is read and an fp32 result rounded once (bf16_math.h: nearest even, as the
 // CPU) as it is stored, so one template computes the fp32 kernel's arithmetic on either type.
 #ifndef ZT_ELEM_IO_CUDA_CUH

@@ -2,7 +2,8 @@
 // residual stream), the bias of the linear
 // layers (alone, or with the GELU after c_fc in one pass) (128-bit accesses, vec128_cuda.cuh;
 // grid-stride loops so any n fits the grid), and the bias
-// gradient (column sums over fixed row chunks, colsum_cuda.cuh).
+// gradient (column sums over fixed row chunks, colsum_cuda.cuh; fp32, or bf16 for the bf16
+// group's: widened, summed into in fp32, rounded once).
 #include "colsum_cuda.cuh"
 #include "cuda_check.h"
 #include "elem_io_cuda.cuh"
@@ -155,4 +156,12 @@ extern "C" void zt_cuda_bias_backward(cudaStream_t st, float *dbias, const float
     ZT_ASSERT(N >= 0 && OC >= 0);
     if (!OC || !N) return;
     zt_colsum<1, float>(st, dbias, NULL, work, bias_terms{dout, OC}, N, OC, "bias_backward");
+}
+
+extern "C" void zt_cuda_bias_backward_bf16(cudaStream_t st, zt_bf16 *dbias, const float *dout,
+                                           float *work, int N, int OC) {
+    ZT_ASSERT(N >= 0 && OC >= 0);
+    if (!OC || !N) return;
+    zt_colsum<1, zt_bf16>(st, dbias, NULL, work, bias_terms{dout, OC}, N, OC,
+                          "bias_backward_bf16");
 }

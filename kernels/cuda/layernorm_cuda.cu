@@ -2,8 +2,9 @@
 // coalesced across the warp, sums in a fixed shuffle tree), and dw, db as column sums over
 // fixed row chunks (colsum_cuda.cuh). Deterministic run to run; the CPU sums in another
 // order, which the GPU test bounds. The kernels are templates over the types they read and
-// write (fp32, or bf16 rows, weights and outputs: elem_io_cuda.cuh), so the bf16 residual
-// stream's LayerNorms are these kernels' arithmetic on the widened values, in one pass.
+// write (fp32, or bf16 rows, weights, outputs and weight gradients: elem_io_cuda.cuh), so the
+// bf16 group's LayerNorms (fp32 or bf16 rows) are these kernels' arithmetic on the widened
+// values, in one pass.
 #include "block_reduce_cuda.cuh"
 #include "colsum_cuda.cuh"
 #include "cuda_check.h"
@@ -187,15 +188,36 @@ extern "C" void zt_cuda_layernorm_backward(cudaStream_t st, float *dinp, float *
     ln_backward(st, dinp, dw, db, dout, inp, w, mean, rstd, work, N, C);
 }
 
+// ln_forward with bf16 weights into an out of type out_dt (fp32 or bf16).
+template <typename X>
+static void ln_forward_bf16w(cudaStream_t st, void *out, zt_dtype out_dt, float *mean,
+                             float *rstd, const X *inp, const zt_bf16 *w, const zt_bf16 *b,
+                             int N, int C, const char *name) {
+    ZT_ASSERT(out_dt == ZT_F32 || out_dt == ZT_BF16);
+    if (out_dt == ZT_F32) ln_forward(st, (float *)out, mean, rstd, inp, w, b, N, C, name);
+    else ln_forward(st, (zt_bf16 *)out, mean, rstd, inp, w, b, N, C, name);
+}
+
+// fp32 rows, bf16 weights (the bf16 group's layernorm_forward_bf16).
+extern "C" void zt_cuda_layernorm_forward_bf16(cudaStream_t st, void *out, zt_dtype out_dt,
+                                               float *mean, float *rstd, const float *inp,
+                                               const zt_bf16 *w, const zt_bf16 *b, int N,
+                                               int C) {
+    ln_forward_bf16w(st, out, out_dt, mean, rstd, inp, w, b, N, C, "layernorm_forward_bf16");
+}
+
+extern "C" void zt_cuda_layernorm_backward_bf16(cudaStream_t st, float *dinp, zt_bf16 *dw,
+                                                zt_bf16 *db, const float *dout, const float *inp,
+                                                const zt_bf16 *w, const float *mean,
+                                                const float *rstd, float *work, int N, int C) {
+    ln_backward(st, dinp, dw, db, dout, inp, w, mean, rstd, work, N, C);
+}
+
 extern "C" void zt_cuda_layernorm_forward_bf16in(cudaStream_t st, void *out, zt_dtype out_dt,
                                                  float *mean, float *rstd, const zt_bf16 *inp,
                                                  const zt_bf16 *w, const zt_bf16 *b, int N,
                                                  int C) {
-    ZT_ASSERT(out_dt == ZT_F32 || out_dt == ZT_BF16);
-    if (out_dt == ZT_F32)
-        ln_forward(st, (float *)out, mean, rstd, inp, w, b, N, C, "layernorm_forward_bf16in");
-    else
-        ln_forward(st, (zt_bf16 *)out, mean, rstd, inp, w, b, N, C, "layernorm_forward_bf16in");
+    ln_forward_bf16w(st, out, out_dt, mean, rstd, inp, w, b, N, C, "layernorm_forward_bf16in");
 }
 
 extern "C" void zt_cuda_residual_layernorm_forward_bf16(cudaStream_t st, zt_bf16 *res,
