@@ -540,6 +540,14 @@ static size_t proj_bytes(const zt_plan_spec *s) {
     return zt_round_up(Nr * (size_t)s->shape.n_embd * 2, 64);
 }
 
+// The workspace's bf16 copy of a product's output gradient under bf16 (zt_gpt2_acts.dout16):
+// all N rows of the widest one, C or 4C/tp values, 2 bytes each, carved in 64-byte pieces.
+static size_t dout16_bytes(const zt_plan_spec *s) {
+    size_t N = (size_t)s->micro_batch * s->seq, C = (size_t)s->shape.n_embd;
+    size_t wide = 4 * C / (size_t)s->tp;
+    return zt_round_up(N * (C > wide ? C : wide) * 2, 64);
+}
+
 // 16-bit parameters: params, grads, activations, logits and the pipeline buffers halve;
 // the optimizer adds the fp32 master copy of the shard.
 ZT_TEST(planner_bf16_parameters) {
@@ -558,8 +566,9 @@ ZT_TEST(planner_bf16_parameters) {
             // the bf16 activations halve, the rest stay fp32; the logits halve, the loss's
             // per-row statistics beside them stay fp32 (none on the first stage); the
             // pipeline's received activations halve (the stream is bf16), its gradients stay
-            // fp32; the backend's gemm_mixed scratch and the rounded projection output the
-            // bf16 residual add reads (proj_bytes)
+            // fp32; the backend's gemm_mixed scratch, the rounded projection output the
+            // bf16 residual add reads (proj_bytes) and the rounded output gradient the
+            // backward's products read (dout16_bytes)
             CHECK(b.bytes[ZT_MEM_ACTIVATIONS] < a.bytes[ZT_MEM_ACTIVATIONS]);
             CHECK(2 * b.bytes[ZT_MEM_ACTIVATIONS] > a.bytes[ZT_MEM_ACTIVATIONS]);
             if (st == 0) CHECK(b.bytes[ZT_MEM_LOGITS] == 0 && a.bytes[ZT_MEM_LOGITS] == 0);
@@ -567,7 +576,8 @@ ZT_TEST(planner_bf16_parameters) {
                        2 * b.bytes[ZT_MEM_LOGITS] > a.bytes[ZT_MEM_LOGITS]);
             size_t gw = zt_round_up(s.backend->gemm_mixed_workspace, 64);
             CHECK(b.bytes[ZT_MEM_WORKSPACE] == a.bytes[ZT_MEM_WORKSPACE] + (double)gw +
-                                                   (double)proj_bytes(&s));
+                                                   (double)proj_bytes(&s) +
+                                                   (double)dout16_bytes(&s));
             double NC = (double)zt_gpt2_rows(s.micro_batch, s.seq, s.tp, s.seq_parallel) *
                         s.shape.n_embd;
             CHECK(b.bytes[ZT_MEM_COMM] == a.bytes[ZT_MEM_COMM] - 2.0 * b.n_slots * NC);
@@ -638,7 +648,7 @@ ZT_TEST(planner_mem_limit_syntax) {
 }
 
 // A bf16 plan counts the backend's gemm_mixed scratch (the model carves it from its
-// workspace, beside the bf16 projection output): on the CPU its 32 MiB, on CUDA cuBLASLt's
+// workspace, beside the bf16 projection output and output gradient): on the CPU its 32 MiB, on CUDA cuBLASLt's
 // workspace and the tiles (64 MiB), in a binary built with CUDA or without (the registry
 // entries state the same caps).
 ZT_TEST(planner_bf16_counts_gemm_workspace) {
@@ -655,9 +665,11 @@ ZT_TEST(planner_bf16_counts_gemm_workspace) {
         CHECK(zt_plan_rank(&s, &p, 0, 0, 0, &bf16) == ZT_OK);
         double extra = bf16.bytes[ZT_MEM_WORKSPACE] - f32.bytes[ZT_MEM_WORKSPACE];
         printf("  %s: bf16 workspace %.0f bytes over fp32's (gemm_mixed: %zu, the bf16 "
-               "projection output: %zu)\n",
-               backends[b], extra, s.backend->gemm_mixed_workspace, proj_bytes(&s));
-        CHECK(extra == (double)(s.backend->gemm_mixed_workspace + proj_bytes(&s)));
+               "projection output: %zu, output gradient: %zu)\n",
+               backends[b], extra, s.backend->gemm_mixed_workspace, proj_bytes(&s),
+               dout16_bytes(&s));
+        CHECK(extra == (double)(s.backend->gemm_mixed_workspace + proj_bytes(&s) +
+                                dout16_bytes(&s)));
         zt_partition_free(&p);
     }
     return ZT_PASS;

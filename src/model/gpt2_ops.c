@@ -31,6 +31,37 @@ void zt_gpt2_linear_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const 
     if (bias && out_dt == ZT_F32) K(bias_forward_bf16, out, bias, N, OC);
 }
 
+// The fp32 output gradient dout (N, OC) rounded once into the model's bf16 buffer (dout16):
+// the products that read it then have two bf16 operands (gemm_mixed's direct form) instead of
+// rounding pieces of dout per tile of their output and chunk of K. The same values, since the
+// products round an fp32 operand to bf16 either way (docs/design.md, "bf16").
+static const zt_bf16 *rounded(const zt_gpt2 *m, const float *dout, int N, int OC) {
+    K(bf16_from_fp32, m->a.dout16, dout, (size_t)N * OC);
+    return m->a.dout16;
+}
+
+// The input-gradient product on dout rounded (d16): dinp (N, C) = d16 @ W^T, written.
+static void backward_input_bf16(const zt_gpt2 *m, float *dinp, const zt_bf16 *d16, const void *w,
+                                int N, int C, int OC, int in_out) {
+    K(gemm_mixed, 0, in_out, N, C, OC, 1.0f, d16, ZT_BF16, OC, w, ZT_BF16, in_out ? OC : C, 0.0f,
+      dinp, ZT_F32, C, m->a.gemm_work);
+}
+
+// The weight-gradient product on dout rounded (d16) into the bf16 dw; the bias gradient from
+// the fp32 dout (a column sum, exact in fp32 before its one rounding into dbias).
+static void backward_weight_bf16(const zt_gpt2 *m, void *dw, void *dbias, const float *dout,
+                                 const zt_bf16 *d16, const void *inp, zt_dtype in_dt, int N,
+                                 int C, int OC, int in_out) {
+    void *work = m->a.gemm_work;
+    if (in_out) // dw (C, OC) += inp^T @ dout
+        K(gemm_mixed, 1, 0, C, OC, N, 1.0f, inp, in_dt, C, d16, ZT_BF16, OC, 1.0f, dw, ZT_BF16,
+          OC, work);
+    else // dw (OC, C) += dout^T @ inp
+        K(gemm_mixed, 1, 0, OC, C, N, 1.0f, d16, ZT_BF16, OC, inp, in_dt, C, 1.0f, dw, ZT_BF16, C,
+          work);
+    if (dbias) K(bias_backward_bf16, dbias, dout, N, OC);
+}
+
 // dinp (N, C) = dout @ W^T (written); dw += the weight gradient, dbias += dout's column sums.
 void zt_gpt2_linear_backward(const zt_gpt2 *m, float *dinp, void *dw, void *dbias,
                              const float *dout, const void *inp, zt_dtype in_dt, const void *w,
@@ -43,8 +74,9 @@ void zt_gpt2_linear_backward(const zt_gpt2 *m, float *dinp, void *dw, void *dbia
             K(matmul_backward, dinp, dw, dbias, dout, inp, w, N, C, OC, 0);
         return;
     }
-    zt_gpt2_linear_backward_input(m, dinp, dout, w, N, C, OC, in_out);
-    zt_gpt2_linear_backward_weight(m, dw, dbias, dout, inp, in_dt, N, C, OC, in_out);
+    const zt_bf16 *d16 = rounded(m, dout, N, OC); // once, for both products
+    backward_input_bf16(m, dinp, d16, w, N, C, OC, in_out);
+    backward_weight_bf16(m, dw, dbias, dout, d16, inp, in_dt, N, C, OC, in_out);
 }
 
 void zt_gpt2_linear_backward_input(const zt_gpt2 *m, float *dinp, const float *dout,
@@ -54,8 +86,7 @@ void zt_gpt2_linear_backward_input(const zt_gpt2 *m, float *dinp, const float *d
         else K(matmul_backward_input, dinp, dout, w, N, C, OC, 0);
         return;
     }
-    K(gemm_mixed, 0, in_out, N, C, OC, 1.0f, dout, ZT_F32, OC, w, ZT_BF16, in_out ? OC : C, 0.0f,
-      dinp, ZT_F32, C, m->a.gemm_work);
+    backward_input_bf16(m, dinp, rounded(m, dout, N, OC), w, N, C, OC, in_out);
 }
 
 void zt_gpt2_linear_backward_weight(const zt_gpt2 *m, void *dw, void *dbias, const float *dout,
@@ -67,14 +98,8 @@ void zt_gpt2_linear_backward_weight(const zt_gpt2 *m, void *dw, void *dbias, con
         else K(matmul_backward_weight, dw, dbias, dout, inp, N, C, OC);
         return;
     }
-    void *work = m->a.gemm_work;
-    if (in_out) // dw (C, OC) += inp^T @ dout
-        K(gemm_mixed, 1, 0, C, OC, N, 1.0f, inp, in_dt, C, dout, ZT_F32, OC, 1.0f, dw, ZT_BF16, OC,
-          work);
-    else // dw (OC, C) += dout^T @ inp
-        K(gemm_mixed, 1, 0, OC, C, N, 1.0f, dout, ZT_F32, OC, inp, in_dt, C, 1.0f, dw, ZT_BF16, C,
-          work);
-    if (dbias) K(bias_backward_bf16, dbias, dout, N, OC);
+    backward_weight_bf16(m, dw, dbias, dout, rounded(m, dout, N, OC), inp, in_dt, N, C, OC,
+                         in_out);
 }
 
 void zt_gpt2_layernorm_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, float *mean,
