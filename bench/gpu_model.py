@@ -594,8 +594,9 @@ def report(fp32, bf16, cmd):
         "column sums' tile, are read from `kernels/launch_math.h`). The expansion is "
         "checked against the CUDA code: `tests/sh/cuda_gpu_model.sh` runs the same step at a "
         "smaller shape (2 layers, 128 channels, 16384 tokens of vocabulary, 4 x 512 tokens, "
-        "sized so gemm_mixed's K chunks and the attention's query blocks run more than once) on "
-        "the CUDA backend in the "
+        "sized so the attention's query blocks run more than once; the step's products all "
+        "take gemm_mixed's direct form, whose other forms `cuda_bf16_gemm_mixed_calls` counts) "
+        "on the CUDA backend in the "
         "CUDA emulation and counts every kernel, memset, copy and cuBLAS call it enqueues: "
         "equal to the expansion's count, fp32 and bf16. Not in it: the token upload (2 x 64 KiB "
         "through pinned buffers) and anything outside the step.")
