@@ -276,6 +276,21 @@ fc_step_args() { # the bench flags of every zerotrain run of this plan
     echo --backend cuda --model gpt2 $FC_MODEL --micro-batch $FC_B --seq $FC_T --warmup 0 \
         --lr-schedule constant --val-every 0 --data build/bench/gpu_tokens.bin
 }
+# zerotrain plan's predicted step for the runs above (one rank, fp32 and bf16; it has no TF32
+# knob), on the table's H100 and H200: "device:dtype:seconds" words.
+fc_planned() {
+    local dev dt s
+    for dev in h100 h200; do
+        for dt in fp32 bf16; do
+            # shellcheck disable=SC2086
+            s=$(build/zerotrain-cuda plan --world 1 --device $dev --model gpt2 $FC_MODEL \
+                --micro-batch $FC_B --seq $FC_T --global-batch $FC_B --param-dtype $dt --dp 1 \
+                --pp 1 --tp 1 --zero 0 --recompute none --json --top 1 2> /dev/null |
+                "$PY" -c 'import json, sys; print(json.load(sys.stdin)["plans"][0]["step_s"])' \
+                2> /dev/null) && echo "$dev:$dt:$s"
+        done
+    done
+}
 stage_fc_step() {
     local r label flags name rows=() t
     [ "$DRY" = 1 ] && FC_B=1 FC_T=64 FC_STEPS=3 FC_MODEL="--n-layer 1 --n-head 2 --n-embd 32"
@@ -301,9 +316,10 @@ stage_fc_step() {
             --micro-batch $FC_B --seq $FC_T --steps "$FC_STEPS" --warmup-steps 5 &&
             { judge "step/PyTorch bf16 eager"; [ "$RC" = 0 ] && rows+=("torch|PyTorch bf16 eager (${th[*]:4})|-|$LOG"); }
     fi
-    "$PY" - "$FC_B" "$FC_T" "$DRY" "${rows[@]}" > "$DIR/step.md" <<'EOF'
+    "$PY" - "$FC_B" "$FC_T" "$DRY" "$(fc_planned)" "${rows[@]}" > "$DIR/step.md" <<'EOF'
 import json, re, statistics, sys
 B, T, dry = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
+planned = sys.argv[4]
 # GPT-2 124M over the padded vocabulary, 6 N B T + 12 L T^2 C B (bench/gpu_step.sh's count)
 L, C, V = 12, 768, 50304
 N = V * C + 1024 * C + L * (12 * C * C + 13 * C) + 2 * C
@@ -311,7 +327,7 @@ flops = 6 * N * B * T + 12 * L * T * T * C * B
 GiB = 2 ** 30
 print("| run | ms/step median (best) | tokens/s | TFLOP/s | peak GiB (zerotrain: its allocator; PyTorch: max allocated) | loss chunk |")
 print("|---|---|---|---|---|---|")
-for row in sys.argv[4:]:
+for row in sys.argv[5:]:
     kind, label, log, out = row.split("|")
     text = open(out).read()
     if kind == "zt":
@@ -330,6 +346,10 @@ for row in sys.argv[4:]:
     med = statistics.median(ms)
     print(f"| {label} | {med:.1f} ({min(ms):.1f}) | {B * T / med * 1e3:,.0f} | "
           f"{flops / med / 1e9:.3g} | {peak / GiB:.2f} | {chunk} |")
+for p in planned.split():  # zerotrain plan's predictions (issue 37): device:dtype:seconds
+    dev, dt, s = p.split(":")
+    print(f"| `zerotrain plan --device {dev}` predicts {dt} (not measured) | {float(s) * 1e3:.1f} | "
+          f"{B * T / float(s):,.0f} | | | |")
 print("| llm.c train_gpt2cu bf16 (recorded 2026-11-23, not re-measured) | 51.3 | 319k | | 12.4 | |")
 print("| PyTorch bf16 torch.compile (recorded 2026-11-23, not re-measured) | 36.7 | 446k | | 8.44 | |")
 if dry:
