@@ -4,7 +4,8 @@
 
 Format (the one data/ reads, docs/design.md §8): a header of 256 little-endian int32,
 [20240520 (magic), 1 (version), N, 0 ...], then N little-endian uint16 tokens. Written to
-OUT.bin.tmp and renamed, so a concurrent reader never sees half a file.
+OUT.bin.tmp and renamed, so a concurrent reader never sees half a file; OUT's folder is made
+if missing (a fresh tree's build/bench).
 """
 import os
 import sys
@@ -19,6 +20,7 @@ def main():
     header = np.zeros(256, dtype="<i4")
     header[:3] = [20240520, 1, n]
     tokens = np.random.default_rng(0).integers(0, vocab, n).astype("<u2")
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
     with open(out + ".tmp", "wb") as f:
         f.write(header.tobytes())
         f.write(tokens.tobytes())
