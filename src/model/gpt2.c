@@ -213,8 +213,10 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     a->dqkv = carve(ws, N * 3 * Cl);
     a->dfch = carve(ws, N * 4 * Cl);
     a->scratch = carve(ws, N * C);
-    a->proj = carve_in(ws, bf16 ? Nr * C : 0, m);
-    a->dout16 = carve_in(ws, bf16 ? N * (C > 4 * Cl ? C : 4 * Cl) : 0, m);
+    int blocks16 = bf16 && nl > 0; // what only the blocks use (an embedding-only or
+                                   // head-only stage has none)
+    a->proj = carve_in(ws, blocks16 ? Nr * C : 0, m);
+    a->dout16 = carve_in(ws, blocks16 ? N * (C > 4 * Cl ? C : 4 * Cl) : 0, m);
     carve_seq_parallel(a, ws, m);
     a->ln_drop = carve_in(ws, m->n_wslots ? 2 * C : 0, m);
     a->attn_work = carve(ws, nl ? m->attn_work_n : 0);

@@ -115,10 +115,11 @@ typedef struct {
     float *dfch;                    // (N, 4C)
     float *scratch;                 // (N, C) projection outputs before the residual add
     void *proj;                     // (Nr, C) bf16: a projection's output summed over tp and
-                                    // rounded, the residual add's input (bf16 only, else 0)
+                                    // rounded, the residual add's input (bf16 with blocks,
+                                    // else 0)
     void *dout16;                   // (N, max(C, 4C/tp)) bf16: a product's fp32 output
                                     // gradient rounded once for its backward products (bf16
-                                    // only, else 0)
+                                    // with blocks, else 0)
     zt_block_acts recomp;           // one layer of what recomputed blocks drop (sizes 0: none)
     void *gathered;                 // (N, C) of the model's dtype: a LayerNorm output
                                     // gathered over tp (sequence parallel only, else 0)
