@@ -277,6 +277,16 @@ def _bias_fill(N, OC):
     return [mem("fill_bias", 4.0 * (N * OC + OC))]
 
 
+def ln_forward_bf16(name, row_bytes):
+    """One warp per row, bf16 weights read: row_bytes per value of the rows read (and, fused,
+    the residual written) besides the output, which is out_dt's."""
+    def kernels(a):
+        N, C = a["N"], a["C"]
+        out = 2 if a["out_dt"] == BF16 else 4
+        return [mem(name, (row_bytes + out) * N * C + 4.0 * C + 8.0 * N)]
+    return kernels
+
+
 # op name -> (CUDA function it follows, expansion of one call's args into kernels)
 EXPAND = {
     "memset": ("cuda_memset: cudaMemsetAsync",
@@ -370,15 +380,15 @@ EXPAND = {
                                if a["dwpe"] else [])),
     "layernorm_forward_bf16": ("zt_cuda_layernorm_forward_bf16 (layernorm_cuda.cu): one kernel, "
                                "layernorm_forward's with bf16 w, b",
-                               lambda a: ln_forward_bf16(a)),
+                               ln_forward_bf16("layernorm_forward_bf16", 4.0)),
     "layernorm_forward_bf16in": ("zt_cuda_layernorm_forward_bf16in (layernorm_cuda.cu): one "
                                  "kernel, layernorm_forward's on bf16 rows",
-                                 lambda a: ln_forward_bf16in(a)),
+                                 ln_forward_bf16("layernorm_forward_bf16in", 2.0)),
     "add_bf16": ("zt_cuda_add_bf16 (elementwise_cuda.cu): one kernel, add's on bf16",
                  lambda a: [mem("add_bf16", 6.0 * a["n"])]),
     "residual_layernorm_forward_bf16": ("zt_cuda_residual_layernorm_forward_bf16 "
                                         "(layernorm_cuda.cu): one kernel, the add fused",
-                                        lambda a: residual_ln_forward_bf16(a)),
+                                        ln_forward_bf16("residual_layernorm_forward_bf16", 6.0)),
     "layernorm_backward_bf16": ("zt_cuda_layernorm_backward_bf16 (layernorm_cuda.cu): "
                                 "layernorm_backward's dx and column sums with bf16 w, dw, db",
                                 lambda a: ln_backward(a["N"], a["C"])),
@@ -421,27 +431,6 @@ EXPAND = {
     "bf16_from_fp32": ("zt_cuda_bf16_from_fp32: one kernel", lambda a: [from32(a["n"])]),
     "bf16_to_fp32": ("zt_cuda_bf16_to_fp32: one kernel", lambda a: [to32(a["n"])]),
 }
-
-
-def ln_forward_bf16(a):
-    """One warp per row: fp32 rows, bf16 weights read, the output in out_dt."""
-    N, C = a["N"], a["C"]
-    out = 2 if a["out_dt"] == BF16 else 4
-    return [mem("layernorm_forward_bf16", (4.0 + out) * N * C + 4.0 * C + 8.0 * N)]
-
-
-def ln_forward_bf16in(a):
-    """One warp per row: bf16 rows and weights read, the output in out_dt."""
-    N, C = a["N"], a["C"]
-    out = 2 if a["out_dt"] == BF16 else 4
-    return [mem("layernorm_forward_bf16in", (2.0 + out) * N * C + 4.0 * C + 8.0 * N)]
-
-
-def residual_ln_forward_bf16(a):
-    """One warp per row: a, b read, res written (bf16), the output in out_dt."""
-    N, C = a["N"], a["C"]
-    out = 2 if a["out_dt"] == BF16 else 4
-    return [mem("residual_layernorm_forward_bf16", (6.0 + out) * N * C + 4.0 * C + 8.0 * N)]
 
 
 def ln_backward_bf16in(a):
@@ -718,7 +707,7 @@ def attention_batched_bf16(B, T, C, NH, backward):
                      ["S = QK^T", "dP = dO V^T", "dV += P^T dO", "dK += dS^T Q", "dQ = dS K"])
             for name in names:
                 ks.append(K(name, "batched", prod, X * (m + 2 * n) + S, prec="bf16"))
-            ks.append(mem("softmax" + (" backward" if backward else ""), (4 if backward else 2) * S))
+            ks.append(mem("softmax backward", 4 * S) if backward else mem("softmax", 2 * S))
     return ks
 
 
@@ -775,9 +764,9 @@ def what_ifs(bf16):
                       speed["attention bf16, batched products"])
     clear = [n for n, v in speed.items() if v >= 320e3]
     L.append("")
-    L.append(f"So the model chooses the {'fused kernel' if fused > batched else 'batched products'} "
-             f"for attention ({fused / 1e3:.0f}k against {batched / 1e3:.0f}k tokens/s: the "
-             "batched form still moves every 128-row block's scores through HBM, twice "
+    choice = "fused kernel" if fused > batched else "batched products"
+    L.append(f"So the model chooses the {choice} for attention ({fused / 1e3:.0f}k against "
+             f"{batched / 1e3:.0f}k tokens/s: the batched form still moves every 128-row block's scores through HBM, twice "
              "backward). " + (f"At least 320k under these assumptions: {'; '.join(clear)}. "
                               if clear else "No case reaches 320k under these assumptions. ")
              + f"Activation gradients stored in bf16 would save the rounding passes too "
