@@ -562,7 +562,8 @@ def report(fp32, bf16, cmd):
     f, t, b = cfgs[:3]
     L = [TITLE, ""]
     L.append(
-        "A model, not a measurement (no GPU has run this step yet): `bench/gpu_model.py` computes "
+        "A model, not a measurement (the step measured on an H200 is the next section, \"One GPU: "
+        "first contact\"): `bench/gpu_model.py` computes "
         f"every number here (`/usr/bin/python3 bench/gpu_model.py | /usr/bin/python3 "
         f"bench/results_section.py bench/RESULTS.md \"{TITLE}\"`). Written for issue 34, replacing "
         "the hand-written model of issue 25, which described llm.c's structure rather than this "
