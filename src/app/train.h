@@ -19,6 +19,13 @@ float zt_lr_at(const zt_config *cfg, int step);
 zt_status zt_train(const zt_config *cfg, const zt_comm *world, const char *argv0, int start,
                    int *preempted);
 
+// Rank 0, in place of zt_train when the --resume checkpoint is already at --steps (`step`):
+// nothing is trained. With a --ckpt-dir it takes the directory's lock as a run's start does,
+// removes what killed runs left there and finishes the save of step-N where a kill stopped it
+// after its commit (zt_ckpt_finish_commit); then one line says the run was complete. ZT_ERR
+// as a run's start (the directory in use, or holding a newer checkpoint).
+zt_status zt_train_complete(const zt_config *cfg, int step);
+
 // What `zerotrain eval` measured.
 typedef struct {
     double loss;            // mean cross-entropy per token (nats) over the sequences read

@@ -78,16 +78,17 @@ zt_status zt_trainer_check_memory(const zt_trainer *t) {
                               "cgroup's limit)");
 }
 
-// Before anything is allocated or loaded (rank 0): a resume with nothing left to train; the
+// Before anything is allocated or loaded (rank 0): a resume from beyond --steps; the
 // --ckpt-dir's lock (*lock: its descriptor, held until the run ends), taken before the
 // directory is looked at so that no other run changes it from here on; the interrupted saves
 // there (tmp-step-*) removed; and a --ckpt-dir
 // holding checkpoints newer than this run's start (zt_ckpt_check_dir).
 zt_status zt_trainer_check_start(const zt_config *c, int start, int *lock) {
-    if (c->resume[0] && start >= c->steps)
-        return zt_errorf("the checkpoint is at step %d and --steps %d is not beyond it: "
-                         "nothing to train; raise --steps to continue (zerotrain export "
-                         "turns a checkpoint into a model directory)", start, c->steps);
+    // (at --steps exactly the run is complete: zt_train_complete, not here)
+    if (c->resume[0] && start > c->steps)
+        return zt_errorf("the checkpoint is at step %d, beyond --steps %d: nothing to train; "
+                         "raise --steps to continue (zerotrain export turns a checkpoint into "
+                         "a model directory)", start, c->steps);
     if (!c->ckpt_dir[0]) return ZT_OK;
     ZT_TRY(zt_ckpt_lock(c->ckpt_dir, lock));
     // held (not a file system without flock): no other run writes there

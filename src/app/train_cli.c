@@ -124,7 +124,12 @@ int zt_train_main(int argc, char **argv, const char *argv0) {
     int start = 0, preempted = 0;
     if (!zt_run_init_world(&world)) return 1;
     zt_status s = zt_run_options(&world, &cfg, argc, argv, NULL, &start);
-    if (s == ZT_OK) s = zt_train(&cfg, &world, argv0, start, &preempted);
+    // a checkpoint already at --steps: the rerun of a finished (or killed-after-its-last-save)
+    // run ends cleanly instead of training zero steps
+    if (s == ZT_OK && cfg.resume[0] && start == cfg.steps)
+        s = zt_comm_agree(&world, world.rank == 0 ? zt_train_complete(&cfg, start) : ZT_OK);
+    else if (s == ZT_OK)
+        s = zt_train(&cfg, &world, argv0, start, &preempted);
     int failed = zt_run_end(&world, s);
     return failed ? 1 : preempted ? ZT_EXIT_PREEMPTED : 0;
 }

@@ -98,6 +98,13 @@ zt_status zt_ckpt_load_weights(const zt_grid *g, zt_gpt2 *m, const char *dir, in
 // descriptor): then no other run is writing there, so each is provably a dead run's.
 zt_status zt_ckpt_remove_interrupted(const char *dir);
 
+// Rank 0, holding dir's lock: finishes what a save of step-`step` left undone when it stopped
+// after its commit (killed at the rename of latest.tmp, or in --ckpt-keep's pruning):
+// `latest` names step-N (latest.tmp renamed over it) and the complete checkpoints beyond the
+// newest `keep` are removed (0: all kept). Says so when `latest` changed. Nothing when
+// step-N is not dir's newest complete checkpoint. ZT_ERR when `latest` cannot be written.
+zt_status zt_ckpt_finish_commit(const char *dir, int step, int keep);
+
 // Refuses (ZT_ERR) a --ckpt-dir that holds a complete checkpoint newer than `start`, the
 // step this run begins at (0, or the resumed one): rolled back to an older step, the new
 // run's checkpoints would interleave with the abandoned ones, `latest` would jump between

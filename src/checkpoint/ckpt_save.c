@@ -410,6 +410,35 @@ static zt_status write_latest(const char *dir, int step) {
     return fsync_path(dir);
 }
 
+// Whether DIR/latest reads "step-<step>\n" (the pointer a finished save leaves).
+static int latest_names(const char *dir, int step) {
+    char p[PATHN], want[32], got[32] = "";
+    snprintf(p, sizeof p, "%s/latest", dir);
+    snprintf(want, sizeof want, "step-%d\n", step);
+    FILE *f = fopen(p, "r");
+    size_t n = f ? fread(got, 1, sizeof got - 1, f) : 0;
+    if (f) fclose(f);
+    got[n] = 0;
+    return strcmp(got, want) == 0;
+}
+
+zt_status zt_ckpt_finish_commit(const char *dir, int step, int keep) {
+    int steps[4096], n = complete_steps(dir, steps, 4096), newest = -1;
+    for (int i = 0; i < n; i++)
+        if (steps[i] > newest) newest = steps[i];
+    if (newest != step) return ZT_OK; // step-N is not this directory's newest checkpoint
+    char lt[PATHN];
+    snprintf(lt, sizeof lt, "%s/latest.tmp", dir);
+    int stale = !latest_names(dir, step) || ckpt_file_exists(lt);
+    if (stale) ZT_TRY(write_latest(dir, step));
+    prune(dir, keep, step);
+    if (stale)
+        printf("checkpoint: %s/latest now names step-%d (the save of step-%d stopped after its "
+               "commit, before latest was renamed)\n", dir, step, step);
+    fflush(stdout);
+    return ZT_OK;
+}
+
 // Rank 0: the manifest and its seal, then the commit: the directory's entries, the rename,
 // then the pointer; --ckpt-keep's pruning and the line saying what was written.
 static zt_status commit(const zt_ckpt_ctx *c, const char *tmp, const char *fin, int step,

@@ -4,8 +4,8 @@
 # --val-out, export --out a file, a --log inside a checkpoint or model directory);
 # checkpoints (a --ckpt-dir rolled back under newer checkpoints, --ckpt-keep that must
 # delete only complete checkpoints and never the one just written, `latest` or
-# manifest.json that are directories, a manifest with impossible values, a resume with
-# nothing left to train, --resume with --init-from); empty option values; weights that are
+# manifest.json that are directories, a manifest with impossible values, a resume beyond
+# --steps, --resume with --init-from); empty option values; weights that are
 # not finite; a config.json asking for other math (activation, LayerNorm epsilon) or with
 # values that are not whole numbers; one-process commands under a launcher; ranks launched
 # with other options than rank 0. Helpers: cli_errors.sh.
@@ -50,8 +50,10 @@ if [ "$(ls "$tmp/ck2" | tr '\n' ' ')" = "latest lock step-0 step-3 " ] && [ -f "
   echo "ok   ckpt_keep_only_checkpoints: step-1 and step-2 gone, step-0 (no manifest) kept"
 else echo "FAIL ckpt_keep_only_checkpoints: $(ls "$tmp/ck2" | tr '\n' ' ')"; failed+=("ckpt-keep"); fi
 
-# nothing left to train; --resume with --init-from
-expect_error resume_past_steps "the checkpoint is at step 4 and --steps 4 is not beyond it" -- "$ZT" "${T[@]}" --steps 4 --resume "$tmp/ck"
+# nothing left to train: beyond --steps refused, at --steps complete (docs/checkpoints.md);
+# --resume with --init-from
+expect_error resume_past_steps "the checkpoint is at step 4, beyond --steps 3" -- "$ZT" "${T[@]}" --steps 3 --resume "$tmp/ck"
+expect_ok resume_at_steps "^complete: the checkpoint $tmp/ck is at step 4 and --steps is 4" -- "$ZT" "${T[@]}" --steps 4 --resume "$tmp/ck"
 expect_error resume_and_init_from "or --init-from $tmp/ck/step-2 (weights only), not both" -- "$ZT" "${T[@]}" --steps 6 --resume "$tmp/ck" --init-from "$tmp/ck/step-2"
 
 # `latest` a directory: said, and the newest complete checkpoint taken

@@ -12,12 +12,14 @@
 #   shard    rank 0 or 1 killed right after the fsync of its n-th shard file
 #   prune    rank 0 killed before its n-th unlink in --ckpt-keep's pruning (a retired-step-N
 #            half emptied: the next run removes it, and says so)
+# A run killed after the commit of step-24 (at `latest`, in pruning) is rerun as a user would,
+# unkilled: it says the run is complete, trains nothing, exits 0 and finishes the directory.
 # At the end the checkpoint directory holds only latest, lock and complete step-N: every
-# leftover of a kill (tmp-step-N, retired-step-N, a manifest-less step-N) was removed by a
-# later run (the lines saying so are counted). Then `prepare` is killed the same way (at a
-# random moment, before its first rename, between its two renames): a train file whose
-# validation file was not yet replaced is refused by training, the next prepare removes the
-# dead one's temporaries and completes the pair, and nothing else is left.
+# leftover of a kill (tmp-step-N, retired-step-N, a manifest-less step-N, latest.tmp) was
+# removed by a later run (the lines saying so are counted). Then `prepare` is killed the same
+# way (at a random moment, before its first rename, between its two renames): a train file
+# whose validation file was not yet replaced is refused by training, the next prepare removes
+# the dead one's temporaries and completes the pair, and nothing else is left.
 # The randomness is seeded: ZT_KILL_SEED=S repeats a campaign (the seed is printed first);
 # ZT_KILL_ROUNDS (default 8) bounds the kills. Rank processes are found by this campaign's
 # own --log paths, never by a broad pattern.
@@ -68,10 +70,14 @@ for i in $(seq 0 "$rounds"); do
   log=$out/run_$i.jsonl
   resume=()
   ls "$out"/ck/step-*/manifest.json >/dev/null 2>&1 && resume=(--resume "$out/ck")
-  # a run killed after its last save has finished the campaign
-  [ -f "$out/ck/step-$STEPS/manifest.json" ] && { done_run=1; break; }
+  # a run killed after the commit of its last save (at `latest`, in pruning): the same command
+  # rerun, unkilled, must say the run is complete, train nothing, exit 0 and finish the
+  # directory (the leftover check below)
+  final=0
+  [ -f "$out/ck/step-$STEPS/manifest.json" ] && final=1
   env=() mode=none
-  if [ "$i" -lt "$rounds" ]; then
+  [ $final -eq 1 ] && mode="rerun after step-$STEPS was committed"
+  if [ "$i" -lt "$rounds" ] && [ $final -eq 0 ]; then
     case $((RANDOM % 5)) in
       0) mode=time ;;
       1) mode="latest"; env=(ZT_FAULT_KILL_AT_RENAME='*/latest' ZT_FAULT_RENAME_NTH=$((1 + RANDOM % 4)) ZT_FAULT_KILL_RANK=0) ;;
@@ -107,6 +113,11 @@ for i in $(seq 0 "$rounds"); do
   if [ -n "$first" ]; then
     "$PY" tests/ckpt/compare_losses.py "$out/full.jsonl" "$log" >"$out/cmp_$i.txt" ||
       { cat "$out/cmp_$i.txt" | tail -3; die "round $i: losses differ from the uninterrupted run"; }
+  fi
+  if [ $final -eq 1 ]; then
+    grep -q '^complete: ' "$out/run_$i.out" && [ -z "$first" ] && [ $rc -eq 0 ] ||
+      { tail -3 "$out/run_$i.out"; die "round $i: the rerun of the complete run failed"; }
+    echo "round $i: $(grep '^complete: ' "$out/run_$i.out" | head -1)"
   fi
   if [ $rc -eq 0 ]; then done_run=1; break; fi
   grep -q "zerotrain: error:.*\(corrupt\|truncated\|checksum\|in use by another run\|newer than\)" "$out/run_$i.out" &&
