@@ -92,7 +92,7 @@ for i in $(seq 0 "$rounds"); do
   env "${env[@]}" timeout -k 5 60 "${MPI[@]}" "${xs[@]}" "$ZT" "${ARGS[@]}" "${resume[@]}" \
     --ckpt-dir "$out/ck" --ckpt-every 1 --ckpt-keep 3 --log "$log" >"$out/run_$i.out" 2>&1 &
   job=$!
-  what="$mode ${env[*]}"
+  what="$mode${env[*]:+ ${env[*]}}"
   if [ "$mode" = time ]; then
     for _ in $(seq 400); do grep -q '"loss"' "$log" 2>/dev/null && break; kill -0 $job 2>/dev/null || break; sleep 0.02; done
     ms=$((RANDOM % 250))
