@@ -290,8 +290,8 @@ static __global__ void __launch_bounds__(FL_THREADS)
     }
 }
 
-// dS = P (dP - D) in place of dp, D per row (rows) or per column (columns: the kv kernel's
-// transposed tiles, D of query column c at Dc[c]).
+// dS = P (dP - D) in place of dp, D per row (the kv kernel's transposed tiles take D per
+// column instead).
 static __device__ inline void ds_rows(float dp[FL_NT][4], const float s[FL_NT][4],
                                       const float d[2]) {
     for (int n = 0; n < FL_NT; n++)
