@@ -62,14 +62,15 @@ EOF
 }
 
 have_gpu && nvidia-smi -L | tee -a "$SUM"
-step build 150 make -j16 cuda CUDA_ARCH="$ARCH" && grep -c "warning" "$DIR/build.log" |
+step build 120 make -j16 cuda CUDA_ARCH="$ARCH" && grep -c "warning" "$DIR/build.log" |
     sed 's/^/build warnings: /' | tee -a "$SUM"
-step test_flash 90 build/zt_tests_cuda cuda_bf16_attention_flash cuda_bf16_attention
+step test_flash 45 build/zt_tests_cuda cuda_bf16_attention_flash cuda_bf16_attention
 grep -E "worst|max\|diff\||two runs|PASS|FAIL" "$DIR/test_flash.log" 2> /dev/null >> "$SUM"
-for tool in memcheck racecheck; do
-    ZT_FLASH_TEST_SHAPES=small step "sanitize_$tool" 60 compute-sanitizer --tool "$tool" \
+for tool in memcheck:30 racecheck:40; do
+    ZT_FLASH_TEST_SHAPES=small step "sanitize_${tool%:*}" "${tool#*:}" compute-sanitizer \
+        --tool "${tool%:*}" \
         --error-exitcode 1 build/zt_tests_cuda cuda_bf16_attention_flash
-    tail -n 3 "$DIR/sanitize_$tool.log" 2> /dev/null >> "$SUM"
+    tail -n 3 "$DIR/sanitize_${tool%:*}.log" 2> /dev/null >> "$SUM"
 done
 if have_gpu; then
     [ -f "$TOKENS" ] || "$PY" bench/make_tokens.py "$TOKENS" $((1 << 21)) > /dev/null
@@ -77,10 +78,10 @@ fi
 ARGS=(--backend cuda --model gpt2 --micro-batch 16 --seq 1024 --warmup 0 --lr-schedule constant
     --val-every 0 --data "$TOKENS" --param-dtype bf16 --tf32 --steps "$STEPS")
 for att in blocked flash; do
-    step "step_$att" 60 build/zerotrain-cuda "${ARGS[@]}" --cuda-attention $att \
+    step "step_$att" 30 build/zerotrain-cuda "${ARGS[@]}" --cuda-attention $att \
         --log "$DIR/step_$att.jsonl"
 done
-step profile_flash 60 build/zerotrain-cuda "${ARGS[@]}" --cuda-attention flash --profile \
+step profile_flash 30 build/zerotrain-cuda "${ARGS[@]}" --cuda-attention flash --profile \
     --log "$DIR/profile_flash.jsonl" && tail -n 30 "$DIR/profile_flash.log" >> "$SUM"
 [ -s "$DIR/step_blocked.jsonl" ] && [ -s "$DIR/step_flash.jsonl" ] &&
     step_summary "$DIR/step_blocked.jsonl" "$DIR/step_flash.jsonl" | tee -a "$SUM"
