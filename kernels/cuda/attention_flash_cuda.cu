@@ -140,8 +140,8 @@ static __device__ inline void store2(void *out, int bf16, size_t off, float x, f
     }
 }
 
-// Block x's pair and block of 64 rows, the blocks with the most work first (the last query
-// blocks; `reverse` 0: the first key blocks).
+// This block's pair and block of 64 rows, those with the most work launched first: the last
+// query blocks (last_first 1), the first key blocks (0).
 static __device__ inline int block_pair(int pairs) { return blockIdx.x % pairs; }
 static __device__ inline int block_index(int pairs, int nb, int last_first) {
     int k = blockIdx.x / pairs;
