@@ -148,6 +148,19 @@ static __device__ inline int block_index(int pairs, int nb, int last_first) {
     return last_first ? nb - 1 - k : k;
 }
 
+// A query-side block (forward, rowsum, dq): its pair, its block of 64 queries, the warp's first.
+typedef struct {
+    fl_pair p;
+    int qb, i0;
+} fl_queries;
+
+static __device__ inline fl_queries queries_of(int B, int T, int C, int NH) {
+    int nq = (T + FL_ROWS - 1) / FL_ROWS, qb = block_index(B * NH, nq, 1);
+    fl_queries q = {pair_of(block_pair(B * NH), T, C, NH), qb,
+                    qb * FL_ROWS + (int)threadIdx.x / 32 * 16};
+    return q;
+}
+
 // ---- forward ----
 
 // The online softmax of one key block on the warp's scores s (scaled, masked in place to
@@ -186,31 +199,30 @@ static __global__ void __launch_bounds__(FL_THREADS)
                          int C, int NH, float scale) {
     extern __shared__ zt_u128 fl_smem[];
     zt_bf16 *ks = (zt_bf16 *)fl_smem, *vs = ks + FL_ROWS * FL_LD(HS);
-    int nq = (T + FL_ROWS - 1) / FL_ROWS, qb = block_index(B * NH, nq, 1);
-    fl_pair p = pair_of(block_pair(B * NH), T, C, NH);
-    int i0 = qb * FL_ROWS + threadIdx.x / 32 * 16; // the warp's first query
+    fl_queries r = queries_of(B, T, C, NH);
     uint32_t qf[HS / 16][4];
-    load_tile<HS>(ks, qkv + qkv_at(&p, 0, 0), 3 * (size_t)C, qb * FL_ROWS, T);
+    load_tile<HS>(ks, qkv + qkv_at(&r.p, 0, 0), 3 * (size_t)C, r.qb * FL_ROWS, T);
     __syncthreads();
     a_frags<HS>(qf, ks, threadIdx.x / 32 * 16);
     float o[HS / 8][4] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, s[FL_NT][4];
-    for (int kb = 0; kb <= qb; kb++) {
+    for (int kb = 0; kb <= r.qb; kb++) {
         __syncthreads(); // the tiles' last readers are done
-        load_tile<HS>(ks, qkv + qkv_at(&p, 0, 1), 3 * (size_t)C, kb * FL_ROWS, T);
-        load_tile<HS>(vs, qkv + qkv_at(&p, 0, 2), 3 * (size_t)C, kb * FL_ROWS, T);
+        load_tile<HS>(ks, qkv + qkv_at(&r.p, 0, 1), 3 * (size_t)C, kb * FL_ROWS, T);
+        load_tile<HS>(vs, qkv + qkv_at(&r.p, 0, 2), 3 * (size_t)C, kb * FL_ROWS, T);
         __syncthreads();
         product_nt<HS>(s, qf, ks);
-        scale_mask(s, scale, i0, kb * FL_ROWS);
+        scale_mask(s, scale, r.i0, kb * FL_ROWS);
         online_softmax<HS>(s, m, l, o);
         product_nn<HS>(o, s, vs);
     }
     for (int e = 0; e < 4; e += 2) {
-        int i = i0 + acc_row(e);
+        int i = r.i0 + acc_row(e);
         if (i >= T) continue;
         float inv = 1.0f / l[e >> 1];
         for (int n = 0; n < HS / 8; n++)
-            store2(out, out_bf16, btc_at(&p, i) + acc_col(n, e), o[n][e] * inv, o[n][e + 1] * inv);
-        if (threadIdx.x % 4 == 0) lse[row_at(&p, i)] = m[e >> 1] + logf(l[e >> 1]);
+            store2(out, out_bf16, btc_at(&r.p, i) + acc_col(n, e), o[n][e] * inv,
+                   o[n][e + 1] * inv);
+        if (threadIdx.x % 4 == 0) lse[row_at(&r.p, i)] = m[e >> 1] + logf(l[e >> 1]);
     }
 }
 
@@ -270,23 +282,21 @@ static __global__ void __launch_bounds__(FL_THREADS)
                         int T, int C, int NH, float scale) {
     extern __shared__ zt_u128 fl_smem[];
     zt_bf16 *ks = (zt_bf16 *)fl_smem, *vs = ks + FL_ROWS * FL_LD(HS);
-    int nq = (T + FL_ROWS - 1) / FL_ROWS, qb = block_index(B * NH, nq, 1);
-    fl_pair p = pair_of(block_pair(B * NH), T, C, NH);
-    int i0 = qb * FL_ROWS + threadIdx.x / 32 * 16;
+    fl_queries r = queries_of(B, T, C, NH);
     uint32_t qf[HS / 16][4], df[HS / 16][4];
-    query_frags<HS>(qf, df, ks, vs, qkv, dout, &p, qb);
+    query_frags<HS>(qf, df, ks, vs, qkv, dout, &r.p, r.qb);
     float l[2], d[2] = {0.0f, 0.0f}, s[FL_NT][4], dp[FL_NT][4];
-    row_pair(l, lse, &p, i0);
-    for (int kb = 0; kb <= qb; kb++) {
-        load_kv<HS>(ks, vs, qkv, &p, kb);
-        probs_dp<HS>(s, dp, qf, df, ks, vs, l, scale, i0, kb);
+    row_pair(l, lse, &r.p, r.i0);
+    for (int kb = 0; kb <= r.qb; kb++) {
+        load_kv<HS>(ks, vs, qkv, &r.p, kb);
+        probs_dp<HS>(s, dp, qf, df, ks, vs, l, scale, r.i0, kb);
         for (int n = 0; n < FL_NT; n++)
             for (int e = 0; e < 4; e++) d[e >> 1] += s[n][e] * dp[n][e];
     }
     for (int k = 0; k < 2; k++) {
-        int i = i0 + acc_row(2 * k);
+        int i = r.i0 + acc_row(2 * k);
         float dk = group_sum(d[k]);
-        if (i < T && threadIdx.x % 4 == 0) D[row_at(&p, i)] = dk;
+        if (i < T && threadIdx.x % 4 == 0) D[row_at(&r.p, i)] = dk;
     }
 }
 
@@ -304,25 +314,23 @@ static __global__ void __launch_bounds__(FL_THREADS)
                     const float *lse, const float *D, int B, int T, int C, int NH, float scale) {
     extern __shared__ zt_u128 fl_smem[];
     zt_bf16 *ks = (zt_bf16 *)fl_smem, *vs = ks + FL_ROWS * FL_LD(HS);
-    int nq = (T + FL_ROWS - 1) / FL_ROWS, qb = block_index(B * NH, nq, 1);
-    fl_pair p = pair_of(block_pair(B * NH), T, C, NH);
-    int i0 = qb * FL_ROWS + threadIdx.x / 32 * 16;
+    fl_queries r = queries_of(B, T, C, NH);
     uint32_t qf[HS / 16][4], df[HS / 16][4];
-    query_frags<HS>(qf, df, ks, vs, qkv, dout, &p, qb);
+    query_frags<HS>(qf, df, ks, vs, qkv, dout, &r.p, r.qb);
     float l[2], d[2], dq[HS / 8][4] = {}, s[FL_NT][4], dp[FL_NT][4];
-    row_pair(l, lse, &p, i0);
-    row_pair(d, D, &p, i0);
-    for (int kb = 0; kb <= qb; kb++) {
-        load_kv<HS>(ks, vs, qkv, &p, kb);
-        probs_dp<HS>(s, dp, qf, df, ks, vs, l, scale, i0, kb);
+    row_pair(l, lse, &r.p, r.i0);
+    row_pair(d, D, &r.p, r.i0);
+    for (int kb = 0; kb <= r.qb; kb++) {
+        load_kv<HS>(ks, vs, qkv, &r.p, kb);
+        probs_dp<HS>(s, dp, qf, df, ks, vs, l, scale, r.i0, kb);
         ds_rows(dp, s, d);
         product_nn<HS>(dq, dp, ks);
     }
     for (int e = 0; e < 4; e += 2) {
-        int i = i0 + acc_row(e);
+        int i = r.i0 + acc_row(e);
         if (i >= T) continue;
         for (int n = 0; n < HS / 8; n++)
-            store2(dqkv, dqkv_bf16, qkv_at(&p, i, 0) + acc_col(n, e), scale * dq[n][e],
+            store2(dqkv, dqkv_bf16, qkv_at(&r.p, i, 0) + acc_col(n, e), scale * dq[n][e],
                    scale * dq[n][e + 1]);
     }
 }
