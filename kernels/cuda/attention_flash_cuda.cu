@@ -16,6 +16,11 @@
 //   are rounded to bf16 as the products' A operand.
 // Shared memory: two tiles of 64 rows x (hs + 8) bf16 (the 8: rows 16 bytes apart in bank
 // terms, so a fragment's 8 rows hit different banks), plus 512 bytes in kv: 36 KiB at hs 128.
+// TODO (after a GPU has timed it): the backward runs 9 products where FlashAttention-2 runs 5
+// (D = sum P dP recomputes S and dP because the op is not given O; dQ recomputes them again
+// rather than summing across key blocks, which would need atomics or a second pass); tiles
+// are loaded without cp.async double buffering and fragments without ldmatrix; at hs 80 and
+// above ptxas keeps dK, dV in local memory (a stack frame, no spills).
 #include "cuda_check.h"
 #include "kernels_cuda.h"
 #include "mma_bf16_cuda.cuh"
