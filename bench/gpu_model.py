@@ -731,6 +731,30 @@ def attention_flash(B, T, C, NH, backward):
               prec=FLASH_EFF["backward"])]
 
 
+def attention_flash_built(B, T, C, NH, backward):
+    """--cuda-attention flash as built (attention_flash_cuda.cu): 64-row blocks on both sides;
+    forward one launch (2 products); backward three, each recomputing S from q, k and lse:
+    D = rowsum(P o dP) (2 products: the op is not given O), dK and dV per key block (4) and dQ
+    per query block (3), 9 products where FlashAttention-2 has 5. HBM: the bf16 operands once,
+    the other side's re-read per block of 64 above it, fp32 dout and dqkv (the model's)."""
+    hs, Br = C // NH, 64
+    pairs, blocks = B * NH, -(-T // Br)
+    prod = 2.0 * pairs * hs * T * (T + Br) / 2
+    once = 2.0 * pairs * T * hs  # one bf16 (pairs, T, hs) operand
+    tri = Br * blocks * (blocks + 1) / 2.0  # rows of the other side read, summed over blocks
+    kv = 2.0 * 2 * pairs * hs * tri  # k and v, bf16
+    q_do = (2.0 + 4.0) * pairs * hs * tri  # q bf16 and dout fp32
+    rows = 4.0 * pairs * T  # lse or D
+    if not backward:
+        return [K("flash forward", "fused", 2 * prod, once + kv + once + rows,
+                  prec=FLASH_EFF["forward"])]
+    eff = FLASH_EFF["backward"]
+    return [K("flash D = rowsum(P o dP)", "fused", 2 * prod, 3 * once + kv + 2 * rows, prec=eff),
+            K("flash dK, dV", "fused", 4 * prod, 2 * once + q_do + 4 * once + 2 * rows,
+              prec=eff),
+            K("flash dQ", "fused", 3 * prod, 3 * once + kv + 2 * once + 2 * rows, prec=eff)]
+
+
 def with_attention(expand, attend):
     out = dict(expand)
     out["attention_forward_bf16"] = ("what-if", lambda a: attend(a["B"], a["T"], a["C"], a["NH"],
@@ -743,7 +767,9 @@ def with_attention(expand, attend):
 def what_ifs(bf16):
     cases = [("as built", EXPAND),
              ("attention bf16, batched products", with_attention(EXPAND, attention_batched_bf16)),
-             ("attention fused (flash-style)", with_attention(EXPAND, attention_flash))]
+             ("attention fused (flash-style)", with_attention(EXPAND, attention_flash)),
+             ("attention fused as built (--cuda-attention flash)",
+              with_attention(EXPAND, attention_flash_built))]
     tokens = bf16["micro_batch"] * bf16["seq"] * bf16["grad_accum"]
     L = ["**What to build next, by the same model (what-ifs, not the code).** Each row replaces "
          "the attention's kernels with ones not yet written, at the efficiencies above (bf16 "

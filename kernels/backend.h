@@ -95,9 +95,14 @@ typedef struct {
 } zt_backend_caps;
 
 // What a run asks of a backend when it opens one.
-// The CUDA attention kernels: blocked (cuBLAS products over query blocks, the default) or
-// rows (one block per query row: the first kernels, kept as a reference; no scratch).
-typedef enum { ZT_CUDA_ATTENTION_BLOCKED, ZT_CUDA_ATTENTION_ROWS } zt_cuda_attention;
+// The CUDA attention kernels: blocked (cuBLAS products over query blocks, the default), rows
+// (one block per query row: the first kernels, kept as a reference; no scratch) or flash (bf16
+// models: fused kernels on bf16 tensor cores; fp32 models and other head sizes run blocked).
+typedef enum {
+    ZT_CUDA_ATTENTION_BLOCKED,
+    ZT_CUDA_ATTENTION_ROWS,
+    ZT_CUDA_ATTENTION_FLASH
+} zt_cuda_attention;
 
 typedef struct {
     int device;  // the GPU a device backend runs on (0-based; -1: picked from local_rank by

@@ -260,6 +260,8 @@ static int env_default_cases(void) {
     CHECK_EQ_INT(zt_config_comm_settings(&c, &cs), ZT_OK);
     CHECK(cs.algo == ZT_COMM_MPI_ALGO_STAGE_ALL && cs.timeout_auto);
     CHECK_EQ_INT(c.cuda_attention, ZT_CUDA_ATTENTION_BLOCKED);
+    CHECK_EQ_INT(PARSE(&c, "--cuda-attention", "flash"), ZT_OK);
+    CHECK_EQ_INT(c.cuda_attention, ZT_CUDA_ATTENTION_FLASH);
     // the texts go to comm's parser
     CHECK_EQ_INT(PARSE(&c, "--comm-algo", "stage", "--comm-stage-kib", "2"), ZT_OK);
     CHECK_EQ_INT(zt_config_comm_settings(&c, &cs), ZT_ERR);

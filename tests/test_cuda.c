@@ -54,11 +54,11 @@ static uint64_t g_seed, g_ctr;
 static void *g_host[MAX_SCRATCH], *g_dev[MAX_SCRATCH];
 static int g_nhost, g_ndev;
 
-static int gpu_open(const char *test) {
+static int gpu_open_with(const char *test, const zt_backend_options *opt) {
     if (!strncmp(test, "zt_test_", 8)) test += 8;
     g_on_cpu = getenv("ZT_CUDA_TEST_ON_CPU") != NULL;
     if (g_on_cpu) g_gpu = *zt_test_cpu();
-    else if (zt_backend_open(&g_gpu, "cuda", &(zt_backend_options){0}) != ZT_OK) {
+    else if (zt_backend_open(&g_gpu, "cuda", opt) != ZT_OK) {
         printf("SKIP %s: %s\n", test, zt_error_message());
         return 0;
     }
@@ -69,6 +69,7 @@ static int gpu_open(const char *test) {
            (unsigned long long)g_seed);
     return 1;
 }
+static int gpu_open(const char *test) { return gpu_open_with(test, &(zt_backend_options){0}); }
 #define NEED_GPU()                                 \
     do {                                           \
         if (!gpu_open(__func__)) return ZT_SKIP;   \
@@ -2582,6 +2583,223 @@ ZT_TEST(cuda_bf16_attention) {
                                       g_lse_cpu, g_work, g_wide, B, T, C, NH);
     CHECK_DEV16("attention_backward_bf16 dqkv bf16", g_d16, d16, nq, ATT_TOL_DQKV(hs, T),
                 BF16_STEP);
+    gpu_close();
+    return ZT_PASS;
+}
+
+// ---- --cuda-attention flash: the fused bf16 attention (attention_flash_cuda.cu) ----
+//
+// Against the CPU's bf16 ops (the fp32 attention on the widened q, k, v), at GPT-2's shape
+// and at awkward ones: T not a multiple of the 64-row blocks, a single block, several pairs,
+// head sizes 16, 32 and 128. How far apart they may be (u = 2^-24, fp32's unit roundoff;
+// w = 2^-8, bf16's: rounding to bf16, nearest even, moves a value by at most w of itself, 8
+// significant bits; q, k, v and dO drawn in [-1, 1]):
+// - Scores: the same exact products (bf16 times bf16 is exact in fp32) summed over hs terms
+//   in other orders: the CPU within gamma_hs(u), a tensor core's fp32 accumulation (it may
+//   truncate) within 2 gamma_hs(u), of sum |q k| <= hs, times scale = 1/sqrt(hs):
+//   es = 3 hs^1.5 u apart. A probability exp(s - lse) then moves by the relative
+//   ep = es + 8u (expf within 2 ulp on each side, the subtraction).
+// - lse = m + ln l: es from the scores, plus l's sum of up to T terms (each side within T u)
+//   and the online rescaling (an expf and a product per key block: 3u each), relative in l
+//   and so absolute in ln l: es + (2 T + 3 nk + 8) u, and 4u relative for m's size.
+// - out = sum_j P_j v_j / l: the GPU rounds each P to bf16 before P V (relative w; l sums the
+//   unrounded ones, as FlashAttention-2 does), which moves out by w sum_j P_j |v_j| / l <= w;
+//   the scores move numerator and l by ep each; the sums over up to T keys 3 T u (+ 16 u:
+//   the rescalings, the division): w + 2 ep + (3 T + 16) u. A bf16 out adds BF16_STEP relative.
+// - dqkv, per element from the data (flash_dqkv_bounds): dP = dO v^T with dO rounded to bf16
+//   on the GPU (wd = w for an fp32 dout, 0 for a bf16 one): e_dP = (wd + 3 hs u) A with
+//   A = sum_d |dO v|; D_i = sum_j P dP: e_D = sum_j P (ep |dP| + e_dP + 3 T u |dP|);
+//   dS = P (dP - D): e_dS = (ep + 2u) |dS| + P (e_dP + e_D), and the GPU rounds dS to bf16
+//   (w |dS|) as its products' operand. dV_j = sum_i P_ij dO_i: (ep + w + wd + 3 T u)
+//   sum_i P_ij (|dO| <= 1); dK_j = scale sum_i dS_ij q_i: scale sum_i (e_dS + (w + 3 T u)
+//   |dS|) (|q| <= 1); dQ_i the same over j (|k| <= 1). Plus 4u relative (the final scale),
+//   and BF16_STEP relative for a bf16 dqkv.
+// Worst cases (every rounding the same way): the test prints the worst ratio (0.3-0.6 of the
+// dqkv bounds in the CUDA emulation). A key block missed or a mask off by one moves the
+// results by whole probabilities: the mask's <= written < failed the first shape's lse at
+// 7e4 times its bound (checked once, in the emulation).
+#define W16 0x1p-8 // bf16's unit roundoff
+
+static double flash_es(int hs) { return 3.0 * pow(hs, 1.5) * U32; }
+
+typedef struct {
+    double *P, *dP, *A; // (T, T) of one pair, rows i, columns j <= i
+    double *D, *eD;     // (T)
+} flash_pair_scratch;
+
+// P, dP, A and D of pair (b, h) in double from the widened inputs and the CPU's lse.
+static void flash_pair_terms(flash_pair_scratch *x, const float *qkv, const float *dout,
+                             const float *lse, int b, int h, int T, int NH, int hs, double ep,
+                             double edp) {
+    int C = NH * hs;
+    double scale = 1.0 / sqrt(hs);
+    for (int i = 0; i < T; i++) {
+        const float *q = qkv + zt_qkv_at(b, i, 0, h, T, C, hs);
+        const float *g = dout + zt_btc_at(b, i, h, T, C, hs);
+        double l = lse[zt_lse_at(b, h, i, T, NH)], D = 0, eD = 0;
+        for (int j = 0; j <= i; j++) {
+            const float *k = qkv + zt_qkv_at(b, j, 1, h, T, C, hs), *v = k + C;
+            double s = 0, dp = 0, a = 0;
+            for (int d = 0; d < hs; d++) {
+                s += (double)q[d] * k[d];
+                dp += (double)g[d] * v[d];
+                a += fabs((double)g[d] * v[d]);
+            }
+            double p = exp(scale * s - l);
+            size_t at = (size_t)i * T + j;
+            x->P[at] = p, x->dP[at] = dp, x->A[at] = a;
+            D += p * dp;
+            eD += p * (ep * fabs(dp) + edp * a + 3.0 * T * U32 * fabs(dp));
+        }
+        x->D[i] = D, x->eD[i] = eD;
+    }
+}
+
+// bound[x] for each element of dqkv (B, T, 3C): the derivation above; ref the CPU's dqkv,
+// wd dO's rounding on the GPU, bf BF16_STEP for a bf16 dqkv (else 0).
+static void flash_dqkv_bounds(double *bound, const float *qkv, const float *dout,
+                              const float *lse, const float *ref, int B, int T, int NH, int hs,
+                              double wd, double bf) {
+    int C = NH * hs;
+    double scale = 1.0 / sqrt(hs), ep = flash_es(hs) + 8 * U32, edp = wd + 3.0 * hs * U32;
+    double sum_u = 3.0 * T * U32;
+    flash_pair_scratch x = {malloc((size_t)T * T * 8), malloc((size_t)T * T * 8),
+                            malloc((size_t)T * T * 8), malloc((size_t)T * 8),
+                            malloc((size_t)T * 8)};
+    double *bq = malloc((size_t)T * 8), *bk = malloc((size_t)T * 8), *bv = malloc((size_t)T * 8);
+    ZT_ASSERT(x.P && x.dP && x.A && x.D && x.eD && bq && bk && bv);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            flash_pair_terms(&x, qkv, dout, lse, b, h, T, NH, hs, ep, edp);
+            memset(bq, 0, T * 8), memset(bk, 0, T * 8), memset(bv, 0, T * 8);
+            for (int i = 0; i < T; i++)
+                for (int j = 0; j <= i; j++) {
+                    size_t at = (size_t)i * T + j;
+                    double p = x.P[at], ds = fabs(p * (x.dP[at] - x.D[i]));
+                    double eds = (ep + 2 * U32) * ds + p * (edp * x.A[at] + x.eD[i]);
+                    double t = scale * (eds + (W16 + sum_u) * ds);
+                    bq[i] += t, bk[j] += t;
+                    bv[j] += (ep + W16 + wd + sum_u) * p;
+                }
+            for (int t = 0; t < T; t++)
+                for (int d = 0; d < hs; d++) {
+                    size_t q = zt_qkv_at(b, t, 0, h, T, C, hs) + d, k = q + C, v = k + C;
+                    bound[q] = bq[t] + (4 * U32 + bf) * fabs(ref[q]);
+                    bound[k] = bk[t] + (4 * U32 + bf) * fabs(ref[k]);
+                    bound[v] = bv[t] + (4 * U32 + bf) * fabs(ref[v]);
+                }
+        }
+    free(x.P), free(x.dP), free(x.A), free(x.D), free(x.eD), free(bq), free(bk), free(bv);
+}
+
+// The forward: fp32 out, and with `all` a second run (bit for bit) and a bf16 out.
+static int flash_forward_case(const zt_bf16 *qkv, const zt_bf16 *g_qkv, float *lse, int B,
+                              int T, int NH, int hs, int all) {
+    const int C = NH * hs, nk = (T + 63) / 64;
+    size_t no = (size_t)B * T * C, nl = (size_t)B * NH * T;
+    float *work = hmem(zt_attention_workspace(0, T) * sizeof(float)), *wide = hmem(7 * no * 4);
+    float *g_work = dpoison(zt_backend_attention_workspace(GPU, T)), *g_wide = dpoison(7 * no);
+    float *out = hpoison(no), *g_out = dpoison(no), *g_lse = dpoison(nl);
+    float *g_out2 = dpoison(no), *g_lse2 = dpoison(nl);
+    double ep = flash_es(hs) + 8 * U32;
+    double tol_lse = flash_es(hs) + (2.0 * T + 3 * nk + 8) * U32;
+    double tol_out = W16 + 2 * ep + (3.0 * T + 16) * U32;
+    CPU->ops->attention_forward_bf16(CPU, out, ZT_F32, lse, qkv, work, wide, B, T, C, NH);
+    GPU->ops->attention_forward_bf16(GPU, g_out, ZT_F32, g_lse, g_qkv, g_work, g_wide, B, T, C,
+                                     NH);
+    if (zt_check_close("flash lse", dget(g_lse, nl), lse, nl, tol_lse, 4 * U32) ||
+        zt_check_close("flash out", dget(g_out, no), out, no, tol_out, 0.0))
+        return ZT_FAIL;
+    if (!all) return ZT_PASS;
+    GPU->ops->attention_forward_bf16(GPU, g_out2, ZT_F32, g_lse2, g_qkv, g_work, g_wide, B, T,
+                                     C, NH);
+    if (!same_bits("flash out, two runs", g_out, g_out2, 0, no * 4) ||
+        !same_bits("flash lse, two runs", g_lse, g_lse2, 0, nl * 4))
+        return ZT_FAIL;
+    zt_bf16 *o16 = hmem(no * 2), *g_o16 = dpoison16(no);
+    float *lse16 = hmem(nl * 4);
+    CPU->ops->attention_forward_bf16(CPU, o16, ZT_BF16, lse16, qkv, work, wide, B, T, C, NH);
+    GPU->ops->attention_forward_bf16(GPU, g_o16, ZT_BF16, g_lse, g_qkv, g_work, g_wide, B, T, C,
+                                     NH);
+    if (zt_check_close("flash out bf16", dget16(g_o16, no), hwiden16(o16, no), no, tol_out,
+                       BF16_STEP))
+        return ZT_FAIL;
+    return ZT_PASS;
+}
+
+// The backward with dout and dqkv both fp32 (the model's call) or both bf16; with `twice` a
+// second run, bit for bit.
+static int flash_backward_case(const zt_bf16 *qkv, const zt_bf16 *g_qkv, const float *lse,
+                               int B, int T, int NH, int hs, zt_dtype dt, int twice) {
+    const int C = NH * hs;
+    size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
+    size_t es = dt == ZT_BF16 ? 2 : 4;
+    float *work = hmem(zt_attention_workspace(0, T) * sizeof(float)), *wide = hmem(7 * no * 4);
+    float *g_work = dpoison(zt_backend_attention_workspace(GPU, T)), *g_wide = dpoison(7 * no);
+    float *dout = hrand(no, -1, 1);
+    void *dO = dout;
+    if (dt == ZT_BF16) {
+        dO = hround16(dout, no);
+        dout = hwiden16(dO, no);
+    }
+    void *dqkv = hmem(nq * es), *g_dqkv = dpoison(nq * es / 4), *g_again = dpoison(nq * es / 4);
+    float *g_lse = dputf(lse, nl), *g_dO = dput(dO, no * es);
+    CPU->ops->attention_backward_bf16(CPU, dqkv, dt, dO, dt, qkv, lse, work, wide, B, T, C, NH);
+    GPU->ops->attention_backward_bf16(GPU, g_dqkv, dt, g_dO, dt, g_qkv, g_lse, g_work, g_wide, B,
+                                      T, C, NH);
+    if (twice)
+        GPU->ops->attention_backward_bf16(GPU, g_again, dt, g_dO, dt, g_qkv, g_lse, g_work,
+                                          g_wide, B, T, C, NH);
+    int bf = dt == ZT_BF16;
+    float *ref = bf ? hwiden16(dqkv, nq) : dqkv;
+    float *got = bf ? dget16(g_dqkv, nq) : dget(g_dqkv, nq);
+    double *bound = hmem(nq * sizeof(double));
+    flash_dqkv_bounds(bound, hwiden16(qkv, nq), dout, lse, ref, B, T, NH, hs, bf ? 0.0 : W16,
+                      bf ? BF16_STEP : 0.0);
+    if (check_within(bf ? "flash dqkv bf16" : "flash dqkv", got, ref, bound, nq) ||
+        (twice && !same_bits("flash dqkv, two runs", g_dqkv, g_again, 0, nq * es)))
+        return ZT_FAIL;
+    return ZT_PASS;
+}
+
+// T past a block (33: one block of 64 with 31 padded rows; 130 and 1000: a short last block)
+// with several pairs, head sizes 16, 128 and 32: every dtype and the two-run identity. Then
+// GPT-2's shape (as cuda_bf16_attention) in the model's call only (fp32 out, dout and dqkv):
+// the CUDA emulation runs each tensor-core tile as 16 warp shuffles, minutes at this size.
+// ZT_FLASH_TEST_SHAPES=small or gpt2 runs only those (compute-sanitizer is slow too).
+typedef struct {
+    int B, T, NH, hs, all_dtypes;
+} flash_shape;
+static const flash_shape flash_shapes[] = {
+    {1, 33, 2, 16, 1}, {1, 130, 2, 128, 1}, {2, 1000, 3, 32, 1}, {2, 1024, 12, 64, 0}};
+
+static int flash_shape_case(const flash_shape *f) {
+    size_t nq = (size_t)f->B * f->T * 3 * f->NH * f->hs;
+    printf("  B %d, T %d, NH %d, hs %d\n", f->B, f->T, f->NH, f->hs);
+    scratch_mark m = scratch_now();
+    zt_bf16 *qkv = hrand16(nq, -1, 1), *g_qkv = dput(qkv, nq * 2);
+    float *lse = hmem((size_t)f->B * f->NH * f->T * 4);
+    int rc = flash_forward_case(qkv, g_qkv, lse, f->B, f->T, f->NH, f->hs, f->all_dtypes);
+    if (rc == ZT_PASS)
+        rc = flash_backward_case(qkv, g_qkv, lse, f->B, f->T, f->NH, f->hs, ZT_F32, f->all_dtypes);
+    if (rc == ZT_PASS && f->all_dtypes)
+        rc = flash_backward_case(qkv, g_qkv, lse, f->B, f->T, f->NH, f->hs, ZT_BF16, 1);
+    scratch_back(m);
+    return rc;
+}
+
+ZT_TEST(cuda_bf16_attention_flash) {
+    zt_backend_options opt = {.attention = ZT_CUDA_ATTENTION_FLASH};
+    if (!gpu_open_with(__func__, &opt)) return ZT_SKIP;
+    const char *only = getenv("ZT_FLASH_TEST_SHAPES");
+    for (size_t a = 0; a < sizeof flash_shapes / sizeof *flash_shapes; a++) {
+        const flash_shape *f = &flash_shapes[a];
+        if (only && strcmp(only, f->all_dtypes ? "small" : "gpt2") != 0) continue;
+        if (flash_shape_case(f) != ZT_PASS) {
+            gpu_close();
+            return ZT_FAIL;
+        }
+    }
     gpu_close();
     return ZT_PASS;
 }

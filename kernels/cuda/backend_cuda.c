@@ -37,7 +37,7 @@ typedef struct {
 typedef struct {
     int device;
     int tf32;             // TF32 tensor cores in fp32 GEMMs (--tf32)
-    int att_rows;         // --cuda-attention rows: the one-block-per-row attention kernels
+    zt_cuda_attention attention; // --cuda-attention: blocked, rows or flash (backend.h)
     cudaStream_t stream;
     cublasHandle_t cublas;
     void *cublas_ws;      // (ZT_CUDA_CUBLAS_WORKSPACE bytes)
@@ -333,15 +333,19 @@ static void cuda_add(const zt_backend *be, float *out, const float *a, const flo
 // The query-blocked cuBLAS attention on `work` (zt_cuda_attention_workspace floats), or with
 // --cuda-attention rows the one-block-per-row kernels, which need none: the first
 // version, kept for comparing the two on a GPU and as a fallback until they have been.
+// --cuda-attention flash runs the blocked ones for fp32 models (its kernels take bf16 q, k, v).
+static int rows_kernels(const zt_backend *be) {
+    return impl_of(be)->attention == ZT_CUDA_ATTENTION_ROWS;
+}
 static void cuda_attention_forward(const zt_backend *be, float *out, float *lse,
                                    const float *qkv, float *work, int B, int T, int C, int NH) {
-    if (impl_of(be)->att_rows) zt_cuda_attention_forward(ST, out, lse, qkv, B, T, C, NH);
+    if (rows_kernels(be)) zt_cuda_attention_forward(ST, out, lse, qkv, B, T, C, NH);
     else zt_cuda_attention_gemm_forward(impl_of(be)->cublas, ST, out, lse, qkv, work, B, T, C, NH);
 }
 static void cuda_attention_backward(const zt_backend *be, float *dqkv, const float *dout,
                                     const float *qkv, const float *lse, float *work, int B,
                                     int T, int C, int NH) {
-    if (impl_of(be)->att_rows) zt_cuda_attention_backward(ST, dqkv, dout, qkv, lse, B, T, C, NH);
+    if (rows_kernels(be)) zt_cuda_attention_backward(ST, dqkv, dout, qkv, lse, B, T, C, NH);
     else
         zt_cuda_attention_gemm_backward(impl_of(be)->cublas, ST, dqkv, dout, qkv, lse, work, B, T,
                                         C, NH);
@@ -427,13 +431,21 @@ static void cuda_gemm_mixed(const zt_backend *be, int ta, int tb, int M, int N, 
                             void *work) {
     zt_cuda_gemm_mixed(BF, ta, tb, M, N, K, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, work);
 }
-// Attention on bf16 operands: qkv (and a bf16 dout) widened whole into `wide`, then the fp32
-// attention, its result rounded when bf16 is asked for. The CPU emulation of CUDA the tests
-// run on has no cublasGemmStridedBatchedEx, so the bf16 tensor-core products wait for a GPU
-// (docs/design.md "bf16").
+// Attention on bf16 operands: under --cuda-attention flash, the fused kernels on bf16 tensor
+// cores for the head sizes they take (the backward's row sums in `wide`); otherwise qkv (and a
+// bf16 dout) widened whole into `wide`, then the fp32 attention, its result rounded when bf16
+// is asked for (docs/design.md "bf16").
+static int use_flash(const zt_backend *be, int T, int C, int NH) {
+    return impl_of(be)->attention == ZT_CUDA_ATTENTION_FLASH &&
+           zt_cuda_attention_flash_fits(T, C, NH);
+}
 static void cuda_attention_forward_bf16(const zt_backend *be, void *out, zt_dtype out_dt,
                                         float *lse, const zt_bf16 *qkv, float *work,
                                         float *wide, int B, int T, int C, int NH) {
+    if (use_flash(be, T, C, NH)) {
+        zt_cuda_attention_flash_forward(ST, out, out_dt == ZT_BF16, lse, qkv, B, T, C, NH);
+        return;
+    }
     size_t NC = (size_t)B * T * C;
     float *o = out_dt == ZT_BF16 ? wide + 3 * NC : out;
     zt_cuda_bf16_to_fp32(ST, wide, qkv, 3 * NC);
@@ -444,6 +456,11 @@ static void cuda_attention_backward_bf16(const zt_backend *be, void *dqkv, zt_dt
                                          const void *dout, zt_dtype dout_dt, const zt_bf16 *qkv,
                                          const float *lse, float *work, float *wide, int B,
                                          int T, int C, int NH) {
+    if (use_flash(be, T, C, NH)) {
+        zt_cuda_attention_flash_backward(ST, dqkv, dqkv_dt == ZT_BF16, dout, dout_dt == ZT_BF16,
+                                         qkv, lse, wide, B, T, C, NH);
+        return;
+    }
     size_t NC = (size_t)B * T * C;
     const float *dO = dout_dt == ZT_BF16 ? wide + 3 * NC : dout;
     float *dq = dqkv_dt == ZT_BF16 ? wide + 3 * NC + (dO != dout ? NC : 0) : dqkv;
@@ -649,7 +666,7 @@ static zt_status cuda_open(zt_backend *be, const zt_backend_options *opt) {
         ZT_CHECK_CUDA(cudaHostAlloc(&c->pool[i].host, MAP_POOL_BYTES, cudaHostAllocDefault));
         ZT_CHECK_CUDA(cudaEventCreateWithFlags(&c->pool[i].done, cudaEventDisableTiming));
     }
-    c->att_rows = opt->attention == ZT_CUDA_ATTENTION_ROWS;
+    c->attention = opt->attention;
     ZT_CHECK_CUDA(cudaStreamSynchronize(c->stream));
     return ZT_OK;
 }

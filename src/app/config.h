@@ -99,7 +99,7 @@ typedef struct {
     char comm_max_count[16];  // most elements per MPI call
     char comm_timeout[24];    // auto | seconds (0: none)
     char comm_timeout_floor[24]; // the auto timeout's floor, seconds
-    zt_cuda_attention cuda_attention; // --backend cuda: blocked | rows (backend.h)
+    zt_cuda_attention cuda_attention; // --backend cuda: blocked | rows | flash (backend.h)
     int log_every;            // the step line on stdout every N steps (and the first, last)
     // memory planning (src/planner/planner.h)
     zt_dtype param_dtype;     // fp32 (ZT_F32) | bf16 (ZT_BF16: bf16 parameters and gradients,

@@ -40,6 +40,16 @@ for optim in adamw adamw8bit; do
       --steps 20 --lr 1e-3 $frac --log-a $out/$run-cpu.jsonl --log-b $out/$run-cuda.jsonl || fail=1
 done
 done
+# --cuda-attention flash (the fused bf16 attention: P and dO rounded to bf16 inside it, one
+# more bf16 rounding of what the blocked path keeps fp32) against the same CPU bf16 run,
+# within the same bf16 bounds; the model's head size is 16, which the fused kernels take
+run=bf16-adamw
+$ZC $common --optim adamw --param-dtype bf16 --backend cuda --cuda-attention flash \
+    --log $out/$run-flash.jsonl --save $out/$run-flash > $out/$run-flash.out 2>&1 ||
+    { cat $out/$run-flash.out; exit 1; }
+echo "== bf16 adamw --cuda-attention flash: cuda vs cpu"
+"${PYTHON:-/usr/bin/python3}" tests/compare_models.py $out/$run-cpu $out/$run-flash \
+    --steps 20 --lr 1e-3 --bf16 --log-a $out/$run-cpu.jsonl --log-b $out/$run-flash.jsonl || fail=1
 # Activation recomputation on the GPU runs the same kernels on the same inputs: bit-identical
 # weights to the run without it (full under fp32, selective under bf16)
 for rc in fp32:full bf16:selective; do
