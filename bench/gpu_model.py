@@ -124,13 +124,13 @@ def sgemm(M, N, Kd, beta, name="cublasSgemm"):
     return K(name, "gemm", 2.0 * M * N * Kd, 4.0 * (M * Kd + Kd * N + M * N * (2 if beta else 1)))
 
 
-def colsum(name, N, C, outs=1):
+def colsum(name, N, C, outs=1, elem=4):
     """zt_colsum (colsum_cuda.cuh): per tile of ZT_COL_TILE columns a partial kernel (reads
-    the N rows) and a finish kernel."""
+    the N rows, elem bytes a value) and a finish kernel."""
     ks = []
     for c0 in range(0, C, const("ZT_COL_TILE")):
         nc = min(const("ZT_COL_TILE"), C - c0)
-        ks.append(mem(name + " partial", 4.0 * N * nc * outs))
+        ks.append(mem(name + " partial", elem * N * nc * outs))
         ks.append(mem(name + " finish", 4.0 * nc * outs * (const("ZT_COL_CHUNKS") + 2)))
     return ks
 
@@ -367,8 +367,10 @@ EXPAND = {
     "bias_forward_bf16": ("zt_cuda_bias_forward_bf16: one kernel",
                           lambda a: [mem("bias_forward_bf16", 8.0 * a["N"] * a["OC"])]),
     "bias_backward_bf16": ("zt_cuda_bias_backward_bf16 (elementwise_cuda.cu): bias_backward's "
-                           "column sums, the bf16 dbias widened and rounded in the finish",
-                           lambda a: colsum("bias_backward_bf16", a["N"], a["OC"])),
+                           "column sums of an fp32 or bf16 dout, the bf16 dbias widened and "
+                           "rounded in the finish",
+                           lambda a: colsum("bias_backward_bf16", a["N"], a["OC"],
+                                            elem=2 if a["dout_dt"] == BF16 else 4)),
     "encoder_forward_bf16": ("zt_cuda_encoder_forward_bf16: one kernel",
                              lambda a: [mem("encoder_forward_bf16", 8.0 * a["N"] * a["C"])]),
     "encoder_forward_bf16out": ("zt_cuda_encoder_forward_bf16out: one kernel",
@@ -399,8 +401,10 @@ EXPAND = {
                             lambda a: [mem("bias_broadcast_bf16", 2.0 * a["N"] * a["OC"])]),
     "gelu_forward_bf16": ("zt_cuda_gelu_forward_bf16: one kernel",
                           lambda a: [mem("gelu_bf16", 4.0 * a["n"])]),
-    "gelu_backward_bf16": ("zt_cuda_gelu_backward_bf16: one kernel",
-                           lambda a: [mem("gelu_backward_bf16", 10.0 * a["n"])]),
+    "gelu_backward_bf16": ("zt_cuda_gelu_backward_bf16: one kernel (bf16 inp, fp32 dout, dinp "
+                           "fp32 or bf16)",
+                           lambda a: [mem("gelu_backward_bf16",
+                                          (8.0 if a["dinp_dt"] == BF16 else 10.0) * a["n"])]),
     "ce_slice_stats_bf16": ("zt_cuda_ce_slice_stats_bf16: one block per row",
                             lambda a: [mem("ce_stats_bf16", 2.0 * a["n"] * a["n_valid"])]),
     "ce_slice_sumexp_bf16": ("zt_cuda_ce_slice_sumexp_bf16: one block per row",
@@ -671,8 +675,9 @@ def reading(cfgs, bf16):
         + (" — the host, not the GPU, sets the bf16 step's time under these assumptions"
            if b["host"] > b["gpu"] else "") + ".")
     L.append(
-        "- What changes the picture (issue 34's CUDA bullet): the activation gradients stored "
-        "in bf16 (no rounding passes before the products), bias and GELU in cuBLASLt "
+        "- What changes the picture (issue 34's CUDA bullet): the residual stream's gradient "
+        "in bf16 too (its two rounding passes a block before the c_proj products; d(fch) and "
+        "dqkv are bf16 already), bias and GELU in cuBLASLt "
         "epilogues, attention on tensor cores (its two designs priced below). The model "
         "recomputes from the code: rerun it after those land (`make && bench/gpu_model.py`), "
         "no number here is typed in.")
@@ -796,7 +801,7 @@ def what_ifs(bf16):
              f"{batched / 1e3:.0f}k tokens/s: the batched form still moves every 128-row block's scores through HBM, twice "
              "backward). " + (f"At least 320k under these assumptions: {'; '.join(clear)}. "
                               if clear else "No case reaches 320k under these assumptions. ")
-             + f"Activation gradients stored in bf16 would save the rounding passes too "
+             + f"The residual stream's gradient stored in bf16 would save the rounding passes left "
              f"({1e3 * rounding:.1f} ms of `bf16_from_fp32`). Attention on tensor cores needs the "
              "GPU to test (the emulation has no tensor-core instructions or batched Ex products).")
     return L

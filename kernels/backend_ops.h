@@ -267,9 +267,9 @@ ZT_OP(void, describe_gemm_mixed, ZT_OPS_BF16, ZT_OP_UNTIMED, 0, (char *, buf)(si
 // out (N, OC) += bias (OC).
 ZT_OP(void, bias_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (float *, out)(const zt_bf16 *, bias)(int, N)(int, OC))
-// dbias (OC) += column sums of dout (N, OC).
+// dbias (OC) += column sums of dout (N, OC), dout fp32 or bf16 (dout_dt; widened, exact).
 ZT_OP(void, bias_backward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
-      (zt_bf16 *, dbias)(const float *, dout)(int, N)(int, OC))
+      (zt_bf16 *, dbias)(const void *, dout)(zt_dtype, dout_dt)(int, N)(int, OC))
 // encoder_forward / encoder_backward with bf16 wte, wpe and their gradients; the backward
 // adds each row's contributions in token order, as the fp32 one, and rounds once.
 ZT_OP(void, encoder_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
@@ -312,10 +312,10 @@ ZT_OP(void, bias_broadcast_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
 // gelu_forward on bf16 inp (widened, exact), out rounded to bf16.
 ZT_OP(void, gelu_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (zt_bf16 *, out)(const zt_bf16 *, inp)(size_t, n))
-// gelu_backward on bf16 inp (widened, exact): dinp = gelu'(inp) * dout, fp32, written (not
-// added); dinp may be dout.
+// gelu_backward on bf16 inp (widened, exact): dinp = gelu'(inp) * dout, written (not added),
+// fp32 or bf16 (dinp_dt: the fp32 value rounded once); an fp32 dinp may be dout.
 ZT_OP(void, gelu_backward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
-      (float *, dinp)(const zt_bf16 *, inp)(const float *, dout)(size_t, n))
+      (void *, dinp)(zt_dtype, dinp_dt)(const zt_bf16 *, inp)(const float *, dout)(size_t, n))
 // ce_slice_stats, ce_slice_sumexp, ce_slice_finish over bf16 logits (widened, exact): the
 // fp32 ops' arithmetic on those values, the statistics and losses fp32; dlogits (bf16, may
 // alias logits) is the fp32 gradient rounded once.

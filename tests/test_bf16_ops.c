@@ -271,36 +271,45 @@ ZT_TEST(bf16_bias) {
     zt_bf16 *bias = malloc(OC * 2), *dbias = malloc(OC * 2), *got = malloc(OC * 2);
     float *out = malloc((size_t)N * OC * 4), *ref = malloc((size_t)N * OC * 4);
     float *dout = malloc((size_t)N * OC * 4);
+    zt_bf16 *dout16 = malloc((size_t)N * OC * 2);
     fill_bf16(bias, OC, 2.0f, &s), fill_bf16(dbias, OC, 4.0f, &s);
     fill_f32(out, (size_t)N * OC, 1.0f, &s), fill_f32(dout, (size_t)N * OC, 1.0f, &s);
-    float *wb = widen(bias, OC), *ref_db = widen(dbias, OC);
+    fill_bf16(dout16, (size_t)N * OC, 1.0f, &s);
+    float *wb = widen(bias, OC), *ref_db = widen(dbias, OC), *ref_db16 = widen(dbias, OC);
+    float *wdout16 = widen(dout16, (size_t)N * OC);
     for (int n = 0; n < N; n++)
         for (int o = 0; o < OC; o++) ref[(size_t)n * OC + o] = out[(size_t)n * OC + o] + wb[o];
     be->ops->bias_forward_bf16(be, out, bias, N, OC);
     CHECK(same_f32("bias forward", out, ref, (size_t)N * OC));
     zt_bias_backward(ref_db, dout, N, OC);
+    zt_bias_backward(ref_db16, wdout16, N, OC); // a bf16 dout: the fp32 kernel's on it widened
     int before = omp_get_max_threads();
     for (int t = 0; t < 3; t++) { // the same bits on any thread count
         omp_set_num_threads(k_threads[t]);
         memcpy(got, dbias, OC * 2);
-        be->ops->bias_backward_bf16(be, got, dout, N, OC);
+        be->ops->bias_backward_bf16(be, got, dout, ZT_F32, N, OC);
         CHECK(is_rounded("bias backward", got, ref_db, OC));
+        memcpy(got, dbias, OC * 2);
+        be->ops->bias_backward_bf16(be, got, dout16, ZT_BF16, N, OC);
+        CHECK(is_rounded("bias backward, bf16 dout", got, ref_db16, OC));
     }
     omp_set_num_threads(before);
     free(bias), free(dbias), free(got), free(out), free(ref), free(dout), free(wb), free(ref_db);
+    free(dout16), free(ref_db16), free(wdout16);
     return ZT_PASS;
 }
 
 // GELU on bf16: the forward is zt_gelu_forward's values on the widened input rounded, the
 // backward zt_gelu_backward's on it bit for bit (the same blocks' arithmetic on exact
-// inputs), in place too, the tail block included, on any thread count.
+// inputs), in place too, or rounded once into a bf16 dinp, the tail block included, on any
+// thread count.
 ZT_TEST(bf16_gelu) {
     const zt_backend *be = zt_test_cpu();
     size_t n = 4099;
     uint64_t s = 9;
     float *ref = malloc(n * 4), *dout = malloc(n * 4), *din = malloc(n * 4);
     float *rdin = malloc(n * 4);
-    zt_bf16 *inp = malloc(n * 2), *out = malloc(n * 2);
+    zt_bf16 *inp = malloc(n * 2), *out = malloc(n * 2), *din16 = malloc(n * 2);
     fill_bf16(inp, n, 4.0f, &s), fill_f32(dout, n, 1.0f, &s);
     float *winp = widen(inp, n);
     zt_gelu_forward(ref, winp, n);
@@ -310,14 +319,16 @@ ZT_TEST(bf16_gelu) {
         omp_set_num_threads(k_threads[t]);
         be->ops->gelu_forward_bf16(be, out, inp, n);
         ok = is_rounded("gelu bf16", out, ref, n);
-        be->ops->gelu_backward_bf16(be, din, inp, dout, n);
+        be->ops->gelu_backward_bf16(be, din, ZT_F32, inp, dout, n);
         ok = ok && same_f32("gelu backward bf16", din, rdin, n);
         memcpy(din, dout, n * 4); // dinp = dout
-        be->ops->gelu_backward_bf16(be, din, inp, din, n);
+        be->ops->gelu_backward_bf16(be, din, ZT_F32, inp, din, n);
         ok = ok && same_f32("gelu backward bf16 in place", din, rdin, n);
+        be->ops->gelu_backward_bf16(be, din16, ZT_BF16, inp, dout, n);
+        ok = ok && is_rounded("gelu backward into bf16", din16, rdin, n);
     }
     omp_set_num_threads(before);
-    free(ref), free(dout), free(din), free(rdin), free(inp), free(out), free(winp);
+    free(ref), free(dout), free(din), free(rdin), free(inp), free(out), free(winp), free(din16);
     return ok ? ZT_PASS : ZT_FAIL;
 }
 

@@ -2190,12 +2190,20 @@ ZT_TEST(cuda_bf16_bias_gelu) {
     CHECK_DEV("bias_forward_bf16", g_out, out, no, 0.0, 0.0); // one add: exact
     float *dout = hrand(no, -1, 1);
     zt_bf16 *db = hrand16(OC, -1, 1), *g_db = dput(db, OC * sizeof(zt_bf16));
-    CPU->ops->bias_backward_bf16(CPU, db, dout, N, OC);
-    GPU->ops->bias_backward_bf16(GPU, g_db, dputf(dout, no), N, OC);
+    zt_bf16 *db2 = hmem(OC * sizeof(zt_bf16));
+    memcpy(db2, db, OC * sizeof(zt_bf16));
+    zt_bf16 *g_db2 = dput(db2, OC * sizeof(zt_bf16));
+    CPU->ops->bias_backward_bf16(CPU, db, dout, ZT_F32, N, OC);
+    GPU->ops->bias_backward_bf16(GPU, g_db, dputf(dout, no), ZT_F32, N, OC);
     // N + 1 terms of |.| < 1 in fp32 in any order (the fp32 kernel sums row chunks, then the
     // chunks): gamma_{N+1} (N + 1) each side, then the bf16 step
     double tol = 2.0 * (N + 1) * U32 * (N + 1) * 1.01;
     CHECK_DEV16("bias_backward_bf16", g_db, db, OC, tol, BF16_STEP);
+    // a bf16 dout (the model's d(fch), dqkv): its widened values are exact, the same bound
+    zt_bf16 *dout16 = hrand16(no, -1, 1);
+    CPU->ops->bias_backward_bf16(CPU, db2, dout16, ZT_BF16, N, OC);
+    GPU->ops->bias_backward_bf16(GPU, g_db2, dput(dout16, no * sizeof(zt_bf16)), ZT_BF16, N, OC);
+    CHECK_DEV16("bias_backward_bf16, bf16 dout", g_db2, db2, OC, tol, BF16_STEP);
     zt_bf16 *bc = hmem(no * sizeof(zt_bf16)), *g_bc = dpoison16(no);
     CPU->ops->bias_broadcast_bf16(CPU, bc, bias, N, OC);
     GPU->ops->bias_broadcast_bf16(GPU, g_bc, dput(bias, OC * sizeof(zt_bf16)), N, OC);
@@ -2210,10 +2218,16 @@ ZT_TEST(cuda_bf16_bias_gelu) {
     CHECK_DEV16("gelu_forward_bf16", g_ge, ge, n, 16 * U32 * 1.01, 8 * U32 + BF16_STEP);
     float *y = hrand(n, -1, 1), *g_y = dputf(y, n);
     float *din = hpoison(n);
-    CPU->ops->gelu_backward_bf16(CPU, din, x, y, n);
-    GPU->ops->gelu_backward_bf16(GPU, g_y, g_x, g_y, n); // in place, as the model runs it
-    // exact inputs, fp32 out: cuda_elementwise's gelu_backward bound
+    zt_bf16 *din16 = hmem(n * sizeof(zt_bf16)), *g_din16 = dpoison16(n);
+    CPU->ops->gelu_backward_bf16(CPU, din16, ZT_BF16, x, y, n);
+    GPU->ops->gelu_backward_bf16(GPU, g_din16, ZT_BF16, g_x, g_y, n); // as the bf16 model runs it
+    CPU->ops->gelu_backward_bf16(CPU, din, ZT_F32, x, y, n);
+    GPU->ops->gelu_backward_bf16(GPU, g_y, ZT_F32, g_x, g_y, n); // in place
+    // exact inputs, fp32 out: cuda_elementwise's gelu_backward bound; into bf16, that and the
+    // bf16 step
     CHECK_DEV("gelu_backward_bf16", g_y, din, n, 128 * U32, 8 * U32);
+    CHECK_DEV16("gelu_backward_bf16 into bf16", g_din16, din16, n, 128 * U32 * 1.01,
+                8 * U32 + BF16_STEP);
     gpu_close();
     return ZT_PASS;
 }
@@ -2292,8 +2306,11 @@ ZT_TEST(cuda_vec128) {
     CPU->ops->add_bf16(CPU, ho16, x16, y16, n);
     SAME_BITS("add_bf16", vo16, so16, 0, f2);
     SAME_BITS("add_bf16 against the CPU", vo16, ho16, 1, f2);
-    GPU->ops->gelu_backward_bf16(GPU, vy, vx16, vy, n); // in place, as the model runs it
-    GPU->ops->gelu_backward_bf16(GPU, sy, sx16, sy, n);
+    GPU->ops->gelu_backward_bf16(GPU, vo16, ZT_BF16, vx16, vy, n); // as the bf16 model runs it
+    GPU->ops->gelu_backward_bf16(GPU, so16, ZT_BF16, sx16, sy, n);
+    SAME_BITS("gelu_backward_bf16 into bf16", vo16, so16, 0, f2);
+    GPU->ops->gelu_backward_bf16(GPU, vy, ZT_F32, vx16, vy, n); // in place
+    GPU->ops->gelu_backward_bf16(GPU, sy, ZT_F32, sx16, sy, n);
     SAME_BITS("gelu_backward_bf16", vy, sy, 0, f4);
     const int N = 33, OC = 3072; // the bias ops: rows of c_fc's width (no tail: whole rows)
     const size_t no = (size_t)N * OC;

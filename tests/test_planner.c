@@ -548,6 +548,15 @@ static size_t dout16_bytes(const zt_plan_spec *s) {
     return zt_round_up(N * (C > wide ? C : wide) * 2, 64);
 }
 
+// The workspace's activation gradients under bf16 against fp32's (zt_gpt2_acts): dqkv is not
+// carved (the bf16 dqkv lies in dout16) and dfch holds 6C/tp values a row instead of 4C/tp
+// (it is also attention's widening scratch), fp32 floats carved in 64-byte pieces.
+static double grad_buffers_delta(const zt_plan_spec *s) {
+    size_t N = (size_t)s->micro_batch * s->seq, Cl = (size_t)s->shape.n_embd / (size_t)s->tp;
+    return (double)zt_round_up(N * 6 * Cl * 4, 64) - (double)zt_round_up(N * 4 * Cl * 4, 64) -
+           (double)zt_round_up(N * 3 * Cl * 4, 64);
+}
+
 // 16-bit parameters: params, grads, activations, logits and the pipeline buffers halve;
 // the optimizer adds the fp32 master copy of the shard.
 ZT_TEST(planner_bf16_parameters) {
@@ -567,8 +576,9 @@ ZT_TEST(planner_bf16_parameters) {
             // per-row statistics beside them stay fp32 (none on the first stage); the
             // pipeline's received activations halve (the stream is bf16), its gradients stay
             // fp32; the backend's gemm_mixed scratch, the rounded projection output the
-            // bf16 residual add reads (proj_bytes) and the rounded output gradient the
-            // backward's products read (dout16_bytes)
+            // bf16 residual add reads (proj_bytes), the rounded output gradient the
+            // backward's products read (dout16_bytes) and the activation gradients' change
+            // (grad_buffers_delta)
             CHECK(b.bytes[ZT_MEM_ACTIVATIONS] < a.bytes[ZT_MEM_ACTIVATIONS]);
             CHECK(2 * b.bytes[ZT_MEM_ACTIVATIONS] > a.bytes[ZT_MEM_ACTIVATIONS]);
             if (st == 0) CHECK(b.bytes[ZT_MEM_LOGITS] == 0 && a.bytes[ZT_MEM_LOGITS] == 0);
@@ -577,7 +587,8 @@ ZT_TEST(planner_bf16_parameters) {
             size_t gw = zt_round_up(s.backend->gemm_mixed_workspace, 64);
             CHECK(b.bytes[ZT_MEM_WORKSPACE] == a.bytes[ZT_MEM_WORKSPACE] + (double)gw +
                                                    (double)proj_bytes(&s) +
-                                                   (double)dout16_bytes(&s));
+                                                   (double)dout16_bytes(&s) +
+                                                   grad_buffers_delta(&s));
             double NC = (double)zt_gpt2_rows(s.micro_batch, s.seq, s.tp, s.seq_parallel) *
                         s.shape.n_embd;
             CHECK(b.bytes[ZT_MEM_COMM] == a.bytes[ZT_MEM_COMM] - 2.0 * b.n_slots * NC);
@@ -665,11 +676,11 @@ ZT_TEST(planner_bf16_counts_gemm_workspace) {
         CHECK(zt_plan_rank(&s, &p, 0, 0, 0, &bf16) == ZT_OK);
         double extra = bf16.bytes[ZT_MEM_WORKSPACE] - f32.bytes[ZT_MEM_WORKSPACE];
         printf("  %s: bf16 workspace %.0f bytes over fp32's (gemm_mixed: %zu, the bf16 "
-               "projection output: %zu, output gradient: %zu)\n",
+               "projection output: %zu, output gradient: %zu, activation gradients: %.0f)\n",
                backends[b], extra, s.backend->gemm_mixed_workspace, proj_bytes(&s),
-               dout16_bytes(&s));
+               dout16_bytes(&s), grad_buffers_delta(&s));
         CHECK(extra == (double)(s.backend->gemm_mixed_workspace + proj_bytes(&s) +
-                                dout16_bytes(&s)));
+                                dout16_bytes(&s)) + grad_buffers_delta(&s));
         zt_partition_free(&p);
     }
     return ZT_PASS;

@@ -377,9 +377,9 @@ static void cpu_bias_forward_bf16(const zt_backend *be, float *out, const zt_bf1
                                   int OC) {
     zt_bias_forward_bf16(out, bias, N, OC);
 }
-static void cpu_bias_backward_bf16(const zt_backend *be, zt_bf16 *dbias, const float *dout, int N,
-                                   int OC) {
-    zt_bias_backward_bf16(dbias, dout, N, OC);
+static void cpu_bias_backward_bf16(const zt_backend *be, zt_bf16 *dbias, const void *dout,
+                                   zt_dtype dout_dt, int N, int OC) {
+    zt_bias_backward_bf16(dbias, dout, dout_dt, N, OC);
 }
 static void cpu_encoder_forward_bf16(const zt_backend *be, float *out, const int32_t *tokens,
                                      const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
@@ -426,9 +426,9 @@ static void cpu_gelu_forward_bf16(const zt_backend *be, zt_bf16 *out, const zt_b
                                   size_t n) {
     zt_gelu_forward_bf16(out, inp, n);
 }
-static void cpu_gelu_backward_bf16(const zt_backend *be, float *dinp, const zt_bf16 *inp,
-                                   const float *dout, size_t n) {
-    zt_gelu_backward_bf16(dinp, inp, dout, n);
+static void cpu_gelu_backward_bf16(const zt_backend *be, void *dinp, zt_dtype dinp_dt,
+                                   const zt_bf16 *inp, const float *dout, size_t n) {
+    zt_gelu_backward_bf16(dinp, dinp_dt, inp, dout, n);
 }
 static void cpu_ce_slice_stats_bf16(const zt_backend *be, float *row_max, float *target_logit,
                                     const zt_bf16 *logits, const int32_t *targets, int n,

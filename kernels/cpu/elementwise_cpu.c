@@ -64,9 +64,10 @@ void zt_gelu_forward_bf16(zt_bf16 *out, const zt_bf16 *inp, size_t n) {
     }
 }
 
-// zt_gelu_backward's blocks on the widened input; dinp may be dout (each block reads its
-// dout before it writes).
-void zt_gelu_backward_bf16(float *dinp, const zt_bf16 *inp, const float *dout, size_t n) {
+// zt_gelu_backward's blocks on the widened input; an fp32 dinp may be dout (each block reads
+// its dout before it writes), a bf16 one is rounded once.
+void zt_gelu_backward_bf16(void *dinp, zt_dtype dinp_dt, const zt_bf16 *inp, const float *dout,
+                           size_t n) {
     size_t nb = (n + ZT_GELU_BLOCK - 1) / ZT_GELU_BLOCK;
 #pragma omp parallel for schedule(static)
     for (size_t b = 0; b < nb; b++) {
@@ -74,7 +75,10 @@ void zt_gelu_backward_bf16(float *dinp, const zt_bf16 *inp, const float *dout, s
         size_t m = widen_block(x, inp, n, b), i = b * ZT_GELU_BLOCK;
         memcpy(d, dout + i, m * sizeof(float));
         gelu_grad_block(o, x, d);
-        memcpy(dinp + i, o, m * sizeof(float));
+        if (dinp_dt == ZT_BF16)
+            for (size_t k = 0; k < m; k++) ((zt_bf16 *)dinp)[i + k] = zt_bf16_from_fp32(o[k]);
+        else
+            memcpy((float *)dinp + i, o, m * sizeof(float));
     }
 }
 

@@ -116,7 +116,7 @@ void zt_gemm_mixed(int trans_a, int trans_b, int M, int N, int K, float alpha, c
                    zt_dtype ct, int ldc, void *work, size_t work_bytes);
 void zt_bias_forward_bf16(float *out, const zt_bf16 *bias, int N, int OC);
 void zt_bias_broadcast_bf16(zt_bf16 *out, const zt_bf16 *bias, int N, int OC);
-void zt_bias_backward_bf16(zt_bf16 *dbias, const float *dout, int N, int OC);
+void zt_bias_backward_bf16(zt_bf16 *dbias, const void *dout, zt_dtype dout_dt, int N, int OC);
 // The backward orders the tokens by row in a host index of N entries.
 void zt_encoder_forward_bf16(float *out, const int32_t *tokens, const zt_bf16 *wte,
                              const zt_bf16 *wpe, int vocab_lo, int vocab_rows, int N, int T,
@@ -220,9 +220,10 @@ void zt_matmul_gelu_forward(float *pre, float *out, const float *inp, const floa
                             const float *bias, int N, int C, int OC);
 void zt_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 // The same on bf16 inp, widened a block at a time into the fp32 kernels' blocks: their values
-// bit for bit (the forward's out rounded once).
+// bit for bit (the forward's out, and the backward's dinp where dinp_dt is bf16, rounded once).
 void zt_gelu_forward_bf16(zt_bf16 *out, const zt_bf16 *inp, size_t n);
-void zt_gelu_backward_bf16(float *dinp, const zt_bf16 *inp, const float *dout, size_t n);
+void zt_gelu_backward_bf16(void *dinp, zt_dtype dinp_dt, const zt_bf16 *inp, const float *dout,
+                           size_t n);
 
 void zt_add(float *out, const float *a, const float *b, size_t n);
 // y += x.

@@ -476,9 +476,9 @@ static void cuda_bias_forward_bf16(const zt_backend *be, float *out, const zt_bf
                                    int OC) {
     zt_cuda_bias_forward_bf16(ST, out, bias, N, OC);
 }
-static void cuda_bias_backward_bf16(const zt_backend *be, zt_bf16 *dbias, const float *dout,
-                                    int N, int OC) {
-    zt_cuda_bias_backward_bf16(ST, dbias, dout, impl_of(be)->colsum, N, OC);
+static void cuda_bias_backward_bf16(const zt_backend *be, zt_bf16 *dbias, const void *dout,
+                                    zt_dtype dout_dt, int N, int OC) {
+    zt_cuda_bias_backward_bf16(ST, dbias, dout, dout_dt, impl_of(be)->colsum, N, OC);
 }
 static void cuda_encoder_forward_bf16(const zt_backend *be, float *out, const int32_t *tokens,
                                       const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
@@ -526,9 +526,9 @@ static void cuda_gelu_forward_bf16(const zt_backend *be, zt_bf16 *out, const zt_
                                    size_t n) {
     zt_cuda_gelu_forward_bf16(ST, out, inp, n);
 }
-static void cuda_gelu_backward_bf16(const zt_backend *be, float *dinp, const zt_bf16 *inp,
-                                    const float *dout, size_t n) {
-    zt_cuda_gelu_backward_bf16(ST, dinp, inp, dout, n);
+static void cuda_gelu_backward_bf16(const zt_backend *be, void *dinp, zt_dtype dinp_dt,
+                                    const zt_bf16 *inp, const float *dout, size_t n) {
+    zt_cuda_gelu_backward_bf16(ST, dinp, dinp_dt, inp, dout, n);
 }
 static void cuda_ce_slice_stats_bf16(const zt_backend *be, float *row_max, float *target_logit,
                                      const zt_bf16 *logits, const int32_t *targets, int n,

@@ -85,18 +85,20 @@ struct gelu_forward_op {
     }
 };
 
-// dinp may be dout: a group reads its dout before it writes.
-struct gelu_backward_op {
-    float *dinp;
+// dinp fp32 or bf16 (G; elem_io_cuda.cuh rounds once); an fp32 dinp may be dout: a group
+// reads its dout before it writes.
+template <typename G> struct gelu_backward_op {
+    G *dinp;
     const zt_bf16 *inp;
     const float *dout;
     template <int W> __device__ void run(size_t i) const {
         alignas(16) zt_bf16 x[W];
         alignas(16) float d[W];
+        alignas(16) G o[W];
         zt_vload<W>(x, inp + i);
         zt_vload<W>(d, dout + i);
-        for (int k = 0; k < W; k++) d[k] = zt_gelu_grad(zt_bf16_to_fp32(x[k])) * d[k];
-        zt_vstore<W>(dinp + i, d);
+        for (int k = 0; k < W; k++) zt_store(o + k, zt_gelu_grad(zt_bf16_to_fp32(x[k])) * d[k]);
+        zt_vstore<W>(dinp + i, o);
     }
 };
 
@@ -210,10 +212,15 @@ extern "C" void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const z
     zt_vmap<BF16_W>(st, gelu_forward_op{out, inp}, n, vec, "gelu_forward_bf16");
 }
 
-extern "C" void zt_cuda_gelu_backward_bf16(cudaStream_t st, float *dinp, const zt_bf16 *inp,
-                                           const float *dout, size_t n) {
+extern "C" void zt_cuda_gelu_backward_bf16(cudaStream_t st, void *dinp, zt_dtype dinp_dt,
+                                           const zt_bf16 *inp, const float *dout, size_t n) {
     int vec = zt_aligned16(dinp) && zt_aligned16(inp) && zt_aligned16(dout);
-    zt_vmap<BF16_W>(st, gelu_backward_op{dinp, inp, dout}, n, vec, "gelu_backward_bf16");
+    if (dinp_dt == ZT_BF16)
+        zt_vmap<BF16_W>(st, gelu_backward_op<zt_bf16>{(zt_bf16 *)dinp, inp, dout}, n, vec,
+                        "gelu_backward_bf16");
+    else
+        zt_vmap<BF16_W>(st, gelu_backward_op<float>{(float *)dinp, inp, dout}, n, vec,
+                        "gelu_backward_bf16");
 }
 
 extern "C" void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const int32_t *tokens,

@@ -62,8 +62,9 @@ void zt_cuda_bias_forward_bf16(cudaStream_t st, float *out, const zt_bf16 *bias,
 void zt_cuda_bias_broadcast_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *bias, int N,
                                  int OC);
 void zt_cuda_gelu_forward_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *inp, size_t n);
-void zt_cuda_gelu_backward_bf16(cudaStream_t st, float *dinp, const zt_bf16 *inp,
-                                const float *dout, size_t n);
+// dinp fp32 (may be dout) or bf16 (dinp_dt: the fp32 value rounded once).
+void zt_cuda_gelu_backward_bf16(cudaStream_t st, void *dinp, zt_dtype dinp_dt,
+                                const zt_bf16 *inp, const float *dout, size_t n);
 void zt_cuda_encoder_forward_bf16(cudaStream_t st, float *out, const int32_t *tokens,
                                   const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
                                   int vocab_rows, int N, int T, int C);
@@ -96,9 +97,9 @@ void zt_cuda_adamw8bit_bf16(cudaStream_t st, float *master, zt_bf16 *p, const zt
                             uint8_t *qm, uint8_t *qv, float *absmax_m, float *absmax_v, size_t n,
                             int block, const zt_q8_maps *maps, float wd, zt_adamw_hparams h);
 // zt_cuda_bias_backward into a bf16 dbias: widened, the column sums added in fp32, rounded
-// once. work as zt_cuda_bias_backward's.
-void zt_cuda_bias_backward_bf16(cudaStream_t st, zt_bf16 *dbias, const float *dout, float *work,
-                                int N, int OC);
+// once; dout fp32 or bf16 (dout_dt, widened). work as zt_cuda_bias_backward's.
+void zt_cuda_bias_backward_bf16(cudaStream_t st, zt_bf16 *dbias, const void *dout,
+                                zt_dtype dout_dt, float *work, int N, int OC);
 // zt_cuda_layernorm_forward with bf16 w, b; out fp32 or bf16 (out_dt).
 void zt_cuda_layernorm_forward_bf16(cudaStream_t st, void *out, zt_dtype out_dt, float *mean,
                                     float *rstd, const float *inp, const zt_bf16 *w,

@@ -93,11 +93,13 @@ static __global__ void scale_matrix_kernel(float *c, int ld, int rows, int cols,
     }
 }
 
-// Row n's term of column c of dbias: dout itself.
-struct bias_terms {
-    const float *dout;
+// Row n's term of column c of dbias: dout itself (fp32, or bf16 widened).
+template <typename T> struct bias_terms {
+    const T *dout;
     int OC;
-    __device__ void operator()(float s[1], int n, int c) const { s[0] += dout[(size_t)n * OC + c]; }
+    __device__ void operator()(float s[1], int n, int c) const {
+        s[0] += zt_widen(dout[(size_t)n * OC + c]);
+    }
 };
 
 // Enough blocks to fill the GPU, not one per element (grid-stride loops do the rest).
@@ -155,13 +157,19 @@ extern "C" void zt_cuda_bias_backward(cudaStream_t st, float *dbias, const float
                                       float *work, int N, int OC) {
     ZT_ASSERT(N >= 0 && OC >= 0);
     if (!OC || !N) return;
-    zt_colsum<1, float>(st, dbias, NULL, work, bias_terms{dout, OC}, N, OC, "bias_backward");
+    zt_colsum<1, float>(st, dbias, NULL, work, bias_terms<float>{dout, OC}, N, OC,
+                        "bias_backward");
 }
 
-extern "C" void zt_cuda_bias_backward_bf16(cudaStream_t st, zt_bf16 *dbias, const float *dout,
-                                           float *work, int N, int OC) {
+extern "C" void zt_cuda_bias_backward_bf16(cudaStream_t st, zt_bf16 *dbias, const void *dout,
+                                           zt_dtype dout_dt, float *work, int N, int OC) {
     ZT_ASSERT(N >= 0 && OC >= 0);
     if (!OC || !N) return;
-    zt_colsum<1, zt_bf16>(st, dbias, NULL, work, bias_terms{dout, OC}, N, OC,
-                          "bias_backward_bf16");
+    if (dout_dt == ZT_BF16)
+        zt_colsum<1, zt_bf16>(st, dbias, NULL, work,
+                              bias_terms<zt_bf16>{(const zt_bf16 *)dout, OC}, N, OC,
+                              "bias_backward_bf16");
+    else
+        zt_colsum<1, zt_bf16>(st, dbias, NULL, work, bias_terms<float>{(const float *)dout, OC},
+                              N, OC, "bias_backward_bf16");
 }

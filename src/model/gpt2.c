@@ -126,6 +126,14 @@ static void *carve_in(carver *c, size_t n, const zt_gpt2 *m) {
 static void *in_at(const zt_gpt2 *m, void *base, size_t i) {
     return (char *)base + i * zt_dtype_size(in_dt(m));
 }
+// The gradients inside a block that no other rank reads, d(fch) (GELU's backward) and dqkv
+// (attention's backward), are of the model's dtype: the bf16 model's kernels write them
+// rounded once into dout16 and both products and the bias gradient read them as they lie (no
+// rounding pass); the gradients that cross ranks or accumulate over layers (dres, dln, datty
+// before attention) stay fp32 (docs/design.md, "bf16").
+static zt_dtype grad_dt(const zt_gpt2 *m) { return m->dtype; }
+static void *fch_grad(const zt_gpt2 *m) { return is_bf16(m) ? m->a.dout16 : m->a.dfch; }
+static void *qkv_grad(const zt_gpt2 *m) { return is_bf16(m) ? m->a.dout16 : m->a.dqkv; }
 
 // ---------------------------------------------------------------- sequence parallelism
 
@@ -210,11 +218,13 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     a->dres = carve(ws, Nr * C);
     a->dln = carve(ws, N * C);
     a->datty = carve(ws, N * Cl);
-    a->dqkv = carve(ws, N * 3 * Cl);
-    a->dfch = carve(ws, N * 4 * Cl);
-    a->scratch = carve(ws, N * C);
     int blocks16 = bf16 && nl > 0; // what only the blocks use (an embedding-only or
                                    // head-only stage has none)
+    a->dqkv = carve(ws, bf16 ? 0 : N * 3 * Cl); // bf16: in dout16 (qkv_grad)
+    // bf16: GELU's output gradient, and attention's `wide` scratch (backend_ops.h: qkv
+    // widened, then the fp32 dqkv before its rounding)
+    a->dfch = carve(ws, N * (blocks16 ? 6 : 4) * Cl);
+    a->scratch = carve(ws, N * C);
     a->proj = carve_in(ws, blocks16 ? Nr * C : 0, m);
     a->dout16 = carve_in(ws, blocks16 ? N * (C > 4 * Cl ? C : 4 * Cl) : 0, m);
     carve_seq_parallel(a, ws, m);
@@ -237,10 +247,10 @@ static void carve_wgrads(zt_gpt2_wgrads *w, carver *c, const zt_gpt2 *m) {
     size_t N = (size_t)m->B * m->T, C = (size_t)m->shape.n_embd, Cl = C / (size_t)m->layout.tp;
     size_t L = wgrad_layers(m), Nr = rows(m);
     w->dmlp = carve(c, L * N * C);
-    w->dfch = carve(c, L * N * 4 * Cl);
+    w->dfch = carve_in(c, L * N * 4 * Cl, m);
     w->dln2 = carve(c, L * Nr * C);
     w->dattn = carve(c, L * N * C);
-    w->dqkv = carve(c, L * N * 3 * Cl);
+    w->dqkv = carve_in(c, L * N * 3 * Cl, m);
     w->dln1 = carve(c, L * Nr * C);
     w->dembed = carve(c, has_embed(m) ? N * C : 0);
 }
@@ -536,7 +546,7 @@ static const void *proj_rows(const zt_gpt2 *m, float *full) {
 
 // Adds the fp32 gradient x (n) into a gradient g of the model's dtype.
 static void add_grad(const zt_gpt2 *m, void *g, const float *x, int n) {
-    if (is_bf16(m)) K(bias_backward_bf16, g, x, 1, n); // g += x's one row, rounded once
+    if (is_bf16(m)) K(bias_backward_bf16, g, x, ZT_F32, 1, n); // g += x's row, rounded once
     else K(add, g, g, x, (size_t)n);
 }
 
@@ -570,8 +580,8 @@ static void ln_backward(zt_gpt2 *m, float *dinp, void *dw, void *db, const float
 }
 
 // Attention's output into atty of the activations' dtype, lse fp32. Under bf16 the bf16 ops
-// read qkv directly; dfch (N x 4C/tp floats, free in the forward and, in the backward, from
-// c_fc's input gradient on) is their `wide` scratch (backend_ops.h).
+// read qkv directly; dfch (N x 6C/tp floats, free in the forward and, in the backward, from
+// GELU's backward on) is their `wide` scratch (backend_ops.h).
 static void attention_forward(zt_gpt2 *m, void *atty, float *lse, const void *qkv) {
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
@@ -582,7 +592,7 @@ static void attention_forward(zt_gpt2 *m, void *atty, float *lse, const void *qk
           d.NHl);
 }
 
-// dqkv (fp32, written) from datty and the block's stored qkv and lse.
+// dqkv (qkv_grad, written) from datty and the block's stored qkv and lse.
 static void attention_backward(zt_gpt2 *m, const zt_block_acts *b) {
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
@@ -590,7 +600,7 @@ static void attention_backward(zt_gpt2 *m, const zt_block_acts *b) {
         K(attention_backward, a->dqkv, a->datty, b->qkv, b->lse, a->attn_work, d.B, d.T, d.Cl,
           d.NHl);
     else
-        K(attention_backward_bf16, a->dqkv, ZT_F32, a->datty, ZT_F32, b->qkv, b->lse,
+        K(attention_backward_bf16, qkv_grad(m), grad_dt(m), a->datty, ZT_F32, b->qkv, b->lse,
           a->attn_work, a->dfch, d.B, d.T, d.Cl, d.NHl);
 }
 
@@ -695,22 +705,24 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
     zt_block_acts b = block_acts(m, li);
     recompute_block(m, li, &b, w, x);
     // MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2))))
-    zt_gpt2_linear_backward(m, a->dfch, g->fcprojw, g->fcprojb, gather_grad(m, a->scratch, a->dres),
-                            b.fch_gelu, it, w->fcprojw, N, 4 * Cl, C, 1);
-    zt_gpt2_gelu_backward(m, a->dfch, b.fch, it, a->dfch, 4 * d.NCl);
-    zt_gpt2_linear_backward(m, a->dln, g->fcw, g->fcb, a->dfch, gather_ln(m, b.ln2), it, w->fcw,
-                            N, C, 4 * Cl, 0);
+    zt_dtype gd = grad_dt(m);
+    zt_gpt2_linear_backward(m, a->dfch, g->fcprojw, g->fcprojb,
+                            gather_grad(m, a->scratch, a->dres), ZT_F32, b.fch_gelu, it,
+                            w->fcprojw, N, 4 * Cl, C, 1);
+    zt_gpt2_gelu_backward(m, fch_grad(m), gd, b.fch, it, a->dfch, 4 * d.NCl);
+    zt_gpt2_linear_backward(m, a->dln, g->fcw, g->fcb, fch_grad(m), gd, gather_ln(m, b.ln2), it,
+                            w->fcw, N, C, 4 * Cl, 0);
     // column-parallel: each rank holds part of d(ln_2 out)
     ln_backward(m, a->dres, g->ln2w, g->ln2b, reduce_rows(m, a->dln), b.res2, w->ln2w, b.ln2_mean,
                 b.ln2_rstd);
     announce(m, g->ln2w); // ln_2, c_fc, the MLP's c_proj: this block's tail of the layout
     // attention: res2 = x + c_proj(attn(c_attn(ln_1(x))))
     zt_gpt2_linear_backward(m, a->datty, g->attprojw, g->attprojb,
-                            gather_grad(m, a->scratch, a->dres), b.atty, it, w->attprojw, N, Cl,
-                            C, 1);
+                            gather_grad(m, a->scratch, a->dres), ZT_F32, b.atty, it,
+                            w->attprojw, N, Cl, C, 1);
     attention_backward(m, &b);
-    zt_gpt2_linear_backward(m, a->dln, g->qkvw, g->qkvb, a->dqkv, gather_ln(m, b.ln1), it,
-                            w->qkvw, N, C, 3 * Cl, 0);
+    zt_gpt2_linear_backward(m, a->dln, g->qkvw, g->qkvb, qkv_grad(m), gd, gather_ln(m, b.ln1),
+                            it, w->qkvw, N, C, 3 * Cl, 0);
     ln_backward(m, a->dres, g->ln1w, g->ln1b, reduce_rows(m, a->dln), x, w->ln1w, b.ln1_mean,
                 b.ln1_rstd);
     announce(m, g->ln1w); // the whole block
@@ -718,20 +730,29 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
 
 // ---------------------------------------------------------------- the split backward
 
-// Block li's W-slot views (a block that is not recomputed).
+// Block li's W-slot views (a block that is not recomputed); dfch and dqkv of grad_dt.
 typedef struct {
-    float *dmlp, *dfch, *dln2, *dattn, *dqkv, *dln1;
+    float *dmlp;
+    void *dfch;
+    float *dln2, *dattn;
+    void *dqkv;
+    float *dln1;
 } block_wgrads;
 static block_wgrads wgrads_of(const zt_gpt2 *m, int li) {
     dims d = dims_of(m);
     size_t k = (size_t)(li - m->n_recomputed);
     const zt_gpt2_wgrads *w = &m->w;
-    return (block_wgrads){w->dmlp + k * d.NC,  w->dfch + k * 4 * d.NCl, w->dln2 + k * d.NrC,
-                          w->dattn + k * d.NC, w->dqkv + k * 3 * d.NCl, w->dln1 + k * d.NrC};
+    return (block_wgrads){w->dmlp + k * d.NC,
+                          in_at(m, w->dfch, k * 4 * d.NCl),
+                          w->dln2 + k * d.NrC,
+                          w->dattn + k * d.NC,
+                          in_at(m, w->dqkv, k * 3 * d.NCl),
+                          w->dln1 + k * d.NrC};
 }
 
-static void keep(zt_gpt2 *m, float *dst, const float *src, size_t n) {
-    K(copy, dst, src, n * sizeof(float), ZT_COPY_D2D);
+// n elements of type dt from src into the W slot.
+static void keep(zt_gpt2 *m, void *dst, const void *src, size_t n, zt_dtype dt) {
+    K(copy, dst, src, n * zt_dtype_size(dt), ZT_COPY_D2D);
 }
 
 // A LayerNorm's input gradient only (added into dinp): its weight gradients go to a buffer
@@ -753,23 +774,24 @@ static void block_backward_input(zt_gpt2 *m, int li, const zt_block_tensors *w, 
     int N = d.N, C = d.C, Cl = d.Cl;
     zt_block_acts b = block_acts(m, li);
     block_wgrads k = wgrads_of(m, li);
+    zt_dtype gd = grad_dt(m);
     const float *dy = gather_grad(m, a->scratch, a->dres);
-    keep(m, k.dmlp, dy, d.NC);
-    zt_gpt2_linear_backward_input(m, a->dfch, dy, w->fcprojw, N, 4 * Cl, C, 1);
-    zt_gpt2_gelu_backward(m, a->dfch, b.fch, in_dt(m), a->dfch, 4 * d.NCl);
-    keep(m, k.dfch, a->dfch, 4 * d.NCl);
-    zt_gpt2_linear_backward_input(m, a->dln, a->dfch, w->fcw, N, C, 4 * Cl, 0);
+    keep(m, k.dmlp, dy, d.NC, ZT_F32);
+    zt_gpt2_linear_backward_input(m, a->dfch, dy, ZT_F32, w->fcprojw, N, 4 * Cl, C, 1);
+    zt_gpt2_gelu_backward(m, fch_grad(m), gd, b.fch, in_dt(m), a->dfch, 4 * d.NCl);
+    keep(m, k.dfch, fch_grad(m), 4 * d.NCl, gd);
+    zt_gpt2_linear_backward_input(m, a->dln, fch_grad(m), gd, w->fcw, N, C, 4 * Cl, 0);
     const float *dl = reduce_rows(m, a->dln);
-    keep(m, k.dln2, dl, d.NrC);
+    keep(m, k.dln2, dl, d.NrC, ZT_F32);
     ln_backward_input(m, a->dres, dl, b.res2, w->ln2w, b.ln2_mean, b.ln2_rstd);
     dy = gather_grad(m, a->scratch, a->dres);
-    keep(m, k.dattn, dy, d.NC);
-    zt_gpt2_linear_backward_input(m, a->datty, dy, w->attprojw, N, Cl, C, 1);
+    keep(m, k.dattn, dy, d.NC, ZT_F32);
+    zt_gpt2_linear_backward_input(m, a->datty, dy, ZT_F32, w->attprojw, N, Cl, C, 1);
     attention_backward(m, &b);
-    keep(m, k.dqkv, a->dqkv, 3 * d.NCl);
-    zt_gpt2_linear_backward_input(m, a->dln, a->dqkv, w->qkvw, N, C, 3 * Cl, 0);
+    keep(m, k.dqkv, qkv_grad(m), 3 * d.NCl, gd);
+    zt_gpt2_linear_backward_input(m, a->dln, qkv_grad(m), gd, w->qkvw, N, C, 3 * Cl, 0);
     dl = reduce_rows(m, a->dln);
-    keep(m, k.dln1, dl, d.NrC);
+    keep(m, k.dln1, dl, d.NrC, ZT_F32);
     ln_backward_input(m, a->dres, dl, x, w->ln1w, b.ln1_mean, b.ln1_rstd);
 }
 
@@ -783,15 +805,17 @@ static void block_backward_weight(zt_gpt2 *m, int li, const zt_block_tensors *w,
     zt_dtype it = in_dt(m);
     zt_block_acts b = block_acts(m, li);
     block_wgrads k = wgrads_of(m, li);
-    zt_gpt2_linear_backward_weight(m, g->fcprojw, g->fcprojb, k.dmlp, b.fch_gelu, it, N, 4 * Cl,
-                                   C, 1);
-    zt_gpt2_linear_backward_weight(m, g->fcw, g->fcb, k.dfch, gather_ln(m, b.ln2), it, N, C,
+    zt_dtype gd = grad_dt(m);
+    zt_gpt2_linear_backward_weight(m, g->fcprojw, g->fcprojb, k.dmlp, ZT_F32, b.fch_gelu, it, N,
+                                   4 * Cl, C, 1);
+    zt_gpt2_linear_backward_weight(m, g->fcw, g->fcb, k.dfch, gd, gather_ln(m, b.ln2), it, N, C,
                                    4 * Cl, 0);
     // the input gradient lands in dln, unused here
     ln_backward(m, a->dln, g->ln2w, g->ln2b, k.dln2, b.res2, w->ln2w, b.ln2_mean, b.ln2_rstd);
     announce(m, g->ln2w);
-    zt_gpt2_linear_backward_weight(m, g->attprojw, g->attprojb, k.dattn, b.atty, it, N, Cl, C, 1);
-    zt_gpt2_linear_backward_weight(m, g->qkvw, g->qkvb, k.dqkv, gather_ln(m, b.ln1), it, N, C,
+    zt_gpt2_linear_backward_weight(m, g->attprojw, g->attprojb, k.dattn, ZT_F32, b.atty, it, N,
+                                   Cl, C, 1);
+    zt_gpt2_linear_backward_weight(m, g->qkvw, g->qkvb, k.dqkv, gd, gather_ln(m, b.ln1), it, N, C,
                                    3 * Cl, 0);
     ln_backward(m, a->dln, g->ln1w, g->ln1b, k.dln1, x, w->ln1w, b.ln1_mean, b.ln1_rstd);
     announce(m, g->ln1w);
@@ -946,7 +970,7 @@ void zt_gpt2_backward_input(zt_gpt2 *m, const int32_t *tokens, const float *dout
     m->quiet = 0;
     if (has_embed(m))
         keep(m, m->w.dembed, gather_grad(m, m->a.scratch, m->a.dres),
-             (size_t)m->B * m->T * m->shape.n_embd);
+             (size_t)m->B * m->T * m->shape.n_embd, ZT_F32);
     else if (dinput)
         m->be->ops->copy(m->be, dinput, m->a.dres, NrC * sizeof(float), ZT_COPY_D2D);
 }

@@ -87,15 +87,16 @@ typedef struct {
 // products' inputs are gathered into `gathered` and their outputs reduce-scattered through
 // `scratch` (docs/design.md, "Sequence parallelism").
 // One micro-batch's activation gradients, kept by its input-gradient pass for its weight-
-// gradient pass (zt_gpt2_backward_input / _weight): one W slot's views, fp32, per block that
+// gradient pass (zt_gpt2_backward_input / _weight): one W slot's views, fp32 (dfch and dqkv of
+// the model's dtype: the backward's own types, docs/design.md "bf16"), per block that
 // is not recomputed (block li at li - n_recomputed: a recomputed block's shared activations
 // do not outlive the next block's recomputation, so its backward runs whole in the B pass).
 typedef struct {
     float *dmlp;   // (Lw, N, C) gradient of the MLP c_proj's output, all N rows
-    float *dfch;   // (Lw, N, 4C/tp) gradient of c_fc's output (after GELU's backward)
+    void *dfch;    // (Lw, N, 4C/tp) gradient of c_fc's output (after GELU's backward)
     float *dln2;   // (Lw, Nr, C) gradient of ln_2's output, this rank's rows summed over tp
     float *dattn;  // (Lw, N, C) gradient of attention c_proj's output, all N rows
-    float *dqkv;   // (Lw, N, 3C/tp)
+    void *dqkv;    // (Lw, N, 3C/tp)
     float *dln1;   // (Lw, Nr, C)
     float *dembed; // (N, C) gradient of the embedding's output, all N rows (first stage)
 } zt_gpt2_wgrads;
@@ -111,15 +112,18 @@ typedef struct {
     float *dres;                    // (Nr, C) running residual-stream gradient
     float *dln;                     // (N, C) a column-parallel input's gradient
     float *datty;                   // (N, C)
-    float *dqkv;                    // (N, 3C)
-    float *dfch;                    // (N, 4C)
+    float *dqkv;                    // (N, 3C/tp) fp32 model only (bf16: dqkv in dout16)
+    float *dfch;                    // (N, 4C/tp) d(fch) (fp32) or d(GELU output) (bf16, whose
+                                    // d(fch) is in dout16); bf16: (N, 6C/tp) with blocks, also
+                                    // attention's `wide` scratch
     float *scratch;                 // (N, C) projection outputs before the residual add
     void *proj;                     // (Nr, C) bf16: a projection's output summed over tp and
                                     // rounded, the residual add's input (bf16 with blocks,
                                     // else 0)
     void *dout16;                   // (N, max(C, 4C/tp)) bf16: a product's fp32 output
-                                    // gradient rounded once for its backward products (bf16
-                                    // with blocks, else 0)
+                                    // gradient rounded once for its backward products, or
+                                    // d(fch) and dqkv as GELU's and attention's backward
+                                    // write them (bf16 with blocks, else 0)
     zt_block_acts recomp;           // one layer of what recomputed blocks drop (sizes 0: none)
     void *gathered;                 // (N, C) of the model's dtype: a LayerNorm output
                                     // gathered over tp (sequence parallel only, else 0)

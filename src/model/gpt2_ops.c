@@ -31,11 +31,14 @@ void zt_gpt2_linear_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const 
     if (bias && out_dt == ZT_F32) K(bias_forward_bf16, out, bias, N, OC);
 }
 
-// The fp32 output gradient dout (N, OC) rounded once into the model's bf16 buffer (dout16):
-// the products that read it then have two bf16 operands (gemm_mixed's direct form) instead of
-// rounding pieces of dout per tile of their output and chunk of K. The same values, since the
-// products round an fp32 operand to bf16 either way (docs/design.md, "bf16").
-static const zt_bf16 *rounded(const zt_gpt2 *m, const float *dout, int N, int OC) {
+// A product's output gradient as its products read it: a bf16 dout as it lies (the bf16
+// model's d(fch) and dqkv, rounded once by the kernel that wrote them), an fp32 one rounded
+// once into the model's bf16 buffer (dout16), so both products have two bf16 operands
+// (gemm_mixed's direct form) instead of rounding pieces of dout per tile of their output and
+// chunk of K: the same values (docs/design.md, "bf16").
+static const zt_bf16 *rounded(const zt_gpt2 *m, const void *dout, zt_dtype dout_dt, int N,
+                              int OC) {
+    if (dout_dt == ZT_BF16) return dout;
     K(bf16_from_fp32, m->a.dout16, dout, (size_t)N * OC);
     return m->a.dout16;
 }
@@ -48,10 +51,10 @@ static void backward_input_bf16(const zt_gpt2 *m, float *dinp, const zt_bf16 *d1
 }
 
 // The weight-gradient product on dout rounded (d16) into the bf16 dw; the bias gradient from
-// the fp32 dout (a column sum, exact in fp32 before its one rounding into dbias).
-static void backward_weight_bf16(const zt_gpt2 *m, void *dw, void *dbias, const float *dout,
-                                 const zt_bf16 *d16, const void *inp, zt_dtype in_dt, int N,
-                                 int C, int OC, int in_out) {
+// dout as given (a column sum in fp32 of the fp32 or widened values, rounded once into dbias).
+static void backward_weight_bf16(const zt_gpt2 *m, void *dw, void *dbias, const void *dout,
+                                 zt_dtype dout_dt, const zt_bf16 *d16, const void *inp,
+                                 zt_dtype in_dt, int N, int C, int OC, int in_out) {
     void *work = m->a.gemm_work;
     if (in_out) // dw (C, OC) += inp^T @ dout
         K(gemm_mixed, 1, 0, C, OC, N, 1.0f, inp, in_dt, C, d16, ZT_BF16, OC, 1.0f, dw, ZT_BF16,
@@ -59,47 +62,49 @@ static void backward_weight_bf16(const zt_gpt2 *m, void *dw, void *dbias, const 
     else // dw (OC, C) += dout^T @ inp
         K(gemm_mixed, 1, 0, OC, C, N, 1.0f, d16, ZT_BF16, OC, inp, in_dt, C, 1.0f, dw, ZT_BF16, C,
           work);
-    if (dbias) K(bias_backward_bf16, dbias, dout, N, OC);
+    if (dbias) K(bias_backward_bf16, dbias, dout, dout_dt, N, OC);
 }
 
 // dinp (N, C) = dout @ W^T (written); dw += the weight gradient, dbias += dout's column sums.
 void zt_gpt2_linear_backward(const zt_gpt2 *m, float *dinp, void *dw, void *dbias,
-                             const float *dout, const void *inp, zt_dtype in_dt, const void *w,
-                             int N, int C, int OC, int in_out) {
+                             const void *dout, zt_dtype dout_dt, const void *inp, zt_dtype in_dt,
+                             const void *w, int N, int C, int OC, int in_out) {
     if (!is_bf16(m)) {
-        ZT_ASSERT(in_dt == ZT_F32);
+        ZT_ASSERT(in_dt == ZT_F32 && dout_dt == ZT_F32);
         if (in_out)
             K(matmul_in_out_backward, dinp, dw, dbias, dout, inp, w, N, C, OC, 0);
         else
             K(matmul_backward, dinp, dw, dbias, dout, inp, w, N, C, OC, 0);
         return;
     }
-    const zt_bf16 *d16 = rounded(m, dout, N, OC); // once, for both products
+    const zt_bf16 *d16 = rounded(m, dout, dout_dt, N, OC); // once, for both products
     backward_input_bf16(m, dinp, d16, w, N, C, OC, in_out);
-    backward_weight_bf16(m, dw, dbias, dout, d16, inp, in_dt, N, C, OC, in_out);
+    backward_weight_bf16(m, dw, dbias, dout, dout_dt, d16, inp, in_dt, N, C, OC, in_out);
 }
 
-void zt_gpt2_linear_backward_input(const zt_gpt2 *m, float *dinp, const float *dout,
-                                   const void *w, int N, int C, int OC, int in_out) {
+void zt_gpt2_linear_backward_input(const zt_gpt2 *m, float *dinp, const void *dout,
+                                   zt_dtype dout_dt, const void *w, int N, int C, int OC,
+                                   int in_out) {
     if (!is_bf16(m)) {
+        ZT_ASSERT(dout_dt == ZT_F32);
         if (in_out) K(matmul_in_out_backward_input, dinp, dout, w, N, C, OC, 0);
         else K(matmul_backward_input, dinp, dout, w, N, C, OC, 0);
         return;
     }
-    backward_input_bf16(m, dinp, rounded(m, dout, N, OC), w, N, C, OC, in_out);
+    backward_input_bf16(m, dinp, rounded(m, dout, dout_dt, N, OC), w, N, C, OC, in_out);
 }
 
-void zt_gpt2_linear_backward_weight(const zt_gpt2 *m, void *dw, void *dbias, const float *dout,
-                                    const void *inp, zt_dtype in_dt, int N, int C, int OC,
-                                    int in_out) {
+void zt_gpt2_linear_backward_weight(const zt_gpt2 *m, void *dw, void *dbias, const void *dout,
+                                    zt_dtype dout_dt, const void *inp, zt_dtype in_dt, int N,
+                                    int C, int OC, int in_out) {
     if (!is_bf16(m)) {
-        ZT_ASSERT(in_dt == ZT_F32);
+        ZT_ASSERT(in_dt == ZT_F32 && dout_dt == ZT_F32);
         if (in_out) K(matmul_in_out_backward_weight, dw, dbias, dout, inp, N, C, OC);
         else K(matmul_backward_weight, dw, dbias, dout, inp, N, C, OC);
         return;
     }
-    backward_weight_bf16(m, dw, dbias, dout, rounded(m, dout, N, OC), inp, in_dt, N, C, OC,
-                         in_out);
+    backward_weight_bf16(m, dw, dbias, dout, dout_dt, rounded(m, dout, dout_dt, N, OC), inp,
+                         in_dt, N, C, OC, in_out);
 }
 
 void zt_gpt2_layernorm_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, float *mean,
@@ -126,11 +131,12 @@ void zt_gpt2_gelu_forward(const zt_gpt2 *m, void *out, zt_dtype dt, const void *
         K(gelu_forward, out, inp, n);
 }
 
-void zt_gpt2_gelu_backward(const zt_gpt2 *m, float *dinp, const void *inp, zt_dtype in_dt,
-                           const float *dout, size_t n) {
+void zt_gpt2_gelu_backward(const zt_gpt2 *m, void *dinp, zt_dtype dinp_dt, const void *inp,
+                           zt_dtype in_dt, const float *dout, size_t n) {
     ZT_ASSERT(in_dt == ZT_F32 || is_bf16(m));
+    ZT_ASSERT(dinp_dt == ZT_F32 || in_dt == ZT_BF16);
     if (in_dt == ZT_BF16)
-        K(gelu_backward_bf16, dinp, inp, dout, n);
+        K(gelu_backward_bf16, dinp, dinp_dt, inp, dout, n);
     else
         K(gelu_backward, dinp, inp, dout, n);
 }

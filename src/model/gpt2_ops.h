@@ -17,18 +17,20 @@ void zt_gpt2_linear_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const 
                             zt_dtype in_dt, const void *w, const void *bias, int N, int C, int OC,
                             int in_out);
 // dinp (N, C) = dout @ W^T (written); dw += the weight gradient; dbias += dout's column sums
-// (NULL: none). inp: the forward's input, of in_dt.
+// (NULL: none). inp: the forward's input, of in_dt; dout of dout_dt (ZT_F32; or ZT_BF16 under
+// bf16: read as it lies, where an fp32 dout is rounded once for the products).
 void zt_gpt2_linear_backward(const zt_gpt2 *m, float *dinp, void *dw, void *dbias,
-                             const float *dout, const void *inp, zt_dtype in_dt, const void *w,
-                             int N, int C, int OC, int in_out);
+                             const void *dout, zt_dtype dout_dt, const void *inp, zt_dtype in_dt,
+                             const void *w, int N, int C, int OC, int in_out);
 // Its two halves, for a backward split into an input-gradient pass and a weight-gradient pass
 // (zt_gpt2_backward_input / _weight): dinp written; dw, dbias added. The same calls as the
 // combined one (bit-identical values).
-void zt_gpt2_linear_backward_input(const zt_gpt2 *m, float *dinp, const float *dout,
-                                   const void *w, int N, int C, int OC, int in_out);
-void zt_gpt2_linear_backward_weight(const zt_gpt2 *m, void *dw, void *dbias, const float *dout,
-                                    const void *inp, zt_dtype in_dt, int N, int C, int OC,
-                                    int in_out);
+void zt_gpt2_linear_backward_input(const zt_gpt2 *m, float *dinp, const void *dout,
+                                   zt_dtype dout_dt, const void *w, int N, int C, int OC,
+                                   int in_out);
+void zt_gpt2_linear_backward_weight(const zt_gpt2 *m, void *dw, void *dbias, const void *dout,
+                                    zt_dtype dout_dt, const void *inp, zt_dtype in_dt, int N,
+                                    int C, int OC, int in_out);
 // kernels.h's layernorm_forward / layernorm_backward with weights of the model's dtype; inp of
 // in_dt (ZT_F32; or ZT_BF16 under bf16: widened, the statistics fp32), the forward's out of
 // out_dt (ZT_F32; or ZT_BF16 under bf16: the fp32 row rounded).
@@ -52,10 +54,10 @@ void zt_gpt2_linear_gelu_forward(const zt_gpt2 *m, void *pre, void *out, zt_dtyp
                                  int N, int C, int OC);
 // gelu_forward, inp and out of dt (ZT_BF16 under bf16 only: inp widened, out rounded).
 void zt_gpt2_gelu_forward(const zt_gpt2 *m, void *out, zt_dtype dt, const void *inp, size_t n);
-// dinp (n) = gelu'(inp) * dout (written; dinp may be dout), inp of in_dt (ZT_BF16 under bf16
-// only: widened).
-void zt_gpt2_gelu_backward(const zt_gpt2 *m, float *dinp, const void *inp, zt_dtype in_dt,
-                           const float *dout, size_t n);
+// dinp (n) = gelu'(inp) * dout (written), inp of in_dt (ZT_BF16 under bf16 only: widened),
+// dinp of dinp_dt (ZT_F32, then it may be dout; or ZT_BF16 with a bf16 inp: rounded once).
+void zt_gpt2_gelu_backward(const zt_gpt2 *m, void *dinp, zt_dtype dinp_dt, const void *inp,
+                           zt_dtype in_dt, const float *dout, size_t n);
 void zt_gpt2_layernorm_backward(const zt_gpt2 *m, float *dinp, void *dw, void *db,
                                 const float *dout, const void *inp, zt_dtype in_dt,
                                 const void *w, const float *mean, const float *rstd, int N,
