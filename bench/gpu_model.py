@@ -438,9 +438,11 @@ EXPAND = {
 
 
 def ln_backward_bf16in(a):
-    """layernorm_backward's kernels, reading bf16 rows (dx: dout, dinp read and written, x)."""
+    """layernorm_backward's kernels, reading bf16 rows (dx: dout, dinp read and written, fp32
+    or bf16, x)."""
     N, C = a["N"], a["C"]
-    return [mem("layernorm_backward_bf16in_dx", (12.0 + 2) * N * C + 8.0 * N)] + colsum(
+    dinp = 2.0 if a["dinp_dt"] == BF16 else 4.0
+    return [mem("layernorm_backward_bf16in_dx", (4.0 + 2 * dinp + 2) * N * C + 8.0 * N)] + colsum(
         "layernorm_backward_bf16in_dwdb", N, C, outs=2)
 
 
@@ -675,9 +677,7 @@ def reading(cfgs, bf16):
         + (" — the host, not the GPU, sets the bf16 step's time under these assumptions"
            if b["host"] > b["gpu"] else "") + ".")
     L.append(
-        "- What changes the picture (issue 34's CUDA bullet): the residual stream's gradient "
-        "in bf16 too (its two rounding passes a block before the c_proj products; d(fch) and "
-        "dqkv are bf16 already), bias and GELU in cuBLASLt "
+        "- What changes the picture (issue 34's CUDA bullet): bias and GELU in cuBLASLt "
         "epilogues, attention on tensor cores (its two designs priced below). The model "
         "recomputes from the code: rerun it after those land (`make && bench/gpu_model.py`), "
         "no number here is typed in.")
@@ -801,8 +801,7 @@ def what_ifs(bf16):
              f"{batched / 1e3:.0f}k tokens/s: the batched form still moves every 128-row block's scores through HBM, twice "
              "backward). " + (f"At least 320k under these assumptions: {'; '.join(clear)}. "
                               if clear else "No case reaches 320k under these assumptions. ")
-             + f"The residual stream's gradient stored in bf16 would save the rounding passes left "
-             f"({1e3 * rounding:.1f} ms of `bf16_from_fp32`). Attention on tensor cores needs the "
+             + f"What rounding is left: {1e3 * rounding:.1f} ms of `bf16_from_fp32` (the forward's c_proj outputs, summed over tp in fp32, rounded into `proj` for the residual add). Attention on tensor cores needs the "
              "GPU to test (the emulation has no tensor-core instructions or batched Ex products).")
     return L
 

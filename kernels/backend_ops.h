@@ -303,8 +303,9 @@ ZT_OP(void, encoder_forward_bf16out, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (int, vocab_lo)(int, vocab_rows)(int, N)(int, T)(int, C))
 // layernorm_backward_bf16 of a bf16 inp (widened, exact): the same arithmetic.
 ZT_OP(void, layernorm_backward_bf16in, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
-      (float *, dinp)(zt_bf16 *, dw)(zt_bf16 *, db)(const float *, dout)(const zt_bf16 *, inp)
-      (const zt_bf16 *, w)(const float *, mean)(const float *, rstd)(int, N)(int, C))
+      (void *, dinp)(zt_dtype, dinp_dt)(zt_bf16 *, dw)(zt_bf16 *, db)(const float *, dout)
+      (const zt_bf16 *, inp)(const zt_bf16 *, w)(const float *, mean)(const float *, rstd)
+      (int, N)(int, C))
 // out (N, OC): every row = bias (OC), exact: a product into a bf16 out then adds onto it
 // with beta = 1 (gemm_mixed), so product and bias are summed in fp32 and rounded once.
 ZT_OP(void, bias_broadcast_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,

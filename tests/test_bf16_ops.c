@@ -444,7 +444,9 @@ ZT_TEST(bf16_layernorm) {
 // layernorm_forward_bf16in is layernorm_forward_bf16 on the widened rows (the same row
 // arithmetic: bit for bit, fp32 and bf16 out); the fused residual_layernorm_forward_bf16 is
 // the two in turn, bit for bit, also with res aliasing a (as the model's block calls it);
-// layernorm_backward_bf16in is layernorm_backward_bf16 on the widened rows, bit for bit.
+// layernorm_backward_bf16in is layernorm_backward_bf16 on the widened rows, bit for bit, and
+// into a bf16 dinp (the residual stream's gradient) its values on the widened dinp rounded
+// once.
 ZT_TEST(bf16_residual_stream) {
     const zt_backend *be = zt_test_cpu();
     int N = 37, C = 1037; // C not a multiple of the 16 lanes
@@ -482,6 +484,12 @@ ZT_TEST(bf16_residual_stream) {
     fill_f32(dout, NC, 1.0f, &s), fill_f32(rdinp, NC, 1.0f, &s);
     fill_bf16(rdw, C, 3.0f, &s), fill_bf16(rdb, C, 3.0f, &s);
     memcpy(dinp, rdinp, NC * 4), memcpy(dw, rdw, C * 2), memcpy(db, rdb, C * 2);
+    zt_bf16 *d16 = malloc(NC * 2);
+    zt_bf16_from_fp32_array(d16, dinp, NC);
+    float *rd16 = widen(d16, NC); // the fp32 op on the widened bf16 dinp: the reference
+    zt_bf16 *rdw2 = malloc(C * 2), *rdb2 = malloc(C * 2);
+    memcpy(rdw2, rdw, C * 2), memcpy(rdb2, rdb, C * 2);
+    be->ops->layernorm_backward_bf16(be, rd16, rdw2, rdb2, dout, wres, w, mean, rstd, N, C);
     be->ops->layernorm_backward_bf16(be, rdinp, rdw, rdb, dout, wres, w, mean, rstd, N, C);
     int before = omp_get_max_threads();
     for (int t = 0; t < 3; t++) {
@@ -489,14 +497,22 @@ ZT_TEST(bf16_residual_stream) {
         float *gi = malloc(NC * 4);
         zt_bf16 *gw = malloc(C * 2), *gb = malloc(C * 2);
         memcpy(gi, dinp, NC * 4), memcpy(gw, dw, C * 2), memcpy(gb, db, C * 2);
-        be->ops->layernorm_backward_bf16in(be, gi, gw, gb, dout, res, w, mean, rstd, N, C);
+        be->ops->layernorm_backward_bf16in(be, gi, ZT_F32, gw, gb, dout, res, w, mean, rstd, N,
+                                           C);
         int same = same_f32("ln dinp", gi, rdinp, NC) && !memcmp(gw, rdw, C * 2) &&
                    !memcmp(gb, rdb, C * 2);
-        free(gi), free(gw), free(gb);
+        zt_bf16 *g16 = malloc(NC * 2);
+        memcpy(g16, d16, NC * 2), memcpy(gw, dw, C * 2), memcpy(gb, db, C * 2);
+        be->ops->layernorm_backward_bf16in(be, g16, ZT_BF16, gw, gb, dout, res, w, mean, rstd,
+                                           N, C);
+        same = same && is_rounded("ln dinp bf16", g16, rd16, NC) && !memcmp(gw, rdw2, C * 2) &&
+               !memcmp(gb, rdb2, C * 2);
+        free(gi), free(gw), free(gb), free(g16);
         CHECK(same);
     }
     omp_set_num_threads(before);
     free(dout), free(dinp), free(rdinp), free(dw), free(db), free(rdw), free(rdb);
+    free(d16), free(rd16), free(rdw2), free(rdb2);
     free(a), free(b), free(res), free(res2), free(o16), free(r16), free(w), free(bias);
     free(sum), free(out), free(ref), free(wa), free(wb), free(wres);
     return ZT_PASS;

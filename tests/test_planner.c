@@ -548,12 +548,16 @@ static size_t dout16_bytes(const zt_plan_spec *s) {
     return zt_round_up(N * (C > wide ? C : wide) * 2, 64);
 }
 
-// The workspace's activation gradients under bf16 against fp32's (zt_gpt2_acts): dqkv is not
-// carved (the bf16 dqkv lies in dout16) and dfch holds 6C/tp values a row instead of 4C/tp
-// (it is also attention's widening scratch), fp32 floats carved in 64-byte pieces.
+// The workspace's activation gradients under bf16 against fp32's (zt_gpt2_acts): dres is bf16
+// (the stage's rows of C values, 2 bytes each instead of 4), dqkv is not carved (the bf16
+// dqkv lies in dout16) and dfch holds 6C/tp fp32 values a row instead of 4C/tp (it is also
+// attention's widening scratch); each carved in 64-byte pieces.
 static double grad_buffers_delta(const zt_plan_spec *s) {
     size_t N = (size_t)s->micro_batch * s->seq, Cl = (size_t)s->shape.n_embd / (size_t)s->tp;
-    return (double)zt_round_up(N * 6 * Cl * 4, 64) - (double)zt_round_up(N * 4 * Cl * 4, 64) -
+    size_t NrC = zt_gpt2_rows(s->micro_batch, s->seq, s->tp, s->seq_parallel) *
+                 (size_t)s->shape.n_embd;
+    return (double)zt_round_up(NrC * 2, 64) - (double)zt_round_up(NrC * 4, 64) +
+           (double)zt_round_up(N * 6 * Cl * 4, 64) - (double)zt_round_up(N * 4 * Cl * 4, 64) -
            (double)zt_round_up(N * 3 * Cl * 4, 64);
 }
 

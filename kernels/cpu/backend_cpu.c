@@ -453,11 +453,11 @@ static void cpu_layernorm_backward_bf16(const zt_backend *be, float *dinp, zt_bf
                                         int N, int C) {
     zt_layernorm_backward_bf16(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }
-static void cpu_layernorm_backward_bf16in(const zt_backend *be, float *dinp, zt_bf16 *dw,
-                                          zt_bf16 *db, const float *dout, const zt_bf16 *inp,
-                                          const zt_bf16 *w, const float *mean, const float *rstd,
-                                          int N, int C) {
-    zt_layernorm_backward_bf16in(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+static void cpu_layernorm_backward_bf16in(const zt_backend *be, void *dinp, zt_dtype dinp_dt,
+                                          zt_bf16 *dw, zt_bf16 *db, const float *dout,
+                                          const zt_bf16 *inp, const zt_bf16 *w, const float *mean,
+                                          const float *rstd, int N, int C) {
+    zt_layernorm_backward_bf16in(dinp, dinp_dt, dw, db, dout, inp, w, mean, rstd, N, C);
 }
 static void cpu_attention_forward_bf16(const zt_backend *be, void *out, zt_dtype out_dt,
                                        float *lse, const zt_bf16 *qkv, float *work, float *wide,

@@ -137,10 +137,11 @@ void zt_layernorm_forward_bf16(void *out, zt_dtype out_dt, float *mean, float *r
 void zt_layernorm_backward_bf16(float *dinp, zt_bf16 *dw, zt_bf16 *db, const float *dout,
                                 const float *inp, const zt_bf16 *w, const float *mean,
                                 const float *rstd, int N, int C);
-// zt_layernorm_backward_bf16 of a bf16 inp, each row widened (layernorm_cpu.c).
-void zt_layernorm_backward_bf16in(float *dinp, zt_bf16 *dw, zt_bf16 *db, const float *dout,
-                                  const zt_bf16 *inp, const zt_bf16 *w, const float *mean,
-                                  const float *rstd, int N, int C);
+// zt_layernorm_backward_bf16 of a bf16 inp, each row widened (layernorm_cpu.c), into an fp32
+// or bf16 dinp (dinp_dt: each row widened, added into, rounded once).
+void zt_layernorm_backward_bf16in(void *dinp, zt_dtype dinp_dt, zt_bf16 *dw, zt_bf16 *db,
+                                  const float *dout, const zt_bf16 *inp, const zt_bf16 *w,
+                                  const float *mean, const float *rstd, int N, int C);
 // The residual stream in bf16 (residual_bf16_cpu.c): backend_ops.h's add_bf16,
 // layernorm_forward_bf16in and residual_layernorm_forward_bf16; the fused one is bit-identical
 // to the other two in turn.

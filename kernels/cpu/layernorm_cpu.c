@@ -40,21 +40,29 @@ static void layernorm_forward(void *out, zt_dtype out_dt, float *mean, float *rs
     }
 }
 
-// inp fp32 or (it) bf16: a bf16 row or column piece widened into the thread's stack.
-static void layernorm_backward(float *dinp, void *dw, void *db, zt_dtype pt, const float *dout,
-                               const void *inp, zt_dtype it, const void *w, const float *mean,
-                               const float *rstd, int N, int C) {
+// inp fp32 or (it) bf16: a bf16 row or column piece widened into the thread's stack. dinp fp32
+// or (gt) bf16: a bf16 row widened into the thread's stack, added into in fp32, rounded once.
+static void layernorm_backward(void *dinp, zt_dtype gt, void *dw, void *db, zt_dtype pt,
+                               const float *dout, const void *inp, zt_dtype it, const void *w,
+                               const float *mean, const float *rstd, int N, int C) {
     ZT_ASSERTF(pt == ZT_F32 || C <= ZT_BF16_MAX_ROW, "layernorm: C = %d > %d", C, ZT_BF16_MAX_ROW);
     float wbuf[pt == ZT_F32 ? 1 : C];
     const float *wf = widened(w, pt, wbuf, C);
 #pragma omp parallel
     {
-        float xrow[it == ZT_F32 ? 1 : C], xcol[ZT_COLUMN_BLOCK_MAX];
+        float xrow[it == ZT_F32 ? 1 : C], xcol[ZT_COLUMN_BLOCK_MAX], drow[gt == ZT_F32 ? 1 : C];
 #pragma omp for
-        for (int n = 0; n < N; n++)
-            zt_layernorm_row_backward_dx(dinp + (size_t)n * C, dout + (size_t)n * C,
-                                         row_of(inp, it, (size_t)n * C, xrow, C), wf, mean[n],
+        for (int n = 0; n < N; n++) {
+            size_t at = (size_t)n * C;
+            float *dx = (float *)dinp + at;
+            if (gt == ZT_BF16) {
+                zt_bf16_to_fp32_array(drow, (const zt_bf16 *)dinp + at, (size_t)C);
+                dx = drow;
+            }
+            zt_layernorm_row_backward_dx(dx, dout + at, row_of(inp, it, at, xrow, C), wf, mean[n],
                                          rstd[n], C);
+            if (gt == ZT_BF16) zt_bf16_from_fp32_array((zt_bf16 *)dinp + at, drow, (size_t)C);
+        }
         // dw, db: threads own column blocks, each column summed from row 0 down (a fixed
         // order) in stack accumulators, as zt_bias_backward.
         int width = zt_column_block_width(C, omp_get_num_threads());
@@ -100,7 +108,7 @@ void zt_residual_layernorm_forward(float *res, float *out, float *mean, float *r
 
 void zt_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                            const float *w, const float *mean, const float *rstd, int N, int C) {
-    layernorm_backward(dinp, dw, db, ZT_F32, dout, inp, ZT_F32, w, mean, rstd, N, C);
+    layernorm_backward(dinp, ZT_F32, dw, db, ZT_F32, dout, inp, ZT_F32, w, mean, rstd, N, C);
 }
 
 void zt_layernorm_forward_bf16(void *out, zt_dtype out_dt, float *mean, float *rstd,
@@ -113,11 +121,12 @@ void zt_layernorm_forward_bf16(void *out, zt_dtype out_dt, float *mean, float *r
 void zt_layernorm_backward_bf16(float *dinp, zt_bf16 *dw, zt_bf16 *db, const float *dout,
                                 const float *inp, const zt_bf16 *w, const float *mean,
                                 const float *rstd, int N, int C) {
-    layernorm_backward(dinp, dw, db, ZT_BF16, dout, inp, ZT_F32, w, mean, rstd, N, C);
+    layernorm_backward(dinp, ZT_F32, dw, db, ZT_BF16, dout, inp, ZT_F32, w, mean, rstd, N, C);
 }
 
-void zt_layernorm_backward_bf16in(float *dinp, zt_bf16 *dw, zt_bf16 *db, const float *dout,
-                                  const zt_bf16 *inp, const zt_bf16 *w, const float *mean,
-                                  const float *rstd, int N, int C) {
-    layernorm_backward(dinp, dw, db, ZT_BF16, dout, inp, ZT_BF16, w, mean, rstd, N, C);
+void zt_layernorm_backward_bf16in(void *dinp, zt_dtype dinp_dt, zt_bf16 *dw, zt_bf16 *db,
+                                  const float *dout, const zt_bf16 *inp, const zt_bf16 *w,
+                                  const float *mean, const float *rstd, int N, int C) {
+    ZT_ASSERT(dinp_dt == ZT_F32 || dinp_dt == ZT_BF16);
+    layernorm_backward(dinp, dinp_dt, dw, db, ZT_BF16, dout, inp, ZT_BF16, w, mean, rstd, N, C);
 }

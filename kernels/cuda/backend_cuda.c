@@ -573,11 +573,11 @@ static void cuda_adamw8bit_bf16(const zt_backend *be, float *master, zt_bf16 *p,
     zt_cuda_adamw8bit_bf16(ST, master, p, g, qm, qv, absmax_m, absmax_v, n, block, &maps, wd,
                            *h);
 }
-static void cuda_layernorm_backward_bf16in(const zt_backend *be, float *dinp, zt_bf16 *dw,
-                                           zt_bf16 *db, const float *dout, const zt_bf16 *inp,
-                                           const zt_bf16 *w, const float *mean, const float *rstd,
-                                           int N, int C) {
-    zt_cuda_layernorm_backward_bf16in(ST, dinp, dw, db, dout, inp, w, mean, rstd,
+static void cuda_layernorm_backward_bf16in(const zt_backend *be, void *dinp, zt_dtype dinp_dt,
+                                           zt_bf16 *dw, zt_bf16 *db, const float *dout,
+                                           const zt_bf16 *inp, const zt_bf16 *w,
+                                           const float *mean, const float *rstd, int N, int C) {
+    zt_cuda_layernorm_backward_bf16in(ST, dinp, dinp_dt, dw, db, dout, inp, w, mean, rstd,
                                       impl_of(be)->colsum, N, C);
 }
 static void cuda_bf16_from_fp32(const zt_backend *be, zt_bf16 *out, const float *in, size_t n) {

@@ -98,8 +98,9 @@ static __global__ void residual_layernorm_forward_kernel(R *res, O *out, float *
     ln_row_finish(out + at, mean, rstd, (const R *)res + at, w, bias, total, n, C, lane);
 }
 
-template <typename X, typename P>
-static __global__ void layernorm_backward_dx_kernel(float *dinp, const float *dout, const X *inp,
+// dinp fp32 or bf16 (D): each element widened, the term added in fp32, rounded once.
+template <typename D, typename X, typename P>
+static __global__ void layernorm_backward_dx_kernel(D *dinp, const float *dout, const X *inp,
                                                     const P *w, const float *mean,
                                                     const float *rstd, int N, int C) {
     int n, lane;
@@ -116,7 +117,8 @@ static __global__ void layernorm_backward_dx_kernel(float *dinp, const float *do
     g = zt_warp_sum(g) / C;
     gx = zt_warp_sum(gx) / C;
     for (int i = lane; i < C; i += LANES)
-        dinp[at + i] += zt_ln_dx(d[i], zt_widen(x[i]), zt_widen(w[i]), m, s, g, gx);
+        zt_store(dinp + at + i, zt_widen(dinp[at + i]) +
+                                    zt_ln_dx(d[i], zt_widen(x[i]), zt_widen(w[i]), m, s, g, gx));
 }
 
 // Row n's terms of column c: dw's dout xhat, db's dout.
@@ -154,8 +156,8 @@ static void residual_ln_forward(cudaStream_t st, R *res, O *out, float *mean, fl
 }
 
 // dw, db fp32 or bf16 (G): the column sums add into them in fp32, a bf16 one rounded once.
-template <typename G, typename X, typename P>
-static void ln_backward(cudaStream_t st, float *dinp, G *dw, G *db, const float *dout,
+template <typename D, typename G, typename X, typename P>
+static void ln_backward(cudaStream_t st, D *dinp, G *dw, G *db, const float *dout,
                         const X *inp, const P *w, const float *mean, const float *rstd,
                         float *work, int N, int C) {
     ZT_ASSERT(N >= 0 && C > 0);
@@ -233,10 +235,13 @@ extern "C" void zt_cuda_residual_layernorm_forward_bf16(cudaStream_t st, zt_bf16
         residual_ln_forward(st, res, (zt_bf16 *)out, mean, rstd, a, b, w, bias, N, C, name);
 }
 
-extern "C" void zt_cuda_layernorm_backward_bf16in(cudaStream_t st, float *dinp, zt_bf16 *dw,
-                                                  zt_bf16 *db, const float *dout,
+extern "C" void zt_cuda_layernorm_backward_bf16in(cudaStream_t st, void *dinp, zt_dtype dinp_dt,
+                                                  zt_bf16 *dw, zt_bf16 *db, const float *dout,
                                                   const zt_bf16 *inp, const zt_bf16 *w,
                                                   const float *mean, const float *rstd,
                                                   float *work, int N, int C) {
-    ln_backward(st, dinp, dw, db, dout, inp, w, mean, rstd, work, N, C);
+    ZT_ASSERT(dinp_dt == ZT_F32 || dinp_dt == ZT_BF16);
+    if (dinp_dt == ZT_BF16)
+        ln_backward(st, (zt_bf16 *)dinp, dw, db, dout, inp, w, mean, rstd, work, N, C);
+    else ln_backward(st, (float *)dinp, dw, db, dout, inp, w, mean, rstd, work, N, C);
 }

@@ -27,11 +27,12 @@ void zt_cuda_residual_layernorm_forward_bf16(cudaStream_t st, zt_bf16 *res, void
                                              const zt_bf16 *a, const zt_bf16 *b,
                                              const zt_bf16 *w, const zt_bf16 *bias, int N, int C);
 // work: ZT_CUDA_COLSUM_WORK floats of device memory, as zt_cuda_layernorm_backward's; dw and
-// db take the column sums in fp32 and are rounded once.
-void zt_cuda_layernorm_backward_bf16in(cudaStream_t st, float *dinp, zt_bf16 *dw, zt_bf16 *db,
-                                       const float *dout, const zt_bf16 *inp, const zt_bf16 *w,
-                                       const float *mean, const float *rstd, float *work, int N,
-                                       int C);
+// db take the column sums in fp32 and are rounded once; dinp fp32 or bf16 (dinp_dt: widened,
+// added into in fp32, rounded once).
+void zt_cuda_layernorm_backward_bf16in(cudaStream_t st, void *dinp, zt_dtype dinp_dt,
+                                       zt_bf16 *dw, zt_bf16 *db, const float *dout,
+                                       const zt_bf16 *inp, const zt_bf16 *w, const float *mean,
+                                       const float *rstd, float *work, int N, int C);
 void zt_cuda_encoder_forward_bf16out(cudaStream_t st, zt_bf16 *out, const int32_t *tokens,
                                      const zt_bf16 *wte, const zt_bf16 *wpe, int vocab_lo,
                                      int vocab_rows, int N, int T, int C);

@@ -126,11 +126,12 @@ static void *carve_in(carver *c, size_t n, const zt_gpt2 *m) {
 static void *in_at(const zt_gpt2 *m, void *base, size_t i) {
     return (char *)base + i * zt_dtype_size(in_dt(m));
 }
-// The gradients inside a block that no other rank reads, d(fch) (GELU's backward) and dqkv
-// (attention's backward), are of the model's dtype: the bf16 model's kernels write them
-// rounded once into dout16 and both products and the bias gradient read them as they lie (no
-// rounding pass); the gradients that cross ranks or accumulate over layers (dres, dln, datty
-// before attention) stay fp32 (docs/design.md, "bf16").
+// The activation gradients the products read are of the model's dtype: the residual stream's
+// (dres, dhead: each LayerNorm backward adds into it in fp32 and rounds once), d(fch) (GELU's
+// backward) and dqkv (attention's backward), the last two written rounded once into dout16;
+// the products and bias gradients read them as they lie (no rounding pass). The gradients
+// summed over tp (dln) or widened anyway by the blocked attention (datty) stay fp32
+// (docs/design.md, "bf16").
 static zt_dtype grad_dt(const zt_gpt2 *m) { return m->dtype; }
 static void *fch_grad(const zt_gpt2 *m) { return is_bf16(m) ? m->a.dout16 : m->a.dfch; }
 static void *qkv_grad(const zt_gpt2 *m) { return is_bf16(m) ? m->a.dout16 : m->a.dqkv; }
@@ -213,9 +214,9 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     a->lnf_mean = carve(act, head ? Nr : 0);
     a->lnf_rstd = carve(act, head ? Nr : 0);
     a->losses = carve(act, head ? N : 0);
-    a->dhead = carve(act, head ? Nr * C : 0);
+    a->dhead = carve_in(act, head ? Nr * C : 0, m);
     if (!ws) return; // re-carving one slot's activations only
-    a->dres = carve(ws, Nr * C);
+    a->dres = carve_in(ws, Nr * C, m);
     a->dln = carve(ws, N * C);
     a->datty = carve(ws, N * Cl);
     int blocks16 = bf16 && nl > 0; // what only the blocks use (an embedding-only or
@@ -246,10 +247,10 @@ static size_t wgrad_layers(const zt_gpt2 *m) {
 static void carve_wgrads(zt_gpt2_wgrads *w, carver *c, const zt_gpt2 *m) {
     size_t N = (size_t)m->B * m->T, C = (size_t)m->shape.n_embd, Cl = C / (size_t)m->layout.tp;
     size_t L = wgrad_layers(m), Nr = rows(m);
-    w->dmlp = carve(c, L * N * C);
+    w->dmlp = carve_in(c, L * N * C, m);
     w->dfch = carve_in(c, L * N * 4 * Cl, m);
     w->dln2 = carve(c, L * Nr * C);
-    w->dattn = carve(c, L * N * C);
+    w->dattn = carve_in(c, L * N * C, m);
     w->dqkv = carve_in(c, L * N * 3 * Cl, m);
     w->dln1 = carve(c, L * Nr * C);
     w->dembed = carve(c, has_embed(m) ? N * C : 0);
@@ -511,11 +512,13 @@ static const void *gather_ln(const zt_gpt2 *m, const void *ln) {
     return m->a.gathered;
 }
 
-// The gradient x (Nr, C) of this rank's rows as all N rows for a row-parallel backward or the
-// embedding's: x itself, or with sequence parallelism gathered into full (N, C).
-static const float *gather_grad(const zt_gpt2 *m, float *full, const float *x) {
+// The gradient x (Nr, C, of grad_dt) of this rank's rows as all N rows for a row-parallel
+// backward or the embedding's: x itself, or with sequence parallelism gathered into full (N,
+// C: the fp32 scratch holds a bf16 gather in its first half).
+static const void *gather_grad(const zt_gpt2 *m, float *full, const void *x) {
     if (!m->seq_parallel) return x;
-    zt_comm_all_gather(m->tp_comm, x, full, (size_t)m->B * m->T * m->shape.n_embd, ZT_F32, NULL);
+    zt_comm_all_gather(m->tp_comm, x, full, (size_t)m->B * m->T * m->shape.n_embd, grad_dt(m),
+                       NULL);
     return full;
 }
 
@@ -555,18 +558,21 @@ static void add_grad(const zt_gpt2 *m, void *g, const float *x, int n) {
 // replica adds the same values and stays bit-identical (docs/design.md, "Sequence
 // parallelism"). That sum happens here, per micro-batch, so the gradient is final when
 // zt_gpt2_backward announces it.
-static void ln_backward(zt_gpt2 *m, float *dinp, void *dw, void *db, const float *dout,
-                        const void *inp, const void *w, const float *mean, const float *rstd) {
+// dinp is of gt: the residual stream's gradient (grad_dt), or fp32 where it is dropped.
+static void ln_backward(zt_gpt2 *m, void *dinp, zt_dtype gt, void *dw, void *db,
+                        const float *dout, const void *inp, const void *w, const float *mean,
+                        const float *rstd) {
     int Nr = (int)rows(m), C = m->shape.n_embd;
     if (!m->seq_parallel) {
-        zt_gpt2_layernorm_backward(m, dinp, dw, db, dout, inp, res_dt(m), w, mean, rstd, Nr, C);
+        zt_gpt2_layernorm_backward(m, dinp, gt, dw, db, dout, inp, res_dt(m), w, mean, rstd, Nr,
+                                   C);
         return;
     }
     zt_gpt2_acts *a = &m->a;
     size_t es = zt_dtype_size(m->dtype);
     K(memset, a->ln_grad, 0, 2 * (size_t)C * es);
-    zt_gpt2_layernorm_backward(m, dinp, a->ln_grad, (char *)a->ln_grad + (size_t)C * es, dout,
-                               inp, res_dt(m), w, mean, rstd, Nr, C);
+    zt_gpt2_layernorm_backward(m, dinp, gt, a->ln_grad, (char *)a->ln_grad + (size_t)C * es,
+                               dout, inp, res_dt(m), w, mean, rstd, Nr, C);
     if (is_bf16(m)) {
         K(bf16_to_fp32, a->ln_grad_sum, a->ln_grad, 2 * (size_t)C);
         zt_comm_all_reduce(m->tp_comm, a->ln_grad_sum, a->ln_grad_sum, 2 * (size_t)C, ZT_F32,
@@ -707,45 +713,44 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
     // MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2))))
     zt_dtype gd = grad_dt(m);
     zt_gpt2_linear_backward(m, a->dfch, g->fcprojw, g->fcprojb,
-                            gather_grad(m, a->scratch, a->dres), ZT_F32, b.fch_gelu, it,
-                            w->fcprojw, N, 4 * Cl, C, 1);
+                            gather_grad(m, a->scratch, a->dres), b.fch_gelu, it, w->fcprojw, N,
+                            4 * Cl, C, 1);
     zt_gpt2_gelu_backward(m, fch_grad(m), gd, b.fch, it, a->dfch, 4 * d.NCl);
-    zt_gpt2_linear_backward(m, a->dln, g->fcw, g->fcb, fch_grad(m), gd, gather_ln(m, b.ln2), it,
+    zt_gpt2_linear_backward(m, a->dln, g->fcw, g->fcb, fch_grad(m), gather_ln(m, b.ln2), it,
                             w->fcw, N, C, 4 * Cl, 0);
     // column-parallel: each rank holds part of d(ln_2 out)
-    ln_backward(m, a->dres, g->ln2w, g->ln2b, reduce_rows(m, a->dln), b.res2, w->ln2w, b.ln2_mean,
-                b.ln2_rstd);
+    ln_backward(m, a->dres, gd, g->ln2w, g->ln2b, reduce_rows(m, a->dln), b.res2, w->ln2w,
+                b.ln2_mean, b.ln2_rstd);
     announce(m, g->ln2w); // ln_2, c_fc, the MLP's c_proj: this block's tail of the layout
     // attention: res2 = x + c_proj(attn(c_attn(ln_1(x))))
     zt_gpt2_linear_backward(m, a->datty, g->attprojw, g->attprojb,
-                            gather_grad(m, a->scratch, a->dres), ZT_F32, b.atty, it,
-                            w->attprojw, N, Cl, C, 1);
+                            gather_grad(m, a->scratch, a->dres), b.atty, it, w->attprojw, N, Cl,
+                            C, 1);
     attention_backward(m, &b);
-    zt_gpt2_linear_backward(m, a->dln, g->qkvw, g->qkvb, qkv_grad(m), gd, gather_ln(m, b.ln1),
-                            it, w->qkvw, N, C, 3 * Cl, 0);
-    ln_backward(m, a->dres, g->ln1w, g->ln1b, reduce_rows(m, a->dln), x, w->ln1w, b.ln1_mean,
-                b.ln1_rstd);
+    zt_gpt2_linear_backward(m, a->dln, g->qkvw, g->qkvb, qkv_grad(m), gather_ln(m, b.ln1), it,
+                            w->qkvw, N, C, 3 * Cl, 0);
+    ln_backward(m, a->dres, gd, g->ln1w, g->ln1b, reduce_rows(m, a->dln), x, w->ln1w,
+                b.ln1_mean, b.ln1_rstd);
     announce(m, g->ln1w); // the whole block
 }
 
 // ---------------------------------------------------------------- the split backward
 
-// Block li's W-slot views (a block that is not recomputed); dfch and dqkv of grad_dt.
+// Block li's W-slot views (a block that is not recomputed); all but dln2 and dln1 of grad_dt.
 typedef struct {
-    float *dmlp;
-    void *dfch;
-    float *dln2, *dattn;
-    void *dqkv;
+    void *dmlp, *dfch;
+    float *dln2;
+    void *dattn, *dqkv;
     float *dln1;
 } block_wgrads;
 static block_wgrads wgrads_of(const zt_gpt2 *m, int li) {
     dims d = dims_of(m);
     size_t k = (size_t)(li - m->n_recomputed);
     const zt_gpt2_wgrads *w = &m->w;
-    return (block_wgrads){w->dmlp + k * d.NC,
+    return (block_wgrads){in_at(m, w->dmlp, k * d.NC),
                           in_at(m, w->dfch, k * 4 * d.NCl),
                           w->dln2 + k * d.NrC,
-                          w->dattn + k * d.NC,
+                          in_at(m, w->dattn, k * d.NC),
                           in_at(m, w->dqkv, k * 3 * d.NCl),
                           w->dln1 + k * d.NrC};
 }
@@ -757,13 +762,14 @@ static void keep(zt_gpt2 *m, void *dst, const void *src, size_t n, zt_dtype dt) 
 
 // A LayerNorm's input gradient only (added into dinp): its weight gradients go to a buffer
 // that is dropped (the weight-gradient pass computes them again from the kept gradient).
-static void ln_backward_input(zt_gpt2 *m, float *dinp, const float *dout, const void *inp,
+static void ln_backward_input(zt_gpt2 *m, void *dinp, const float *dout, const void *inp,
                               const void *w, const float *mean, const float *rstd) {
     int C = m->shape.n_embd;
     size_t es = zt_dtype_size(m->dtype);
     K(memset, m->a.ln_drop, 0, 2 * (size_t)C * es);
-    zt_gpt2_layernorm_backward(m, dinp, m->a.ln_drop, (char *)m->a.ln_drop + (size_t)C * es, dout,
-                               inp, res_dt(m), w, mean, rstd, (int)rows(m), C);
+    zt_gpt2_layernorm_backward(m, dinp, grad_dt(m), m->a.ln_drop,
+                               (char *)m->a.ln_drop + (size_t)C * es, dout, inp, res_dt(m), w,
+                               mean, rstd, (int)rows(m), C);
 }
 
 // block_backward's input-gradient half: dres becomes the gradient of x; what the weight half
@@ -775,21 +781,21 @@ static void block_backward_input(zt_gpt2 *m, int li, const zt_block_tensors *w, 
     zt_block_acts b = block_acts(m, li);
     block_wgrads k = wgrads_of(m, li);
     zt_dtype gd = grad_dt(m);
-    const float *dy = gather_grad(m, a->scratch, a->dres);
-    keep(m, k.dmlp, dy, d.NC, ZT_F32);
-    zt_gpt2_linear_backward_input(m, a->dfch, dy, ZT_F32, w->fcprojw, N, 4 * Cl, C, 1);
+    const void *dy = gather_grad(m, a->scratch, a->dres);
+    keep(m, k.dmlp, dy, d.NC, gd);
+    zt_gpt2_linear_backward_input(m, a->dfch, dy, w->fcprojw, N, 4 * Cl, C, 1);
     zt_gpt2_gelu_backward(m, fch_grad(m), gd, b.fch, in_dt(m), a->dfch, 4 * d.NCl);
     keep(m, k.dfch, fch_grad(m), 4 * d.NCl, gd);
-    zt_gpt2_linear_backward_input(m, a->dln, fch_grad(m), gd, w->fcw, N, C, 4 * Cl, 0);
+    zt_gpt2_linear_backward_input(m, a->dln, fch_grad(m), w->fcw, N, C, 4 * Cl, 0);
     const float *dl = reduce_rows(m, a->dln);
     keep(m, k.dln2, dl, d.NrC, ZT_F32);
     ln_backward_input(m, a->dres, dl, b.res2, w->ln2w, b.ln2_mean, b.ln2_rstd);
     dy = gather_grad(m, a->scratch, a->dres);
-    keep(m, k.dattn, dy, d.NC, ZT_F32);
-    zt_gpt2_linear_backward_input(m, a->datty, dy, ZT_F32, w->attprojw, N, Cl, C, 1);
+    keep(m, k.dattn, dy, d.NC, gd);
+    zt_gpt2_linear_backward_input(m, a->datty, dy, w->attprojw, N, Cl, C, 1);
     attention_backward(m, &b);
     keep(m, k.dqkv, qkv_grad(m), 3 * d.NCl, gd);
-    zt_gpt2_linear_backward_input(m, a->dln, qkv_grad(m), gd, w->qkvw, N, C, 3 * Cl, 0);
+    zt_gpt2_linear_backward_input(m, a->dln, qkv_grad(m), w->qkvw, N, C, 3 * Cl, 0);
     dl = reduce_rows(m, a->dln);
     keep(m, k.dln1, dl, d.NrC, ZT_F32);
     ln_backward_input(m, a->dres, dl, x, w->ln1w, b.ln1_mean, b.ln1_rstd);
@@ -805,19 +811,19 @@ static void block_backward_weight(zt_gpt2 *m, int li, const zt_block_tensors *w,
     zt_dtype it = in_dt(m);
     zt_block_acts b = block_acts(m, li);
     block_wgrads k = wgrads_of(m, li);
-    zt_dtype gd = grad_dt(m);
-    zt_gpt2_linear_backward_weight(m, g->fcprojw, g->fcprojb, k.dmlp, ZT_F32, b.fch_gelu, it, N,
-                                   4 * Cl, C, 1);
-    zt_gpt2_linear_backward_weight(m, g->fcw, g->fcb, k.dfch, gd, gather_ln(m, b.ln2), it, N, C,
+    zt_gpt2_linear_backward_weight(m, g->fcprojw, g->fcprojb, k.dmlp, b.fch_gelu, it, N, 4 * Cl,
+                                   C, 1);
+    zt_gpt2_linear_backward_weight(m, g->fcw, g->fcb, k.dfch, gather_ln(m, b.ln2), it, N, C,
                                    4 * Cl, 0);
     // the input gradient lands in dln, unused here
-    ln_backward(m, a->dln, g->ln2w, g->ln2b, k.dln2, b.res2, w->ln2w, b.ln2_mean, b.ln2_rstd);
+    ln_backward(m, a->dln, ZT_F32, g->ln2w, g->ln2b, k.dln2, b.res2, w->ln2w, b.ln2_mean,
+                b.ln2_rstd);
     announce(m, g->ln2w);
-    zt_gpt2_linear_backward_weight(m, g->attprojw, g->attprojb, k.dattn, ZT_F32, b.atty, it, N,
-                                   Cl, C, 1);
-    zt_gpt2_linear_backward_weight(m, g->qkvw, g->qkvb, k.dqkv, gd, gather_ln(m, b.ln1), it, N, C,
+    zt_gpt2_linear_backward_weight(m, g->attprojw, g->attprojb, k.dattn, b.atty, it, N, Cl, C, 1);
+    zt_gpt2_linear_backward_weight(m, g->qkvw, g->qkvb, k.dqkv, gather_ln(m, b.ln1), it, N, C,
                                    3 * Cl, 0);
-    ln_backward(m, a->dln, g->ln1w, g->ln1b, k.dln1, x, w->ln1w, b.ln1_mean, b.ln1_rstd);
+    ln_backward(m, a->dln, ZT_F32, g->ln1w, g->ln1b, k.dln1, x, w->ln1w, b.ln1_mean,
+                b.ln1_rstd);
     announce(m, g->ln1w);
 }
 
@@ -863,10 +869,10 @@ static double head_forward(zt_gpt2 *m, const void *x, const int32_t *targets, in
     if (backward) m->be->ops->sum_into(m->be, a->loss_acc, a->losses, (size_t)N);
     else sum = m->be->ops->sum(m->be, a->losses, (size_t)N);
     if (backward) { // kept per micro-batch: GPipe runs the backward later
-        m->be->ops->memset(m->be, a->dhead, 0, (size_t)Nr * C * sizeof(float));
+        m->be->ops->memset(m->be, a->dhead, 0, (size_t)Nr * C * zt_dtype_size(grad_dt(m)));
         // each vocabulary slice adds its part of d(ln_f out)
-        ln_backward(m, a->dhead, m->g.lnfw, m->g.lnfb, reduce_rows(m, a->dln), x, m->p.lnfw,
-                    a->lnf_mean, a->lnf_rstd);
+        ln_backward(m, a->dhead, grad_dt(m), m->g.lnfw, m->g.lnfb, reduce_rows(m, a->dln), x,
+                    m->p.lnfw, a->lnf_mean, a->lnf_rstd);
     }
     return sum;
 }
@@ -930,18 +936,41 @@ double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const void *input,
     return head_forward(m, block_input(m, nl), targets, backward, loss_scale);
 }
 
+// dres = the gradient of the stage's output: the head's (dhead) or the next stage's (dout,
+// fp32: rounded once under bf16, where it is exact when it came from a bf16 dres).
+static void take_output_grad(zt_gpt2 *m, const float *dout) {
+    size_t n = rows(m) * m->shape.n_embd;
+    if (has_head(m)) K(copy, m->a.dres, m->a.dhead, n * zt_dtype_size(grad_dt(m)), ZT_COPY_D2D);
+    else if (is_bf16(m)) K(bf16_from_fp32, m->a.dres, dout, n);
+    else K(copy, m->a.dres, dout, n * sizeof(float), ZT_COPY_D2D);
+}
+
+// dinput (fp32) = dres, the gradient of the stage's input (widened under bf16: exact).
+static void give_input_grad(zt_gpt2 *m, float *dinput) {
+    size_t n = rows(m) * m->shape.n_embd;
+    if (is_bf16(m)) K(bf16_to_fp32, dinput, m->a.dres, n);
+    else K(copy, dinput, m->a.dres, n * sizeof(float), ZT_COPY_D2D);
+}
+
+// The embedding's output gradient, all N rows in fp32 (every rank's vocabulary slice needs
+// every row's): dres gathered, then widened into dln under bf16 (exact; free here).
+static const float *embed_grad(zt_gpt2 *m) {
+    const void *all = gather_grad(m, m->a.scratch, m->a.dres);
+    if (!is_bf16(m)) return all;
+    K(bf16_to_fp32, m->a.dln, all, (size_t)m->B * m->T * m->shape.n_embd);
+    return m->a.dln;
+}
+
 void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, float *dinput) {
     int N = m->B * m->T, C = m->shape.n_embd, L0 = first_layer(m);
-    size_t NrC = rows(m) * C;
-    m->be->ops->copy(m->be, m->a.dres, has_head(m) ? m->a.dhead : dout, NrC * sizeof(float),
-                     ZT_COPY_D2D);
+    take_output_grad(m, dout);
     for (int li = n_local_layers(m) - 1; li >= 0; li--)
         block_backward(m, li, &m->p.h[L0 + li], &m->g.h[L0 + li], block_input(m, li));
-    if (has_embed(m)) // every rank's vocabulary slice needs every row's gradient
-        zt_gpt2_encoder_backward(m, m->g.wte, m->g.wpe, gather_grad(m, m->a.scratch, m->a.dres),
-                                 tokens, vocab_lo(m), vocab_rows(m), N, m->T, C);
+    if (has_embed(m))
+        zt_gpt2_encoder_backward(m, m->g.wte, m->g.wpe, embed_grad(m), tokens, vocab_lo(m),
+                                 vocab_rows(m), N, m->T, C);
     else if (dinput)
-        m->be->ops->copy(m->be, dinput, m->a.dres, NrC * sizeof(float), ZT_COPY_D2D);
+        give_input_grad(m, dinput);
 }
 
 void zt_gpt2_logits(const zt_gpt2 *m, float *out) {
@@ -958,9 +987,7 @@ void zt_gpt2_backward_input(zt_gpt2 *m, const int32_t *tokens, const float *dout
     (void)tokens;
     ZT_ASSERT(m->n_wslots > 0);
     int L0 = first_layer(m);
-    size_t NrC = rows(m) * m->shape.n_embd;
-    m->be->ops->copy(m->be, m->a.dres, has_head(m) ? m->a.dhead : dout, NrC * sizeof(float),
-                     ZT_COPY_D2D);
+    take_output_grad(m, dout);
     m->quiet = 1;
     for (int li = n_local_layers(m) - 1; li >= 0; li--) {
         if (recomputed(m, li))
@@ -969,10 +996,9 @@ void zt_gpt2_backward_input(zt_gpt2 *m, const int32_t *tokens, const float *dout
     }
     m->quiet = 0;
     if (has_embed(m))
-        keep(m, m->w.dembed, gather_grad(m, m->a.scratch, m->a.dres),
-             (size_t)m->B * m->T * m->shape.n_embd, ZT_F32);
+        keep(m, m->w.dembed, embed_grad(m), (size_t)m->B * m->T * m->shape.n_embd, ZT_F32);
     else if (dinput)
-        m->be->ops->copy(m->be, dinput, m->a.dres, NrC * sizeof(float), ZT_COPY_D2D);
+        give_input_grad(m, dinput);
 }
 
 void zt_gpt2_backward_weight(zt_gpt2 *m, const int32_t *tokens) {

@@ -87,16 +87,17 @@ typedef struct {
 // products' inputs are gathered into `gathered` and their outputs reduce-scattered through
 // `scratch` (docs/design.md, "Sequence parallelism").
 // One micro-batch's activation gradients, kept by its input-gradient pass for its weight-
-// gradient pass (zt_gpt2_backward_input / _weight): one W slot's views, fp32 (dfch and dqkv of
-// the model's dtype: the backward's own types, docs/design.md "bf16"), per block that
+// gradient pass (zt_gpt2_backward_input / _weight): one W slot's views, of the types the
+// backward gives them (docs/design.md "bf16": fp32, or the model's dtype where marked), per
+// block that
 // is not recomputed (block li at li - n_recomputed: a recomputed block's shared activations
 // do not outlive the next block's recomputation, so its backward runs whole in the B pass).
 typedef struct {
-    float *dmlp;   // (Lw, N, C) gradient of the MLP c_proj's output, all N rows
-    void *dfch;    // (Lw, N, 4C/tp) gradient of c_fc's output (after GELU's backward)
+    void *dmlp;    // (Lw, N, C) gradient of the MLP c_proj's output, all N rows (model dtype)
+    void *dfch;    // (Lw, N, 4C/tp) gradient of c_fc's output, after GELU's backward (model's)
     float *dln2;   // (Lw, Nr, C) gradient of ln_2's output, this rank's rows summed over tp
-    float *dattn;  // (Lw, N, C) gradient of attention c_proj's output, all N rows
-    void *dqkv;    // (Lw, N, 3C/tp)
+    void *dattn;   // (Lw, N, C) gradient of attention c_proj's output, all N rows (model's)
+    void *dqkv;    // (Lw, N, 3C/tp) (model dtype)
     float *dln1;   // (Lw, Nr, C)
     float *dembed; // (N, C) gradient of the embedding's output, all N rows (first stage)
 } zt_gpt2_wgrads;
@@ -107,9 +108,11 @@ typedef struct {
     void *lnf;                      // (Nr, C)
     float *lnf_mean, *lnf_rstd;     // (Nr), (Nr)
     float *losses;                  // (N) per-token loss (last stage)
-    float *dhead;                   // (Nr, C) gradient of the head's input (last stage)
+    void *dhead;                    // (Nr, C) gradient of the head's input (last stage), of
+                                    // the model's dtype
     // gradients and scratch, reused across layers
-    float *dres;                    // (Nr, C) running residual-stream gradient
+    void *dres;                     // (Nr, C) running residual-stream gradient, of the
+                                    // model's dtype
     float *dln;                     // (N, C) a column-parallel input's gradient
     float *datty;                   // (N, C)
     float *dqkv;                    // (N, 3C/tp) fp32 model only (bf16: dqkv in dout16)
@@ -120,10 +123,9 @@ typedef struct {
     void *proj;                     // (Nr, C) bf16: a projection's output summed over tp and
                                     // rounded, the residual add's input (bf16 with blocks,
                                     // else 0)
-    void *dout16;                   // (N, max(C, 4C/tp)) bf16: a product's fp32 output
-                                    // gradient rounded once for its backward products, or
-                                    // d(fch) and dqkv as GELU's and attention's backward
-                                    // write them (bf16 with blocks, else 0)
+    void *dout16;                   // (N, max(C, 4C/tp)) bf16: c_fc's and c_attn's output
+                                    // gradients, d(fch) and dqkv, as GELU's and attention's
+                                    // backward write them (bf16 with blocks, else 0)
     zt_block_acts recomp;           // one layer of what recomputed blocks drop (sizes 0: none)
     void *gathered;                 // (N, C) of the model's dtype: a LayerNorm output
                                     // gathered over tp (sequence parallel only, else 0)

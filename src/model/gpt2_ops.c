@@ -31,80 +31,68 @@ void zt_gpt2_linear_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const 
     if (bias && out_dt == ZT_F32) K(bias_forward_bf16, out, bias, N, OC);
 }
 
-// A product's output gradient as its products read it: a bf16 dout as it lies (the bf16
-// model's d(fch) and dqkv, rounded once by the kernel that wrote them), an fp32 one rounded
-// once into the model's bf16 buffer (dout16), so both products have two bf16 operands
-// (gemm_mixed's direct form) instead of rounding pieces of dout per tile of their output and
-// chunk of K: the same values (docs/design.md, "bf16").
-static const zt_bf16 *rounded(const zt_gpt2 *m, const void *dout, zt_dtype dout_dt, int N,
-                              int OC) {
-    if (dout_dt == ZT_BF16) return dout;
-    K(bf16_from_fp32, m->a.dout16, dout, (size_t)N * OC);
-    return m->a.dout16;
+// Under bf16 a product's output gradient dout is bf16 as the backward stores it (the residual
+// stream's gradient, d(fch), dqkv: docs/design.md, "bf16"), so both products read two bf16
+// operands as they lie (gemm_mixed's direct form: no rounding pass, no K chunks).
+
+// The input-gradient product: dinp (N, C) = dout @ W^T, written.
+static void backward_input_bf16(const zt_gpt2 *m, float *dinp, const zt_bf16 *dout,
+                                const void *w, int N, int C, int OC, int in_out) {
+    K(gemm_mixed, 0, in_out, N, C, OC, 1.0f, dout, ZT_BF16, OC, w, ZT_BF16, in_out ? OC : C,
+      0.0f, dinp, ZT_F32, C, m->a.gemm_work);
 }
 
-// The input-gradient product on dout rounded (d16): dinp (N, C) = d16 @ W^T, written.
-static void backward_input_bf16(const zt_gpt2 *m, float *dinp, const zt_bf16 *d16, const void *w,
-                                int N, int C, int OC, int in_out) {
-    K(gemm_mixed, 0, in_out, N, C, OC, 1.0f, d16, ZT_BF16, OC, w, ZT_BF16, in_out ? OC : C, 0.0f,
-      dinp, ZT_F32, C, m->a.gemm_work);
-}
-
-// The weight-gradient product on dout rounded (d16) into the bf16 dw; the bias gradient from
-// dout as given (a column sum in fp32 of the fp32 or widened values, rounded once into dbias).
-static void backward_weight_bf16(const zt_gpt2 *m, void *dw, void *dbias, const void *dout,
-                                 zt_dtype dout_dt, const zt_bf16 *d16, const void *inp,
-                                 zt_dtype in_dt, int N, int C, int OC, int in_out) {
+// The weight-gradient product into the bf16 dw; the bias gradient a column sum of dout in
+// fp32, rounded once into dbias.
+static void backward_weight_bf16(const zt_gpt2 *m, void *dw, void *dbias, const zt_bf16 *dout,
+                                 const void *inp, zt_dtype in_dt, int N, int C, int OC,
+                                 int in_out) {
     void *work = m->a.gemm_work;
     if (in_out) // dw (C, OC) += inp^T @ dout
-        K(gemm_mixed, 1, 0, C, OC, N, 1.0f, inp, in_dt, C, d16, ZT_BF16, OC, 1.0f, dw, ZT_BF16,
+        K(gemm_mixed, 1, 0, C, OC, N, 1.0f, inp, in_dt, C, dout, ZT_BF16, OC, 1.0f, dw, ZT_BF16,
           OC, work);
     else // dw (OC, C) += dout^T @ inp
-        K(gemm_mixed, 1, 0, OC, C, N, 1.0f, d16, ZT_BF16, OC, inp, in_dt, C, 1.0f, dw, ZT_BF16, C,
-          work);
-    if (dbias) K(bias_backward_bf16, dbias, dout, dout_dt, N, OC);
+        K(gemm_mixed, 1, 0, OC, C, N, 1.0f, dout, ZT_BF16, OC, inp, in_dt, C, 1.0f, dw, ZT_BF16,
+          C, work);
+    if (dbias) K(bias_backward_bf16, dbias, dout, ZT_BF16, N, OC);
 }
 
 // dinp (N, C) = dout @ W^T (written); dw += the weight gradient, dbias += dout's column sums.
 void zt_gpt2_linear_backward(const zt_gpt2 *m, float *dinp, void *dw, void *dbias,
-                             const void *dout, zt_dtype dout_dt, const void *inp, zt_dtype in_dt,
-                             const void *w, int N, int C, int OC, int in_out) {
+                             const void *dout, const void *inp, zt_dtype in_dt, const void *w,
+                             int N, int C, int OC, int in_out) {
     if (!is_bf16(m)) {
-        ZT_ASSERT(in_dt == ZT_F32 && dout_dt == ZT_F32);
+        ZT_ASSERT(in_dt == ZT_F32);
         if (in_out)
             K(matmul_in_out_backward, dinp, dw, dbias, dout, inp, w, N, C, OC, 0);
         else
             K(matmul_backward, dinp, dw, dbias, dout, inp, w, N, C, OC, 0);
         return;
     }
-    const zt_bf16 *d16 = rounded(m, dout, dout_dt, N, OC); // once, for both products
-    backward_input_bf16(m, dinp, d16, w, N, C, OC, in_out);
-    backward_weight_bf16(m, dw, dbias, dout, dout_dt, d16, inp, in_dt, N, C, OC, in_out);
+    backward_input_bf16(m, dinp, dout, w, N, C, OC, in_out);
+    backward_weight_bf16(m, dw, dbias, dout, inp, in_dt, N, C, OC, in_out);
 }
 
 void zt_gpt2_linear_backward_input(const zt_gpt2 *m, float *dinp, const void *dout,
-                                   zt_dtype dout_dt, const void *w, int N, int C, int OC,
-                                   int in_out) {
+                                   const void *w, int N, int C, int OC, int in_out) {
     if (!is_bf16(m)) {
-        ZT_ASSERT(dout_dt == ZT_F32);
         if (in_out) K(matmul_in_out_backward_input, dinp, dout, w, N, C, OC, 0);
         else K(matmul_backward_input, dinp, dout, w, N, C, OC, 0);
         return;
     }
-    backward_input_bf16(m, dinp, rounded(m, dout, dout_dt, N, OC), w, N, C, OC, in_out);
+    backward_input_bf16(m, dinp, dout, w, N, C, OC, in_out);
 }
 
 void zt_gpt2_linear_backward_weight(const zt_gpt2 *m, void *dw, void *dbias, const void *dout,
-                                    zt_dtype dout_dt, const void *inp, zt_dtype in_dt, int N,
-                                    int C, int OC, int in_out) {
+                                    const void *inp, zt_dtype in_dt, int N, int C, int OC,
+                                    int in_out) {
     if (!is_bf16(m)) {
-        ZT_ASSERT(in_dt == ZT_F32 && dout_dt == ZT_F32);
+        ZT_ASSERT(in_dt == ZT_F32);
         if (in_out) K(matmul_in_out_backward_weight, dw, dbias, dout, inp, N, C, OC);
         else K(matmul_backward_weight, dw, dbias, dout, inp, N, C, OC);
         return;
     }
-    backward_weight_bf16(m, dw, dbias, dout, dout_dt, rounded(m, dout, dout_dt, N, OC), inp,
-                         in_dt, N, C, OC, in_out);
+    backward_weight_bf16(m, dw, dbias, dout, inp, in_dt, N, C, OC, in_out);
 }
 
 void zt_gpt2_layernorm_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, float *mean,
@@ -169,13 +157,14 @@ void zt_gpt2_linear_gelu_forward(const zt_gpt2 *m, void *pre, void *out, zt_dtyp
     K(matmul_gelu_forward, pre, out, inp, w, bias, N, C, OC);
 }
 
-void zt_gpt2_layernorm_backward(const zt_gpt2 *m, float *dinp, void *dw, void *db,
-                                const float *dout, const void *inp, zt_dtype in_dt,
+void zt_gpt2_layernorm_backward(const zt_gpt2 *m, void *dinp, zt_dtype dinp_dt, void *dw,
+                                void *db, const float *dout, const void *inp, zt_dtype in_dt,
                                 const void *w, const float *mean, const float *rstd, int N,
                                 int C) {
     ZT_ASSERT(in_dt == ZT_F32 || is_bf16(m));
+    ZT_ASSERT(dinp_dt == ZT_F32 || in_dt == ZT_BF16);
     if (in_dt == ZT_BF16)
-        K(layernorm_backward_bf16in, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+        K(layernorm_backward_bf16in, dinp, dinp_dt, dw, db, dout, inp, w, mean, rstd, N, C);
     else if (is_bf16(m))
         K(layernorm_backward_bf16, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
     else

@@ -17,20 +17,19 @@ void zt_gpt2_linear_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const 
                             zt_dtype in_dt, const void *w, const void *bias, int N, int C, int OC,
                             int in_out);
 // dinp (N, C) = dout @ W^T (written); dw += the weight gradient; dbias += dout's column sums
-// (NULL: none). inp: the forward's input, of in_dt; dout of dout_dt (ZT_F32; or ZT_BF16 under
-// bf16: read as it lies, where an fp32 dout is rounded once for the products).
+// (NULL: none). inp: the forward's input, of in_dt; dout of the model's dtype (under bf16 the
+// gradients the products read are bf16 as stored: read as they lie).
 void zt_gpt2_linear_backward(const zt_gpt2 *m, float *dinp, void *dw, void *dbias,
-                             const void *dout, zt_dtype dout_dt, const void *inp, zt_dtype in_dt,
-                             const void *w, int N, int C, int OC, int in_out);
+                             const void *dout, const void *inp, zt_dtype in_dt, const void *w,
+                             int N, int C, int OC, int in_out);
 // Its two halves, for a backward split into an input-gradient pass and a weight-gradient pass
 // (zt_gpt2_backward_input / _weight): dinp written; dw, dbias added. The same calls as the
 // combined one (bit-identical values).
 void zt_gpt2_linear_backward_input(const zt_gpt2 *m, float *dinp, const void *dout,
-                                   zt_dtype dout_dt, const void *w, int N, int C, int OC,
-                                   int in_out);
+                                   const void *w, int N, int C, int OC, int in_out);
 void zt_gpt2_linear_backward_weight(const zt_gpt2 *m, void *dw, void *dbias, const void *dout,
-                                    zt_dtype dout_dt, const void *inp, zt_dtype in_dt, int N,
-                                    int C, int OC, int in_out);
+                                    const void *inp, zt_dtype in_dt, int N, int C, int OC,
+                                    int in_out);
 // kernels.h's layernorm_forward / layernorm_backward with weights of the model's dtype; inp of
 // in_dt (ZT_F32; or ZT_BF16 under bf16: widened, the statistics fp32), the forward's out of
 // out_dt (ZT_F32; or ZT_BF16 under bf16: the fp32 row rounded).
@@ -58,8 +57,11 @@ void zt_gpt2_gelu_forward(const zt_gpt2 *m, void *out, zt_dtype dt, const void *
 // dinp of dinp_dt (ZT_F32, then it may be dout; or ZT_BF16 with a bf16 inp: rounded once).
 void zt_gpt2_gelu_backward(const zt_gpt2 *m, void *dinp, zt_dtype dinp_dt, const void *inp,
                            zt_dtype in_dt, const float *dout, size_t n);
-void zt_gpt2_layernorm_backward(const zt_gpt2 *m, float *dinp, void *dw, void *db,
-                                const float *dout, const void *inp, zt_dtype in_dt,
+// kernels.h's layernorm_backward (dinp added into) with dinp of dinp_dt (ZT_F32; or ZT_BF16
+// under bf16 with a bf16 inp: the residual stream's gradient, widened, added in fp32, rounded
+// once).
+void zt_gpt2_layernorm_backward(const zt_gpt2 *m, void *dinp, zt_dtype dinp_dt, void *dw,
+                                void *db, const float *dout, const void *inp, zt_dtype in_dt,
                                 const void *w, const float *mean, const float *rstd, int N,
                                 int C);
 // C (M, N) = op(A) @ op(B) + beta C, A, B, C of types at, bt, ct (ZT_F32, or a parameter,
