@@ -578,8 +578,7 @@ ZT_TEST(planner_bf16_parameters) {
             CHECK(b.bytes[ZT_MEM_GRADS] * 2 == a.bytes[ZT_MEM_GRADS]);
             // the bf16 activations halve, the rest stay fp32; the logits halve, the loss's
             // per-row statistics beside them stay fp32 (none on the first stage); the
-            // pipeline's received activations halve (the stream is bf16), its gradients stay
-            // fp32; the backend's gemm_mixed scratch, the rounded projection output the
+            // pipeline's buffers halve (the stream and its gradient are bf16); the backend's gemm_mixed scratch, the rounded projection output the
             // bf16 residual add reads (proj_bytes), the rounded output gradient the
             // backward's products read (dout16_bytes) and the activation gradients' change
             // (grad_buffers_delta)
@@ -595,7 +594,8 @@ ZT_TEST(planner_bf16_parameters) {
                                                    grad_buffers_delta(&s));
             double NC = (double)zt_gpt2_rows(s.micro_batch, s.seq, s.tp, s.seq_parallel) *
                         s.shape.n_embd;
-            CHECK(b.bytes[ZT_MEM_COMM] == a.bytes[ZT_MEM_COMM] - 2.0 * b.n_slots * NC);
+            // recv_in and recv_dout (a slot each) and dinput, at 2 bytes a value instead of 4
+            CHECK(b.bytes[ZT_MEM_COMM] == a.bytes[ZT_MEM_COMM] - 2.0 * (2.0 * b.n_slots + 1) * NC);
             CHECK(b.opt_master == 4.0 * (double)(a.shard_hi - a.shard_lo));
             CHECK(b.bytes[ZT_MEM_OPTIMIZER] == a.bytes[ZT_MEM_OPTIMIZER] + b.opt_master);
         }

@@ -234,16 +234,17 @@ static zt_status setup(zt_trainer *t, const char *argv0) {
     size_t BT = (size_t)c->micro_batch * c->seq, NC = zt_trainer_act_count(t);
     t->inputs = zt_be_alloc(t->be, ZT_MEM_WORKSPACE, (size_t)t->n_slots * BT * sizeof(int32_t));
     t->targets = zt_be_alloc(t->be, ZT_MEM_WORKSPACE, (size_t)t->n_slots * BT * sizeof(int32_t));
-    zt_dtype act_dt = zt_gpt2_stream_dtype(&t->model);
-    t->recv_in = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * NC * zt_dtype_size(act_dt));
-    t->recv_dout = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * NC * sizeof(float));
+    zt_dtype stream_dt = zt_gpt2_stream_dtype(&t->model);
+    size_t msg = NC * zt_dtype_size(stream_dt); // one activation or gradient message
+    t->recv_in = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * msg);
+    t->recv_dout = zt_be_alloc(t->be, ZT_MEM_COMM, (size_t)t->n_slots * msg);
     size_t dinputs = t->n_chunks > 1 ? (size_t)t->n_slots : 1; // interleaved: sends in flight
-    t->dinput = zt_be_alloc(t->be, ZT_MEM_COMM, dinputs * NC * sizeof(float));
+    t->dinput = zt_be_alloc(t->be, ZT_MEM_COMM, dinputs * msg);
     init_dp_sync(t);
     if (t->n_chunks > 1)
-        zt_pipe_ring_init(&t->ring, g->pp_data, g->pp_rank, g->pp, NC, act_dt, t->n_slots);
+        zt_pipe_ring_init(&t->ring, g->pp_data, g->pp_rank, g->pp, NC, stream_dt, t->n_slots);
     else
-        zt_pipe_comm_init(&t->pc, g->pp_data, g->pp_rank, g->pp, NC, act_dt, t->n_slots,
+        zt_pipe_comm_init(&t->pc, g->pp_data, g->pp_rank, g->pp, NC, stream_dt, t->n_slots,
                           c->grad_accum, t->recv_in, t->recv_dout, overlap_comm(t));
     if (c->sample_every > 0) // each stage decodes its own layers
         ZT_TRY(zt_train_sampler_init(&t->sampler, &t->model, g->tp_data, g->pp_data,

@@ -47,12 +47,11 @@ static int first_forward(const zt_schedule *s) {
 // Interleaved: a transfer action on the ring (pipe_ring.h) from or into the buffers of
 // (a->chunk, a->micro): a forward's output is sent from its activation slot.
 static void ring_transfer(zt_trainer *t, const zt_sched_action *a) {
-    size_t NC = zt_trainer_act_count(t);
     int s = zt_trainer_slot(t, a->chunk, a->micro);
     void *buf;
     if (a->op == ZT_SCHED_OP_RECV_FWD) buf = zt_trainer_recv_in(t, s);
-    else if (a->op == ZT_SCHED_OP_RECV_BWD) buf = t->recv_dout + s * NC;
-    else if (a->op == ZT_SCHED_OP_SEND_BWD) buf = t->dinput + s * NC;
+    else if (a->op == ZT_SCHED_OP_RECV_BWD) buf = zt_trainer_slot_of(t, t->recv_dout, s);
+    else if (a->op == ZT_SCHED_OP_SEND_BWD) buf = zt_trainer_slot_of(t, t->dinput, s);
     else {
         zt_gpt2 *m = zt_trainer_chunk(t, a->chunk);
         zt_gpt2_use_slot(m, a->micro % t->chunk_slots[a->chunk]);
@@ -111,9 +110,10 @@ static void forward(zt_trainer *t, uint64_t step, int ch, int k, float loss_scal
 static void backward(zt_trainer *t, int ch, int k, int last, int input_only, double *start) {
     const zt_config *c = t->cfg;
     zt_gpt2 *m = zt_trainer_chunk(t, ch);
-    size_t NC = zt_trainer_act_count(t), BT = (size_t)c->micro_batch * c->seq;
+    size_t BT = (size_t)c->micro_batch * c->seq;
     int slot = zt_trainer_slot(t, ch, k);
-    float *dinput = t->dinput + (t->chunks ? slot * NC : 0); // interleaved: one per slot
+    // interleaved: a dinput per slot (each send in flight until the slot is reused)
+    void *dinput = zt_trainer_slot_of(t, t->dinput, t->chunks ? slot : 0);
     if (t->chunks) zt_pipe_ring_before_write(&t->ring, slot, 1);
     else zt_pipe_comm_before_bwd(&t->pc, k);
     double t0 = *start = zt_mono_s();
@@ -121,7 +121,7 @@ static void backward(zt_trainer *t, int ch, int k, int last, int input_only, dou
     if (input_only) zt_gpt2_use_wslot(m, k % m->n_wslots);
     zt_dp_sync_next_backward(&t->sync, last);
     const int32_t *tokens = t->inputs + slot * BT;
-    const float *dout = t->recv_dout + slot * NC;
+    const void *dout = zt_trainer_slot_of(t, t->recv_dout, slot);
     if (input_only) zt_gpt2_backward_input(m, tokens, dout, dinput);
     else zt_gpt2_backward(m, tokens, dout, dinput);
     double secs = zt_mono_s() - t0;

@@ -61,9 +61,10 @@ typedef struct {
     int32_t *inputs, *targets; // (n_slots, B*T) tokens of each held micro-batch
     void *recv_in;             // (n_slots, N*C) activations received from the stage before,
                                // of the model's stream dtype (zt_gpt2_stream_dtype)
-    float *recv_dout;          // (n_slots, N*C) their gradients received from the stage after
-    float *dinput;             // (N*C) gradient of this stage's input, to send back;
-                               // interleaved (n_slots, N*C): each in flight until reused
+    void *recv_dout;           // (n_slots, N*C) their gradients received from the stage after
+    void *dinput;              // (N*C) gradient of this stage's input, to send back;
+                               // interleaved (n_slots, N*C): each in flight until reused;
+                               // both of the stream dtype too
     double compute_s, sched_s; // time in forward/backward, and in the whole schedule, last step
     double fwd_s, bwd_s, wgt_s; // of compute_s: in the forwards, the backwards (or input-
                                 // gradient passes) and the weight-gradient passes, last step
@@ -127,11 +128,15 @@ static inline size_t zt_trainer_act_count(const zt_trainer *t) {
     return zt_gpt2_rows(c->micro_batch, c->seq, t->grid.tp, c->sequence_parallel) *
            (size_t)t->shape.n_embd;
 }
-// Slot `slot` of recv_in: the activations received for it (zt_trainer_act_count values of the
-// model's stream dtype: bf16 under bf16).
-static inline void *zt_trainer_recv_in(const zt_trainer *t, int slot) {
+// Slot `slot` of a buffer of zt_trainer_act_count values a slot of the model's stream dtype
+// (bf16 under bf16): recv_in, recv_dout, an interleaved run's dinput.
+static inline void *zt_trainer_slot_of(const zt_trainer *t, void *buf, int slot) {
     size_t es = zt_dtype_size(zt_gpt2_stream_dtype(&t->model));
-    return (char *)t->recv_in + (size_t)slot * zt_trainer_act_count(t) * es;
+    return (char *)buf + (size_t)slot * zt_trainer_act_count(t) * es;
+}
+// Slot `slot` of recv_in: the activations received for it.
+static inline void *zt_trainer_recv_in(const zt_trainer *t, int slot) {
+    return zt_trainer_slot_of(t, t->recv_in, slot);
 }
 // The model that computes chunk c (the stage's model itself but under interleaved).
 static inline zt_gpt2 *zt_trainer_chunk(zt_trainer *t, int c) {

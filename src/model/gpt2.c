@@ -936,20 +936,9 @@ double zt_gpt2_forward(zt_gpt2 *m, const int32_t *tokens, const void *input,
     return head_forward(m, block_input(m, nl), targets, backward, loss_scale);
 }
 
-// dres = the gradient of the stage's output: the head's (dhead) or the next stage's (dout,
-// fp32: rounded once under bf16, where it is exact when it came from a bf16 dres).
-static void take_output_grad(zt_gpt2 *m, const float *dout) {
-    size_t n = rows(m) * m->shape.n_embd;
-    if (has_head(m)) K(copy, m->a.dres, m->a.dhead, n * zt_dtype_size(grad_dt(m)), ZT_COPY_D2D);
-    else if (is_bf16(m)) K(bf16_from_fp32, m->a.dres, dout, n);
-    else K(copy, m->a.dres, dout, n * sizeof(float), ZT_COPY_D2D);
-}
-
-// dinput (fp32) = dres, the gradient of the stage's input (widened under bf16: exact).
-static void give_input_grad(zt_gpt2 *m, float *dinput) {
-    size_t n = rows(m) * m->shape.n_embd;
-    if (is_bf16(m)) K(bf16_to_fp32, dinput, m->a.dres, n);
-    else K(copy, dinput, m->a.dres, n * sizeof(float), ZT_COPY_D2D);
+// Bytes of the residual stream's gradient on this rank (dres, dhead, a stage's dout, dinput).
+static size_t res_grad_bytes(const zt_gpt2 *m) {
+    return rows(m) * m->shape.n_embd * zt_dtype_size(grad_dt(m));
 }
 
 // The embedding's output gradient, all N rows in fp32 (every rank's vocabulary slice needs
@@ -961,16 +950,16 @@ static const float *embed_grad(zt_gpt2 *m) {
     return m->a.dln;
 }
 
-void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, float *dinput) {
+void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const void *dout, void *dinput) {
     int N = m->B * m->T, C = m->shape.n_embd, L0 = first_layer(m);
-    take_output_grad(m, dout);
+    K(copy, m->a.dres, has_head(m) ? m->a.dhead : dout, res_grad_bytes(m), ZT_COPY_D2D);
     for (int li = n_local_layers(m) - 1; li >= 0; li--)
         block_backward(m, li, &m->p.h[L0 + li], &m->g.h[L0 + li], block_input(m, li));
     if (has_embed(m))
         zt_gpt2_encoder_backward(m, m->g.wte, m->g.wpe, embed_grad(m), tokens, vocab_lo(m),
                                  vocab_rows(m), N, m->T, C);
     else if (dinput)
-        give_input_grad(m, dinput);
+        K(copy, dinput, m->a.dres, res_grad_bytes(m), ZT_COPY_D2D);
 }
 
 void zt_gpt2_logits(const zt_gpt2 *m, float *out) {
@@ -982,12 +971,12 @@ void zt_gpt2_logits(const zt_gpt2 *m, float *out) {
 // A recomputed block's backward runs whole in the B pass (announcing nothing there: quiet).
 static int recomputed(const zt_gpt2 *m, int li) { return li < m->n_recomputed; }
 
-void zt_gpt2_backward_input(zt_gpt2 *m, const int32_t *tokens, const float *dout,
-                            float *dinput) {
+void zt_gpt2_backward_input(zt_gpt2 *m, const int32_t *tokens, const void *dout,
+                            void *dinput) {
     (void)tokens;
     ZT_ASSERT(m->n_wslots > 0);
     int L0 = first_layer(m);
-    take_output_grad(m, dout);
+    K(copy, m->a.dres, has_head(m) ? m->a.dhead : dout, res_grad_bytes(m), ZT_COPY_D2D);
     m->quiet = 1;
     for (int li = n_local_layers(m) - 1; li >= 0; li--) {
         if (recomputed(m, li))
@@ -998,7 +987,7 @@ void zt_gpt2_backward_input(zt_gpt2 *m, const int32_t *tokens, const float *dout
     if (has_embed(m))
         keep(m, m->w.dembed, embed_grad(m), (size_t)m->B * m->T * m->shape.n_embd, ZT_F32);
     else if (dinput)
-        give_input_grad(m, dinput);
+        K(copy, dinput, m->a.dres, res_grad_bytes(m), ZT_COPY_D2D);
 }
 
 void zt_gpt2_backward_weight(zt_gpt2 *m, const int32_t *tokens) {

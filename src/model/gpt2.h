@@ -250,8 +250,7 @@ static inline size_t zt_gpt2_rows(int B, int T, int tp, int seq_parallel) {
 }
 
 // The residual stream's dtype (docs/design.md, "bf16"): the model's, bf16 under bf16. What a
-// stage's input and output hold, so what the pipeline sends forward (the gradients that come
-// back are fp32).
+// stage's input and output and their gradients hold, so what the pipeline sends both ways.
 static inline zt_dtype zt_gpt2_stream_dtype(const zt_gpt2 *m) { return m->dtype; }
 
 // Bytes of one parameter (or gradient) element of the model.
@@ -298,8 +297,9 @@ double zt_gpt2_take_loss(zt_gpt2 *m);
 // Backward of the blocks and the embedding, after zt_gpt2_forward(..., backward=1).
 // On a stage without the head, `dout` (Nr, C) is the gradient of its output. Gradients
 // are added into m->grads. If `dinput` is non-NULL (a stage without the embedding), the
-// gradient of the stage's input (Nr, C) is written there.
-void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, float *dinput);
+// gradient of the stage's input (Nr, C) is written there. dout and dinput are of
+// zt_gpt2_stream_dtype.
+void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const void *dout, void *dinput);
 
 // The backward split in two (zero-bubble schedules, docs/design.md "Pipeline"), needs
 // zt_act_options.w_slots > 0. The input-gradient pass (B) takes the same arguments as
@@ -310,8 +310,8 @@ void zt_gpt2_backward(zt_gpt2 *m, const int32_t *tokens, const float *dout, floa
 // its activation slot and W slot in use again (and the same tokens on the first stage), adds
 // the weight gradients the combined backward would, bit for bit, and announces the tails as
 // it does (zt_gpt2.grad_ready). The head's weight gradients stay in the forward.
-void zt_gpt2_backward_input(zt_gpt2 *m, const int32_t *tokens, const float *dout,
-                            float *dinput);
+void zt_gpt2_backward_input(zt_gpt2 *m, const int32_t *tokens, const void *dout,
+                            void *dinput);
 void zt_gpt2_backward_weight(zt_gpt2 *m, const int32_t *tokens);
 // Points the W-slot views (m->w) at slot `slot` of [0, n_wslots).
 void zt_gpt2_use_wslot(zt_gpt2 *m, int slot);

@@ -13,16 +13,15 @@ static zt_comm_req *r_out(zt_pipe_comm *o, int k) {
 static zt_comm_req *r_dinput(zt_pipe_comm *o) { return &o->req[3 * o->n_slots]; }
 
 void zt_pipe_comm_init(zt_pipe_comm *o, const zt_comm *pp, int pp_rank, int pp_size,
-                       size_t count, zt_dtype act_dt, int n_slots, int micro, void *recv_in,
-                       float *recv_dout, int overlap) {
+                       size_t count, zt_dtype stream_dt, int n_slots, int micro, void *recv_in,
+                       void *recv_dout, int overlap) {
     memset(o, 0, sizeof *o);
     ZT_ASSERT(n_slots >= 1 && micro >= 1);
     o->pp = pp;
     o->async = overlap && pp_size > 1 && zt_comm_has_async_p2p(pp);
     o->prev = pp_rank > 0 ? pp_rank - 1 : -1;
     o->next = pp_rank + 1 < pp_size ? pp_rank + 1 : -1;
-    o->in_bytes = count * zt_dtype_size(act_dt);
-    o->grad_bytes = count * sizeof(float);
+    o->msg_bytes = count * zt_dtype_size(stream_dt);
     o->n_slots = n_slots;
     o->micro = micro;
     o->recv_in = recv_in;
@@ -51,8 +50,8 @@ static void post_side(zt_pipe_comm *o, int *posted, int done, int peer, void *bu
 // Posts every receive whose slot is free, activations and gradients. Timed.
 static void post_free(zt_pipe_comm *o) {
     double t0 = zt_mono_s();
-    post_side(o, &o->in_posted, o->fwd_done, o->prev, o->recv_in, o->in_bytes, r_in(o, 0));
-    post_side(o, &o->dout_posted, o->bwd_done, o->next, o->recv_dout, o->grad_bytes,
+    post_side(o, &o->in_posted, o->fwd_done, o->prev, o->recv_in, o->msg_bytes, r_in(o, 0));
+    post_side(o, &o->dout_posted, o->bwd_done, o->next, o->recv_dout, o->msg_bytes,
               r_dout(o, 0));
     o->comm_s += zt_mono_s() - t0;
 }
@@ -127,28 +126,28 @@ void zt_pipe_comm_after_bwd(zt_pipe_comm *o, int k) {
 
 // Micro-batch k's slot of recv_in / recv_dout.
 static void *in_slot(const zt_pipe_comm *o, int k) {
-    return (char *)o->recv_in + (size_t)(k % o->n_slots) * o->in_bytes;
+    return (char *)o->recv_in + (size_t)(k % o->n_slots) * o->msg_bytes;
 }
 static void *dout_slot(const zt_pipe_comm *o, int k) {
-    return (char *)o->recv_dout + (size_t)(k % o->n_slots) * o->grad_bytes;
+    return (char *)o->recv_dout + (size_t)(k % o->n_slots) * o->msg_bytes;
 }
 
 // The actions blocking: each its call; a send waits for its receiver.
 static void transfer_blocking(zt_pipe_comm *o, const zt_sched_action *a, const void *out,
-                              const float *dinput) {
-    size_t ni = o->in_bytes, ng = o->grad_bytes;
+                              const void *dinput) {
+    size_t n = o->msg_bytes;
     void *in = in_slot(o, a->micro), *dout = dout_slot(o, a->micro);
     int r = a->recv_micro < 0 ? 0 : a->recv_micro;
     switch (a->op) {
-    case ZT_SCHED_OP_RECV_FWD: zt_comm_recv(o->pp, in, ni, ZT_U8, o->prev, 0, NULL); break;
-    case ZT_SCHED_OP_SEND_FWD: zt_comm_send(o->pp, out, ni, ZT_U8, o->next, 0, NULL); break;
-    case ZT_SCHED_OP_RECV_BWD: zt_comm_recv(o->pp, dout, ng, ZT_U8, o->next, 0, NULL); break;
-    case ZT_SCHED_OP_SEND_BWD: zt_comm_send(o->pp, dinput, ng, ZT_U8, o->prev, 0, NULL); break;
+    case ZT_SCHED_OP_RECV_FWD: zt_comm_recv(o->pp, in, n, ZT_U8, o->prev, 0, NULL); break;
+    case ZT_SCHED_OP_SEND_FWD: zt_comm_send(o->pp, out, n, ZT_U8, o->next, 0, NULL); break;
+    case ZT_SCHED_OP_RECV_BWD: zt_comm_recv(o->pp, dout, n, ZT_U8, o->next, 0, NULL); break;
+    case ZT_SCHED_OP_SEND_BWD: zt_comm_send(o->pp, dinput, n, ZT_U8, o->prev, 0, NULL); break;
     case ZT_SCHED_OP_SEND_FWD_RECV_BWD:
-        zt_comm_send_recv(o->pp, out, ni, o->next, dout_slot(o, r), ng, o->next, ZT_U8, 0, NULL);
+        zt_comm_send_recv(o->pp, out, n, o->next, dout_slot(o, r), n, o->next, ZT_U8, 0, NULL);
         break;
     case ZT_SCHED_OP_SEND_BWD_RECV_FWD:
-        zt_comm_send_recv(o->pp, dinput, ng, o->prev, in_slot(o, r), ni, o->prev, ZT_U8, 0,
+        zt_comm_send_recv(o->pp, dinput, n, o->prev, in_slot(o, r), n, o->prev, ZT_U8, 0,
                           NULL);
         break;
     default: ZT_ASSERTF(0, "unknown schedule op %d", (int)a->op);
@@ -158,18 +157,18 @@ static void transfer_blocking(zt_pipe_comm *o, const zt_sched_action *a, const v
 // The same actions nonblocking: a send starts and the stage moves on; a receive was posted
 // as soon as its buffer was free, and the forward or backward that reads it waits for it.
 static void transfer_async(zt_pipe_comm *o, const zt_sched_action *a, const void *out,
-                           const float *dinput) {
+                           const void *dinput) {
     switch (a->op) {
     case ZT_SCHED_OP_RECV_FWD: check_posted(o, a->micro, 0); break;
     case ZT_SCHED_OP_RECV_BWD: check_posted(o, a->micro, 1); break;
     case ZT_SCHED_OP_SEND_FWD:
     case ZT_SCHED_OP_SEND_FWD_RECV_BWD:
-        start_send(o, out, o->in_bytes, o->next, r_out(o, a->micro));
+        start_send(o, out, o->msg_bytes, o->next, r_out(o, a->micro));
         if (a->recv_micro >= 0) check_posted(o, a->recv_micro, 1);
         break;
     case ZT_SCHED_OP_SEND_BWD:
     case ZT_SCHED_OP_SEND_BWD_RECV_FWD:
-        start_send(o, dinput, o->grad_bytes, o->prev, r_dinput(o));
+        start_send(o, dinput, o->msg_bytes, o->prev, r_dinput(o));
         if (a->recv_micro >= 0) check_posted(o, a->recv_micro, 0);
         break;
     default: ZT_ASSERTF(0, "unknown schedule op %d", (int)a->op);
@@ -177,7 +176,7 @@ static void transfer_async(zt_pipe_comm *o, const zt_sched_action *a, const void
 }
 
 void zt_pipe_comm_transfer(zt_pipe_comm *o, const zt_sched_action *a, const void *out,
-                           const float *dinput) {
+                           const void *dinput) {
     if (o->async) {
         transfer_async(o, a, out, dinput); // times its own calls
         return;

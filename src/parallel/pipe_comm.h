@@ -11,8 +11,8 @@
 // receive is posted as soon as its buffer is free, not when the schedule reaches it, and
 // waited for just before the forward or backward that reads it.
 //
-// Messages travel as bytes (ZT_U8, counts in bytes): an activation (N * C of the model's
-// stream dtype, bf16 under bf16) and a gradient (N * C fp32) cross in one send_recv, which
+// Messages travel as bytes (ZT_U8, counts in bytes): an activation and a gradient (N * C each
+// of the model's stream dtype, bf16 under bf16) cross in one send_recv, which
 // takes one type; a point-to-point message is its bytes, and both neighbours name the same
 // counts.
 //
@@ -40,11 +40,11 @@ typedef struct {
     int async;             // 1: nonblocking; 0: blocking (only zt_pipe_comm_transfer acts;
                            // the calls around the forwards and backwards return at once)
     int prev, next;        // neighbour stages' ranks in pp, -1 where there is none
-    size_t in_bytes;       // bytes of one activation message (N * C of act_dt)
-    size_t grad_bytes;     // bytes of one gradient message (N * C fp32)
+    size_t msg_bytes;      // bytes of one message, an activation or a gradient (N * C of
+                           // stream_dt)
     int n_slots, micro;    // slots per buffer, micro-batches per step
-    void *recv_in;         // (n_slots, in_bytes) the caller's: activations from prev
-    float *recv_dout;      // (n_slots, N * C) the caller's: output gradients from next
+    void *recv_in;         // (n_slots, msg_bytes) the caller's: activations from prev
+    void *recv_dout;       // (n_slots, msg_bytes) the caller's: output gradients from next
     zt_comm_req *req;      // (3 * n_slots + 1), used when nonblocking: receives in, receives dout,
                            // sends of each activation slot, the send of dinput
     int in_posted, dout_posted; // this step: micro-batches whose receive is posted
@@ -56,12 +56,13 @@ typedef struct {
 
 // The transfers of stage pp_rank of pp_size: nonblocking when `overlap` (--overlap-comm on)
 // and the path has nonblocking point-to-point (zt_comm_has_async_p2p) and there is a
-// neighbour, else blocking. count: elements of one message (N * C); act_dt: the activations'
-// dtype (the gradients are fp32). recv_in, recv_dout: the caller's (they must outlive this).
+// neighbour, else blocking. count: elements of one message (N * C); stream_dt: the dtype of
+// the activations and their gradients. recv_in, recv_dout: the caller's (they must outlive
+// this).
 // Free with zt_pipe_comm_free (which accepts a zero-filled one).
 void zt_pipe_comm_init(zt_pipe_comm *o, const zt_comm *pp, int pp_rank, int pp_size,
-                       size_t count, zt_dtype act_dt, int n_slots, int micro, void *recv_in,
-                       float *recv_dout, int overlap);
+                       size_t count, zt_dtype stream_dt, int n_slots, int micro, void *recv_in,
+                       void *recv_dout, int overlap);
 void zt_pipe_comm_free(zt_pipe_comm *o);
 
 // A new step: posts the receives whose slots are free (all of them: nothing is in flight).
@@ -71,7 +72,7 @@ void zt_pipe_comm_begin(zt_pipe_comm *o);
 // the input gradient, read by those that send backward. Blocking: the call itself;
 // nonblocking: a send starts, a receive is checked to be posted already.
 void zt_pipe_comm_transfer(zt_pipe_comm *o, const zt_sched_action *a, const void *out,
-                           const float *dinput);
+                           const void *dinput);
 // Before the forward of micro-batch k: its activations are in recv_in, and its activation
 // slot's earlier send is complete. After it: posts the receives that freed.
 void zt_pipe_comm_before_fwd(zt_pipe_comm *o, int k);

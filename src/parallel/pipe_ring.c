@@ -7,14 +7,14 @@
 enum { TAG_ACTIVATIONS = 0, TAG_GRADIENTS = 1 };
 
 void zt_pipe_ring_init(zt_pipe_ring *o, const zt_comm *pp, int pp_rank, int pp_size,
-                       size_t count, zt_dtype act_dt, int n_bufs) {
+                       size_t count, zt_dtype stream_dt, int n_bufs) {
     memset(o, 0, sizeof *o);
     ZT_ASSERT(pp_size >= 2 && n_bufs >= 1 && zt_comm_has_async_p2p(pp));
     o->pp = pp;
     o->prev = (pp_rank + pp_size - 1) % pp_size;
     o->next = (pp_rank + 1) % pp_size;
     o->count = count;
-    o->act_dt = act_dt;
+    o->stream_dt = stream_dt;
     o->n_bufs = n_bufs;
     o->req = calloc(2 * (size_t)n_bufs, sizeof *o->req);
     ZT_ASSERT(o->req);
@@ -50,19 +50,19 @@ void zt_pipe_ring_transfer(zt_pipe_ring *o, const zt_sched_action *a, int slot, 
     size_t n = o->count;
     switch (a->op) {
     case ZT_SCHED_OP_RECV_FWD:
-        zt_comm_recv(o->pp, buf, n, o->act_dt, o->prev, TAG_ACTIVATIONS, NULL);
+        zt_comm_recv(o->pp, buf, n, o->stream_dt, o->prev, TAG_ACTIVATIONS, NULL);
         break;
     case ZT_SCHED_OP_RECV_BWD:
-        zt_comm_recv(o->pp, buf, n, ZT_F32, o->next, TAG_GRADIENTS, NULL);
+        zt_comm_recv(o->pp, buf, n, o->stream_dt, o->next, TAG_GRADIENTS, NULL);
         break;
     case ZT_SCHED_OP_SEND_FWD:
         ZT_ASSERTF(!send_req(o, slot, 0)->c, "a send from an activation slot still in flight");
-        zt_comm_isend(o->pp, buf, n, o->act_dt, o->next, TAG_ACTIVATIONS, NULL,
+        zt_comm_isend(o->pp, buf, n, o->stream_dt, o->next, TAG_ACTIVATIONS, NULL,
                       send_req(o, slot, 0));
         break;
     case ZT_SCHED_OP_SEND_BWD:
         ZT_ASSERTF(!send_req(o, slot, 1)->c, "a send from an input gradient still in flight");
-        zt_comm_isend(o->pp, buf, n, ZT_F32, o->prev, TAG_GRADIENTS, NULL,
+        zt_comm_isend(o->pp, buf, n, o->stream_dt, o->prev, TAG_GRADIENTS, NULL,
                       send_req(o, slot, 1));
         break;
     default: ZT_ASSERTF(0, "schedule op %s on the interleaved ring", zt_sched_op_name(a->op));

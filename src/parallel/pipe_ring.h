@@ -25,7 +25,7 @@ typedef struct {
     const zt_comm *pp;  // the pipeline group's tensor path (isend needed)
     int prev, next;     // ring neighbours' ranks in pp
     size_t count;       // elements of one message (N * C)
-    zt_dtype act_dt;    // the activations' dtype (the model's stream dtype); gradients fp32
+    zt_dtype stream_dt; // the activations' and their gradients' dtype (the model's stream's)
     int n_bufs;         // the caller's slots over all chunks
     zt_comm_req *req;   // (2 * n_bufs): the send from each slot's activations, from each
                         // slot's input gradient
@@ -37,7 +37,7 @@ typedef struct {
 // point-to-point (zt_comm_has_async_p2p: the caller refuses the run otherwise). Free with
 // zt_pipe_ring_free (which accepts a zero-filled one).
 void zt_pipe_ring_init(zt_pipe_ring *o, const zt_comm *pp, int pp_rank, int pp_size,
-                       size_t count, zt_dtype act_dt, int n_bufs);
+                       size_t count, zt_dtype stream_dt, int n_bufs);
 void zt_pipe_ring_free(zt_pipe_ring *o);
 // A new step: nothing is in flight (asserted).
 void zt_pipe_ring_begin(zt_pipe_ring *o);

@@ -62,7 +62,7 @@ static zt_status record_stage(const zt_plan_spec *s, int first, int last, int sp
             take(r, &out->b);
         }
         out->split = split;
-        out->act_bytes = (double)NrC * sizeof(float);
+        out->act_bytes = (double)NrC * zt_dtype_size(dtype);
         out->numel = zt_round_up(m.layout.numel, (size_t)s->dp * ZT_ALIGN_ELEMS);
         zt_gpt2_free(&m);
     }

@@ -22,7 +22,8 @@ typedef struct {
     zt_plan_pass b;    // zt_gpt2_backward; split: zt_gpt2_backward_input
     zt_plan_pass w;    // split only: zt_gpt2_backward_weight (else zero)
     int split;         // the schedule splits the backward (ZB-H1)
-    double act_bytes;  // the stage's output (fp32, Nr x C): one pipeline transfer's bytes
+    double act_bytes;  // the stage's output (Nr x C of the stream's dtype: the model's): one
+                       // pipeline transfer's bytes, an activation or its gradient
     size_t numel;      // the stage's flat buffer, padded to dp x ZT_ALIGN_ELEMS (elements)
 } zt_plan_stage_work;
 

@@ -92,8 +92,8 @@ static zt_status plan_stage(const zt_plan_spec *s, int first, int last, int tp_r
     // the backend's own buffers, allocated when it opens (CUDA: cuBLAS's workspace, the
     // sums' and the bf16 ops' scratch)
     o->bytes[ZT_MEM_WORKSPACE] += (double)s->backend->fixed_workspace;
-    // activations received in the stream's dtype (the model's), gradients fp32
-    o->bytes[ZT_MEM_COMM] += slots * NC * zt_dtype_size(dtype) + (slots + 1.0) * NC * sizeof(float);
+    // activations and gradients in the stream's dtype (the model's)
+    o->bytes[ZT_MEM_COMM] += (2.0 * slots + 1.0) * NC * zt_dtype_size(dtype);
     if (s->sample) { // the --sample-every decoder's own buffers (fp32, src/model/generate.h)
         size_t dec[ZT_MEM_NCAT];
         zt_decoder_bytes(dec, &s->shape, first, last, s->tp);
@@ -158,7 +158,7 @@ static zt_status plan_chunks(const zt_plan_spec *s, const zt_partition *p, int p
                 s->shape.n_embd;
     o->bytes[ZT_MEM_WORKSPACE] += 2.0 * slots * BT * sizeof(int32_t);
     o->bytes[ZT_MEM_WORKSPACE] += (double)s->backend->fixed_workspace;
-    o->bytes[ZT_MEM_COMM] += slots * NC * zt_dtype_size(dtype) + 2.0 * slots * NC * sizeof(float);
+    o->bytes[ZT_MEM_COMM] += 3.0 * slots * NC * zt_dtype_size(dtype); // in, dout, dinput a slot
     return ZT_OK;
 }
 
