@@ -801,8 +801,9 @@ def what_ifs(bf16):
              f"{batched / 1e3:.0f}k tokens/s: the batched form still moves every 128-row block's scores through HBM, twice "
              "backward). " + (f"At least 320k under these assumptions: {'; '.join(clear)}. "
                               if clear else "No case reaches 320k under these assumptions. ")
-             + f"What rounding is left: {1e3 * rounding:.1f} ms of `bf16_from_fp32` (the forward's c_proj outputs, summed over tp in fp32, rounded into `proj` for the residual add). Attention on tensor cores needs the "
-             "GPU to test (the emulation has no tensor-core instructions or batched Ex products).")
+             + f"What rounding is left: {1e3 * rounding:.1f} ms of `bf16_from_fp32` (the "
+             "forward's c_proj outputs, summed over tp in fp32, rounded into `proj` for the "
+             "residual add). Attention on tensor cores needs the GPU to test (the emulation has no tensor-core instructions or batched Ex products).")
     return L
 
 

@@ -540,12 +540,11 @@ static size_t proj_bytes(const zt_plan_spec *s) {
     return zt_round_up(Nr * (size_t)s->shape.n_embd * 2, 64);
 }
 
-// The workspace's bf16 copy of a product's output gradient under bf16 (zt_gpt2_acts.dout16):
-// all N rows of the widest one, C or 4C/tp values, 2 bytes each, carved in 64-byte pieces.
+// The workspace's bf16 output gradients of c_fc, then c_attn, under bf16 (zt_gpt2_acts.dout16):
+// all N rows of the wider one, 4C/tp values, 2 bytes each, carved in 64-byte pieces.
 static size_t dout16_bytes(const zt_plan_spec *s) {
     size_t N = (size_t)s->micro_batch * s->seq, C = (size_t)s->shape.n_embd;
-    size_t wide = 4 * C / (size_t)s->tp;
-    return zt_round_up(N * (C > wide ? C : wide) * 2, 64);
+    return zt_round_up(N * (4 * C / (size_t)s->tp) * 2, 64);
 }
 
 // The workspace's activation gradients under bf16 against fp32's (zt_gpt2_acts): dres is bf16
@@ -578,10 +577,10 @@ ZT_TEST(planner_bf16_parameters) {
             CHECK(b.bytes[ZT_MEM_GRADS] * 2 == a.bytes[ZT_MEM_GRADS]);
             // the bf16 activations halve, the rest stay fp32; the logits halve, the loss's
             // per-row statistics beside them stay fp32 (none on the first stage); the
-            // pipeline's buffers halve (the stream and its gradient are bf16); the backend's gemm_mixed scratch, the rounded projection output the
-            // bf16 residual add reads (proj_bytes), the rounded output gradient the
-            // backward's products read (dout16_bytes) and the activation gradients' change
-            // (grad_buffers_delta)
+            // pipeline's buffers halve (the stream and its gradient are bf16); the workspace
+            // adds the backend's gemm_mixed scratch, the rounded projection output the bf16
+            // residual add reads (proj_bytes), the bf16 output gradients of c_fc and c_attn
+            // (dout16_bytes) and the activation gradients' change (grad_buffers_delta)
             CHECK(b.bytes[ZT_MEM_ACTIVATIONS] < a.bytes[ZT_MEM_ACTIVATIONS]);
             CHECK(2 * b.bytes[ZT_MEM_ACTIVATIONS] > a.bytes[ZT_MEM_ACTIVATIONS]);
             if (st == 0) CHECK(b.bytes[ZT_MEM_LOGITS] == 0 && a.bytes[ZT_MEM_LOGITS] == 0);

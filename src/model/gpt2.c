@@ -227,7 +227,7 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     a->dfch = carve(ws, N * (blocks16 ? 6 : 4) * Cl);
     a->scratch = carve(ws, N * C);
     a->proj = carve_in(ws, blocks16 ? Nr * C : 0, m);
-    a->dout16 = carve_in(ws, blocks16 ? N * (C > 4 * Cl ? C : 4 * Cl) : 0, m);
+    a->dout16 = carve_in(ws, blocks16 ? N * 4 * Cl : 0, m); // d(fch), then dqkv
     carve_seq_parallel(a, ws, m);
     a->ln_drop = carve_in(ws, m->n_wslots ? 2 * C : 0, m);
     a->attn_work = carve(ws, nl ? m->attn_work_n : 0);

@@ -123,7 +123,7 @@ typedef struct {
     void *proj;                     // (Nr, C) bf16: a projection's output summed over tp and
                                     // rounded, the residual add's input (bf16 with blocks,
                                     // else 0)
-    void *dout16;                   // (N, max(C, 4C/tp)) bf16: c_fc's and c_attn's output
+    void *dout16;                   // (N, 4C/tp) bf16: c_fc's and c_attn's output
                                     // gradients, d(fch) and dqkv, as GELU's and attention's
                                     // backward write them (bf16 with blocks, else 0)
     zt_block_acts recomp;           // one layer of what recomputed blocks drop (sizes 0: none)
