@@ -386,11 +386,12 @@ EXPAND = {
     "layernorm_forward_bf16in": ("zt_cuda_layernorm_forward_bf16in (layernorm_cuda.cu): one "
                                  "kernel, layernorm_forward's on bf16 rows",
                                  ln_forward_bf16("layernorm_forward_bf16in", 2.0)),
-    "add_bf16": ("zt_cuda_add_bf16 (elementwise_cuda.cu): one kernel, add's on bf16",
-                 lambda a: [mem("add_bf16", 6.0 * a["n"])]),
+    # the stream (bf16) plus a projection's fp32 sum, the bf16 stream written
+    "add_bf16": ("zt_cuda_add_bf16 (elementwise_cuda.cu): one kernel, add's on a bf16 stream "
+                 "and an fp32 projection", lambda a: [mem("add_bf16", 8.0 * a["n"])]),
     "residual_layernorm_forward_bf16": ("zt_cuda_residual_layernorm_forward_bf16 "
                                         "(layernorm_cuda.cu): one kernel, the add fused",
-                                        ln_forward_bf16("residual_layernorm_forward_bf16", 6.0)),
+                                        ln_forward_bf16("residual_layernorm_forward_bf16", 8.0)),
     "layernorm_backward_bf16": ("zt_cuda_layernorm_backward_bf16 (layernorm_cuda.cu): "
                                 "layernorm_backward's dx and column sums with bf16 w, dw, db",
                                 lambda a: ln_backward(a["N"], a["C"])),
@@ -801,9 +802,9 @@ def what_ifs(bf16):
              f"{batched / 1e3:.0f}k tokens/s: the batched form still moves every 128-row block's scores through HBM, twice "
              "backward). " + (f"At least 320k under these assumptions: {'; '.join(clear)}. "
                               if clear else "No case reaches 320k under these assumptions. ")
-             + f"What rounding is left: {1e3 * rounding:.1f} ms of `bf16_from_fp32` (the "
-             "forward's c_proj outputs, summed over tp in fp32, rounded into `proj` for the "
-             "residual add). Attention on tensor cores needs the GPU to test (the emulation has no tensor-core instructions or batched Ex products).")
+             + (f"Rounding passes left: {1e3 * rounding:.1f} ms of `bf16_from_fp32`. "
+                if rounding else "No tensor of the step is rounded by a pass of its own. ")
+             + "Attention on tensor cores needs the GPU to test (the emulation has no tensor-core instructions or batched Ex products).")
     return L
 
 

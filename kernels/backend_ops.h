@@ -283,10 +283,11 @@ ZT_OP(void, encoder_backward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
 ZT_OP(void, layernorm_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (void *, out)(zt_dtype, out_dt)(float *, mean)(float *, rstd)(const float *, inp)
       (const zt_bf16 *, w)(const zt_bf16 *, b)(int, N)(int, C))
-// The residual stream in bf16 (docs/design.md, "bf16"). out[i] = a[i] + b[i], the fp32 sum
-// of the widened values rounded once; out may alias a or b.
+// The residual stream in bf16 (docs/design.md, "bf16"). out[i] = a[i] + b[i], a bf16 (the
+// stream, widened: exact), b fp32 (a projection's output summed over tp): the fp32 sum rounded
+// once; out may alias a.
 ZT_OP(void, add_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
-      (zt_bf16 *, out)(const zt_bf16 *, a)(const zt_bf16 *, b)(size_t, n))
+      (zt_bf16 *, out)(const zt_bf16 *, a)(const float *, b)(size_t, n))
 // layernorm_forward_bf16 of a bf16 inp (widened, exact): the same row arithmetic.
 ZT_OP(void, layernorm_forward_bf16in, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (void *, out)(zt_dtype, out_dt)(float *, mean)(float *, rstd)(const zt_bf16 *, inp)
@@ -295,7 +296,7 @@ ZT_OP(void, layernorm_forward_bf16in, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
 // two ops (the CPU's bit for bit), in one pass where the backend fuses them.
 ZT_OP(void, residual_layernorm_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (zt_bf16 *, res)(void *, out)(zt_dtype, out_dt)(float *, mean)(float *, rstd)
-      (const zt_bf16 *, a)(const zt_bf16 *, b)(const zt_bf16 *, w)(const zt_bf16 *, bias)
+      (const zt_bf16 *, a)(const float *, b)(const zt_bf16 *, w)(const zt_bf16 *, bias)
       (int, N)(int, C))
 // encoder_forward_bf16 with a bf16 out: the fp32 sum rounded once.
 ZT_OP(void, encoder_forward_bf16out, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,

@@ -2300,10 +2300,9 @@ ZT_TEST(cuda_vec128) {
     GPU->ops->gelu_forward_bf16(GPU, vo16, vx16, n);
     GPU->ops->gelu_forward_bf16(GPU, so16, sx16, n);
     SAME_BITS("gelu_forward_bf16", vo16, so16, 0, f2);
-    zt_bf16 *y16 = hround16(y, n), *vy16 = dput_at(y16, f2, 0), *sy16 = dput_at(y16, f2, s2);
-    GPU->ops->add_bf16(GPU, vo16, vx16, vy16, n);
-    GPU->ops->add_bf16(GPU, so16, sx16, sy16, n);
-    CPU->ops->add_bf16(CPU, ho16, x16, y16, n);
+    GPU->ops->add_bf16(GPU, vo16, vx16, vy, n); // the stream plus an fp32 projection sum
+    GPU->ops->add_bf16(GPU, so16, sx16, sy, n);
+    CPU->ops->add_bf16(CPU, ho16, x16, y, n);
     SAME_BITS("add_bf16", vo16, so16, 0, f2);
     SAME_BITS("add_bf16 against the CPU", vo16, ho16, 1, f2);
     GPU->ops->gelu_backward_bf16(GPU, vo16, ZT_BF16, vx16, vy, n); // as the bf16 model runs it
@@ -2497,8 +2496,9 @@ ZT_TEST(cuda_bf16_residual_stream) {
     NEED_GPU();
     const int N = 1500, C = 777;
     size_t nc = (size_t)N * C;
-    zt_bf16 *a = hrand16(nc, -3, 3), *b = hrand16(nc, -1, 1), *res = hmem(nc * 2);
-    zt_bf16 *g_a = dput(a, nc * 2), *g_b = dput(b, nc * 2), *g_res = dpoison16(nc);
+    zt_bf16 *a = hrand16(nc, -3, 3), *res = hmem(nc * 2), *g_a = dput(a, nc * 2);
+    float *b = hrand(nc, -1, 1), *g_b = dputf(b, nc); // the projection's fp32 sum
+    zt_bf16 *g_res = dpoison16(nc);
     zt_bf16 *w = hrand16(C, 0.5f, 1.5f), *bias = hrand16(C, -1, 1);
     zt_bf16 *g_w = dput(w, C * 2), *g_bias = dput(bias, C * 2);
     CPU->ops->add_bf16(CPU, res, a, b, nc);

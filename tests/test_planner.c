@@ -533,13 +533,6 @@ ZT_TEST(planner_zero_formula_matches_paper) {
     return ZT_PASS;
 }
 
-// The workspace's bf16 projection output under bf16 (zt_gpt2_acts.proj): the stage's rows of
-// C values, 2 bytes each, carved in 64-byte pieces.
-static size_t proj_bytes(const zt_plan_spec *s) {
-    size_t Nr = zt_gpt2_rows(s->micro_batch, s->seq, s->tp, s->seq_parallel);
-    return zt_round_up(Nr * (size_t)s->shape.n_embd * 2, 64);
-}
-
 // The workspace's bf16 output gradients of c_fc, then c_attn, under bf16 (zt_gpt2_acts.dout16):
 // all N rows of the wider one, 4C/tp values, 2 bytes each, carved in 64-byte pieces.
 static size_t dout16_bytes(const zt_plan_spec *s) {
@@ -578,9 +571,8 @@ ZT_TEST(planner_bf16_parameters) {
             // the bf16 activations halve, the rest stay fp32; the logits halve, the loss's
             // per-row statistics beside them stay fp32 (none on the first stage); the
             // pipeline's buffers halve (the stream and its gradient are bf16); the workspace
-            // adds the backend's gemm_mixed scratch, the rounded projection output the bf16
-            // residual add reads (proj_bytes), the bf16 output gradients of c_fc and c_attn
-            // (dout16_bytes) and the activation gradients' change (grad_buffers_delta)
+            // adds the backend's gemm_mixed scratch, the bf16 output gradients of c_fc and
+            // c_attn (dout16_bytes) and the activation gradients' change (grad_buffers_delta)
             CHECK(b.bytes[ZT_MEM_ACTIVATIONS] < a.bytes[ZT_MEM_ACTIVATIONS]);
             CHECK(2 * b.bytes[ZT_MEM_ACTIVATIONS] > a.bytes[ZT_MEM_ACTIVATIONS]);
             if (st == 0) CHECK(b.bytes[ZT_MEM_LOGITS] == 0 && a.bytes[ZT_MEM_LOGITS] == 0);
@@ -588,7 +580,6 @@ ZT_TEST(planner_bf16_parameters) {
                        2 * b.bytes[ZT_MEM_LOGITS] > a.bytes[ZT_MEM_LOGITS]);
             size_t gw = zt_round_up(s.backend->gemm_mixed_workspace, 64);
             CHECK(b.bytes[ZT_MEM_WORKSPACE] == a.bytes[ZT_MEM_WORKSPACE] + (double)gw +
-                                                   (double)proj_bytes(&s) +
                                                    (double)dout16_bytes(&s) +
                                                    grad_buffers_delta(&s));
             double NC = (double)zt_gpt2_rows(s.micro_batch, s.seq, s.tp, s.seq_parallel) *
@@ -662,7 +653,7 @@ ZT_TEST(planner_mem_limit_syntax) {
 }
 
 // A bf16 plan counts the backend's gemm_mixed scratch (the model carves it from its
-// workspace, beside the bf16 projection output and output gradient): on the CPU its 32 MiB, on CUDA cuBLASLt's
+// workspace, beside the bf16 output gradients): on the CPU its 32 MiB, on CUDA cuBLASLt's
 // workspace and the tiles (64 MiB), in a binary built with CUDA or without (the registry
 // entries state the same caps).
 ZT_TEST(planner_bf16_counts_gemm_workspace) {
@@ -678,12 +669,12 @@ ZT_TEST(planner_bf16_counts_gemm_workspace) {
         s.param_bytes = 2;
         CHECK(zt_plan_rank(&s, &p, 0, 0, 0, &bf16) == ZT_OK);
         double extra = bf16.bytes[ZT_MEM_WORKSPACE] - f32.bytes[ZT_MEM_WORKSPACE];
-        printf("  %s: bf16 workspace %.0f bytes over fp32's (gemm_mixed: %zu, the bf16 "
-               "projection output: %zu, output gradient: %zu, activation gradients: %.0f)\n",
-               backends[b], extra, s.backend->gemm_mixed_workspace, proj_bytes(&s),
-               dout16_bytes(&s), grad_buffers_delta(&s));
-        CHECK(extra == (double)(s.backend->gemm_mixed_workspace + proj_bytes(&s) +
-                                dout16_bytes(&s)) + grad_buffers_delta(&s));
+        printf("  %s: bf16 workspace %.0f bytes over fp32's (gemm_mixed: %zu, output "
+               "gradients: %zu, activation gradients: %.0f)\n",
+               backends[b], extra, s.backend->gemm_mixed_workspace, dout16_bytes(&s),
+               grad_buffers_delta(&s));
+        CHECK(extra == (double)(s.backend->gemm_mixed_workspace + dout16_bytes(&s)) +
+                           grad_buffers_delta(&s));
         zt_partition_free(&p);
     }
     return ZT_PASS;

@@ -402,8 +402,8 @@ static void cpu_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtype
                                        const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
     zt_layernorm_forward_bf16(out, out_dt, mean, rstd, inp, w, b, N, C);
 }
-static void cpu_add_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *a,
-                         const zt_bf16 *b, size_t n) {
+static void cpu_add_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *a, const float *b,
+                         size_t n) {
     zt_add_bf16(out, a, b, n);
 }
 static void cpu_layernorm_forward_bf16in(const zt_backend *be, void *out, zt_dtype out_dt,
@@ -413,7 +413,7 @@ static void cpu_layernorm_forward_bf16in(const zt_backend *be, void *out, zt_dty
 }
 static void cpu_residual_layernorm_forward_bf16(const zt_backend *be, zt_bf16 *res, void *out,
                                                 zt_dtype out_dt, float *mean, float *rstd,
-                                                const zt_bf16 *a, const zt_bf16 *b,
+                                                const zt_bf16 *a, const float *b,
                                                 const zt_bf16 *w, const zt_bf16 *bias, int N,
                                                 int C) {
     zt_residual_layernorm_forward_bf16(res, out, out_dt, mean, rstd, a, b, w, bias, N, C);

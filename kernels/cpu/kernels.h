@@ -145,12 +145,12 @@ void zt_layernorm_backward_bf16in(void *dinp, zt_dtype dinp_dt, zt_bf16 *dw, zt_
 // The residual stream in bf16 (residual_bf16_cpu.c): backend_ops.h's add_bf16,
 // layernorm_forward_bf16in and residual_layernorm_forward_bf16; the fused one is bit-identical
 // to the other two in turn.
-void zt_add_bf16(zt_bf16 *out, const zt_bf16 *a, const zt_bf16 *b, size_t n);
+void zt_add_bf16(zt_bf16 *out, const zt_bf16 *a, const float *b, size_t n);
 void zt_layernorm_forward_bf16in(void *out, zt_dtype out_dt, float *mean, float *rstd,
                                  const zt_bf16 *inp, const zt_bf16 *w, const zt_bf16 *b, int N,
                                  int C);
 void zt_residual_layernorm_forward_bf16(zt_bf16 *res, void *out, zt_dtype out_dt, float *mean,
-                                        float *rstd, const zt_bf16 *a, const zt_bf16 *b,
+                                        float *rstd, const zt_bf16 *a, const float *b,
                                         const zt_bf16 *w, const zt_bf16 *bias, int N, int C);
 
 void zt_encoder_forward(float *out, const int32_t *tokens, const float *wte, const float *wpe,

@@ -3,12 +3,12 @@
 #include "kernels.h"
 #include "layernorm_math.h"
 
-static inline zt_bf16 add_one(zt_bf16 a, zt_bf16 b) {
-    return zt_bf16_from_fp32(zt_bf16_to_fp32(a) + zt_bf16_to_fp32(b));
+static inline zt_bf16 add_one(zt_bf16 a, float b) {
+    return zt_bf16_from_fp32(zt_bf16_to_fp32(a) + b);
 }
 
 // Threads only from 64k elements (as bf16_cpu.c): below that the fork costs more than the adds.
-void zt_add_bf16(zt_bf16 *out, const zt_bf16 *a, const zt_bf16 *b, size_t n) {
+void zt_add_bf16(zt_bf16 *out, const zt_bf16 *a, const float *b, size_t n) {
 #pragma omp parallel for simd schedule(static) if (n >= ((size_t)1 << 16))
     for (size_t i = 0; i < n; i++) out[i] = add_one(a[i], b[i]);
 }
@@ -22,9 +22,10 @@ static void row_forward(void *out, zt_dtype out_dt, float *mean, float *rstd, co
         for (int c = 0; c < C; c++) ((zt_bf16 *)out)[c] = zt_bf16_from_fp32(row[c]);
 }
 
-// a, b bf16 rows: res = a + b rounded (b NULL: res = a, nothing written), then its LayerNorm.
+// a bf16 rows, b fp32 rows: res = a + b rounded (b NULL: res = a, nothing written), then its
+// LayerNorm.
 static void residual_layernorm(zt_bf16 *res, void *out, zt_dtype out_dt, float *mean,
-                               float *rstd, const zt_bf16 *a, const zt_bf16 *b, const zt_bf16 *w,
+                               float *rstd, const zt_bf16 *a, const float *b, const zt_bf16 *w,
                                const zt_bf16 *bias, int N, int C) {
     ZT_ASSERTF(C > 0 && C <= ZT_BF16_MAX_ROW, "layernorm: C = %d > %d", C, ZT_BF16_MAX_ROW);
     ZT_ASSERT(out_dt == ZT_F32 || out_dt == ZT_BF16);
@@ -58,7 +59,7 @@ void zt_layernorm_forward_bf16in(void *out, zt_dtype out_dt, float *mean, float 
 }
 
 void zt_residual_layernorm_forward_bf16(zt_bf16 *res, void *out, zt_dtype out_dt, float *mean,
-                                        float *rstd, const zt_bf16 *a, const zt_bf16 *b,
+                                        float *rstd, const zt_bf16 *a, const float *b,
                                         const zt_bf16 *w, const zt_bf16 *bias, int N, int C) {
     residual_layernorm(res, out, out_dt, mean, rstd, a, b, w, bias, N, C);
 }

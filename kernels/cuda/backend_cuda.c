@@ -501,8 +501,8 @@ static void cuda_layernorm_forward_bf16(const zt_backend *be, void *out, zt_dtyp
                                         const zt_bf16 *w, const zt_bf16 *b, int N, int C) {
     zt_cuda_layernorm_forward_bf16(ST, out, out_dt, mean, rstd, inp, w, b, N, C);
 }
-static void cuda_add_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *a,
-                          const zt_bf16 *b, size_t n) {
+static void cuda_add_bf16(const zt_backend *be, zt_bf16 *out, const zt_bf16 *a, const float *b,
+                          size_t n) {
     zt_cuda_add_bf16(ST, out, a, b, n);
 }
 static void cuda_layernorm_forward_bf16in(const zt_backend *be, void *out, zt_dtype out_dt,
@@ -512,7 +512,7 @@ static void cuda_layernorm_forward_bf16in(const zt_backend *be, void *out, zt_dt
 }
 static void cuda_residual_layernorm_forward_bf16(const zt_backend *be, zt_bf16 *res, void *out,
                                                  zt_dtype out_dt, float *mean, float *rstd,
-                                                 const zt_bf16 *a, const zt_bf16 *b,
+                                                 const zt_bf16 *a, const float *b,
                                                  const zt_bf16 *w, const zt_bf16 *bias, int N,
                                                  int C) {
     zt_cuda_residual_layernorm_forward_bf16(ST, res, out, out_dt, mean, rstd, a, b, w, bias, N,

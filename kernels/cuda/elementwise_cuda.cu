@@ -59,13 +59,15 @@ struct gelu_backward_op {
     }
 };
 
-// fp32 or bf16 (T: the bf16 residual stream's add_bf16): the widened values added in fp32,
-// rounded once as stored (elem_io_cuda.cuh).
+// out and a fp32 or bf16 (T: the bf16 residual stream's add_bf16), b fp32: the widened values
+// added in fp32, rounded once as stored (elem_io_cuda.cuh).
 template <typename T> struct add_op {
     T *out;
-    const T *a, *b;
+    const T *a;
+    const float *b;
     template <int W> __device__ void run(size_t i) const {
-        alignas(16) T x[W], y[W];
+        alignas(16) T x[W];
+        alignas(16) float y[W];
         zt_vload<W>(x, a + i);
         zt_vload<W>(y, b + i);
         for (int k = 0; k < W; k++) zt_store(x + k, zt_widen(x[k]) + zt_widen(y[k]));
@@ -132,7 +134,7 @@ extern "C" void zt_cuda_add(cudaStream_t st, float *out, const float *a, const f
 }
 
 extern "C" void zt_cuda_add_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *a,
-                                 const zt_bf16 *b, size_t n) {
+                                 const float *b, size_t n) {
     int vec = zt_aligned16(out) && zt_aligned16(a) && zt_aligned16(b);
     zt_vmap<BF16_W>(st, add_op<zt_bf16>{out, a, b}, n, vec, "add_bf16");
 }

@@ -30,13 +30,14 @@ template <typename X> static __device__ inline float lane_sum(const X *x, int C,
     return s;
 }
 
-// res = a + b on the lane's columns, stored once, and the sum of the values as stored (for
-// fp32 r itself; for bf16 r rounded, which the LayerNorm then reads back).
+// res = a + b on the lane's columns (b fp32), stored once, and the sum of the values as stored
+// (for fp32 r itself; for bf16 r rounded, which the LayerNorm then reads back).
 template <typename R>
-static __device__ inline float lane_add_sum(R *res, const R *a, const R *b, int C, int lane) {
+static __device__ inline float lane_add_sum(R *res, const R *a, const float *b, int C,
+                                            int lane) {
     float s = 0.0f;
     for (int i = lane; i < C; i += LANES) {
-        float r = zt_as_stored<R>(zt_widen(a[i]) + zt_widen(b[i]));
+        float r = zt_as_stored<R>(zt_widen(a[i]) + b[i]);
         zt_store(res + i, r);
         s += r;
     }
@@ -88,7 +89,7 @@ static __global__ void layernorm_forward_kernel(O *out, float *mean, float *rstd
 // layernorm_forward_kernel computes on res.
 template <typename O, typename R, typename P>
 static __global__ void residual_layernorm_forward_kernel(R *res, O *out, float *mean,
-                                                         float *rstd, const R *a, const R *b,
+                                                         float *rstd, const R *a, const float *b,
                                                          const P *w, const P *bias, int N,
                                                          int C) {
     int n, lane;
@@ -146,8 +147,8 @@ static void ln_forward(cudaStream_t st, O *out, float *mean, float *rstd, const 
 
 template <typename O, typename R, typename P>
 static void residual_ln_forward(cudaStream_t st, R *res, O *out, float *mean, float *rstd,
-                                const R *a, const R *b, const P *w, const P *bias, int N, int C,
-                                const char *name) {
+                                const R *a, const float *b, const P *w, const P *bias, int N,
+                                int C, const char *name) {
     ZT_ASSERT(N >= 0 && C > 0);
     if (!N) return;
     residual_layernorm_forward_kernel<<<zt_ln_blocks(N), 32 * ZT_LN_WARPS, 0, st>>>(
@@ -225,7 +226,7 @@ extern "C" void zt_cuda_layernorm_forward_bf16in(cudaStream_t st, void *out, zt_
 extern "C" void zt_cuda_residual_layernorm_forward_bf16(cudaStream_t st, zt_bf16 *res,
                                                         void *out, zt_dtype out_dt, float *mean,
                                                         float *rstd, const zt_bf16 *a,
-                                                        const zt_bf16 *b, const zt_bf16 *w,
+                                                        const float *b, const zt_bf16 *w,
                                                         const zt_bf16 *bias, int N, int C) {
     ZT_ASSERT(out_dt == ZT_F32 || out_dt == ZT_BF16);
     const char *name = "residual_layernorm_forward_bf16";

@@ -15,16 +15,17 @@
 extern "C" {
 #endif
 
-void zt_cuda_add_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *a, const zt_bf16 *b,
+// out = a + b, a bf16, b fp32: the fp32 sum rounded once.
+void zt_cuda_add_bf16(cudaStream_t st, zt_bf16 *out, const zt_bf16 *a, const float *b,
                       size_t n);
 void zt_cuda_layernorm_forward_bf16in(cudaStream_t st, void *out, zt_dtype out_dt, float *mean,
                                       float *rstd, const zt_bf16 *inp, const zt_bf16 *w,
                                       const zt_bf16 *b, int N, int C);
-// res = a + b rounded, then the LayerNorm of res as stored: one warp per row, as
-// zt_cuda_residual_layernorm_forward.
+// res = a + b rounded (a bf16, b fp32), then the LayerNorm of res as stored: one warp per
+// row, as zt_cuda_residual_layernorm_forward.
 void zt_cuda_residual_layernorm_forward_bf16(cudaStream_t st, zt_bf16 *res, void *out,
                                              zt_dtype out_dt, float *mean, float *rstd,
-                                             const zt_bf16 *a, const zt_bf16 *b,
+                                             const zt_bf16 *a, const float *b,
                                              const zt_bf16 *w, const zt_bf16 *bias, int N, int C);
 // work: ZT_CUDA_COLSUM_WORK floats of device memory, as zt_cuda_layernorm_backward's; dw and
 // db take the column sums in fp32 and are rounded once; dinp fp32 or bf16 (dinp_dt: widened,

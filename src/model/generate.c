@@ -41,17 +41,11 @@ static void as_stored(zt_decoder *d, float *x, void *room, size_t n) {
     K(bf16_to_fp32, x, room, n);
 }
 
-// x (n) += proj summed over tp, as the training forward adds it: under bf16 the fp32 sum is
-// rounded once (into ln's room: free until the next LayerNorm writes it), then added to x in
-// fp32 and rounded once.
+// x (n) += proj summed over tp, as the training forward adds it: the fp32 sum added to x in
+// fp32 (under bf16: rounded once).
 static void residual_add(zt_decoder *d, size_t n) {
     tp_sum(d, d->proj, n, ZT_F32);
-    const void *add = d->proj;
-    if (res_dt(d) == ZT_BF16) {
-        K(bf16_from_fp32, (zt_bf16 *)d->ln, d->proj, n);
-        add = d->ln;
-    }
-    zt_gpt2_residual_add(d->w, d->x, d->x, add, n);
+    zt_gpt2_residual_add(d->w, d->x, d->x, d->proj, n);
 }
 
 // The decoder's buffers, in order, with their category and length in floats (the token

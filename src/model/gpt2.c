@@ -226,7 +226,6 @@ static void carve_acts(zt_gpt2_acts *a, carver *act, carver *ws, carver *lg, con
     // widened, then the fp32 dqkv before its rounding)
     a->dfch = carve(ws, N * (blocks16 ? 6 : 4) * Cl);
     a->scratch = carve(ws, N * C);
-    a->proj = carve_in(ws, blocks16 ? Nr * C : 0, m);
     a->dout16 = carve_in(ws, blocks16 ? N * 4 * Cl : 0, m); // d(fch), then dqkv
     carve_seq_parallel(a, ws, m);
     a->ln_drop = carve_in(ws, m->n_wslots ? 2 * C : 0, m);
@@ -536,16 +535,6 @@ static const float *reduce_rows(const zt_gpt2 *m, float *full) {
     return mine;
 }
 
-// A row-parallel product's output `full` (N, C: this rank's partial sums, fp32) as the residual
-// add reads it: this rank's rows of the sum over tp, of the residual's dtype. The sum over tp
-// stays fp32 (bf16 partial sums would be rounded before they are added, tp roundings instead
-// of one); under bf16 it is then rounded once into `proj`, as llm.c's bf16 product output.
-static const void *proj_rows(const zt_gpt2 *m, float *full) {
-    const float *sum = reduce_rows(m, full);
-    if (res_dt(m) == ZT_F32) return sum;
-    K(bf16_from_fp32, m->a.proj, sum, rows(m) * m->shape.n_embd);
-    return m->a.proj;
-}
 
 // Adds the fp32 gradient x (n) into a gradient g of the model's dtype.
 static void add_grad(const zt_gpt2 *m, void *g, const float *x, int n) {
@@ -653,7 +642,9 @@ static void block_forward_inner(zt_gpt2 *m, const zt_block_acts *b, const zt_blo
     attention_forward(m, b->atty, b->lse, b->qkv);
     zt_gpt2_linear_forward(m, a->scratch, ZT_F32, b->atty, it, w->attprojw, row_bias(m, w->attprojb), N,
                            Cl, C, 1);
-    const void *attn_out = proj_rows(m, a->scratch);
+    // this rank's rows of the projection's sum over tp, fp32 (bf16 partial sums would be
+    // rounded before they are added); the add rounds the stream's sum with it once
+    const float *attn_out = reduce_rows(m, a->scratch);
     // res2 = x + attention's output, and ln_2 of it, in one pass
     zt_gpt2_residual_layernorm_forward(m, b->res2, b->ln2, it, b->ln2_mean, b->ln2_rstd, x,
                                        attn_out, w->ln2w, w->ln2b, Nr, C);
@@ -668,7 +659,7 @@ static void block_forward(zt_gpt2 *m, int li, const zt_block_tensors *w, const v
     block_forward_inner(m, &b, w, x);
     zt_gpt2_linear_forward(m, a->scratch, ZT_F32, b.fch_gelu, in_dt(m), w->fcprojw,
                            row_bias(m, w->fcprojb), d.N, 4 * d.Cl, d.C, 1);
-    zt_gpt2_residual_add(m, b.res3, b.res2, proj_rows(m, a->scratch), d.NrC);
+    zt_gpt2_residual_add(m, b.res3, b.res2, reduce_rows(m, a->scratch), d.NrC);
 }
 
 // Before block li's backward, what its forward dropped, by the same kernels on the same

@@ -76,7 +76,8 @@ typedef struct {
 
 // Activations of one micro-batch of B sequences of T tokens (N = B*T) on this stage. fp32,
 // except those typed void * (the residual stream encoded, res2, res3; ln1, qkv, atty, ln2, fch,
-// fch_gelu, lnf, gathered, proj, logits), of the model's dtype: bf16 under bf16
+// fch_gelu, lnf, gathered, logits; the gradients dres, dhead, dout16), of the model's dtype:
+// bf16 under bf16
 // (docs/design.md, "bf16", which tensor has which type).
 // The per-layer arrays hold the blocks that keep them: of a recomputed block's dropped
 // tensors only the blocks after the recomputed ones (zt_gpt2.n_recomputed), res3 always all.
@@ -119,10 +120,8 @@ typedef struct {
     float *dfch;                    // (N, 4C/tp) d(fch) (fp32) or d(GELU output) (bf16, whose
                                     // d(fch) is in dout16); bf16: (N, 6C/tp) with blocks, also
                                     // attention's `wide` scratch
-    float *scratch;                 // (N, C) projection outputs before the residual add
-    void *proj;                     // (Nr, C) bf16: a projection's output summed over tp and
-                                    // rounded, the residual add's input (bf16 with blocks,
-                                    // else 0)
+    float *scratch;                 // (N, C) projection outputs before the residual add,
+                                    // which reads this rank's rows of their sum over tp
     void *dout16;                   // (N, 4C/tp) bf16: c_fc's and c_attn's output
                                     // gradients, d(fch) and dqkv, as GELU's and attention's
                                     // backward write them (bf16 with blocks, else 0)

@@ -130,7 +130,7 @@ void zt_gpt2_gelu_backward(const zt_gpt2 *m, void *dinp, zt_dtype dinp_dt, const
 }
 
 void zt_gpt2_residual_layernorm_forward(const zt_gpt2 *m, void *res, void *out, zt_dtype out_dt,
-                                        float *mean, float *rstd, const void *a, const void *b,
+                                        float *mean, float *rstd, const void *a, const float *b,
                                         const void *w, const void *bias, int N, int C) {
     if (is_bf16(m)) {
         K(residual_layernorm_forward_bf16, res, out, out_dt, mean, rstd, a, b, w, bias, N, C);
@@ -140,7 +140,7 @@ void zt_gpt2_residual_layernorm_forward(const zt_gpt2 *m, void *res, void *out, 
     K(residual_layernorm_forward, res, out, mean, rstd, a, b, w, bias, N, C);
 }
 
-void zt_gpt2_residual_add(const zt_gpt2 *m, void *out, const void *a, const void *b, size_t n) {
+void zt_gpt2_residual_add(const zt_gpt2 *m, void *out, const void *a, const float *b, size_t n) {
     if (is_bf16(m)) K(add_bf16, out, a, b, n);
     else K(add, out, a, b, n);
 }

@@ -36,15 +36,15 @@ void zt_gpt2_linear_backward_weight(const zt_gpt2 *m, void *dw, void *dbias, con
 void zt_gpt2_layernorm_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, float *mean,
                                float *rstd, const void *inp, zt_dtype in_dt, const void *w,
                                const void *b, int N, int C);
-// res (N, C) = a + b, then zt_gpt2_layernorm_forward of res; res, a, b of the model's dtype (the
-// residual stream: under bf16 the fp32 sum rounded once, the LayerNorm on the rounded res).
-// The backend's fused op (one pass).
+// res (N, C) = a + b, then zt_gpt2_layernorm_forward of res; res, a of the model's dtype (the
+// residual stream), b fp32 (a projection's output summed over tp): under bf16 the fp32 sum
+// rounded once, the LayerNorm on the rounded res. The backend's fused op (one pass).
 void zt_gpt2_residual_layernorm_forward(const zt_gpt2 *m, void *res, void *out, zt_dtype out_dt,
-                                        float *mean, float *rstd, const void *a, const void *b,
+                                        float *mean, float *rstd, const void *a, const float *b,
                                         const void *w, const void *bias, int N, int C);
-// out (n) = a + b of the model's dtype (the residual add: under bf16 the fp32 sum rounded
-// once); out may alias a or b.
-void zt_gpt2_residual_add(const zt_gpt2 *m, void *out, const void *a, const void *b, size_t n);
+// out (n) = a + b, out and a of the model's dtype, b fp32 (the residual add: under bf16 the
+// fp32 sum rounded once); out may alias a.
+void zt_gpt2_residual_add(const zt_gpt2 *m, void *out, const void *a, const float *b, size_t n);
 // The MLP's c_fc and its GELU: pre (N, OC) = inp @ W + bias (W stored (OC, C)), out = gelu(pre),
 // both of out_dt. Under fp32 the backend's matmul_gelu_forward (bias and GELU in one pass on a
 // GPU), under bf16 zt_gpt2_linear_forward then zt_gpt2_gelu_forward.
