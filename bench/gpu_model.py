@@ -661,8 +661,10 @@ def reading(cfgs, bf16):
         f"320k ({'met' if b['tokens_s'] >= 320e3 else 'not met'}). Attention, still fp32 on CUDA cores "
         f"in bf16 mode, is {1e3 * att:.1f} ms of the {1e3 * b['gpu']:.1f} ms of GPU time"
         + (f"; gemm_mixed {1e3 * gm['gpu']:.1f} ms over {gm['launches']} launches "
-           f"({gm['calls']} calls: the convert form's rounding passes and K chunks where an "
-           "operand is fp32)" if gm else "") + f". With `--tf32` attention's products take the "
+           + (f"({gm['calls']} calls: one cuBLASLt product each, every operand bf16)"
+              if gm["launches"] == gm["calls"] else
+              f"({gm['calls']} calls: the convert form's rounding passes and K chunks where an "
+              "operand is fp32)") if gm else "") + f". With `--tf32` attention's products take the "
         f"TF32 tensor cores: {1e3 * bt['step']:.1f} ms, {bt['tokens_s'] / 1e3:.0f}k tokens/s.")
     L.append(
         "- The most launches (bf16): " + "; ".join(
