@@ -3,8 +3,9 @@
 # H200 with 16 cores): build for sm_90 only, the flash op test against the CPU (its worst
 # error/bound lines), compute-sanitizer memcheck and racecheck on its small shapes, then GPT-2
 # 124M B16 T1024 bf16 --tf32 steps with --cuda-attention blocked and flash (ms/step, losses
-# side by side) and flash's --profile table; last tests/sh/cuda_train.sh (20-step runs against
-# the CPU's, a bf16 one with --cuda-attention flash).
+# side by side), flash's --profile table, PyTorch's bf16 eager step on the same shape (the
+# machine's calibration); last tests/sh/cuda_train.sh (20-step runs against the CPU's, a bf16
+# one with --cuda-attention flash).
 #
 #   bash scripts/gpu_flash_check.sh [DIR]     # results into DIR (default $OUT, else
 #                                             # build/flash_check): summary.txt, one log a step
@@ -86,6 +87,10 @@ step profile_flash 30 build/zerotrain-cuda "${ARGS[@]}" --cuda-attention flash -
     --log "$DIR/profile_flash.jsonl" && tail -n 30 "$DIR/profile_flash.log" >> "$SUM"
 [ -s "$DIR/step_blocked.jsonl" ] && [ -s "$DIR/step_flash.jsonl" ] &&
     step_summary "$DIR/step_blocked.jsonl" "$DIR/step_flash.jsonl" | tee -a "$SUM"
+# the machine's calibration: PyTorch bf16 autocast eager on the same shape, same command
+step torch_bf16 90 /usr/bin/python3 bench/torch_step.py --device cuda --vocab 50304 \
+    --autocast bf16 --tf32 --micro-batch 16 --seq 1024 --steps "$STEPS" --warmup-steps 3 &&
+    grep -E "^step|^RESULT" "$DIR/torch_bf16.log" | tail -n 4 >> "$SUM"
 # whole training runs against the CPU's, the flash bf16 run among them (about 15 s there)
 step cuda_train 45 bash tests/sh/cuda_train.sh
 tail -n 8 "$DIR/cuda_train.log" 2> /dev/null >> "$SUM"
