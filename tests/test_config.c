@@ -247,7 +247,7 @@ static int env_default_cases(void) {
     zt_comm_mpi_settings cs;
     CHECK_EQ_INT(PARSE_NONE(&c), ZT_OK); // the built-in defaults
     CHECK(!strcmp(c.comm_algo, "stage") && !strcmp(c.comm_timeout, "auto"));
-    CHECK_EQ_INT(c.cuda_attention, ZT_CUDA_ATTENTION_BLOCKED);
+    CHECK_EQ_INT(c.cuda_attention, ZT_CUDA_ATTENTION_AUTO);
     setenv("ZT_COMM_MPI_ALGO", "mpi", 1), setenv("ZT_COMM_TIMEOUT_S", "7", 1);
     setenv("ZT_CUDA_ATTENTION", "rows", 1);
     CHECK_EQ_INT(PARSE_NONE(&c), ZT_OK);

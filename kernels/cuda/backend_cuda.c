@@ -37,7 +37,7 @@ typedef struct {
 typedef struct {
     int device;
     int tf32;             // TF32 tensor cores in fp32 GEMMs (--tf32)
-    zt_cuda_attention attention; // --cuda-attention: blocked, rows or flash (backend.h)
+    zt_cuda_attention attention; // --cuda-attention: blocked, rows, flash or auto (backend.h)
     cudaStream_t stream;
     cublasHandle_t cublas;
     void *cublas_ws;      // (ZT_CUDA_CUBLAS_WORKSPACE bytes)
@@ -333,7 +333,8 @@ static void cuda_add(const zt_backend *be, float *out, const float *a, const flo
 // The query-blocked cuBLAS attention on `work` (zt_cuda_attention_workspace floats), or with
 // --cuda-attention rows the one-block-per-row kernels, which need none: the first
 // version, kept for comparing the two on a GPU and as a fallback until they have been.
-// --cuda-attention flash runs the blocked ones for fp32 models (its kernels take bf16 q, k, v).
+// --cuda-attention flash and auto run the blocked ones for fp32 models (the fused kernels take
+// bf16 q, k, v).
 static int rows_kernels(const zt_backend *be) {
     return impl_of(be)->attention == ZT_CUDA_ATTENTION_ROWS;
 }
@@ -436,7 +437,8 @@ static void cuda_gemm_mixed(const zt_backend *be, int ta, int tb, int M, int N, 
 // bf16 dout) widened whole into `wide`, then the fp32 attention, its result rounded when bf16
 // is asked for (docs/design.md "bf16").
 static int use_flash(const zt_backend *be, int T, int C, int NH) {
-    return impl_of(be)->attention == ZT_CUDA_ATTENTION_FLASH &&
+    zt_cuda_attention a = impl_of(be)->attention;
+    return (a == ZT_CUDA_ATTENTION_FLASH || a == ZT_CUDA_ATTENTION_AUTO) &&
            zt_cuda_attention_flash_fits(T, C, NH);
 }
 static void cuda_attention_forward_bf16(const zt_backend *be, void *out, zt_dtype out_dt,

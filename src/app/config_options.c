@@ -26,7 +26,7 @@ static const zt_enum_name k_tensor_paths[] = {
     {"auto", ZT_TENSOR_PATH_AUTO}, {"staged", ZT_TENSOR_PATH_STAGED}, {NULL, 0}};
 static const zt_enum_name k_cuda_attentions[] = {
     {"blocked", ZT_CUDA_ATTENTION_BLOCKED}, {"rows", ZT_CUDA_ATTENTION_ROWS},
-    {"flash", ZT_CUDA_ATTENTION_FLASH}, {NULL, 0}};
+    {"flash", ZT_CUDA_ATTENTION_FLASH}, {"auto", ZT_CUDA_ATTENTION_AUTO}, {NULL, 0}};
 static const zt_enum_name k_bf16_gemms[] = {{"auto", ZT_BF16_GEMM_AUTO},
                                             {"onednn-matmul", ZT_BF16_GEMM_DNNL_MATMUL},
                                             {"onednn", ZT_BF16_GEMM_DNNL},
@@ -189,12 +189,13 @@ const opt_desc zt_opts[] = {
      "optimizer, grad norm, memory, comm): a table at the end, \"phases\" in the --log"},
     // The runtime knobs: each takes its default from an environment variable where one is
     // set (config.c, k_env_defaults), so the log records what a run took.
-    {"cuda-attention", OPT_ENUM, FIELD(cuda_attention), "blocked", "NAME", NULL,
+    {"cuda-attention", OPT_ENUM, FIELD(cuda_attention), "auto", "NAME", NULL,
      k_cuda_attentions, 0, "parallel",
      "--backend cuda: the attention kernels: blocked (cuBLAS products over blocks of queries), "
-     "rows (one thread block per query row, no scratch; the first kernels) or flash "
+     "rows (one thread block per query row, no scratch; the first kernels), flash "
      "(--param-dtype bf16: fused kernels on bf16 tensor cores for head sizes a multiple of 16 "
-     "up to 128; an fp32 model or another head size runs blocked) [env ZT_CUDA_ATTENTION]"},
+     "up to 128; an fp32 model or another head size runs blocked) or auto (flash where it "
+     "applies, else blocked) [env ZT_CUDA_ATTENTION]"},
     {"comm-algo", OPT_STR, FIELD(comm_algo), "stage", "NAME", NULL, NULL, 0, "parallel",
      "MPI collectives of ranks that share a machine: stage (large reduce-scatters through a "
      "shared-memory window), stage-all (all-gathers too) or mpi (MPI's own everywhere) "

@@ -230,7 +230,7 @@ zt_status zt_config_validate(const zt_config *c) {
 #undef NEED
 
 zt_status zt_config_check_trainable(const zt_config *c) {
-    if (c->cuda_attention != ZT_CUDA_ATTENTION_BLOCKED && strcmp(c->backend, "cuda") != 0)
+    if (c->cuda_attention != ZT_CUDA_ATTENTION_AUTO && strcmp(c->backend, "cuda") != 0)
         return zt_errorf("--cuda-attention %s applies to --backend cuda only (this run's "
                          "backend is %s): leave it out, or unset ZT_CUDA_ATTENTION",
                          zt_config_enum_name("cuda-attention", c->cuda_attention), c->backend);

@@ -168,6 +168,8 @@ expect_error config_missing_file "cannot open config file" -- "$ZT" --config "$t
 expect_error flag_unknown "unknown option --n-layers" -- "$ZT" "${TINY[@]}" --n-layers 2
 expect_error backend_cuda_not_built 'built without it: build with `make cuda`' -- "$ZT" "${TINY[@]}" --backend cuda
 expect_error tf32_without_cuda "--tf32 applies to --backend cuda only" -- "$ZT" "${TINY[@]}" --tf32
+expect_error cuda_attention_without_cuda "--cuda-attention flash applies to --backend cuda only" -- \
+    "$ZT" "${TINY[@]}" --cuda-attention flash
 expect_error bf16_gemm_unknown "--bf16-gemm 'mkl' is not known: use one of auto, onednn-matmul, onednn, fallback" -- "$ZT" "${TINY[@]}" --bf16-gemm mkl
 # oneDNN held below its bf16 kernels: refused on any CPU, with or without the instructions
 expect_error bf16_gemm_onednn_refused "re:--bf16-gemm onednn: .*give --bf16-gemm fallback" -- env ONEDNN_MAX_CPU_ISA=AVX2 "$ZT" "${TINY[@]}" --bf16-gemm onednn
