@@ -19,13 +19,15 @@ const char *zt_op_name(int id);
 // The phase the list gives the op (profile.h's, or ZT_OP_UNTIMED).
 int zt_op_phase(int id);
 
-// Calls, flops (the entry's formula) and bytes (the recorder's traffic bound; 0 where the
-// counter does not know it) per op, over the ops that have a phase (the untimed ones, such
-// as alloc, describe and sync, are no work).
+// Calls, flops (the entry's formula), bytes (the recorder's traffic bound; 0 where the
+// counter does not know it) and wall seconds (the --profile decorator's; 0 where nothing
+// timed it) per op, over the ops that have a phase (the untimed ones, such as alloc,
+// describe and sync, are no work).
 typedef struct {
     long calls[ZT_OPID_COUNT];
     double flops[ZT_OPID_COUNT];
     double bytes[ZT_OPID_COUNT];
+    double wall[ZT_OPID_COUNT];
 } zt_op_record;
 
 #endif

@@ -2,7 +2,8 @@
 // op's wrapper calls the inner backend's op of the same name; a timed one (an entry with a
 // phase) marks the time before, syncs the inner backend after (a GPU op is asynchronous) and
 // adds the time and the entry's flops to the phase (and a call and the flops to the op's own
-// counts where the caller asks: tests/test_plan.c compares them with the recorder's).
+// counts and time where the caller asks: tests/test_plan.c compares the counts with the
+// recorder's, `--profile` prints the ops that took the most time).
 #include "backend_profile.h"
 
 #define ST(be) ((const zt_backend_profile_state *)(be)->impl)
@@ -14,11 +15,12 @@ static void timer_stop(const zt_backend *be, const zt_profile_mark *mark, int ph
                        double flops, int op) {
     if (phase == ZT_OP_UNTIMED) return;
     ST(be)->inner->ops->sync(ST(be)->inner);
-    zt_profile_end(ST(be)->acc, mark, (zt_phase)phase, flops);
+    double wall = zt_profile_end(ST(be)->acc, mark, (zt_phase)phase, flops);
     zt_op_record *by_op = ST(be)->by_op;
     if (by_op) {
         by_op->calls[op]++;
         by_op->flops[op] += flops;
+        by_op->wall[op] += wall;
     }
 }
 
@@ -76,4 +78,26 @@ void zt_backend_profile_init(zt_backend *out, zt_backend_profile_state *st,
     out->caps = inner->caps;
     out->threads = inner->threads;
     out->impl = st;
+}
+
+// The ops by time, most first, down to `top` of them or the last that took any.
+void zt_profile_print_ops(FILE *f, const zt_op_record *r, int steps, double step_s, int top) {
+    if (steps < 1 || step_s <= 0) return;
+    int order[ZT_OPID_COUNT], n = 0;
+    for (int i = 0; i < ZT_OPID_COUNT; i++)
+        if (r->wall[i] > 0) order[n++] = i;
+    for (int i = 1; i < n; i++) // insertion sort by time, most first: n is ~100
+        for (int j = i; j > 0 && r->wall[order[j]] > r->wall[order[j - 1]]; j--) {
+            int x = order[j];
+            order[j] = order[j - 1], order[j - 1] = x;
+        }
+    fprintf(f, "  %-34s %9s %7s %9s %9s\n", "op (the most time first)", "ms/step", "share",
+            "calls", "us/call");
+    for (int k = 0; k < n && k < top; k++) {
+        int i = order[k];
+        double ms = 1e3 * r->wall[i] / steps;
+        fprintf(f, "  %-34s %9.2f %6.1f%% %9ld %9.1f\n", zt_op_name(i), ms,
+                100.0 * ms / (1e3 * step_s), r->calls[i] / steps,
+                1e6 * r->wall[i] / (double)r->calls[i]);
+    }
 }

@@ -3,6 +3,7 @@
 // for the same passes, phase by phase: the same number of calls and the same flops to the
 // bit (the --profile decorator counts the real run), for the whole model and for pipeline
 // stages, fp32 and bf16, with recomputation and with the backward split in two (ZB-H1).
+#include <math.h>
 #include <string.h>
 
 #include "adamw.h"
@@ -108,7 +109,8 @@ ZT_TEST(plan_record_matches_profile) {
 // One whole training step (src/planner/plan_step_ops.c, what `zerotrain plan --ops-json`
 // records for bench/gpu_model.py): the recorder's count of every op equals the calls the CPU
 // backend receives for the same step under the --profile decorator, op by op, calls and
-// flops to the bit; fp32 and bf16, AdamW and 8-bit AdamW, one and two micro-batches.
+// flops to the bit (and its per-op times add up to its phase times); fp32 and bf16, AdamW and
+// 8-bit AdamW, one and two micro-batches.
 static int same_ops(const char *what, const zt_op_record *real, const zt_op_record *rec) {
     int ok = 1;
     for (int op = 0; op < ZT_OPID_COUNT; op++)
@@ -133,9 +135,16 @@ static void real_step(const zt_plan_spec *s, zt_op_record *out, int *tensors) {
     size_t BT = (size_t)s->micro_batch * s->seq;
     for (size_t i = 0; i < 2 * BT; i++) st.tokens[i] = (int32_t)(i % (size_t)s->shape.vocab);
     memset(out, 0, sizeof *out);
+    zt_profile before = acc;
     ps.by_op = out; // the step's calls only, as the recorder counts them
     zt_plan_step_run(&st);
     ps.by_op = NULL;
+    // --profile's op table and its phase table time the same calls: the totals agree to the
+    // sums' rounding (a few hundred doubles added in two orders, far below 1e-9 of the total)
+    double by_op = 0, by_phase = 0;
+    for (int op = 0; op < ZT_OPID_COUNT; op++) by_op += out->wall[op];
+    for (int ph = 0; ph < ZT_PHASE_COUNT; ph++) by_phase += acc.wall[ph] - before.wall[ph];
+    ZT_ASSERT(by_op > 0 && fabs(by_op - by_phase) <= 1e-9 * by_phase);
     *tensors = st.model.layout.n;
     zt_plan_step_free(&st);
 }

@@ -33,6 +33,7 @@ static void default_data_path(char *out, size_t size, const char *argv0, const c
 // here on (before the model and the optimizer take the backend).
 static void start_profile(zt_trainer *t) {
     zt_backend_profile_init(&t->prof_be, &t->prof_be_st, t->be, &t->prof);
+    memset(&t->prof_ops, 0, sizeof t->prof_ops);
     t->be = &t->prof_be;
     zt_grid *g = &t->grid;
     const zt_comm **paths[4] = {&g->tp_data, &g->dp_data, &g->pp_data, &g->embed_data};
@@ -317,9 +318,11 @@ static zt_status run(zt_trainer *t) {
         if (zt_mono_s() - t_step > longest) zt_comm_mpi_watch(longest = zt_mono_s() - t_step);
     }
     if (g->rank == 0) printf("done: %d steps in %.1f s\n", c->steps, zt_mono_s() - t->run_t0);
-    if (g->rank == 0 && c->profile && t->prof_n > 0)
+    if (g->rank == 0 && c->profile && t->prof_n > 0) {
         zt_profile_print(stdout, &t->prof_steps, t->prof_n, t->prof_steps_s / t->prof_n,
                          omp_get_max_threads());
+        zt_profile_print_ops(stdout, &t->prof_ops, t->prof_n, t->prof_steps_s / t->prof_n, 16);
+    }
     zt_trainer_log_rank_memory(t);
     zt_status s = zt_trainer_check_invariants(t);
     if (s == ZT_OK && c->save[0]) s = zt_comm_agree(&g->world_comm, zt_trainer_save_model(t));

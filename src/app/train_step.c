@@ -145,6 +145,8 @@ zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
     zt_gpt2 *m = &t->model;
     double t0 = zt_mono_s();
     zt_profile prof0 = t->prof;
+    // --profile counts the ops of the steps its table counts (all but the run's first)
+    if (t->cfg->profile) t->prof_be_st.by_op = step > t->step0 ? &t->prof_ops : NULL;
     t->be->ops->memset(t->be, m->grads, 0, m->layout.numel * zt_gpt2_elem_size(m));
     double loss_sum = zt_trainer_run_schedule(t, (uint64_t)step,
                                               (float)(1.0 / zt_trainer_global_tokens(t)));
@@ -161,5 +163,6 @@ zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
     t->be->ops->sync(t->be); // the step's work is done (and its errors seen) here
     out->ms = (zt_mono_s() - t0) * 1000.0;
     zt_profile_diff(&out->phases, &t->prof, &prof0);
+    t->prof_be_st.by_op = NULL;
     return ZT_OK;
 }

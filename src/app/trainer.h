@@ -89,6 +89,7 @@ typedef struct {
     zt_profile prof_steps;     // summed over the timed steps (all but the run's first)
     double prof_steps_s;       // their wall time
     int prof_n;                // their number
+    zt_op_record prof_ops;     // the backend's ops over the same steps (prof_be_st.by_op)
     zt_backend prof_be;
     zt_backend_profile_state prof_be_st;
     zt_comm prof_comm[4];

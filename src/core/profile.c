@@ -21,11 +21,13 @@ void zt_profile_begin(zt_profile_mark *m) {
     m->cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 }
 
-void zt_profile_end(zt_profile *p, const zt_profile_mark *m, zt_phase phase, double flops) {
-    p->wall[phase] += clock_s(CLOCK_MONOTONIC) - m->wall;
+double zt_profile_end(zt_profile *p, const zt_profile_mark *m, zt_phase phase, double flops) {
+    double wall = clock_s(CLOCK_MONOTONIC) - m->wall;
+    p->wall[phase] += wall;
     p->cpu[phase] += clock_s(CLOCK_PROCESS_CPUTIME_ID) - m->cpu;
     p->flops[phase] += flops;
     p->calls[phase]++;
+    return wall;
 }
 
 void zt_profile_diff(zt_profile *out, const zt_profile *after, const zt_profile *before) {

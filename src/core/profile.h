@@ -34,7 +34,8 @@ typedef struct {
     double wall, cpu;
 } zt_profile_mark;
 void zt_profile_begin(zt_profile_mark *m);
-void zt_profile_end(zt_profile *p, const zt_profile_mark *m, zt_phase phase, double flops);
+// Returns the wall seconds it added.
+double zt_profile_end(zt_profile *p, const zt_profile_mark *m, zt_phase phase, double flops);
 
 // `after` - `before`, phase by phase.
 void zt_profile_diff(zt_profile *out, const zt_profile *after, const zt_profile *before);

@@ -16,6 +16,11 @@ fail=0
 if grep -q "^backend: " $out/prof1.out; then
   echo "FAIL: --profile changed the backend's name: $(grep '^backend: ' $out/prof1.out)"; fail=1
 fi
+# the op table follows the phase table (its sums are checked in test_plan.c)
+if ! grep -A1 "^  op (the most time first)" $out/prof1.out | tail -1 |
+    grep -Eq "^  [a-z0-9_]+ +[0-9]+\.[0-9]+ "; then
+  echo "FAIL: --profile printed no op table:"; cat $out/prof1.out; fail=1
+fi
 if command -v mpirun >/dev/null; then
   MPI=(mpirun --oversubscribe --allow-run-as-root -np 4 -x OMP_NUM_THREADS build/zerotrain)
   "${MPI[@]}" "${ARGS[@]}" --zero 1 --pp 2 --log $out/plain4.jsonl > $out/plain4.out
