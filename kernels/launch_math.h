@@ -193,6 +193,15 @@ static inline ZT_HD size_t zt_col_partial_at(int j, int k, int c) {
 // Blocks for N rows: warp w of the grid takes row w (the last block's extra warps none).
 static inline ZT_HD unsigned zt_ln_blocks(int N) { return zt_grid_for((size_t)N, ZT_LN_WARPS); }
 
+// ---- cross entropy (crossentropy_cuda.cu): a block per row ----
+// The row's threads take groups of W consecutive columns (W = 16 bytes of the logits' type
+// where the row length allows, else 1), thread t groups t, t + ZT_CE_THREADS, ...: the
+// statistics the groups holding the n_valid real columns, the gradient the groups of the whole
+// row (the padding's gradient 0).
+#define ZT_CE_THREADS 256
+// Groups of W columns that hold the first n: ceil(n / W).
+static inline ZT_HD int zt_ce_groups(int n, int W) { return (n + W - 1) / W; }
+
 // ---- 8-bit AdamW (optim_cuda.cu): one block per quantization block ----
 
 // Threads per quantization block, and the values each thread holds: thread t takes values

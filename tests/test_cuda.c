@@ -669,11 +669,22 @@ ZT_TEST(cuda_generate_decoder) {
     return rc;
 }
 
+// ld 131: single columns (crossentropy_cuda.cu's W = 1); ld 132: groups of 4, the last real
+// group part padding (118 real columns).
+static int cuda_crossentropy_case(int ld, int n_valid);
 ZT_TEST(cuda_crossentropy) {
     NEED_GPU();
-    const int n = 7, ld = 131, n_valid = 120, lo = 100;
+    // a failing case has closed the GPU (CHECK_DEV)
+    if (cuda_crossentropy_case(131, 120) != ZT_PASS || cuda_crossentropy_case(132, 118) != ZT_PASS)
+        return ZT_FAIL;
+    gpu_close();
+    return ZT_PASS;
+}
+
+static int cuda_crossentropy_case(int ld, int n_valid) {
+    const int n = 7, lo = 100;
     size_t nx = (size_t)n * ld;
-    int32_t targets[7] = {100, 219, 220, 57, 150, 231, 101}; // in, in, padding, out, ...
+    int32_t targets[7] = {100, 219, 220, 57, 150, 231, 101}; // in, in (ld 131), padding, out
     int32_t *g_t = dput(targets, sizeof targets);
     float *x = hrand(nx, -8, 8), *g_x = dputf(x, nx);
     float *mx = hpoison(n), *tl = hpoison(n), *se = hpoison(n), *loss = hpoison(n);
@@ -698,7 +709,6 @@ ZT_TEST(cuda_crossentropy) {
         // probabilities within a few ulp (expf), scaled by 1/n; padding exactly 0
         CHECK_DEV("ce_slice_finish dlogits", g_dx, dx, nx, 4 * U32, 8 * U32);
     }
-    gpu_close();
     return ZT_PASS;
 }
 
@@ -1929,19 +1939,27 @@ ZT_TEST(cuda_launch_math_host) {
         }
     }
 
-    // cross entropy: a row's threads stride over the valid columns, then over the padding:
-    // every column of [0, ld) exactly once (crossentropy_cuda.cu, 256 threads)
-    const int ce[][2] = {{120, 131}, {50257, 50304}, {0, 5}, {7, 7}, {300, 300}};
+    // cross entropy: a row's threads stride over groups of W columns: the gradient's cover
+    // every column of [0, ld) exactly once, the statistics' every real column once and stay
+    // in the row (crossentropy_cuda.cu; W divides ld where it is above 1)
+    const int ce[][3] = {{120, 131, 1}, {50257, 50304, 8}, {50257, 50304, 4}, {0, 5, 1},
+                         {7, 7, 1}, {300, 300, 4}, {118, 132, 4}, {0, 8, 8}};
     for (size_t a = 0; a < sizeof ce / sizeof *ce; a++) {
-        int n_valid = ce[a][0], ld = ce[a][1];
-        unsigned char *seen = calloc((size_t)ld, 1);
-        ZT_ASSERT(seen);
-        for (int t = 0; t < 256; t++) {
-            for (int i = t; i < n_valid; i += 256) seen[i]++;
-            for (int i = n_valid + t; i < ld; i += 256) seen[i]++;
+        int n_valid = ce[a][0], ld = ce[a][1], W = ce[a][2];
+        unsigned char *seen = calloc((size_t)ld, 1), *real = calloc((size_t)ld, 1);
+        ZT_ASSERT(seen && real && ld % W == 0);
+        int inside = 1;
+        for (int t = 0; t < ZT_CE_THREADS; t++) {
+            for (int g = t; g < ld / W; g += ZT_CE_THREADS)
+                for (int k = 0; k < W; k++) seen[g * W + k]++;
+            for (int g = t; g < zt_ce_groups(n_valid, W); g += ZT_CE_THREADS)
+                for (int k = 0; k < W; k++) {
+                    inside &= g * W + k < ld;
+                    if (g * W + k < n_valid) real[g * W + k]++;
+                }
         }
-        int ok = all_once(seen, (size_t)ld);
-        free(seen);
+        int ok = inside && all_once(seen, (size_t)ld) && all_once(real, (size_t)n_valid);
+        free(seen), free(real);
         CHECK(ok);
     }
 

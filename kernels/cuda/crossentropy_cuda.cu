@@ -1,31 +1,45 @@
 // The three passes of the sliced softmax cross entropy (kernels.h) on the GPU, over fp32 or
 // bf16 logits (backend_ops.h's ce_slice_* and ce_slice_*_bf16): one block per row; thread t
-// runs softmax_math.h's strided row arithmetic on columns t, t + 256, ... (a warp's loads
-// coalesce), each logit widened (exact) as it is read, and the block combines the threads'
-// results in a fixed tree (max; sum; nothing to combine for the gradient). Statistics and
-// losses are fp32; a bf16 gradient is rounded once, in place.
+// runs softmax_math.h's row arithmetic on groups t, t + 256, ... of W consecutive columns (launch_math.h)
+// (one 128-bit access each: 4 fp32 or 8 bf16, vec128_cuda.cuh; W = 1, single columns, where
+// the row length or an address does not allow it), each logit widened (exact) as it is read,
+// and the block combines the threads' results in a fixed tree (max; sum; nothing to combine
+// for the gradient). Statistics and losses are fp32; a bf16 gradient is rounded once, in
+// place. With W = 1 a warp's loads were 64 bytes of bf16 and an H200 ran these passes at a
+// quarter of its memory bandwidth.
 #include "cuda_check.h" // first: it declares the C helpers extern "C"
 #include "bf16_cuda.h"
 #include "block_reduce_cuda.cuh"
 #include "elem_io_cuda.cuh"
 #include "kernels_cuda.h"
 #include "softmax_math.h"
+#include "vec128_cuda.cuh"
 
-#define CE_THREADS 256
+#define CE_THREADS ZT_CE_THREADS
 static_assert(CE_THREADS <= ZT_REDUCE_MAX_THREADS, "zt_block_reduce's buffer");
 
+// Columns W g .. W g + W - 1 of row x, widened.
+template <int W, typename T> static __device__ inline void ce_group(float v[W], const T *x, int g) {
+    T e[W];
+    zt_vload<W>(e, x + (size_t)g * W);
+    for (int k = 0; k < W; k++) v[k] = zt_widen(e[k]);
+}
+
 // zt_row_max_strided's, zt_row_sumexp_strided's (scale 1: scale * x is x exactly) and
-// zt_ce_row_backward_strided's element arithmetic, on the widened logits.
-template <typename T>
+// zt_ce_row_backward_strided's element arithmetic, on the widened logits of the thread's
+// groups; the groups end at zt_ce_groups(n_valid, W) (W | ld, so the last stays in the row).
+template <int W, typename T>
 static __global__ void ce_stats_kernel(float *row_max, float *target_logit, const T *logits,
                                        const int32_t *targets, int n_valid, int vocab_lo,
                                        int ld) {
     int r = blockIdx.x;
     const T *x = logits + (size_t)r * ld;
     float m = -INFINITY;
-    for (int i = threadIdx.x; i < n_valid; i += blockDim.x) {
-        float v = zt_widen(x[i]);
-        m = v > m ? v : m;
+    for (int g = threadIdx.x; g < zt_ce_groups(n_valid, W); g += blockDim.x) {
+        float v[W];
+        ce_group<W>(v, x, g);
+        for (int k = 0; k < W; k++)
+            if (g * W + k < n_valid) m = v[k] > m ? v[k] : m;
     }
     m = zt_block_reduce(m, zt_op_max_f());
     if (threadIdx.x == 0) {
@@ -35,19 +49,25 @@ static __global__ void ce_stats_kernel(float *row_max, float *target_logit, cons
     }
 }
 
-template <typename T>
+template <int W, typename T>
 static __global__ void ce_sumexp_kernel(float *sumexp, const T *logits, const float *row_max,
                                         int n_valid, int ld) {
     int r = blockIdx.x;
     const T *x = logits + (size_t)r * ld;
     float s = 0.0f, m = row_max[r];
-    for (int i = threadIdx.x; i < n_valid; i += blockDim.x) s += expf(zt_widen(x[i]) - m);
+    for (int g = threadIdx.x; g < zt_ce_groups(n_valid, W); g += blockDim.x) {
+        float v[W];
+        ce_group<W>(v, x, g);
+        for (int k = 0; k < W; k++)
+            if (g * W + k < n_valid) s += expf(v[k] - m);
+    }
     s = zt_block_reduce(s, zt_op_sum_f());
     if (threadIdx.x == 0) sumexp[r] = s;
 }
 
-// dlogits may alias logits: each element is read, then written, by one thread.
-template <typename T>
+// dlogits may alias logits: each group is read whole, then written, by one thread. The groups
+// cover [0, ld): the padding's gradient is 0.
+template <int W, typename T>
 static __global__ void ce_finish_kernel(T *dlogits, float *losses, const T *logits,
                                         const int32_t *targets, const float *row_max,
                                         const float *sumexp, const float *target_logit,
@@ -58,9 +78,24 @@ static __global__ void ce_finish_kernel(T *dlogits, float *losses, const T *logi
     const T *x = logits + (size_t)r * ld;
     T *dx = dlogits + (size_t)r * ld;
     int t = targets[r] - vocab_lo; // outside [0, n_valid) when another slice has it
-    for (int i = threadIdx.x; i < n_valid; i += blockDim.x)
-        zt_store(dx + i, scale * (expf(zt_widen(x[i]) - lse) - (i == t ? 1.0f : 0.0f)));
-    for (int i = n_valid + threadIdx.x; i < ld; i += blockDim.x) zt_store(dx + i, 0.0f); // padding
+    for (int g = threadIdx.x; g < ld / W; g += blockDim.x) {
+        float v[W];
+        T d[W];
+        ce_group<W>(v, x, g);
+        for (int k = 0; k < W; k++) {
+            int i = g * W + k;
+            zt_store(&d[k], i < n_valid ? scale * (expf(v[k] - lse) - (i == t ? 1.0f : 0.0f))
+                                        : 0.0f);
+        }
+        zt_vstore<W>(dx + (size_t)g * W, d);
+    }
+}
+
+// The vector width a row's accesses take: 16 bytes of T where the row length and every row
+// pointer allow it, else single columns.
+template <typename T> static int ce_width(int ld, const void *a, const void *b) {
+    const int W = 16 / sizeof(T);
+    return ld % W == 0 && zt_aligned16(a) && zt_aligned16(b) ? W : 1;
 }
 
 static void ce_check(int n, int n_valid, int ld) {
@@ -74,8 +109,12 @@ static void ce_stats(cudaStream_t st, float *row_max, float *target_logit, const
                      const char *name) {
     ce_check(n, n_valid, ld);
     if (!n) return;
-    ce_stats_kernel<T><<<n, CE_THREADS, 0, st>>>(row_max, target_logit, logits, targets,
-                                                 n_valid, vocab_lo, ld);
+    if (ce_width<T>(ld, logits, logits) > 1)
+        ce_stats_kernel<16 / sizeof(T), T><<<n, CE_THREADS, 0, st>>>(
+            row_max, target_logit, logits, targets, n_valid, vocab_lo, ld);
+    else
+        ce_stats_kernel<1, T><<<n, CE_THREADS, 0, st>>>(row_max, target_logit, logits, targets,
+                                                        n_valid, vocab_lo, ld);
     ZT_CUDA_LAUNCHED(st, name);
 }
 
@@ -84,7 +123,10 @@ static void ce_sumexp(cudaStream_t st, float *sumexp, const T *logits, const flo
                       int n, int n_valid, int ld, const char *name) {
     ce_check(n, n_valid, ld);
     if (!n) return;
-    ce_sumexp_kernel<T><<<n, CE_THREADS, 0, st>>>(sumexp, logits, row_max, n_valid, ld);
+    if (ce_width<T>(ld, logits, logits) > 1)
+        ce_sumexp_kernel<16 / sizeof(T), T><<<n, CE_THREADS, 0, st>>>(sumexp, logits, row_max,
+                                                                      n_valid, ld);
+    else ce_sumexp_kernel<1, T><<<n, CE_THREADS, 0, st>>>(sumexp, logits, row_max, n_valid, ld);
     ZT_CUDA_LAUNCHED(st, name);
 }
 
@@ -95,9 +137,14 @@ static void ce_finish(cudaStream_t st, T *dlogits, float *losses, const T *logit
                       int ld, const char *name) {
     ce_check(n, n_valid, ld);
     if (!n) return;
-    ce_finish_kernel<T><<<n, CE_THREADS, 0, st>>>(dlogits, losses, logits, targets, row_max,
-                                                  sumexp, target_logit, scale, n_valid,
-                                                  vocab_lo, ld);
+    if (ce_width<T>(ld, logits, dlogits) > 1)
+        ce_finish_kernel<16 / sizeof(T), T><<<n, CE_THREADS, 0, st>>>(
+            dlogits, losses, logits, targets, row_max, sumexp, target_logit, scale, n_valid,
+            vocab_lo, ld);
+    else
+        ce_finish_kernel<1, T><<<n, CE_THREADS, 0, st>>>(dlogits, losses, logits, targets,
+                                                         row_max, sumexp, target_logit, scale,
+                                                         n_valid, vocab_lo, ld);
     ZT_CUDA_LAUNCHED(st, name);
 }
 

@@ -99,11 +99,18 @@ static __global__ void residual_layernorm_forward_kernel(R *res, O *out, float *
     ln_row_finish(out + at, mean, rstd, (const R *)res + at, w, bias, total, n, C, lane);
 }
 
-// dinp fp32 or bf16 (D): each element widened, the term added in fp32, rounded once.
+// dinp fp32 or bf16 (D): each element widened, the term added in fp32, rounded once. The
+// buffers do not overlap (the op's contract, backend_ops.h), and __restrict__ says so: without
+// it the loads of the next elements wait for each store to dinp, and an H200 ran this kernel
+// at 6% of its memory bandwidth (400 us at GPT-2 124M B16 T1024, 30 with it).
 template <typename D, typename X, typename P>
-static __global__ void layernorm_backward_dx_kernel(D *dinp, const float *dout, const X *inp,
-                                                    const P *w, const float *mean,
-                                                    const float *rstd, int N, int C) {
+static __global__ void layernorm_backward_dx_kernel(D *__restrict__ dinp,
+                                                    const float *__restrict__ dout,
+                                                    const X *__restrict__ inp,
+                                                    const P *__restrict__ w,
+                                                    const float *__restrict__ mean,
+                                                    const float *__restrict__ rstd, int N,
+                                                    int C) {
     int n, lane;
     if (!ln_row(N, &n, &lane)) return;
     size_t at = (size_t)n * C;
