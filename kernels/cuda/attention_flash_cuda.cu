@@ -16,11 +16,12 @@
 //   are rounded to bf16 as the products' A operand.
 // Shared memory: two tiles of 64 rows x (hs + 8) bf16 (the 8: rows 16 bytes apart in bank
 // terms, so a fragment's 8 rows hit different banks), plus 512 bytes in kv: 36 KiB at hs 128.
-// TODO (after a GPU has timed it): the backward runs 9 products where FlashAttention-2 runs 5
-// (D = sum P dP recomputes S and dP because the op is not given O; dQ recomputes them again
-// rather than summing across key blocks, which would need atomics or a second pass); tiles
-// are loaded without cp.async double buffering and fragments without ldmatrix; at hs 80 and
-// above ptxas keeps dK, dV in local memory (a stack frame, no spills).
+// The products' B fragments come from shared memory by ldmatrix (one instruction a fragment). Left (bench/RESULTS.md, "One GPU: the fused attention"): the backward
+// runs 9 products where FlashAttention-2 runs 5 (D = sum P dP recomputes S and dP because the
+// op is not given O; dQ recomputes them again rather than summing across key blocks, which
+// would need atomics or a second pass); tiles are loaded without cp.async double buffering;
+// the kv kernel holds dK, dV, K and V fragments in registers (247 a thread at hs 64 on sm_90,
+// 2 blocks an SM), and at hs 80 and above ptxas keeps dK, dV in local memory.
 #include "cuda_check.h"
 #include "kernels_cuda.h"
 #include "mma_bf16_cuda.cuh"
@@ -85,36 +86,41 @@ static __device__ void a_frags(uint32_t f[HS / 16][4], const zt_bf16 *tile, int 
     }
 }
 
-// s (16 x 64) = A (16 x HS, fragments f) times the tile's 64 rows transposed.
+// s (16 x 64) = A (16 x HS, fragments f) times the tile's 64 rows transposed. B fragments by
+// ldmatrix: lane l < 16 addresses row 8n + l % 8 of the tile at column 16 kk + 8 (l / 8), so
+// r[0], r[1] are n-tile n's b[0] (row 8n + g, columns 16kk + 2t, +1) and b[1] (columns + 8).
 template <int HS>
 static __device__ void product_nt(float s[FL_NT][4], const uint32_t f[HS / 16][4],
                                   const zt_bf16 *tile) {
-    int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+    int lane = threadIdx.x % 32;
+    const zt_bf16 *row = tile + lane % 8 * FL_LD(HS) + 8 * (lane / 8 % 2);
     for (int n = 0; n < FL_NT; n++) {
         s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-        const zt_bf16 *col = tile + (n * 8 + g) * FL_LD(HS) + 2 * t;
         for (int kk = 0; kk < HS / 16; kk++) {
-            uint32_t b[2] = {word_at(col + 16 * kk), word_at(col + 16 * kk + 8)};
+            uint32_t b[2];
+            zt_ldsm_x2(b, row + 8 * n * FL_LD(HS) + 16 * kk);
             zt_mma_bf16(s[n], f[kk], b);
         }
     }
 }
 
-// o (16 x HS) += p (16 x 64, accumulator layout, rounded to bf16 here) times the tile.
+// o (16 x HS) += p (16 x 64, accumulator layout, rounded to bf16 here) times the tile. B
+// fragments by ldmatrix .trans: lane l < 16 addresses tile row 16 kk + 8 (l / 8) + l % 8 at
+// column 8n, so r[0] is n-tile n's b[0] (rows 16kk + 2t, +1 of column 8n + g) and r[1] its
+// b[1] (rows + 8).
 template <int HS>
 static __device__ void product_nn(float o[HS / 8][4], const float p[FL_NT][4],
                                   const zt_bf16 *tile) {
-    int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+    int lane = threadIdx.x % 32;
     for (int kk = 0; kk < FL_ROWS / 16; kk++) {
         // an accumulator pair of n-tiles (2kk, 2kk+1) is the A fragment of keys 16kk..16kk+15
         const float *p0 = p[2 * kk], *p1 = p[2 * kk + 1];
         uint32_t a[4] = {zt_mma_pack(p0[0], p0[1]), zt_mma_pack(p0[2], p0[3]),
                          zt_mma_pack(p1[0], p1[1]), zt_mma_pack(p1[2], p1[3])};
-        const zt_bf16 *r = tile + (16 * kk + 2 * t) * FL_LD(HS) + g;
+        const zt_bf16 *row = tile + (16 * kk + 8 * (lane / 8 % 2) + lane % 8) * FL_LD(HS);
         for (int n = 0; n < HS / 8; n++) {
-            const zt_bf16 *c = r + 8 * n;
-            uint32_t b[2] = {zt_mma_pair(c[0], c[FL_LD(HS)]),
-                             zt_mma_pair(c[8 * FL_LD(HS)], c[9 * FL_LD(HS)])};
+            uint32_t b[2];
+            zt_ldsm_x2_trans(b, row + 8 * n);
             zt_mma_bf16(o[n], a, b);
         }
     }

@@ -1,5 +1,6 @@
-// The warp's bf16 tensor-core tile product D = A B + C (m16n8k16, fp32 accumulation) and the
-// packed bf16 pairs its fragments hold, for the fused attention (attention_flash_cuda.cu).
+// The warp's bf16 tensor-core tile product D = A B + C (m16n8k16, fp32 accumulation), the
+// packed bf16 pairs its fragments hold and the shared-memory loads that fill them (ldmatrix),
+// for the fused attention (attention_flash_cuda.cu).
 //
 // The fragments, per lane (PTX ISA, "Matrix Fragments for mma.m16n8k16", bf16), with
 // g = lane / 4 (the group) and t = lane % 4 (the thread in the group); a register holds two
@@ -8,7 +9,7 @@
 //                          a[2]: (g, 2t+8..2t+9)  a[3]: (g+8, 2t+8..)
 //   B (16 x 8, k by n)     b[0]: rows 2t..2t+1 of column g           b[1]: rows 2t+8..2t+9
 //   C, D (16 x 8, fp32)    c[0], c[1]: (g, 2t), (g, 2t+1)           c[2], c[3]: (g+8, 2t..)
-// On sm_80 and later the product is the instruction; elsewhere (the CUDA emulation the tests
+// On sm_80 and later the product and the loads are the instructions; elsewhere (the CUDA emulation the tests
 // run on, compiled by g++, and any device pass below sm_80) the same per-lane semantics in
 // plain code: each lane gathers its rows of A and columns of B from the lanes holding them
 // with whole-warp shuffles and sums in fp32. So every index outside the instruction (the
@@ -68,5 +69,47 @@ static __device__ inline void zt_mma_bf16(float c[4], const uint32_t a[4], const
         s[3] += zt_mma_dot2(r1, b10) + zt_mma_dot2(r3, b11);
     }
     for (int i = 0; i < 4; i++) c[i] = s[i];
+}
+#endif
+
+// Two 8x8 bf16 matrices from shared memory (ldmatrix .x2): lane l < 16 gives the address of
+// row l % 8 of matrix l / 8 (8 consecutive bf16, 16-byte aligned; the other lanes' addresses
+// are not read); lane (g, t) receives in r[m] matrix m's row g, columns 2t and 2t+1 (the
+// layout of an A or B fragment register), or with _trans its rows 2t and 2t+1 of column g (a
+// fragment of the transposed matrix). One instruction where the per-element loads took two
+// (or four, transposed).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+static __device__ inline void zt_ldsm_x2(uint32_t r[2], const zt_bf16 *row) {
+    unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(a));
+}
+static __device__ inline void zt_ldsm_x2_trans(uint32_t r[2], const zt_bf16 *row) {
+    unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(a));
+}
+#else
+// Lane src's row address.
+static __device__ inline const zt_bf16 *zt_ldsm_row(const zt_bf16 *row, int src) {
+    return (const zt_bf16 *)(uintptr_t)__shfl_sync(ZT_MMA_FULL,
+                                                   (unsigned long long)(uintptr_t)row, src);
+}
+static __device__ inline void zt_ldsm_x2(uint32_t r[2], const zt_bf16 *row) {
+    int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    for (int m = 0; m < 2; m++) {
+        const zt_bf16 *q = zt_ldsm_row(row, 8 * m + g);
+        r[m] = zt_mma_pair(q[2 * t], q[2 * t + 1]);
+    }
+}
+static __device__ inline void zt_ldsm_x2_trans(uint32_t r[2], const zt_bf16 *row) {
+    int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    for (int m = 0; m < 2; m++) {
+        const zt_bf16 *q0 = zt_ldsm_row(row, 8 * m + 2 * t);
+        const zt_bf16 *q1 = zt_ldsm_row(row, 8 * m + 2 * t + 1);
+        r[m] = zt_mma_pair(q0[g], q1[g]);
+    }
 }
 #endif
