@@ -742,10 +742,11 @@ def attention_flash(B, T, C, NH, backward):
 
 def attention_flash_built(B, T, C, NH, backward):
     """--cuda-attention flash as built (attention_flash_cuda.cu): 64-row blocks on both sides;
-    forward one launch (2 products); backward three, each recomputing S from q, k and lse:
-    D = rowsum(P o dP) (2 products: the op is not given O), dK and dV per key block (4) and dQ
-    per query block (3), 9 products where FlashAttention-2 has 5. HBM: the bf16 operands once,
-    the other side's re-read per block of 64 above it, fp32 dout and dqkv (the model's)."""
+    forward one launch (2 products); backward three: D = rowsum(dO o O) from the forward's
+    bf16 output (no product), then, recomputing S from q, k and lse, dK and dV per key block (4
+    products) and dQ per query block (3), 7 products where FlashAttention-2 has 5. HBM: the bf16
+    operands once, the other side's re-read per block of 64 above it, fp32 dout and dqkv (the
+    model's)."""
     hs, Br = C // NH, 64
     pairs, blocks = B * NH, -(-T // Br)
     prod = 2.0 * pairs * hs * T * (T + Br) / 2
@@ -758,7 +759,7 @@ def attention_flash_built(B, T, C, NH, backward):
         return [K("flash forward", "fused", 2 * prod, once + kv + once + rows,
                   prec=FLASH_EFF["forward"])]
     eff = FLASH_EFF["backward"]
-    return [K("flash D = rowsum(P o dP)", "fused", 2 * prod, 3 * once + kv + 2 * rows, prec=eff),
+    return [mem("flash D = rowsum(dO o O)", 2 * once + once + rows),
             K("flash dK, dV", "fused", 4 * prod, 2 * once + q_do + 4 * once + 2 * rows,
               prec=eff),
             K("flash dQ", "fused", 3 * prod, 3 * once + kv + 2 * once + 2 * rows, prec=eff)]
@@ -808,8 +809,9 @@ def what_ifs(bf16):
              + (f"Rounding passes left: {1e3 * rounding:.1f} ms of `bf16_from_fp32`. "
                 if rounding else "No tensor of the step is rounded by a pass of its own. ")
              + "Measured on an H200 (bench/RESULTS.md, \"One GPU: the fused attention\"), the fused "
-             "kernels as built took about twice the attention time this model gives them and the "
-             "step ran at 327k tokens/s; the products' prices held.")
+             "kernels took about twice the attention time this model gave them and the step ran at "
+             "327k tokens/s (before D came from O, which no GPU has timed yet); the products' "
+             "prices held.")
     return L
 
 

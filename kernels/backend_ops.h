@@ -356,6 +356,9 @@ ZT_OP(void, adamw8bit_bf16, ZT_OPS_BF16, ZT_PHASE_OPTIMIZER, 0,
 // among dout and dqkv with dqkv counting 3) floats, which holds the widened operands and the
 // fp32 results before their rounding (the CPU widens one (batch, head) pair at a time into its
 // own part of it; docs/design.md "bf16").
+// out: the forward's output of the same qkv rounded to bf16 (attention_forward_bf16 with
+// out_dt bf16, as the model stores it); a fused backward takes D = rowsum(dO o out) from it
+// (FlashAttention-2's), the others do not read it.
 ZT_OP(void, attention_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ATTENTION,
       2 * 2.0 * B * C * (T * (T + 1.0) / 2.0),
       (void *, out)(zt_dtype, out_dt)(float *, lse)(const zt_bf16 *, qkv)(float *, work)
@@ -363,7 +366,7 @@ ZT_OP(void, attention_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ATTENTION,
 ZT_OP(void, attention_backward_bf16, ZT_OPS_BF16, ZT_PHASE_ATTENTION,
       5 * 2.0 * B * C * (T * (T + 1.0) / 2.0),
       (void *, dqkv)(zt_dtype, dqkv_dt)(const void *, dout)(zt_dtype, dout_dt)
-      (const zt_bf16 *, qkv)(const float *, lse)(float *, work)(float *, wide)(int, B)(int, T)
+      (const zt_bf16 *, out)(const zt_bf16 *, qkv)(const float *, lse)(float *, work)(float *, wide)(int, B)(int, T)
       (int, C)(int, NH))
 // out[i] = x[i] rounded to bf16 (nearest even) / widened to fp32 (exact).
 ZT_OP(void, bf16_from_fp32, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,

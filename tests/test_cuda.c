@@ -2619,16 +2619,17 @@ ZT_TEST(cuda_bf16_attention) {
     CHECK_DEV16("attention_forward_bf16 out bf16", g_o16, o16, no, ATT_TOL_OUT(hs, T), BF16_STEP);
     float *g_lse_cpu = dputf(lse, nl), *dout = hrand(no, -1, 1);
     float *dqkv = hpoison(nq), *g_dqkv = dpoison(nq);
-    CPU->ops->attention_backward_bf16(CPU, dqkv, ZT_F32, dout, ZT_F32, qkv, lse, work, wide, B, T,
-                                      C, NH);
-    GPU->ops->attention_backward_bf16(GPU, g_dqkv, ZT_F32, dputf(dout, no), ZT_F32, g_qkv,
+    // out (the forward's bf16 output) is read by the fused backward only
+    CPU->ops->attention_backward_bf16(CPU, dqkv, ZT_F32, dout, ZT_F32, o16, qkv, lse, work, wide,
+                                      B, T, C, NH);
+    GPU->ops->attention_backward_bf16(GPU, g_dqkv, ZT_F32, dputf(dout, no), ZT_F32, g_o16, g_qkv,
                                       g_lse_cpu, g_work, g_wide, B, T, C, NH);
     CHECK_DEV("attention_backward_bf16 dqkv", g_dqkv, dqkv, nq, ATT_TOL_DQKV(hs, T), 0.0);
     zt_bf16 *dout16 = hround16(dout, no), *d16 = hmem(nq * 2), *g_d16 = dpoison16(nq);
-    CPU->ops->attention_backward_bf16(CPU, d16, ZT_BF16, dout16, ZT_BF16, qkv, lse, work, wide, B,
-                                      T, C, NH);
-    GPU->ops->attention_backward_bf16(GPU, g_d16, ZT_BF16, dput(dout16, no * 2), ZT_BF16, g_qkv,
-                                      g_lse_cpu, g_work, g_wide, B, T, C, NH);
+    CPU->ops->attention_backward_bf16(CPU, d16, ZT_BF16, dout16, ZT_BF16, o16, qkv, lse, work,
+                                      wide, B, T, C, NH);
+    GPU->ops->attention_backward_bf16(GPU, g_d16, ZT_BF16, dput(dout16, no * 2), ZT_BF16, g_o16,
+                                      g_qkv, g_lse_cpu, g_work, g_wide, B, T, C, NH);
     CHECK_DEV16("attention_backward_bf16 dqkv bf16", g_d16, d16, nq, ATT_TOL_DQKV(hs, T),
                 BF16_STEP);
     gpu_close();
@@ -2656,8 +2657,13 @@ ZT_TEST(cuda_bf16_attention) {
 //   the rescalings, the division): w + 2 ep + (3 T + 16) u. A bf16 out adds BF16_STEP relative.
 // - dqkv, per element from the data (flash_dqkv_bounds): dP = dO v^T with dO rounded to bf16
 //   on the GPU (wd = w for an fp32 dout, 0 for a bf16 one): e_dP = (wd + 3 hs u) A with
-//   A = sum_d |dO v|; D_i = sum_j P dP: e_D = sum_j P (ep |dP| + e_dP + 3 T u |dP|);
-//   dS = P (dP - D): e_dS = (ep + 2u) |dS| + P (e_dP + e_D), and the GPU rounds dS to bf16
+//   A = sum_d |dO v|. D_i = sum_j P dP = sum_c dO_c O_c, which the GPU takes from the
+//   forward's bf16 output (the test passes the GPU's own): out's bound above, per element
+//   (pv_c = sum_j P_j |v_jc| in place of its <= 1), then the rounding to bf16, put O16 within
+//   k pv_c of O, k = 2w + 2 ep + (3 T + 16) u; with dO rounded (wd) and hs products summed
+//   in fp32: (k (1 + wd) + wd + hs u) sum_c |dO_c| pv_c, times 1.01 for the products of
+//   small terms left out; the CPU's D = sum_j P dP within sum_j P (ep |dP| + e_dP + 3 T u
+//   |dP|) of it; e_D is the two added. dS = P (dP - D): e_dS = (ep + 2u) |dS| + P (e_dP + e_D), and the GPU rounds dS to bf16
 //   (w |dS|) as its products' operand. dV_j = sum_i P_ij dO_i: (ep + w + wd + 3 T u)
 //   sum_i P_ij (|dO| <= 1); dK_j = scale sum_i dS_ij q_i: scale sum_i (e_dS + (w + 3 T u)
 //   |dS|) (|q| <= 1); dQ_i the same over j (|k| <= 1). Plus 4u relative (the final scale),
@@ -2673,18 +2679,22 @@ static double flash_es(int hs) { return 3.0 * pow(hs, 1.5) * U32; }
 typedef struct {
     double *P, *dP, *A; // (T, T) of one pair, rows i, columns j <= i
     double *D, *eD;     // (T)
+    double *pv;         // (hs): row i's sum_j P_ij |v_jc|
 } flash_pair_scratch;
 
-// P, dP, A and D of pair (b, h) in double from the widened inputs and the CPU's lse.
+// P, dP, A and D of pair (b, h) in double from the widened inputs and the CPU's lse, and D's
+// bound eD (above).
 static void flash_pair_terms(flash_pair_scratch *x, const float *qkv, const float *dout,
                              const float *lse, int b, int h, int T, int NH, int hs, double ep,
-                             double edp) {
+                             double wd, double edp) {
     int C = NH * hs;
-    double scale = 1.0 / sqrt(hs);
+    double scale = 1.0 / sqrt(hs), k = 2 * W16 + 2 * ep + (3.0 * T + 16) * U32;
+    double e_prod = 1.01 * (k * (1 + wd) + wd + hs * U32);
     for (int i = 0; i < T; i++) {
         const float *q = qkv + zt_qkv_at(b, i, 0, h, T, C, hs);
         const float *g = dout + zt_btc_at(b, i, h, T, C, hs);
-        double l = lse[zt_lse_at(b, h, i, T, NH)], D = 0, eD = 0;
+        double l = lse[zt_lse_at(b, h, i, T, NH)], D = 0, e_cpu = 0, e_gpu = 0;
+        for (int c = 0; c < hs; c++) x->pv[c] = 0;
         for (int j = 0; j <= i; j++) {
             const float *k = qkv + zt_qkv_at(b, j, 1, h, T, C, hs), *v = k + C;
             double s = 0, dp = 0, a = 0;
@@ -2697,9 +2707,11 @@ static void flash_pair_terms(flash_pair_scratch *x, const float *qkv, const floa
             size_t at = (size_t)i * T + j;
             x->P[at] = p, x->dP[at] = dp, x->A[at] = a;
             D += p * dp;
-            eD += p * (ep * fabs(dp) + edp * a + 3.0 * T * U32 * fabs(dp));
+            e_cpu += p * (ep * fabs(dp) + edp * a + 3.0 * T * U32 * fabs(dp));
+            for (int c = 0; c < hs; c++) x->pv[c] += p * fabs((double)v[c]);
         }
-        x->D[i] = D, x->eD[i] = eD;
+        for (int c = 0; c < hs; c++) e_gpu += fabs((double)g[c]) * x->pv[c];
+        x->D[i] = D, x->eD[i] = e_cpu + e_prod * e_gpu;
     }
 }
 
@@ -2713,12 +2725,12 @@ static void flash_dqkv_bounds(double *bound, const float *qkv, const float *dout
     double sum_u = 3.0 * T * U32;
     flash_pair_scratch x = {malloc((size_t)T * T * 8), malloc((size_t)T * T * 8),
                             malloc((size_t)T * T * 8), malloc((size_t)T * 8),
-                            malloc((size_t)T * 8)};
+                            malloc((size_t)T * 8), malloc((size_t)hs * 8)};
     double *bq = malloc((size_t)T * 8), *bk = malloc((size_t)T * 8), *bv = malloc((size_t)T * 8);
-    ZT_ASSERT(x.P && x.dP && x.A && x.D && x.eD && bq && bk && bv);
+    ZT_ASSERT(x.P && x.dP && x.A && x.D && x.eD && x.pv && bq && bk && bv);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            flash_pair_terms(&x, qkv, dout, lse, b, h, T, NH, hs, ep, edp);
+            flash_pair_terms(&x, qkv, dout, lse, b, h, T, NH, hs, ep, wd, edp);
             memset(bq, 0, T * 8), memset(bk, 0, T * 8), memset(bv, 0, T * 8);
             for (int i = 0; i < T; i++)
                 for (int j = 0; j <= i; j++) {
@@ -2737,12 +2749,14 @@ static void flash_dqkv_bounds(double *bound, const float *qkv, const float *dout
                     bound[v] = bv[t] + (4 * U32 + bf) * fabs(ref[v]);
                 }
         }
-    free(x.P), free(x.dP), free(x.A), free(x.D), free(x.eD), free(bq), free(bk), free(bv);
+    free(x.P), free(x.dP), free(x.A), free(x.D), free(x.eD), free(x.pv), free(bq), free(bk),
+        free(bv);
 }
 
-// The forward: fp32 out, and with `all` a second run (bit for bit) and a bf16 out.
-static int flash_forward_case(const zt_bf16 *qkv, const zt_bf16 *g_qkv, float *lse, int B,
-                              int T, int NH, int hs, int all) {
+// The forward: fp32 out, with `all` a second run (bit for bit), then a bf16 out (into *g_o16,
+// the backward's row sums read it).
+static int flash_forward_case(const zt_bf16 *qkv, const zt_bf16 *g_qkv, float *lse,
+                              zt_bf16 **g_o16, int B, int T, int NH, int hs, int all) {
     const int C = NH * hs, nk = (T + 63) / 64;
     size_t no = (size_t)B * T * C, nl = (size_t)B * NH * T;
     float *work = hmem(zt_attention_workspace(0, T) * sizeof(float)), *wide = hmem(7 * no * 4);
@@ -2758,27 +2772,30 @@ static int flash_forward_case(const zt_bf16 *qkv, const zt_bf16 *g_qkv, float *l
     if (zt_check_close("flash lse", dget(g_lse, nl), lse, nl, tol_lse, 4 * U32) ||
         zt_check_close("flash out", dget(g_out, no), out, no, tol_out, 0.0))
         return ZT_FAIL;
-    if (!all) return ZT_PASS;
-    GPU->ops->attention_forward_bf16(GPU, g_out2, ZT_F32, g_lse2, g_qkv, g_work, g_wide, B, T,
-                                     C, NH);
-    if (!same_bits("flash out, two runs", g_out, g_out2, 0, no * 4) ||
-        !same_bits("flash lse, two runs", g_lse, g_lse2, 0, nl * 4))
-        return ZT_FAIL;
-    zt_bf16 *o16 = hmem(no * 2), *g_o16 = dpoison16(no);
+    if (all) {
+        GPU->ops->attention_forward_bf16(GPU, g_out2, ZT_F32, g_lse2, g_qkv, g_work, g_wide, B,
+                                         T, C, NH);
+        if (!same_bits("flash out, two runs", g_out, g_out2, 0, no * 4) ||
+            !same_bits("flash lse, two runs", g_lse, g_lse2, 0, nl * 4))
+            return ZT_FAIL;
+    }
+    zt_bf16 *o16 = hmem(no * 2);
     float *lse16 = hmem(nl * 4);
+    *g_o16 = dpoison16(no);
     CPU->ops->attention_forward_bf16(CPU, o16, ZT_BF16, lse16, qkv, work, wide, B, T, C, NH);
-    GPU->ops->attention_forward_bf16(GPU, g_o16, ZT_BF16, g_lse, g_qkv, g_work, g_wide, B, T, C,
+    GPU->ops->attention_forward_bf16(GPU, *g_o16, ZT_BF16, g_lse, g_qkv, g_work, g_wide, B, T, C,
                                      NH);
-    if (zt_check_close("flash out bf16", dget16(g_o16, no), hwiden16(o16, no), no, tol_out,
+    if (zt_check_close("flash out bf16", dget16(*g_o16, no), hwiden16(o16, no), no, tol_out,
                        BF16_STEP))
         return ZT_FAIL;
     return ZT_PASS;
 }
 
 // The backward with dout and dqkv both fp32 (the model's call) or both bf16; with `twice` a
-// second run, bit for bit.
+// second run, bit for bit. g_o16: the GPU forward's bf16 output.
 static int flash_backward_case(const zt_bf16 *qkv, const zt_bf16 *g_qkv, const float *lse,
-                               int B, int T, int NH, int hs, zt_dtype dt, int twice) {
+                               const zt_bf16 *g_o16, int B, int T, int NH, int hs, zt_dtype dt,
+                               int twice) {
     const int C = NH * hs;
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
     size_t es = dt == ZT_BF16 ? 2 : 4;
@@ -2792,11 +2809,12 @@ static int flash_backward_case(const zt_bf16 *qkv, const zt_bf16 *g_qkv, const f
     }
     void *dqkv = hmem(nq * es), *g_dqkv = dpoison(nq * es / 4), *g_again = dpoison(nq * es / 4);
     float *g_lse = dputf(lse, nl), *g_dO = dput(dO, no * es);
-    CPU->ops->attention_backward_bf16(CPU, dqkv, dt, dO, dt, qkv, lse, work, wide, B, T, C, NH);
-    GPU->ops->attention_backward_bf16(GPU, g_dqkv, dt, g_dO, dt, g_qkv, g_lse, g_work, g_wide, B,
-                                      T, C, NH);
+    CPU->ops->attention_backward_bf16(CPU, dqkv, dt, dO, dt, NULL, qkv, lse, work, wide, B, T, C,
+                                      NH); // the CPU does not read out
+    GPU->ops->attention_backward_bf16(GPU, g_dqkv, dt, g_dO, dt, g_o16, g_qkv, g_lse, g_work,
+                                      g_wide, B, T, C, NH);
     if (twice)
-        GPU->ops->attention_backward_bf16(GPU, g_again, dt, g_dO, dt, g_qkv, g_lse, g_work,
+        GPU->ops->attention_backward_bf16(GPU, g_again, dt, g_dO, dt, g_o16, g_qkv, g_lse, g_work,
                                           g_wide, B, T, C, NH);
     int bf = dt == ZT_BF16;
     float *ref = bf ? hwiden16(dqkv, nq) : dqkv;
@@ -2827,11 +2845,14 @@ static int flash_shape_case(const flash_shape *f) {
     scratch_mark m = scratch_now();
     zt_bf16 *qkv = hrand16(nq, -1, 1), *g_qkv = dput(qkv, nq * 2);
     float *lse = hmem((size_t)f->B * f->NH * f->T * 4);
-    int rc = flash_forward_case(qkv, g_qkv, lse, f->B, f->T, f->NH, f->hs, f->all_dtypes);
+    zt_bf16 *g_o16 = NULL;
+    int rc = flash_forward_case(qkv, g_qkv, lse, &g_o16, f->B, f->T, f->NH, f->hs,
+                                f->all_dtypes);
     if (rc == ZT_PASS)
-        rc = flash_backward_case(qkv, g_qkv, lse, f->B, f->T, f->NH, f->hs, ZT_F32, f->all_dtypes);
+        rc = flash_backward_case(qkv, g_qkv, lse, g_o16, f->B, f->T, f->NH, f->hs, ZT_F32,
+                                 f->all_dtypes);
     if (rc == ZT_PASS && f->all_dtypes)
-        rc = flash_backward_case(qkv, g_qkv, lse, f->B, f->T, f->NH, f->hs, ZT_BF16, 1);
+        rc = flash_backward_case(qkv, g_qkv, lse, g_o16, f->B, f->T, f->NH, f->hs, ZT_BF16, 1);
     scratch_back(m);
     return rc;
 }

@@ -464,8 +464,10 @@ static void cpu_attention_forward_bf16(const zt_backend *be, void *out, zt_dtype
                                        int B, int T, int C, int NH) {
     zt_attention_forward_bf16(out, out_dt, lse, qkv, work, wide, B, T, C, NH);
 }
+// The CPU's backward recomputes P and dP a row at a time, so it has D without `out`.
 static void cpu_attention_backward_bf16(const zt_backend *be, void *dqkv, zt_dtype dqkv_dt,
-                                        const void *dout, zt_dtype dout_dt, const zt_bf16 *qkv,
+                                        const void *dout, zt_dtype dout_dt, const zt_bf16 *out,
+                                        const zt_bf16 *qkv,
                                         const float *lse, float *work, float *wide, int B,
                                         int T, int C, int NH) {
     zt_attention_backward_bf16(dqkv, dqkv_dt, dout, dout_dt, qkv, lse, work, wide, B, T, C, NH);

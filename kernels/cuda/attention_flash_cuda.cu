@@ -8,7 +8,8 @@
 //     sum l, O = O e^(m_old - m_new) + P V with P rounded to bf16; out = O / l, lse = m + ln l
 //     (natural log, scale included: attention_forward's lse).
 //   backward, deterministic (every sum in one thread's registers, in a fixed order):
-//     rowsum (per query block): D_i = sum_j P_ij dP_ij, dP = dO V^T, into `wide`;
+//     D (a thread per query row): D_i = sum_c dO_ic O_ic from the forward's bf16 output O
+//       (FlashAttention-2's; it equals sum_j P_ij dP_ij, dP = dO V^T), into `wide`;
 //     kv (per key block, query blocks from the diagonal down): dV = P^T dO, dK = scale dS^T Q
 //       with dS = P (dP - D);
 //     q (per query block, key blocks 0..diagonal): dQ = scale dS K.
@@ -16,9 +17,9 @@
 //   are rounded to bf16 as the products' A operand.
 // Shared memory: two tiles of 64 rows x (hs + 8) bf16 (the 8: rows 16 bytes apart in bank
 // terms, so a fragment's 8 rows hit different banks), plus 512 bytes in kv: 36 KiB at hs 128.
-// The products' B fragments come from shared memory by ldmatrix (one instruction a fragment). Left (bench/RESULTS.md, "One GPU: the fused attention"): the backward
-// runs 9 products where FlashAttention-2 runs 5 (D = sum P dP recomputes S and dP because the
-// op is not given O; dQ recomputes them again rather than summing across key blocks, which
+// The products' B fragments come from shared memory by ldmatrix (one instruction a fragment).
+// Left (bench/RESULTS.md, "One GPU: the fused attention"): the backward runs 7 products where
+// FlashAttention-2 runs 5 (dQ recomputes S and dP rather than summing across key blocks, which
 // would need atomics or a second pass); tiles are loaded without cp.async double buffering;
 // the kv kernel holds dK, dV, K and V fragments in registers (247 a thread at hs 64 on sm_90,
 // 2 blocks an SM), and at hs 80 and above ptxas keeps dK, dV in local memory.
@@ -159,7 +160,7 @@ static __device__ inline int block_index(int pairs, int nb, int last_first) {
     return last_first ? nb - 1 - k : k;
 }
 
-// A query-side block (forward, rowsum, dq): its pair, its block of 64 queries, the warp's first.
+// A query-side block (forward, dq): its pair, its block of 64 queries, the warp's first.
 typedef struct {
     fl_pair p;
     int qb, i0;
@@ -286,29 +287,24 @@ static __device__ void load_kv(zt_bf16 *ks, zt_bf16 *vs, const zt_bf16 *qkv, con
     __syncthreads();
 }
 
-// D_i = sum_j P_ij dP_ij of each query row into D (B, NH, T).
+// D_i = sum_c dO_ic O_ic of each query row into D (B, NH, T): dO rounded to bf16 as the
+// products take it, O the forward's bf16 output, the sum in fp32 in column order. A thread a
+// (batch, position, head), heads fastest; 8 values an access.
 template <int HS, typename G>
-static __global__ void __launch_bounds__(FL_THREADS)
-    flash_rowsum_kernel(float *D, const G *dout, const zt_bf16 *qkv, const float *lse, int B,
-                        int T, int C, int NH, float scale) {
-    extern __shared__ zt_u128 fl_smem[];
-    zt_bf16 *ks = (zt_bf16 *)fl_smem, *vs = ks + FL_ROWS * FL_LD(HS);
-    fl_queries r = queries_of(B, T, C, NH);
-    uint32_t qf[HS / 16][4], df[HS / 16][4];
-    query_frags<HS>(qf, df, ks, vs, qkv, dout, &r.p, r.qb);
-    float l[2], d[2] = {0.0f, 0.0f}, s[FL_NT][4], dp[FL_NT][4];
-    row_pair(l, lse, &r.p, r.i0);
-    for (int kb = 0; kb <= r.qb; kb++) {
-        load_kv<HS>(ks, vs, qkv, &r.p, kb);
-        probs_dp<HS>(s, dp, qf, df, ks, vs, l, scale, r.i0, kb);
-        for (int n = 0; n < FL_NT; n++)
-            for (int e = 0; e < 4; e++) d[e >> 1] += s[n][e] * dp[n][e];
+static __global__ void flash_d_kernel(float *D, const G *dout, const zt_bf16 *out, int B, int T,
+                                      int C, int NH) {
+    size_t x = blockIdx.x * (size_t)blockDim.x + threadIdx.x, bt = x / NH;
+    if (x >= (size_t)B * T * NH) return;
+    fl_pair p = {(int)(bt / T), (int)(x % NH), T, C, NH, HS};
+    int t = (int)(bt % T);
+    size_t at = btc_at(&p, t);
+    float d = 0.0f;
+    for (int c = 0; c < HS; c += 8) {
+        zt_u128 g = load8(dout + at + c), o = load8(out + at + c);
+        for (int k = 0; k < 4; k++)
+            d += zt_mma_lo(g.w[k]) * zt_mma_lo(o.w[k]) + zt_mma_hi(g.w[k]) * zt_mma_hi(o.w[k]);
     }
-    for (int k = 0; k < 2; k++) {
-        int i = r.i0 + acc_row(2 * k);
-        float dk = group_sum(d[k]);
-        if (i < T && threadIdx.x % 4 == 0) D[row_at(&r.p, i)] = dk;
-    }
+    D[row_at(&p, t)] = d;
 }
 
 // dS = P (dP - D) in place of dp, D per row (the kv kernel's transposed tiles take D per
@@ -469,12 +465,13 @@ extern "C" void zt_cuda_attention_flash_forward(cudaStream_t st, void *out, int 
 // The three backward kernels in order: D, then dK and dV, then dQ (each reads D).
 template <int HS> struct backward_launch {
     template <typename G>
-    static void run(fl_launch l, void *dqkv, int dqkv_bf16, const G *dout, const zt_bf16 *qkv,
-                    const float *lse, float *D) {
+    static void run(fl_launch l, void *dqkv, int dqkv_bf16, const G *dout, const zt_bf16 *out,
+                    const zt_bf16 *qkv, const float *lse, float *D) {
         size_t sh = tiles_bytes(HS), sh_kv = sh + 2 * FL_ROWS * sizeof(float);
-        flash_rowsum_kernel<HS, G><<<l.grid, FL_THREADS, sh, l.st>>>(D, dout, qkv, lse, l.B, l.T,
-                                                                     l.C, l.NH, l.scale);
-        ZT_CUDA_LAUNCHED(l.st, "attention_flash_rowsum");
+        size_t rows = (size_t)l.B * l.T * l.NH;
+        flash_d_kernel<HS, G><<<zt_grid_for(rows, ZT_CUDA_THREADS), ZT_CUDA_THREADS, 0, l.st>>>(
+            D, dout, out, l.B, l.T, l.C, l.NH);
+        ZT_CUDA_LAUNCHED(l.st, "attention_flash_d");
         flash_dkdv_kernel<HS, G><<<l.grid, FL_THREADS, sh_kv, l.st>>>(
             dqkv, dqkv_bf16, dout, qkv, lse, D, l.B, l.T, l.C, l.NH, l.scale);
         ZT_CUDA_LAUNCHED(l.st, "attention_flash_dkdv");
@@ -486,13 +483,15 @@ template <int HS> struct backward_launch {
 
 extern "C" void zt_cuda_attention_flash_backward(cudaStream_t st, void *dqkv, int dqkv_bf16,
                                                  const void *dout, int dout_bf16,
-                                                 const zt_bf16 *qkv, const float *lse, float *D,
-                                                 int B, int T, int C, int NH) {
+                                                 const zt_bf16 *out, const zt_bf16 *qkv,
+                                                 const float *lse, float *D, int B, int T, int C,
+                                                 int NH) {
     fl_launch l = launch_of(st, B, T, C, NH);
+    ZT_ASSERTF(out, "flash attention backward: needs the forward's output (its row sums)");
     if (dout_bf16)
-        by_head_size<backward_launch>(C / NH, l, dqkv, dqkv_bf16, (const zt_bf16 *)dout, qkv,
-                                      lse, D);
+        by_head_size<backward_launch>(C / NH, l, dqkv, dqkv_bf16, (const zt_bf16 *)dout, out,
+                                      qkv, lse, D);
     else
-        by_head_size<backward_launch>(C / NH, l, dqkv, dqkv_bf16, (const float *)dout, qkv, lse,
-                                      D);
+        by_head_size<backward_launch>(C / NH, l, dqkv, dqkv_bf16, (const float *)dout, out, qkv,
+                                      lse, D);
 }

@@ -455,12 +455,12 @@ static void cuda_attention_forward_bf16(const zt_backend *be, void *out, zt_dtyp
     if (o != out) zt_cuda_bf16_from_fp32(ST, out, o, NC);
 }
 static void cuda_attention_backward_bf16(const zt_backend *be, void *dqkv, zt_dtype dqkv_dt,
-                                         const void *dout, zt_dtype dout_dt, const zt_bf16 *qkv,
-                                         const float *lse, float *work, float *wide, int B,
-                                         int T, int C, int NH) {
+                                         const void *dout, zt_dtype dout_dt, const zt_bf16 *out,
+                                         const zt_bf16 *qkv, const float *lse, float *work,
+                                         float *wide, int B, int T, int C, int NH) {
     if (use_flash(be, T, C, NH)) {
         zt_cuda_attention_flash_backward(ST, dqkv, dqkv_dt == ZT_BF16, dout, dout_dt == ZT_BF16,
-                                         qkv, lse, wide, B, T, C, NH);
+                                         out, qkv, lse, wide, B, T, C, NH);
         return;
     }
     size_t NC = (size_t)B * T * C;

@@ -76,14 +76,16 @@ void zt_cuda_attention_gemm_backward(cublasHandle_t hb, cudaStream_t st, float *
 // attention_forward_bf16 / attention_backward_bf16 fused on bf16 tensor cores
 // (attention_flash_cuda.cu), for the shapes zt_cuda_attention_flash_fits accepts (a head size
 // a multiple of 16 up to ZT_FLASH_MAX_HS). out and dqkv fp32 or bf16 (out_bf16, dqkv_bf16),
-// dout likewise (dout_bf16); D: B*NH*T floats of device scratch (the backward's row sums).
+// dout likewise (dout_bf16); out the forward's bf16 output; D: B*NH*T floats of device
+// scratch (the backward's row sums, rowsum(dO o out)).
 #define ZT_FLASH_MAX_HS 128
 int zt_cuda_attention_flash_fits(int T, int C, int NH);
 void zt_cuda_attention_flash_forward(cudaStream_t st, void *out, int out_bf16, float *lse,
                                      const uint16_t *qkv, int B, int T, int C, int NH);
 void zt_cuda_attention_flash_backward(cudaStream_t st, void *dqkv, int dqkv_bf16,
-                                      const void *dout, int dout_bf16, const uint16_t *qkv,
-                                      const float *lse, float *D, int B, int T, int C, int NH);
+                                      const void *dout, int dout_bf16, const uint16_t *out,
+                                      const uint16_t *qkv, const float *lse, float *D, int B,
+                                      int T, int C, int NH);
 void zt_cuda_attention_decode(cudaStream_t st, float *out, const float *q, const float *k,
                               const float *v, float *work, int n_pos, int C, int NH);
 void zt_cuda_ce_slice_stats(cudaStream_t st, float *row_max, float *target_logit,

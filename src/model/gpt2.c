@@ -587,7 +587,8 @@ static void attention_forward(zt_gpt2 *m, void *atty, float *lse, const void *qk
           d.NHl);
 }
 
-// dqkv (qkv_grad, written) from datty and the block's stored qkv and lse.
+// dqkv (qkv_grad, written) from datty and the block's stored qkv and lse (and, under bf16, its
+// attention output atty, from which a fused backward takes its row sums).
 static void attention_backward(zt_gpt2 *m, const zt_block_acts *b) {
     zt_gpt2_acts *a = &m->a;
     dims d = dims_of(m);
@@ -595,8 +596,8 @@ static void attention_backward(zt_gpt2 *m, const zt_block_acts *b) {
         K(attention_backward, a->dqkv, a->datty, b->qkv, b->lse, a->attn_work, d.B, d.T, d.Cl,
           d.NHl);
     else
-        K(attention_backward_bf16, qkv_grad(m), grad_dt(m), a->datty, ZT_F32, b->qkv, b->lse,
-          a->attn_work, a->dfch, d.B, d.T, d.Cl, d.NHl);
+        K(attention_backward_bf16, qkv_grad(m), grad_dt(m), a->datty, ZT_F32, b->atty, b->qkv,
+          b->lse, a->attn_work, a->dfch, d.B, d.T, d.Cl, d.NHl);
 }
 
 // Block li's activations: its layers of the slot's arrays, or the recompute set for what the
