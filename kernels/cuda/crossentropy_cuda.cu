@@ -1,8 +1,8 @@
 // The three passes of the sliced softmax cross entropy (kernels.h) on the GPU, over fp32 or
 // bf16 logits (backend_ops.h's ce_slice_* and ce_slice_*_bf16): one block per row; thread t
-// runs softmax_math.h's row arithmetic on groups t, t + 256, ... of W consecutive columns (launch_math.h)
-// (one 128-bit access each: 4 fp32 or 8 bf16, vec128_cuda.cuh; W = 1, single columns, where
-// the row length or an address does not allow it), each logit widened (exact) as it is read,
+// runs softmax_math.h's row arithmetic on groups t, t + 256, ... of W consecutive columns
+// (launch_math.h; one 128-bit access each: 4 fp32 or 8 bf16, vec128_cuda.cuh; W = 1, single
+// columns, where the row length or an address does not allow it), each logit widened as read,
 // and the block combines the threads' results in a fixed tree (max; sum; nothing to combine
 // for the gradient). Statistics and losses are fp32; a bf16 gradient is rounded once, in
 // place. With W = 1 a warp's loads were 64 bytes of bf16 and an H200 ran these passes at a
@@ -19,7 +19,8 @@
 static_assert(CE_THREADS <= ZT_REDUCE_MAX_THREADS, "zt_block_reduce's buffer");
 
 // Columns W g .. W g + W - 1 of row x, widened.
-template <int W, typename T> static __device__ inline void ce_group(float v[W], const T *x, int g) {
+template <int W, typename T>
+static __device__ inline void ce_group(float v[W], const T *x, int g) {
     T e[W];
     zt_vload<W>(e, x + (size_t)g * W);
     for (int k = 0; k < W; k++) v[k] = zt_widen(e[k]);

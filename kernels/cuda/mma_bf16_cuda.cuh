@@ -9,11 +9,11 @@
 //                          a[2]: (g, 2t+8..2t+9)  a[3]: (g+8, 2t+8..)
 //   B (16 x 8, k by n)     b[0]: rows 2t..2t+1 of column g           b[1]: rows 2t+8..2t+9
 //   C, D (16 x 8, fp32)    c[0], c[1]: (g, 2t), (g, 2t+1)           c[2], c[3]: (g+8, 2t..)
-// On sm_80 and later the product and the loads are the instructions; elsewhere (the CUDA emulation the tests
-// run on, compiled by g++, and any device pass below sm_80) the same per-lane semantics in
-// plain code: each lane gathers its rows of A and columns of B from the lanes holding them
-// with whole-warp shuffles and sums in fp32. So every index outside the instruction (the
-// fragment loads, masks, stores) runs in the emulation too.
+// On sm_80 and later the product and the loads are the instructions; elsewhere (the CUDA
+// emulation the tests run on, compiled by g++, and any device pass below sm_80) the same
+// per-lane semantics in plain code: each lane gathers its rows of A and columns of B (and
+// ldmatrix's rows) from the lanes holding them with whole-warp shuffles and sums in fp32. So
+// every index outside the instructions (the addresses, masks, stores) runs in the emulation.
 #pragma once
 #include <stdint.h>
 

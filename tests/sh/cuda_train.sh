@@ -49,7 +49,8 @@ $ZC $common --optim adamw --param-dtype bf16 --backend cuda --cuda-attention blo
     { cat $out/$run-blocked.out; exit 1; }
 echo "== bf16 adamw --cuda-attention blocked: cuda vs cpu"
 "${PYTHON:-/usr/bin/python3}" tests/compare_models.py $out/$run-cpu $out/$run-blocked \
-    --steps 20 --lr 1e-3 --bf16 --log-a $out/$run-cpu.jsonl --log-b $out/$run-blocked.jsonl || fail=1
+    --steps 20 --lr 1e-3 --bf16 --log-a $out/$run-cpu.jsonl --log-b $out/$run-blocked.jsonl ||
+    fail=1
 # Activation recomputation on the GPU runs the same kernels on the same inputs: bit-identical
 # weights to the run without it (full under fp32, selective under bf16)
 for rc in fp32:full bf16:selective; do
