@@ -2665,8 +2665,9 @@ ZT_TEST(cuda_bf16_attention) {
 //   small terms left out; the CPU's D = sum_j P dP within sum_j P (ep |dP| + e_dP + 3 T u
 //   |dP|) of it; e_D is the two added. dS = P (dP - D): e_dS = (ep + 2u) |dS| +
 //   P (e_dP + e_D), and the GPU rounds dS to bf16 (w |dS|) as its products' operand.
-//   dV_j = sum_i P_ij dO_i: (ep + w + wd + 3 T u) sum_i P_ij (|dO| <= 1); dK_j = scale sum_i dS_ij q_i: scale sum_i (e_dS + (w + 3 T u)
-//   |dS|) (|q| <= 1); dQ_i the same over j (|k| <= 1). Plus 4u relative (the final scale),
+//   dV_j = sum_i P_ij dO_i: (ep + w + wd + 3 T u) sum_i P_ij (|dO| <= 1);
+//   dK_j = scale sum_i dS_ij q_i: scale sum_i (e_dS + (w + 3 T u) |dS|) (|q| <= 1); dQ_i
+//   the same over j (|k| <= 1). Plus 4u relative (the final scale),
 //   and BF16_STEP relative for a bf16 dqkv.
 // Worst cases (every rounding the same way): the test prints the worst ratio (0.3-0.6 of the
 // dqkv bounds in the CUDA emulation). A key block missed or a mask off by one moves the
