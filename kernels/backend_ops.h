@@ -366,8 +366,8 @@ ZT_OP(void, attention_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ATTENTION,
 ZT_OP(void, attention_backward_bf16, ZT_OPS_BF16, ZT_PHASE_ATTENTION,
       5 * 2.0 * B * C * (T * (T + 1.0) / 2.0),
       (void *, dqkv)(zt_dtype, dqkv_dt)(const void *, dout)(zt_dtype, dout_dt)
-      (const zt_bf16 *, out)(const zt_bf16 *, qkv)(const float *, lse)(float *, work)(float *, wide)(int, B)(int, T)
-      (int, C)(int, NH))
+      (const zt_bf16 *, out)(const zt_bf16 *, qkv)(const float *, lse)(float *, work)
+      (float *, wide)(int, B)(int, T)(int, C)(int, NH))
 // out[i] = x[i] rounded to bf16 (nearest even) / widened to fp32 (exact).
 ZT_OP(void, bf16_from_fp32, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (zt_bf16 *, out)(const float *, x)(size_t, n))

@@ -467,9 +467,8 @@ static void cpu_attention_forward_bf16(const zt_backend *be, void *out, zt_dtype
 // The CPU's backward recomputes P and dP a row at a time, so it has D without `out`.
 static void cpu_attention_backward_bf16(const zt_backend *be, void *dqkv, zt_dtype dqkv_dt,
                                         const void *dout, zt_dtype dout_dt, const zt_bf16 *out,
-                                        const zt_bf16 *qkv,
-                                        const float *lse, float *work, float *wide, int B,
-                                        int T, int C, int NH) {
+                                        const zt_bf16 *qkv, const float *lse, float *work,
+                                        float *wide, int B, int T, int C, int NH) {
     zt_attention_backward_bf16(dqkv, dqkv_dt, dout, dout_dt, qkv, lse, work, wide, B, T, C, NH);
 }
 static void cpu_bf16_from_fp32(const zt_backend *be, zt_bf16 *out, const float *in, size_t n) {
