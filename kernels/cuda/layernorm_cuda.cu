@@ -102,8 +102,8 @@ static __global__ void residual_layernorm_forward_kernel(R *res, O *out, float *
 // dinp fp32 or bf16 (D): each element widened, the term added in fp32, rounded once. The
 // buffers do not overlap (the op's contract, backend_ops.h), and __restrict__ says so: without
 // it the loads of the next elements wait for each store to dinp, and an H200 ran this kernel
-// at 6% of its memory bandwidth (400 us at GPT-2 124M B16 T1024; with it the whole op, dx and
-// the column sums, took 123 us a call).
+// at 6% of its memory bandwidth (400 us at GPT-2 124M B16 T1024; with it `--profile` timed the
+// whole op, dx and column sums, at 123 us a call against 502).
 template <typename D, typename X, typename P>
 static __global__ void layernorm_backward_dx_kernel(D *__restrict__ dinp,
                                                     const float *__restrict__ dout,
