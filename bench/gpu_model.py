@@ -16,8 +16,9 @@ host's cost to issue them.
     /usr/bin/python3 bench/gpu_model.py | /usr/bin/python3 bench/results_section.py \\
         bench/RESULTS.md "## One GPU: a performance model, before measuring"
     /usr/bin/python3 bench/gpu_model.py --check     # one line per configuration (tests)
-    /usr/bin/python3 bench/gpu_model.py --launches FILE  # the launches of one recorded step
-                                                         # (tests/sh/cuda_gpu_model.sh)
+    /usr/bin/python3 bench/gpu_model.py --launches FILE [--no-epilogues]
+        # the launches of one recorded step (tests/sh/cuda_gpu_model.sh; --no-epilogues: a
+        # cuBLASLt without epilogues, the CUDA emulation's)
 
 Needs build/zerotrain (`make`); standard library only.
 """
@@ -265,6 +266,33 @@ def gemm_mixed(a):
     return ks
 
 
+# Whether cuBLASLt runs gemm_epilogue_bf16's epilogues (a GPU's does; the CUDA emulation's
+# has none, so there the backend runs the unfused ops: --launches FILE --no-epilogues).
+EPILOGUES = True
+
+
+def gemm_epilogue(a):
+    """cuda_gemm_epilogue_bf16 (backend_cuda.c): with a bf16 A one cuBLASLt call, the bias
+    (a bf16 vector read) or GELU's backward (its bf16 input read) in the epilogue
+    (zt_cuda_gemm_epilogue, gemm_lt_cuda.c; GPT-2's rows are 16 bytes and GELU's a multiple of
+    8 values); else the ops that define it: gemm_mixed onto a broadcast bias (bf16 C) or then
+    the bias added (fp32 C), or gemm_mixed into fp32 then gelu_backward_bf16."""
+    M, N, Kd, ct = int(a["M"]), int(a["N"]), int(a["K"]), a["ct"]
+    dgelu = a["ep"] == 1
+    if EPILOGUES and a["at"] == BF16:
+        extra = 2.0 * M * N if dgelu else 2.0 * N
+        return [K("cublasLtMatmul + epilogue", "gemm", 2.0 * M * N * Kd,
+                  2.0 * (M * Kd + Kd * N) + dsize(ct) * M * N + extra, prec="bf16")]
+    prod = dict(a, bt=BF16, beta=0.0)
+    if dgelu:
+        return gemm_mixed(dict(prod, ct=F32)) + EXPAND["gelu_backward_bf16"][1](
+            {"n": M * N, "dinp_dt": BF16})
+    if ct == BF16:
+        return EXPAND["bias_broadcast_bf16"][1]({"N": M, "OC": N}) + gemm_mixed(
+            dict(prod, beta=1.0))
+    return gemm_mixed(prod) + EXPAND["bias_forward_bf16"][1]({"N": M, "OC": N})
+
+
 def _matmul_bwd_input(N, C, OC, acc):
     return [sgemm(N, C, OC, acc)]
 
@@ -364,6 +392,8 @@ EXPAND = {
     # ---- the bf16 group (bf16_cuda.h: own kernels, fp32 ones templated, backend_cuda.c) ----
     "gemm_mixed": ("zt_cuda_gemm_mixed (gemm_lt_cuda.c): tiles, K chunks, rounding passes",
                    gemm_mixed),
+    "gemm_epilogue_bf16": ("cuda_gemm_epilogue_bf16 (backend_cuda.c): cuBLASLt's BIAS or "
+                           "DGELU epilogue", gemm_epilogue),
     "bias_forward_bf16": ("zt_cuda_bias_forward_bf16: one kernel",
                           lambda a: [mem("bias_forward_bf16", 8.0 * a["N"] * a["OC"])]),
     "bias_backward_bf16": ("zt_cuda_bias_backward_bf16 (elementwise_cuda.cu): bias_backward's "
@@ -828,7 +858,9 @@ def launches_of(path):
 
 
 def main():
+    global EPILOGUES
     args = sys.argv[1:]
+    EPILOGUES = "--no-epilogues" not in args
     if "--launches" in args:
         return launches_of(args[args.index("--launches") + 1])
     # the CPU build or the CUDA one (the GPU machine's): either records for the CUDA caps

@@ -21,6 +21,8 @@
 #include "profile.h"
 
 typedef enum { ZT_COPY_H2D = 0, ZT_COPY_D2H, ZT_COPY_D2D } zt_copy_kind;
+// The element-wise pass gemm_epilogue_bf16 applies to its product (backend_ops.h).
+typedef enum { ZT_EPILOGUE_BIAS = 0, ZT_EPILOGUE_DGELU } zt_epilogue;
 
 typedef struct zt_backend zt_backend;
 

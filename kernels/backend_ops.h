@@ -261,6 +261,20 @@ ZT_OP(void, gemm_mixed, ZT_OPS_BF16, ZT_PHASE_GEMM, 2.0 * M * N * K,
       (int, trans_a)(int, trans_b)(int, M)(int, N)(int, K)(float, alpha)(const void *, A)
       (zt_dtype, at)(int, lda)(const void *, B)(zt_dtype, bt)(int, ldb)(float, beta)
       (void *, C)(zt_dtype, ct)(int, ldc)(void *, work))
+// A product and the element-wise pass after it, which a GPU runs in the product's epilogue
+// (cuBLASLt's BIAS and DGELU): C (M, N) = op(A) op(B), row-major as gemm_mixed's with
+// alpha 1, A fp32 or bf16 (at), B bf16, C contiguous (ldc = N) and written, then
+//   ZT_EPILOGUE_BIAS:  + vec (N values, every row): C fp32 or bf16 (ct), the fp32 sum of
+//                      product and bias rounded once (gemm_mixed onto the bias, beta 1);
+//   ZT_EPILOGUE_DGELU: times gelu'(aux), aux (M, N) bf16 the GELU's input: C bf16, the fp32
+//                      product times gelu' rounded once (gelu_backward_bf16 of the product).
+// vec, aux NULL where the epilogue does not read them. wide: M N floats of the caller's
+// scratch, which a backend that does not fuse DGELU uses for the fp32 product (NULL for
+// BIAS). work as gemm_mixed's.
+ZT_OP(void, gemm_epilogue_bf16, ZT_OPS_BF16, ZT_PHASE_GEMM, 2.0 * M * N * K,
+      (zt_epilogue, ep)(int, trans_a)(int, trans_b)(int, M)(int, N)(int, K)(const void *, A)
+      (zt_dtype, at)(int, lda)(const zt_bf16 *, B)(int, ldb)(void *, C)(zt_dtype, ct)
+      (const zt_bf16 *, vec)(const zt_bf16 *, aux)(float *, wide)(void *, work))
 // One line on what gemm_mixed's products run on (a bf16 run's banner), e.g. the CPU's
 // "bf16 GEMM: oneDNN ..." or "bf16 GEMM: fp32 fallback ...": its speed depends on it.
 ZT_OP(void, describe_gemm_mixed, ZT_OPS_BF16, ZT_OP_UNTIMED, 0, (char *, buf)(size_t, size))

@@ -26,11 +26,15 @@ static inline unsigned zt_lt_align_class(uintptr_t p) {
 }
 
 // What a cached plan depends on: the column-major call (launch_math.h's zt_col_major_gemm),
-// C's leading dimension, the three types (cudaDataType_t values) and the pointers' classes.
+// C's leading dimension, the three types (cudaDataType_t values) and the pointers' classes;
+// for a product with an epilogue (gemm_epilogue_bf16) cuBLASLt's epilogue value and the class
+// of the vector or matrix it reads (0 and 0 for gemm_mixed's products).
 typedef struct {
     int trans_first, trans_second, m, n, k, ld_first, ld_second, ldc;
     int type_first, type_second, type_c;
     unsigned align_first, align_second, align_c;
+    int epilogue;
+    unsigned align_epilogue;
 } zt_lt_key;
 
 // The key of column-major call g writing C (leading dimension ldc) with these types.
@@ -39,7 +43,8 @@ static inline zt_lt_key zt_lt_key_of(const zt_col_major_gemm *g, int ldc, int ty
     zt_lt_key k = {g->trans_first, g->trans_second, g->m, g->n, g->k, g->ld_first,
                    g->ld_second, ldc, type_first, type_second, type_c,
                    zt_lt_align_class((uintptr_t)g->first),
-                   zt_lt_align_class((uintptr_t)g->second), zt_lt_align_class((uintptr_t)c)};
+                   zt_lt_align_class((uintptr_t)g->second), zt_lt_align_class((uintptr_t)c),
+                   0, 0};
     return k;
 }
 
@@ -49,7 +54,8 @@ static inline int zt_lt_key_eq(const zt_lt_key *a, const zt_lt_key *b) {
            a->ld_second == b->ld_second && a->ldc == b->ldc && a->type_first == b->type_first &&
            a->type_second == b->type_second && a->type_c == b->type_c &&
            a->align_first == b->align_first && a->align_second == b->align_second &&
-           a->align_c == b->align_c;
+           a->align_c == b->align_c && a->epilogue == b->epilogue &&
+           a->align_epilogue == b->align_epilogue;
 }
 
 // The index of the slots: zeroed is empty. Fixed size, no allocation.

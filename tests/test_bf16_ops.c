@@ -370,6 +370,73 @@ ZT_TEST(bf16_bias_broadcast) {
     return ZT_PASS;
 }
 
+// gemm_epilogue_bf16 (the model's bf16 linear layers and the MLP's input gradient through
+// GELU) against the exact products in double, x (N, C) by w (OC, C) transposed: BIAS into
+// bf16 (C + 1 fp32 terms rounded once) and into fp32 (C + 1 terms, no rounding after); DGELU
+// against the fp32 GELU backward of the exact product rounded to fp32 (gelu' of the same
+// widened aux, so only the products' fp32 sum and the roundings differ).
+ZT_TEST(bf16_gemm_epilogue) {
+    const zt_backend *be = zt_test_cpu();
+    int N = 37, OC = 75, C = 129;
+    size_t no = (size_t)N * OC;
+    uint64_t s = 11;
+    zt_bf16 *bias = malloc(OC * 2), *x = malloc((size_t)N * C * 2);
+    zt_bf16 *w = malloc((size_t)OC * C * 2), *aux = malloc(no * 2), *o16 = malloc(no * 2);
+    float *o32 = malloc(no * 4), *wide = malloc(no * 4), *p32 = malloc(no * 4);
+    float *g = malloc(no * 4), *waux = NULL;
+    double *exact = malloc(no * sizeof(double)), *mag = malloc(no * sizeof(double));
+    fill_bf16(bias, OC, 1.0f, &s), fill_bf16(x, (size_t)N * C, 1.0f, &s);
+    fill_bf16(w, (size_t)OC * C, 1.0f, &s), fill_bf16(aux, no, 4.0f, &s);
+    waux = widen(aux, no);
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) {
+            double e = 0.0, m = 0.0;
+            for (int k = 0; k < C; k++) {
+                double p = (double)zt_bf16_to_fp32(x[(size_t)n * C + k]) *
+                           zt_bf16_to_fp32(w[(size_t)o * C + k]);
+                e += p, m += fabs(p);
+            }
+            exact[(size_t)n * OC + o] = e, mag[(size_t)n * OC + o] = m;
+            p32[(size_t)n * OC + o] = (float)e;
+        }
+    void *work = malloc(be->caps->gemm_mixed_workspace);
+    be->ops->gemm_epilogue_bf16(be, ZT_EPILOGUE_DGELU, 0, 1, N, OC, C, x, ZT_BF16, C, w, C, o16,
+                                ZT_BF16, NULL, aux, wide, work);
+    zt_gelu_backward(g, waux, p32, no); // gelu'(aux) * fl(exact), fp32
+    double worst[3] = {0, 0, 0}, gmax = 1.13; // max |gelu'| of the tanh form is 1.129
+    for (size_t i = 0; i < no; i++) {
+        double gv = zt_bf16_to_fp32(o16[i]), err = fabs(gv - g[i]);
+        // |gelu'| (gamma_C mag + u |p|) from the sum, u |g| per fp32 product on each side,
+        // then the bf16 step of the result
+        double tol = gmax * (gamma_n(C, 0x1p-24) * mag[i] + 0x1p-24 * fabs(exact[i])) *
+                         (1 + 0x1p-8) + 2 * 0x1p-24 * fabs(g[i]) + 0x1p-8 * fabs(g[i]);
+        CHECK(err <= tol);
+        if (err > worst[2]) worst[2] = err;
+    }
+    be->ops->gemm_epilogue_bf16(be, ZT_EPILOGUE_BIAS, 0, 1, N, OC, C, x, ZT_BF16, C, w, C, o16,
+                                ZT_BF16, bias, NULL, NULL, work);
+    be->ops->gemm_epilogue_bf16(be, ZT_EPILOGUE_BIAS, 0, 1, N, OC, C, x, ZT_BF16, C, w, C, o32,
+                                ZT_F32, bias, NULL, NULL, work);
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) {
+            size_t i = (size_t)n * OC + o;
+            double b = zt_bf16_to_fp32(bias[o]), e = exact[i] + b, m = mag[i] + fabs(b);
+            // C + 1 fp32 terms (products exact): gamma_{C+1} m; a bf16 C then one rounding,
+            // 2^-8 relative to the result (which is within that of e)
+            double t32 = gamma_n(C + 1, 0x1p-24) * m;
+            double t16 = t32 * (1 + 0x1p-8) + 0x1p-8 * fabs(e);
+            double e16 = fabs(zt_bf16_to_fp32(o16[i]) - e), e32 = fabs(o32[i] - e);
+            CHECK(e16 <= t16 && e32 <= t32);
+            if (e16 > worst[0]) worst[0] = e16;
+            if (e32 > worst[1]) worst[1] = e32;
+        }
+    printf("  BIAS into bf16 %.3g, into fp32 %.3g, DGELU %.3g (max |diff|)\n", worst[0],
+           worst[1], worst[2]);
+    free(bias), free(x), free(w), free(aux), free(o16), free(o32), free(wide), free(p32);
+    free(g), free(waux), free(exact), free(mag), free(work);
+    return ZT_PASS;
+}
+
 // The loss's three passes over bf16 logits: the fp32 passes' values on the widened logits bit
 // for bit (statistics, losses; the same blocks and vector expf), dlogits their gradient
 // rounded once, in place too; a slice with padding columns, a tail block, and targets inside

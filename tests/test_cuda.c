@@ -3063,6 +3063,63 @@ ZT_TEST(cuda_bf16_gemm_mixed) {
     return ZT_PASS;
 }
 
+// gemm_epilogue_bf16 at GPT-2 124M's shapes (a few rows of tokens): the bias into bf16 (the
+// attention's and the MLP's first products, 3072 wide) and into fp32 (the projections, K =
+// 3072), GELU's backward into bf16 (the MLP's input gradient); then rows of 77 values, not
+// 16 bytes, which cuBLASLt's epilogue does not take (the unfused ops on a GPU too). A GPU
+// whose cuBLASLt has the epilogues runs them; the CUDA emulation's has none and runs the
+// unfused ops. The bound (top of this section): the bias is one more fp32 term, so 3
+// gamma_{K+2} (K + |bias|); for DGELU |gelu'| <= 1.13 times that, plus the two sides' gelu'
+// (cuda_elementwise's gelu_backward bound, 128 u per unit of the product) and fp32 product
+// roundings; each with the bf16 step of its result.
+static int epilogue_case(zt_epilogue ep, int M, int N, int K, zt_dtype ct) {
+    size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N, es = zt_dtype_size(ct);
+    zt_bf16 *A = hrand16(na, -1, 1), *B = hrand16(nb, -1, 1), *vec = hrand16(N, -1, 1);
+    zt_bf16 *aux = hrand16(nc, -6, 6);
+    void *hC = hmem(nc * es);
+    float *wide = hmem(nc * sizeof(float));
+    int dgelu = ep == ZT_EPILOGUE_DGELU;
+    CPU->ops->gemm_epilogue_bf16(CPU, ep, 0, 1, M, N, K, A, ZT_BF16, K, B, K, hC, ct,
+                                 dgelu ? NULL : vec, dgelu ? aux : NULL, wide,
+                                 hmem(CPU->caps->gemm_mixed_workspace));
+    void *dC = ct == ZT_BF16 ? (void *)dpoison16(nc) : (void *)dpoison(nc);
+    void *work = zt_be_alloc(GPU, ZT_MEM_WORKSPACE, GPU->caps->gemm_mixed_workspace);
+    GPU->ops->gemm_epilogue_bf16(GPU, ep, 0, 1, M, N, K, dput(A, na * 2), ZT_BF16, K,
+                                 dput(B, nb * 2), K, dC, ct, dgelu ? NULL : dput(vec, N * 2),
+                                 dgelu ? dput(aux, nc * 2) : NULL, dpoison(nc), work);
+    GPU->ops->sync(GPU);
+    zt_be_free(GPU, work);
+    float *got = ct == ZT_BF16 ? dget16(dC, nc) : dget(dC, nc);
+    float *want = ct == ZT_BF16 ? hwiden16(hC, nc) : (float *)hC;
+    double *bound = hmem(nc * sizeof(double)), g = (K + 2) * U32 / (1.0 - (K + 2) * U32);
+    for (size_t i = 0; i < nc; i++) {
+        double sum = 3.0 * g * (K + (dgelu ? 0.0 : fabs(zt_bf16_to_fp32(vec[i % N]))));
+        double w = fabs((double)want[i]);
+        bound[i] = (dgelu ? 1.13 * sum + 128 * U32 * K + 8 * U32 * w : sum) +
+                   (ct == ZT_BF16 ? BF16_STEP * w : 0.0) + 0x1p-149;
+    }
+    char what[80];
+    snprintf(what, sizeof what, "gemm_epilogue_bf16 %s %dx%dx%d into %s",
+             dgelu ? "DGELU" : "BIAS", M, N, K, zt_dtype_name(ct));
+    return check_within(what, got, want, bound, nc);
+}
+
+ZT_TEST(cuda_bf16_gemm_epilogue) {
+    NEED_GPU();
+    int bad = 0;
+    scratch_mark mark = scratch_now();
+    bad += epilogue_case(ZT_EPILOGUE_BIAS, 67, 3072, 768, ZT_BF16);
+    bad += epilogue_case(ZT_EPILOGUE_BIAS, 67, 768, 3072, ZT_F32);
+    bad += epilogue_case(ZT_EPILOGUE_DGELU, 67, 3072, 768, ZT_BF16);
+    scratch_back(mark);
+    bad += epilogue_case(ZT_EPILOGUE_BIAS, 33, 77, 77, ZT_BF16);
+    bad += epilogue_case(ZT_EPILOGUE_BIAS, 33, 77, 77, ZT_F32);
+    bad += epilogue_case(ZT_EPILOGUE_DGELU, 33, 77, 77, ZT_BF16);
+    gpu_close();
+    CHECK_EQ_INT(bad, 0);
+    return ZT_PASS;
+}
+
 // How many cuBLASLt calls and kernel launches gemm_mixed issues, by form (gemm_lt_cuda.c),
 // against the count each form's plan gives: direct (bf16 A and B in 16-byte rows) is one
 // cuBLASLt call and no launch whatever K; convert rounds each fp32 operand's piece once per
@@ -3358,8 +3415,8 @@ ZT_TEST(cuda_bf16_lt_cache_host) {
     zt_lt_key same = zt_lt_key_of(&g, 2304, 14, 14, 0, base + 0x5000); // C elsewhere, aligned
     CHECK(zt_lt_find(&x, &same) == 0 && x.hits == 1);
     // each part the plan depends on, changed alone: a miss
-    zt_lt_key v[14];
-    for (int i = 0; i < 14; i++) v[i] = k;
+    zt_lt_key v[16];
+    for (int i = 0; i < 16; i++) v[i] = k;
     v[0].trans_first ^= 1, v[1].trans_second ^= 1, v[2].m++, v[3].n++, v[4].k++;
     v[5].ld_first++, v[6].ld_second++, v[7].ldc++, v[8].type_first = 0, v[9].type_second = 0;
     v[10].type_c = 14;
@@ -3371,7 +3428,9 @@ ZT_TEST(cuda_bf16_lt_cache_host) {
     v[12] = zt_lt_key_of(&odd, 2304, 14, 14, 0, base + 0x3000);
     v[13] = zt_lt_key_of(&g, 2304, 14, 14, 0, base + 0x3000 + 4); // C one float in
     CHECK(v[11].align_first == 2 && v[12].align_second == 16 && v[13].align_c == 4);
-    for (int i = 0; i < 14; i++) CHECK(zt_lt_find(&x, &v[i]) == -1);
+    CHECK(k.epilogue == 0 && k.align_epilogue == 0); // gemm_mixed's: none
+    v[14].epilogue = 4, v[15].align_epilogue = 16; // an epilogue, its vector's class
+    for (int i = 0; i < 16; i++) CHECK(zt_lt_find(&x, &v[i]) == -1);
     // fill the table: the slots in order, then the oldest replaced, round robin
     for (int i = 1; i < ZT_LT_CACHE_SLOTS; i++) {
         zt_lt_key ki = k;

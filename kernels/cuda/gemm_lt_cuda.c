@@ -121,11 +121,13 @@ static void plan_free(zt_cuda_lt_plan *p) {
     cublasLtMatmulDescDestroy(p->op);
 }
 
+static int set_epilogue(cublasLtMatmulDesc_t op, const zt_lt_key *k, const void *v);
+
 // The plan of key k: from the cache, or made and cached (replacing the oldest when the table
 // is full: cuBLASLt reads the descriptors when a call enqueues, and before the cache this file
 // freed them right after each call). A plan without an algorithm is cached too, so the
-// heuristic is asked once.
-static const zt_cuda_lt_plan *lt_plan(zt_cuda_bf16 *b, const zt_lt_key *k) {
+// heuristic is asked once. v: the epilogue's vector or matrix (k->epilogue 0: none).
+static zt_cuda_lt_plan *lt_plan(zt_cuda_bf16 *b, const zt_lt_key *k, const void *v) {
     int i = zt_lt_find(&b->lt_index, k), replaced;
     if (i >= 0) return &b->lt_plans[i];
     zt_cuda_lt_plan p;
@@ -135,7 +137,10 @@ static const zt_cuda_lt_plan *lt_plan(zt_cuda_bf16 *b, const zt_lt_key *k) {
     p.second = lt_layout(k->type_second, k->trans_second ? k->n : k->k,
                          k->trans_second ? k->k : k->n, k->ld_second);
     p.c = lt_layout(k->type_c, k->m, k->n, k->ldc);
-    lt_algo(b, &p, k);
+    if (k->epilogue && !set_epilogue(p.op, k, v))
+        p.found = 0;
+    else
+        lt_algo(b, &p, k);
     i = zt_lt_insert(&b->lt_index, k, &replaced);
     if (replaced) plan_free(&b->lt_plans[i]);
     b->lt_plans[i] = p;
@@ -165,7 +170,7 @@ static const zt_cuda_lt_plan *call_plan(const job *j, const lt_call *c) {
     zt_col_major_gemm g = col_major(j, c);
     int type_c = c->ct == ZT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
     zt_lt_key k = zt_lt_key_of(&g, c->ldc, CUDA_R_16BF, CUDA_R_16BF, type_c, c->C);
-    return lt_plan(j->b, &k);
+    return lt_plan(j->b, &k, NULL);
 }
 
 static void lt_run(const job *j, const lt_call *c) {
@@ -337,6 +342,80 @@ void zt_cuda_gemm_mixed(zt_cuda_bf16 *b, int trans_a, int trans_b, int M, int N,
     job j = job_of(b, f, &a, &bm, M, N, K, alpha, beta, C, ct, ldc, work);
     job p = job_of(b, FORM_PADDED, &a, &bm, M, N, K, alpha, beta, C, ct, ldc, work);
     run_tiles(&j, &p, M, N);
+}
+
+// ---- gemm_epilogue_bf16's fused form ----
+
+// cuBLASLt's numbers for the epilogue values and attributes set below (cublasLt.h's ABI),
+// named here: the headers the CUDA emulation compiles against declare only what gemm_mixed
+// sets, and its cuBLASLt answers the epilogue "not supported" (so the unfused ops run there).
+// A real toolkit's header must agree.
+enum {
+    LT_EPILOGUE_BIAS = 4,
+    LT_EPILOGUE_DGELU = 192,
+    LT_BIAS_POINTER = 8,
+    LT_AUX_POINTER = 11,
+    LT_AUX_LD = 12,
+    LT_BIAS_DATA_TYPE = 26,
+};
+#ifdef CUBLAS_VERSION
+_Static_assert(LT_EPILOGUE_BIAS == (int)CUBLASLT_EPILOGUE_BIAS &&
+                   LT_EPILOGUE_DGELU == (int)CUBLASLT_EPILOGUE_DGELU &&
+                   LT_BIAS_POINTER == (int)CUBLASLT_MATMUL_DESC_BIAS_POINTER &&
+                   LT_AUX_POINTER == (int)CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER &&
+                   LT_AUX_LD == (int)CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD &&
+                   LT_BIAS_DATA_TYPE == (int)CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+               "cuBLASLt's epilogue values differ from gemm_lt_cuda.c's");
+#endif
+
+static int desc_set(cublasLtMatmulDesc_t op, int attr, const void *v, size_t size) {
+    return cublasLtMatmulDescSetAttribute(op, (cublasLtMatmulDescAttributes_t)attr, v, size) ==
+           CUBLAS_STATUS_SUCCESS;
+}
+
+// The epilogue's input: the bias vector, or GELU's input matrix.
+static int set_epilogue_input(cublasLtMatmulDesc_t op, int epilogue, const void *v) {
+    return desc_set(op, epilogue == LT_EPILOGUE_BIAS ? LT_BIAS_POINTER : LT_AUX_POINTER, &v,
+                    sizeof v);
+}
+
+// Sets k's epilogue on op, reading v (the heuristic takes its alignment from the pointer); 0
+// where this cuBLASLt refuses an attribute. The bias is bf16 whatever C is; GELU's input has
+// D's shape and type (cuBLASLt's default), m rows column-major.
+static int set_epilogue(cublasLtMatmulDesc_t op, const zt_lt_key *k, const void *v) {
+    uint32_t e = (uint32_t)k->epilogue;
+    int32_t bias_type = CUDA_R_16BF;
+    int64_t aux_ld = k->m;
+    if (!desc_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e)) return 0;
+    int ok = e == LT_EPILOGUE_BIAS ? desc_set(op, LT_BIAS_DATA_TYPE, &bias_type, sizeof bias_type)
+                                   : desc_set(op, LT_AUX_LD, &aux_ld, sizeof aux_ld);
+    return ok && set_epilogue_input(op, k->epilogue, v);
+}
+
+int zt_cuda_gemm_epilogue(zt_cuda_bf16 *b, int dgelu, int trans_a, int trans_b, int M, int N,
+                          int K, const zt_bf16 *A, int lda, const zt_bf16 *B, int ldb, void *C,
+                          zt_dtype ct, const zt_bf16 *v, void *work) {
+    size_t cs = zt_dtype_size(ct);
+    if (M == 0 || N == 0 || K == 0 || !rows_aligned(A, lda, sizeof *A) ||
+        !rows_aligned(B, ldb, sizeof *B) || !rows_aligned(C, N, cs) ||
+        (dgelu && (ct != ZT_BF16 || N % 8))) // GELU's input: ld a multiple of 8
+        return 0;
+    zt_col_major_gemm g = zt_gemm_row_to_col(trans_a, trans_b, M, N, K,
+                                             (const float *)(const void *)A, lda,
+                                             (const float *)(const void *)B, ldb);
+    zt_lt_key k = zt_lt_key_of(&g, N, CUDA_R_16BF, CUDA_R_16BF,
+                               ct == ZT_BF16 ? CUDA_R_16BF : CUDA_R_32F, C);
+    k.epilogue = dgelu ? LT_EPILOGUE_DGELU : LT_EPILOGUE_BIAS;
+    k.align_epilogue = zt_lt_align_class((uintptr_t)v);
+    zt_cuda_lt_plan *p = lt_plan(b, &k, v);
+    if (!p->found) return 0;
+    ZT_ASSERTF(set_epilogue_input(p->op, k.epilogue, v), "cuBLASLt: the epilogue's input");
+    const float one = 1.0f, zero = 0.0f;
+    void *lt_ws = (void *)zt_align_up((uintptr_t)work, PART_ALIGN);
+    ZT_CHECK_CUBLAS(cublasLtMatmul(b->lt, p->op, &one, g.first, p->first, g.second, p->second,
+                                   &zero, C, p->c, C, p->c, &p->algo, lt_ws,
+                                   ZT_CUDA_LT_WORKSPACE, b->stream));
+    return 1;
 }
 
 void zt_cuda_gemm_mixed_describe(char *buf, size_t size) {

@@ -704,10 +704,11 @@ static void block_backward(zt_gpt2 *m, int li, const zt_block_tensors *w, zt_blo
     recompute_block(m, li, &b, w, x);
     // MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2))))
     zt_dtype gd = grad_dt(m);
-    zt_gpt2_linear_backward(m, a->dfch, g->fcprojw, g->fcprojb,
-                            gather_grad(m, a->scratch, a->dres), b.fch_gelu, it, w->fcprojw, N,
-                            4 * Cl, C, 1);
-    zt_gpt2_gelu_backward(m, fch_grad(m), gd, b.fch, it, a->dfch, 4 * d.NCl);
+    const void *dy = gather_grad(m, a->scratch, a->dres);
+    zt_gpt2_linear_backward_weight(m, g->fcprojw, g->fcprojb, dy, b.fch_gelu, it, N, 4 * Cl, C,
+                                   1);
+    zt_gpt2_linear_gelu_backward_input(m, fch_grad(m), a->dfch, dy, w->fcprojw, b.fch, N, 4 * Cl,
+                                       C, 1);
     zt_gpt2_linear_backward(m, a->dln, g->fcw, g->fcb, fch_grad(m), gather_ln(m, b.ln2), it,
                             w->fcw, N, C, 4 * Cl, 0);
     // column-parallel: each rank holds part of d(ln_2 out)
@@ -775,8 +776,8 @@ static void block_backward_input(zt_gpt2 *m, int li, const zt_block_tensors *w, 
     zt_dtype gd = grad_dt(m);
     const void *dy = gather_grad(m, a->scratch, a->dres);
     keep(m, k.dmlp, dy, d.NC, gd);
-    zt_gpt2_linear_backward_input(m, a->dfch, dy, w->fcprojw, N, 4 * Cl, C, 1);
-    zt_gpt2_gelu_backward(m, fch_grad(m), gd, b.fch, in_dt(m), a->dfch, 4 * d.NCl);
+    zt_gpt2_linear_gelu_backward_input(m, fch_grad(m), a->dfch, dy, w->fcprojw, b.fch, N, 4 * Cl,
+                                       C, 1);
     keep(m, k.dfch, fch_grad(m), 4 * d.NCl, gd);
     zt_gpt2_linear_backward_input(m, a->dln, fch_grad(m), w->fcw, N, C, 4 * Cl, 0);
     const float *dl = reduce_rows(m, a->dln);

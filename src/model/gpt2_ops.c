@@ -11,8 +11,8 @@
 static int is_bf16(const zt_gpt2 *m) { return m->dtype == ZT_BF16; }
 
 // out (N, OC) = inp (N, C) @ W + bias, W stored (OC, C) or, `in_out`, (C, OC) (layout.h).
-// A bf16 out starts as the bias and the product adds onto it (beta = 1): one rounding of the
-// fp32 sum, as a GPU's bias epilogue would.
+// Under bf16 the bias is the product's epilogue (gemm_epilogue_bf16: a bf16 out is the fp32
+// sum of product and bias rounded once).
 void zt_gpt2_linear_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const void *inp,
                             zt_dtype in_dt, const void *w, const void *bias, int N, int C, int OC,
                             int in_out) {
@@ -24,11 +24,12 @@ void zt_gpt2_linear_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const 
             K(matmul_forward, out, inp, w, bias, N, C, OC);
         return;
     }
-    if (out_dt == ZT_BF16 && bias) K(bias_broadcast_bf16, out, bias, N, OC);
-    float beta = out_dt == ZT_BF16 && bias ? 1.0f : 0.0f;
-    K(gemm_mixed, 0, !in_out, N, OC, C, 1.0f, inp, in_dt, C, w, ZT_BF16, in_out ? OC : C, beta,
-      out, out_dt, OC, m->a.gemm_work);
-    if (bias && out_dt == ZT_F32) K(bias_forward_bf16, out, bias, N, OC);
+    if (bias)
+        K(gemm_epilogue_bf16, ZT_EPILOGUE_BIAS, 0, !in_out, N, OC, C, inp, in_dt, C, w,
+          in_out ? OC : C, out, out_dt, bias, NULL, NULL, m->a.gemm_work);
+    else
+        K(gemm_mixed, 0, !in_out, N, OC, C, 1.0f, inp, in_dt, C, w, ZT_BF16, in_out ? OC : C,
+          0.0f, out, out_dt, OC, m->a.gemm_work);
 }
 
 // Under bf16 a product's output gradient dout is bf16 as the backward stores it (the residual
@@ -95,6 +96,19 @@ void zt_gpt2_linear_backward_weight(const zt_gpt2 *m, void *dw, void *dbias, con
     backward_weight_bf16(m, dw, dbias, dout, inp, in_dt, N, C, OC, in_out);
 }
 
+void zt_gpt2_linear_gelu_backward_input(const zt_gpt2 *m, void *dpre, float *wide,
+                                        const void *dout, const void *w, const void *pre, int N,
+                                        int C, int OC, int in_out) {
+    if (!is_bf16(m)) {
+        ZT_ASSERT(dpre == wide);
+        zt_gpt2_linear_backward_input(m, wide, dout, w, N, C, OC, in_out);
+        K(gelu_backward, wide, pre, wide, (size_t)N * C);
+        return;
+    }
+    K(gemm_epilogue_bf16, ZT_EPILOGUE_DGELU, 0, in_out, N, C, OC, dout, ZT_BF16, OC, w,
+      in_out ? OC : C, dpre, ZT_BF16, NULL, pre, wide, m->a.gemm_work);
+}
+
 void zt_gpt2_layernorm_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, float *mean,
                                float *rstd, const void *inp, zt_dtype in_dt, const void *w,
                                const void *b, int N, int C) {
@@ -117,16 +131,6 @@ void zt_gpt2_gelu_forward(const zt_gpt2 *m, void *out, zt_dtype dt, const void *
         K(gelu_forward_bf16, out, inp, n);
     else
         K(gelu_forward, out, inp, n);
-}
-
-void zt_gpt2_gelu_backward(const zt_gpt2 *m, void *dinp, zt_dtype dinp_dt, const void *inp,
-                           zt_dtype in_dt, const float *dout, size_t n) {
-    ZT_ASSERT(in_dt == ZT_F32 || is_bf16(m));
-    ZT_ASSERT(dinp_dt == ZT_F32 || in_dt == ZT_BF16);
-    if (in_dt == ZT_BF16)
-        K(gelu_backward_bf16, dinp, dinp_dt, inp, dout, n);
-    else
-        K(gelu_backward, dinp, inp, dout, n);
 }
 
 void zt_gpt2_residual_layernorm_forward(const zt_gpt2 *m, void *res, void *out, zt_dtype out_dt,

@@ -30,6 +30,14 @@ void zt_gpt2_linear_backward_input(const zt_gpt2 *m, float *dinp, const void *do
 void zt_gpt2_linear_backward_weight(const zt_gpt2 *m, void *dw, void *dbias, const void *dout,
                                     const void *inp, zt_dtype in_dt, int N, int C, int OC,
                                     int in_out);
+// The input gradient of a product whose input was GELU's output: dpre (N, C) = gelu'(pre) *
+// (dout @ W^T), W as zt_gpt2_linear_backward_input's, pre (N, C) GELU's input of the model's
+// dtype. Under bf16 dpre is bf16 (gemm_epilogue_bf16's DGELU: the fp32 value rounded once,
+// wide its scratch of N C floats); under fp32 dpre is wide (the product, then GELU's backward
+// in place).
+void zt_gpt2_linear_gelu_backward_input(const zt_gpt2 *m, void *dpre, float *wide,
+                                        const void *dout, const void *w, const void *pre, int N,
+                                        int C, int OC, int in_out);
 // kernels.h's layernorm_forward / layernorm_backward with weights of the model's dtype; inp of
 // in_dt (ZT_F32; or ZT_BF16 under bf16: widened, the statistics fp32), the forward's out of
 // out_dt (ZT_F32; or ZT_BF16 under bf16: the fp32 row rounded).
@@ -53,10 +61,6 @@ void zt_gpt2_linear_gelu_forward(const zt_gpt2 *m, void *pre, void *out, zt_dtyp
                                  int N, int C, int OC);
 // gelu_forward, inp and out of dt (ZT_BF16 under bf16 only: inp widened, out rounded).
 void zt_gpt2_gelu_forward(const zt_gpt2 *m, void *out, zt_dtype dt, const void *inp, size_t n);
-// dinp (n) = gelu'(inp) * dout (written), inp of in_dt (ZT_BF16 under bf16 only: widened),
-// dinp of dinp_dt (ZT_F32, then it may be dout; or ZT_BF16 with a bf16 inp: rounded once).
-void zt_gpt2_gelu_backward(const zt_gpt2 *m, void *dinp, zt_dtype dinp_dt, const void *inp,
-                           zt_dtype in_dt, const float *dout, size_t n);
 // kernels.h's layernorm_backward (dinp added into) with dinp of dinp_dt (ZT_F32; or ZT_BF16
 // under bf16 with a bf16 inp: the residual stream's gradient, widened, added in fp32, rounded
 // once).
