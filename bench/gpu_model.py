@@ -711,10 +711,11 @@ def reading(cfgs, bf16):
         + (" — the host, not the GPU, sets the bf16 step's time under these assumptions"
            if b["host"] > b["gpu"] else "") + ".")
     L.append(
-        "- What changes the picture (issue 34's CUDA bullet): bias and GELU in cuBLASLt "
-        "epilogues, and the fused attention's own speed (its designs priced below). The model "
-        "recomputes from the code: rerun it after those land (`make && bench/gpu_model.py`), "
-        "no number here is typed in.")
+        "- The layers' biases and GELU's backward run in cuBLASLt's epilogues "
+        "(`gemm_epilogue_bf16`: one call each, no broadcast, bias or GELU-backward pass; not "
+        "yet timed on a GPU). What changes the picture now is the fused attention's own speed "
+        "(its designs priced below). The model recomputes from the code: rerun it after a "
+        "change (`make && bench/gpu_model.py`), no number here is typed in.")
     L.append(
         "- Its weak points, which the GPU session checks first (`nsys profile --stats=true` "
         "against the op tables): the efficiencies and launch costs above are assumptions; "

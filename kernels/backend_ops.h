@@ -270,7 +270,8 @@ ZT_OP(void, gemm_mixed, ZT_OPS_BF16, ZT_PHASE_GEMM, 2.0 * M * N * K,
 //                      product times gelu' rounded once (gelu_backward_bf16 of the product).
 // vec, aux NULL where the epilogue does not read them. wide: M N floats of the caller's
 // scratch, which a backend that does not fuse DGELU uses for the fp32 product (NULL for
-// BIAS). work as gemm_mixed's.
+// BIAS). work as gemm_mixed's. The ops it names are its definition and each backend's
+// unfused form (the model calls this op, not them).
 ZT_OP(void, gemm_epilogue_bf16, ZT_OPS_BF16, ZT_PHASE_GEMM, 2.0 * M * N * K,
       (zt_epilogue, ep)(int, trans_a)(int, trans_b)(int, M)(int, N)(int, K)(const void *, A)
       (zt_dtype, at)(int, lda)(const zt_bf16 *, B)(int, ldb)(void *, C)(zt_dtype, ct)
@@ -278,7 +279,8 @@ ZT_OP(void, gemm_epilogue_bf16, ZT_OPS_BF16, ZT_PHASE_GEMM, 2.0 * M * N * K,
 // One line on what gemm_mixed's products run on (a bf16 run's banner), e.g. the CPU's
 // "bf16 GEMM: oneDNN ..." or "bf16 GEMM: fp32 fallback ...": its speed depends on it.
 ZT_OP(void, describe_gemm_mixed, ZT_OPS_BF16, ZT_OP_UNTIMED, 0, (char *, buf)(size_t, size))
-// out (N, OC) += bias (OC).
+// out (N, OC) += bias (OC). With bias_broadcast_bf16 and gelu_backward_bf16, one of
+// gemm_epilogue_bf16's unfused steps.
 ZT_OP(void, bias_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (float *, out)(const zt_bf16 *, bias)(int, N)(int, OC))
 // dbias (OC) += column sums of dout (N, OC), dout fp32 or bf16 (dout_dt; widened, exact).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks of --cuda-attention flash (issue 34) in one short command (under 200 s on an
-# H200 with 16 cores): build for sm_90 only, the flash op test against the CPU (its worst
-# error/bound lines), compute-sanitizer memcheck and racecheck on its small shapes, then GPT-2
+# H200 with 16 cores): build for sm_90 only, the flash op test and the cuBLASLt epilogues'
+# (gemm_epilogue_bf16) against the CPU (their worst error/bound lines), compute-sanitizer memcheck and racecheck on its small shapes, then GPT-2
 # 124M B16 T1024 bf16 --tf32 steps with --cuda-attention blocked and flash (ms/step, losses
 # side by side), flash's --profile table, PyTorch's bf16 eager step on the same shape (the
 # machine's calibration); last tests/sh/cuda_train.sh (20-step runs against the CPU's, a bf16
@@ -66,7 +66,8 @@ EOF
 have_gpu && nvidia-smi -L | tee -a "$SUM"
 step build 120 make -j16 cuda CUDA_ARCH="$ARCH" && grep -c "warning" "$DIR/build.log" |
     sed 's/^/build warnings: /' | tee -a "$SUM"
-step test_flash 45 build/zt_tests_cuda cuda_bf16_attention_flash cuda_bf16_attention
+step test_flash 45 build/zt_tests_cuda cuda_bf16_attention_flash cuda_bf16_attention \
+    cuda_bf16_gemm_epilogue
 grep -E "worst|max\|diff\||two runs|PASS|FAIL" "$DIR/test_flash.log" 2> /dev/null >> "$SUM"
 for tool in memcheck:30 racecheck:40; do
     ZT_FLASH_TEST_SHAPES=small step "sanitize_${tool%:*}" "${tool#*:}" compute-sanitizer \
