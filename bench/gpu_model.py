@@ -125,14 +125,22 @@ def sgemm(M, N, Kd, beta, name="cublasSgemm"):
     return K(name, "gemm", 2.0 * M * N * Kd, 4.0 * (M * Kd + Kd * N + M * N * (2 if beta else 1)))
 
 
+def col_chunks(N, nc):
+    """zt_col_chunks (launch_math.h): the row chunks of a tile of nc columns."""
+    k = min(const("ZT_COL_PARTIALS") // nc, N // const("ZT_COL_MIN_ROWS"),
+            const("ZT_COL_MAX_CHUNKS"))
+    return max(k, 1)
+
+
 def colsum(name, N, C, outs=1, elem=4):
     """zt_colsum (colsum_cuda.cuh): per tile of ZT_COL_TILE columns a partial kernel (reads
-    the N rows, elem bytes a value) and a finish kernel."""
+    the N rows, elem bytes a value; writes a partial per chunk) and a finish kernel."""
     ks = []
     for c0 in range(0, C, const("ZT_COL_TILE")):
         nc = min(const("ZT_COL_TILE"), C - c0)
-        ks.append(mem(name + " partial", elem * N * nc * outs))
-        ks.append(mem(name + " finish", 4.0 * nc * outs * (const("ZT_COL_CHUNKS") + 2)))
+        partials = 4.0 * nc * outs * col_chunks(N, nc)
+        ks.append(mem(name + " partial", elem * N * nc * outs + partials))
+        ks.append(mem(name + " finish", partials + 8.0 * nc * outs))
     return ks
 
 

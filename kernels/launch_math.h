@@ -172,19 +172,35 @@ static inline size_t zt_cuda_attention_workspace(int threads, int T) {
 }
 
 // ---- column sums (colsum_cuda.cuh: bias gradients, LayerNorm's dw and db) ----
-// Rows split into ZT_COL_CHUNKS fixed chunks (chunk k: zt_piece_int(N, k, ZT_COL_CHUNKS)),
-// a thread per (column, chunk) sums its chunk's rows in order into a partial; then a thread
-// per column adds the partials to the output in chunk order. Fixed chunks, so the sums do not
-// depend on the GPU, and ZT_COL_CHUNKS x the columns' blocks instead of one thread per column:
-// GPT-2's N = 16384 rows take 256 loads per thread, not 16384. Columns go in tiles of
-// ZT_COL_TILE; the scratch holds two partials (dw and db) per (chunk, column) of a tile.
-#define ZT_COL_CHUNKS 64
+// Columns go in tiles of ZT_COL_TILE; a tile's rows are split into zt_col_chunks(N, nc)
+// chunks (chunk k: zt_piece_int(N, k, chunks)), a thread per (column, chunk) sums its chunk's
+// rows in order into a partial, then a thread per column adds the partials to the output in
+// chunk order. The chunks depend only on N and the tile's width, so the sums do not depend
+// on the GPU. As many chunks as the scratch holds partials for (ZT_COL_PARTIALS per output:
+// 64 chunks of a whole tile), so every tile runs about 2^18 threads, what an H100's 132 SMs
+// hold at once (GPT-2's C = 768 bias: 341 chunks of 48 rows, where 64 fixed chunks gave 192
+// blocks of 256 loads a thread: the bias gradients took 2.56 ms of an H200's step, where
+// their 2.7 GB read take about 0.6 ms at its bandwidth);
+// at most one a ZT_COL_MIN_ROWS rows (few rows: few chunks), at most ZT_COL_MAX_CHUNKS (a
+// grid's y extent, and the finishing thread's loop).
 #define ZT_COL_TILE 4096
-#define ZT_CUDA_COLSUM_WORK ((size_t)2 * ZT_COL_CHUNKS * ZT_COL_TILE)
+#define ZT_COL_PARTIALS (64 * ZT_COL_TILE)
+#define ZT_COL_MIN_ROWS 16
+#define ZT_COL_MAX_CHUNKS 4096
+#define ZT_CUDA_COLSUM_WORK ((size_t)2 * ZT_COL_PARTIALS)
 
-// Offset in the scratch of partial j (0, 1) of chunk k for column c of the tile.
-static inline ZT_HD size_t zt_col_partial_at(int j, int k, int c) {
-    return ((size_t)j * ZT_COL_CHUNKS + k) * ZT_COL_TILE + (size_t)c;
+// The chunks of N rows for a tile of nc columns (1 <= nc <= ZT_COL_TILE).
+static inline ZT_HD int zt_col_chunks(int N, int nc) {
+    int fit = ZT_COL_PARTIALS / nc, by_rows = N / ZT_COL_MIN_ROWS;
+    int k = fit < by_rows ? fit : by_rows;
+    k = k < ZT_COL_MAX_CHUNKS ? k : ZT_COL_MAX_CHUNKS;
+    return k > 1 ? k : 1;
+}
+
+// Offset in the scratch of partial j (0, 1) of chunk k for column c of a tile of nc columns
+// in `chunks` chunks.
+static inline ZT_HD size_t zt_col_partial_at(int j, int k, int c, int chunks, int nc) {
+    return ((size_t)j * chunks + k) * nc + (size_t)c;
 }
 
 // ---- LayerNorm rows (layernorm_cuda.cu): a warp per row ----

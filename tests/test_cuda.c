@@ -1601,25 +1601,25 @@ static void emu_colsum(float *out0, float *out1, const float *dout, const float 
     ZT_ASSERT(work);
     int nout = out1 ? 2 : 1;
     for (int c0 = 0; c0 < C; c0 += ZT_COL_TILE) {
-        int nc = C - c0 < ZT_COL_TILE ? C - c0 : ZT_COL_TILE;
+        int nc = C - c0 < ZT_COL_TILE ? C - c0 : ZT_COL_TILE, chunks = zt_col_chunks(N, nc);
         memset(work, 0xff, ZT_CUDA_COLSUM_WORK * sizeof(float));
-        for (int k = 0; k < ZT_COL_CHUNKS; k++)
+        for (int k = 0; k < chunks; k++)
             for (int c = 0; c < nc; c++) {
                 int lo, hi;
-                zt_piece_int(N, k, ZT_COL_CHUNKS, &lo, &hi);
+                zt_piece_int(N, k, chunks, &lo, &hi);
                 float s[2] = {0.0f, 0.0f};
                 for (int n = lo; n < hi; n++) {
                     size_t at = (size_t)n * C + c0 + c;
                     s[0] += inp ? zt_ln_dw_term(dout[at], inp[at], mean[n], rstd[n]) : dout[at];
                     s[1] += dout[at];
                 }
-                for (int j = 0; j < nout; j++) work[zt_col_partial_at(j, k, c)] = s[j];
+                for (int j = 0; j < nout; j++) work[zt_col_partial_at(j, k, c, chunks, nc)] = s[j];
             }
         float *out[2] = {out0, out1};
         for (int j = 0; j < nout; j++)
             for (int c = 0; c < nc; c++) {
                 float s = out[j][c0 + c];
-                for (int k = 0; k < ZT_COL_CHUNKS; k++) s += work[zt_col_partial_at(j, k, c)];
+                for (int k = 0; k < chunks; k++) s += work[zt_col_partial_at(j, k, c, chunks, nc)];
                 out[j][c0 + c] = s;
             }
     }
@@ -1894,19 +1894,28 @@ ZT_TEST(cuda_launch_math_host) {
     CHECK(zt_cuda_attention_workspace(1, 1024) * sizeof(float) ==
           ((size_t)64 << 20) + 2 * sizeof(float) * zt_att_pointers(1024));
 
-    // column sums: the chunks tile the rows; each (partial, chunk, column) its own float
-    CHECK(zt_col_partial_at(1, ZT_COL_CHUNKS - 1, ZT_COL_TILE - 1) == ZT_CUDA_COLSUM_WORK - 1);
-    CHECK(zt_col_partial_at(0, 1, 0) == ZT_COL_TILE && zt_col_partial_at(1, 0, 0) ==
-                                                           (size_t)ZT_COL_CHUNKS * ZT_COL_TILE);
-    const int nrows[] = {0, 1, 53, 64, 65, 16384};
-    for (size_t a = 0; a < sizeof nrows / sizeof *nrows; a++) {
-        int prev = 0, clo, chi;
-        for (int k = 0; k < ZT_COL_CHUNKS; k++) {
-            zt_piece_int(nrows[a], k, ZT_COL_CHUNKS, &clo, &chi);
-            CHECK(clo == prev && chi >= clo);
-            prev = chi;
+    // column sums: for every tile width, the chunks tile the rows, at most one a
+    // ZT_COL_MIN_ROWS rows (or one), within the grid's y extent; each (partial, chunk,
+    // column) its own float inside the scratch; GPT-2's widths at 16384 rows fill it
+    const int widths[] = {1, 77, 768, 2304, 3072, ZT_COL_TILE};
+    const int nrows[] = {0, 1, 15, 16, 17, 53, 64, 65, 16384, 1 << 20};
+    for (size_t a = 0; a < sizeof nrows / sizeof *nrows; a++)
+        for (size_t b = 0; b < sizeof widths / sizeof *widths; b++) {
+            int N = nrows[a], nc = widths[b], chunks = zt_col_chunks(N, nc), prev = 0, clo, chi;
+            CHECK(chunks >= 1 && chunks <= ZT_COL_MAX_CHUNKS && chunks <= 65535);
+            CHECK(chunks == 1 || chunks <= N / ZT_COL_MIN_ROWS);
+            CHECK(zt_col_partial_at(1, chunks - 1, nc - 1, chunks, nc) < ZT_CUDA_COLSUM_WORK);
+            CHECK(zt_col_partial_at(1, 0, 0, chunks, nc) == (size_t)chunks * nc);
+            for (int k = 0; k < chunks; k++) {
+                zt_piece_int(N, k, chunks, &clo, &chi);
+                CHECK(clo == prev && chi >= clo);
+                prev = chi;
+            }
+            CHECK(prev == N);
+            if (N == 16384 && nc >= 768)
+                CHECK((size_t)chunks * nc > (size_t)(ZT_COL_PARTIALS - nc)); // the scratch, filled
         }
-        CHECK(prev == nrows[a]);
+    for (size_t a = 0; a < sizeof nrows / sizeof *nrows; a++) {
         // LayerNorm: a warp per row, the fewest blocks of ZT_LN_WARPS rows
         unsigned lb = zt_ln_blocks(nrows[a]);
         CHECK((size_t)lb * ZT_LN_WARPS >= (size_t)nrows[a] &&
