@@ -280,14 +280,15 @@ EPILOGUES = True
 
 
 def gemm_epilogue(a):
-    """cuda_gemm_epilogue_bf16 (backend_cuda.c): with a bf16 A one cuBLASLt call, the bias
-    (a bf16 vector read) or GELU's backward (its bf16 input read) in the epilogue
+    """cuda_gemm_epilogue_bf16 (backend_cuda.c): with a bf16 A and C one cuBLASLt call, the
+    bias (a bf16 vector read) or GELU's backward (its bf16 input read) in the epilogue
     (zt_cuda_gemm_epilogue, gemm_lt_cuda.c; GPT-2's rows are 16 bytes and GELU's a multiple of
-    8 values); else the ops that define it: gemm_mixed onto a broadcast bias (bf16 C) or then
-    the bias added (fp32 C), or gemm_mixed into fp32 then gelu_backward_bf16."""
+    8 values); else the ops that define it (zt_gemm_epilogue_unfused): gemm_mixed onto a
+    broadcast bias (bf16 C) or then the bias added (fp32 C), or gemm_mixed into fp32 then
+    gelu_backward_bf16."""
     M, N, Kd, ct = int(a["M"]), int(a["N"]), int(a["K"]), a["ct"]
     dgelu = a["ep"] == 1
-    if EPILOGUES and a["at"] == BF16:
+    if EPILOGUES and a["at"] == BF16 and ct == BF16:
         extra = 2.0 * M * N if dgelu else 2.0 * N
         return [K("cublasLtMatmul + epilogue", "gemm", 2.0 * M * N * Kd,
                   2.0 * (M * Kd + Kd * N) + dsize(ct) * M * N + extra, prec="bf16")]
@@ -719,9 +720,9 @@ def reading(cfgs, bf16):
         + (" — the host, not the GPU, sets the bf16 step's time under these assumptions"
            if b["host"] > b["gpu"] else "") + ".")
     L.append(
-        "- The layers' biases and GELU's backward run in cuBLASLt's epilogues "
-        "(`gemm_epilogue_bf16`: one call each, no broadcast, bias or GELU-backward pass; not "
-        "yet timed on a GPU). What changes the picture now is the fused attention's own speed "
+        "- The biases of the products with a bf16 output (c_attn, c_fc) and GELU's backward run "
+        "in cuBLASLt's epilogues (`gemm_epilogue_bf16`: one call each, no broadcast or "
+        "GELU-backward pass; not yet timed on a GPU). What changes the picture now is the fused attention's own speed "
         "(its designs priced below). The model recomputes from the code: rerun it after a "
         "change (`make && bench/gpu_model.py`), no number here is typed in.")
     L.append(

@@ -20,6 +20,13 @@ typedef struct {
 // else the name of the first empty one.
 const char *zt_backend_missing_op(const zt_backend_i *ops, int bf16);
 
+// backend_ops.h's gemm_epilogue_bf16 as the ops that define it, from be's own table
+// (backend_unfused.c): the CPU's, and a GPU's where its epilogue does not apply.
+void zt_gemm_epilogue_unfused(const zt_backend *be, zt_epilogue ep, int trans_a, int trans_b,
+                              int M, int N, int K, const void *A, zt_dtype at, int lda,
+                              const zt_bf16 *B, int ldb, void *C, zt_dtype ct,
+                              const zt_bf16 *vec, const zt_bf16 *aux, float *wide, void *work);
+
 // kernels/cpu/backend_cpu.c
 extern const zt_backend_entry zt_backend_cpu_entry;
 // kernels/cuda/backend_cuda.c in `make cuda`, kernels/cuda/backend_nocuda.c otherwise

@@ -265,22 +265,24 @@ ZT_OP(void, gemm_mixed, ZT_OPS_BF16, ZT_PHASE_GEMM, 2.0 * M * N * K,
 // (cuBLASLt's BIAS and DGELU): C (M, N) = op(A) op(B), row-major as gemm_mixed's with
 // alpha 1, A fp32 or bf16 (at), B bf16, C contiguous (ldc = N) and written, then
 //   ZT_EPILOGUE_BIAS:  + vec (N values, every row): C fp32 or bf16 (ct), the fp32 sum of
-//                      product and bias rounded once (gemm_mixed onto the bias, beta 1);
+//                      product and bias rounded once (bias_broadcast_bf16, then gemm_mixed
+//                      onto it with beta 1; an fp32 C: gemm_mixed, then bias_forward_bf16);
 //   ZT_EPILOGUE_DGELU: times gelu'(aux), aux (M, N) bf16 the GELU's input: C bf16, the fp32
-//                      product times gelu' rounded once (gelu_backward_bf16 of the product).
-// vec, aux NULL where the epilogue does not read them. wide: M N floats of the caller's
-// scratch, which a backend that does not fuse DGELU uses for the fp32 product (NULL for
-// BIAS). work as gemm_mixed's. The ops it names are its definition and each backend's
-// unfused form (the model calls this op, not them).
-ZT_OP(void, gemm_epilogue_bf16, ZT_OPS_BF16, ZT_PHASE_GEMM, 2.0 * M * N * K,
+//                      product times gelu' rounded once (gemm_mixed into wide, then
+//                      gelu_backward_bf16).
+// Those ops are its definition and a backend's unfused form (zt_gemm_epilogue_unfused); a
+// fused one gives the same values within its own summation order and gelu'. vec, aux NULL
+// where the epilogue does not read them; wide: M N floats of the caller's scratch for the
+// unfused DGELU (NULL for BIAS). work as gemm_mixed's. Returns 1 where the backend ran it
+// fused, 0 where it ran the unfused ops (the model does not care; a test does).
+ZT_OP(int, gemm_epilogue_bf16, ZT_OPS_BF16, ZT_PHASE_GEMM, 2.0 * M * N * K,
       (zt_epilogue, ep)(int, trans_a)(int, trans_b)(int, M)(int, N)(int, K)(const void *, A)
       (zt_dtype, at)(int, lda)(const zt_bf16 *, B)(int, ldb)(void *, C)(zt_dtype, ct)
       (const zt_bf16 *, vec)(const zt_bf16 *, aux)(float *, wide)(void *, work))
 // One line on what gemm_mixed's products run on (a bf16 run's banner), e.g. the CPU's
 // "bf16 GEMM: oneDNN ..." or "bf16 GEMM: fp32 fallback ...": its speed depends on it.
 ZT_OP(void, describe_gemm_mixed, ZT_OPS_BF16, ZT_OP_UNTIMED, 0, (char *, buf)(size_t, size))
-// out (N, OC) += bias (OC). With bias_broadcast_bf16 and gelu_backward_bf16, one of
-// gemm_epilogue_bf16's unfused steps.
+// out (N, OC) += bias (OC).
 ZT_OP(void, bias_forward_bf16, ZT_OPS_BF16, ZT_PHASE_ELEMENTWISE, 0,
       (float *, out)(const zt_bf16 *, bias)(int, N)(int, OC))
 // dbias (OC) += column sums of dout (N, OC), dout fp32 or bf16 (dout_dt; widened, exact).

@@ -178,11 +178,9 @@ static inline size_t zt_cuda_attention_workspace(int threads, int T) {
 // chunk order. The chunks depend only on N and the tile's width, so the sums do not depend
 // on the GPU. As many chunks as the scratch holds partials for (ZT_COL_PARTIALS per output:
 // 64 chunks of a whole tile), so every tile runs about 2^18 threads, what an H100's 132 SMs
-// hold at once (GPT-2's C = 768 bias: 341 chunks of 48 rows, where 64 fixed chunks gave 192
-// blocks of 256 loads a thread: the bias gradients took 2.56 ms of an H200's step, where
-// their 2.7 GB read take about 0.6 ms at its bandwidth);
-// at most one a ZT_COL_MIN_ROWS rows (few rows: few chunks), at most ZT_COL_MAX_CHUNKS (a
-// grid's y extent, and the finishing thread's loop).
+// hold at once (at C = 768: 341 chunks, where a fixed 64 left the GPU mostly idle:
+// docs/design.md, "Column sums"); at most one a ZT_COL_MIN_ROWS rows (few rows: few chunks)
+// and at most ZT_COL_MAX_CHUNKS (a grid's y extent, and the finishing thread's loop).
 #define ZT_COL_TILE 4096
 #define ZT_COL_PARTIALS (64 * ZT_COL_TILE)
 #define ZT_COL_MIN_ROWS 16

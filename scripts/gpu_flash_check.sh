@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The GPU checks of --cuda-attention flash (issue 34) in one short command (under 200 s on an
 # H200 with 16 cores): build for sm_90 only, the flash op test and the cuBLASLt epilogues'
-# (gemm_epilogue_bf16) against the CPU (their worst error/bound lines), compute-sanitizer memcheck and racecheck on its small shapes, then GPT-2
-# 124M B16 T1024 bf16 --tf32 steps with --cuda-attention blocked and flash (ms/step, losses
-# side by side), flash's --profile table, PyTorch's bf16 eager step on the same shape (the
-# machine's calibration); last tests/sh/cuda_train.sh (20-step runs against the CPU's, a bf16
-# one with --cuda-attention flash).
+# (gemm_epilogue_bf16) against the CPU (their worst error/bound lines), compute-sanitizer
+# memcheck and racecheck on its small shapes, then GPT-2 124M B16 T1024 bf16 --tf32 steps
+# with --cuda-attention blocked and flash (ms/step, losses side by side), flash's --profile
+# table, PyTorch's bf16 eager step on the same shape (the machine's calibration); last
+# tests/sh/cuda_train.sh (20-step runs against the CPU's, a bf16 one with --cuda-attention
+# flash).
 #
 #   bash scripts/gpu_flash_check.sh [DIR]     # results into DIR (default $OUT, else
 #                                             # build/flash_check): summary.txt, one log a step

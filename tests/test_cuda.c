@@ -1633,9 +1633,10 @@ static float *fresh(size_t n, float lo, float hi, uint64_t ctr) {
     return p;
 }
 
-// N below and above the chunk count, C = GPT-2's and an odd one, and one wider than a tile.
+// Few rows (one chunk), C = GPT-2's and an odd one, one wider than a tile, and GPT-2's width
+// over enough rows that the chunks fill the column sums' scratch (zt_col_chunks).
 ZT_TEST(cuda_layernorm_warp_host) {
-    const int shapes[][2] = {{53, 77}, {1000, 768}, {130, ZT_COL_TILE + 37}};
+    const int shapes[][2] = {{53, 77}, {1000, 768}, {130, ZT_COL_TILE + 37}, {5600, 768}};
     for (size_t a = 0; a < sizeof shapes / sizeof *shapes; a++) {
         int N = shapes[a][0], C = shapes[a][1];
         size_t nc = (size_t)N * C;
@@ -2231,6 +2232,16 @@ ZT_TEST(cuda_bf16_bias_gelu) {
     CPU->ops->bias_backward_bf16(CPU, db2, dout16, ZT_BF16, N, OC);
     GPU->ops->bias_backward_bf16(GPU, g_db2, dput(dout16, no * sizeof(zt_bf16)), ZT_BF16, N, OC);
     CHECK_DEV16("bias_backward_bf16, bf16 dout", g_db2, db2, OC, tol, BF16_STEP);
+    // GPT-2's 768-wide bias over enough rows that the chunks fill the column sums' scratch
+    // (zt_col_chunks: 341), the same bound at its N
+    const int NL = 5600, OL = 768;
+    zt_bf16 *dl16 = hrand16((size_t)NL * OL, -1, 1), *dbl = hrand16(OL, -1, 1);
+    zt_bf16 *g_dbl = dput(dbl, OL * sizeof(zt_bf16));
+    CPU->ops->bias_backward_bf16(CPU, dbl, dl16, ZT_BF16, NL, OL);
+    GPU->ops->bias_backward_bf16(GPU, g_dbl, dput(dl16, (size_t)NL * OL * sizeof(zt_bf16)),
+                                 ZT_BF16, NL, OL);
+    CHECK_DEV16("bias_backward_bf16, 5600 rows", g_dbl, dbl, OL,
+                2.0 * (NL + 1) * U32 * (NL + 1) * 1.01, BF16_STEP);
     zt_bf16 *bc = hmem(no * sizeof(zt_bf16)), *g_bc = dpoison16(no);
     CPU->ops->bias_broadcast_bf16(CPU, bc, bias, N, OC);
     GPU->ops->bias_broadcast_bf16(GPU, g_bc, dput(bias, OC * sizeof(zt_bf16)), N, OC);
@@ -3072,58 +3083,94 @@ ZT_TEST(cuda_bf16_gemm_mixed) {
     return ZT_PASS;
 }
 
-// gemm_epilogue_bf16 at GPT-2 124M's shapes (a few rows of tokens): the bias into bf16 (the
-// attention's and the MLP's first products, 3072 wide) and into fp32 (the projections, K =
-// 3072), GELU's backward into bf16 (the MLP's input gradient); then rows of 77 values, not
-// 16 bytes, which cuBLASLt's epilogue does not take (the unfused ops on a GPU too). A GPU
-// whose cuBLASLt has the epilogues runs them; the CUDA emulation's has none and runs the
-// unfused ops. The bound (top of this section): the bias is one more fp32 term, so 3
-// gamma_{K+2} (K + |bias|); for DGELU |gelu'| <= 1.13 times that, plus the two sides' gelu'
-// (cuda_elementwise's gelu_backward bound, 128 u per unit of the product) and fp32 product
-// roundings; each with the bf16 step of its result.
-static int epilogue_case(zt_epilogue ep, int M, int N, int K, zt_dtype ct) {
-    size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N, es = zt_dtype_size(ct);
-    zt_bf16 *A = hrand16(na, -1, 1), *B = hrand16(nb, -1, 1), *vec = hrand16(N, -1, 1);
+// gemm_epilogue_bf16 at GPT-2 124M's shapes (a few rows of tokens) against the CPU's: the
+// bias into bf16 (c_attn's and c_fc's, W stored (OC, C): B transposed) and into fp32 (the two
+// c_proj, W stored (C, OC)), GELU's backward into bf16 (the MLP's input gradient); then an
+// fp32 A (the decoder's) and rows of 77 values, not 16 bytes: those two and the fp32 C run
+// the unfused ops on any GPU. Where the bf16 ones fuse: on a GPU, always (cuBLASLt has BIAS
+// and DGELU); the CUDA emulation's cuBLASLt has no epilogues, so there nothing does. The
+// bound (top of this section), with the measured mag = sum_k |a b| in place of K: the bias is
+// one more term, 3 gamma_{K+2} (mag + |bias|); for DGELU |gelu'| <= 1.13 times that, plus
+// the two sides' gelu' (cuda_elementwise's gelu_backward bound: 128 u absolute and 8 u
+// relative per unit of the product); each with the bf16 step of a bf16 result.
+// The CUDA emulation's counters, found weakly: NULL on a real GPU.
+void zt_emu_stats(char *buf, size_t size) __attribute__((weak));
+
+typedef struct {
+    zt_epilogue ep;
+    int tb, M, N, K;
+    zt_dtype at, ct;
+    int fuses; // on a GPU
+} epilogue_case;
+
+static int run_epilogue_case(const epilogue_case *e, int *fused) {
+    int M = e->M, N = e->N, K = e->K, dgelu = e->ep == ZT_EPILOGUE_DGELU;
+    size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
+    size_t es = zt_dtype_size(e->ct), as = zt_dtype_size(e->at);
+    float *Af = hrand(na, -1, 1);
+    zt_bf16 *A16 = hround16(Af, na), *B = hrand16(nb, -1, 1), *vec = hrand16(N, -1, 1);
     zt_bf16 *aux = hrand16(nc, -6, 6);
+    const void *A = e->at == ZT_BF16 ? (const void *)A16 : (const void *)Af;
+    int lda = K, ldb = e->tb ? K : N;
     void *hC = hmem(nc * es);
-    float *wide = hmem(nc * sizeof(float));
-    int dgelu = ep == ZT_EPILOGUE_DGELU;
-    CPU->ops->gemm_epilogue_bf16(CPU, ep, 0, 1, M, N, K, A, ZT_BF16, K, B, K, hC, ct,
-                                 dgelu ? NULL : vec, dgelu ? aux : NULL, wide,
+    CPU->ops->gemm_epilogue_bf16(CPU, e->ep, 0, e->tb, M, N, K, A, e->at, lda, B, ldb, hC, e->ct,
+                                 dgelu ? NULL : vec, dgelu ? aux : NULL, hmem(nc * sizeof(float)),
                                  hmem(CPU->caps->gemm_mixed_workspace));
-    void *dC = ct == ZT_BF16 ? (void *)dpoison16(nc) : (void *)dpoison(nc);
+    void *dC = e->ct == ZT_BF16 ? (void *)dpoison16(nc) : (void *)dpoison(nc);
     void *work = zt_be_alloc(GPU, ZT_MEM_WORKSPACE, GPU->caps->gemm_mixed_workspace);
-    GPU->ops->gemm_epilogue_bf16(GPU, ep, 0, 1, M, N, K, dput(A, na * 2), ZT_BF16, K,
-                                 dput(B, nb * 2), K, dC, ct, dgelu ? NULL : dput(vec, N * 2),
-                                 dgelu ? dput(aux, nc * 2) : NULL, dpoison(nc), work);
+    *fused = GPU->ops->gemm_epilogue_bf16(GPU, e->ep, 0, e->tb, M, N, K, dput(A, na * as), e->at,
+                                          lda, dput(B, nb * 2), ldb, dC, e->ct,
+                                          dgelu ? NULL : dput(vec, N * 2),
+                                          dgelu ? dput(aux, nc * 2) : NULL, dpoison(nc), work);
     GPU->ops->sync(GPU);
     zt_be_free(GPU, work);
-    float *got = ct == ZT_BF16 ? dget16(dC, nc) : dget(dC, nc);
-    float *want = ct == ZT_BF16 ? hwiden16(hC, nc) : (float *)hC;
+    float *got = e->ct == ZT_BF16 ? dget16(dC, nc) : dget(dC, nc);
+    float *want = e->ct == ZT_BF16 ? hwiden16(hC, nc) : (float *)hC;
     double *bound = hmem(nc * sizeof(double)), g = (K + 2) * U32 / (1.0 - (K + 2) * U32);
-    for (size_t i = 0; i < nc; i++) {
-        double sum = 3.0 * g * (K + (dgelu ? 0.0 : fabs(zt_bf16_to_fp32(vec[i % N]))));
-        double w = fabs((double)want[i]);
-        bound[i] = (dgelu ? 1.13 * sum + 128 * U32 * K + 8 * U32 * w : sum) +
-                   (ct == ZT_BF16 ? BF16_STEP * w : 0.0) + 0x1p-149;
-    }
-    char what[80];
-    snprintf(what, sizeof what, "gemm_epilogue_bf16 %s %dx%dx%d into %s",
-             dgelu ? "DGELU" : "BIAS", M, N, K, zt_dtype_name(ct));
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            size_t i = (size_t)m * N + n;
+            double mag = dgelu ? 0.0 : fabs(zt_bf16_to_fp32(vec[n])), w = fabs((double)want[i]);
+            for (int k = 0; k < K; k++) // the products as both sides form them: bf16 operands
+                mag += fabs((double)zt_bf16_to_fp32(A16[(size_t)m * K + k]) *
+                            zt_bf16_to_fp32(B[e->tb ? (size_t)n * K + k : (size_t)k * N + n]));
+            bound[i] = (dgelu ? 1.13 * 3.0 * g * mag + 128 * U32 * mag + 8 * U32 * w
+                              : 3.0 * g * mag) +
+                       (e->ct == ZT_BF16 ? BF16_STEP * w : 0.0) + 0x1p-149;
+        }
+    char what[96];
+    snprintf(what, sizeof what, "gemm_epilogue_bf16 %s %dx%dx%d tb%d %s into %s (%s)",
+             dgelu ? "DGELU" : "BIAS", M, N, K, e->tb, zt_dtype_name(e->at),
+             zt_dtype_name(e->ct), *fused ? "fused" : "unfused");
     return check_within(what, got, want, bound, nc);
 }
 
 ZT_TEST(cuda_bf16_gemm_epilogue) {
     NEED_GPU();
-    int bad = 0;
-    scratch_mark mark = scratch_now();
-    bad += epilogue_case(ZT_EPILOGUE_BIAS, 67, 3072, 768, ZT_BF16);
-    bad += epilogue_case(ZT_EPILOGUE_BIAS, 67, 768, 3072, ZT_F32);
-    bad += epilogue_case(ZT_EPILOGUE_DGELU, 67, 3072, 768, ZT_BF16);
-    scratch_back(mark);
-    bad += epilogue_case(ZT_EPILOGUE_BIAS, 33, 77, 77, ZT_BF16);
-    bad += epilogue_case(ZT_EPILOGUE_BIAS, 33, 77, 77, ZT_F32);
-    bad += epilogue_case(ZT_EPILOGUE_DGELU, 33, 77, 77, ZT_BF16);
+    static const epilogue_case cases[] = {
+        {ZT_EPILOGUE_BIAS, 1, 67, 2304, 768, ZT_BF16, ZT_BF16, 1},
+        {ZT_EPILOGUE_BIAS, 1, 67, 3072, 768, ZT_BF16, ZT_BF16, 1},
+        {ZT_EPILOGUE_BIAS, 0, 67, 768, 3072, ZT_BF16, ZT_F32, 0},
+        {ZT_EPILOGUE_BIAS, 0, 67, 768, 3072, ZT_BF16, ZT_BF16, 1},
+        {ZT_EPILOGUE_DGELU, 0, 67, 3072, 768, ZT_BF16, ZT_BF16, 1},
+        {ZT_EPILOGUE_DGELU, 1, 67, 3072, 768, ZT_BF16, ZT_BF16, 1},
+        {ZT_EPILOGUE_BIAS, 1, 5, 768, 768, ZT_F32, ZT_F32, 0},
+        {ZT_EPILOGUE_BIAS, 1, 33, 77, 77, ZT_BF16, ZT_BF16, 0},
+        {ZT_EPILOGUE_BIAS, 0, 33, 77, 77, ZT_BF16, ZT_F32, 0},
+        {ZT_EPILOGUE_DGELU, 1, 33, 77, 77, ZT_BF16, ZT_BF16, 0},
+    };
+    int bad = 0, real_gpu = !g_on_cpu && !zt_emu_stats;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        scratch_mark mark = scratch_now();
+        int fused = -1;
+        bad += run_epilogue_case(&cases[i], &fused);
+        scratch_back(mark);
+        if (real_gpu && fused != cases[i].fuses) {
+            printf("  case %zu: %s on a GPU, want %s\n", i, fused ? "fused" : "unfused",
+                   cases[i].fuses ? "fused" : "unfused");
+            bad++;
+        }
+    }
     gpu_close();
     CHECK_EQ_INT(bad, 0);
     return ZT_PASS;
@@ -3134,8 +3181,7 @@ ZT_TEST(cuda_bf16_gemm_epilogue) {
 // cuBLASLt call and no launch whatever K; convert rounds each fp32 operand's piece once per
 // K chunk (a launch each) and calls cuBLASLt per chunk, with a bf16 C widened before and
 // rounded after; padded copies A, B and C in and C out around one call per chunk. The
-// counts are the CPU emulation's (its zt_emu_stats, found weakly: SKIP on a real GPU).
-void zt_emu_stats(char *buf, size_t size) __attribute__((weak));
+// counts are the CPU emulation's (its zt_emu_stats, found weakly above: SKIP on a real GPU).
 
 typedef struct {
     unsigned long long launches, lt;

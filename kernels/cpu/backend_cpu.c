@@ -370,13 +370,14 @@ static void cpu_gemm_mixed(const zt_backend *be, int ta, int tb, int M, int N, i
     zt_gemm_mixed(ta, tb, M, N, K, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, work,
                   be->caps->gemm_mixed_workspace);
 }
-static void cpu_gemm_epilogue_bf16(const zt_backend *be, zt_epilogue ep, int ta, int tb, int M,
-                                   int N, int K, const void *A, zt_dtype at, int lda,
-                                   const zt_bf16 *B, int ldb, void *C, zt_dtype ct,
-                                   const zt_bf16 *vec, const zt_bf16 *aux, float *wide,
-                                   void *work) {
-    zt_gemm_epilogue_bf16(ep, ta, tb, M, N, K, A, at, lda, B, ldb, C, ct, vec, aux, wide, work,
-                          be->caps->gemm_mixed_workspace);
+static int cpu_gemm_epilogue_bf16(const zt_backend *be, zt_epilogue ep, int ta, int tb, int M,
+                                  int N, int K, const void *A, zt_dtype at, int lda,
+                                  const zt_bf16 *B, int ldb, void *C, zt_dtype ct,
+                                  const zt_bf16 *vec, const zt_bf16 *aux, float *wide,
+                                  void *work) {
+    zt_gemm_epilogue_unfused(be, ep, ta, tb, M, N, K, A, at, lda, B, ldb, C, ct, vec, aux, wide,
+                             work);
+    return 0;
 }
 static void cpu_describe_gemm_mixed(const zt_backend *be, char *buf, size_t size) {
     zt_gemm_bf16_describe(buf, size);

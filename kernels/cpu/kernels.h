@@ -114,13 +114,6 @@ void zt_matmul_dnnl_stats(size_t *hits, size_t *misses, int *cached);
 void zt_gemm_mixed(int trans_a, int trans_b, int M, int N, int K, float alpha, const void *A,
                    zt_dtype at, int lda, const void *B, zt_dtype bt, int ldb, float beta, void *C,
                    zt_dtype ct, int ldc, void *work, size_t work_bytes);
-// backend_ops.h's gemm_epilogue_bf16 as its unfused ops: BIAS a bf16 C filled with the bias
-// then gemm_mixed with beta 1 (an fp32 C: gemm_mixed, then the bias added), DGELU gemm_mixed
-// into wide then zt_gelu_backward_bf16.
-void zt_gemm_epilogue_bf16(zt_epilogue ep, int trans_a, int trans_b, int M, int N, int K,
-                           const void *A, zt_dtype at, int lda, const zt_bf16 *B, int ldb,
-                           void *C, zt_dtype ct, const zt_bf16 *vec, const zt_bf16 *aux,
-                           float *wide, void *work, size_t work_bytes);
 void zt_bias_forward_bf16(float *out, const zt_bf16 *bias, int N, int OC);
 void zt_bias_broadcast_bf16(zt_bf16 *out, const zt_bf16 *bias, int N, int OC);
 void zt_bias_backward_bf16(zt_bf16 *dbias, const void *dout, zt_dtype dout_dt, int N, int OC);

@@ -76,24 +76,6 @@ void zt_bias_broadcast_bf16(zt_bf16 *out, const zt_bf16 *bias, int N, int OC) {
     for (int n = 0; n < N; n++) memcpy(out + (size_t)n * OC, bias, (size_t)OC * sizeof *bias);
 }
 
-void zt_gemm_epilogue_bf16(zt_epilogue ep, int trans_a, int trans_b, int M, int N, int K,
-                           const void *A, zt_dtype at, int lda, const zt_bf16 *B, int ldb,
-                           void *C, zt_dtype ct, const zt_bf16 *vec, const zt_bf16 *aux,
-                           float *wide, void *work, size_t work_bytes) {
-    if (ep == ZT_EPILOGUE_DGELU) {
-        ZT_ASSERT(ct == ZT_BF16 && aux && wide);
-        zt_gemm_mixed(trans_a, trans_b, M, N, K, 1.0f, A, at, lda, B, ZT_BF16, ldb, 0.0f, wide,
-                      ZT_F32, N, work, work_bytes);
-        zt_gelu_backward_bf16(C, ZT_BF16, aux, wide, (size_t)M * N);
-        return;
-    }
-    ZT_ASSERT(ep == ZT_EPILOGUE_BIAS && vec);
-    if (ct == ZT_BF16) zt_bias_broadcast_bf16(C, vec, M, N);
-    zt_gemm_mixed(trans_a, trans_b, M, N, K, 1.0f, A, at, lda, B, ZT_BF16, ldb,
-                  ct == ZT_BF16 ? 1.0f : 0.0f, C, ct, N, work, work_bytes);
-    if (ct == ZT_F32) zt_bias_forward_bf16(C, vec, M, N);
-}
-
 void zt_matmul_backward_input(float *dinp, const float *dout, const float *w, int N, int C,
                               int OC, int accumulate_dinp) {
     zt_gemm(0, 0, N, C, OC, 1.0f, dout, OC, w, C, accumulate_dinp ? 1.0f : 0.0f, dinp, C);

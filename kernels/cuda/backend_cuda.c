@@ -432,27 +432,21 @@ static void cuda_gemm_mixed(const zt_backend *be, int ta, int tb, int M, int N, 
                             void *work) {
     zt_cuda_gemm_mixed(BF, ta, tb, M, N, K, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, work);
 }
-// The bias or GELU's backward in cuBLASLt's epilogue where it applies, else the unfused ops
-// that define the op (backend_ops.h).
-static void cuda_gemm_epilogue_bf16(const zt_backend *be, zt_epilogue ep, int ta, int tb, int M,
-                                    int N, int K, const void *A, zt_dtype at, int lda,
-                                    const zt_bf16 *B, int ldb, void *C, zt_dtype ct,
-                                    const zt_bf16 *vec, const zt_bf16 *aux, float *wide,
-                                    void *work) {
+// The bias or GELU's backward in cuBLASLt's epilogue where it applies (a bf16 A and C),
+// else the ops that define the op.
+static int cuda_gemm_epilogue_bf16(const zt_backend *be, zt_epilogue ep, int ta, int tb, int M,
+                                   int N, int K, const void *A, zt_dtype at, int lda,
+                                   const zt_bf16 *B, int ldb, void *C, zt_dtype ct,
+                                   const zt_bf16 *vec, const zt_bf16 *aux, float *wide,
+                                   void *work) {
     int dgelu = ep == ZT_EPILOGUE_DGELU;
-    if (at == ZT_BF16 && zt_cuda_gemm_epilogue(BF, dgelu, ta, tb, M, N, K, A, lda, B, ldb, C, ct,
-                                               dgelu ? aux : vec, work))
-        return;
-    if (dgelu) {
-        zt_cuda_gemm_mixed(BF, ta, tb, M, N, K, 1.0f, A, at, lda, B, ZT_BF16, ldb, 0.0f, wide,
-                           ZT_F32, N, work);
-        zt_cuda_gelu_backward_bf16(ST, C, ZT_BF16, aux, wide, (size_t)M * N);
-        return;
-    }
-    if (ct == ZT_BF16) zt_cuda_bias_broadcast_bf16(ST, C, vec, M, N);
-    zt_cuda_gemm_mixed(BF, ta, tb, M, N, K, 1.0f, A, at, lda, B, ZT_BF16, ldb,
-                       ct == ZT_BF16 ? 1.0f : 0.0f, C, ct, N, work);
-    if (ct == ZT_F32) zt_cuda_bias_forward_bf16(ST, C, vec, M, N);
+    if (at == ZT_BF16 && ct == ZT_BF16 &&
+        zt_cuda_gemm_epilogue(BF, dgelu, ta, tb, M, N, K, A, lda, B, ldb, C,
+                              dgelu ? aux : vec, work))
+        return 1;
+    zt_gemm_epilogue_unfused(be, ep, ta, tb, M, N, K, A, at, lda, B, ldb, C, ct, vec, aux, wide,
+                             work);
+    return 0;
 }
 // Attention on bf16 operands: under --cuda-attention flash, the fused kernels on bf16 tensor
 // cores for the head sizes they take (the backward's row sums in `wide`); otherwise qkv (and a

@@ -121,14 +121,14 @@ void zt_cuda_gemm_mixed(zt_cuda_bf16 *b, int trans_a, int trans_b, int M, int N,
                         float alpha, const void *A, zt_dtype at, int lda, const void *B,
                         zt_dtype bt, int ldb, float beta, void *C, zt_dtype ct, int ldc,
                         void *work);
-// backend_ops.h's gemm_epilogue_bf16 with a bf16 A as one cuBLASLt call, the bias (dgelu 0:
-// v the bias, C fp32 or bf16) or GELU's backward (dgelu 1: v GELU's input, C bf16) in its
-// epilogue; work as zt_cuda_gemm_mixed's. Returns 0 with nothing enqueued where the fused form
-// does not apply: rows not at 16 bytes, GELU's input rows not a multiple of 8 values, or a
-// cuBLASLt without the epilogue or an algorithm for it (the caller runs the unfused ops).
+// backend_ops.h's gemm_epilogue_bf16 with bf16 A and C as one cuBLASLt call, the bias (dgelu
+// 0: v the bias) or GELU's backward (dgelu 1: v GELU's input) in its epilogue; work as
+// zt_cuda_gemm_mixed's. Returns 0 with nothing enqueued where the fused form does not apply:
+// rows not at 16 bytes, GELU's input rows not a multiple of 8 values, K = 0, or a cuBLASLt
+// without the epilogue or an algorithm for it (the caller runs the unfused ops).
 int zt_cuda_gemm_epilogue(zt_cuda_bf16 *b, int dgelu, int trans_a, int trans_b, int M, int N,
-                          int K, const zt_bf16 *A, int lda, const zt_bf16 *B, int ldb, void *C,
-                          zt_dtype ct, const zt_bf16 *v, void *work);
+                          int K, const zt_bf16 *A, int lda, const zt_bf16 *B, int ldb,
+                          zt_bf16 *C, const zt_bf16 *v, void *work);
 void zt_cuda_gemm_mixed_describe(char *buf, size_t size);
 // Frees the cached plans (at close, before the cuBLASLt handle); b's index is empty after.
 void zt_cuda_gemm_mixed_free(zt_cuda_bf16 *b);

@@ -28,7 +28,8 @@
 // has none) form a plan, cached in the backend's fixed table (lt_cache_math.h) under
 // everything they depend on: transposes, sizes, leading dimensions, types and the pointers'
 // alignment classes, so a plan chosen for 256-byte aligned operands never runs on a less
-// aligned piece. A step's ~10 shapes then cost a lookup each instead of a heuristic query and
+// aligned piece; for gemm_epilogue_bf16's fused form also the epilogue and its input's
+// class (the input's pointer is set on the cached descriptor before each call). A step's ~10 shapes then cost a lookup each instead of a heuristic query and
 // seven descriptor calls.
 #include <cublasLt.h>
 #include <stdint.h>
@@ -356,15 +357,13 @@ enum {
     LT_BIAS_POINTER = 8,
     LT_AUX_POINTER = 11,
     LT_AUX_LD = 12,
-    LT_BIAS_DATA_TYPE = 26,
 };
 #ifdef CUBLAS_VERSION
 _Static_assert(LT_EPILOGUE_BIAS == (int)CUBLASLT_EPILOGUE_BIAS &&
                    LT_EPILOGUE_DGELU == (int)CUBLASLT_EPILOGUE_DGELU &&
                    LT_BIAS_POINTER == (int)CUBLASLT_MATMUL_DESC_BIAS_POINTER &&
                    LT_AUX_POINTER == (int)CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER &&
-                   LT_AUX_LD == (int)CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD &&
-                   LT_BIAS_DATA_TYPE == (int)CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                   LT_AUX_LD == (int)CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
                "cuBLASLt's epilogue values differ from gemm_lt_cuda.c's");
 #endif
 
@@ -380,31 +379,27 @@ static int set_epilogue_input(cublasLtMatmulDesc_t op, int epilogue, const void 
 }
 
 // Sets k's epilogue on op, reading v (the heuristic takes its alignment from the pointer); 0
-// where this cuBLASLt refuses an attribute. The bias is bf16 whatever C is; GELU's input has
-// D's shape and type (cuBLASLt's default), m rows column-major.
+// where this cuBLASLt refuses an attribute. The bias and GELU's input take D's type, bf16
+// (cuBLASLt's default); GELU's input has D's shape, m rows column-major.
 static int set_epilogue(cublasLtMatmulDesc_t op, const zt_lt_key *k, const void *v) {
     uint32_t e = (uint32_t)k->epilogue;
-    int32_t bias_type = CUDA_R_16BF;
     int64_t aux_ld = k->m;
     if (!desc_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e)) return 0;
-    int ok = e == LT_EPILOGUE_BIAS ? desc_set(op, LT_BIAS_DATA_TYPE, &bias_type, sizeof bias_type)
-                                   : desc_set(op, LT_AUX_LD, &aux_ld, sizeof aux_ld);
-    return ok && set_epilogue_input(op, k->epilogue, v);
+    if (e == LT_EPILOGUE_DGELU && !desc_set(op, LT_AUX_LD, &aux_ld, sizeof aux_ld)) return 0;
+    return set_epilogue_input(op, k->epilogue, v);
 }
 
 int zt_cuda_gemm_epilogue(zt_cuda_bf16 *b, int dgelu, int trans_a, int trans_b, int M, int N,
-                          int K, const zt_bf16 *A, int lda, const zt_bf16 *B, int ldb, void *C,
-                          zt_dtype ct, const zt_bf16 *v, void *work) {
-    size_t cs = zt_dtype_size(ct);
+                          int K, const zt_bf16 *A, int lda, const zt_bf16 *B, int ldb,
+                          zt_bf16 *C, const zt_bf16 *v, void *work) {
     if (M == 0 || N == 0 || K == 0 || !rows_aligned(A, lda, sizeof *A) ||
-        !rows_aligned(B, ldb, sizeof *B) || !rows_aligned(C, N, cs) ||
-        (dgelu && (ct != ZT_BF16 || N % 8))) // GELU's input: ld a multiple of 8
+        !rows_aligned(B, ldb, sizeof *B) || !rows_aligned(C, N, sizeof *C) ||
+        (dgelu && N % 8)) // GELU's input: ld a multiple of 8
         return 0;
     zt_col_major_gemm g = zt_gemm_row_to_col(trans_a, trans_b, M, N, K,
                                              (const float *)(const void *)A, lda,
                                              (const float *)(const void *)B, ldb);
-    zt_lt_key k = zt_lt_key_of(&g, N, CUDA_R_16BF, CUDA_R_16BF,
-                               ct == ZT_BF16 ? CUDA_R_16BF : CUDA_R_32F, C);
+    zt_lt_key k = zt_lt_key_of(&g, N, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, C);
     k.epilogue = dgelu ? LT_EPILOGUE_DGELU : LT_EPILOGUE_BIAS;
     k.align_epilogue = zt_lt_align_class((uintptr_t)v);
     zt_cuda_lt_plan *p = lt_plan(b, &k, v);
