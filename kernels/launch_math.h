@@ -174,8 +174,8 @@ static inline size_t zt_cuda_attention_workspace(int threads, int T) {
 // ---- column sums (colsum_cuda.cuh: bias gradients, LayerNorm's dw and db) ----
 // Columns go in tiles of ZT_COL_TILE; a tile's rows are split into zt_col_chunks(N, nc)
 // chunks (chunk k: zt_piece_int(N, k, chunks)), a thread per (column, chunk) sums its chunk's
-// rows in order into a partial, then a thread per column adds the partials to the output in
-// chunk order. The chunks depend only on N and the tile's width, so the sums do not depend
+// rows in order into a partial, then a warp per column adds the partials onto the output
+// (lane l chunks l, l + 32, ... in order, the lanes in a fixed tree). The chunks depend only on N and the tile's width, so the sums do not depend
 // on the GPU. As many chunks as the scratch holds partials for (ZT_COL_PARTIALS per output:
 // 64 chunks of a whole tile), so every tile runs about 2^18 threads, what an H100's 132 SMs
 // hold at once (at C = 768: 341 chunks, where a fixed 64 left the GPU mostly idle:

@@ -1594,7 +1594,8 @@ static void emu_ln_dx(float *dinp, const float *dout, const float *inp, const fl
 }
 
 // colsum_cuda.cuh's two passes: out_j[c] += the chunks' partials of term j (dw's dout xhat
-// when inp is given, then dout), tile by tile.
+// when inp is given, then dout), tile by tile; the partials summed as the finishing warp does
+// (lane l: chunks l, l + 32, ...; the lanes in zt_warp_sum's tree).
 static void emu_colsum(float *out0, float *out1, const float *dout, const float *inp,
                        const float *mean, const float *rstd, int N, int C) {
     float *work = malloc(ZT_CUDA_COLSUM_WORK * sizeof(float));
@@ -1618,9 +1619,10 @@ static void emu_colsum(float *out0, float *out1, const float *dout, const float 
         float *out[2] = {out0, out1};
         for (int j = 0; j < nout; j++)
             for (int c = 0; c < nc; c++) {
-                float s = out[j][c0 + c];
-                for (int k = 0; k < chunks; k++) s += work[zt_col_partial_at(j, k, c, chunks, nc)];
-                out[j][c0 + c] = s;
+                float lane[32] = {0.0f};
+                for (int k = 0; k < chunks; k++)
+                    lane[k % 32] += work[zt_col_partial_at(j, k, c, chunks, nc)];
+                out[j][c0 + c] += emu_warp_sum(lane);
             }
     }
     free(work);
