@@ -175,12 +175,13 @@ static inline size_t zt_cuda_attention_workspace(int threads, int T) {
 // Columns go in tiles of ZT_COL_TILE; a tile's rows are split into zt_col_chunks(N, nc)
 // chunks (chunk k: zt_piece_int(N, k, chunks)), a thread per (column, chunk) sums its chunk's
 // rows in order into a partial, then a warp per column adds the partials onto the output
-// (lane l chunks l, l + 32, ... in order, the lanes in a fixed tree). The chunks depend only on N and the tile's width, so the sums do not depend
-// on the GPU. As many chunks as the scratch holds partials for (ZT_COL_PARTIALS per output:
-// 64 chunks of a whole tile), so every tile runs about 2^18 threads, what an H100's 132 SMs
-// hold at once (at C = 768: 341 chunks, where a fixed 64 left the GPU mostly idle:
-// docs/design.md, "Column sums"); at most one a ZT_COL_MIN_ROWS rows (few rows: few chunks)
-// and at most ZT_COL_MAX_CHUNKS (a grid's y extent, and the finishing thread's loop).
+// (lane l chunks l, l + 32, ... in order, the lanes in a fixed tree). The chunks depend only
+// on N and the tile's width, so the sums do not depend on the GPU. As many chunks as the
+// scratch holds partials for (ZT_COL_PARTIALS per output: 64 chunks of a whole tile), so
+// every tile runs about 2^18 threads, what an H100's 132 SMs hold at once (at C = 768: 341
+// chunks, where a fixed 64 left the GPU mostly idle: docs/design.md, "Column sums"); at most
+// one a ZT_COL_MIN_ROWS rows (few rows: few chunks) and at most ZT_COL_MAX_CHUNKS (a grid's y
+// extent).
 #define ZT_COL_TILE 4096
 #define ZT_COL_PARTIALS (64 * ZT_COL_TILE)
 #define ZT_COL_MIN_ROWS 16
