@@ -29,8 +29,8 @@
 // everything they depend on: transposes, sizes, leading dimensions, types and the pointers'
 // alignment classes, so a plan chosen for 256-byte aligned operands never runs on a less
 // aligned piece; for gemm_epilogue_bf16's fused form also the epilogue and its input's
-// class (the input's pointer is set on the cached descriptor before each call). A step's ~10 shapes then cost a lookup each instead of a heuristic query and
-// seven descriptor calls.
+// class (the input's pointer is set on the cached descriptor before each call). A step's ~10
+// shapes then cost a lookup each instead of a heuristic query and seven descriptor calls.
 #include <cublasLt.h>
 #include <stdint.h>
 #include <stdio.h>
