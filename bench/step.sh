@@ -10,6 +10,9 @@
 #       not know (OPENBLAS_CORETYPE=Prescott ZT_BLAS_EMULATE_FALLBACK=1: kernels/cpu/blas_core.h):
 #       a build with the fix re-executes on the right kernels, one without runs Prescott's
 #   TORCH_CORETYPE=Cooperlake bash bench/step.sh   # OPENBLAS_CORETYPE for PyTorch's runs
+#   TORCH_PY=build/venv_torch/bin/python TORCH2=1 bash bench/step.sh   # PyTorch 2 from PyPI (a
+#       venv: python3 -m venv build/venv_torch && build/venv_torch/bin/pip install torch
+#       numpy) with SDPA attention and fused AdamW (bench/torch_step.py --torch2)
 #   TORCH_BF16_STEPS=1 bash bench/step.sh   # fewer steps for PyTorch's bf16 autocast runs: on a
 #       CPU without AVX512-BF16/AMX its bf16 matmuls are ~20x slower than fp32 (a 124M step at
 #       B=4 x T=256 takes minutes); at or below WARMUP they are all timed (no warmup skipped)
@@ -58,6 +61,10 @@ ZT_BASE=${ZT_BASE:-}
 EMULATE_FALLBACK=${EMULATE_FALLBACK:-}
 TORCH_CORETYPE=${TORCH_CORETYPE:-}
 TORCH_BF16_STEPS=${TORCH_BF16_STEPS:-$STEPS}
+TORCH_PY=${TORCH_PY:-$PY}
+TORCH2=${TORCH2:-}
+TORCH_ARGS=()
+[ -n "$TORCH2" ] && TORCH_ARGS=(--torch2)
 T16_WARMUP=$WARMUP
 [ "$TORCH_BF16_STEPS" -gt "$WARMUP" ] || T16_WARMUP=0
 OUT=build/bench
@@ -151,7 +158,7 @@ blas_core() { # binary -> core name
 ZT_CORE=$(blas_core "$ZT")
 BASE_CORE=""
 [ -n "$ZT_BASE" ] && BASE_CORE=$(blas_core "$ZT_BASE")
-TH_CORE=$("${TH_ENV[@]}" "$PY" -c 'import ctypes, torch
+TH_CORE=$("${TH_ENV[@]}" "$TORCH_PY" -c 'import ctypes, torch
 f = ctypes.CDLL("libblas.so.3").openblas_get_corename; f.restype = ctypes.c_char_p
 print(f().decode())' 2>/dev/null || echo unknown)
 echo "BLAS kernels: zerotrain $ZT_CORE${ZT_BASE:+; $ZT_BASE $BASE_CORE}; PyTorch $TH_CORE" >&2
@@ -203,8 +210,8 @@ for cfg in $CONFIGS; do
             tout="$OUT/torch${ac/none/}_${B}x${T}_r$r.out"
             n=$STEPS w=$WARMUP
             [ $ac = bf16 ] && n=$TORCH_BF16_STEPS w=$T16_WARMUP
-            "${TH_ENV[@]}" "$PY" bench/torch_step.py --micro-batch "$B" --seq "$T" \
-                --steps $((n - w)) --warmup-steps "$w" --autocast $ac > "$tout"
+            "${TH_ENV[@]}" "$TORCH_PY" bench/torch_step.py --micro-batch "$B" --seq "$T" \
+                --steps $((n - w)) --warmup-steps "$w" --autocast $ac "${TORCH_ARGS[@]}" > "$tout"
             ms="$(sed -n 's/^step [0-9]*: .* \([0-9.]*\) ms$/\1/p' "$tout" | tr '\n' ' ')"
             if [ $ac = none ]; then th_ms+="$ms"; else t16_ms+="$ms"; fi
         done
@@ -282,7 +289,14 @@ for cfg, dt in ((c, d) for c in sys.argv[4:] for d in ("fp32", "bf16")):
           f"| {a:.0f} |")
 EOF
 )
-TORCH_VER=$("$PY" -c 'import torch; print(torch.__version__)')
+TORCH_VER=$("$TORCH_PY" -c 'import torch; print(torch.__version__)')
+TORCH_FROM="Debian"
+[ "$TORCH_PY" != /usr/bin/python3 ] && TORCH_FROM="PyPI, $TORCH_PY"
+TORCH_HOW="explicit attention, plain AdamW (foreach=False)"
+[ -n "$TORCH2" ] && TORCH_HOW="scaled_dot_product_attention, fused AdamW"
+TORCH_CMD="$TORCH_PY bench/torch_step.py${TORCH2:+ --torch2}"
+TORCH_PY_SET=""
+[ "$TORCH_PY" != "$PY" ] && TORCH_PY_SET="TORCH_PY=$TORCH_PY "
 T16_NOTE="" T16_CMD=""
 if [ "$TORCH_BF16_STEPS" != "$STEPS" ]; then
     T16_CMD="TORCH_BF16_STEPS=$TORCH_BF16_STEPS "
@@ -306,7 +320,7 @@ four runs of $STEPS steps one after the other: zerotrain fp32, zerotrain \`--par
 PyTorch fp32, PyTorch bf16 autocast${T16_NOTE}; the first $WARMUP steps of each run skipped; median
 (and best) of the remaining $((ROUNDS * (STEPS - WARMUP))) steps per series. Measured $DATE on $HOST; fp32 FMA peak probed in the same
 run: $PEAK_GFLOPS GFLOP/s on $OMP_NUM_THREADS threads; 1-minute load average before each config
-and at the end: $LOADS. PyTorch $TORCH_VER (Debian), plain AdamW (foreach=False), grad
+and at the end: $LOADS. PyTorch $TORCH_VER ($TORCH_FROM), $TORCH_HOW, grad
 clip 1.0, as \`bench/torch_step.py\`.
 bf16: the CPU's bf16 instructions (lscpu): $BF16_FLAGS; zerotrain's banner: \"bf16 GEMM: $ZT_BF16_GEMM\".$BF16_NOTE
 BLAS kernels (OpenBLAS core): zerotrain $ZT_CORE${ZT_BASE:+; other build ($ZT_BASE) $BASE_CORE}; PyTorch $TH_CORE.${EMULATE_FALLBACK:+
@@ -329,13 +343,13 @@ machine may be shared (a load average above 2 means other work shared the 2 core
 the two sides of one row, measured alternately in the same run, not rows of different
 runs; the best steps approximate an idle machine.
 
-Command: \`${ZT_BASE:+ZT_BASE=$ZT_BASE }${T16_CMD}${EMULATE_FALLBACK:+EMULATE_FALLBACK=1 }${TORCH_CORETYPE:+TORCH_CORETYPE=$TORCH_CORETYPE }bash bench/step.sh\` (STEPS=$STEPS ROUNDS=$ROUNDS CONFIGS=\"$CONFIGS\"), which runs for each row, $ROUNDS times
+Command: \`${TORCH2:+TORCH2=1 }${TORCH_PY_SET}${ZT_BASE:+ZT_BASE=$ZT_BASE }${T16_CMD}${EMULATE_FALLBACK:+EMULATE_FALLBACK=1 }${TORCH_CORETYPE:+TORCH_CORETYPE=$TORCH_CORETYPE }bash bench/step.sh\` (STEPS=$STEPS ROUNDS=$ROUNDS CONFIGS=\"$CONFIGS\"), which runs for each row, $ROUNDS times
 
     build/zerotrain --model gpt2 --micro-batch B --seq T --steps $STEPS --warmup 0 \\
         --lr-schedule constant --val-every 0 --data build/bench/tokens.bin --log FILE \\
         --profile --param-dtype fp32|bf16
-    /usr/bin/python3 bench/torch_step.py --micro-batch B --seq T --steps $((STEPS - WARMUP)) --warmup-steps $WARMUP
-    /usr/bin/python3 bench/torch_step.py --micro-batch B --seq T --steps $((TORCH_BF16_STEPS - T16_WARMUP)) --warmup-steps $T16_WARMUP --autocast bf16
+    $TORCH_CMD --micro-batch B --seq T --steps $((STEPS - WARMUP)) --warmup-steps $WARMUP
+    $TORCH_CMD --micro-batch B --seq T --steps $((TORCH_BF16_STEPS - T16_WARMUP)) --warmup-steps $T16_WARMUP --autocast bf16
 
 $MARKER
 "

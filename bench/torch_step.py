@@ -5,7 +5,8 @@ random tokens, grad-norm clip 1.0, AdamW (lr 6e-4, wd 0.1 on 2-D params, betas 0
 
 CPU (bench/step.sh): plain AdamW (non-foreach, non-fused), gpt2_ref's explicit attention,
 threads are torch's default (the caller sets OMP_NUM_THREADS and OMP_WAIT_POLICY), each step
-timed by the wall clock.
+timed by the wall clock. --torch2: what a PyTorch 2 user runs instead (torch >= 2.4):
+attention through F.scaled_dot_product_attention and fused AdamW, as on the GPU.
 
 --autocast bf16 runs forward + loss under torch.autocast(device, dtype=torch.bfloat16), the
 usual PyTorch mixed precision: the parameters, their gradients and AdamW stay fp32 (the
@@ -60,19 +61,26 @@ class SdpaAttention(CausalSelfAttention):
         return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
 
 
-def gpu_setup(a, model):
-    """The GPU's model, optimizer and forward callable (--device cuda)."""
-    torch.backends.cuda.matmul.allow_tf32 = a.tf32
-    torch.backends.cudnn.allow_tf32 = a.tf32
+def torch2_setup(model, device):
+    """PyTorch 2's fast path: SDPA attention, fused AdamW (same groups and hyper-parameters as
+    gpt2_ref's make_optimizer), the model on `device`."""
     for m in model.modules():
         if isinstance(m, CausalSelfAttention):
             m.__class__ = SdpaAttention
-    model = model.to("cuda")
+    model = model.to(device)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=6e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
+    return model, opt
+
+
+def gpu_setup(a, model):
+    """The GPU's model, optimizer and forward callable (--device cuda)."""
+    torch.backends.cuda.matmul.allow_tf32 = a.tf32
+    torch.backends.cudnn.allow_tf32 = a.tf32
+    model, opt = torch2_setup(model, "cuda")
     fwd = torch.compile(model) if a.compile else model
     return model, opt, fwd
 
@@ -93,6 +101,8 @@ def main():
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--tf32", action="store_true", help="GPU: TF32 tensor cores in fp32 matmuls")
     ap.add_argument("--compile", action="store_true", help="GPU: torch.compile the model")
+    ap.add_argument("--torch2", action="store_true",
+                    help="CPU: SDPA attention and fused AdamW (the GPU always uses them)")
     a = ap.parse_args()
     if a.device == "cpu" and (a.tf32 or a.compile):
         ap.error("--tf32 and --compile are for --device cuda")
@@ -108,6 +118,9 @@ def main():
     model = GPT(a.vocab, a.n_ctx, a.n_layer, a.n_head, a.n_embd).init_weights(a.seed, random_affine=False)
     if gpu:
         model, opt, fwd = gpu_setup(a, model)
+    elif a.torch2:
+        model, opt = torch2_setup(model, "cpu")
+        fwd = model
     else:
         opt = make_optimizer(model, lr=6e-4, weight_decay=0.1, betas=(0.9, 0.95), eps=1e-8)
         fwd = model
@@ -117,6 +130,8 @@ def main():
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '-')} "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '-')}")
+    if a.torch2 and not gpu:
+        print("attention scaled_dot_product_attention; AdamW fused")
     if gpu:
         print(f"device {torch.cuda.get_device_name()} (CUDA {torch.version.cuda}); TF32 "
               f"{'on' if a.tf32 else 'off'}; torch.compile {'on' if a.compile else 'off'}; "
