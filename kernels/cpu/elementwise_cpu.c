@@ -44,12 +44,27 @@ void zt_gelu_forward(float *out, const float *inp, size_t n) {
     }
 }
 
-// Block b's m <= ZT_GELU_BLOCK bf16 inputs widened into x, zeros past m (exact).
+// Block b's m <= ZT_GELU_BLOCK bf16 inputs widened into x, zeros past m (exact). A whole
+// block (all but a tail) in a loop of fixed length, which the compiler makes one vector pass.
 static inline size_t widen_block(float x[ZT_GELU_BLOCK], const zt_bf16 *inp, size_t n, size_t b) {
     size_t i = b * ZT_GELU_BLOCK, m = n - i < ZT_GELU_BLOCK ? n - i : ZT_GELU_BLOCK;
+    if (m == ZT_GELU_BLOCK) {
 #pragma omp simd
+        for (int k = 0; k < ZT_GELU_BLOCK; k++) x[k] = zt_bf16_to_fp32(inp[i + k]);
+        return m;
+    }
     for (size_t k = 0; k < ZT_GELU_BLOCK; k++) x[k] = k < m ? zt_bf16_to_fp32(inp[i + k]) : 0.0f;
     return m;
+}
+
+// A block's first m results rounded into out (a whole block: one vector pass).
+static inline void round_block(zt_bf16 *out, const float o[ZT_GELU_BLOCK], size_t m) {
+    if (m == ZT_GELU_BLOCK) {
+#pragma omp simd
+        for (int k = 0; k < ZT_GELU_BLOCK; k++) out[k] = zt_bf16_from_fp32(o[k]);
+        return;
+    }
+    for (size_t k = 0; k < m; k++) out[k] = zt_bf16_from_fp32(o[k]);
 }
 
 // Blocks widened, computed as zt_gelu_forward's and rounded: its values on the widened input.
@@ -60,7 +75,7 @@ void zt_gelu_forward_bf16(zt_bf16 *out, const zt_bf16 *inp, size_t n) {
         float x[ZT_GELU_BLOCK], o[ZT_GELU_BLOCK];
         size_t m = widen_block(x, inp, n, b), i = b * ZT_GELU_BLOCK;
         gelu_block(o, x);
-        for (size_t k = 0; k < m; k++) out[i + k] = zt_bf16_from_fp32(o[k]);
+        round_block(out + i, o, m);
     }
 }
 
@@ -76,7 +91,7 @@ void zt_gelu_backward_bf16(void *dinp, zt_dtype dinp_dt, const zt_bf16 *inp, con
         memcpy(d, dout + i, m * sizeof(float));
         gelu_grad_block(o, x, d);
         if (dinp_dt == ZT_BF16)
-            for (size_t k = 0; k < m; k++) ((zt_bf16 *)dinp)[i + k] = zt_bf16_from_fp32(o[k]);
+            round_block((zt_bf16 *)dinp + i, o, m);
         else
             memcpy((float *)dinp + i, o, m * sizeof(float));
     }
