@@ -722,8 +722,8 @@ def reading(cfgs, bf16):
     L.append(
         "- The biases of the products with a bf16 output (c_attn, c_fc) and GELU's backward run "
         "in cuBLASLt's epilogues (`gemm_epilogue_bf16`: one call each, no broadcast or "
-        "GELU-backward pass; not yet timed on a GPU). What changes the picture now is the fused attention's own speed "
-        "(its designs priced below). The model recomputes from the code: rerun it after a "
+        "GELU-backward pass; not yet timed on a GPU). What changes the picture now is the "
+        "fused attention's own speed (its designs priced below). The model recomputes from the code: rerun it after a "
         "change (`make && bench/gpu_model.py`), no number here is typed in.")
     L.append(
         "- Its weak points, which the GPU session checks first (`nsys profile --stats=true` "
