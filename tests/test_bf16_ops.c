@@ -413,25 +413,35 @@ ZT_TEST(bf16_gemm_epilogue) {
         CHECK(err <= tol);
         if (err > worst[2]) worst[2] = err;
     }
-    be->ops->gemm_epilogue_bf16(be, ZT_EPILOGUE_BIAS, 0, 1, N, OC, C, x, ZT_BF16, C, w, C, o16,
-                                ZT_BF16, bias, NULL, NULL, work);
-    be->ops->gemm_epilogue_bf16(be, ZT_EPILOGUE_BIAS, 0, 1, N, OC, C, x, ZT_BF16, C, w, C, o32,
-                                ZT_F32, bias, NULL, NULL, work);
-    for (int n = 0; n < N; n++)
-        for (int o = 0; o < OC; o++) {
-            size_t i = (size_t)n * OC + o;
-            double b = zt_bf16_to_fp32(bias[o]), e = exact[i] + b, m = mag[i] + fabs(b);
-            // C + 1 fp32 terms (products exact): gamma_{C+1} m; a bf16 C then one rounding,
-            // 2^-8 relative to the result (which is within that of e)
-            double t32 = gamma_n(C + 1, 0x1p-24) * m;
-            double t16 = t32 * (1 + 0x1p-8) + 0x1p-8 * fabs(e);
-            double e16 = fabs(zt_bf16_to_fp32(o16[i]) - e), e32 = fabs(o32[i] - e);
-            CHECK(e16 <= t16 && e32 <= t32);
-            if (e16 > worst[0]) worst[0] = e16;
-            if (e32 > worst[1]) worst[1] = e32;
-        }
-    printf("  BIAS into bf16 %.3g, into fp32 %.3g, DGELU %.3g (max |diff|)\n", worst[0],
-           worst[1], worst[2]);
+    // BIAS on the path this CPU chose and on the fallback: fused where the product is one
+    // oneDNN matmul primitive (its own bias), else the unfused ops.
+    zt_bf16_gemm_path paths[2] = {ZT_BF16_GEMM_AUTO, ZT_BF16_GEMM_FALLBACK};
+    for (int pi = 0; pi < 2; pi++) {
+        CHECK(zt_gemm_bf16_set_path(paths[pi]) == ZT_OK);
+        int fused = zt_gemm_bf16_path() == ZT_BF16_GEMM_DNNL_MATMUL;
+        CHECK(be->ops->gemm_epilogue_bf16(be, ZT_EPILOGUE_BIAS, 0, 1, N, OC, C, x, ZT_BF16, C,
+                                          w, C, o16, ZT_BF16, bias, NULL, NULL, work) == fused);
+        CHECK(be->ops->gemm_epilogue_bf16(be, ZT_EPILOGUE_BIAS, 0, 1, N, OC, C, x, ZT_BF16, C,
+                                          w, C, o32, ZT_F32, bias, NULL, NULL, work) == fused);
+        worst[0] = worst[1] = 0.0;
+        for (int n = 0; n < N; n++)
+            for (int o = 0; o < OC; o++) {
+                size_t i = (size_t)n * OC + o;
+                double b = zt_bf16_to_fp32(bias[o]), e = exact[i] + b, m = mag[i] + fabs(b);
+                // C + 1 fp32 terms (products exact): gamma_{C+1} m; a bf16 C then one
+                // rounding, 2^-8 relative to the result (which is within that of e)
+                double t32 = gamma_n(C + 1, 0x1p-24) * m;
+                double t16 = t32 * (1 + 0x1p-8) + 0x1p-8 * fabs(e);
+                double e16 = fabs(zt_bf16_to_fp32(o16[i]) - e), e32 = fabs(o32[i] - e);
+                CHECK(e16 <= t16 && e32 <= t32);
+                if (e16 > worst[0]) worst[0] = e16;
+                if (e32 > worst[1]) worst[1] = e32;
+            }
+        printf("  BIAS %s: into bf16 %.3g, into fp32 %.3g (max |diff|)\n",
+               fused ? "fused" : "unfused", worst[0], worst[1]);
+    }
+    zt_gemm_bf16_set_path(ZT_BF16_GEMM_AUTO);
+    printf("  DGELU %.3g (max |diff|)\n", worst[2]);
     free(bias), free(x), free(w), free(aux), free(o16), free(o32), free(wide), free(p32);
     free(g), free(waux), free(exact), free(mag), free(work);
     return ZT_PASS;

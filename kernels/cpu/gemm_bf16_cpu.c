@@ -188,7 +188,8 @@ void zt_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, co
     }
     zt_bf16_gemm_path p = zt_gemm_bf16_path();
     if (p == ZT_BF16_GEMM_DNNL_MATMUL)
-        zt_matmul_dnnl(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ZT_F32, ldc);
+        zt_matmul_dnnl(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ZT_F32, ldc,
+                       NULL);
     else if (p == ZT_BF16_GEMM_DNNL)
         gemm_dnnl(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     else

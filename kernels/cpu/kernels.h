@@ -77,10 +77,11 @@ size_t zt_gemm_bf16_workspace(int M, int N, int K);
 void zt_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const zt_bf16 *A,
                   int lda, const zt_bf16 *B, int ldb, float beta, float *C, int ldc, float *work);
 
-// oneDNN's matmul primitive (matmul_dnnl_cpu.c): C (M, N) = alpha op(A) op(B) + beta C with
-// bf16 A and B and an fp32 or bf16 C (ct; bf16: alpha acc + beta C in fp32, rounded once),
-// zt_gemm's arguments, M, N, K > 0. A primitive per transposes, sizes, leading dimensions,
-// C's type and scalars is made on first use and cached (32, the oldest replaced; held until
+// oneDNN's matmul primitive (matmul_dnnl_cpu.c): C (M, N) = alpha op(A) op(B) + bias + beta C
+// with bf16 A and B, an fp32 or bf16 C (ct; bf16: the sum in fp32, rounded once) and bias N
+// bf16 values added to every row (NULL: none), zt_gemm's arguments, M, N, K > 0. A
+// primitive per transposes, sizes, leading dimensions, C's type, bias or not and scalars is
+// made on first use and cached (32, the oldest replaced; held until
 // the process ends). Fatal where oneDNN has none: choose the path through
 // zt_gemm_bf16_set_path, which checks. zt_matmul_dnnl_check: ZT_OK where oneDNN has a bf16
 // matmul on this CPU (it makes one small primitive), else ZT_ERR with the reason; ask
@@ -90,7 +91,7 @@ void zt_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, co
 zt_status zt_matmul_dnnl_check(void);
 void zt_matmul_dnnl(int trans_a, int trans_b, int M, int N, int K, float alpha, const zt_bf16 *A,
                     int lda, const zt_bf16 *B, int ldb, float beta, void *C, zt_dtype ct,
-                    int ldc);
+                    int ldc, const zt_bf16 *bias);
 void zt_matmul_dnnl_stats(size_t *hits, size_t *misses, int *cached);
 
 // ---- bf16 mixed precision (backend_ops.h's ZT_OPS_BF16 group; docs/design.md, "bf16") ----
@@ -114,6 +115,12 @@ void zt_matmul_dnnl_stats(size_t *hits, size_t *misses, int *cached);
 void zt_gemm_mixed(int trans_a, int trans_b, int M, int N, int K, float alpha, const void *A,
                    zt_dtype at, int lda, const void *B, zt_dtype bt, int ldb, float beta, void *C,
                    zt_dtype ct, int ldc, void *work, size_t work_bytes);
+// backend_ops.h's gemm_epilogue_bf16 with ZT_EPILOGUE_BIAS as one matmul primitive, the bias
+// its own, where gemm_mixed's product is one call of it (bf16 A on the matmul path): returns
+// 1. Elsewhere it does nothing and returns 0 (the caller runs the unfused ops).
+int zt_gemm_mixed_bias(int trans_a, int trans_b, int M, int N, int K, const void *A,
+                       zt_dtype at, int lda, const zt_bf16 *B, int ldb, void *C, zt_dtype ct,
+                       const zt_bf16 *bias);
 void zt_bias_forward_bf16(float *out, const zt_bf16 *bias, int N, int OC);
 void zt_bias_broadcast_bf16(zt_bf16 *out, const zt_bf16 *bias, int N, int OC);
 void zt_bias_backward_bf16(zt_bf16 *dbias, const void *dout, zt_dtype dout_dt, int N, int OC);

@@ -3,8 +3,9 @@
 // (docs/design.md, "bf16").
 //
 // A primitive is fixed at creation to its shapes, strides (the form and leading
-// dimensions), C's type and the scalars (alpha as the output scale, beta as a sum post-op:
-// oneDNN computes alpha acc + beta C in fp32 and rounds a bf16 C once). oneDNN then picks
+// dimensions), C's type, whether it adds a bias and the scalars (alpha as the output scale,
+// beta as a sum post-op: oneDNN computes alpha acc + bias + beta C in fp32 and rounds a bf16
+// C once). oneDNN then picks
 // its kernel for this CPU (brgemm on AVX512-BF16 and AMX) and sizes its scratchpad, so
 // making one costs far more than a product at GPT-2's small sizes: a step's ~10 products
 // are made in the first step and looked up after. The memory objects are kept with the
@@ -25,14 +26,14 @@
 
 typedef struct {
     int trans_a, trans_b, M, N, K, lda, ldb, ldc;
-    int c_bf16;
+    int c_bf16, bias;
     uint32_t alpha, beta; // the scalars' bits
 } key;
 
 typedef struct {
     key k;
     dnnl_primitive_t prim;
-    dnnl_memory_t a, b, c;
+    dnnl_memory_t a, b, c, bias;
 } slot;
 
 static struct {
@@ -70,6 +71,7 @@ static void slot_free(slot *s) {
     dnnl_memory_destroy(s->a);
     dnnl_memory_destroy(s->b);
     dnnl_memory_destroy(s->c);
+    dnnl_memory_destroy(s->bias);
     dnnl_primitive_destroy(s->prim);
     memset(s, 0, sizeof *s);
 }
@@ -83,8 +85,9 @@ static zt_status make_pd(dnnl_primitive_desc_t *pd, const key *k) {
     dnnl_memory_desc_t a = md_of(k->M, k->K, k->lda, k->trans_a, dnnl_bf16);
     dnnl_memory_desc_t b = md_of(k->K, k->N, k->ldb, k->trans_b, dnnl_bf16);
     dnnl_memory_desc_t c = md_of(k->M, k->N, k->ldc, 0, k->c_bf16 ? dnnl_bf16 : dnnl_f32);
+    dnnl_memory_desc_t bias = md_of(1, k->N, k->N, 0, dnnl_bf16);
     dnnl_matmul_desc_t d;
-    DNNL_OK(dnnl_matmul_desc_init(&d, &a, &b, NULL, &c));
+    DNNL_OK(dnnl_matmul_desc_init(&d, &a, &b, k->bias ? &bias : NULL, &c));
     dnnl_primitive_attr_t attr;
     dnnl_post_ops_t po;
     DNNL_OK(dnnl_primitive_attr_create(&attr));
@@ -133,17 +136,21 @@ static zt_status find_or_make(slot **out, const key *k) {
     DNNL_OK(dnnl_memory_create(&s->a, a, g.engine, DNNL_MEMORY_NONE));
     DNNL_OK(dnnl_memory_create(&s->b, b, g.engine, DNNL_MEMORY_NONE));
     DNNL_OK(dnnl_memory_create(&s->c, c, g.engine, DNNL_MEMORY_NONE));
+    if (k->bias) {
+        const dnnl_memory_desc_t *v = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
+        DNNL_OK(dnnl_memory_create(&s->bias, v, g.engine, DNNL_MEMORY_NONE));
+    }
     dnnl_primitive_desc_destroy(pd);
     *out = s;
     return ZT_OK;
 }
 
 static key key_of(int trans_a, int trans_b, int M, int N, int K, float alpha, int lda, int ldb,
-                  float beta, zt_dtype ct, int ldc) {
+                  float beta, zt_dtype ct, int ldc, int bias) {
     key k;
     memset(&k, 0, sizeof k); // no padding bytes of chance in the memcmp
     k.trans_a = trans_a, k.trans_b = trans_b, k.M = M, k.N = N, k.K = K;
-    k.lda = lda, k.ldb = ldb, k.ldc = ldc, k.c_bf16 = ct == ZT_BF16;
+    k.lda = lda, k.ldb = ldb, k.ldc = ldc, k.c_bf16 = ct == ZT_BF16, k.bias = bias;
     k.alpha = bits_of(alpha), k.beta = bits_of(beta == 0.0f ? 0.0f : beta); // -0 is 0
     return k;
 }
@@ -151,7 +158,7 @@ static key key_of(int trans_a, int trans_b, int M, int N, int K, float alpha, in
 zt_status zt_matmul_dnnl_check(void) {
     pthread_mutex_lock(&g.lock);
     slot *s;
-    key k = key_of(0, 1, 8, 8, 8, 1.0f, 8, 8, 0.0f, ZT_F32, 8);
+    key k = key_of(0, 1, 8, 8, 8, 1.0f, 8, 8, 0.0f, ZT_F32, 8, 0);
     zt_status st = find_or_make(&s, &k);
     pthread_mutex_unlock(&g.lock);
     return st;
@@ -159,9 +166,9 @@ zt_status zt_matmul_dnnl_check(void) {
 
 void zt_matmul_dnnl(int trans_a, int trans_b, int M, int N, int K, float alpha, const zt_bf16 *A,
                     int lda, const zt_bf16 *B, int ldb, float beta, void *C, zt_dtype ct,
-                    int ldc) {
+                    int ldc, const zt_bf16 *bias) {
     ZT_ASSERT(M > 0 && N > 0 && K > 0 && (ct == ZT_F32 || ct == ZT_BF16));
-    key k = key_of(trans_a, trans_b, M, N, K, alpha, lda, ldb, beta, ct, ldc);
+    key k = key_of(trans_a, trans_b, M, N, K, alpha, lda, ldb, beta, ct, ldc, bias != NULL);
     pthread_mutex_lock(&g.lock);
     slot *s;
     zt_status st = find_or_make(&s, &k);
@@ -170,9 +177,10 @@ void zt_matmul_dnnl(int trans_a, int trans_b, int M, int N, int K, float alpha, 
     DNNL_OK(dnnl_memory_set_data_handle(s->a, (void *)A));
     DNNL_OK(dnnl_memory_set_data_handle(s->b, (void *)B));
     DNNL_OK(dnnl_memory_set_data_handle(s->c, C));
-    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, s->a}, {DNNL_ARG_WEIGHTS, s->b},
-                               {DNNL_ARG_DST, s->c}};
-    DNNL_OK(dnnl_primitive_execute(s->prim, g.stream, 3, args));
+    if (bias) DNNL_OK(dnnl_memory_set_data_handle(s->bias, (void *)bias));
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s->a}, {DNNL_ARG_WEIGHTS, s->b},
+                               {DNNL_ARG_DST, s->c}, {DNNL_ARG_BIAS, s->bias}};
+    DNNL_OK(dnnl_primitive_execute(s->prim, g.stream, bias ? 4 : 3, args));
     DNNL_OK(dnnl_stream_wait(g.stream));
     pthread_mutex_unlock(&g.lock);
 }
