@@ -18,12 +18,17 @@ static void row_forward(void *out, zt_dtype out_dt, float *mean, float *rstd, co
                         const float *w, const float *b, float *row, int C) {
     float *o = out_dt == ZT_F32 ? out : row;
     zt_layernorm_row_forward(o, mean, rstd, x, w, b, C);
-    if (out_dt == ZT_BF16)
-        for (int c = 0; c < C; c++) ((zt_bf16 *)out)[c] = zt_bf16_from_fp32(row[c]);
+    if (out_dt == ZT_BF16) {
+        zt_bf16 *o16 = out;
+#pragma omp simd
+        for (int c = 0; c < C; c++) o16[c] = zt_bf16_from_fp32(row[c]);
+    }
 }
 
 // a bf16 rows, b fp32 rows: res = a + b rounded (b NULL: res = a, nothing written), then its
-// LayerNorm.
+// LayerNorm. The rows' element loops are `simd`: gcc's -O2 leaves loops of unknown length
+// scalar (GPT-2 124M at 256 tokens, 2 threads: residual add and LayerNorm 276 -> 82 us a
+// call, the LayerNorm alone 189 -> 72 us).
 static void residual_layernorm(zt_bf16 *res, void *out, zt_dtype out_dt, float *mean,
                                float *rstd, const zt_bf16 *a, const float *b, const zt_bf16 *w,
                                const zt_bf16 *bias, int N, int C) {
@@ -40,11 +45,13 @@ static void residual_layernorm(zt_bf16 *res, void *out, zt_dtype out_dt, float *
         for (int n = 0; n < N; n++) {
             size_t at = (size_t)n * C;
             if (b) {
+#pragma omp simd
                 for (int c = 0; c < C; c++) {
                     res[at + c] = add_one(a[at + c], b[at + c]);
                     x[c] = zt_bf16_to_fp32(res[at + c]);
                 }
             } else {
+#pragma omp simd
                 for (int c = 0; c < C; c++) x[c] = zt_bf16_to_fp32(a[at + c]);
             }
             row_forward((char *)out + at * osize, out_dt, mean + n, rstd + n, x, wf, bf, row, C);
