@@ -52,6 +52,7 @@ static inline ZT_HD void zt_layernorm_row_forward(float *out, float *mean_out, f
         v += d * d;
     }
     float s = zt_ln_rstd(v, C);
+    ZT_SIMD
     for (int i = 0; i < C; i++) out[i] = zt_ln_out(x[i], m, s, w[i], b[i]);
     *mean_out = m;
     *rstd_out = s;
@@ -80,6 +81,7 @@ static inline ZT_HD void zt_layernorm_row_backward_dx(float *dx, const float *do
     }
     gmean /= C;
     gxmean /= C;
+    ZT_SIMD
     for (int i = 0; i < C; i++) dx[i] += zt_ln_dx(dout[i], x[i], w[i], mean, rstd, gmean, gxmean);
 }
 
