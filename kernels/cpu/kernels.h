@@ -81,8 +81,8 @@ void zt_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, co
 // with bf16 A and B, an fp32 or bf16 C (ct; bf16: the sum in fp32, rounded once) and bias N
 // bf16 values added to every row (NULL: none), zt_gemm's arguments, M, N, K > 0. A
 // primitive per transposes, sizes, leading dimensions, C's type, bias or not and scalars is
-// made on first use and cached (32, the oldest replaced; held until
-// the process ends). Fatal where oneDNN has none: choose the path through
+// made on first use and cached (32, the oldest replaced; held until the process ends).
+// Fatal where oneDNN has none: choose the path through
 // zt_gemm_bf16_set_path, which checks. zt_matmul_dnnl_check: ZT_OK where oneDNN has a bf16
 // matmul on this CPU (it makes one small primitive), else ZT_ERR with the reason; ask
 // zt_gemm_bf16_dnnl_check first (oneDNN emulates bf16 on AVX-512 CPUs without it).
