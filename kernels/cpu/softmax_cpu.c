@@ -109,21 +109,26 @@ float zt_cpu_row_sumexp_bf16(const zt_bf16 *x, int n, float m) {
 }
 
 // zt_ce_slice_finish's element arithmetic: e = expf(x - lse), e - 1 at the target, times scale.
+// Chunks of ZT_CE_CHUNK values: widened in one vector loop, the blocks' expf, then the target
+// and scale and the rounding in loops over the chunk (GPT-2's 256 x 50304 logits on 2
+// threads: 4.6 -> 3.2 ms, fp32's pass 4.4; per block, the widening and rounding around each
+// expf call). The last block is padded with zeros, as zt_cpu_row_exp's tail.
+#define ZT_CE_CHUNK 256
 void zt_cpu_row_ce_grad_bf16(zt_bf16 *out, const zt_bf16 *x, float lse, int target, float scale,
                              int n) {
-    float w[ZT_VBLOCK], e[ZT_VBLOCK];
-    for (int i = 0; i < n; i += ZT_VBLOCK) {
-        widen_block(w, x, i, n, 0.0f);
+    float w[ZT_CE_CHUNK], e[ZT_CE_CHUNK];
+    for (int i0 = 0; i0 < n; i0 += ZT_CE_CHUNK) {
+        int m = n - i0 < ZT_CE_CHUNK ? n - i0 : ZT_CE_CHUNK;
+        int padded = (m + ZT_VBLOCK - 1) / ZT_VBLOCK * ZT_VBLOCK;
 #pragma omp simd
-        for (int k = 0; k < ZT_VBLOCK; k++) e[k] = expf(w[k] - lse);
+        for (int k = 0; k < m; k++) w[k] = zt_bf16_to_fp32(x[i0 + k]);
+        for (int k = m; k < padded; k++) w[k] = 0.0f;
+        for (int b = 0; b < padded; b += ZT_VBLOCK)
+#pragma omp simd
+            for (int k = 0; k < ZT_VBLOCK; k++) e[b + k] = expf(w[b + k] - lse);
         // e - 0 is e exactly (e >= +0 or NaN): the target's e - 1 without a branch
 #pragma omp simd
-        for (int k = 0; k < ZT_VBLOCK; k++) e[k] = (e[k] - (i + k == target ? 1.0f : 0.0f)) * scale;
-        if (i + ZT_VBLOCK <= n) {
-#pragma omp simd
-            for (int k = 0; k < ZT_VBLOCK; k++) out[i + k] = zt_bf16_from_fp32(e[k]);
-        } else {
-            for (int k = 0; k < n - i; k++) out[i + k] = zt_bf16_from_fp32(e[k]);
-        }
+        for (int k = 0; k < m; k++)
+            out[i0 + k] = zt_bf16_from_fp32((e[k] - (i0 + k == target ? 1.0f : 0.0f)) * scale);
     }
 }
