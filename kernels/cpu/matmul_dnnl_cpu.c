@@ -5,11 +5,10 @@
 // A primitive is fixed at creation to its shapes, strides (the form and leading
 // dimensions), C's type, whether it adds a bias and the scalars (alpha as the output scale,
 // beta as a sum post-op: oneDNN computes alpha acc + bias + beta C in fp32 and rounds a bf16
-// C once). oneDNN then picks
-// its kernel for this CPU (brgemm on AVX512-BF16 and AMX) and sizes its scratchpad, so
-// making one costs far more than a product at GPT-2's small sizes: a step's ~10 products
-// are made in the first step and looked up after. The memory objects are kept with the
-// primitive and only their data handles set per call.
+// C once). oneDNN then picks its kernel for this CPU (brgemm on AVX512-BF16 and AMX) and
+// sizes its scratchpad, so making one costs far more than a product at GPT-2's small sizes:
+// a step's ~10 products are made in the first step and looked up after. The memory objects
+// are kept with the primitive and only their data handles set per call.
 //
 // oneDNN 2.6.3 has no bf16 matmul below AVX512-BF16 (dnnl_unimplemented on this AVX2
 // machine; it emulates bf16 on plain AVX-512 CPUs, which zt_gemm_bf16_dnnl_check refuses).
