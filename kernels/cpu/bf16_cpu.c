@@ -19,58 +19,63 @@ void zt_bf16_to_fp32_array(float *out, const zt_bf16 *in, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = zt_bf16_to_fp32(in[i]);
 }
 
-// The matrices' rows, one function each.
-static void to_fp32_row(void *out, const void *in, int cols) {
-    float *o = out;
-    const zt_bf16 *x = in;
+void zt_bf16_to_fp32_row(float *out, const zt_bf16 *in, int n) {
 #pragma omp simd
-    for (int c = 0; c < cols; c++) o[c] = zt_bf16_to_fp32(x[c]);
-}
-static void from_fp32_row(void *out, const void *in, int cols) {
-    zt_bf16 *o = out;
-    const float *x = in;
-#pragma omp simd
-    for (int c = 0; c < cols; c++) o[c] = zt_bf16_from_fp32(x[c]);
-}
-static void round_fp32_row(void *out, const void *in, int cols) {
-    float *o = out;
-    const float *x = in;
-#pragma omp simd
-    for (int c = 0; c < cols; c++) o[c] = zt_bf16_to_fp32(zt_bf16_from_fp32(x[c]));
+    for (int i = 0; i < n; i++) out[i] = zt_bf16_to_fp32(in[i]);
 }
 
-// f on each row. Rows taken dynamically, 16 at a time, as zt_gemm's tiles: a thread the OS
-// preempts holds up one block, not half the matrix (GPT-2's 2304 x 768 weight on 2 shared
-// cores: median 0.39 ms against 0.66 ms with static halves). A small matrix, or one a
-// kernel's thread converts inside its own parallel region, runs on the calling thread
+void zt_bf16_from_fp32_row(zt_bf16 *out, const float *in, int n) {
+#pragma omp simd
+    for (int i = 0; i < n; i++) out[i] = zt_bf16_from_fp32(in[i]);
+}
+
+static void round_fp32_row(float *out, const float *in, int n) {
+#pragma omp simd
+    for (int i = 0; i < n; i++) out[i] = zt_bf16_to_fp32(zt_bf16_from_fp32(in[i]));
+}
+
+typedef enum { TO_FP32, FROM_FP32, ROUND_FP32 } conversion;
+
+static void convert_row(conversion c, void *out, const void *in, int cols) {
+    switch (c) {
+    case TO_FP32: zt_bf16_to_fp32_row(out, in, cols); break;
+    case FROM_FP32: zt_bf16_from_fp32_row(out, in, cols); break;
+    case ROUND_FP32: round_fp32_row(out, in, cols); break;
+    }
+}
+
+// Conversion c on each row. Rows taken dynamically, 16 at a time, as zt_gemm's tiles: a
+// thread the OS preempts holds up one block, not half the matrix (GPT-2's 2304 x 768 weight
+// on 2 shared cores: median 0.39 ms against 0.66 ms with static halves). A small matrix, or
+// one a kernel's thread converts inside its own parallel region, runs on the calling thread
 // without entering a region: even one that runs on one thread costs about a microsecond to
 // set up (bf16 attention at T = 64 converts 7 blocks per head: 0.3 ms a layer).
-static void each_row(void (*f)(void *, const void *, int), void *out, size_t out_row,
-                     const void *in, size_t in_row, int rows, int cols) {
+static void each_row(conversion c, void *out, size_t out_row, const void *in, size_t in_row,
+                     int rows, int cols) {
     char *o = out;
     const char *x = in;
     if ((size_t)rows * cols < ZT_BF16_PARALLEL_MIN || omp_in_parallel()) {
-        for (int r = 0; r < rows; r++) f(o + r * out_row, x + r * in_row, cols);
+        for (int r = 0; r < rows; r++) convert_row(c, o + r * out_row, x + r * in_row, cols);
         return;
     }
 #pragma omp parallel for schedule(dynamic, 16)
-    for (int r = 0; r < rows; r++) f(o + r * out_row, x + r * in_row, cols);
+    for (int r = 0; r < rows; r++) convert_row(c, o + r * out_row, x + r * in_row, cols);
 }
 
 void zt_bf16_to_fp32_matrix(float *out, int ld_out, const zt_bf16 *in, int ld_in, int rows,
                             int cols) {
-    each_row(to_fp32_row, out, (size_t)ld_out * sizeof *out, in, (size_t)ld_in * sizeof *in,
+    each_row(TO_FP32, out, (size_t)ld_out * sizeof *out, in, (size_t)ld_in * sizeof *in,
              rows, cols);
 }
 
 void zt_bf16_from_fp32_matrix(zt_bf16 *out, int ld_out, const float *in, int ld_in, int rows,
                               int cols) {
-    each_row(from_fp32_row, out, (size_t)ld_out * sizeof *out, in, (size_t)ld_in * sizeof *in,
+    each_row(FROM_FP32, out, (size_t)ld_out * sizeof *out, in, (size_t)ld_in * sizeof *in,
              rows, cols);
 }
 
 void zt_bf16_round_fp32_matrix(float *out, int ld_out, const float *in, int ld_in, int rows,
                                int cols) {
-    each_row(round_fp32_row, out, (size_t)ld_out * sizeof *out, in,
+    each_row(ROUND_FP32, out, (size_t)ld_out * sizeof *out, in,
              (size_t)ld_in * sizeof *in, rows, cols);
 }

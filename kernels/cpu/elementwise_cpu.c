@@ -55,8 +55,7 @@ void zt_gelu_forward(float *out, const float *inp, size_t n) {
 
 static inline void widen_chunk(float *x, const zt_bf16 *inp, size_t m) {
     size_t padded = (m + ZT_GELU_BLOCK - 1) / ZT_GELU_BLOCK * ZT_GELU_BLOCK;
-#pragma omp simd
-    for (size_t k = 0; k < m; k++) x[k] = zt_bf16_to_fp32(inp[k]);
+    zt_bf16_to_fp32_row(x, inp, (int)m);
     for (size_t k = m; k < padded; k++) x[k] = 0.0f;
 }
 
@@ -65,8 +64,7 @@ static inline void gelu_chunk_bf16(zt_bf16 *out, const zt_bf16 *inp, size_t m) {
     float x[ZT_GELU_CHUNK], o[ZT_GELU_CHUNK];
     widen_chunk(x, inp, m);
     for (size_t b = 0; b < m; b += ZT_GELU_BLOCK) gelu_block(o + b, x + b);
-#pragma omp simd
-    for (size_t k = 0; k < m; k++) out[k] = zt_bf16_from_fp32(o[k]);
+    zt_bf16_from_fp32_row(out, o, (int)m);
 }
 
 // m <= ZT_GELU_CHUNK values; dinp fp32 (it may be dout: the chunk reads all of its dout
@@ -81,13 +79,10 @@ static inline void gelu_grad_chunk_bf16(void *dinp, zt_dtype dt, const zt_bf16 *
         memcpy(d, dout + full, (m - full) * sizeof *d);
         gelu_grad_block(o + full, x + full, d);
     }
-    if (dt == ZT_F32) {
+    if (dt == ZT_F32)
         memcpy(dinp, o, m * sizeof *o);
-        return;
-    }
-    zt_bf16 *o16 = dinp;
-#pragma omp simd
-    for (size_t k = 0; k < m; k++) o16[k] = zt_bf16_from_fp32(o[k]);
+    else
+        zt_bf16_from_fp32_row(dinp, o, (int)m);
 }
 
 static size_t chunk_len(size_t n, size_t c) {

@@ -25,6 +25,10 @@ void zt_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const f
 // out[i] = zt_bf16_to_fp32(in[i]) (exact), on all OpenMP threads for large n.
 void zt_bf16_from_fp32_array(zt_bf16 *out, const float *in, size_t n);
 void zt_bf16_to_fp32_array(float *out, const zt_bf16 *in, size_t n);
+// The same on one row of n values, on the calling thread, in one vector loop: for a kernel's
+// threads, which convert rows inside their own parallel region.
+void zt_bf16_from_fp32_row(zt_bf16 *out, const float *in, int n);
+void zt_bf16_to_fp32_row(float *out, const zt_bf16 *in, int n);
 // out (rows, cols), leading dimension ld_out = in (rows, cols), leading dimension ld_in,
 // widened to fp32 (exact); rows in parallel.
 void zt_bf16_to_fp32_matrix(float *out, int ld_out, const zt_bf16 *in, int ld_in, int rows,

@@ -8,26 +8,17 @@
 // x as fp32: x itself; as bf16: widened into buf (C floats).
 static const float *widened(const void *x, zt_dtype dt, float *buf, int C) {
     if (dt == ZT_F32) return x;
-    zt_bf16_to_fp32_array(buf, x, (size_t)C);
+    zt_bf16_to_fp32_row(buf, x, C);
     return buf;
 }
 
-// A row's conversions inside the threads' loops: plain vector loops, where the array
-// functions would open an OpenMP region per row (per row piece in the column pass: the
-// backward ran 5x slower than its fp32 op on GPT-2's rows).
-static void widen_row(float *out, const zt_bf16 *in, int n) {
-#pragma omp simd
-    for (int i = 0; i < n; i++) out[i] = zt_bf16_to_fp32(in[i]);
-}
-static void round_row(zt_bf16 *out, const float *in, int n) {
-#pragma omp simd
-    for (int i = 0; i < n; i++) out[i] = zt_bf16_from_fp32(in[i]);
-}
-
-// n values of x (fp32 or bf16) from element `at`: x's own, or widened into buf.
+// n values of x (fp32 or bf16) from element `at`: x's own, or widened into buf. Rows inside
+// the threads' loops convert with the row functions: the array ones would open an OpenMP
+// region per row (per row piece in the column pass: the backward ran 5x slower than its fp32
+// op on GPT-2's rows).
 static const float *row_of(const void *x, zt_dtype dt, size_t at, float *buf, int n) {
     if (dt == ZT_F32) return (const float *)x + at;
-    widen_row(buf, (const zt_bf16 *)x + at, n);
+    zt_bf16_to_fp32_row(buf, (const zt_bf16 *)x + at, n);
     return buf;
 }
 
@@ -45,7 +36,7 @@ static void layernorm_forward(void *out, zt_dtype out_dt, float *mean, float *rs
         for (int n = 0; n < N; n++) {
             float *o = out_dt == ZT_F32 ? (float *)out + (size_t)n * C : row;
             zt_layernorm_row_forward(o, mean + n, rstd + n, inp + (size_t)n * C, wf, bf, C);
-            if (out_dt == ZT_BF16) round_row((zt_bf16 *)out + (size_t)n * C, row, C);
+            if (out_dt == ZT_BF16) zt_bf16_from_fp32_row((zt_bf16 *)out + (size_t)n * C, row, C);
         }
     }
 }
@@ -66,12 +57,12 @@ static void layernorm_backward(void *dinp, zt_dtype gt, void *dw, void *db, zt_d
             size_t at = (size_t)n * C;
             float *dx = (float *)dinp + at;
             if (gt == ZT_BF16) {
-                widen_row(drow, (const zt_bf16 *)dinp + at, C);
+                zt_bf16_to_fp32_row(drow, (const zt_bf16 *)dinp + at, C);
                 dx = drow;
             }
             zt_layernorm_row_backward_dx(dx, dout + at, row_of(inp, it, at, xrow, C), wf, mean[n],
                                          rstd[n], C);
-            if (gt == ZT_BF16) round_row((zt_bf16 *)dinp + at, drow, C);
+            if (gt == ZT_BF16) zt_bf16_from_fp32_row((zt_bf16 *)dinp + at, drow, C);
         }
         // dw, db: threads own column blocks, each column summed from row 0 down (a fixed
         // order) in stack accumulators, as zt_bias_backward.

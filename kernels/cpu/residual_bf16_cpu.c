@@ -18,25 +18,21 @@ static void row_forward(void *out, zt_dtype out_dt, float *mean, float *rstd, co
                         const float *w, const float *b, float *row, int C) {
     float *o = out_dt == ZT_F32 ? out : row;
     zt_layernorm_row_forward(o, mean, rstd, x, w, b, C);
-    if (out_dt == ZT_BF16) {
-        zt_bf16 *o16 = out;
-#pragma omp simd
-        for (int c = 0; c < C; c++) o16[c] = zt_bf16_from_fp32(row[c]);
-    }
+    if (out_dt == ZT_BF16) zt_bf16_from_fp32_row(out, row, C);
 }
 
 // a bf16 rows, b fp32 rows: res = a + b rounded (b NULL: res = a, nothing written), then its
-// LayerNorm. The rows' element loops are `simd`: gcc's -O2 leaves loops of unknown length
-// scalar (GPT-2 124M at 256 tokens, 2 threads: residual add and LayerNorm 276 -> 82 us a
-// call, the LayerNorm alone 189 -> 72 us).
+// LayerNorm. The rows' element loops are vector loops (`simd`, the row conversions): gcc's
+// -O2 leaves loops of unknown length scalar (GPT-2 124M at 256 tokens, 2 threads: residual
+// add and LayerNorm 276 -> 82 us a call, the LayerNorm alone 189 -> 72 us).
 static void residual_layernorm(zt_bf16 *res, void *out, zt_dtype out_dt, float *mean,
                                float *rstd, const zt_bf16 *a, const float *b, const zt_bf16 *w,
                                const zt_bf16 *bias, int N, int C) {
     ZT_ASSERTF(C > 0 && C <= ZT_BF16_MAX_ROW, "layernorm: C = %d > %d", C, ZT_BF16_MAX_ROW);
     ZT_ASSERT(out_dt == ZT_F32 || out_dt == ZT_BF16);
     float wf[C], bf[C];
-    zt_bf16_to_fp32_array(wf, w, (size_t)C);
-    zt_bf16_to_fp32_array(bf, bias, (size_t)C);
+    zt_bf16_to_fp32_row(wf, w, C);
+    zt_bf16_to_fp32_row(bf, bias, C);
     size_t osize = out_dt == ZT_F32 ? sizeof(float) : sizeof(zt_bf16);
 #pragma omp parallel
     {
@@ -51,8 +47,7 @@ static void residual_layernorm(zt_bf16 *res, void *out, zt_dtype out_dt, float *
                     x[c] = zt_bf16_to_fp32(res[at + c]);
                 }
             } else {
-#pragma omp simd
-                for (int c = 0; c < C; c++) x[c] = zt_bf16_to_fp32(a[at + c]);
+                zt_bf16_to_fp32_row(x, a + at, C);
             }
             row_forward((char *)out + at * osize, out_dt, mean + n, rstd + n, x, wf, bf, row, C);
         }

@@ -120,8 +120,7 @@ void zt_cpu_row_ce_grad_bf16(zt_bf16 *out, const zt_bf16 *x, float lse, int targ
     for (int i0 = 0; i0 < n; i0 += ZT_CE_CHUNK) {
         int m = n - i0 < ZT_CE_CHUNK ? n - i0 : ZT_CE_CHUNK;
         int padded = (m + ZT_VBLOCK - 1) / ZT_VBLOCK * ZT_VBLOCK;
-#pragma omp simd
-        for (int k = 0; k < m; k++) w[k] = zt_bf16_to_fp32(x[i0 + k]);
+        zt_bf16_to_fp32_row(w, x + i0, m);
         for (int k = m; k < padded; k++) w[k] = 0.0f;
         for (int b = 0; b < padded; b += ZT_VBLOCK)
 #pragma omp simd
