@@ -147,7 +147,7 @@ zt_status zt_trainer_step(zt_trainer *t, int step, zt_step_stats *out) {
     zt_profile prof0 = t->prof;
     // --profile counts the ops of the steps its table counts (all but the run's first)
     if (t->cfg->profile) t->prof_be_st.by_op = step > t->step0 ? &t->prof_ops : NULL;
-    t->be->ops->memset(t->be, m->grads, 0, m->layout.numel * zt_gpt2_elem_size(m));
+    zt_gpt2_zero_grads(m);
     double loss_sum = zt_trainer_run_schedule(t, (uint64_t)step,
                                               (float)(1.0 / zt_trainer_global_tokens(t)));
     zt_dp_sync_reduce(&t->sync);

@@ -332,6 +332,11 @@ static void alloc_params(zt_gpt2 *m) {
     if (!m->is_view) {
         m->params = zt_be_alloc(m->be, ZT_MEM_PARAMS, n * elem);
         m->grads = zt_be_alloc(m->be, ZT_MEM_GRADS, n * elem);
+        m->zeroed = calloc(1, sizeof *m->zeroed);
+        ZT_ASSERT(m->zeroed);
+        m->zeroed->cap = 4 * m->shape.n_layer + 1;
+        m->zeroed->grad = calloc((size_t)m->zeroed->cap, sizeof *m->zeroed->grad);
+        ZT_ASSERT(m->zeroed->grad);
     }
     m->p.h = calloc((size_t)m->shape.n_layer, sizeof(zt_block_tensors));
     m->g.h = calloc((size_t)m->shape.n_layer, sizeof(zt_block_tensors));
@@ -406,10 +411,42 @@ void zt_gpt2_free(zt_gpt2 *m) {
         if (m->ws_block) zt_be_free(m->be, m->ws_block);
         if (m->logits_block) zt_be_free(m->be, m->logits_block);
     }
+    if (!m->is_view && m->zeroed) free(m->zeroed->grad);
+    if (!m->is_view) free(m->zeroed);
     free(m->p.h);
     free(m->g.h);
     zt_layout_free(&m->layout);
     memset(m, 0, sizeof *m);
+}
+
+static void mark_zeroed(zt_gpt2_zeroed *z, const void *g) {
+    if (!g) return; // a tensor of another stage
+    ZT_ASSERT(z->n < z->cap);
+    z->grad[z->n++] = g;
+}
+
+void zt_gpt2_zero_grads(zt_gpt2 *m) {
+    m->be->ops->memset(m->be, m->grads, 0, m->layout.numel * zt_gpt2_elem_size(m));
+    zt_gpt2_zeroed *z = m->zeroed;
+    z->n = 0;
+    mark_zeroed(z, m->g.wte);
+    for (int l = 0; is_bf16(m) && l < m->shape.n_layer; l++) {
+        const zt_block_tensors *g = &m->g.h[l];
+        mark_zeroed(z, g->qkvw);
+        mark_zeroed(z, g->attprojw);
+        mark_zeroed(z, g->fcw);
+        mark_zeroed(z, g->fcprojw);
+    }
+}
+
+float zt_gpt2_grad_beta(const zt_gpt2 *m, const void *g) {
+    zt_gpt2_zeroed *z = m->zeroed;
+    for (int i = 0; i < z->n; i++)
+        if (z->grad[i] == g) {
+            z->grad[i] = z->grad[--z->n];
+            return 0.0f;
+        }
+    return 1.0f;
 }
 
 // Computed on the host, in a view of the parameters (the parameters themselves on the CPU).
@@ -855,8 +892,8 @@ static double head_forward(zt_gpt2 *m, const void *x, const int32_t *targets, in
         if (!backward) continue;
         zt_gpt2_weight_gemm(m, 0, 0, nc, C, Vl, a->logits, it, Vl, m->p.wte, m->dtype, C, 0.0f,
                             a->dln + (size_t)n0 * C, ZT_F32, C);
-        zt_gpt2_weight_gemm(m, 1, 0, Vl, C, nc, a->logits, it, Vl, lnf, it, C, 1.0f, m->g.wte,
-                            m->dtype, C);
+        zt_gpt2_weight_gemm(m, 1, 0, Vl, C, nc, a->logits, it, Vl, lnf, it, C,
+                            zt_gpt2_grad_beta(m, m->g.wte), m->g.wte, m->dtype, C);
     }
     double sum = 0.0;
     if (backward) m->be->ops->sum_into(m->be, a->loss_acc, a->losses, (size_t)N);
@@ -1037,6 +1074,7 @@ zt_status zt_gpt2_init_view(zt_gpt2 *v, const zt_gpt2 *owner, int unit_first, in
     v->tp_comm = o->tp > 1 ? tp_comm : NULL;
     v->params = owner->params;
     v->grads = owner->grads;
+    v->zeroed = owner->zeroed;
     alloc_params(v);
     alloc_acts(v);
     return ZT_OK;

@@ -141,6 +141,15 @@ typedef struct {
     void *gemm_work;                // the backend's gemm_mixed scratch (bf16 only)
 } zt_gpt2_acts;
 
+// The weight gradients a product adds into whole that nothing has added to since
+// zt_gpt2_zero_grads: the first product into one writes it (beta 0) rather than reading back
+// the zeros it would add to (docs/design.md, "Zeroed gradients"). Shared by an interleaved
+// rank's chunk views, whose gradients are its owner's.
+typedef struct {
+    int n, cap;
+    const void **grad; // (cap) the zeroed ones, n of them, in no order
+} zt_gpt2_zeroed;
+
 typedef struct {
     const zt_backend *be;     // where every buffer below lives and the kernels run
     zt_model_shape shape;
@@ -159,6 +168,7 @@ typedef struct {
     void *params;             // (layout.numel) flat of dtype, device memory
     void *grads;              // (layout.numel) flat, same layout and dtype, device memory
     zt_gpt2_tensors p, g;     // views into params and grads
+    zt_gpt2_zeroed *zeroed;   // host memory, owned unless is_view
     zt_gpt2_acts a;
     int n_slots;              // micro-batches whose activations can be held at once
     size_t slot_floats;       // floats of one slot's activations
@@ -230,6 +240,15 @@ zt_status zt_gpt2_init_view(zt_gpt2 *view, const zt_gpt2 *owner, int unit_first,
 // forward and backward of one micro-batch must use the same slot.
 void zt_gpt2_use_slot(zt_gpt2 *m, int slot);
 void zt_gpt2_free(zt_gpt2 *m);
+
+// Zeroes the gradients for a step's first micro-batch and marks the product-written ones
+// zeroed (zt_gpt2_zeroed): the tied wte (the lm-head's weight gradient) and, under bf16,
+// the blocks' four weight matrices (gemm_mixed's; fp32's fused backward ops only add).
+void zt_gpt2_zero_grads(zt_gpt2 *m);
+// The beta of a product adding into gradient g: 0 while g is still zeroed, and from then on
+// it is not; else 1. An op that adds into g otherwise takes it too (and writes onto the
+// zeros).
+float zt_gpt2_grad_beta(const zt_gpt2 *m, const void *g);
 
 // The bytes zt_gpt2_init with the same arguments would allocate, per memory category,
 // computed without allocating (so a run that cannot fit is refused before it starts).

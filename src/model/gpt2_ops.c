@@ -43,17 +43,18 @@ static void backward_input_bf16(const zt_gpt2 *m, float *dinp, const zt_bf16 *do
       0.0f, dinp, ZT_F32, C, m->a.gemm_work);
 }
 
-// The weight-gradient product into the bf16 dw; the bias gradient a column sum of dout in
-// fp32, rounded once into dbias.
+// The weight-gradient product into the bf16 dw (written while dw is still zeroed this step:
+// zt_gpt2_grad_beta); the bias gradient a column sum of dout in fp32, rounded once into dbias.
 static void backward_weight_bf16(const zt_gpt2 *m, void *dw, void *dbias, const zt_bf16 *dout,
                                  const void *inp, zt_dtype in_dt, int N, int C, int OC,
                                  int in_out) {
     void *work = m->a.gemm_work;
+    float beta = zt_gpt2_grad_beta(m, dw);
     if (in_out) // dw (C, OC) += inp^T @ dout
-        K(gemm_mixed, 1, 0, C, OC, N, 1.0f, inp, in_dt, C, dout, ZT_BF16, OC, 1.0f, dw, ZT_BF16,
+        K(gemm_mixed, 1, 0, C, OC, N, 1.0f, inp, in_dt, C, dout, ZT_BF16, OC, beta, dw, ZT_BF16,
           OC, work);
     else // dw (OC, C) += dout^T @ inp
-        K(gemm_mixed, 1, 0, OC, C, N, 1.0f, dout, ZT_BF16, OC, inp, in_dt, C, 1.0f, dw, ZT_BF16,
+        K(gemm_mixed, 1, 0, OC, C, N, 1.0f, dout, ZT_BF16, OC, inp, in_dt, C, beta, dw, ZT_BF16,
           C, work);
     if (dbias) K(bias_backward_bf16, dbias, dout, ZT_BF16, N, OC);
 }
@@ -206,6 +207,7 @@ void zt_gpt2_encoder_forward(const zt_gpt2 *m, void *out, zt_dtype out_dt, const
 void zt_gpt2_encoder_backward(const zt_gpt2 *m, void *dwte, void *dwpe, const float *dout,
                               const int32_t *tokens, int vocab_lo, int vocab_rows, int N, int T,
                               int C) {
+    zt_gpt2_grad_beta(m, dwte); // it adds onto the zeros: dwte is no longer zeroed
     if (is_bf16(m))
         K(encoder_backward_bf16, dwte, dwpe, dout, tokens, vocab_lo, vocab_rows, N, T, C);
     else

@@ -34,7 +34,7 @@ void zt_plan_step_run(zt_plan_step *st) {
     zt_gpt2 *m = &st->model;
     const zt_backend *be = m->be;
     size_t BT = (size_t)m->B * m->T;
-    be->ops->memset(be, m->grads, 0, m->layout.numel * zt_gpt2_elem_size(m));
+    zt_gpt2_zero_grads(m);
     float loss_scale = (float)(1.0 / ((double)BT * st->grad_accum));
     for (int k = 0; k < st->grad_accum; k++) {
         zt_gpt2_forward(m, st->tokens, NULL, st->tokens + BT, 1, loss_scale);
