@@ -411,8 +411,10 @@ void zt_gpt2_free(zt_gpt2 *m) {
         if (m->ws_block) zt_be_free(m->be, m->ws_block);
         if (m->logits_block) zt_be_free(m->be, m->logits_block);
     }
-    if (!m->is_view && m->zeroed) free(m->zeroed->grad);
-    if (!m->is_view) free(m->zeroed);
+    if (!m->is_view && m->zeroed) {
+        free(m->zeroed->grad);
+        free(m->zeroed);
+    }
     free(m->p.h);
     free(m->g.h);
     zt_layout_free(&m->layout);
