@@ -1,7 +1,7 @@
-// Tests of zt_gpt2_zero_grads (src/model/gpt2.c): a product writing a still-zeroed gradient
-// instead of adding onto its zeros must give the values of adding, in every backward the
-// model has (whole, and split into input and weight passes) and over micro-batches and loss
-// chunks, where only the first contribution may write.
+// Tests of zt_gpt2_zero_grads (src/model/gpt2_zeroed.c): a product writing a still-zeroed
+// gradient instead of adding onto its zeros must give the values of adding, in every backward
+// the model has (whole, and split into input and weight passes) and over micro-batches and
+// loss chunks, where only the first contribution may write.
 #include <stdlib.h>
 #include <string.h>
 

@@ -332,11 +332,7 @@ static void alloc_params(zt_gpt2 *m) {
     if (!m->is_view) {
         m->params = zt_be_alloc(m->be, ZT_MEM_PARAMS, n * elem);
         m->grads = zt_be_alloc(m->be, ZT_MEM_GRADS, n * elem);
-        m->zeroed = calloc(1, sizeof *m->zeroed);
-        ZT_ASSERT(m->zeroed);
-        m->zeroed->cap = 4 * m->shape.n_layer + 1;
-        m->zeroed->grad = calloc((size_t)m->zeroed->cap, sizeof *m->zeroed->grad);
-        ZT_ASSERT(m->zeroed->grad);
+        m->zeroed = zt_gpt2_zeroed_new(m->shape.n_layer);
     }
     m->p.h = calloc((size_t)m->shape.n_layer, sizeof(zt_block_tensors));
     m->g.h = calloc((size_t)m->shape.n_layer, sizeof(zt_block_tensors));
@@ -411,44 +407,11 @@ void zt_gpt2_free(zt_gpt2 *m) {
         if (m->ws_block) zt_be_free(m->be, m->ws_block);
         if (m->logits_block) zt_be_free(m->be, m->logits_block);
     }
-    if (!m->is_view && m->zeroed) {
-        free(m->zeroed->grad);
-        free(m->zeroed);
-    }
+    if (!m->is_view) zt_gpt2_zeroed_free(m->zeroed);
     free(m->p.h);
     free(m->g.h);
     zt_layout_free(&m->layout);
     memset(m, 0, sizeof *m);
-}
-
-static void mark_zeroed(zt_gpt2_zeroed *z, const void *g) {
-    if (!g) return; // a tensor of another stage
-    ZT_ASSERT(z->n < z->cap);
-    z->grad[z->n++] = g;
-}
-
-void zt_gpt2_zero_grads(zt_gpt2 *m) {
-    m->be->ops->memset(m->be, m->grads, 0, m->layout.numel * zt_gpt2_elem_size(m));
-    zt_gpt2_zeroed *z = m->zeroed;
-    z->n = 0;
-    mark_zeroed(z, m->g.wte);
-    for (int l = 0; is_bf16(m) && l < m->shape.n_layer; l++) {
-        const zt_block_tensors *g = &m->g.h[l];
-        mark_zeroed(z, g->qkvw);
-        mark_zeroed(z, g->attprojw);
-        mark_zeroed(z, g->fcw);
-        mark_zeroed(z, g->fcprojw);
-    }
-}
-
-float zt_gpt2_grad_beta(const zt_gpt2 *m, const void *g) {
-    zt_gpt2_zeroed *z = m->zeroed;
-    for (int i = 0; i < z->n; i++)
-        if (z->grad[i] == g) {
-            z->grad[i] = z->grad[--z->n];
-            return 0.0f;
-        }
-    return 1.0f;
 }
 
 // Computed on the host, in a view of the parameters (the parameters themselves on the CPU).

@@ -244,7 +244,11 @@ void zt_gpt2_free(zt_gpt2 *m);
 // Zeroes the gradients for a step's first micro-batch and marks the product-written ones
 // zeroed (zt_gpt2_zeroed): the tied wte (the lm-head's weight gradient) and, under bf16,
 // the blocks' four weight matrices (gemm_mixed's; fp32's fused backward ops only add).
+// src/model/gpt2_zeroed.c, with the list's allocation for n_layer blocks (freeing NULL is
+// nothing).
 void zt_gpt2_zero_grads(zt_gpt2 *m);
+zt_gpt2_zeroed *zt_gpt2_zeroed_new(int n_layer);
+void zt_gpt2_zeroed_free(zt_gpt2_zeroed *z);
 // The beta of a product adding into gradient g: 0 while g is still zeroed, and from then on
 // it is not; else 1. An op that adds into g otherwise takes it too (and writes onto the
 // zeros).
