@@ -263,8 +263,8 @@ ZT_OP(void, gemm_mixed, ZT_OPS_BF16, ZT_PHASE_GEMM, 2.0 * M * N * K,
       (void *, C)(zt_dtype, ct)(int, ldc)(void *, work))
 // A product and the element-wise pass after it, which a GPU runs in the product's epilogue
 // (cuBLASLt's BIAS and DGELU) and the CPU's oneDNN path for BIAS as the matmul primitive's
-// own bias: C (M, N) = op(A) op(B), row-major as gemm_mixed's with
-// alpha 1, A fp32 or bf16 (at), B bf16, C contiguous (ldc = N) and written, then
+// own bias: C (M, N) = op(A) op(B), row-major as gemm_mixed's with alpha 1, A fp32 or bf16
+// (at), B bf16, C contiguous (ldc = N) and written, then
 //   ZT_EPILOGUE_BIAS:  + vec (N values, every row): C fp32 or bf16 (ct), the fp32 sum of
 //                      product and bias rounded once (bias_broadcast_bf16, then gemm_mixed
 //                      onto it with beta 1; an fp32 C: gemm_mixed, then bias_forward_bf16);

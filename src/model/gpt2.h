@@ -241,11 +241,11 @@ zt_status zt_gpt2_init_view(zt_gpt2 *view, const zt_gpt2 *owner, int unit_first,
 void zt_gpt2_use_slot(zt_gpt2 *m, int slot);
 void zt_gpt2_free(zt_gpt2 *m);
 
-// Zeroes the gradients for a step's first micro-batch and marks the product-written ones
-// zeroed (zt_gpt2_zeroed): the tied wte (the lm-head's weight gradient) and, under bf16,
-// the blocks' four weight matrices (gemm_mixed's; fp32's fused backward ops only add).
-// src/model/gpt2_zeroed.c, with the list's allocation for n_layer blocks (freeing NULL is
-// nothing).
+// (src/model/gpt2_zeroed.c) Zeroes the gradients for a step's first micro-batch and marks
+// the product-written ones zeroed (zt_gpt2_zeroed): the tied wte (the lm-head's weight
+// gradient) and, under bf16, the blocks' four weight matrices (gemm_mixed's; fp32's fused
+// backward ops only add). _new makes the list for a model of n_layer blocks; _free takes
+// NULL too.
 void zt_gpt2_zero_grads(zt_gpt2 *m);
 zt_gpt2_zeroed *zt_gpt2_zeroed_new(int n_layer);
 void zt_gpt2_zeroed_free(zt_gpt2_zeroed *z);
